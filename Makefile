@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+#   make          build ./gpuleak (generated files under .output/)
+#   make demo     install dependencies, build, run the built-in example under gpuleak
+#   make test     install dependencies, build (+ ASan/UBSan build), run the test suite
+#   make bench    the benchmark (not part of make test)
+
+OUTPUT := .output
+CLANG ?= clang
+CC ?= cc
+BPFTOOL ?= bpftool
+VERSION := 0.1.0
+
+ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
+VMLINUX := vmlinux/$(ARCH)/vmlinux.h
+
+WARN := -Wall -Wextra -Werror
+CFLAGS ?= -O2 -g
+CFLAGS += $(WARN) -std=gnu11 -D_GNU_SOURCE -DGPULEAK_VERSION='"$(VERSION)"' \
+	  -Ibpf -Iuser -I$(OUTPUT) -fno-omit-frame-pointer
+LDLIBS := -lbpf -lelf -lz -lm
+SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+
+BPF_SRC := bpf/gpuleak.bpf.c
+BPF_OBJ := $(OUTPUT)/gpuleak.bpf.o
+SKEL := $(OUTPUT)/gpuleak.skel.h
+USER_SRC := $(wildcard user/*.c)
+USER_HDR := $(wildcard user/*.h) bpf/gpuleak.h
+USER_OBJ := $(patsubst user/%.c,$(OUTPUT)/obj/%.o,$(USER_SRC))
+ASAN_OBJ := $(patsubst user/%.c,$(OUTPUT)/asan/%.o,$(USER_SRC))
+
+.PHONY: all deps test demo bench clean standins check-deps
+all: gpuleak
+
+deps:
+	@scripts/install-deps.sh
+
+$(OUTPUT) $(OUTPUT)/obj $(OUTPUT)/asan:
+	@mkdir -p $@
+
+$(BPF_OBJ): $(BPF_SRC) bpf/gpuleak.h bpf/gpuleak.bpf.h $(VMLINUX) | $(OUTPUT)
+	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) \
+		-Ivmlinux/$(ARCH) -Ibpf -c $(BPF_SRC) -o $@
+
+$(SKEL): $(BPF_OBJ)
+	$(BPFTOOL) gen skeleton $< name gpuleak_bpf > $@.tmp && mv $@.tmp $@
+
+$(OUTPUT)/obj/%.o: user/%.c $(USER_HDR) $(SKEL) | $(OUTPUT)/obj
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(OUTPUT)/asan/%.o: user/%.c $(USER_HDR) $(SKEL) | $(OUTPUT)/asan
+	$(CC) $(CFLAGS) $(SAN) -c $< -o $@
+
+gpuleak: $(USER_OBJ)
+	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+# The build the tests run: same code under AddressSanitizer and UBSan.
+$(OUTPUT)/gpuleak-asan: $(ASAN_OBJ)
+	$(CC) $(CFLAGS) $(SAN) $^ $(LDLIBS) -o $@
+
+-include tests/build.mk
+
+test: deps
+	@$(MAKE) --no-print-directory gpuleak $(OUTPUT)/gpuleak-asan standins
+	@python3 tests/run_tests.py --gpuleak $(OUTPUT)/gpuleak-asan
+
+demo: deps
+	@$(MAKE) --no-print-directory gpuleak standins
+	@scripts/demo.sh
+
+clean:
+	rm -rf $(OUTPUT) gpuleak

@@ -1,0 +1,363 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * gpuleak's BPF side: two programs, one for every traced function's entry and one for its
+ * return, attached as uprobe_multi links whose cookie is the API id. What to read where comes
+ * from the per-API spec table in rodata, filled from the probe catalog before load; the
+ * handlers below are generic per call shape and know no API by name.
+ *
+ * Two links per traced object (entry, return) instead of one per shape: each link costs a
+ * grace period (~20 ms here) to detach, and users notice a slow Ctrl-C.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "gpuleak.h"
+#include "gpuleak.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define SIGSTOP 19
+
+const volatile struct gl_api_spec specs[GL_API_MAX] = {};
+/* Wake the consumer only once this much is unread: per-record wakeups cost 3-6x per call. */
+const volatile __u64 wakeup_bytes = 256 * 1024;
+const volatile bool capture_stacks = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);	/* resized by user space before load */
+} events SEC(".maps");
+
+/* User stacks, interned by the kernel: a million allocations from one stack cost one entry. */
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, 32 * sizeof(__u64));	/* depth set by user space before load */
+	__uint(max_entries, 1);			/* raised by user space when stacks are on */
+} stacks SEC(".maps");
+
+/* One traced call in flight on a thread: what was read at entry, for the return probe. */
+struct frame {
+	__u64 sp;		/* stack pointer at entry; the return sees it again (per arch) */
+	__u64 addr;
+	__u64 size;
+	__u64 aux;
+	__u64 aux2;
+	__u64 mul;
+	__u64 caller;
+	__u64 ts_ns;
+	__s32 stack_id;
+	__u32 api;
+};
+
+struct tstate {
+	__u32 depth;
+	__u32 pad;
+	struct frame f[GL_MAX_DEPTH];
+};
+
+/*
+ * Entry state lives in task-local storage rather than a hash keyed by pid_tgid: it is per
+ * thread by construction (no pid/tid mix-ups, no collision across pid namespaces), costs no
+ * hash lookup on the hot path, and is freed with the thread, so a thread that dies inside a
+ * traced call leaves nothing behind.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct tstate);
+} tstates SEC(".maps");
+
+/* Global loss counters (per CPU) and the same per process, both touched on failure only. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, GL_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+struct pid_loss {
+	__u64 counts[GL_STAT_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct pid_loss);
+} pid_loss SEC(".maps");
+
+/* Processes to stop at the ld.so rendezvous until user space has attached (run mode). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u8);
+} held SEC(".maps");
+
+static __always_inline void count_loss(__u32 pid, enum gl_stat s, __u64 n)
+{
+	__u32 k = s;
+	__u64 *v = bpf_map_lookup_elem(&stats, &k);
+	struct pid_loss *l;
+
+	if (v)
+		*v += n;
+	l = bpf_map_lookup_elem(&pid_loss, &pid);
+	if (!l) {
+		struct pid_loss zero = {};
+
+		bpf_map_update_elem(&pid_loss, &pid, &zero, BPF_NOEXIST);
+		l = bpf_map_lookup_elem(&pid_loss, &pid);
+		if (!l)
+			return;
+	}
+	__sync_fetch_and_add(&l->counts[k & (GL_STAT_MAX - 1)], n);
+}
+
+static __always_inline __u64 rb_flags(__u8 spec_flags)
+{
+	if (spec_flags & GL_SPEC_WAKEUP)
+		return BPF_RB_FORCE_WAKEUP;
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline struct gl_call_rec *rec_reserve(__u32 pid)
+{
+	struct gl_call_rec *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+
+	if (!r)
+		count_loss(pid, GL_STAT_RB_FULL, 1);
+	return r;
+}
+
+static __always_inline void rec_header(struct gl_call_rec *r, __u8 kind, __u8 depth, __u16 api,
+				       __u64 pid_tgid, __u64 ts_ns)
+{
+	r->hdr.size = sizeof(*r);
+	r->hdr.kind = kind;
+	r->hdr.depth = depth;
+	r->hdr.api = api;
+	r->hdr.flags = 0;
+	r->hdr.pid = pid_tgid >> 32;
+	r->hdr.tid = (__u32)pid_tgid;
+	r->hdr.ts_ns = ts_ns;
+}
+
+static __always_inline struct tstate *tstate_get(bool create)
+{
+	return bpf_task_storage_get(&tstates, bpf_get_current_task_btf(), 0,
+				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+}
+
+/* Entry of a call whose result matters: remember its arguments until the return probe. */
+static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_api_spec s)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct tstate *st = tstate_get(true);
+	struct frame *f;
+	__u32 d;
+
+	if (!st) {
+		count_loss(pid_tgid >> 32, GL_STAT_STASH_FAIL, 1);
+		return 0;
+	}
+	d = st->depth;
+	if (d >= GL_MAX_DEPTH) {
+		count_loss(pid_tgid >> 32, GL_STAT_DEPTH_OVERFLOW, 1);
+		return 0;
+	}
+	f = &st->f[d & (GL_MAX_DEPTH - 1)];
+	f->sp = PT_REGS_SP(ctx);
+	f->addr = gl_arg(ctx, s.arg_addr);
+	f->size = gl_arg(ctx, s.arg_size);
+	f->aux = gl_arg(ctx, s.arg_aux);
+	f->aux2 = gl_arg(ctx, s.arg_aux2);
+	f->mul = s.arg_mul ? gl_arg(ctx, s.arg_mul) : 1;
+	f->caller = gl_entry_caller(ctx);
+	f->ts_ns = bpf_ktime_get_ns();
+	f->api = api;
+	f->stack_id = -1;
+	if (capture_stacks && (s.shape == GL_SHAPE_ALLOC_OUTPTR || s.shape == GL_SHAPE_ALLOC_RET)) {
+		/* At entry, before the return probe replaces the return address on the stack. */
+		f->stack_id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+		if (f->stack_id < 0)
+			count_loss(pid_tgid >> 32, GL_STAT_STACK_FAIL, 1);
+	}
+	st->depth = d + 1;
+	return 0;
+}
+
+/* Entry-only calls (frees, markers): the record is complete at entry. */
+static __always_inline int emit_entry(struct pt_regs *ctx, __u16 api, struct gl_api_spec s)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct tstate *st = tstate_get(false);
+	struct gl_call_rec *r;
+	__u8 kind = s.shape == GL_SHAPE_NOTIFY ? GL_REC_NOTIFY : GL_REC_FREE;
+
+	if ((s.flags & GL_SPEC_HOLD) && bpf_map_lookup_elem(&held, &(__u32){ pid_tgid >> 32 }))
+		/* Queued before the record is visible, so user space's SIGCONT cannot precede it. */
+		bpf_send_signal(SIGSTOP);
+
+	r = rec_reserve(pid_tgid >> 32);
+	if (!r)
+		return 0;
+	rec_header(r, kind, st ? st->depth : 0, api, pid_tgid, bpf_ktime_get_ns());
+	r->addr = gl_arg(ctx, s.arg_addr);
+	r->size = gl_arg(ctx, s.arg_size);
+	r->aux = gl_arg(ctx, s.arg_aux);
+	r->aux2 = gl_arg(ctx, s.arg_aux2);
+	r->caller = gl_entry_caller(ctx);
+	r->ret = 0;
+	r->stack_id = -1;
+	bpf_ringbuf_submit(r, rb_flags(s.flags));
+	return 0;
+}
+
+SEC("uprobe.multi")
+int gl_enter(struct pt_regs *ctx)
+{
+	__u64 api = bpf_get_attach_cookie(ctx);
+	struct gl_api_spec s;
+
+	if (api >= GL_API_MAX)
+		return 0;
+	s = specs[api];
+	switch (s.shape) {
+	case GL_SHAPE_ALLOC_OUTPTR:
+	case GL_SHAPE_ALLOC_RET:
+	case GL_SHAPE_SYNC:
+	case GL_SHAPE_CALL:
+		return frame_push(ctx, api, s);
+	case GL_SHAPE_FREE:
+	case GL_SHAPE_FREE_ASYNC:
+	case GL_SHAPE_NOTIFY:
+		return emit_entry(ctx, api, s);
+	default:
+		return 0;
+	}
+}
+
+/* The result of an allocation: through the out-pointer, or the return value. */
+static __always_inline void alloc_result(struct pt_regs *ctx, struct gl_api_spec s,
+					 struct frame *f, struct gl_call_rec *r, __u32 pid)
+{
+	__u64 rc = PT_REGS_RC(ctx);
+	__u64 size = f->size, mul = f->mul;
+	bool ok;
+
+	if (s.shape == GL_SHAPE_ALLOC_OUTPTR) {
+		r->ret = (__s32)rc;
+		ok = r->ret == 0;
+		r->addr = 0;
+		if (ok && bpf_probe_read_user(&r->addr, sizeof(r->addr), (void *)f->addr)) {
+			r->hdr.flags |= GL_HF_ADDR_READ_FAIL;
+			count_loss(pid, GL_STAT_READ_FAIL, 1);
+		}
+	} else {
+		r->addr = rc;
+		ok = (s.flags & GL_SPEC_FAIL_IS_NEG1) ? rc != (__u64)-1 : rc != 0;
+		r->ret = ok ? 0 : -1;
+	}
+	if (ok && (s.flags & GL_SPEC_SIZE_BY_PTR)) {
+		__u64 p = size;
+
+		size = 0;
+		if (bpf_probe_read_user(&size, sizeof(size), (void *)p)) {
+			r->hdr.flags |= GL_HF_ADDR_READ_FAIL;
+			count_loss(pid, GL_STAT_READ_FAIL, 1);
+		}
+	}
+	if (mul != 1) {
+		__u64 prod = size * mul;
+
+		/* Overflow test by division: clang turns the usual idioms into a 128-bit
+		 * multiply, which BPF lacks. The barrier keeps it from seeing through this. */
+		barrier_var(prod);
+		if (size && prod / size != mul) {
+			r->hdr.flags |= GL_HF_SIZE_CLAMPED;
+			prod = ~0ULL;
+		}
+		size = prod;
+	}
+	r->hdr.kind = ok ? GL_REC_ALLOC : GL_REC_ALLOC_FAIL;
+	r->size = size;
+	r->aux = f->aux;
+	r->aux2 = f->aux2;
+}
+
+SEC("uretprobe.multi")
+int gl_exit(struct pt_regs *ctx)
+{
+	__u64 api = bpf_get_attach_cookie(ctx);
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 pid = pid_tgid >> 32;
+	__u64 entry_sp = GL_RET_SP_TO_ENTRY_SP(PT_REGS_SP(ctx));
+	struct gl_api_spec s;
+	struct gl_call_rec *r;
+	struct tstate *st;
+	struct frame f;
+	__u32 d, i = 0, stale;
+	bool found = false;
+
+	if (api >= GL_API_MAX)
+		return 0;
+	s = specs[api];
+	st = tstate_get(false);
+	if (!st) {
+		count_loss(pid, GL_STAT_RET_NO_ENTRY, 1);
+		return 0;
+	}
+	d = st->depth;
+	/* Match by entry stack pointer: a frame left by a longjmp/throw must not pair up. */
+	for (__u32 k = 0; k < GL_MAX_DEPTH; k++) {
+		if (k >= d)
+			break;
+		i = (d - 1 - k) & (GL_MAX_DEPTH - 1);
+		if (st->f[i].sp == entry_sp && st->f[i].api == api) {
+			found = true;
+			break;
+		}
+	}
+	if (!found) {
+		count_loss(pid, GL_STAT_RET_NO_ENTRY, 1);
+		return 0;
+	}
+	f = st->f[i];		/* copy before the slot can be reused */
+	stale = d - 1 - i;
+	st->depth = i;
+	if (stale)
+		count_loss(pid, GL_STAT_STALE_FRAMES, stale);
+
+	r = rec_reserve(pid);
+	if (!r)
+		return 0;
+	rec_header(r, GL_REC_CALL, i, api, pid_tgid, bpf_ktime_get_ns());
+	if (stale)
+		r->hdr.flags |= GL_HF_STALE_FRAMES;
+	r->caller = f.caller;
+	r->stack_id = f.stack_id;
+	switch (s.shape) {
+	case GL_SHAPE_ALLOC_OUTPTR:
+	case GL_SHAPE_ALLOC_RET:
+		alloc_result(ctx, s, &f, r, pid);
+		break;
+	case GL_SHAPE_SYNC:
+		r->hdr.kind = GL_REC_SYNC;
+		/* fallthrough */
+	default:
+		r->ret = (__s32)PT_REGS_RC(ctx);
+		r->addr = f.addr;
+		r->size = f.size;
+		r->aux = f.aux;
+		/* A sync completes work queued before it began: keep its entry time. */
+		r->aux2 = s.shape == GL_SHAPE_SYNC ? f.ts_ns : f.aux2;
+		break;
+	}
+	bpf_ringbuf_submit(r, rb_flags(s.flags));
+	return 0;
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* BPF-only helpers: the per-architecture parts of reading a call's arguments and caller. */
+#ifndef GPULEAK_BPF_H
+#define GPULEAK_BPF_H
+
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#if defined(__TARGET_ARCH_x86)
+/*
+ * x86-64 SysV: the call instruction pushed the return address, so at the first instruction
+ * of the callee it sits at [sp]; `ret` pops it, so the return probe sees sp + 8. Arguments
+ * 7 and 8 are on the stack above the return address.
+ */
+#define GL_RET_SP_TO_ENTRY_SP(sp) ((sp) - 8)
+#define GL_NR_REG_ARGS 6
+
+static __always_inline __u64 gl_entry_caller(struct pt_regs *ctx)
+{
+	__u64 ra = 0;
+
+	bpf_probe_read_user(&ra, sizeof(ra), (void *)PT_REGS_SP(ctx));
+	return ra;
+}
+
+static __always_inline __u64 gl_stack_arg(struct pt_regs *ctx, int n)
+{
+	__u64 v = 0;
+
+	bpf_probe_read_user(&v, sizeof(v), (void *)(PT_REGS_SP(ctx) + 8 * (n - GL_NR_REG_ARGS)));
+	return v;
+}
+#elif defined(__TARGET_ARCH_arm64)
+/* AAPCS64: the return address is in x30 and sp does not move across `ret`. */
+#define GL_RET_SP_TO_ENTRY_SP(sp) (sp)
+#define GL_NR_REG_ARGS 8
+
+static __always_inline __u64 gl_entry_caller(struct pt_regs *ctx)
+{
+	return PT_REGS_RET(ctx);
+}
+
+static __always_inline __u64 gl_stack_arg(struct pt_regs *ctx, int n)
+{
+	__u64 v = 0;
+
+	bpf_probe_read_user(&v, sizeof(v), (void *)(PT_REGS_SP(ctx) + 8 * (n - GL_NR_REG_ARGS - 1)));
+	return v;
+}
+#else
+#error "gpuleak: unsupported BPF target architecture"
+#endif
+
+/* Argument n (1-based) at function entry; 0 when the position is unused. */
+static __always_inline __u64 gl_arg(struct pt_regs *ctx, int n)
+{
+	switch (n) {
+	case 0:
+		return 0;
+	case 1:
+		return PT_REGS_PARM1(ctx);
+	case 2:
+		return PT_REGS_PARM2(ctx);
+	case 3:
+		return PT_REGS_PARM3(ctx);
+	case 4:
+		return PT_REGS_PARM4(ctx);
+	case 5:
+		return PT_REGS_PARM5(ctx);
+	case 6:
+		return PT_REGS_PARM6(ctx);
+	default:
+		return gl_stack_arg(ctx, n);
+	}
+}
+
+#endif /* GPULEAK_BPF_H */

@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The one ABI shared by the BPF programs, the user-space loader and capture files.
+ *
+ * Everything here is persisted in capture files: enum values are never renumbered, records
+ * only grow at the end (readers check hdr.size), and every field has a fixed width.
+ * Addresses are __u64, never pointers.
+ */
+#ifndef GPULEAK_H
+#define GPULEAK_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* Record kinds. 1..63 are produced by BPF, 64.. by user space (ticks, process events, ...). */
+enum gl_rec_kind {
+	GL_REC_ALLOC = 1,	/* an allocation call returned success: addr, size */
+	GL_REC_ALLOC_FAIL = 2,	/* an allocation call returned an error: ret */
+	GL_REC_FREE = 3,	/* a free-by-pointer call was entered: addr (aux: stream) */
+	GL_REC_SYNC = 4,	/* a synchronisation call returned: aux = stream/event, ret */
+	GL_REC_CALL = 5,	/* any other traced call returned: args in addr/size/aux, ret */
+	GL_REC_NOTIFY = 6,	/* an entry-only marker (ld.so rendezvous, step symbol, refs) */
+	GL_REC_LABEL = 7,	/* struct gl_label_rec: a label for a handle */
+
+	GL_REC_TICK = 64,	/* user space: time advanced to hdr.ts_ns (no events meanwhile) */
+	GL_REC_PROC = 65,	/* user space: struct gl_proc_rec, a process was attached/exited */
+	GL_REC_LOSS = 66,	/* user space: struct gl_loss_rec, BPF-side loss counters of a pid */
+};
+
+/* Flags in gl_hdr.flags. */
+enum gl_hdr_flags {
+	GL_HF_SIZE_CLAMPED = 1 << 0,	/* size came from a multiplication that overflowed */
+	GL_HF_ADDR_READ_FAIL = 1 << 1,	/* the out-pointer could not be read: addr unknown */
+	GL_HF_STALE_FRAMES = 1 << 2,	/* frames above this call were dropped (longjmp/throw) */
+};
+
+/*
+ * Common header of every record. 24 bytes; ts_ns is CLOCK_MONOTONIC (bpf_ktime_get_ns):
+ * at return for entry+return calls, at entry for entry-only calls.
+ */
+struct gl_hdr {
+	__u16 size;		/* bytes of the whole record, header included */
+	__u8 kind;		/* enum gl_rec_kind */
+	__u8 depth;		/* traced calls open on this thread at entry (0 = outermost) */
+	__u16 api;		/* enum gl_api: which API fired (the attach cookie) */
+	__u16 flags;		/* enum gl_hdr_flags */
+	__u32 pid;		/* tgid */
+	__u32 tid;
+	__u64 ts_ns;
+};
+
+/*
+ * The fixed-size record of every traced call (kinds ALLOC..NOTIFY). What addr/size/aux/aux2
+ * mean follows from the API's shape (struct gl_api_spec): for allocations addr is the result
+ * and size the bytes, for frees addr is the pointer and aux the stream, for syncs aux is the
+ * stream or event and aux2 the entry timestamp.
+ */
+struct gl_call_rec {
+	struct gl_hdr hdr;
+	__u64 addr;
+	__u64 size;
+	__u64 aux;
+	__u64 aux2;
+	__u64 caller;		/* return address at entry: the call site in the caller */
+	__s32 ret;		/* return value (error code), 0 for entry-only records */
+	__s32 stack_id;		/* user stack id in the stack map, < 0: none */
+};
+
+#define GL_LABEL_MAX 64
+
+struct gl_label_rec {
+	struct gl_hdr hdr;
+	__u64 addr;		/* the handle the label belongs to */
+	__u32 len;		/* bytes of label used (label is not NUL-terminated when full) */
+	__u32 truncated;	/* 1 when the source label was longer than GL_LABEL_MAX */
+	char label[GL_LABEL_MAX];
+};
+
+/* GL_REC_PROC events. */
+enum gl_proc_event {
+	GL_PROC_ATTACH = 1,	/* tracing of pid began (start_ns: its start time) */
+	GL_PROC_EXIT = 2,	/* pid exited; status is the wait status or -1 if unknown */
+	GL_PROC_DETACH = 3,	/* tracing stopped while pid was alive (Ctrl-C, --duration) */
+};
+
+struct gl_proc_rec {
+	struct gl_hdr hdr;
+	__u32 event;		/* enum gl_proc_event */
+	__s32 status;
+	__u64 start_ticks;	/* /proc/PID/stat starttime: tells a reused PID apart */
+	char comm[16];
+};
+
+/* Where BPF lost or could not complete something; GL_REC_LOSS carries one pid's counts. */
+enum gl_stat {
+	GL_STAT_RB_FULL = 0,		/* ring buffer reserve failed: a record was lost */
+	GL_STAT_STASH_FAIL = 1,		/* per-thread state could not be created: call untracked */
+	GL_STAT_DEPTH_OVERFLOW = 2,	/* more nested traced calls than GL_MAX_DEPTH */
+	GL_STAT_READ_FAIL = 3,		/* reading target memory (out-pointer, stack) failed */
+	GL_STAT_RET_NO_ENTRY = 4,	/* a return probe found no matching entry */
+	GL_STAT_STALE_FRAMES = 5,	/* entries whose return never came (longjmp, throw) */
+	GL_STAT_STACK_FAIL = 6,		/* stack capture failed (stack id < 0) */
+	GL_STAT_MAX = 8,
+};
+
+struct gl_loss_rec {
+	struct gl_hdr hdr;
+	__u64 counts[GL_STAT_MAX];	/* cumulative per pid, indexed by enum gl_stat */
+};
+
+/*
+ * Call shapes: one generic BPF handler each. The shape and argument positions of every API
+ * come from the probe catalog (user/probe_catalog.c) through rodata; the BPF side knows
+ * nothing about individual APIs.
+ */
+enum gl_shape {
+	GL_SHAPE_NONE = 0,
+	GL_SHAPE_ALLOC_OUTPTR = 1,	/* int f(void **out, size_t size, ...): result via out */
+	GL_SHAPE_ALLOC_RET = 2,		/* void *f(size...): result is the return value */
+	GL_SHAPE_FREE = 3,		/* f(void *p): entry only */
+	GL_SHAPE_FREE_ASYNC = 4,	/* f(void *p, stream): entry only, completes at a sync */
+	GL_SHAPE_SYNC = 5,		/* int f(stream|event|void): completion point, at return */
+	GL_SHAPE_CALL = 6,		/* int f(args...): args at entry, return value at return */
+	GL_SHAPE_NOTIFY = 7,		/* f(args...): entry-only marker */
+};
+
+/* Flags of struct gl_api_spec. */
+enum gl_spec_flags {
+	GL_SPEC_SIZE_BY_PTR = 1 << 0,	/* arg_size points to the size, read at return (pitch) */
+	GL_SPEC_FAIL_IS_NEG1 = 1 << 1,	/* ALLOC_RET: (void *)-1 is failure (mmap), not NULL */
+	GL_SPEC_WAKEUP = 1 << 2,	/* wake user space at once (ld.so rendezvous) */
+	GL_SPEC_HOLD = 1 << 3,		/* stop a held process here until user space attaches */
+};
+
+/* Argument positions are 1-based; 0 means "not used". */
+struct gl_api_spec {
+	__u8 shape;		/* enum gl_shape */
+	__u8 arg_addr;		/* out-pointer (ALLOC_OUTPTR) or pointer/handle to free */
+	__u8 arg_size;
+	__u8 arg_aux;		/* stream, flags, device ... */
+	__u8 arg_aux2;
+	__u8 arg_mul;		/* multiplies size (pitch height, calloc nmemb) */
+	__u8 flags;		/* enum gl_spec_flags */
+	__u8 pad;
+};
+
+/*
+ * API identities: the attach cookie and gl_hdr.api. Persisted: never renumber; add at the
+ * end of a family's block. The family is api >> 8.
+ */
+enum gl_family {
+	GL_FAM_CUDART = 1,
+	GL_FAM_CUDA = 2,
+	GL_FAM_VMM = 3,
+	GL_FAM_NCCL = 4,
+	GL_FAM_WEBGPU = 5,
+	GL_FAM_LIBC = 6,
+	GL_FAM_LDSO = 7,
+	GL_FAM_MARKER = 8,
+	GL_FAM_MAX = 9,
+};
+
+enum gl_api {
+	GL_API_NONE = 0,
+
+	GL_API_CUDA_MALLOC = 0x100,
+	GL_API_CUDA_MALLOC_MANAGED = 0x101,
+	GL_API_CUDA_MALLOC_HOST = 0x102,
+	GL_API_CUDA_HOST_ALLOC = 0x103,
+	GL_API_CUDA_MALLOC_PITCH = 0x104,
+	GL_API_CUDA_MALLOC_ASYNC = 0x105,
+	GL_API_CUDA_MALLOC_ASYNC_PTSZ = 0x106,
+	GL_API_CUDA_MALLOC_FROM_POOL_ASYNC = 0x107,
+	GL_API_CUDA_MALLOC_FROM_POOL_ASYNC_PTSZ = 0x108,
+	GL_API_CUDA_FREE = 0x109,
+	GL_API_CUDA_FREE_HOST = 0x10a,
+	GL_API_CUDA_FREE_ASYNC = 0x10b,
+	GL_API_CUDA_FREE_ASYNC_PTSZ = 0x10c,
+	GL_API_CUDA_STREAM_SYNCHRONIZE = 0x10d,
+	GL_API_CUDA_STREAM_SYNCHRONIZE_PTSZ = 0x10e,
+	GL_API_CUDA_DEVICE_SYNCHRONIZE = 0x10f,
+	GL_API_CUDA_EVENT_SYNCHRONIZE = 0x110,
+	GL_API_CUDA_EVENT_RECORD = 0x111,
+	GL_API_CUDA_EVENT_RECORD_PTSZ = 0x112,
+	GL_API_CUDA_EVENT_RECORD_WITH_FLAGS = 0x113,
+	GL_API_CUDA_EVENT_RECORD_WITH_FLAGS_PTSZ = 0x114,
+	GL_API_CUDA_SET_DEVICE = 0x115,
+	GL_API_CUDA_DEVICE_RESET = 0x116,
+	GL_API_CUDA_LAST,
+
+	GL_API_LD_DEBUG_STATE = 0x700,	/* ld.so's r_brk: the link map changed */
+	GL_API_LD_LAST,
+
+	GL_API_MAX = 0x900,		/* size of the rodata spec table */
+};
+
+#define GL_API_FAMILY(api) ((api) >> 8)
+
+/* Nested traced calls remembered per thread (cudaMalloc -> cuMemAlloc -> ... ). */
+#define GL_MAX_DEPTH 8
+
+#endif /* GPULEAK_H */

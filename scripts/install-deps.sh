@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# Install everything gpuleak needs to build, test and benchmark on a fresh Debian 12 machine.
+# Idempotent: a second run does nothing but check. Runs apt-get as root.
+#
+# libbpf 1.4.6 / bpftool 7.5 come from bookworm-backports: bookworm's libbpf 1.1.2 has no
+# uprobe_multi API, and a single-uprobe link costs ~108 ms to detach here (40 probes: 4 s of
+# Ctrl-C). The backports suite is added by reusing the URIs of the machine's own Debian source,
+# so a mirror configured by the image keeps working.
+set -euo pipefail
+
+want_pkgs=(clang llvm make gcc pkg-config libelf-dev zlib1g-dev libbpf-dev bpftool
+	   libclang-rt-14-dev librsvg2-bin python3)
+quiet=${GPULEAK_DEPS_QUIET:-0}
+say() { [ "$quiet" = 1 ] || echo "install-deps: $*" >&2; }
+
+have_libbpf_146() {
+	local v
+	v=$(dpkg-query -W -f='${Version}' libbpf-dev 2>/dev/null) || return 1
+	dpkg --compare-versions "$v" ge "1:1.4" 
+}
+
+missing=()
+for p in "${want_pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ] && have_libbpf_146; then
+	say "all dependencies present"
+	exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps: missing packages (${missing[*]:-libbpf-dev>=1.4}); run as root:" \
+	     "sudo $0" >&2
+	exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+bp=/etc/apt/sources.list.d/gpuleak-backports.sources
+if ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+	uris=""
+	if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+		# First URIs line of the stanza that serves the plain "bookworm" suite.
+		uris=$(awk '/^URIs:/{u=$0} /^Suites:.*bookworm( |$)/{print u; exit}' \
+			/etc/apt/sources.list.d/debian.sources | sed 's/^URIs:[[:space:]]*//')
+	fi
+	if [ -z "$uris" ] && [ -f /etc/apt/sources.list ]; then
+		uris=$(awk '$1=="deb" && $3=="bookworm"{print $2; exit}' /etc/apt/sources.list)
+	fi
+	[ -n "$uris" ] || uris="http://deb.debian.org/debian"
+	say "adding bookworm-backports from $uris"
+	cat > "$bp" <<SRC
+Types: deb
+URIs: $uris
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+fi
+
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${want_pkgs[@]}" >/dev/null
+apt-get install -y -qq --no-install-recommends -t bookworm-backports libbpf-dev bpftool >/dev/null
+have_libbpf_146 || { echo "install-deps: libbpf-dev >= 1.4 did not install" >&2; exit 1; }
+say "installed: libbpf-dev $(dpkg-query -W -f='${Version}' libbpf-dev)," \
+    "bpftool $(dpkg-query -W -f='${Version}' bpftool)"

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/libbpf.h>
+#include "attach.h"
+#include "elf_syms.h"
+#include "log.h"
+#include "modules.h"
+#include "probe_catalog.h"
+#include "proc_maps.h"
+
+struct attached {
+	pid_t pid;
+	struct module *mod;
+	struct bpf_link *enter;
+	struct bpf_link *exit;
+	size_t nr_probes;
+};
+
+struct attach {
+	struct bpf_program *enter_prog;
+	struct bpf_program *exit_prog;
+	struct modules *mods;
+	struct attached *v;
+	size_t n, cap;
+};
+
+int attach__new(struct bpf_program *enter, struct bpf_program *exit, struct modules *mods,
+		struct attach **out)
+{
+	struct attach *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return -ENOMEM;
+	a->enter_prog = enter;
+	a->exit_prog = exit;
+	a->mods = mods;
+	*out = a;
+	return 0;
+}
+
+void attach__free(struct attach *a)
+{
+	size_t i;
+
+	if (!a)
+		return;
+	for (i = 0; i < a->n; i++) {
+		bpf_link__destroy(a->v[i].enter);
+		bpf_link__destroy(a->v[i].exit);
+	}
+	free(a->v);
+	free(a);
+}
+
+static struct attached *find(const struct attach *a, pid_t pid, const struct module *mod)
+{
+	size_t i;
+
+	for (i = 0; i < a->n; i++)
+		if (a->v[i].pid == pid && a->v[i].mod == mod)
+			return &a->v[i];
+	return NULL;
+}
+
+static struct bpf_link *link_multi(struct bpf_program *prog, pid_t pid, const char *path,
+				   const struct module *mod, bool ret)
+{
+	size_t i, n = 0;
+	unsigned long *offs = calloc(mod->nr_sites, sizeof(*offs));
+	__u64 *cookies = calloc(mod->nr_sites, sizeof(*cookies));
+	struct bpf_link *link = NULL;
+	int err = -ENOMEM;
+
+	if (!offs || !cookies)
+		goto cleanup;
+	for (i = 0; i < mod->nr_sites; i++) {
+		if (ret && cat_entry_only(mod->sites[i].api))
+			continue;
+		offs[n] = mod->sites[i].offset;
+		cookies[n] = mod->sites[i].api->api;
+		n++;
+	}
+	err = 0;
+	if (!n)
+		goto cleanup;
+	LIBBPF_OPTS(bpf_uprobe_multi_opts, opts, .offsets = offs, .cookies = cookies, .cnt = n,
+		    .retprobe = ret);
+	link = bpf_program__attach_uprobe_multi(prog, pid, path, NULL, &opts);
+	if (!link)
+		err = -errno;
+cleanup:
+	free(offs);
+	free(cookies);
+	/* errno 0 with no link: nothing needed this direction (entry-only APIs). */
+	errno = -err;
+	return link;
+}
+
+/* Attach one module for pid through open_path (any path that reaches its inode). */
+static int attach_module(struct attach *a, pid_t pid, struct module *mod, const char *open_path)
+{
+	struct attached *at;
+	int err;
+
+	if (find(a, pid, mod))
+		return 0;
+	err = module__scan(mod);
+	if (err || !mod->nr_sites)
+		return 0;	/* not an ELF object we can read, or nothing to trace in it */
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? 2 * a->cap : 16;
+		struct attached *v = realloc(a->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		a->v = v;
+		a->cap = cap;
+	}
+	at = &a->v[a->n];
+	*at = (struct attached){ .pid = pid, .mod = mod, .nr_probes = mod->nr_sites };
+	at->enter = link_multi(a->enter_prog, pid, open_path, mod, false);
+	if (!at->enter) {
+		err = -errno;
+		goto fail;
+	}
+	at->exit = link_multi(a->exit_prog, pid, open_path, mod, true);
+	if (!at->exit && errno) {
+		err = -errno;
+		bpf_link__destroy(at->enter);
+		goto fail;
+	}
+	a->n++;
+	pr_info("pid %d: attached %zu probes to %s\n", pid, mod->nr_sites, mod->path);
+	return 1;
+fail:
+	pr_err("pid %d: attaching %zu probes to %s failed: %s\n", pid, mod->nr_sites, mod->path,
+	       strerror(-err));
+	return err;
+}
+
+int attach__scan(struct attach *a, const struct proc_maps *m, int *nr_new)
+{
+	int first_err = 0;
+	size_t i;
+
+	*nr_new = 0;
+	for (i = 0; i < m->n; i++) {
+		const struct pmap_ent *e = &m->v[i];
+		struct module *mod;
+		char open_path[96];
+		int ret;
+
+		if (!e->exec || !e->path)
+			continue;
+		mod = modules__get(a->mods, m->pid, e);
+		if (!mod)
+			return -ENOMEM;
+		proc_maps__open_path(m->pid, e, open_path, sizeof(open_path));
+		ret = attach_module(a, m->pid, mod, open_path);
+		if (ret > 0)
+			(*nr_new)++;
+		else if (ret < 0 && !first_err)
+			first_err = ret;
+	}
+	return first_err;
+}
+
+int attach__path(struct attach *a, pid_t pid, const char *path)
+{
+	struct module *mod = modules__get_path(a->mods, path);
+	int ret;
+
+	if (!mod)
+		return -errno;
+	ret = attach_module(a, pid, mod, path);
+	return ret < 0 ? ret : 0;
+}
+
+bool attach__has_required(const struct attach *a, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < a->n; i++)
+		if (a->v[i].pid == pid && a->v[i].mod->nr_required)
+			return true;
+	return false;
+}
+
+void attach__print_objects(const struct attach *a, pid_t pid, const struct proc_maps *m,
+			   FILE *out)
+{
+	size_t i, j;
+
+	for (i = 0; i < m->n; i++) {
+		const struct pmap_ent *e = &m->v[i];
+		struct module *mod;
+		bool dup = false;
+
+		if (!e->exec || !e->path)
+			continue;
+		for (j = 0; j < i && !dup; j++)
+			dup = m->v[j].exec && m->v[j].dev == e->dev && m->v[j].ino == e->ino;
+		mod = dup ? NULL : modules__get(a->mods, pid, e);
+		if (!mod)
+			continue;
+		module__scan(mod);
+		if (!mod->elf)
+			fprintf(out, "  %s: not readable as ELF (%s)\n", mod->path,
+				strerror(-mod->open_err));
+		else
+			fprintf(out, "  %s: %zu traced functions%s\n", mod->path, mod->nr_required,
+				elf_obj__has_symtab(mod->elf) ? "" : " (no .symtab)");
+	}
+}
+
+void module__print_sites(const struct module *m, FILE *out)
+{
+	size_t i;
+
+	for (i = 0; i < m->nr_sites; i++) {
+		const struct probe_site *s = &m->sites[i];
+
+		fprintf(out, "%-32s %-7s 0x%-10" PRIx64 " %-6s %s\n", s->api->name,
+			cat_family_name(GL_API_FAMILY(s->api->api)), s->offset,
+			s->local ? "local" : "global", m->path);
+	}
+}
+
+void attach__print(const struct attach *a, FILE *out)
+{
+	size_t i;
+
+	for (i = 0; i < a->n; i++) {
+		fprintf(out, "pid %d: %s (%zu probes)\n", a->v[i].pid, a->v[i].mod->path,
+			a->v[i].nr_probes);
+	}
+}
+
+size_t attach__nr_links(const struct attach *a)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < a->n; i++)
+		n += !!a->v[i].enter + !!a->v[i].exit;
+	return n;
+}
+
+size_t attach__nr_probes(const struct attach *a)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < a->n; i++)
+		n += a->v[i].nr_probes;
+	return n;
+}
+
+size_t attach__nr_objects(const struct attach *a, pid_t pid)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < a->n; i++)
+		n += a->v[i].pid == pid;
+	return n;
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Attach: puts the catalog's probes on every object a target maps that defines a traced
+ * function. One uprobe_multi link per (process, object, direction), filtered by pid in the
+ * kernel so other processes mapping the same library are neither traced nor slowed.
+ */
+#ifndef GPULEAK_ATTACH_H
+#define GPULEAK_ATTACH_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+struct bpf_program;
+struct modules;
+struct module;
+struct proc_maps;
+struct attach;
+
+int attach__new(struct bpf_program *enter, struct bpf_program *exit, struct modules *mods,
+		struct attach **out);
+/* Detaches everything. */
+void attach__free(struct attach *a);
+/*
+ * Attach to every module in pid's mappings not attached for pid yet. *nr_new counts the
+ * modules newly attached. Returns 0 or the first attach error (-errno); modules that failed
+ * are reported on stderr and retried on the next scan.
+ */
+int attach__scan(struct attach *a, const struct proc_maps *m, int *nr_new);
+/* Attach to one file by path for pid, before pid has mapped it (run mode, pre-exec). */
+int attach__path(struct attach *a, pid_t pid, const char *path);
+/* Whether pid has a probe on a non-optional API (a CUDA library was found). */
+bool attach__has_required(const struct attach *a, pid_t pid);
+/* Print "looked in" diagnostics: the objects of pid scanned and what each had. */
+void attach__print_objects(const struct attach *a, pid_t pid, const struct proc_maps *m,
+			   FILE *out);
+/* Print the attached probes (gpuleak -v and `gpuleak probes`). */
+void attach__print(const struct attach *a, FILE *out);
+size_t attach__nr_links(const struct attach *a);
+size_t attach__nr_probes(const struct attach *a);
+/* Number of objects attached for pid. */
+size_t attach__nr_objects(const struct attach *a, pid_t pid);
+
+/* Print the probe sites of one module (gpuleak probes). */
+void module__print_sites(const struct module *m, FILE *out);
+
+#endif

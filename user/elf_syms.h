@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * One ELF object on disk: its function symbols (.symtab and .dynsym), load segments and
+ * build-id. Used to find probe offsets by name and to name addresses.
+ */
+#ifndef GPULEAK_ELF_SYMS_H
+#define GPULEAK_ELF_SYMS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct elf_obj;
+
+struct elf_func {
+	const char *name;	/* as in the string table; may carry "@VERSION" (.symtab) */
+	uint64_t vaddr;
+	uint64_t size;
+	bool local;		/* STB_LOCAL: e.g. a statically linked cudart's cudaMalloc */
+	bool dynamic;		/* from .dynsym */
+};
+
+/* Returns 0 or -errno; *out is owned by the caller (elf_obj__free). */
+int elf_obj__open(const char *path, struct elf_obj **out);
+void elf_obj__free(struct elf_obj *o);
+
+/* Calls fn for each defined function symbol of both tables; stops when fn returns nonzero. */
+int elf_obj__for_each_func(struct elf_obj *o, int (*fn)(const struct elf_func *f, void *ctx),
+			   void *ctx);
+
+/* File offset of a virtual address (for uprobes) and back; -ENOENT outside any PT_LOAD. */
+int elf_obj__vaddr_to_off(const struct elf_obj *o, uint64_t vaddr, uint64_t *off);
+int elf_obj__off_to_vaddr(const struct elf_obj *o, uint64_t off, uint64_t *vaddr);
+
+/*
+ * The function containing vaddr: its name and the offset into it. Prefers .symtab over
+ * .dynsym; NULL when no symbol covers vaddr (stripped object). The name stays valid until
+ * elf_obj__free.
+ */
+const char *elf_obj__symbolize(struct elf_obj *o, uint64_t vaddr, uint64_t *off_in_sym);
+
+/* Hex build-id or "" when the object has none. */
+const char *elf_obj__build_id(const struct elf_obj *o);
+bool elf_obj__is_exec(const struct elf_obj *o);	/* ET_EXEC: absolute addresses */
+bool elf_obj__has_symtab(const struct elf_obj *o);
+/* The PT_INTERP path (dynamic linker) or NULL. */
+const char *elf_obj__interp(const struct elf_obj *o);
+/* Up to len bytes of file content at a file offset; returns bytes copied or -errno. */
+ssize_t elf_obj__read(const struct elf_obj *o, uint64_t off, void *buf, size_t len);
+
+#endif

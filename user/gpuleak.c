@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * gpuleak: find GPU memory leaks in a running process with eBPF uprobes.
+ * The command line: one argp parser per subcommand, each filling trace options.
+ */
+#include <argp.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "attach.h"
+#include "log.h"
+#include "modules.h"
+#include "probe_catalog.h"
+#include "proc_maps.h"
+#include "process.h"
+#include "trace.h"
+#include "units.h"
+
+#ifndef GPULEAK_VERSION
+#define GPULEAK_VERSION "0.1.0"
+#endif
+
+int gl_verbosity;
+
+const char *argp_program_version = "gpuleak " GPULEAK_VERSION;
+const char *argp_program_bug_address = "https://github.com/gpuleak/gpuleak/issues";
+
+enum exit_code { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
+
+enum opt_key {
+	OPT_JSON = 0x100,
+	OPT_TOP,
+	OPT_WAIT,
+	OPT_RINGBUF,
+	OPT_LIB,
+};
+
+struct cli {
+	struct trace_opts t;
+	const char *lib;
+	const char *cmd;
+};
+
+static const char top_doc[] =
+	"gpuleak -- find GPU memory leaks in running processes with eBPF uprobes\n"
+	"\n"
+	"USAGE:\n"
+	"  gpuleak attach -p PID [OPTIONS]     trace a running process\n"
+	"  gpuleak run [OPTIONS] -- CMD ARGS   start CMD with the probes in place\n"
+	"  gpuleak probes (-p PID | --lib PATH) list the traced APIs found, without attaching\n"
+	"\n"
+	"EXAMPLES:\n"
+	"  sudo gpuleak attach -p 4242 --interval 10s\n"
+	"  sudo gpuleak run --json verdict.ndjson -- python3 serve.py\n"
+	"  gpuleak probes --lib /usr/local/cuda/lib64/libcudart.so.13\n"
+	"\n"
+	"EXIT STATUS: 0 done, 1 runtime error, 2 usage error.\n"
+	"Run 'gpuleak COMMAND --help' for the options of a command.";
+
+static const struct argp_option trace_options[] = {
+	{ "pid", 'p', "PID", 0, "Process to attach to (attach)", 0 },
+	{ "duration", 'd', "DURATION", 0,
+	  "Stop after DURATION (e.g. 30s, 5m) and report; the target keeps running", 0 },
+	{ "interval", 'i', "DURATION", 0,
+	  "Print a compact table every DURATION (default 5s; 0 disables)", 0 },
+	{ "json", OPT_JSON, "FILE", 0,
+	  "Write NDJSON: one record per interval, one verdict per process", 0 },
+	{ "top", OPT_TOP, "N", 0, "Sites listed in interval tables (default 5)", 0 },
+	{ "wait", OPT_WAIT, NULL, 0,
+	  "Attach even if no CUDA library is loaded yet, and trace it once it is", 0 },
+	{ "ringbuf-size", OPT_RINGBUF, "BYTES", 0,
+	  "BPF ring buffer size, a power of two (default 64MiB)", 0 },
+	{ "verbose", 'v', NULL, 0, "More diagnostics on stderr (-vv: libbpf debug)", 0 },
+	{},
+};
+
+static const char attach_doc[] =
+	"Trace a running process until it exits, Ctrl-C or --duration, then print the "
+	"allocations still live, grouped by call site.\v"
+	"EXAMPLES:\n"
+	"  sudo gpuleak attach -p 4242\n"
+	"  sudo gpuleak attach -p 4242 --duration 60s --json /tmp/verdict.ndjson\n"
+	"\n"
+	"EXIT STATUS: 0 done, 1 runtime error, 2 usage error.";
+
+static const char run_doc[] =
+	"Start CMD held before its first instruction, put the probes in place, then let it run; "
+	"trace until it exits.\v"
+	"EXAMPLES:\n"
+	"  sudo gpuleak run -- ./my_inference_server --model m.gguf\n"
+	"  sudo gpuleak run --json out.ndjson --interval 0 -- python3 bench.py\n"
+	"\n"
+	"Ctrl-C reaches CMD too; gpuleak waits for it to exit (a second Ctrl-C stops at once).\n"
+	"EXIT STATUS: 0 done, 1 runtime error, 2 usage error.";
+
+static const struct argp_option probes_options[] = {
+	{ "pid", 'p', "PID", 0, "List the traced APIs in the objects mapped by PID", 0 },
+	{ "lib", OPT_LIB, "PATH", 0, "List the traced APIs in the ELF file PATH", 0 },
+	{ "verbose", 'v', NULL, 0, "Also list objects without traced APIs", 0 },
+	{},
+};
+
+static const char probes_doc[] =
+	"List the traced APIs found in a process or a file: name, family, file offset, binding "
+	"and object. Attaches nothing.\v"
+	"EXAMPLES:\n"
+	"  gpuleak probes -p 4242\n"
+	"  gpuleak probes --lib /usr/local/cuda/lib64/libcudart.so.13\n"
+	"\n"
+	"EXIT STATUS: 0 found, 1 nothing traceable or runtime error, 2 usage error.";
+
+static int parse_pid(const char *arg, struct argp_state *state, pid_t *pid)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || *end || v <= 0 || v > INT_MAX)
+		argp_error(state, "invalid PID '%s'", arg);
+	*pid = (pid_t)v;
+	return 0;
+}
+
+static error_t parse_trace(int key, char *arg, struct argp_state *state)
+{
+	struct cli *c = state->input;
+	uint64_t v;
+
+	switch (key) {
+	case 'p':
+		return parse_pid(arg, state, &c->t.pid);
+	case 'd':
+		if (parse_duration_ns(arg, &c->t.duration_ns) || !c->t.duration_ns)
+			argp_error(state, "invalid duration '%s' (e.g. 500ms, 30s, 5m)", arg);
+		break;
+	case 'i':
+		if (parse_duration_ns(arg, &c->t.interval_ns))
+			argp_error(state, "invalid interval '%s' (e.g. 2s; 0 disables)", arg);
+		break;
+	case OPT_JSON:
+		c->t.json_path = arg;
+		break;
+	case OPT_TOP:
+		c->t.top = atoi(arg);
+		if (c->t.top < 0)
+			argp_error(state, "invalid --top '%s'", arg);
+		break;
+	case OPT_WAIT:
+		c->t.wait_for_lib = true;
+		break;
+	case OPT_RINGBUF:
+		if (parse_bytes(arg, &v) || v < 4096 || (v & (v - 1)) || v > (1ULL << 31))
+			argp_error(state, "--ringbuf-size must be a power of two, 4KiB..2GiB");
+		c->t.ringbuf_bytes = v;
+		break;
+	case 'v':
+		gl_verbosity++;
+		break;
+	case ARGP_KEY_ARG:
+		if (strcmp(c->cmd, "run"))
+			argp_error(state, "unexpected argument '%s'", arg);
+		/* Everything from the first non-option on is the command. */
+		c->t.argv = &state->argv[state->next - 1];
+		state->next = state->argc;
+		break;
+	case ARGP_KEY_END:
+		if (!strcmp(c->cmd, "attach") && c->t.pid <= 0)
+			argp_error(state, "attach needs -p PID");
+		if (!strcmp(c->cmd, "attach") && c->t.argv)
+			argp_error(state, "attach takes -p PID, not a command (use 'gpuleak run')");
+		if (!strcmp(c->cmd, "run") && !c->t.argv)
+			argp_error(state, "run needs a command: gpuleak run [OPTIONS] -- CMD ARGS");
+		if (!strcmp(c->cmd, "run") && c->t.pid)
+			argp_error(state, "run starts its own process; use 'gpuleak attach -p PID'");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static error_t parse_probes(int key, char *arg, struct argp_state *state)
+{
+	struct cli *c = state->input;
+
+	switch (key) {
+	case 'p':
+		return parse_pid(arg, state, &c->t.pid);
+	case OPT_LIB:
+		c->lib = arg;
+		break;
+	case 'v':
+		gl_verbosity++;
+		break;
+	case ARGP_KEY_ARG:
+		argp_error(state, "unexpected argument '%s'", arg);
+		break;
+	case ARGP_KEY_END:
+		if (!c->lib == !c->t.pid)
+			argp_error(state, "give exactly one of -p PID or --lib PATH");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static int print_module(struct module *m, bool *header)
+{
+	int err = module__scan(m);
+
+	if (err && gl_verbosity)
+		fprintf(stderr, "%s: not readable as ELF: %s\n", m->path, strerror(-err));
+	if (!m->nr_sites) {
+		if (gl_verbosity && !err)
+			fprintf(stderr, "%s: no traced APIs\n", m->path);
+		return 0;
+	}
+	if (!*header) {
+		printf("%-32s %-7s %-12s %-6s %s\n", "API", "FAMILY", "OFFSET", "BIND", "OBJECT");
+		*header = true;
+	}
+	module__print_sites(m, stdout);
+	return (int)m->nr_required;
+}
+
+static int cmd_probes(struct cli *c)
+{
+	struct modules *mods = NULL;
+	struct proc_maps *m = NULL;
+	bool header = false;
+	int found = 0, err;
+	size_t i, j;
+
+	err = modules__new(&mods);
+	if (err)
+		goto cleanup;
+	if (c->lib) {
+		struct module *mod = modules__get_path(mods, c->lib);
+
+		if (!mod) {
+			err = -errno;
+			fprintf(stderr, "gpuleak: %s: %s\n", c->lib, strerror(errno));
+			goto cleanup;
+		}
+		if (!mod->elf) {
+			err = mod->open_err;
+			fprintf(stderr, "gpuleak: %s: not an ELF object (%s)\n", c->lib,
+				strerror(-err));
+			goto cleanup;
+		}
+		found = print_module(mod, &header);
+	} else {
+		err = proc_maps__load(c->t.pid, &m);
+		if (err) {
+			fprintf(stderr, "gpuleak: %s: %d\n",
+				err == -ESRCH ? "no such process" : strerror(-err), c->t.pid);
+			goto cleanup;
+		}
+		for (i = 0; i < m->n; i++) {
+			struct module *mod;
+			bool dup = false;
+
+			if (!m->v[i].exec || !m->v[i].path)
+				continue;
+			for (j = 0; j < i && !dup; j++)
+				dup = m->v[j].path && m->v[j].dev == m->v[i].dev &&
+				      m->v[j].ino == m->v[i].ino && m->v[j].exec;
+			if (dup)
+				continue;
+			mod = modules__get(mods, c->t.pid, &m->v[i]);
+			if (!mod) {
+				err = -ENOMEM;
+				goto cleanup;
+			}
+			found += print_module(mod, &header);
+		}
+	}
+	if (!found) {
+		fprintf(stderr, "gpuleak: no traced GPU allocation API found in %s\n",
+			c->lib ? c->lib : "the process's mapped objects");
+		err = -ENOENT;
+	}
+cleanup:
+	proc_maps__free(m);
+	modules__free(mods);
+	return err ? EXIT_RUNTIME : EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct argp top = { NULL, NULL, "COMMAND [ARGS...]", top_doc, NULL, NULL,
+					 NULL };
+	struct argp sub = { trace_options, parse_trace, NULL, NULL, NULL, NULL, NULL };
+	struct cli c = {};
+	const char *cmd;
+	char name[64];
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	c.t.interval_ns = 5000000000ULL;
+	c.t.top = 5;
+	c.t.ringbuf_bytes = 64ULL << 20;
+	if (argc < 2 || argv[1][0] == '-') {
+		/* gpuleak --help, --version, or a mistake */
+		argp_parse(&top, argc, argv, 0, NULL, NULL);
+		fprintf(stderr, "gpuleak: a command is needed: attach, run or probes "
+			"(gpuleak --help)\n");
+		return EXIT_USAGE;
+	}
+	cmd = argv[1];
+	c.cmd = cmd;
+	snprintf(name, sizeof(name), "gpuleak %s", cmd);
+	argv[1] = name;
+	if (!strcmp(cmd, "attach")) {
+		sub.args_doc = "-p PID";
+		sub.doc = attach_doc;
+	} else if (!strcmp(cmd, "run")) {
+		sub.args_doc = "[OPTIONS] -- CMD [ARGS...]";
+		sub.doc = run_doc;
+	} else if (!strcmp(cmd, "probes")) {
+		sub.options = probes_options;
+		sub.parser = parse_probes;
+		sub.args_doc = "(-p PID | --lib PATH)";
+		sub.doc = probes_doc;
+	} else {
+		fprintf(stderr, "gpuleak: unknown command '%s' (attach, run or probes; "
+			"gpuleak --help)\n", cmd);
+		return EXIT_USAGE;
+	}
+	/* argp exits with argp_err_exit_status on usage errors. */
+	argp_err_exit_status = EXIT_USAGE;
+	if (argp_parse(&sub, argc - 1, argv + 1, ARGP_IN_ORDER, NULL, &c))
+		return EXIT_USAGE;
+	if (!strcmp(cmd, "probes"))
+		return cmd_probes(&c);
+	return trace__run(&c.t);
+}

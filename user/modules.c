@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "elf_syms.h"
+#include "modules.h"
+#include "probe_catalog.h"
+
+struct modules {
+	struct module **v;
+	size_t n, cap;
+};
+
+int modules__new(struct modules **out)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : -ENOMEM;
+}
+
+static void module_free(struct module *m)
+{
+	if (!m)
+		return;
+	elf_obj__free(m->elf);
+	free(m->sites);
+	free(m->path);
+	free(m);
+}
+
+void modules__free(struct modules *ms)
+{
+	size_t i;
+
+	if (!ms)
+		return;
+	for (i = 0; i < ms->n; i++)
+		module_free(ms->v[i]);
+	free(ms->v);
+	free(ms);
+}
+
+static struct module *find(struct modules *ms, uint64_t dev, uint64_t ino)
+{
+	size_t i;
+
+	for (i = 0; i < ms->n; i++)
+		if (ms->v[i]->dev == dev && ms->v[i]->ino == ino)
+			return ms->v[i];
+	return NULL;
+}
+
+static struct module *add(struct modules *ms, uint64_t dev, uint64_t ino, const char *path,
+			  const char *open_path)
+{
+	struct module *m;
+	const char *slash;
+
+	if (ms->n == ms->cap) {
+		size_t cap = ms->cap ? 2 * ms->cap : 64;
+		struct module **v = realloc(ms->v, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		ms->v = v;
+		ms->cap = cap;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	m->path = strdup(path);
+	if (!m->path) {
+		free(m);
+		return NULL;
+	}
+	slash = strrchr(m->path, '/');
+	m->name = slash ? slash + 1 : m->path;
+	m->dev = dev;
+	m->ino = ino;
+	m->open_err = elf_obj__open(open_path, &m->elf);
+	ms->v[ms->n++] = m;
+	return m;
+}
+
+struct module *modules__get(struct modules *ms, pid_t pid, const struct pmap_ent *e)
+{
+	struct module *m = find(ms, e->dev, e->ino);
+	char open_path[96];
+
+	if (m)
+		return m;
+	proc_maps__open_path(pid, e, open_path, sizeof(open_path));
+	m = add(ms, e->dev, e->ino, e->path, open_path);
+	if (!m)
+		errno = ENOMEM;
+	return m;
+}
+
+struct module *modules__get_path(struct modules *ms, const char *path)
+{
+	struct module *m;
+	struct stat st;
+
+	if (stat(path, &st))
+		return NULL;
+	/* /proc/PID/maps prints the device as major:minor of st_dev. */
+	m = find(ms, st.st_dev, st.st_ino);
+	if (m)
+		return m;
+	m = add(ms, st.st_dev, st.st_ino, path, path);
+	if (!m)
+		errno = ENOMEM;
+	return m;
+}
+
+struct scan_ctx {
+	struct module *m;
+	size_t cap;
+	int err;
+};
+
+static int scan_one(const struct elf_func *f, void *ctx)
+{
+	struct scan_ctx *sc = ctx;
+	struct module *m = sc->m;
+	const struct cat_api *a;
+	uint64_t off;
+	size_t i;
+
+	/* Quick reject: catalog names start with 'c', 'n', 'w', 'm', 'f', 'p', 'r', 'a' or '_'. */
+	if (!strchr("cnwmfpra_", f->name[0]))
+		return 0;
+	a = cat_by_name(f->name, strlen(f->name));
+	if (!a || elf_obj__vaddr_to_off(m->elf, f->vaddr, &off))
+		return 0;
+	/* Aliases (weak ncclX and pncclX, .dynsym and .symtab copies): one probe per address. */
+	for (i = 0; i < m->nr_sites; i++)
+		if (m->sites[i].offset == off)
+			return 0;
+	if (m->nr_sites == sc->cap) {
+		size_t cap = sc->cap ? 2 * sc->cap : 16;
+		struct probe_site *v = realloc(m->sites, cap * sizeof(*v));
+
+		if (!v) {
+			sc->err = -ENOMEM;
+			return 1;
+		}
+		m->sites = v;
+		sc->cap = cap;
+	}
+	m->sites[m->nr_sites++] = (struct probe_site){ a, off, f->vaddr, f->local };
+	if (!(a->flags & CAT_OPTIONAL))
+		m->nr_required++;
+	return 0;
+}
+
+int module__scan(struct module *m)
+{
+	struct scan_ctx sc = { .m = m };
+
+	if (m->scanned)
+		return 0;
+	m->scanned = true;
+	if (!m->elf)
+		return m->open_err;
+	elf_obj__for_each_func(m->elf, scan_one, &sc);
+	return sc.err;
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The registry of mapped files (modules) seen in any target, keyed by device and inode: the
+ * same library mapped by many processes is opened and scanned once. Attach uses a module's
+ * probe sites, the symbolizer its symbols.
+ */
+#ifndef GPULEAK_MODULES_H
+#define GPULEAK_MODULES_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include "proc_maps.h"
+
+struct elf_obj;
+struct cat_api;
+
+/* One traced function found in a module. */
+struct probe_site {
+	const struct cat_api *api;
+	uint64_t offset;	/* file offset: where the uprobe goes */
+	uint64_t vaddr;
+	bool local;		/* found only in .symtab (static cudart, stripped .dynsym) */
+};
+
+struct module {
+	uint64_t dev;
+	uint64_t ino;
+	char *path;		/* as the target maps it */
+	const char *name;	/* basename of path */
+	struct elf_obj *elf;	/* NULL when not an ELF object or not readable */
+	int open_err;		/* why elf is NULL (-errno) */
+	bool scanned;
+	struct probe_site *sites;
+	size_t nr_sites;
+	size_t nr_required;	/* sites that are not CAT_OPTIONAL: "a CUDA library" */
+};
+
+struct modules;
+
+int modules__new(struct modules **out);
+void modules__free(struct modules *ms);
+/*
+ * The module of a mapping of pid, opened through /proc/PID/map_files on first sight (works
+ * across mount namespaces and for deleted files). Never NULL except on -ENOMEM (errno).
+ */
+struct module *modules__get(struct modules *ms, pid_t pid, const struct pmap_ent *e);
+/* The module of a file by path (run mode, before the target has mapped it). */
+struct module *modules__get_path(struct modules *ms, const char *path);
+/* Find the catalog's functions in a module (cached: done once per module). */
+int module__scan(struct module *m);
+
+#endif

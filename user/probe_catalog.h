@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The probe catalog: every traced API, its call shape for the BPF side (struct gl_api_spec)
+ * and its meaning for the tracker (op, memory kind). The single source of truth for both.
+ */
+#ifndef GPULEAK_PROBE_CATALOG_H
+#define GPULEAK_PROBE_CATALOG_H
+
+#include <stdbool.h>
+#include "gpuleak.h"
+
+/* What a call means to the allocation tracker. */
+enum cat_op {
+	OP_NONE = 0,
+	OP_ALLOC,		/* addr/size become live */
+	OP_FREE,		/* addr is released now */
+	OP_FREE_ASYNC,		/* addr is released when its stream (aux) completes */
+	OP_SYNC_STREAM,		/* stream aux completes */
+	OP_SYNC_DEVICE,		/* every stream of the thread's current device completes */
+	OP_SYNC_EVENT,		/* the stream an event (aux) was recorded on completes */
+	OP_EVENT_RECORD,	/* event addr is recorded on stream aux */
+	OP_SET_DEVICE,		/* the thread's current device becomes aux */
+	OP_DEVICE_RESET,	/* every allocation of the current device is released */
+	OP_RENDEZVOUS,		/* the target's link map changed: rescan mappings */
+};
+
+/* Kind of memory an allocation holds; report columns and device projections use it. */
+enum cat_mem {
+	MEM_NONE = 0,
+	MEM_DEVICE,
+	MEM_MANAGED,
+	MEM_HOST_PINNED,
+	MEM_MAX,
+};
+
+enum cat_flags {
+	CAT_PTSZ = 1 << 0,	/* per-thread default stream: stream 0 means this thread's own */
+	CAT_STREAM_POOL = 1 << 1, /* stream-ordered pool memory: survives cudaDeviceReset */
+	CAT_OPTIONAL = 1 << 2,	/* not needed to call a library "traced" (markers, helpers) */
+};
+
+struct cat_api {
+	const char *name;	/* exported symbol, without @version */
+	enum gl_api api;
+	struct gl_api_spec spec;
+	enum cat_op op;
+	enum cat_mem mem;
+	unsigned int flags;	/* enum cat_flags */
+};
+
+/* Every catalog entry, in api order. */
+extern const struct cat_api cat_apis[];
+extern const unsigned int cat_nr_apis;
+
+/* The entry for an API id; NULL for ids this build does not know (e.g. from a newer capture). */
+const struct cat_api *cat_by_api(unsigned int api);
+/* The entry for a symbol name (with or without @version); NULL if not traced. */
+const struct cat_api *cat_by_name(const char *name, unsigned int len);
+
+const char *cat_family_name(enum gl_family fam);
+const char *cat_mem_name(enum cat_mem mem);
+/* An API's name, or "api#0x..." for one this build does not know. Never NULL. */
+const char *cat_api_name(unsigned int api);
+
+/* Whether an entry-probe-only API (no return program needed). */
+static inline bool cat_entry_only(const struct cat_api *a)
+{
+	return a->spec.shape == GL_SHAPE_FREE || a->spec.shape == GL_SHAPE_FREE_ASYNC ||
+	       a->spec.shape == GL_SHAPE_NOTIFY;
+}
+
+#endif

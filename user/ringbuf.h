@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The ring buffer consumer: drains BPF records on a short timer (the programs suppress
+ * wakeups below a fill threshold) and hands each validated record to one sink.
+ */
+#ifndef GPULEAK_RINGBUF_H
+#define GPULEAK_RINGBUF_H
+
+#include <stdint.h>
+#include "gpuleak.h"
+
+typedef int (*rec_sink_fn)(void *ctx, const struct gl_hdr *h);
+
+struct ringbuf;
+
+int ringbuf__new(int map_fd, rec_sink_fn sink, void *ctx, struct ringbuf **out);
+void ringbuf__free(struct ringbuf *rb);
+/* An fd that polls readable when BPF forced a wakeup. */
+int ringbuf__fd(const struct ringbuf *rb);
+/* Consume everything available now. Returns records consumed or -errno. */
+int64_t ringbuf__drain(struct ringbuf *rb);
+/* Samples whose length did not match their header (ABI mismatch): counted, skipped. */
+uint64_t ringbuf__bad(const struct ringbuf *rb);
+
+#endif

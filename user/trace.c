@@ -1,0 +1,513 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "attach.h"
+#include "elf_syms.h"
+#include "gpuleak.h"
+#include "gpuleak.skel.h"
+#include "log.h"
+#include "modules.h"
+#include "probe_catalog.h"
+#include "proc_maps.h"
+#include "process.h"
+#include "report.h"
+#include "ringbuf.h"
+#include "symbolize.h"
+#include "trace.h"
+#include "tracker.h"
+
+/* Drain this often: BPF only wakes us once 256 KiB are waiting. */
+#define POLL_MS 50
+/* Without an ld.so rendezvous probe, look for newly mapped libraries this often. */
+#define RESCAN_NS 1000000000ULL
+
+struct target {
+	pid_t pid;
+	int pidfd;
+	uint64_t start_ticks;
+	bool held;		/* stopped at each ld.so rendezvous until we attached (run mode) */
+	bool gone;
+	bool has_lib;		/* a CUDA library is attached */
+	int status;
+	uint64_t loss[GL_STAT_MAX];
+	uint64_t last_rescan_ns;
+};
+
+struct trace {
+	const struct trace_opts *o;
+	struct gpuleak_bpf *skel;
+	struct modules *mods;
+	struct attach *att;
+	struct symbolizer *sym;
+	struct tracker *trk;
+	struct ringbuf *rb;
+	struct report rep;
+	FILE *json;
+	struct target tgt;
+	struct launch child;
+	bool run_mode;
+	int sigfd;
+	int sigints;
+	bool rescan_pending;
+	bool has_rendezvous;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	/* The clock of bpf_ktime_get_ns(): record and user-space times compare directly. */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG && gl_verbosity < 2)
+		return 0;
+	if (level == LIBBPF_INFO && gl_verbosity < 1)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+/* Every record, from BPF or made here, enters the analysis through this one function. */
+static int on_record(void *ctx, const struct gl_hdr *h)
+{
+	struct trace *tr = ctx;
+
+	if (h->kind == GL_REC_NOTIFY && h->api == GL_API_LD_DEBUG_STATE && h->pid == (__u32)tr->tgt.pid)
+		tr->rescan_pending = true;
+	return tracker__apply(tr->trk, h);
+}
+
+static void emit_proc(struct trace *tr, enum gl_proc_event ev, int status)
+{
+	struct gl_proc_rec r = {
+		.hdr = { .size = sizeof(r), .kind = GL_REC_PROC, .pid = tr->tgt.pid,
+			 .tid = tr->tgt.pid, .ts_ns = now_ns() },
+		.event = ev,
+		.status = status,
+		.start_ticks = tr->tgt.start_ticks,
+	};
+
+	if (ev == GL_PROC_ATTACH) {
+		if (tr->run_mode) {
+			const char *slash = strrchr(tr->child.exe, '/');
+
+			/* comm is the first 15 bytes of the executable's name, as the kernel
+			 * sets it at exec */
+			const char *name = slash ? slash + 1 : tr->child.exe;
+
+			memcpy(r.comm, name, strnlen(name, sizeof(r.comm) - 1));
+		} else {
+			process__comm(tr->tgt.pid, r.comm, sizeof(r.comm));
+		}
+	}
+	on_record(tr, &r.hdr);
+}
+
+/* BPF keeps cumulative loss counters per pid; forward them when they change. */
+static void emit_loss(struct trace *tr)
+{
+	struct gl_loss_rec r = {
+		.hdr = { .size = sizeof(r), .kind = GL_REC_LOSS, .pid = tr->tgt.pid,
+			 .tid = tr->tgt.pid, .ts_ns = now_ns() },
+	};
+	__u32 key = tr->tgt.pid;
+
+	if (bpf_map__lookup_elem(tr->skel->maps.pid_loss, &key, sizeof(key), r.counts,
+				 sizeof(r.counts), 0))
+		return;
+	if (!memcmp(r.counts, tr->tgt.loss, sizeof(r.counts)))
+		return;
+	memcpy(tr->tgt.loss, r.counts, sizeof(r.counts));
+	on_record(tr, &r.hdr);
+}
+
+static void emit_tick(struct trace *tr)
+{
+	struct gl_hdr h = { .size = sizeof(h), .kind = GL_REC_TICK, .ts_ns = now_ns() };
+
+	on_record(tr, &h);
+}
+
+static int bpf_open_load(struct trace *tr)
+{
+	struct gpuleak_bpf *skel;
+	unsigned int i;
+	int err;
+
+	skel = gpuleak_bpf__open();
+	if (!skel) {
+		err = -errno;
+		pr_err("opening the BPF object failed: %s\n", strerror(-err));
+		return err;
+	}
+	for (i = 0; i < cat_nr_apis; i++)
+		skel->rodata->specs[cat_apis[i].api] = cat_apis[i].spec;
+	err = bpf_map__set_max_entries(skel->maps.events, tr->o->ringbuf_bytes);
+	if (err)
+		goto fail;
+	err = gpuleak_bpf__load(skel);
+	if (err) {
+		pr_err("loading the BPF programs failed: %s (a kernel with BTF, uprobes and "
+		       "BPF ring buffers is needed; -vv shows the verifier log)\n",
+		       strerror(-err));
+		goto fail_quiet;
+	}
+	tr->skel = skel;
+	return 0;
+fail:
+	pr_err("configuring the BPF object failed: %s\n", strerror(-err));
+fail_quiet:
+	gpuleak_bpf__destroy(skel);
+	return err;
+}
+
+static bool has_rendezvous_probe(struct trace *tr, const struct proc_maps *m)
+{
+	size_t i, j;
+
+	for (i = 0; i < m->n; i++) {
+		struct module *mod;
+
+		if (!m->v[i].exec || !m->v[i].path)
+			continue;
+		mod = modules__get(tr->mods, m->pid, &m->v[i]);
+		if (!mod || module__scan(mod))
+			continue;
+		for (j = 0; j < mod->nr_sites; j++)
+			if (mod->sites[j].api->op == OP_RENDEZVOUS)
+				return true;
+	}
+	return false;
+}
+
+/* Look at the target's mappings again and attach to anything new. */
+static int rescan(struct trace *tr)
+{
+	struct proc_maps *m = NULL;
+	int err, nr_new = 0;
+
+	tr->rescan_pending = false;
+	tr->tgt.last_rescan_ns = now_ns();
+	err = proc_maps__load(tr->tgt.pid, &m);
+	if (err)
+		goto out;
+	symbolizer__add_maps(tr->sym, m);
+	err = attach__scan(tr->att, m, &nr_new);
+	if (!tr->has_rendezvous)
+		tr->has_rendezvous = has_rendezvous_probe(tr, m);
+	if (!tr->tgt.has_lib && attach__has_required(tr->att, tr->tgt.pid)) {
+		tr->tgt.has_lib = true;
+		fprintf(stderr, "gpuleak: tracing pid %d: %zu probes in %zu objects\n", tr->tgt.pid,
+			attach__nr_probes(tr->att), attach__nr_objects(tr->att, tr->tgt.pid));
+	}
+out:
+	/* Resume a target stopped at the rendezvous whatever happened: never leave it stopped. */
+	if (tr->tgt.held)
+		kill(tr->tgt.pid, SIGCONT);
+	proc_maps__free(m);
+	return err == -ESRCH ? 0 : err;
+}
+
+static int start_attach_mode(struct trace *tr)
+{
+	struct proc_maps *m = NULL;
+	pid_t pid = tr->o->pid;
+	int err, nr_new;
+
+	tr->tgt.pid = pid;
+	err = process__start_ticks(pid, &tr->tgt.start_ticks);
+	if (err) {
+		pr_err("no such process: %d\n", pid);
+		return err;
+	}
+	tr->tgt.pidfd = process__pidfd(pid);
+	if (tr->tgt.pidfd < 0) {
+		err = tr->tgt.pidfd;
+		pr_err("cannot watch pid %d: %s\n", pid, strerror(-err));
+		return err;
+	}
+	err = proc_maps__load(pid, &m);
+	if (err) {
+		pr_err("cannot read /proc/%d/maps: %s\n", pid, strerror(-err));
+		return err;
+	}
+	emit_proc(tr, GL_PROC_ATTACH, 0);
+	symbolizer__add_maps(tr->sym, m);
+	err = attach__scan(tr->att, m, &nr_new);
+	if (err)
+		goto cleanup;
+	tr->has_rendezvous = has_rendezvous_probe(tr, m);
+	tr->tgt.last_rescan_ns = now_ns();
+	if (attach__has_required(tr->att, pid)) {
+		tr->tgt.has_lib = true;
+		fprintf(stderr, "gpuleak: tracing pid %d: %zu probes in %zu objects\n", pid,
+			attach__nr_probes(tr->att), attach__nr_objects(tr->att, pid));
+	} else if (tr->o->wait_for_lib) {
+		fprintf(stderr, "gpuleak: pid %d maps no CUDA library yet; waiting for it to "
+			"load one\n", pid);
+	} else {
+		pr_err("pid %d maps no CUDA library (no cudaMalloc, cudaFree, ... in any object); "
+		       "looked in:\n", pid);
+		attach__print_objects(tr->att, pid, m, stderr);
+		fprintf(stderr, "gpuleak: if it loads CUDA later (PyTorch does at first use), "
+			"run with --wait\n");
+		err = -ENOENT;
+	}
+cleanup:
+	proc_maps__free(m);
+	return err;
+}
+
+static int start_run_mode(struct trace *tr)
+{
+	__u8 one = 1;
+	__u32 key;
+	int err;
+	struct module *mod;
+
+	err = launch__fork(tr->o->argv, &tr->child);
+	if (err) {
+		pr_err("cannot run %s: %s\n", tr->o->argv[0], strerror(-err));
+		return err;
+	}
+	tr->run_mode = true;
+	tr->tgt.pid = tr->child.pid;
+	tr->tgt.held = true;
+	key = tr->child.pid;
+	err = bpf_map__update_elem(tr->skel->maps.held, &key, sizeof(key), &one, sizeof(one), 0);
+	if (err) {
+		pr_err("cannot register pid %d for holding: %s\n", key, strerror(-err));
+		return err;
+	}
+	/*
+	 * Before exec the child maps nothing of its own. Probes go on the executable (static
+	 * cudart) and on its dynamic linker, by path: uprobes are keyed by inode, so they take
+	 * effect when exec maps the files. The linker's rendezvous then stops the child each
+	 * time libraries are mapped, until we have attached to them.
+	 */
+	err = attach__path(tr->att, tr->child.pid, tr->child.exe);
+	if (err)
+		return err;
+	mod = modules__get_path(tr->mods, tr->child.exe);
+	if (mod && mod->elf && elf_obj__interp(mod->elf)) {
+		err = attach__path(tr->att, tr->child.pid, elf_obj__interp(mod->elf));
+		if (err)
+			return err;
+		tr->has_rendezvous = true;
+	}
+	tr->tgt.has_lib = attach__has_required(tr->att, tr->child.pid);
+	tr->tgt.pidfd = process__pidfd(tr->child.pid);
+	if (tr->tgt.pidfd < 0)
+		return tr->tgt.pidfd;
+	emit_proc(tr, GL_PROC_ATTACH, 0);
+	err = launch__release(&tr->child);
+	if (err) {
+		pr_err("cannot run %s: %s\n", tr->o->argv[0], strerror(-err));
+		tr->tgt.gone = true;
+		return err;
+	}
+	process__start_ticks(tr->child.pid, &tr->tgt.start_ticks);
+	return 0;
+}
+
+static int setup_signals(struct trace *tr)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL))
+		return -errno;
+	tr->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	return tr->sigfd < 0 ? -errno : 0;
+}
+
+/* Returns true when tracing should stop. */
+static bool handle_signal(struct trace *tr)
+{
+	struct signalfd_siginfo si;
+
+	if (read(tr->sigfd, &si, sizeof(si)) != sizeof(si))
+		return false;
+	/* In run mode Ctrl-C reached the child too: trace its shutdown (its frees) unless
+	 * asked twice. */
+	if (tr->run_mode && si.ssi_signo == SIGINT && !tr->tgt.gone && ++tr->sigints == 1) {
+		fprintf(stderr, "gpuleak: waiting for pid %d to exit (Ctrl-C again to stop now)\n",
+			tr->tgt.pid);
+		return false;
+	}
+	return true;
+}
+
+static void target_exited(struct trace *tr)
+{
+	int status = -1, ws;
+
+	if (tr->run_mode && waitpid(tr->tgt.pid, &ws, WNOHANG) == tr->tgt.pid)
+		status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+	tr->tgt.gone = true;
+	tr->tgt.status = status;
+}
+
+static int loop(struct trace *tr)
+{
+	uint64_t start = now_ns(), next_interval, deadline;
+	int err = 0;
+
+	next_interval = tr->o->interval_ns ? start + tr->o->interval_ns : UINT64_MAX;
+	deadline = tr->o->duration_ns ? start + tr->o->duration_ns : UINT64_MAX;
+	while (!tr->tgt.gone) {
+		struct pollfd fds[3] = {
+			{ .fd = ringbuf__fd(tr->rb), .events = POLLIN },
+			{ .fd = tr->tgt.pidfd, .events = POLLIN },
+			{ .fd = tr->sigfd, .events = POLLIN },
+		};
+		uint64_t now = now_ns(), wait_ns = POLL_MS * 1000000ULL;
+		bool stop = false;
+		int64_t n;
+
+		if (next_interval - now < wait_ns && next_interval > now)
+			wait_ns = next_interval - now;
+		if (deadline > now && deadline - now < wait_ns)
+			wait_ns = deadline - now;
+		if (poll(fds, 3, (int)(wait_ns / 1000000)) < 0 && errno != EINTR)
+			return -errno;
+		n = ringbuf__drain(tr->rb);
+		if (n < 0)
+			return (int)n;
+		if (fds[2].revents & POLLIN)
+			stop = handle_signal(tr);
+		if (fds[1].revents & POLLIN) {
+			/* Everything the target did happened before its exit: drain it all. */
+			n = ringbuf__drain(tr->rb);
+			if (n < 0)
+				return (int)n;
+			target_exited(tr);
+			break;
+		}
+		now = now_ns();
+		if (tr->rescan_pending ||
+		    (!tr->has_rendezvous && now - tr->tgt.last_rescan_ns >= RESCAN_NS)) {
+			err = rescan(tr);
+			if (err)
+				pr_warn("attaching to newly mapped objects of pid %d: %s\n", tr->tgt.pid,
+					strerror(-err));
+		}
+		emit_tick(tr);
+		if (now >= next_interval) {
+			emit_loss(tr);
+			report__interval(&tr->rep, now);
+			next_interval += tr->o->interval_ns;
+			if (next_interval <= now)
+				next_interval = now + tr->o->interval_ns;
+		}
+		if (stop || now >= deadline)
+			break;
+	}
+	return 0;
+}
+
+static void finish(struct trace *tr)
+{
+	/* Detach first, then drain what was submitted before the links went away. */
+	attach__free(tr->att);
+	tr->att = NULL;
+	if (tr->tgt.held && !tr->tgt.gone)
+		kill(tr->tgt.pid, SIGCONT);
+	ringbuf__drain(tr->rb);
+	emit_loss(tr);
+	if (tr->tgt.gone)
+		emit_proc(tr, GL_PROC_EXIT, tr->tgt.status);
+	else
+		emit_proc(tr, GL_PROC_DETACH, 0);
+	report__final(&tr->rep, now_ns());
+	if (ringbuf__bad(tr->rb))
+		pr_warn("%" PRIu64 " ring buffer records had an unexpected size (mismatched BPF "
+			"object?)\n", ringbuf__bad(tr->rb));
+}
+
+int trace__run(const struct trace_opts *o)
+{
+	struct trace tr = { .o = o, .sigfd = -1, .tgt = { .pidfd = -1, .status = -1 } };
+	int err;
+
+	tr.child.pid = -1;
+	libbpf_set_print(libbpf_print);
+	err = process__check_privileges();
+	if (err) {
+		pr_err("loading BPF programs and attaching uprobes needs root, or CAP_BPF and "
+		       "CAP_PERFMON: run it with sudo\n");
+		return 1;
+	}
+	if (o->json_path) {
+		int fd = open(o->json_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		tr.json = fd >= 0 ? fdopen(fd, "w") : NULL;
+		if (!tr.json) {
+			pr_err("cannot write %s: %s\n", o->json_path, strerror(errno));
+			return 1;
+		}
+	}
+	err = setup_signals(&tr);
+	if (err)
+		goto cleanup;
+	err = bpf_open_load(&tr);
+	if (err)
+		goto cleanup;
+	err = modules__new(&tr.mods);
+	if (!err)
+		err = attach__new(tr.skel->progs.gl_enter, tr.skel->progs.gl_exit, tr.mods, &tr.att);
+	if (!err)
+		err = symbolizer__new(tr.mods, &tr.sym);
+	if (!err)
+		err = tracker__new(&tr.trk);
+	if (!err)
+		err = ringbuf__new(bpf_map__fd(tr.skel->maps.events), on_record, &tr, &tr.rb);
+	if (err) {
+		pr_err("setting up: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	tr.rep = (struct report){ .t = tr.trk, .sym = tr.sym, .out = stdout, .json = tr.json,
+				  .top = o->top, .t0_ns = now_ns() };
+	err = o->argv ? start_run_mode(&tr) : start_attach_mode(&tr);
+	if (err)
+		goto cleanup;
+	err = loop(&tr);
+	if (err)
+		pr_err("tracing stopped: %s\n", strerror(-err));
+	finish(&tr);
+cleanup:
+	if (tr.child.pid > 0 && tr.child.go_fd > 0)
+		launch__abort(&tr.child);
+	attach__free(tr.att);
+	ringbuf__free(tr.rb);
+	tracker__free(tr.trk);
+	symbolizer__free(tr.sym);
+	modules__free(tr.mods);
+	gpuleak_bpf__destroy(tr.skel);
+	if (tr.tgt.pidfd >= 0)
+		close(tr.tgt.pidfd);
+	if (tr.sigfd >= 0)
+		close(tr.sigfd);
+	if (tr.json)
+		fclose(tr.json);
+	return err ? 1 : 0;
+}

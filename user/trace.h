@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * A live tracing session: loads the BPF programs, attaches to a running process (attach
+ * mode) or to a child held before exec (run mode), feeds the ring buffer into the tracker,
+ * prints intervals, and the final report when the target exits, on Ctrl-C or --duration.
+ */
+#ifndef GPULEAK_TRACE_H
+#define GPULEAK_TRACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct trace_opts {
+	pid_t pid;		/* attach mode when > 0 */
+	char **argv;		/* run mode when non-NULL */
+	uint64_t duration_ns;	/* 0: until the target exits or a signal */
+	uint64_t interval_ns;	/* 0: no periodic tables */
+	const char *json_path;
+	int top;
+	bool wait_for_lib;	/* attach even if no CUDA library is mapped yet */
+	uint64_t ringbuf_bytes;
+};
+
+/* Returns the process exit code: 0 done, 1 runtime error. */
+int trace__run(const struct trace_opts *o);
+
+#endif

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The tracker: the live allocation graph of every traced process, rebuilt from records.
+ * It is fed the same record stream live (ring buffer) and offline (capture file), and is
+ * the only place that decides what a record means; it never reads /proc or the clock.
+ */
+#ifndef GPULEAK_TRACKER_H
+#define GPULEAK_TRACKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "gpuleak.h"
+#include "hmap.h"
+
+/* Address spaces: a key is (ns, addr), so a VMM handle never matches a device pointer. */
+enum alloc_ns {
+	NS_UVA = 0,		/* CUDA device, managed and pinned host pointers */
+	NS_MAX = 8,
+};
+
+enum alloc_state {
+	AS_LIVE = 0,
+	AS_PENDING = 1,		/* async free issued, its stream has not completed yet */
+};
+
+/* One live allocation. 32 bytes: the table is sized for ten million of them. */
+struct alloc {
+	uint64_t addr;
+	uint64_t size;
+	uint64_t ts_ns;		/* when it was allocated */
+	uint32_t site;		/* index into tracker sites */
+	uint8_t ns;		/* enum alloc_ns */
+	uint8_t state;		/* enum alloc_state */
+	uint16_t pad;
+};
+
+/* Open addressing keyed by (ns, addr); slots with size == 0 and addr == 0 are free. */
+struct alloc_table {
+	struct alloc *slots;
+	size_t cap;		/* power of two */
+	size_t n;
+};
+
+/*
+ * Where allocations come from: (process, API, device, call site). Live bytes per site are
+ * kept up to date on every record, so reports and timelines never walk the allocations.
+ */
+struct site {
+	pid_t pid;
+	uint16_t api;
+	int16_t device;		/* CUDA device ordinal, -1 for host memory */
+	uint64_t caller;	/* return address in the caller */
+	int32_t stack_id;
+	int32_t last_err;	/* last error code of a failed call here */
+	uint64_t live_bytes;
+	uint64_t live_count;
+	uint64_t pending_bytes;
+	uint64_t pending_count;
+	uint64_t allocs;
+	uint64_t alloc_bytes;
+	uint64_t frees;
+	uint64_t failed;
+};
+
+struct pending_free {
+	uint64_t addr;
+	uint64_t stream;	/* stream key (see tracker.c: stream_key) */
+	uint64_t ts_ns;		/* when the free was issued */
+	uint8_t ns;
+};
+
+struct proc_counters {
+	uint64_t allocs;
+	uint64_t alloc_bytes;
+	uint64_t frees;
+	uint64_t freed_bytes;
+	uint64_t failed_calls;
+	uint64_t unknown_frees;	/* pointer never seen: allocated before attach, or untraced */
+	uint64_t null_frees;	/* free(NULL): legal no-op */
+	uint64_t double_frees;	/* freed again while its async free was pending */
+	uint64_t addr_reuse;	/* allocation returned an address still live here */
+	uint64_t async_reuse;	/* stream-ordered reuse of a pending block: legal */
+	uint64_t calls;		/* every traced call seen */
+};
+
+struct tproc {
+	pid_t pid;
+	bool attached;
+	bool exited;
+	bool detached;
+	int exit_status;
+	uint64_t start_ticks;
+	uint64_t first_ts_ns, last_ts_ns;
+	char comm[16];
+	struct alloc_table allocs;
+	uint64_t live_bytes, live_count;
+	uint64_t pending_bytes, pending_count;
+	struct pending_free *pend;
+	size_t nr_pend, cap_pend;
+	struct hmap threads;	/* tid -> current device + 1 */
+	struct hmap events;	/* cudaEvent -> stream key of its last record */
+	struct proc_counters c;
+	uint64_t loss[GL_STAT_MAX];	/* latest cumulative BPF loss counts */
+	uint64_t records;
+};
+
+struct tracker {
+	struct tproc **procs;
+	size_t nr_procs, cap_procs;
+	struct site *sites;
+	size_t nr_sites, cap_sites;
+	struct hmap site_idx;
+	uint64_t records;
+	uint64_t bad_records;	/* unknown kind or size: counted, skipped */
+	uint64_t last_ts_ns;
+};
+
+int tracker__new(struct tracker **out);
+void tracker__free(struct tracker *t);
+/* Apply one record. Returns 0, or -EINVAL for a record it cannot decode (counted). */
+int tracker__apply(struct tracker *t, const struct gl_hdr *h);
+struct tproc *tracker__proc(struct tracker *t, pid_t pid);
+
+/* Total bytes that count against a process's losses (records lost or calls untracked). */
+uint64_t tproc__dropped(const struct tproc *p);
+
+#endif
