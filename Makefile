@@ -61,7 +61,7 @@ $(OUTPUT)/gpuleak-asan: $(ASAN_OBJ)
 -include tests/build.mk
 
 test: deps
-	@$(MAKE) --no-print-directory gpuleak $(OUTPUT)/gpuleak-asan standins
+	@$(MAKE) --no-print-directory gpuleak $(OUTPUT)/gpuleak-asan standins unit
 	@python3 tests/run_tests.py --gpuleak $(OUTPUT)/gpuleak-asan
 
 demo: deps
@@ -70,3 +70,15 @@ demo: deps
 
 clean:
 	rm -rf $(OUTPUT) gpuleak
+
+# C unit tests: each links the ASan/UBSan objects it needs (everything but main).
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/unit/%,$(UNIT_SRC))
+LIB_ASAN_OBJ := $(filter-out $(OUTPUT)/asan/gpuleak.o,$(ASAN_OBJ))
+
+$(OUTPUT)/tests/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_ASAN_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(SAN) $< $(LIB_ASAN_OBJ) $(LDLIBS) -o $@
+
+unit: $(UNIT_BIN)
+.PHONY: unit

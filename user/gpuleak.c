@@ -23,7 +23,6 @@
 #define GPULEAK_VERSION "0.1.0"
 #endif
 
-int gl_verbosity;
 
 const char *argp_program_version = "gpuleak " GPULEAK_VERSION;
 const char *argp_program_bug_address = "https://github.com/gpuleak/gpuleak/issues";

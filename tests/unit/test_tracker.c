@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The tracker's semantics on hand-made record sequences: the cases that are hard to provoke
+ * with exact timing in a live process (interleavings, sync ordering, nesting). The live tests
+ * cover the same paths end to end.
+ */
+#include <string.h>
+#include "check.h"
+#include "gpuleak.h"
+#include "tracker.h"
+
+#define PID 100
+#define TID 101
+#define TID2 102
+
+static uint64_t clock_ns = 1000;
+
+static struct gl_call_rec rec(uint8_t kind, uint16_t api, uint32_t tid, uint64_t addr,
+			      uint64_t size, uint64_t aux)
+{
+	struct gl_call_rec r;
+
+	memset(&r, 0, sizeof(r));
+	r.hdr.size = sizeof(r);
+	r.hdr.kind = kind;
+	r.hdr.api = api;
+	r.hdr.pid = PID;
+	r.hdr.tid = tid;
+	r.hdr.ts_ns = clock_ns += 10;
+	r.addr = addr;
+	r.size = size;
+	r.aux = aux;
+	r.caller = 0x401000;
+	r.stack_id = -1;
+	return r;
+}
+
+static int feed(struct tracker *t, struct gl_call_rec r)
+{
+	return tracker__apply(t, &r.hdr);
+}
+
+static int alloc(struct tracker *t, uint16_t api, uint32_t tid, uint64_t addr, uint64_t size,
+		 uint64_t stream)
+{
+	return feed(t, rec(GL_REC_ALLOC, api, tid, addr, size, stream));
+}
+
+static int sync_rec(struct tracker *t, uint16_t api, uint32_t tid, uint64_t what,
+		    uint64_t entry_ns)
+{
+	struct gl_call_rec r = rec(GL_REC_SYNC, api, tid, 0, 0, what);
+
+	r.aux2 = entry_ns;
+	return tracker__apply(t, &r.hdr);
+}
+
+static void async_free_pending_until_stream_sync(void)
+{
+	struct tracker *t;
+	struct tproc *p;
+	uint64_t before;
+
+	if (!CHECK(!tracker__new(&t), "new"))
+		return;
+	alloc(t, GL_API_CUDA_MALLOC_ASYNC, TID, 0x1000, 4096, 0xaa);
+	alloc(t, GL_API_CUDA_MALLOC_ASYNC, TID, 0x2000, 8192, 0xbb);
+	/* A sync that began before the free cannot complete it. */
+	before = clock_ns;
+	feed(t, rec(GL_REC_FREE, GL_API_CUDA_FREE_ASYNC, TID, 0x1000, 0, 0xaa));
+	feed(t, rec(GL_REC_FREE, GL_API_CUDA_FREE_ASYNC, TID, 0x2000, 0, 0xbb));
+	p = tracker__proc(t, PID);
+	CHECK_U64(p->pending_bytes, 4096 + 8192, "pending after async frees");
+	CHECK_U64(p->live_bytes, 0, "live after async frees");
+	sync_rec(t, GL_API_CUDA_STREAM_SYNCHRONIZE, TID, 0xaa, before);
+	CHECK_U64(p->pending_bytes, 4096 + 8192, "a sync entered before the free completes nothing");
+	sync_rec(t, GL_API_CUDA_STREAM_SYNCHRONIZE, TID, 0xaa, clock_ns);
+	CHECK_U64(p->pending_bytes, 8192, "stream 0xaa completed, 0xbb still pending");
+	CHECK_U64(p->c.frees, 1, "frees");
+	/* A second free while pending is a double free, never a negative counter. */
+	feed(t, rec(GL_REC_FREE, GL_API_CUDA_FREE_ASYNC, TID, 0x2000, 0, 0xbb));
+	CHECK_U64(p->c.double_frees, 1, "double free");
+	CHECK_U64(p->pending_bytes, 8192, "pending unchanged by the double free");
+	sync_rec(t, GL_API_CUDA_DEVICE_SYNCHRONIZE, TID, 0, clock_ns);
+	CHECK_U64(p->pending_bytes, 0, "device sync completes the rest");
+	CHECK_U64(p->pending_count, 0, "pending count");
+	CHECK_U64(p->c.frees, 2, "frees");
+	tracker__free(t);
+}
+
+static void stream_ordered_reuse_closes_pending(void)
+{
+	struct tracker *t;
+	struct tproc *p;
+
+	if (!CHECK(!tracker__new(&t), "new"))
+		return;
+	alloc(t, GL_API_CUDA_MALLOC_ASYNC, TID, 0x5000, 1024, 0xaa);
+	feed(t, rec(GL_REC_FREE, GL_API_CUDA_FREE_ASYNC, TID, 0x5000, 0, 0xaa));
+	alloc(t, GL_API_CUDA_MALLOC_ASYNC, TID, 0x5000, 1024, 0xaa);
+	p = tracker__proc(t, PID);
+	CHECK_U64(p->c.async_reuse, 1, "stream-ordered reuse");
+	CHECK_U64(p->pending_bytes, 0, "pending closed");
+	CHECK_U64(p->live_bytes, 1024, "live: the new allocation");
+	CHECK_U64(p->nr_pend, 0, "pending list empty");
+	/* The same address from cudaMalloc while live: freed behind our back. */
+	alloc(t, GL_API_CUDA_MALLOC, TID, 0x5000, 2048, 0);
+	CHECK_U64(p->c.addr_reuse, 1, "live address returned again");
+	CHECK_U64(p->live_bytes, 2048, "live replaced");
+	CHECK_U64(p->live_count, 1, "live count");
+	tracker__free(t);
+}
+
+static void event_sync_completes_recorded_stream(void)
+{
+	struct tracker *t;
+	struct tproc *p;
+
+	if (!CHECK(!tracker__new(&t), "new"))
+		return;
+	alloc(t, GL_API_CUDA_MALLOC_ASYNC, TID, 0x1000, 100, 0xaa);
+	feed(t, rec(GL_REC_FREE, GL_API_CUDA_FREE_ASYNC, TID, 0x1000, 0, 0xaa));
+	/* cudaEventRecord(event 0xe1, stream 0xaa) */
+	feed(t, rec(GL_REC_CALL, GL_API_CUDA_EVENT_RECORD, TID, 0xe1, 0, 0xaa));
+	sync_rec(t, GL_API_CUDA_EVENT_SYNCHRONIZE, TID2, 0xe2, clock_ns);
+	p = tracker__proc(t, PID);
+	CHECK_U64(p->pending_bytes, 100, "an unrecorded event completes nothing");
+	sync_rec(t, GL_API_CUDA_EVENT_SYNCHRONIZE, TID2, 0xe1, clock_ns);
+	CHECK_U64(p->pending_bytes, 0, "event sync on another thread completes the stream");
+	tracker__free(t);
+}
+
+static void per_thread_default_stream(void)
+{
+	struct tracker *t;
+	struct tproc *p;
+
+	if (!CHECK(!tracker__new(&t), "new"))
+		return;
+	/* Stream 0 in a _ptsz call is the calling thread's own stream. */
+	alloc(t, GL_API_CUDA_MALLOC_ASYNC_PTSZ, TID, 0x1000, 10, 0);
+	alloc(t, GL_API_CUDA_MALLOC_ASYNC_PTSZ, TID2, 0x2000, 20, 0);
+	feed(t, rec(GL_REC_FREE, GL_API_CUDA_FREE_ASYNC_PTSZ, TID, 0x1000, 0, 0));
+	feed(t, rec(GL_REC_FREE, GL_API_CUDA_FREE_ASYNC_PTSZ, TID2, 0x2000, 0, 0));
+	sync_rec(t, GL_API_CUDA_STREAM_SYNCHRONIZE_PTSZ, TID2, 0, clock_ns);
+	p = tracker__proc(t, PID);
+	CHECK_U64(p->pending_bytes, 10, "only TID2's per-thread stream completed");
+	/* cudaStreamPerThread (0x2) from a non-ptsz call names the same stream. */
+	sync_rec(t, GL_API_CUDA_STREAM_SYNCHRONIZE, TID, 0x2, clock_ns);
+	CHECK_U64(p->pending_bytes, 0, "TID's per-thread stream completed");
+	tracker__free(t);
+}
+
+static void devices_and_reset(void)
+{
+	struct tracker *t;
+	struct tproc *p;
+
+	if (!CHECK(!tracker__new(&t), "new"))
+		return;
+	alloc(t, GL_API_CUDA_MALLOC, TID, 0x1000, 100, 0);
+	feed(t, rec(GL_REC_CALL, GL_API_CUDA_SET_DEVICE, TID, 0, 0, 1));
+	alloc(t, GL_API_CUDA_MALLOC, TID, 0x2000, 200, 0);
+	alloc(t, GL_API_CUDA_MALLOC_ASYNC, TID, 0x3000, 400, 0xaa);
+	alloc(t, GL_API_CUDA_MALLOC_HOST, TID, 0x4000, 800, 0);
+	p = tracker__proc(t, PID);
+	CHECK_U64(p->live_bytes, 1500, "live");
+	/* cudaDeviceReset on device 1: its cudaMalloc memory goes, pool memory and host stay */
+	feed(t, rec(GL_REC_CALL, GL_API_CUDA_DEVICE_RESET, TID, 0, 0, 0));
+	CHECK_U64(p->live_bytes, 100 + 400 + 800, "after reset of device 1");
+	/* A failed cudaSetDevice changes nothing. */
+	{
+		struct gl_call_rec r = rec(GL_REC_CALL, GL_API_CUDA_SET_DEVICE, TID, 0, 0, 99);
+
+		r.ret = 101;
+		tracker__apply(t, &r.hdr);
+	}
+	CHECK_U64(p->c.failed_calls, 1, "failed set device");
+	feed(t, rec(GL_REC_CALL, GL_API_CUDA_DEVICE_RESET, TID, 0, 0, 0));
+	CHECK_U64(p->live_bytes, 100 + 400 + 800, "still device 1: nothing left to reset");
+	tracker__free(t);
+}
+
+static void nested_calls_count_once(void)
+{
+	struct tracker *t;
+	struct tproc *p;
+	struct gl_call_rec inner;
+
+	if (!CHECK(!tracker__new(&t), "new"))
+		return;
+	/* cudaMallocHost calling the traced cudaHostAlloc inside: one allocation. */
+	inner = rec(GL_REC_ALLOC, GL_API_CUDA_HOST_ALLOC, TID, 0x7000, 4096, 0);
+	inner.hdr.depth = 1;
+	tracker__apply(t, &inner.hdr);
+	/* ... and an unrelated inner allocation of its own (runtime bookkeeping). */
+	inner = rec(GL_REC_ALLOC, GL_API_CUDA_MALLOC, TID, 0x9000, 512, 0);
+	inner.hdr.depth = 1;
+	tracker__apply(t, &inner.hdr);
+	p = tracker__proc(t, PID);
+	CHECK_U64(p->live_count, 0, "inner records wait for the outer call");
+	alloc(t, GL_API_CUDA_MALLOC_HOST, TID, 0x7000, 4096, 0);
+	CHECK_U64(p->live_count, 2, "outer + unrelated inner");
+	CHECK_U64(p->live_bytes, 4096 + 512, "the layer is not counted twice");
+	tracker__free(t);
+}
+
+static void unknown_and_null_frees(void)
+{
+	struct tracker *t;
+	struct tproc *p;
+
+	if (!CHECK(!tracker__new(&t), "new"))
+		return;
+	feed(t, rec(GL_REC_FREE, GL_API_CUDA_FREE, TID, 0xabc000, 0, 0));
+	feed(t, rec(GL_REC_FREE, GL_API_CUDA_FREE, TID, 0, 0, 0));
+	p = tracker__proc(t, PID);
+	CHECK_U64(p->c.unknown_frees, 1, "unknown frees");
+	CHECK_U64(p->c.null_frees, 1, "null frees");
+	CHECK_U64(p->c.frees, 0, "frees");
+	tracker__free(t);
+}
+
+static void many_allocations_table(void)
+{
+	struct tracker *t;
+	struct tproc *p;
+	uint64_t i;
+
+	if (!CHECK(!tracker__new(&t), "new"))
+		return;
+	for (i = 1; i <= 100000; i++)
+		alloc(t, GL_API_CUDA_MALLOC, TID, i * 256, 1, 0);
+	for (i = 1; i <= 100000; i += 2)
+		feed(t, rec(GL_REC_FREE, GL_API_CUDA_FREE, TID, i * 256, 0, 0));
+	p = tracker__proc(t, PID);
+	CHECK_U64(p->live_count, 50000, "live count");
+	CHECK_U64(p->allocs.n, 50000, "table entries");
+	CHECK_U64(p->c.unknown_frees, 0, "every free found its allocation");
+	for (i = 2; i <= 100000; i += 2)
+		feed(t, rec(GL_REC_FREE, GL_API_CUDA_FREE, TID, i * 256, 0, 0));
+	CHECK_U64(p->live_count, 0, "all freed");
+	CHECK_U64(p->c.unknown_frees, 0, "still every free found");
+	tracker__free(t);
+}
+
+int main(void)
+{
+	static const struct unit_test tests[] = {
+		{ "tracker_async_free_pending_until_stream_sync",
+		  async_free_pending_until_stream_sync },
+		{ "tracker_stream_ordered_reuse_closes_pending", stream_ordered_reuse_closes_pending },
+		{ "tracker_event_sync_completes_recorded_stream",
+		  event_sync_completes_recorded_stream },
+		{ "tracker_per_thread_default_stream", per_thread_default_stream },
+		{ "tracker_devices_and_reset", devices_and_reset },
+		{ "tracker_nested_calls_count_once", nested_calls_count_once },
+		{ "tracker_unknown_and_null_frees", unknown_and_null_frees },
+		{ "tracker_many_allocations_table", many_allocations_table },
+	};
+
+	return run_unit_tests(tests, sizeof(tests) / sizeof(tests[0]));
+}
