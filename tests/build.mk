@@ -1,0 +1,128 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# Test targets: the stand-in CUDA libraries (tests/standin) and the scenario programs
+# (tests/scenarios) the end-to-end tests trace. Included by the top-level Makefile; make runs
+# from the repository root. Everything lands under $(TESTS_OUTPUT):
+#   lib/libcuda.so.1, lib/libcudart.so.13     the stand-ins (no dev symlinks: nothing links
+#                                             with -lcuda/-lcudart, scenarios name the file)
+#   bin/<scenario>, bin/standin_selftest
+# `make standins` builds all of it; `make standins-check` also runs the self-test and every
+# scenario once without a tracer. Include this after the top-level default target: its first
+# rule would otherwise become the default goal.
+
+TESTS_BUILD_MK := $(lastword $(MAKEFILE_LIST))
+
+# clang unless CC was chosen (make CC=gcc, the environment, a makefile). GNU make predefines
+# CC=cc, so `CC ?= clang` would never take effect; and setting CC here would change the
+# compiler of the including Makefile's own targets, hence a variable of our own.
+ifeq ($(origin CC),default)
+TESTS_CC ?= clang
+else
+TESTS_CC ?= $(CC)
+endif
+
+TESTS_OUTPUT ?= .output/tests
+STANDIN_LIBDIR := $(TESTS_OUTPUT)/lib
+SCENARIO_BINDIR := $(TESTS_OUTPUT)/bin
+
+# Only the build reads the toolkit: headers to check every stand-in prototype against, the
+# real runtime for `realcudart`, nvcc for `static_cudart`.
+CUDA_HOME ?= /usr/local/cuda
+CUDA_INCLUDE ?= $(CUDA_HOME)/include
+CUDA_LIB64 ?= $(CUDA_HOME)/lib64
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+
+TESTS_WARN := -Wall -Wextra -Werror
+STANDIN_CFLAGS := -std=gnu11 -O2 -fPIC -fno-omit-frame-pointer $(TESTS_WARN) -I$(CUDA_INCLUDE)
+# Every exported entry of NVIDIA's libraries starts with `push %rbp`, which the kernel
+# emulates for a uprobe; most other first instructions are single-stepped, ~30x slower here.
+# Keep the stand-ins' entries the same so overhead measured on them is the real one: no
+# sibling calls (a wrapper would start with mov + jmp) and no shrink-wrapping (an argument
+# check would come before the push). gcc still builds frameless leaves (cuDriverGetVersion,
+# cudaGetErrorName/String): nothing traces those. Recursive (=): TESTS_CC may be set later.
+STANDIN_NO_SHRINK_WRAP = $(shell $(TESTS_CC) -fno-shrink-wrap -x c -c -o /dev/null \
+	/dev/null 2>/dev/null && echo -fno-shrink-wrap || echo -mllvm -enable-shrink-wrap=false)
+STANDIN_ENTRY_CFLAGS = -fno-optimize-sibling-calls $(STANDIN_NO_SHRINK_WRAP)
+# Stripped like NVIDIA's libraries: .dynsym only, no .symtab, so symbol lookup in the tests
+# takes the path it takes on the real ones.
+STANDIN_LDFLAGS := -shared -Wl,-z,defs -Wl,--no-undefined-version -Wl,--strip-all -pthread
+# -O1 keeps every site function and its call to the API where the source puts them.
+SCENARIO_CFLAGS := -std=gnu11 -O1 -g -fno-omit-frame-pointer $(TESTS_WARN) -I$(CUDA_INCLUDE)
+# DT_RPATH, not RUNPATH: it wins over LD_LIBRARY_PATH, so an environment that points
+# LD_LIBRARY_PATH at a real CUDA install cannot swap NVIDIA's runtime in under a scenario.
+# $ORIGIN keeps a copied lib/ + bin/ tree (another inode for the uprobes) self-contained.
+SCENARIO_RPATH := -Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN/../lib'
+
+STANDIN_LIBCUDA := $(STANDIN_LIBDIR)/libcuda.so.1
+STANDIN_LIBCUDART := $(STANDIN_LIBDIR)/libcudart.so.13
+STANDIN_LIBS := $(STANDIN_LIBCUDA) $(STANDIN_LIBCUDART)
+
+# Linked against the stand-in runtime.
+SCENARIOS_CUDART := basic leak3 apis fail prealloc threads loop
+SCENARIO_BINS := $(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_CUDART) dlopen realcudart)
+STANDIN_SELFTEST := $(SCENARIO_BINDIR)/standin_selftest
+STANDIN_ALL := $(STANDIN_LIBS) $(SCENARIO_BINS) $(STANDIN_SELFTEST)
+
+# static_cudart needs nvcc; without it the rest still builds.
+ifneq ($(wildcard $(NVCC)),)
+STANDIN_ALL += $(SCENARIO_BINDIR)/static_cudart
+endif
+
+.PHONY: standins standins-check
+
+standins: $(STANDIN_ALL)
+ifeq ($(wildcard $(NVCC)),)
+	@echo "warning: $(NVCC) not found: $(SCENARIO_BINDIR)/static_cudart not built" >&2
+endif
+
+standins-check: standins
+	$(STANDIN_SELFTEST)
+	tests/scenarios/smoke.sh $(SCENARIO_BINDIR)
+
+$(STANDIN_LIBDIR) $(SCENARIO_BINDIR):
+	mkdir -p $@
+
+# The driver stand-in is unversioned like the real libcuda.so.1; the map only hides
+# everything it does not list. --no-undefined-version: a listed name nobody defines fails.
+$(STANDIN_LIBCUDA): tests/standin/cuda.c tests/standin/libcuda.map $(TESTS_BUILD_MK) \
+		| $(STANDIN_LIBDIR)
+	$(TESTS_CC) $(STANDIN_CFLAGS) $(STANDIN_ENTRY_CFLAGS) $(STANDIN_LDFLAGS) -o $@ $< \
+		-Wl,-soname,libcuda.so.1 -Wl,--version-script=tests/standin/libcuda.map
+
+# No link-time dependency on the driver: it is dlopen()ed, found through DT_RPATH $ORIGIN
+# (before LD_LIBRARY_PATH and the loader cache, where a real libcuda.so.1 may be).
+$(STANDIN_LIBCUDART): tests/standin/cudart.c tests/standin/libcudart.map $(TESTS_BUILD_MK) \
+		| $(STANDIN_LIBDIR)
+	$(TESTS_CC) $(STANDIN_CFLAGS) $(STANDIN_ENTRY_CFLAGS) $(STANDIN_LDFLAGS) -o $@ $< \
+		-Wl,-soname,libcudart.so.13 -Wl,--version-script=tests/standin/libcudart.map \
+		-Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN' -ldl
+
+# Naming the library file records its soname as NEEDED, so the real libcudart.so.13 (in the
+# loader cache) can never be picked up at link time.
+$(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_CUDART)): $(SCENARIO_BINDIR)/%: \
+		tests/scenarios/%.c tests/scenarios/scenario.h $(STANDIN_LIBS) $(TESTS_BUILD_MK) \
+		| $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< $(STANDIN_LIBCUDART) $(SCENARIO_RPATH) -pthread
+
+# No libcudart at link time; the stand-ins must exist when it runs.
+$(SCENARIO_BINDIR)/dlopen: tests/scenarios/dlopen.c tests/scenarios/scenario.h $(TESTS_BUILD_MK) \
+		| $(STANDIN_LIBS) $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< $(SCENARIO_RPATH) -ldl
+
+# NVIDIA's runtime, through DT_RPATH as above: LD_LIBRARY_PATH cannot swap the stand-in in.
+# (It can still decide which libcuda.so.1 the real runtime dlopen()s: keep the stand-in
+# lib/ off LD_LIBRARY_PATH, or the real runtime answers 36 instead of 35.)
+$(SCENARIO_BINDIR)/realcudart: tests/scenarios/realcudart.c tests/scenarios/scenario.h \
+		$(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< $(CUDA_LIB64)/libcudart.so.13 \
+		-Wl,--disable-new-dtags -Wl,-rpath,$(CUDA_LIB64)
+
+# nvcc's default static cudart: cudaMalloc is a LOCAL symbol of the executable itself.
+$(SCENARIO_BINDIR)/static_cudart: tests/scenarios/static_cudart.cu tests/scenarios/scenario.h \
+		$(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
+	$(NVCC) -O1 -g -Xcompiler -fno-omit-frame-pointer,-Wall,-Wextra,-Werror -o $@ $<
+
+# Checks the stand-ins' own semantics; links the driver directly to reach it without cudart.
+$(STANDIN_SELFTEST): tests/standin/selftest.c $(STANDIN_LIBS) $(TESTS_BUILD_MK) \
+		| $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< $(STANDIN_LIBS) $(SCENARIO_RPATH) -pthread

@@ -1,0 +1,278 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""Test harness: runs gpuleak for real (root, real uprobes) against scenario programs.
+
+Tests are plain functions registered with @test; each asserts exact numbers from the
+verdict gpuleak writes. Helpers here start targets, wait for handshake lines and parse
+NDJSON. Nothing here imitates any part of gpuleak.
+"""
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, ".output")
+BIN = os.path.join(OUT, "tests", "bin")
+LIB = os.path.join(OUT, "tests", "lib")
+GPULEAK = os.path.join(ROOT, "gpuleak")
+TIMEOUT = 60
+
+_tests = []
+
+
+def test(fn):
+    _tests.append(fn)
+    return fn
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def eq(actual, expected, what):
+    if actual != expected:
+        raise Fail(f"{what}: expected {expected!r}, got {actual!r}")
+
+
+def scenario(name):
+    path = os.path.join(BIN, name)
+    check(os.path.exists(path), f"scenario {name} not built ({path})")
+    return path
+
+
+def tmpfile(suffix):
+    fd, path = tempfile.mkstemp(prefix="gpuleak-test-", suffix=suffix)
+    os.close(fd)
+    os.unlink(path)
+    return path
+
+
+def env_for_targets(extra=None):
+    env = dict(os.environ)
+    # ASan in gpuleak must not leak into targets through the environment.
+    env.pop("LD_PRELOAD", None)
+    if extra:
+        env.update(extra)
+    return env
+
+
+def gpuleak_env():
+    env = dict(os.environ)
+    env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0:exitcode=99")
+    env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1:exitcode=98")
+    return env
+
+
+class Result:
+    def __init__(self, rc, out, err, records):
+        self.rc, self.out, self.err, self.records = rc, out, err, records
+
+    def verdicts(self):
+        return [r for r in self.records if r.get("type") == "verdict"]
+
+    def verdict(self, pid=None):
+        vs = self.verdicts()
+        if pid is not None:
+            vs = [v for v in vs if v["pid"] == pid]
+        check(len(vs) == 1, f"expected one verdict, got {len(vs)}; stderr:\n{self.err}")
+        return vs[0]
+
+
+def read_ndjson(path):
+    recs = []
+    if not os.path.exists(path):
+        return recs
+    with open(path) as f:
+        for i, line in enumerate(f, 1):
+            line = line.strip()
+            if line:
+                try:
+                    recs.append(json.loads(line))
+                except json.JSONDecodeError as e:
+                    raise Fail(f"{path}:{i}: invalid JSON: {e}: {line[:200]}")
+    return recs
+
+
+def check_sanitizers(err):
+    for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+        check(marker not in err, f"sanitizer report from gpuleak:\n{err}")
+
+
+def run_gpuleak(args, timeout=TIMEOUT, expect_rc=0, env=None):
+    """gpuleak ARGS with --json; returns Result. Checks the exit code."""
+    json_path = tmpfile(".ndjson")
+    cmd = [GPULEAK] + args[:1] + ["--json", json_path] + args[1:]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                       env=env or gpuleak_env())
+    res = Result(p.returncode, p.stdout, p.stderr, read_ndjson(json_path))
+    if os.path.exists(json_path):
+        os.unlink(json_path)
+    check_sanitizers(p.stderr)
+    if expect_rc is not None:
+        eq(p.returncode, expect_rc, f"exit code of {' '.join(cmd)} (stderr: {p.stderr})")
+    return res
+
+
+def run_plain(cmd, timeout=TIMEOUT, env=None, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                          env=env or gpuleak_env(), **kw)
+
+
+class Proc:
+    """A process whose stdout/stderr lines we can wait for."""
+
+    def __init__(self, cmd, env=None, stdin=True):
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  bufsize=1, env=env, start_new_session=True)
+        self.lines = {"out": [], "err": []}
+        self.pid = self.p.pid
+
+    def _pump(self, timeout):
+        streams = {self.p.stdout: "out", self.p.stderr: "err"}
+        r, _, _ = select.select(list(streams), [], [], timeout)
+        got = False
+        for s in r:
+            line = s.readline()
+            if line:
+                self.lines[streams[s]].append(line)
+                got = True
+        return got
+
+    def wait_line(self, pattern, stream="out", timeout=20):
+        rx = re.compile(pattern)
+        deadline = time.time() + timeout
+        seen = 0
+        while True:
+            for line in self.lines[stream][seen:]:
+                m = rx.search(line)
+                if m:
+                    return m
+            seen = len(self.lines[stream])
+            left = deadline - time.time()
+            if left <= 0:
+                raise Fail(f"timeout waiting for /{pattern}/ on {stream}; "
+                           f"out={''.join(self.lines['out'])!r} err={''.join(self.lines['err'])!r}")
+            if not self._pump(min(left, 0.2)) and self.p.poll() is not None:
+                # drain what is left
+                while self._pump(0):
+                    pass
+                if not any(rx.search(l) for l in self.lines[stream][seen:]):
+                    raise Fail(f"process exited ({self.p.returncode}) before /{pattern}/; "
+                               f"out={''.join(self.lines['out'])!r} err={''.join(self.lines['err'])!r}")
+
+    def send(self, text="go\n"):
+        self.p.stdin.write(text)
+        self.p.stdin.flush()
+
+    def finish(self, timeout=TIMEOUT):
+        try:
+            out, err = self.p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise Fail("process did not exit in time")
+        self.lines["out"].append(out or "")
+        self.lines["err"].append(err or "")
+        return self.p.returncode
+
+    def text(self, stream):
+        return "".join(self.lines[stream])
+
+    def kill(self, sig=signal.SIGKILL):
+        try:
+            os.killpg(self.pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+class Attached:
+    """A scenario started with the sync handshake, and gpuleak attached to it."""
+
+    def __init__(self, name, args=(), gl_args=(), env=None):
+        self.json_path = tmpfile(".ndjson")
+        self.target = Proc([scenario(name)] + [str(a) for a in args],
+                           env=env_for_targets(dict(SCENARIO_SYNC="1", **(env or {}))))
+        m = self.target.wait_line(r"ready (\d+)")
+        eq(int(m.group(1)), self.target.pid, "scenario pid")
+        self.gl = Proc([GPULEAK, "attach", "-p", str(self.target.pid), "--json", self.json_path,
+                        "--interval", "0"] + list(gl_args), env=gpuleak_env(), stdin=False)
+
+    def wait_attached(self):
+        self.gl.wait_line(r"tracing pid %d" % self.target.pid, stream="err")
+
+    def finish(self, expect_rc=0):
+        """Let the target exit, then collect gpuleak's verdict."""
+        self.target.finish()
+        rc = self.gl.finish()
+        err = self.gl.text("err")
+        check_sanitizers(err)
+        eq(rc, expect_rc, f"gpuleak exit code (stderr: {err})")
+        res = Result(rc, self.gl.text("out"), err, read_ndjson(self.json_path))
+        if os.path.exists(self.json_path):
+            os.unlink(self.json_path)
+        return res
+
+    def cleanup(self):
+        self.target.kill()
+        self.gl.kill(signal.SIGTERM)
+
+
+def leak_sites(verdict, api=None):
+    """{(api, function): (bytes, count)} from a verdict's leaks, function = symbol only."""
+    out = {}
+    for l in verdict["leaks"]:
+        fn = l["site"].split("+")[0]
+        if api and l["api"] != api:
+            continue
+        key = (l["api"], fn)
+        b, c = out.get(key, (0, 0))
+        out[key] = (b + l["bytes"], c + l["count"])
+    return out
+
+
+def main(argv):
+    import argparse
+    global GPULEAK
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gpuleak", default=GPULEAK)
+    ap.add_argument("-k", default=None, help="run tests whose name contains this")
+    ap.add_argument("-v", action="store_true")
+    a = ap.parse_args(argv)
+    GPULEAK = os.path.abspath(a.gpuleak)
+    passed = failed = skipped = 0
+    t_all = time.time()
+    for fn in _tests:
+        if a.k and a.k not in fn.__name__:
+            continue
+        t0 = time.time()
+        try:
+            r = fn()
+            if r == "skip":
+                skipped += 1
+                print(f"SKIP {fn.__name__}")
+                continue
+            passed += 1
+            print(f"PASS {fn.__name__} ({time.time() - t0:.1f}s)")
+        except Exception as e:  # noqa: BLE001 - a test harness reports every failure
+            failed += 1
+            print(f"FAIL {fn.__name__} ({time.time() - t0:.1f}s): {e}")
+            if a.v or not isinstance(e, Fail):
+                traceback.print_exc()
+        sys.stdout.flush()
+    print(f"# {time.time() - t_all:.1f}s")
+    line = f"{passed} passed, {failed} failed"
+    if skipped:
+        line += f", {skipped} skipped"
+    print(line)
+    return 1 if failed else 0

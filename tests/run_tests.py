@@ -1,0 +1,19 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""gpuleak's test suite: `make test` runs it as root against real processes.
+
+Each test builds nothing itself (make does), starts real targets, attaches real uprobes
+through the gpuleak binary under test and asserts exact bytes, counts and sites.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import harness  # noqa: E402
+import test_cudart  # noqa: E402,F401  (registers tests)
+import test_cli  # noqa: E402,F401
+import test_unit  # noqa: E402,F401
+
+if __name__ == "__main__":
+    sys.exit(harness.main(sys.argv[1:]))

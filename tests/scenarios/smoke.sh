@@ -1,0 +1,73 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# Runs every scenario once without a tracer, plain and with SCENARIO_SYNC=1, and checks exit
+# status and stdout: the end-to-end tests build on exactly this behaviour.
+# Usage: smoke.sh BINDIR
+set -u
+
+bindir=${1:?usage: smoke.sh BINDIR}
+fails=0
+errf=$(mktemp)
+trap 'rm -f "$errf"' EXIT
+
+fail() {
+	echo "smoke: $*" >&2
+	fails=$((fails + 1))
+}
+
+# run NAME WANT_RC WANT_STDOUT INPUT [ENV=VAL ...] -- ARGS...
+run() {
+	local name=$1 want_rc=$2 want_out=$3 input=$4 out rc
+	local -a envs=()
+
+	shift 4
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		envs+=("$1")
+		shift
+	done
+	shift
+	out=$(printf '%b' "$input" | env "${envs[@]}" "$bindir/$name" "$@" 2>"$errf")
+	rc=$?
+	# "ready <pid>": the pid varies.
+	out=$(printf '%s' "$out" | sed 's/^ready [0-9][0-9]*$/ready PID/')
+	if [ "$rc" != "$want_rc" ]; then
+		fail "$name $*: exit $rc, want $want_rc; stderr: $(cat "$errf")"
+	elif [ "$out" != "$(printf '%b' "$want_out")" ]; then
+		fail "$name $*: stdout '$out', want '$want_out'"
+	fi
+}
+
+for s in "basic 5 2 4096" "leak3" "apis" "fail" "prealloc 3" "threads 10" "loop 3 4096" \
+	 "dlopen" "realcudart"; do
+	# shellcheck disable=SC2086
+	set -- $s
+	if [ "$1" = dlopen ]; then
+		run "$1" 0 'loaded\ndone' '' -- "${@:2}"
+		run "$1" 0 'ready PID\nloaded\ndone' 'go\nloaded\nbye\n' SCENARIO_SYNC=1 -- "${@:2}"
+	else
+		run "$1" 0 'done' '' -- "${@:2}"
+		run "$1" 0 'ready PID\ndone' 'go\nbye\n' SCENARIO_SYNC=1 -- "${@:2}"
+	fi
+done
+if [ -x "$bindir/static_cudart" ]; then
+	run static_cudart 0 'done' '' --
+	run static_cudart 0 'ready PID\ndone' 'go\nbye\n' SCENARIO_SYNC=1 --
+fi
+
+# The knobs and the failure path: every unexpected CUDA result ends a scenario with status 1.
+run basic 1 '' '' GPULEAK_STANDIN_DEVICES=0 -- 1 0 4096		# cudaErrorNoDevice
+run basic 1 '' '' GPULEAK_STANDIN_DEVICE_MEM=1M -- 2 0 1M		# second one: out of memory
+run basic 0 'done' '' GPULEAK_STANDIN_DEVICE_MEM=2M -- 2 1 1M
+run apis 1 '' '' GPULEAK_STANDIN_DEVICES=1 --			# cudaSetDevice(1)
+run fail 0 'done' '' GPULEAK_STANDIN_DEVICE_MEM=16K --
+run loop 0 'done' '' GPULEAK_STANDIN_DEVICE_MEM=80M -- 2 4M
+run loop 1 '' '' GPULEAK_STANDIN_DEVICE_MEM=64M -- 1 4096		# no room for activations
+run basic 2 '' '' -- 1 2 4096						# usage: M > N
+run realcudart 1 '' '' -- 0						# codes are 35 here, not 0
+
+if [ "$fails" -ne 0 ]; then
+	echo "smoke: $fails failure(s)" >&2
+	exit 1
+fi
+echo "smoke: ok"

@@ -1,0 +1,91 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""Command line and bad input: one actionable line, the documented exit code."""
+import os
+import subprocess
+
+from harness import Proc, check, eq, run_plain, scenario, test, env_for_targets
+import harness
+
+
+def gl():
+    return harness.GPULEAK
+
+
+@test
+def usage_errors_exit_2():
+    for args, needle in ((["attach"], "attach needs -p PID"),
+                         (["attach", "-p", "abc"], "invalid PID"),
+                         (["run"], "run needs a command"),
+                         (["bogus"], "unknown command"),
+                         (["attach", "-p", "1", "--duration", "xyz"], "invalid duration"),
+                         (["probes"], "exactly one of"),
+                         ([], "a command is needed")):
+        p = run_plain([gl()] + args)
+        eq(p.returncode, 2, f"exit code of gpuleak {' '.join(args)}")
+        check(needle in p.stderr, f"'{needle}' in stderr of {args}: {p.stderr!r}")
+
+
+@test
+def help_has_usage_and_examples():
+    p = run_plain([gl(), "--help"])
+    eq(p.returncode, 0, "exit code")
+    for word in ("USAGE", "EXAMPLES", "EXIT STATUS"):
+        check(word in p.stdout, f"{word} in --help")
+    for cmd in ("attach", "run", "probes"):
+        p = run_plain([gl(), cmd, "--help"])
+        eq(p.returncode, 0, f"{cmd} --help exit code")
+        check("EXAMPLES" in p.stdout, f"EXAMPLES in {cmd} --help")
+
+
+@test
+def unknown_pid():
+    # A pid that does not exist: above pid_max.
+    with open("/proc/sys/kernel/pid_max") as f:
+        pid = int(f.read()) + 1
+    p = run_plain([gl(), "attach", "-p", str(pid)])
+    eq(p.returncode, 1, "exit code")
+    check(f"no such process: {pid}" in p.stderr, f"message: {p.stderr!r}")
+
+
+@test
+def no_cuda_library_in_target():
+    t = Proc(["sleep", "30"], stdin=False)
+    try:
+        p = run_plain([gl(), "attach", "-p", str(t.pid)])
+    finally:
+        t.kill()
+    eq(p.returncode, 1, "exit code")
+    check("maps no CUDA library" in p.stderr, f"message: {p.stderr!r}")
+    check("looked in" in p.stderr and "libc.so.6" in p.stderr, f"says where: {p.stderr!r}")
+    check("--wait" in p.stderr, "suggests --wait")
+
+
+@test
+def missing_privileges():
+    p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                        gl(), "run", "--", "true"], capture_output=True, text=True,
+                       timeout=30)
+    eq(p.returncode, 1, f"exit code ({p.stderr})")
+    check("needs root, or CAP_BPF and CAP_PERFMON" in p.stderr, f"message: {p.stderr!r}")
+    eq(len(p.stderr.strip().splitlines()), 1, "one line")
+
+
+@test
+def run_missing_command():
+    p = run_plain([gl(), "run", "--", "/nonexistent/cmd"])
+    eq(p.returncode, 1, "exit code")
+    check("cannot run /nonexistent/cmd" in p.stderr, f"message: {p.stderr!r}")
+
+
+@test
+def probes_of_a_running_process():
+    t = Proc([scenario("basic"), "1", "0", "64"],
+             env=env_for_targets({"SCENARIO_SYNC": "1"}))
+    try:
+        t.wait_line("ready")
+        p = run_plain([gl(), "probes", "-p", str(t.pid)])
+    finally:
+        t.kill()
+    eq(p.returncode, 0, f"exit code ({p.stderr})")
+    objs = {l.split()[-1] for l in p.stdout.splitlines()[1:]}
+    check(any(o.endswith("/libcudart.so.13") for o in objs), f"libcudart listed: {objs}")
