@@ -14,6 +14,15 @@ VERSION := 0.1.0
 ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 VMLINUX := vmlinux/$(ARCH)/vmlinux.h
 
+# `make V=1` shows the commands.
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
 WARN := -Wall -Wextra -Werror
 CFLAGS ?= -O2 -g
 CFLAGS += $(WARN) -std=gnu11 -D_GNU_SOURCE -DGPULEAK_VERSION='"$(VERSION)"' \
@@ -39,24 +48,30 @@ $(OUTPUT) $(OUTPUT)/obj $(OUTPUT)/asan:
 	@mkdir -p $@
 
 $(BPF_OBJ): $(BPF_SRC) bpf/gpuleak.h bpf/gpuleak.bpf.h $(VMLINUX) | $(OUTPUT)
-	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) \
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) \
 		-Ivmlinux/$(ARCH) -Ibpf -c $(BPF_SRC) -o $@
 
 $(SKEL): $(BPF_OBJ)
-	$(BPFTOOL) gen skeleton $< name gpuleak_bpf > $@.tmp && mv $@.tmp $@
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name gpuleak_bpf > $@.tmp && mv $@.tmp $@
 
 $(OUTPUT)/obj/%.o: user/%.c $(USER_HDR) $(SKEL) | $(OUTPUT)/obj
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 $(OUTPUT)/asan/%.o: user/%.c $(USER_HDR) $(SKEL) | $(OUTPUT)/asan
-	$(CC) $(CFLAGS) $(SAN) -c $< -o $@
+	$(call msg,CC-ASAN,$@)
+	$(Q)$(CC) $(CFLAGS) $(SAN) -c $< -o $@
 
 gpuleak: $(USER_OBJ)
-	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
 # The build the tests run: same code under AddressSanitizer and UBSan.
 $(OUTPUT)/gpuleak-asan: $(ASAN_OBJ)
-	$(CC) $(CFLAGS) $(SAN) $^ $(LDLIBS) -o $@
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(SAN) $^ $(LDLIBS) -o $@
 
 -include tests/build.mk
 
@@ -78,7 +93,8 @@ LIB_ASAN_OBJ := $(filter-out $(OUTPUT)/asan/gpuleak.o,$(ASAN_OBJ))
 
 $(OUTPUT)/tests/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_ASAN_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(SAN) $< $(LIB_ASAN_OBJ) $(LDLIBS) -o $@
+	$(call msg,CC-UNIT,$@)
+	$(Q)$(CC) $(CFLAGS) $(SAN) $< $(LIB_ASAN_OBJ) $(LDLIBS) -o $@
 
 unit: $(UNIT_BIN)
 .PHONY: unit

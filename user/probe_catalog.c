@@ -164,3 +164,33 @@ const char *cat_api_name(unsigned int api)
 	snprintf(b, sizeof(buf[0]), "api#0x%x", api);
 	return b;
 }
+
+/* Error names of the codes an allocation path returns most often (driver_types.h). */
+static const struct {
+	int code;
+	const char *name;
+} cudart_errors[] = {
+	{ 1, "cudaErrorInvalidValue" },	{ 2, "cudaErrorMemoryAllocation" },
+	{ 3, "cudaErrorInitializationError" }, { 4, "cudaErrorCudartUnloading" },
+	{ 16, "cudaErrorInvalidHostPointer" }, { 17, "cudaErrorInvalidDevicePointer" },
+	{ 34, "cudaErrorStubLibrary" },	{ 35, "cudaErrorInsufficientDriver" },
+	{ 46, "cudaErrorDevicesUnavailable" }, { 100, "cudaErrorNoDevice" },
+	{ 101, "cudaErrorInvalidDevice" }, { 304, "cudaErrorOperatingSystem" },
+	{ 400, "cudaErrorInvalidResourceHandle" }, { 401, "cudaErrorIllegalState" },
+	{ 600, "cudaErrorNotReady" },	{ 700, "cudaErrorIllegalAddress" },
+	{ 719, "cudaErrorLaunchFailure" }, { 800, "cudaErrorNotPermitted" },
+	{ 801, "cudaErrorNotSupported" }, { 803, "cudaErrorSystemDriverMismatch" },
+	{ 900, "cudaErrorStreamCaptureUnsupported" }, { 999, "cudaErrorUnknown" },
+};
+
+const char *cat_error_name(unsigned int api, int code)
+{
+	size_t i;
+
+	if (GL_API_FAMILY(api) == GL_FAM_CUDART) {
+		for (i = 0; i < sizeof(cudart_errors) / sizeof(cudart_errors[0]); i++)
+			if (cudart_errors[i].code == code)
+				return cudart_errors[i].name;
+	}
+	return NULL;
+}

@@ -62,6 +62,9 @@ const char *cat_mem_name(enum cat_mem mem);
 /* An API's name, or "api#0x..." for one this build does not know. Never NULL. */
 const char *cat_api_name(unsigned int api);
 
+/* The symbolic name of an API's error code (cudaErrorMemoryAllocation, ...) or NULL. */
+const char *cat_error_name(unsigned int api, int code);
+
 /* Whether an entry-probe-only API (no return program needed). */
 static inline bool cat_entry_only(const struct cat_api *a)
 {

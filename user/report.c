@@ -216,8 +216,11 @@ static void print_sites(struct report *r, const struct tproc *p, enum site_key k
 		const struct site *s = &t->sites[v[j]];
 
 		if (k == BY_FAILED) {
-			fprintf(r->out, "  %8" PRIu64 "  %-26s %5d  %s\n", s->failed,
-				cat_api_name(s->api), s->last_err, site_name(r, s));
+			const char *en = cat_error_name(s->api, s->last_err);
+
+			fprintf(r->out, "  %8" PRIu64 "  %-26s %5d  %s%s%s\n", s->failed,
+				cat_api_name(s->api), s->last_err, site_name(r, s), en ? ": " : "",
+				en ? en : "");
 			continue;
 		}
 		dev_str(s->device, dev, sizeof(dev));
@@ -248,8 +251,16 @@ static void json_site_array(struct report *r, const struct tproc *p, enum site_k
 			json_str(r->json, mod);
 		else
 			fputs("null", r->json);
-		if (k == BY_FAILED)
-			fprintf(r->json, ",\"error\":%d,\"count\":%" PRIu64 "}", s->last_err, s->failed);
+		if (k == BY_FAILED) {
+			const char *en = cat_error_name(s->api, s->last_err);
+
+			fprintf(r->json, ",\"error\":%d,\"error_name\":", s->last_err);
+			if (en)
+				json_str(r->json, en);
+			else
+				fputs("null", r->json);
+			fprintf(r->json, ",\"count\":%" PRIu64 "}", s->failed);
+		}
 		else
 			fprintf(r->json,
 				",\"device\":%d,\"memory\":\"%s\",\"bytes\":%" PRIu64
