@@ -54,6 +54,11 @@ struct tstate {
 	__u32 depth;
 	__u32 pad;
 	struct frame f[GL_MAX_DEPTH];
+	/* Per frame, only for APIs whose spec asks: kept apart so frames stay small. */
+	__u8 desc[GL_MAX_DEPTH][GL_DESC_MAX];
+	char label[GL_MAX_DEPTH][GL_LABEL_MAX];
+	__u32 label_len[GL_MAX_DEPTH];		/* bytes in label[], ~0: no label */
+	__u8 label_trunc[GL_MAX_DEPTH];
 };
 
 /*
@@ -76,6 +81,13 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, char[GL_LABEL_MAX]);
+} scratch SEC(".maps");
 
 struct pid_loss {
 	__u64 counts[GL_STAT_MAX];
@@ -153,6 +165,45 @@ static __always_inline struct tstate *tstate_get(bool create)
 				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }
 
+/*
+ * Read a label into buf at entry: a (data, len) string view or a NUL-terminated string.
+ * Returns the bytes read, or ~0 when the call has no label (NULL data).
+ */
+static __always_inline __u32 read_label(__u64 data, __u64 len, bool cstr, char *buf,
+					__u8 *trunc)
+{
+	long n;
+
+	*trunc = 0;
+	if (!data)
+		return ~0U;
+	if (cstr || len == ~0ULL) {
+		n = bpf_probe_read_user_str(buf, GL_LABEL_MAX, (void *)data);
+		if (n <= 0)
+			return ~0U;
+		/* _str counts the NUL it wrote; a full buffer may mean a longer label. */
+		*trunc = n == GL_LABEL_MAX;
+		return n - 1;
+	}
+	if (len > GL_LABEL_MAX) {
+		len = GL_LABEL_MAX;
+		*trunc = 1;
+	}
+	if (bpf_probe_read_user(buf, len & (2 * GL_LABEL_MAX - 1), (void *)data))
+		return ~0U;
+	return len;
+}
+
+static __always_inline void label_from_desc(struct gl_api_spec s, const __u8 *desc,
+					    char *buf, __u32 *len, __u8 *trunc)
+{
+	__u32 off = s.label_off & (GL_DESC_MAX - 16);
+	__u64 data = *(const __u64 *)(desc + off);
+	__u64 n = *(const __u64 *)(desc + off + 8);
+
+	*len = read_label(data, n, s.label_kind == GL_LABEL_CSTR, buf, trunc);
+}
+
 /* Entry of a call whose result matters: remember its arguments until the return probe. */
 static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_api_spec s)
 {
@@ -181,6 +232,23 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 	f->ts_ns = bpf_ktime_get_ns();
 	f->api = api;
 	f->stack_id = -1;
+	if (s.arg_desc) {
+		__u32 len = s.desc_len;
+		__u32 k = d & (GL_MAX_DEPTH - 1);
+
+		if (len > GL_DESC_MAX)
+			len = GL_DESC_MAX;
+		if (bpf_probe_read_user(st->desc[k], len, (void *)gl_arg(ctx, s.arg_desc))) {
+			__builtin_memset(st->desc[k], 0, sizeof(st->desc[k]));
+			count_loss(pid_tgid >> 32, GL_STAT_READ_FAIL, 1);
+			st->label_len[k] = ~0U;
+		} else if (s.label_kind == GL_LABEL_STRINGVIEW || s.label_kind == GL_LABEL_CSTR) {
+			label_from_desc(s, st->desc[k], st->label[k], &st->label_len[k],
+					&st->label_trunc[k]);
+		} else {
+			st->label_len[k] = ~0U;
+		}
+	}
 	if (capture_stacks && (s.shape == GL_SHAPE_ALLOC_OUTPTR || s.shape == GL_SHAPE_ALLOC_RET)) {
 		/* At entry, before the return probe replaces the return address on the stack. */
 		f->stack_id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
@@ -188,6 +256,52 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 			count_loss(pid_tgid >> 32, GL_STAT_STACK_FAIL, 1);
 	}
 	st->depth = d + 1;
+	return 0;
+}
+
+static __always_inline void emit_label(__u16 api, __u64 pid_tgid, __u8 depth, __u64 handle,
+				       const char *label, __u32 len, __u8 trunc, __u8 spec_flags)
+{
+	struct gl_label_rec *r;
+
+	if (len > GL_LABEL_MAX)
+		return;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		count_loss(pid_tgid >> 32, GL_STAT_RB_FULL, 1);
+		return;
+	}
+	r->hdr.size = sizeof(*r);
+	r->hdr.kind = GL_REC_LABEL;
+	r->hdr.depth = depth;
+	r->hdr.api = api;
+	r->hdr.flags = 0;
+	r->hdr.pid = pid_tgid >> 32;
+	r->hdr.tid = (__u32)pid_tgid;
+	r->hdr.ts_ns = bpf_ktime_get_ns();
+	r->addr = handle;
+	r->len = len;
+	r->truncated = trunc;
+	__builtin_memcpy(r->label, label, GL_LABEL_MAX);
+	bpf_ringbuf_submit(r, rb_flags(spec_flags));
+}
+
+/* SetLabel-style calls: (handle, data, len) or (handle, const char *) in the arguments. */
+static __always_inline int emit_arg_label(struct pt_regs *ctx, __u16 api, struct gl_api_spec s,
+					  __u64 pid_tgid, __u8 depth)
+{
+	/* Not on the BPF stack (512 bytes): a per-CPU scratch buffer. */
+	__u32 zero = 0, len;
+	char *buf = bpf_map_lookup_elem(&scratch, &zero);
+	__u8 trunc;
+
+	if (!buf)
+		return 0;
+	len = read_label(gl_arg(ctx, s.arg_aux), gl_arg(ctx, s.arg_aux2),
+			 s.label_kind == GL_LABEL_ARGS_CSTR, buf, &trunc);
+	if (len == ~0U)
+		len = 0;	/* SetLabel(NULL) clears the label */
+	emit_label(api, pid_tgid, depth, gl_arg(ctx, s.arg_addr), buf, len, trunc, s.flags);
 	return 0;
 }
 
@@ -202,6 +316,8 @@ static __always_inline int emit_entry(struct pt_regs *ctx, __u16 api, struct gl_
 	if ((s.flags & GL_SPEC_HOLD) && bpf_map_lookup_elem(&held, &(__u32){ pid_tgid >> 32 }))
 		/* Queued before the record is visible, so user space's SIGCONT cannot precede it. */
 		bpf_send_signal(SIGSTOP);
+	if (s.label_kind == GL_LABEL_ARGS_SV || s.label_kind == GL_LABEL_ARGS_CSTR)
+		return emit_arg_label(ctx, api, s, pid_tgid, st ? st->depth : 0);
 
 	r = rec_reserve(pid_tgid >> 32);
 	if (!r)
@@ -290,6 +406,34 @@ static __always_inline void alloc_result(struct pt_regs *ctx, struct gl_api_spec
 	r->aux2 = f->aux2;
 }
 
+static __always_inline void fill_exit(struct pt_regs *ctx, struct gl_api_spec s, __u16 api,
+				      __u64 pid_tgid, __u32 depth, __u32 stale, struct frame *f,
+				      struct gl_call_rec *r)
+{
+	rec_header(r, GL_REC_CALL, depth, api, pid_tgid, bpf_ktime_get_ns());
+	if (stale)
+		r->hdr.flags |= GL_HF_STALE_FRAMES;
+	r->caller = f->caller;
+	r->stack_id = f->stack_id;
+	switch (s.shape) {
+	case GL_SHAPE_ALLOC_OUTPTR:
+	case GL_SHAPE_ALLOC_RET:
+		alloc_result(ctx, s, f, r, pid_tgid >> 32);
+		break;
+	case GL_SHAPE_SYNC:
+		r->hdr.kind = GL_REC_SYNC;
+		/* fallthrough */
+	default:
+		r->ret = (__s32)PT_REGS_RC(ctx);
+		r->addr = f->addr;
+		r->size = f->size;
+		r->aux = f->aux;
+		/* A sync completes work queued before it began: keep its entry time. */
+		r->aux2 = s.shape == GL_SHAPE_SYNC ? f->ts_ns : f->aux2;
+		break;
+	}
+}
+
 SEC("uretprobe.multi")
 int gl_exit(struct pt_regs *ctx)
 {
@@ -299,9 +443,12 @@ int gl_exit(struct pt_regs *ctx)
 	__u64 entry_sp = GL_RET_SP_TO_ENTRY_SP(PT_REGS_SP(ctx));
 	struct gl_api_spec s;
 	struct gl_call_rec *r;
+	struct gl_desc_rec *dr;
 	struct tstate *st;
-	struct frame f;
+	struct frame *f;
 	__u32 d, i = 0, stale;
+	bool label;
+	__u64 handle;
 	bool found = false;
 
 	if (api >= GL_API_MAX)
@@ -327,37 +474,39 @@ int gl_exit(struct pt_regs *ctx)
 		count_loss(pid, GL_STAT_RET_NO_ENTRY, 1);
 		return 0;
 	}
-	f = st->f[i];		/* copy before the slot can be reused */
+	/* The slot stays intact until this thread's next traced call: no copy needed. */
+	f = &st->f[i];
 	stale = d - 1 - i;
 	st->depth = i;
 	if (stale)
 		count_loss(pid, GL_STAT_STALE_FRAMES, stale);
 
-	r = rec_reserve(pid);
-	if (!r)
+	if (!s.arg_desc) {
+		r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+		if (!r) {
+			count_loss(pid, GL_STAT_RB_FULL, 1);
+			return 0;
+		}
+		fill_exit(ctx, s, api, pid_tgid, i, stale, f, r);
+		bpf_ringbuf_submit(r, rb_flags(s.flags));
 		return 0;
-	rec_header(r, GL_REC_CALL, i, api, pid_tgid, bpf_ktime_get_ns());
-	if (stale)
-		r->hdr.flags |= GL_HF_STALE_FRAMES;
-	r->caller = f.caller;
-	r->stack_id = f.stack_id;
-	switch (s.shape) {
-	case GL_SHAPE_ALLOC_OUTPTR:
-	case GL_SHAPE_ALLOC_RET:
-		alloc_result(ctx, s, &f, r, pid);
-		break;
-	case GL_SHAPE_SYNC:
-		r->hdr.kind = GL_REC_SYNC;
-		/* fallthrough */
-	default:
-		r->ret = (__s32)PT_REGS_RC(ctx);
-		r->addr = f.addr;
-		r->size = f.size;
-		r->aux = f.aux;
-		/* A sync completes work queued before it began: keep its entry time. */
-		r->aux2 = s.shape == GL_SHAPE_SYNC ? f.ts_ns : f.aux2;
-		break;
 	}
-	bpf_ringbuf_submit(r, rb_flags(s.flags));
+	/* Separate reservations of constant size: the verifier needs to see which it is. */
+	dr = bpf_ringbuf_reserve(&events, sizeof(*dr), 0);
+	if (!dr) {
+		count_loss(pid, GL_STAT_RB_FULL, 1);
+		return 0;
+	}
+	fill_exit(ctx, s, api, pid_tgid, i, stale, f, &dr->call);
+	dr->call.hdr.size = sizeof(*dr);
+	dr->call.hdr.flags |= GL_HF_DESC;
+	__builtin_memcpy(dr->desc, st->desc[i], GL_DESC_MAX);
+	handle = dr->call.addr;
+	label = dr->call.hdr.kind == GL_REC_ALLOC && st->label_len[i] != ~0U;
+	bpf_ringbuf_submit(dr, rb_flags(s.flags));
+	/* The handle exists only now: a label read at entry follows its allocation. */
+	if (label)
+		emit_label(api, pid_tgid, i, handle, st->label[i], st->label_len[i],
+			   st->label_trunc[i], s.flags);
 	return 0;
 }

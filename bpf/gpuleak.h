@@ -33,6 +33,8 @@ enum gl_hdr_flags {
 	GL_HF_SIZE_CLAMPED = 1 << 0,	/* size came from a multiplication that overflowed */
 	GL_HF_ADDR_READ_FAIL = 1 << 1,	/* the out-pointer could not be read: addr unknown */
 	GL_HF_STALE_FRAMES = 1 << 2,	/* frames above this call were dropped (longjmp/throw) */
+	GL_HF_DESC = 1 << 3,		/* struct gl_desc_rec: descriptor bytes follow */
+	GL_HF_DESC_READ_FAIL = 1 << 4,	/* the descriptor could not be read at entry */
 };
 
 /*
@@ -65,6 +67,17 @@ struct gl_call_rec {
 	__u64 caller;		/* return address at entry: the call site in the caller */
 	__s32 ret;		/* return value (error code), 0 for entry-only records */
 	__s32 stack_id;		/* user stack id in the stack map, < 0: none */
+};
+
+/*
+ * A call record plus the bytes of a struct argument copied at entry (a WebGPU descriptor,
+ * cuMemCreate's allocation properties): user space decodes them per API, BPF never does.
+ */
+#define GL_DESC_MAX 64
+
+struct gl_desc_rec {
+	struct gl_call_rec call;	/* call.hdr.flags has GL_HF_DESC */
+	__u8 desc[GL_DESC_MAX];		/* the first spec.desc_len bytes are valid */
 };
 
 #define GL_LABEL_MAX 64
@@ -133,6 +146,16 @@ enum gl_spec_flags {
 	GL_SPEC_HOLD = 1 << 3,		/* stop a held process here until user space attaches */
 };
 
+/* Where a call's label string is (struct gl_label_rec is emitted for it). */
+enum gl_label_kind {
+	GL_LABEL_NONE = 0,
+	GL_LABEL_STRINGVIEW = 1,	/* descriptor: char *data @label_off, size_t len @+8;
+					 * len SIZE_MAX means NUL-terminated (webgpu.h 2024+) */
+	GL_LABEL_CSTR = 2,		/* descriptor: const char * @label_off (older webgpu.h) */
+	GL_LABEL_ARGS_SV = 3,		/* arguments: data = arg_aux, len = arg_aux2 (SetLabel) */
+	GL_LABEL_ARGS_CSTR = 4,		/* argument arg_aux is a const char * */
+};
+
 /* Argument positions are 1-based; 0 means "not used". */
 struct gl_api_spec {
 	__u8 shape;		/* enum gl_shape */
@@ -142,7 +165,11 @@ struct gl_api_spec {
 	__u8 arg_aux2;
 	__u8 arg_mul;		/* multiplies size (pitch height, calloc nmemb) */
 	__u8 flags;		/* enum gl_spec_flags */
-	__u8 pad;
+	__u8 arg_desc;		/* struct pointer: its first desc_len bytes are copied at entry */
+	__u8 desc_len;		/* bytes, <= GL_DESC_MAX */
+	__u8 label_kind;	/* enum gl_label_kind */
+	__u8 label_off;		/* offset of the label in the descriptor */
+	__u8 pad[3];
 };
 
 /*

@@ -33,6 +33,15 @@ enum cat_mem {
 	MEM_MAX,
 };
 
+/*
+ * Address spaces: the tracker keys allocations by (ns, address), so a VMM handle never
+ * matches a device pointer of the same value. Persisted in captures: never renumber.
+ */
+enum cat_ns {
+	NS_UVA = 0,		/* CUDA device, managed and pinned host pointers */
+	NS_MAX = 16,
+};
+
 enum cat_flags {
 	CAT_PTSZ = 1 << 0,	/* per-thread default stream: stream 0 means this thread's own */
 	CAT_STREAM_POOL = 1 << 1, /* stream-ordered pool memory: survives cudaDeviceReset */
@@ -46,6 +55,7 @@ struct cat_api {
 	enum cat_op op;
 	enum cat_mem mem;
 	unsigned int flags;	/* enum cat_flags */
+	enum cat_ns ns;		/* address space of addr (default NS_UVA) */
 };
 
 /* Every catalog entry, in api order. */

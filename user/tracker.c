@@ -215,10 +215,9 @@ uint64_t tproc__dropped(const struct tproc *p)
 	       p->loss[GL_STAT_DEPTH_OVERFLOW] + p->loss[GL_STAT_RET_NO_ENTRY];
 }
 
-static enum alloc_ns ns_of(const struct cat_api *a)
+static uint8_t ns_of(const struct cat_api *a)
 {
-	(void)a;
-	return NS_UVA;
+	return (uint8_t)a->ns;
 }
 
 /*

@@ -14,12 +14,6 @@
 #include "gpuleak.h"
 #include "hmap.h"
 
-/* Address spaces: a key is (ns, addr), so a VMM handle never matches a device pointer. */
-enum alloc_ns {
-	NS_UVA = 0,		/* CUDA device, managed and pinned host pointers */
-	NS_MAX = 8,
-};
-
 enum alloc_state {
 	AS_LIVE = 0,
 	AS_PENDING = 1,		/* async free issued, its stream has not completed yet */
@@ -31,7 +25,7 @@ struct alloc {
 	uint64_t size;
 	uint64_t ts_ns;		/* when it was allocated */
 	uint32_t site;		/* index into tracker sites */
-	uint8_t ns;		/* enum alloc_ns */
+	uint8_t ns;		/* enum cat_ns */
 	uint8_t state;		/* enum alloc_state */
 	uint16_t pad;
 };
@@ -68,7 +62,7 @@ struct pending_free {
 	uint64_t addr;
 	uint64_t stream;	/* stream key (see tracker.c: stream_key) */
 	uint64_t ts_ns;		/* when the free was issued */
-	uint8_t ns;
+	uint8_t ns;		/* enum cat_ns */
 };
 
 struct proc_counters {
