@@ -10,7 +10,13 @@
 struct modules {
 	struct module **v;
 	size_t n, cap;
+	bool libc;
 };
+
+void modules__trace_libc(struct modules *ms, bool on)
+{
+	ms->libc = on;
+}
 
 int modules__new(struct modules **out)
 {
@@ -78,6 +84,7 @@ static struct module *add(struct modules *ms, uint64_t dev, uint64_t ino, const 
 	m->dev = dev;
 	m->ino = ino;
 	m->open_err = elf_obj__open(open_path, &m->elf);
+	m->libc = ms->libc;
 	ms->v[ms->n++] = m;
 	return m;
 }
@@ -117,6 +124,7 @@ struct scan_ctx {
 	struct module *m;
 	size_t cap;
 	int err;
+	bool libc;	/* this module is the C library and --libc is on */
 };
 
 static int scan_one(const struct elf_func *f, void *ctx)
@@ -132,6 +140,10 @@ static int scan_one(const struct elf_func *f, void *ctx)
 		return 0;
 	a = cat_by_name(f->name, strlen(f->name));
 	if (!a || elf_obj__vaddr_to_off(m->elf, f->vaddr, &off))
+		return 0;
+	/* malloc & co. only where they are the process's allocator, and only when asked:
+	 * every hit costs, and glibc's free needs a single-stepped probe. */
+	if ((a->flags & CAT_LIBC) && !sc->libc)
 		return 0;
 	/* Aliases (weak ncclX and pncclX, .dynsym and .symtab copies): one probe per address. */
 	for (i = 0; i < m->nr_sites; i++)
@@ -154,9 +166,14 @@ static int scan_one(const struct elf_func *f, void *ctx)
 	return 0;
 }
 
+static bool is_libc(const struct module *m)
+{
+	return !strncmp(m->name, "libc.so", 7) || !strncmp(m->name, "libc-2.", 7);
+}
+
 int module__scan(struct module *m)
 {
-	struct scan_ctx sc = { .m = m };
+	struct scan_ctx sc = { .m = m, .libc = m->libc && is_libc(m) };
 
 	if (m->scanned)
 		return 0;

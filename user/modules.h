@@ -7,6 +7,7 @@
 #ifndef GPULEAK_MODULES_H
 #define GPULEAK_MODULES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "proc_maps.h"
@@ -33,12 +34,15 @@ struct module {
 	struct probe_site *sites;
 	size_t nr_sites;
 	size_t nr_required;	/* sites that are not CAT_OPTIONAL: "a CUDA library" */
+	bool libc;		/* --libc was on when this module was registered */
 };
 
 struct modules;
 
 int modules__new(struct modules **out);
 void modules__free(struct modules *ms);
+/* Trace the C library's allocator (--libc) in modules registered from now on. */
+void modules__trace_libc(struct modules *ms, bool on);
 /*
  * The module of a mapping of pid, opened through /proc/PID/map_files on first sight (works
  * across mount namespaces and for deleted files). Never NULL except on -ENOMEM (errno).

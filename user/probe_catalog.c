@@ -8,10 +8,10 @@
 #include <string.h>
 #include "probe_catalog.h"
 
-#define SPEC(sh, a, s, x, x2, m, fl)                                                               \
+#define SPEC(sh, a, s, x, x2, m, fl, ...)                                                          \
 	{                                                                                          \
 		.shape = (sh), .arg_addr = (a), .arg_size = (s), .arg_aux = (x), .arg_aux2 = (x2), \
-		.arg_mul = (m), .flags = (fl)                                                      \
+		.arg_mul = (m), .flags = (fl), ##__VA_ARGS__                                       \
 	}
 /* int f(void **out, size_t size, aux...) */
 #define OUTPTR(a, s, x, x2)   SPEC(GL_SHAPE_ALLOC_OUTPTR, a, s, x, x2, 0, 0)
@@ -72,6 +72,129 @@ const struct cat_api cat_apis[] = {
     API("cudaDeviceReset", GL_API_CUDA_DEVICE_RESET, CALL(0, 0), OP_DEVICE_RESET, MEM_NONE,
 	CAT_OPTIONAL),
 
+    /* CUDA driver (libcuda.so.1). The runtime calls these underneath: a cudaMalloc shows
+     * up as one allocation with a cuMemAlloc_v2 layer. */
+    API("cuMemAlloc_v2", GL_API_CU_MEM_ALLOC, OUTPTR(1, 2, 0, 0), OP_ALLOC, MEM_DEVICE, 0),
+    API("cuMemAllocManaged", GL_API_CU_MEM_ALLOC_MANAGED, OUTPTR(1, 2, 3, 0), OP_ALLOC, MEM_MANAGED,
+	0),
+    /* cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t width, size_t height, ...) */
+    API("cuMemAllocPitch_v2", GL_API_CU_MEM_ALLOC_PITCH,
+	SPEC(GL_SHAPE_ALLOC_OUTPTR, 1, 2, 3, 0, 4, GL_SPEC_SIZE_BY_PTR), OP_ALLOC, MEM_DEVICE, 0),
+    API("cuMemAllocHost_v2", GL_API_CU_MEM_ALLOC_HOST, OUTPTR(1, 2, 0, 0), OP_ALLOC,
+	MEM_HOST_PINNED, 0),
+    API("cuMemHostAlloc", GL_API_CU_MEM_HOST_ALLOC, OUTPTR(1, 2, 3, 0), OP_ALLOC, MEM_HOST_PINNED,
+	0),
+    API("cuMemAllocAsync", GL_API_CU_MEM_ALLOC_ASYNC, OUTPTR(1, 2, 3, 0), OP_ALLOC, MEM_DEVICE,
+	CAT_STREAM_POOL),
+    API("cuMemAllocAsync_ptsz", GL_API_CU_MEM_ALLOC_ASYNC_PTSZ, OUTPTR(1, 2, 3, 0), OP_ALLOC,
+	MEM_DEVICE, CAT_STREAM_POOL | CAT_PTSZ),
+    API("cuMemAllocFromPoolAsync", GL_API_CU_MEM_ALLOC_FROM_POOL_ASYNC, OUTPTR(1, 2, 4, 3),
+	OP_ALLOC, MEM_DEVICE, CAT_STREAM_POOL),
+    API("cuMemAllocFromPoolAsync_ptsz", GL_API_CU_MEM_ALLOC_FROM_POOL_ASYNC_PTSZ,
+	OUTPTR(1, 2, 4, 3), OP_ALLOC, MEM_DEVICE, CAT_STREAM_POOL | CAT_PTSZ),
+    API("cuMemFree_v2", GL_API_CU_MEM_FREE, FREE(1), OP_FREE, MEM_DEVICE, 0),
+    API("cuMemFreeHost", GL_API_CU_MEM_FREE_HOST, FREE(1), OP_FREE, MEM_HOST_PINNED, 0),
+    API("cuMemFreeAsync", GL_API_CU_MEM_FREE_ASYNC, FREE_ASYNC(1, 2), OP_FREE_ASYNC, MEM_DEVICE, 0),
+    API("cuMemFreeAsync_ptsz", GL_API_CU_MEM_FREE_ASYNC_PTSZ, FREE_ASYNC(1, 2), OP_FREE_ASYNC,
+	MEM_DEVICE, CAT_PTSZ),
+    API("cuStreamSynchronize", GL_API_CU_STREAM_SYNCHRONIZE, SYNC(1), OP_SYNC_STREAM, MEM_NONE, 0),
+    API("cuStreamSynchronize_ptsz", GL_API_CU_STREAM_SYNCHRONIZE_PTSZ, SYNC(1), OP_SYNC_STREAM,
+	MEM_NONE, CAT_PTSZ),
+    API("cuCtxSynchronize", GL_API_CU_CTX_SYNCHRONIZE, SYNC(0), OP_SYNC_DEVICE, MEM_NONE, 0),
+    API("cuEventSynchronize", GL_API_CU_EVENT_SYNCHRONIZE, SYNC(1), OP_SYNC_EVENT, MEM_NONE, 0),
+    API("cuEventRecord", GL_API_CU_EVENT_RECORD, CALL(1, 2), OP_EVENT_RECORD, MEM_NONE,
+	CAT_OPTIONAL),
+    API("cuEventRecord_ptsz", GL_API_CU_EVENT_RECORD_PTSZ, CALL(1, 2), OP_EVENT_RECORD, MEM_NONE,
+	CAT_PTSZ | CAT_OPTIONAL),
+    /* cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *p, unsigned flags, CUdevice dev) */
+    API("cuCtxCreate_v4", GL_API_CU_CTX_CREATE, OUTPTR(1, 0, 4, 0), OP_CTX_CREATE, MEM_NONE,
+	CAT_OPTIONAL),
+    API("cuCtxDestroy_v2", GL_API_CU_CTX_DESTROY, CALL(1, 0), OP_CTX_DESTROY, MEM_NONE,
+	CAT_OPTIONAL),
+    API("cuCtxSetCurrent", GL_API_CU_CTX_SET_CURRENT, CALL(1, 0), OP_CTX_SET, MEM_NONE,
+	CAT_OPTIONAL),
+    API("cuCtxPushCurrent_v2", GL_API_CU_CTX_PUSH_CURRENT, CALL(1, 0), OP_CTX_SET, MEM_NONE,
+	CAT_OPTIONAL),
+    /* cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) */
+    API("cuDevicePrimaryCtxRetain", GL_API_CU_DEVICE_PRIMARY_CTX_RETAIN, OUTPTR(1, 0, 2, 0),
+	OP_CTX_RETAIN, MEM_NONE, CAT_OPTIONAL),
+    API("cuDevicePrimaryCtxRelease_v2", GL_API_CU_DEVICE_PRIMARY_CTX_RELEASE, CALL(0, 1),
+	OP_PRIMARY_RELEASE, MEM_NONE, CAT_OPTIONAL),
+    API("cuDevicePrimaryCtxReset_v2", GL_API_CU_DEVICE_PRIMARY_CTX_RESET, CALL(0, 1),
+	OP_PRIMARY_RESET, MEM_NONE, CAT_OPTIONAL),
+
+    /* cuCtxCreate_v2(CUcontext *pctx, unsigned flags, CUdevice dev) */
+    API("cuCtxCreate_v2", GL_API_CU_CTX_CREATE_V2, OUTPTR(1, 0, 3, 0), OP_CTX_CREATE, MEM_NONE,
+	CAT_OPTIONAL),
+    /* Virtual memory management: ranges, physical handles, mappings between them. */
+    /* cuMemAddressReserve(CUdeviceptr *p, size_t size, size_t align, CUdeviceptr addr, ...) */
+    API("cuMemAddressReserve", GL_API_CU_MEM_ADDRESS_RESERVE, OUTPTR(1, 2, 0, 0), OP_ALLOC, MEM_VA,
+	0, .ns = NS_VMM_RANGE),
+    API("cuMemAddressFree", GL_API_CU_MEM_ADDRESS_FREE, FREE(1), OP_FREE, MEM_VA, 0,
+	.ns = NS_VMM_RANGE),
+    /* cuMemCreate(handle *h, size_t size, const CUmemAllocationProp *prop, flags): the
+     * device is prop->location.id, at offset 12 */
+    API("cuMemCreate", GL_API_CU_MEM_CREATE,
+	SPEC(GL_SHAPE_ALLOC_OUTPTR, 1, 2, 0, 0, 0, 0, .arg_desc = 3, .desc_len = 16), OP_ALLOC,
+	MEM_DEVICE, CAT_VMM_DEVICE, .ns = NS_VMM_HANDLE),
+    API("cuMemRelease", GL_API_CU_MEM_RELEASE, FREE(1), OP_FREE, MEM_DEVICE, 0,
+	.ns = NS_VMM_HANDLE),
+    /* cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, handle h, flags) */
+    API("cuMemMap", GL_API_CU_MEM_MAP, SPEC(GL_SHAPE_CALL, 1, 2, 4, 3, 0, 0), OP_VMM_MAP, MEM_NONE,
+	0),
+    API("cuMemUnmap", GL_API_CU_MEM_UNMAP, SPEC(GL_SHAPE_CALL, 1, 2, 0, 0, 0, 0), OP_VMM_UNMAP,
+	MEM_NONE, 0),
+
+    /* NCCL (libnccl.so.2): ncclX are weak aliases of pncclX, one probe per address. */
+    API("ncclMemAlloc", GL_API_NCCL_MEM_ALLOC, OUTPTR(1, 2, 0, 0), OP_ALLOC, MEM_DEVICE, 0),
+    API("ncclMemFree", GL_API_NCCL_MEM_FREE, FREE(1), OP_FREE, MEM_DEVICE, 0),
+    /* ncclCommRegister(comm, void *buff, size_t size, void **handle) */
+    API("ncclCommRegister", GL_API_NCCL_COMM_REGISTER, OUTPTR(4, 3, 1, 2), OP_ALLOC, MEM_REG, 0,
+	.ns = NS_NCCL_REG),
+    API("ncclCommDeregister", GL_API_NCCL_COMM_DEREGISTER, SPEC(GL_SHAPE_FREE, 2, 0, 1, 0, 0, 0),
+	OP_FREE, MEM_REG, 0, .ns = NS_NCCL_REG),
+    /* ncclCommWindowRegister(comm, void *buff, size_t size, ncclWindow_t *win, int flags) */
+    API("ncclCommWindowRegister", GL_API_NCCL_COMM_WINDOW_REGISTER, OUTPTR(4, 3, 1, 2), OP_ALLOC,
+	MEM_REG, 0, .ns = NS_NCCL_WIN),
+    API("ncclCommWindowDeregister", GL_API_NCCL_COMM_WINDOW_DEREGISTER,
+	SPEC(GL_SHAPE_FREE, 2, 0, 1, 0, 0, 0), OP_FREE, MEM_REG, 0, .ns = NS_NCCL_WIN),
+    /* Communicator creation: (ncclComm_t *comm, ...). ncclUniqueId is a 128-byte struct
+     * passed on the stack; the out-pointer is the first register argument either way. */
+    API("ncclCommInitRank", GL_API_NCCL_COMM_INIT_RANK, OUTPTR(1, 0, 0, 0), OP_COMM_INIT, MEM_NONE,
+	0),
+    /* ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist) */
+    API("ncclCommInitAll", GL_API_NCCL_COMM_INIT_ALL, OUTPTR(1, 0, 2, 0), OP_COMM_INIT, MEM_NONE,
+	0),
+    API("ncclCommInitRankConfig", GL_API_NCCL_COMM_INIT_RANK_CONFIG, OUTPTR(1, 0, 0, 0),
+	OP_COMM_INIT, MEM_NONE, 0),
+    /* ncclCommSplit(comm, int color, int key, ncclComm_t *newcomm, config) */
+    API("ncclCommSplit", GL_API_NCCL_COMM_SPLIT, OUTPTR(4, 0, 1, 0), OP_COMM_INIT, MEM_NONE, 0),
+    API("ncclCommDestroy", GL_API_NCCL_COMM_DESTROY, CALL(1, 0), OP_COMM_DESTROY, MEM_NONE, 0),
+    API("ncclCommAbort", GL_API_NCCL_COMM_ABORT, CALL(1, 0), OP_COMM_DESTROY, MEM_NONE, 0),
+
+    /* libc, with --libc: host-side memory that travels with GPU memory. */
+    API("malloc", GL_API_MALLOC, SPEC(GL_SHAPE_ALLOC_RET, 0, 1, 0, 0, 0, 0), OP_ALLOC, MEM_HOST,
+	CAT_LIBC, .ns = NS_HOST),
+    /* calloc(nmemb, size): size x nmemb */
+    API("calloc", GL_API_CALLOC, SPEC(GL_SHAPE_ALLOC_RET, 0, 2, 0, 0, 1, 0), OP_ALLOC, MEM_HOST,
+	CAT_LIBC, .ns = NS_HOST),
+    /* realloc(old, size) */
+    API("realloc", GL_API_REALLOC, SPEC(GL_SHAPE_ALLOC_RET, 0, 2, 1, 0, 0, 0), OP_REALLOC, MEM_HOST,
+	CAT_LIBC, .ns = NS_HOST),
+    /* posix_memalign(void **p, size_t align, size_t size): returns 0 or an errno */
+    API("posix_memalign", GL_API_POSIX_MEMALIGN, OUTPTR(1, 3, 0, 0), OP_ALLOC, MEM_HOST, CAT_LIBC,
+	.ns = NS_HOST),
+    API("aligned_alloc", GL_API_ALIGNED_ALLOC, SPEC(GL_SHAPE_ALLOC_RET, 0, 2, 0, 0, 0, 0), OP_ALLOC,
+	MEM_HOST, CAT_LIBC, .ns = NS_HOST),
+    API("memalign", GL_API_MEMALIGN, SPEC(GL_SHAPE_ALLOC_RET, 0, 2, 0, 0, 0, 0), OP_ALLOC, MEM_HOST,
+	CAT_LIBC, .ns = NS_HOST),
+    API("free", GL_API_FREE, FREE(1), OP_FREE, MEM_HOST, CAT_LIBC, .ns = NS_HOST),
+    /* mmap(addr, len, prot, flags, fd, off): only anonymous mappings are counted */
+    API("mmap", GL_API_MMAP, SPEC(GL_SHAPE_ALLOC_RET, 0, 2, 4, 5, 0, GL_SPEC_FAIL_IS_NEG1),
+	OP_ALLOC, MEM_HOST, CAT_LIBC, .ns = NS_MMAP),
+    API("munmap", GL_API_MUNMAP, SPEC(GL_SHAPE_FREE, 1, 2, 0, 0, 0, 0), OP_FREE, MEM_HOST, CAT_LIBC,
+	.ns = NS_MMAP),
+
     /* ld.so calls this empty function whenever its link map changes (dlopen/dlclose). */
     API("_dl_debug_state", GL_API_LD_DEBUG_STATE,
 	SPEC(GL_SHAPE_NOTIFY, 0, 0, 0, 0, 0, GL_SPEC_WAKEUP | GL_SPEC_HOLD), OP_RENDEZVOUS,
@@ -82,20 +205,17 @@ const unsigned int cat_nr_apis = sizeof(cat_apis) / sizeof(cat_apis[0]);
 
 const struct cat_api *cat_by_api(unsigned int api)
 {
-	/* Small and sorted by id: a binary search beats keeping a sparse 0x900-entry index. */
-	unsigned int lo = 0, hi = cat_nr_apis;
+	/* Ids are sparse (a block per family): index them once, O(1) on the hot path. */
+	static const struct cat_api *index[GL_API_MAX];
+	static bool built;
+	unsigned int i;
 
-	while (lo < hi) {
-		unsigned int mid = (lo + hi) / 2;
-
-		if (cat_apis[mid].api == api)
-			return &cat_apis[mid];
-		if (cat_apis[mid].api < api)
-			lo = mid + 1;
-		else
-			hi = mid;
+	if (!built) {
+		for (i = 0; i < cat_nr_apis; i++)
+			index[cat_apis[i].api] = &cat_apis[i];
+		built = true;
 	}
-	return NULL;
+	return api < GL_API_MAX ? index[api] : NULL;
 }
 
 const struct cat_api *cat_by_name(const char *name, unsigned int len)

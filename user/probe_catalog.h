@@ -22,6 +22,17 @@ enum cat_op {
 	OP_SET_DEVICE,		/* the thread's current device becomes aux */
 	OP_DEVICE_RESET,	/* every allocation of the current device is released */
 	OP_RENDEZVOUS,		/* the target's link map changed: rescan mappings */
+	OP_REALLOC,		/* realloc: aux (old pointer) released, addr/size live */
+	OP_CTX_CREATE,		/* context addr created on device aux, current on the thread */
+	OP_CTX_RETAIN,		/* primary context addr of device aux retained */
+	OP_CTX_SET,		/* context addr becomes the thread's current one */
+	OP_CTX_DESTROY,		/* context addr destroyed: its memory is released */
+	OP_PRIMARY_RELEASE,	/* primary context of device aux released (last one: freed) */
+	OP_PRIMARY_RESET,	/* primary context of device aux reset: its memory released */
+	OP_VMM_MAP,		/* handle aux mapped at addr, size bytes */
+	OP_VMM_UNMAP,		/* mappings in [addr, addr + size) removed */
+	OP_COMM_INIT,		/* NCCL communicator addr created: inner allocations are its */
+	OP_COMM_DESTROY,	/* NCCL communicator addr destroyed or aborted */
 };
 
 /* Kind of memory an allocation holds; report columns and device projections use it. */
@@ -30,8 +41,17 @@ enum cat_mem {
 	MEM_DEVICE,
 	MEM_MANAGED,
 	MEM_HOST_PINNED,
+	MEM_HOST,		/* libc heap and anonymous mmap */
+	MEM_VA,			/* reserved address space: tracked, not memory */
+	MEM_REG,		/* a registration of memory allocated elsewhere: not memory */
 	MEM_MAX,
 };
+
+/* Whether allocations of this kind count as bytes of memory in totals and projections. */
+static inline bool cat_mem_counts(enum cat_mem m)
+{
+	return m == MEM_DEVICE || m == MEM_MANAGED || m == MEM_HOST_PINNED || m == MEM_HOST;
+}
 
 /*
  * Address spaces: the tracker keys allocations by (ns, address), so a VMM handle never
@@ -39,6 +59,12 @@ enum cat_mem {
  */
 enum cat_ns {
 	NS_UVA = 0,		/* CUDA device, managed and pinned host pointers */
+	NS_VMM_HANDLE = 1,	/* cuMemCreate's CUmemGenericAllocationHandle */
+	NS_VMM_RANGE = 2,	/* cuMemAddressReserve's virtual ranges */
+	NS_NCCL_REG = 3,	/* ncclCommRegister handles */
+	NS_NCCL_WIN = 4,	/* ncclCommWindowRegister windows */
+	NS_HOST = 5,		/* libc malloc family */
+	NS_MMAP = 6,		/* anonymous mmap */
 	NS_MAX = 16,
 };
 
@@ -46,6 +72,8 @@ enum cat_flags {
 	CAT_PTSZ = 1 << 0,	/* per-thread default stream: stream 0 means this thread's own */
 	CAT_STREAM_POOL = 1 << 1, /* stream-ordered pool memory: survives cudaDeviceReset */
 	CAT_OPTIONAL = 1 << 2,	/* not needed to call a library "traced" (markers, helpers) */
+	CAT_LIBC = 1 << 3,	/* only in the C library, only with --libc */
+	CAT_VMM_DEVICE = 1 << 4, /* desc is a CUmemAllocationProp: location.id is the device */
 };
 
 struct cat_api {

@@ -80,15 +80,32 @@ static void at_remove(struct alloc_table *t, struct alloc *slot)
 	t->n--;
 }
 
-/* ---- processes, threads, sites ---- */
+/* ---- threads ---- */
 
-/* Inner allocation records of a thread, waiting for the outermost call to return. */
+/* Frees the runtime makes underneath a free we already applied: (ns, addr) to ignore once. */
+#define NR_EXPECT 4
+
+/*
+ * Records of calls nested inside another traced call on the same thread (depth > 0) wait
+ * here until the outermost call returns: only then is it known whether they are layers of
+ * one allocation, memory a communicator made, or calls of their own.
+ */
 struct tthread {
 	uint32_t tid;
 	int16_t device;
-	uint16_t nr_inner;
-	struct gl_call_rec inner[8];
+	uint64_t ctx;
+	struct gl_desc_rec *held;
+	size_t nr_held, cap_held;
+	struct {
+		uint64_t addr;
+		uint8_t ns;
+		uint8_t family;	/* of the free that expects it: only a lower layer matches */
+	} expect[NR_EXPECT];
+	unsigned int nr_expect;
 };
+
+/* A thread that never leaves its outer call must not grow without bound. */
+#define MAX_HELD (1u << 20)
 
 int tracker__new(struct tracker **out)
 {
@@ -98,17 +115,24 @@ int tracker__new(struct tracker **out)
 
 static void proc_free(struct tproc *p)
 {
-	size_t i;
 	const struct hmap_slot *s;
+	size_t i;
 
 	if (!p)
 		return;
-	for (i = 0; hmap__next(&p->threads, &i, &s);)
-		free((void *)(uintptr_t)s->val);
+	for (i = 0; hmap__next(&p->threads, &i, &s);) {
+		struct tthread *th = (struct tthread *)(uintptr_t)s->val;
+
+		free(th->held);
+		free(th);
+	}
 	hmap__free(&p->threads);
 	hmap__free(&p->events);
 	free(p->allocs.slots);
 	free(p->pend);
+	free(p->ctxs);
+	free(p->comms);
+	free(p->maps);
 	free(p);
 }
 
@@ -178,14 +202,47 @@ static struct tthread *thread_get(struct tproc *p, uint32_t tid)
 	return th;
 }
 
-static uint32_t site_get(struct tracker *t, pid_t pid, uint16_t api, int16_t device,
-			 uint64_t caller, int32_t stack_id)
+static int16_t thread_device(struct tproc *p, uint32_t tid)
 {
-	uint64_t k0 = (uint64_t)(uint32_t)pid << 32 | (uint64_t)api << 16 | (uint16_t)device;
-	uint64_t k1 = stack_id >= 0 ? 1ULL << 63 | (uint32_t)stack_id : caller;
-	uint64_t *v = hmap__get(&t->site_idx, k0, k1);
+	struct tthread *th = thread_get(p, tid);
+
+	return th ? th->device : 0;
+}
+
+/* ---- sites ---- */
+
+struct site_key {
+	pid_t pid;
+	uint16_t api;
+	int16_t device;
+	uint64_t caller;
+	int32_t stack_id;
+	uint8_t owner_kind;
+	uint64_t owner;
+};
+
+static bool site_matches(const struct site *s, const struct site_key *k)
+{
+	return s->pid == k->pid && s->api == k->api && s->device == k->device &&
+	       s->stack_id == k->stack_id && (k->stack_id >= 0 || s->caller == k->caller) &&
+	       s->owner_kind == k->owner_kind && s->owner == k->owner;
+}
+
+static uint32_t site_get(struct tracker *t, const struct site_key *k)
+{
+	uint64_t k0 = (uint64_t)(uint32_t)k->pid << 32 | (uint64_t)k->api << 16 | (uint16_t)k->device;
+	uint64_t k1 = (k->stack_id >= 0 ? 1ULL << 63 | (uint32_t)k->stack_id : k->caller) ^
+		      hmap_mix(k->owner + k->owner_kind);
+	const struct cat_api *api = cat_by_api(k->api);
+	uint64_t *v;
 	struct site *s;
 
+	/* The owner is folded into k1: a clash of two different keys moves to the next k1. */
+	for (;; k1++) {
+		v = hmap__get(&t->site_idx, k0, k1);
+		if (!v || site_matches(&t->sites[*v], k))
+			break;
+	}
 	if (v)
 		return *v;
 	if (t->nr_sites == t->cap_sites) {
@@ -201,11 +258,14 @@ static uint32_t site_get(struct tracker *t, pid_t pid, uint16_t api, int16_t dev
 		return UINT32_MAX;
 	s = &t->sites[t->nr_sites];
 	memset(s, 0, sizeof(*s));
-	s->pid = pid;
-	s->api = api;
-	s->device = device;
-	s->caller = caller;
-	s->stack_id = stack_id;
+	s->pid = k->pid;
+	s->api = k->api;
+	s->device = k->device;
+	s->caller = k->caller;
+	s->stack_id = k->stack_id;
+	s->owner_kind = k->owner_kind;
+	s->owner = k->owner;
+	s->counts = api && cat_mem_counts(api->mem) && k->owner_kind != OWNER_LAYER;
 	return t->nr_sites++;
 }
 
@@ -213,11 +273,6 @@ uint64_t tproc__dropped(const struct tproc *p)
 {
 	return p->loss[GL_STAT_RB_FULL] + p->loss[GL_STAT_STASH_FAIL] +
 	       p->loss[GL_STAT_DEPTH_OVERFLOW] + p->loss[GL_STAT_RET_NO_ENTRY];
-}
-
-static uint8_t ns_of(const struct cat_api *a)
-{
-	return (uint8_t)a->ns;
 }
 
 /*
@@ -238,33 +293,111 @@ static uint64_t stream_key(const struct cat_api *a, uint32_t tid, uint64_t strea
 	return stream;
 }
 
-static int16_t thread_device(struct tproc *p, uint32_t tid)
-{
-	struct tthread *th = thread_get(p, tid);
+/* ---- contexts, communicators, mappings ---- */
 
-	return th ? th->device : 0;
+static struct tctx *ctx_find(struct tproc *p, uint64_t ctx)
+{
+	size_t i;
+
+	for (i = 0; i < p->nr_ctxs; i++)
+		if (p->ctxs[i].ctx == ctx && !p->ctxs[i].destroyed)
+			return &p->ctxs[i];
+	return NULL;
+}
+
+static struct tctx *ctx_add(struct tproc *p, uint64_t ctx, int16_t device, bool primary)
+{
+	struct tctx *c = ctx_find(p, ctx);
+
+	if (c)
+		return c;
+	if (p->nr_ctxs == p->cap_ctxs) {
+		size_t cap = p->cap_ctxs ? 2 * p->cap_ctxs : 8;
+		struct tctx *v = realloc(p->ctxs, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		p->ctxs = v;
+		p->cap_ctxs = cap;
+	}
+	c = &p->ctxs[p->nr_ctxs++];
+	*c = (struct tctx){ .ctx = ctx, .device = device, .primary = primary };
+	return c;
+}
+
+const struct tcomm *tproc__comm(const struct tproc *p, uint64_t comm)
+{
+	size_t i = p->nr_comms;
+
+	while (i--)
+		if (p->comms[i].comm == comm)
+			return &p->comms[i];
+	return NULL;
+}
+
+static int comm_add(struct tproc *p, uint64_t comm, uint32_t site, uint64_t ts_ns)
+{
+	if (p->nr_comms == p->cap_comms) {
+		size_t cap = p->cap_comms ? 2 * p->cap_comms : 8;
+		struct tcomm *v = realloc(p->comms, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		p->comms = v;
+		p->cap_comms = cap;
+	}
+	p->comms[p->nr_comms++] = (struct tcomm){ .comm = comm, .init_site = site, .ts_ns = ts_ns };
+	return 0;
+}
+
+static bool handle_mapped(const struct tproc *p, uint64_t handle)
+{
+	size_t i;
+
+	for (i = 0; i < p->nr_maps; i++)
+		if (p->maps[i].handle == handle)
+			return true;
+	return false;
 }
 
 /* ---- allocation graph updates ---- */
 
-static void release(struct tracker *t, struct tproc *p, struct alloc *a)
+static void account(struct tracker *t, struct tproc *p, struct alloc *a, int sign)
 {
 	struct site *s = &t->sites[a->site];
+	uint64_t b = a->size;
 
-	if (a->state == AS_PENDING) {
-		s->pending_bytes -= a->size;
-		s->pending_count--;
-		p->pending_bytes -= a->size;
-		p->pending_count--;
-	} else {
-		s->live_bytes -= a->size;
-		s->live_count--;
-		p->live_bytes -= a->size;
-		p->live_count--;
+	if (a->flags & AF_PENDING) {
+		s->pending_bytes += sign * b;
+		s->pending_count += sign;
+		if (s->counts) {
+			p->pending_bytes += sign * b;
+			p->pending_count += sign;
+		}
+		return;
 	}
-	s->frees++;
-	p->c.frees++;
-	p->c.freed_bytes += a->size;
+	s->live_bytes += sign * b;
+	s->live_count += sign;
+	if (a->flags & AF_RELEASED_MAPPED) {
+		s->relmapped_bytes += sign * b;
+		s->relmapped_count += sign;
+	}
+	if (a->layer_api)
+		s->layer_count += sign;
+	if (s->counts) {
+		p->live_bytes += sign * b;
+		p->live_count += sign;
+	}
+}
+
+static void release(struct tracker *t, struct tproc *p, struct alloc *a)
+{
+	account(t, p, a, -1);
+	t->sites[a->site].frees++;
+	if (t->sites[a->site].counts) {
+		p->c.frees++;
+		p->c.freed_bytes += a->size;
+	}
 	at_remove(&p->allocs, a);
 }
 
@@ -273,33 +406,78 @@ static void pending_drop(struct tproc *p, size_t i)
 	p->pend[i] = p->pend[--p->nr_pend];
 }
 
-static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *api,
-		    const struct gl_call_rec *r)
+static void pending_forget(struct tproc *p, uint8_t ns, uint64_t addr)
 {
-	int16_t device = api->mem == MEM_HOST_PINNED ? -1 : thread_device(p, r->hdr.tid);
-	uint8_t ns = ns_of(api);
-	struct alloc a, *old;
+	size_t i;
+
+	for (i = 0; i < p->nr_pend; i++)
+		if (p->pend[i].addr == addr && p->pend[i].ns == ns) {
+			pending_drop(p, i);
+			return;
+		}
+}
+
+/* How a record is placed in the graph: by itself, under an allocation, or by an owner. */
+struct placement {
+	uint8_t owner_kind;
+	uint8_t outer_ns;	/* for OWNER_LAYER: the allocation above, by key (a pointer */
+	uint64_t outer_addr;	/* into the table would not survive its growth) */
+	uint64_t owner;
+};
+
+static int16_t device_of(struct tproc *p, const struct cat_api *api, const struct gl_call_rec *r)
+{
+	if (api->mem == MEM_HOST_PINNED || api->mem == MEM_HOST)
+		return -1;
+	if ((api->flags & CAT_VMM_DEVICE) && (r->hdr.flags & GL_HF_DESC) &&
+	    r->hdr.size >= sizeof(struct gl_desc_rec)) {
+		const struct gl_desc_rec *d = (const struct gl_desc_rec *)r;
+		int32_t loc_type, id;
+
+		/* CUmemAllocationProp: location.type @8 (1 = device), location.id @12 */
+		memcpy(&loc_type, d->desc + 8, sizeof(loc_type));
+		memcpy(&id, d->desc + 12, sizeof(id));
+		if (loc_type == 1)
+			return (int16_t)id;
+	}
+	return thread_device(p, r->hdr.tid);
+}
+
+static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *api,
+		    const struct gl_call_rec *r, const struct placement *pl)
+{
+	uint8_t ns = (uint8_t)api->ns;
+	struct site_key k = { p->pid, r->hdr.api, device_of(p, api, r), r->caller, r->stack_id,
+			      pl->owner_kind, pl->owner };
+	struct alloc a, *old, *ins;
+	struct tthread *th;
 	uint32_t site;
 
 	/* cudaMalloc(&p, 0) succeeds with a NULL pointer: a call, not memory. */
 	if (!r->addr || (r->hdr.flags & GL_HF_ADDR_READ_FAIL))
 		return 0;
-	site = site_get(t, p->pid, r->hdr.api, device, r->caller, r->stack_id);
+	/* Only anonymous mappings are memory; file mappings are the program's files. */
+	if (api->ns == NS_MMAP && !(r->aux & 0x20 /* MAP_ANONYMOUS */))
+		return 0;
+	/* A driver-level allocation made directly belongs to the thread's current context:
+	 * destroying the context releases it. */
+	if (k.owner_kind == OWNER_NONE && GL_API_FAMILY(r->hdr.api) == GL_FAM_CUDA) {
+		th = thread_get(p, r->hdr.tid);
+		if (th && th->ctx) {
+			k.owner_kind = OWNER_CTX;
+			k.owner = th->ctx;
+		}
+	}
+	site = site_get(t, &k);
 	if (site == UINT32_MAX)
 		return -ENOMEM;
 	old = at_find(&p->allocs, ns, r->addr);
 	if (old) {
-		size_t i;
-
-		if (old->state == AS_PENDING) {
+		if (old->flags & AF_PENDING) {
 			/* Stream-ordered reuse (cudaMallocAsync handing back a block whose
 			 * async free is pending): legal, the pending free is complete. */
 			p->c.async_reuse++;
-			for (i = 0; i < p->nr_pend; i++)
-				if (p->pend[i].addr == r->addr && p->pend[i].ns == ns) {
-					pending_drop(p, i);
-					break;
-				}
+			pending_forget(p, ns, r->addr);
 		} else {
 			/* Still live here: freed by something we did not see. */
 			p->c.addr_reuse++;
@@ -307,44 +485,59 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 		release(t, p, old);
 	}
 	a = (struct alloc){ .addr = r->addr, .size = r->size, .ts_ns = r->hdr.ts_ns,
-			    .site = site, .ns = ns, .state = AS_LIVE };
-	if (!at_insert(&p->allocs, &a))
+			    .site = site, .ns = ns,
+			    .flags = pl->owner_kind == OWNER_LAYER ? AF_LAYER : 0 };
+	ins = at_insert(&p->allocs, &a);
+	if (!ins)
 		return -ENOMEM;
-	t->sites[site].live_bytes += r->size;
-	t->sites[site].live_count++;
+	account(t, p, ins, 1);
 	t->sites[site].allocs++;
 	t->sites[site].alloc_bytes += r->size;
-	p->live_bytes += r->size;
-	p->live_count++;
-	p->c.allocs++;
-	p->c.alloc_bytes += r->size;
+	if (t->sites[site].counts) {
+		p->c.allocs++;
+		p->c.alloc_bytes += r->size;
+	}
 	return 0;
 }
 
-static int do_free(struct tracker *t, struct tproc *p, const struct cat_api *api,
-		   const struct gl_call_rec *r)
-{
-	uint8_t ns = ns_of(api);
-	struct alloc *a;
+static bool is_layer_family(unsigned int outer, unsigned int inner);
 
-	if (!r->addr) {
-		p->c.null_frees++;
-		return 0;
+/* Whether this free is the lower half of a free we already applied (cudaFree -> cuMemFree). */
+static bool expected_free(struct tproc *p, uint32_t tid, unsigned int family, uint8_t ns,
+			  uint64_t addr)
+{
+	uint64_t *v = hmap__get(&p->threads, tid, 0);
+	struct tthread *th = v ? (struct tthread *)(uintptr_t)*v : NULL;
+	unsigned int i;
+
+	for (i = 0; th && i < th->nr_expect; i++) {
+		if (th->expect[i].addr == addr && th->expect[i].ns == ns &&
+		    is_layer_family(th->expect[i].family, family)) {
+			th->expect[i] = th->expect[--th->nr_expect];
+			return true;
+		}
 	}
-	a = at_find(&p->allocs, ns, r->addr);
-	if (!a) {
-		p->c.unknown_frees++;
-		return 0;
-	}
-	if (a->state == AS_PENDING) {
-		p->c.double_frees++;
-		return 0;
-	}
-	if (api->op == OP_FREE) {
-		release(t, p, a);
-		return 0;
-	}
-	/* Async free: the memory stays in use until the stream reaches this point. */
+	return false;
+}
+
+static void expect_free(struct tproc *p, uint32_t tid, unsigned int family, uint8_t ns,
+			uint64_t addr)
+{
+	struct tthread *th = thread_get(p, tid);
+
+	if (!th)
+		return;
+	if (th->nr_expect == NR_EXPECT)
+		th->nr_expect--;
+	th->expect[th->nr_expect].addr = addr;
+	th->expect[th->nr_expect].ns = ns;
+	th->expect[th->nr_expect].family = family;
+	th->nr_expect++;
+}
+
+static int add_pending(struct tracker *t, struct tproc *p, struct alloc *a,
+		       const struct cat_api *api, const struct gl_call_rec *r)
+{
 	if (p->nr_pend == p->cap_pend) {
 		size_t cap = p->cap_pend ? 2 * p->cap_pend : 64;
 		struct pending_free *v = realloc(p->pend, cap * sizeof(*v));
@@ -355,18 +548,58 @@ static int do_free(struct tracker *t, struct tproc *p, const struct cat_api *api
 		p->cap_pend = cap;
 	}
 	p->pend[p->nr_pend++] = (struct pending_free){
-		.addr = r->addr, .ns = ns, .ts_ns = r->hdr.ts_ns,
+		.addr = a->addr, .ns = a->ns, .ts_ns = r->hdr.ts_ns,
 		.stream = stream_key(api, r->hdr.tid, r->aux),
 	};
-	a->state = AS_PENDING;
-	t->sites[a->site].live_bytes -= a->size;
-	t->sites[a->site].live_count--;
-	t->sites[a->site].pending_bytes += a->size;
-	t->sites[a->site].pending_count++;
-	p->live_bytes -= a->size;
-	p->live_count--;
-	p->pending_bytes += a->size;
-	p->pending_count++;
+	account(t, p, a, -1);
+	a->flags |= AF_PENDING;
+	account(t, p, a, 1);
+	return 0;
+}
+
+static int do_free(struct tracker *t, struct tproc *p, const struct cat_api *api,
+		   const struct gl_call_rec *r)
+{
+	unsigned int fam = GL_API_FAMILY(r->hdr.api);
+	uint8_t ns = (uint8_t)api->ns;
+	struct alloc *a;
+
+	if (!r->addr) {
+		p->c.null_frees++;
+		return 0;
+	}
+	if (expected_free(p, r->hdr.tid, fam, ns, r->addr)) {
+		p->c.layers++;
+		return 0;
+	}
+	/* The runtime (and NCCL) free the layer underneath right after, at the same address:
+	 * expect it, whether or not we saw the allocation (it may predate the attach). */
+	if (fam == GL_FAM_CUDART || fam == GL_FAM_NCCL)
+		expect_free(p, r->hdr.tid, fam, ns, r->addr);
+	if (fam == GL_FAM_NCCL)
+		expect_free(p, r->hdr.tid, fam, NS_VMM_RANGE, r->addr);
+	a = at_find(&p->allocs, ns, r->addr);
+	if (!a) {
+		/* Mappings the program did not make with mmap (libraries, ld.so's) are
+		 * unmapped too: not a free of anything traced. */
+		if (api->ns != NS_MMAP)
+			p->c.unknown_frees++;
+		return 0;
+	}
+	if (a->flags & AF_PENDING) {
+		p->c.double_frees++;
+		return 0;
+	}
+	if (api->op == OP_FREE_ASYNC)
+		return add_pending(t, p, a, api, r);
+	/* A physical handle released while mapped lives on until its last unmap. */
+	if (api->ns == NS_VMM_HANDLE && handle_mapped(p, a->addr)) {
+		account(t, p, a, -1);
+		a->flags |= AF_RELEASED_MAPPED;
+		account(t, p, a, 1);
+		return 0;
+	}
+	release(t, p, a);
 	return 0;
 }
 
@@ -393,57 +626,159 @@ static void complete(struct tracker *t, struct tproc *p, bool all_streams, uint6
 			i++;
 			continue;
 		}
-		if (a && a->state == AS_PENDING)
+		if (a && (a->flags & AF_PENDING))
 			release(t, p, a);
 		pending_drop(p, i);
 	}
 }
 
-static void device_reset(struct tracker *t, struct tproc *p, int16_t device)
+/*
+ * Release every allocation `keep` does not protect; used by context, device and
+ * communicator teardown. Backward-shift deletion may move an unvisited entry into slot i:
+ * slot i is looked at again after a release.
+ */
+static void release_where(struct tracker *t, struct tproc *p,
+			  bool (*match)(const struct tracker *t, const struct alloc *a, void *ctx),
+			  void *ctx)
 {
 	size_t i = 0;
 
-	/* Every allocation of the device goes, except stream-ordered pool memory, which
-	 * cudaDeviceReset leaves alone (cuda_runtime_api.h). */
 	while (i < p->allocs.cap) {
 		struct alloc *a = &p->allocs.slots[i];
-		const struct cat_api *api;
 
-		if (!a->addr || t->sites[a->site].device != device) {
+		if (!a->addr || !match(t, a, ctx)) {
 			i++;
 			continue;
 		}
-		api = cat_by_api(t->sites[a->site].api);
-		if (api && (api->flags & CAT_STREAM_POOL)) {
-			i++;
-			continue;
-		}
-		/* Backward shift may move an unvisited entry into slot i: look at i again. */
+		if (a->flags & AF_PENDING)
+			pending_forget(p, a->ns, a->addr);
+		p->c.released_by_owner++;
 		release(t, p, a);
 	}
-	complete(t, p, true, 0, -2, UINT64_MAX);
 }
 
+struct dev_match {
+	int16_t device;
+	uint64_t ctx;		/* also this context's own allocations, 0: none */
+	bool keep_pool;
+};
+
+static bool on_device(const struct tracker *t, const struct alloc *a, void *ctx)
+{
+	const struct dev_match *m = ctx;
+	const struct site *s = &t->sites[a->site];
+	const struct cat_api *api = cat_by_api(s->api);
+
+	if (s->owner_kind == OWNER_CTX)
+		return m->ctx && s->owner == m->ctx;
+	if (!api || s->device != m->device || s->owner_kind == OWNER_COMM)
+		return false;
+	if (GL_API_FAMILY(s->api) != GL_FAM_CUDART && GL_API_FAMILY(s->api) != GL_FAM_CUDA)
+		return false;
+	/* cudaDeviceReset leaves stream-ordered pool memory alone (cuda_runtime_api.h). */
+	return !(m->keep_pool && (api->flags & CAT_STREAM_POOL));
+}
+
+static bool of_ctx(const struct tracker *t, const struct alloc *a, void *ctx)
+{
+	const struct site *s = &t->sites[a->site];
+
+	return s->owner_kind == OWNER_CTX && s->owner == *(uint64_t *)ctx;
+}
+
+static void device_reset(struct tracker *t, struct tproc *p, int16_t device, bool keep_pool)
+{
+	struct dev_match m = { .device = device, .keep_pool = keep_pool };
+	size_t i;
+
+	for (i = 0; i < p->nr_ctxs; i++)
+		if (p->ctxs[i].primary && p->ctxs[i].device == device && !p->ctxs[i].destroyed)
+			m.ctx = p->ctxs[i].ctx;
+	release_where(t, p, on_device, &m);
+	complete(t, p, true, 0, device, UINT64_MAX);
+}
+
+static int vmm_map(struct tproc *p, const struct gl_call_rec *r)
+{
+	if (p->nr_maps == p->cap_maps) {
+		size_t cap = p->cap_maps ? 2 * p->cap_maps : 16;
+		struct tmapping *v = realloc(p->maps, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		p->maps = v;
+		p->cap_maps = cap;
+	}
+	p->maps[p->nr_maps++] = (struct tmapping){ .va = r->addr, .size = r->size, .handle = r->aux };
+	return 0;
+}
+
+static void vmm_unmap(struct tracker *t, struct tproc *p, const struct gl_call_rec *r)
+{
+	size_t i = 0;
+
+	while (i < p->nr_maps) {
+		struct tmapping m = p->maps[i];
+		struct alloc *a;
+
+		if (m.va < r->addr || m.va >= r->addr + r->size) {
+			i++;
+			continue;
+		}
+		p->maps[i] = p->maps[--p->nr_maps];
+		/* The last mapping of a handle released while mapped frees its memory. */
+		a = at_find(&p->allocs, NS_VMM_HANDLE, m.handle);
+		if (a && (a->flags & AF_RELEASED_MAPPED) && !handle_mapped(p, m.handle))
+			release(t, p, a);
+	}
+}
+
+static void count_failure(struct tracker *t, struct tproc *p, const struct cat_api *api,
+			  const struct gl_call_rec *r)
+{
+	struct site_key k = { p->pid, r->hdr.api, device_of(p, api, r), r->caller, r->stack_id,
+			      OWNER_NONE, 0 };
+	uint32_t site = site_get(t, &k);
+
+	p->c.failed_calls++;
+	if (site == UINT32_MAX)
+		return;
+	t->sites[site].failed++;
+	t->sites[site].last_err = r->ret;
+}
+
+/* One record with its meaning; pl says where allocations go in the graph. */
 static int apply_op(struct tracker *t, struct tproc *p, const struct cat_api *api,
-		    const struct gl_call_rec *r)
+		    const struct gl_call_rec *r, const struct placement *pl, bool outermost)
 {
 	struct tthread *th;
+	struct tctx *c;
 	uint64_t *ev;
 
 	switch (r->hdr.kind) {
 	case GL_REC_ALLOC:
-		return api->op == OP_ALLOC ? do_alloc(t, p, api, r) : 0;
-	case GL_REC_ALLOC_FAIL:
-		p->c.failed_calls++;
-		if (api->op == OP_ALLOC) {
-			int16_t dev = api->mem == MEM_HOST_PINNED ? -1 : thread_device(p, r->hdr.tid);
-			uint32_t site = site_get(t, p->pid, r->hdr.api, dev, r->caller, r->stack_id);
+		if (api->op == OP_ALLOC)
+			return do_alloc(t, p, api, r, pl);
+		if (api->op == OP_REALLOC) {
+			/* realloc(old, n): old is gone once the call succeeded */
+			if (r->aux && r->aux != r->addr) {
+				struct gl_call_rec f = *r;
 
-			if (site == UINT32_MAX)
-				return -ENOMEM;
-			t->sites[site].failed++;
-			t->sites[site].last_err = r->ret;
+				f.addr = r->aux;
+				do_free(t, p, api, &f);
+			} else if (r->aux) {
+				struct alloc *a = at_find(&p->allocs, NS_HOST, r->aux);
+
+				if (a)
+					release(t, p, a);
+			}
+			return do_alloc(t, p, api, r, pl);
 		}
+		break;
+	case GL_REC_ALLOC_FAIL:
+		/* A failure under an outer call is that call's failure, counted there. */
+		if (outermost)
+			count_failure(t, p, api, r);
 		return 0;
 	case GL_REC_FREE:
 		return api->op == OP_FREE || api->op == OP_FREE_ASYNC ? do_free(t, p, api, r) : 0;
@@ -454,14 +789,8 @@ static int apply_op(struct tracker *t, struct tproc *p, const struct cat_api *ap
 		return 0;
 	}
 	if (r->ret) {
-		int16_t dev = thread_device(p, r->hdr.tid);
-		uint32_t site = site_get(t, p->pid, r->hdr.api, dev, r->caller, r->stack_id);
-
-		p->c.failed_calls++;
-		if (site == UINT32_MAX)
-			return -ENOMEM;
-		t->sites[site].failed++;
-		t->sites[site].last_err = r->ret;
+		if (outermost)
+			count_failure(t, p, api, r);
 		return 0;
 	}
 	switch (api->op) {
@@ -489,63 +818,316 @@ static int apply_op(struct tracker *t, struct tproc *p, const struct cat_api *ap
 		th->device = (int16_t)r->aux;
 		break;
 	case OP_DEVICE_RESET:
-		device_reset(t, p, thread_device(p, r->hdr.tid));
+		device_reset(t, p, thread_device(p, r->hdr.tid), true);
 		break;
+	case OP_CTX_CREATE:
+	case OP_CTX_RETAIN:
+		c = ctx_add(p, r->addr, (int16_t)r->aux, api->op == OP_CTX_RETAIN);
+		if (!c)
+			return -ENOMEM;
+		c->refs++;
+		if (api->op == OP_CTX_RETAIN)
+			break;
+		/* A created context is current on the creating thread. */
+		__attribute__((fallthrough));
+	case OP_CTX_SET:
+		th = thread_get(p, r->hdr.tid);
+		if (!th)
+			return -ENOMEM;
+		th->ctx = r->addr;
+		c = ctx_find(p, r->addr);
+		if (c)
+			th->device = c->device;
+		break;
+	case OP_CTX_DESTROY:
+		c = ctx_find(p, r->addr);
+		release_where(t, p, of_ctx, &(uint64_t){ r->addr });
+		if (c)
+			c->destroyed = true;
+		break;
+	case OP_PRIMARY_RELEASE:
+	case OP_PRIMARY_RESET: {
+		size_t i;
+
+		for (i = 0; i < p->nr_ctxs; i++) {
+			c = &p->ctxs[i];
+			if (!c->primary || c->destroyed || c->device != (int16_t)r->aux)
+				continue;
+			if (api->op == OP_PRIMARY_RELEASE && c->refs > 1) {
+				c->refs--;
+				return 0;
+			}
+			c->refs = 0;
+			device_reset(t, p, c->device, false);
+			c->destroyed = true;
+		}
+		break;
+	}
+	case OP_VMM_MAP:
+		return vmm_map(p, r);
+	case OP_VMM_UNMAP:
+		vmm_unmap(t, p, r);
+		break;
+	case OP_COMM_DESTROY: {
+		size_t i;
+
+		for (i = 0; i < p->nr_comms; i++)
+			if (p->comms[i].comm == r->addr)
+				p->comms[i].destroyed = true;
+		break;
+	}
 	default:
 		break;
 	}
 	return 0;
 }
 
+/* ---- call trees: count once at the outermost call ---- */
+
+struct node {
+	const struct gl_call_rec *r;
+	const struct cat_api *api;
+	size_t first_child;	/* children are nodes [first_child, self) not owned by others */
+	size_t parent;
+};
+
 /*
- * One user allocation is counted once, at the outermost traced call: records of calls nested
- * inside another traced call on the same thread (depth > 0) wait for the outer call. An inner
- * allocation of the address the outer call returns is a lower layer of the same memory;
- * any other inner allocation is memory of its own, allocated on the caller's behalf.
+ * Lower layers of the same memory: the runtime allocates through the driver, NCCL through
+ * the runtime and the driver, the driver's VMM underneath it.
  */
+static bool is_layer_family(unsigned int outer, unsigned int inner)
+{
+	switch (outer) {
+	case GL_FAM_CUDART:
+		return inner == GL_FAM_CUDA || inner == GL_FAM_VMM;
+	case GL_FAM_NCCL:
+		return inner == GL_FAM_CUDART || inner == GL_FAM_CUDA || inner == GL_FAM_VMM;
+	case GL_FAM_CUDA:
+		return inner == GL_FAM_VMM;
+	default:
+		return false;
+	}
+}
+
+static int apply_tree(struct tracker *t, struct tproc *p, struct node *nodes, size_t self,
+		      const struct placement *pl, bool outermost);
+
+static int apply_children(struct tracker *t, struct tproc *p, struct node *nodes, size_t self,
+			  const struct placement *pl)
+{
+	size_t i;
+	int err;
+
+	for (i = nodes[self].first_child; i < self; i++) {
+		if (nodes[i].parent != self)
+			continue;
+		err = apply_tree(t, p, nodes, i, pl, false);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int apply_tree(struct tracker *t, struct tproc *p, struct node *nodes, size_t self,
+		      const struct placement *pl, bool outermost)
+{
+	const struct gl_call_rec *r = nodes[self].r;
+	const struct cat_api *api = nodes[self].api;
+	struct placement child_pl = *pl;
+	int err;
+
+	if (!api)
+		return apply_children(t, p, nodes, self, pl);
+	if (r->hdr.kind == GL_REC_ALLOC && api->op == OP_COMM_INIT && r->addr) {
+		struct site_key k = { p->pid, r->hdr.api, thread_device(p, r->hdr.tid), r->caller,
+				      r->stack_id, OWNER_NONE, 0 };
+		uint32_t site = site_get(t, &k);
+
+		if (site == UINT32_MAX || comm_add(p, r->addr, site, r->hdr.ts_ns))
+			return -ENOMEM;
+		/* Everything the communicator allocated while being created is its own. */
+		child_pl = (struct placement){ .owner_kind = OWNER_COMM, .owner = r->addr };
+		return apply_children(t, p, nodes, self, &child_pl);
+	}
+	if (pl->owner_kind == OWNER_LAYER && r->hdr.kind == GL_REC_ALLOC && api->op == OP_ALLOC) {
+		struct alloc *outer = at_find(&p->allocs, pl->outer_ns, pl->outer_addr);
+
+		/* The same address one layer down: the same memory, merged. */
+		if (outer && outer->ns == api->ns && r->addr == outer->addr) {
+			p->c.layers++;
+			if (!outer->layer_api) {
+				account(t, p, outer, -1);
+				outer->layer_api = r->hdr.api;
+				account(t, p, outer, 1);
+				t->sites[outer->site].layer_api = r->hdr.api;
+			}
+			return apply_children(t, p, nodes, self, pl);
+		}
+		err = do_alloc(t, p, api, r, pl);
+		if (err)
+			return err;
+		return apply_children(t, p, nodes, self, pl);
+	}
+	if (r->hdr.kind == GL_REC_ALLOC && api->op == OP_ALLOC) {
+		struct alloc *a;
+
+		err = do_alloc(t, p, api, r, pl);
+		if (err)
+			return err;
+		a = r->addr ? at_find(&p->allocs, (uint8_t)api->ns, r->addr) : NULL;
+		/* What it allocated underneath is this allocation's lower layers; anything of
+		 * another kind (a malloc inside cudaMalloc) is memory of its own. */
+		if (a) {
+			size_t i;
+
+			for (i = nodes[self].first_child; i < self; i++) {
+				struct placement lp = { .owner_kind = OWNER_LAYER, .owner = a->site,
+							.outer_ns = a->ns, .outer_addr = a->addr };
+
+				if (nodes[i].parent != self)
+					continue;
+				if (nodes[i].api && is_layer_family(GL_API_FAMILY(r->hdr.api),
+								    GL_API_FAMILY(nodes[i].r->hdr.api)))
+					err = apply_tree(t, p, nodes, i, &lp, false);
+				else
+					err = apply_tree(t, p, nodes, i, pl, false);
+				if (err)
+					return err;
+				/* A child may have grown the table: find the outer again. */
+				a = at_find(&p->allocs, (uint8_t)api->ns, r->addr);
+				if (!a)
+					return 0;
+			}
+			return 0;
+		}
+		return apply_children(t, p, nodes, self, pl);
+	}
+	/* Any other call: what happened inside it first, then the call itself. */
+	err = apply_children(t, p, nodes, self, pl);
+	if (err)
+		return err;
+	return apply_op(t, p, api, r, pl, outermost);
+}
+
+/* Apply a thread's held records plus the outermost call r that closes them. */
+static int apply_held(struct tracker *t, struct tproc *p, struct tthread *th,
+		      const struct gl_call_rec *r)
+{
+	size_t n = (th ? th->nr_held : 0) + (r ? 1 : 0), i, top = 0;
+	struct node *nodes;
+	size_t *stack;
+	int err = 0;
+
+	if (!n)
+		return 0;
+	nodes = calloc(n, sizeof(*nodes));
+	stack = calloc(n, sizeof(*stack));
+	if (!nodes || !stack) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	/* Records arrive in completion order (children before their caller): a record at
+	 * depth d adopts every unclaimed record deeper than d that came before it. */
+	for (i = 0; i < n; i++) {
+		const struct gl_call_rec *rec = i < n - (r ? 1 : 0) ? &th->held[i].call : r;
+
+		nodes[i].r = rec;
+		nodes[i].api = cat_by_api(rec->hdr.api);
+		nodes[i].parent = SIZE_MAX;
+		nodes[i].first_child = i;
+		while (top && nodes[stack[top - 1]].r->hdr.depth > rec->hdr.depth) {
+			nodes[stack[top - 1]].parent = i;
+			nodes[i].first_child = stack[top - 1];
+			top--;
+		}
+		stack[top++] = i;
+	}
+	for (i = 0; i < top && !err; i++) {
+		struct placement none = { 0 };
+
+		err = apply_tree(t, p, nodes, stack[i], &none, true);
+	}
+cleanup:
+	if (th)
+		th->nr_held = 0;
+	free(nodes);
+	free(stack);
+	return err;
+}
+
+static int hold(struct tthread *th, const struct gl_hdr *h)
+{
+	size_t len = h->size < sizeof(struct gl_desc_rec) ? h->size : sizeof(struct gl_desc_rec);
+
+	if (th->nr_held == th->cap_held) {
+		size_t cap = th->cap_held ? 2 * th->cap_held : 16;
+		struct gl_desc_rec *v = realloc(th->held, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		th->held = v;
+		th->cap_held = cap;
+	}
+	memset(&th->held[th->nr_held], 0, sizeof(th->held[0]));
+	memcpy(&th->held[th->nr_held], h, len);
+	th->nr_held++;
+	return 0;
+}
+
 static int apply_call(struct tracker *t, struct tproc *p, const struct gl_call_rec *r)
 {
 	const struct cat_api *api = cat_by_api(r->hdr.api);
 	struct tthread *th;
-	unsigned int i;
-	int err = 0;
+	int err;
 
-	if (!api)
-		return 0;
-	if (api->op != OP_RENDEZVOUS)
+	if (api && api->op != OP_RENDEZVOUS)
 		p->c.calls++;
-	if (r->hdr.depth && r->hdr.kind == GL_REC_ALLOC && api->op == OP_ALLOC) {
-		th = thread_get(p, r->hdr.tid);
-		if (th && th->nr_inner < sizeof(th->inner) / sizeof(th->inner[0])) {
-			th->inner[th->nr_inner++] = *r;
-			return 0;
-		}
-		return do_alloc(t, p, api, r);
-	}
-	if (!r->hdr.depth && r->hdr.kind != GL_REC_FREE && r->hdr.kind != GL_REC_NOTIFY) {
-		uint64_t *v = hmap__get(&p->threads, r->hdr.tid, 0);
-
-		th = v ? (struct tthread *)(uintptr_t)*v : NULL;
-		for (i = 0; th && i < th->nr_inner; i++) {
-			const struct gl_call_rec *in = &th->inner[i];
-			const struct cat_api *ia = cat_by_api(in->hdr.api);
-
-			if (r->hdr.kind == GL_REC_ALLOC && in->addr == r->addr)
-				continue;	/* a layer of the outer allocation */
-			if (ia && !err)
-				err = do_alloc(t, p, ia, in);
-		}
-		if (th)
-			th->nr_inner = 0;
+	if (!api || api->op == OP_RENDEZVOUS)
+		return 0;
+	th = thread_get(p, r->hdr.tid);
+	if (!th)
+		return -ENOMEM;
+	/* A new allocation may reuse an address whose lower-layer free never came: expected
+	 * frees do not outlive the thread's next allocation. */
+	if (th->nr_expect && r->hdr.kind == GL_REC_ALLOC && !r->hdr.depth)
+		th->nr_expect = 0;
+	if (r->hdr.depth) {
+		if (th->nr_held < MAX_HELD)
+			return hold(th, &r->hdr);
+		/* A thread stuck inside one call: take what it held as calls of their own. */
+		err = apply_held(t, p, th, NULL);
 		if (err)
 			return err;
+		return hold(th, &r->hdr);
 	}
-	return apply_op(t, p, api, r);
+	if (th->nr_held)
+		return apply_held(t, p, th, r);
+	/* The common case, nothing nested: no tree to build. */
+	if (r->hdr.kind == GL_REC_ALLOC && api->op == OP_COMM_INIT)
+		return apply_held(t, p, th, r);
+	return apply_op(t, p, api, r, &(struct placement){ 0 }, true);
+}
+
+/* Records still held when a process ends belong to calls that never returned. */
+static int flush_threads(struct tracker *t, struct tproc *p)
+{
+	const struct hmap_slot *s;
+	size_t i;
+	int err = 0;
+
+	for (i = 0; hmap__next(&p->threads, &i, &s) && !err;) {
+		struct tthread *th = (struct tthread *)(uintptr_t)s->val;
+
+		if (th->nr_held)
+			err = apply_held(t, p, th, NULL);
+	}
+	return err;
 }
 
 static void apply_proc(struct tracker *t, const struct gl_proc_rec *r)
 {
-	struct tproc *p = proc_get(t, r->hdr.pid);
+	struct tproc *p = r->event == GL_PROC_ATTACH ? proc_get(t, r->hdr.pid)
+						     : tracker__proc(t, r->hdr.pid);
 
 	if (!p)
 		return;
@@ -559,15 +1141,16 @@ static void apply_proc(struct tracker *t, const struct gl_proc_rec *r)
 			p->first_ts_ns = r->hdr.ts_ns;
 		break;
 	case GL_PROC_EXIT:
+		flush_threads(t, p);
 		p->exited = true;
 		p->exit_status = r->status;
 		break;
 	case GL_PROC_DETACH:
+		flush_threads(t, p);
 		p->detached = true;
 		break;
 	}
 	p->last_ts_ns = r->hdr.ts_ns;
-	(void)t;
 }
 
 int tracker__apply(struct tracker *t, const struct gl_hdr *h)
@@ -606,7 +1189,9 @@ int tracker__apply(struct tracker *t, const struct gl_hdr *h)
 	case GL_REC_LOSS:
 		if (h->size < sizeof(struct gl_loss_rec))
 			break;
-		p = proc_get(t, h->pid);
+		p = tracker__proc(t, h->pid);
+		if (!p)
+			p = proc_get(t, h->pid);
 		if (!p)
 			return -ENOMEM;
 		memcpy(p->loss, ((const struct gl_loss_rec *)h)->counts, sizeof(p->loss));

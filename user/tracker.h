@@ -3,6 +3,11 @@
  * The tracker: the live allocation graph of every traced process, rebuilt from records.
  * It is fed the same record stream live (ring buffer) and offline (capture file), and is
  * the only place that decides what a record means; it never reads /proc or the clock.
+ *
+ * The graph: allocations (keyed by address space and address) belong to sites (where they
+ * were made), sites may have an owner (a CUDA context, an NCCL communicator, or, for a lower
+ * layer, the site of the allocation it sits under). One user allocation is counted once, at
+ * the outermost traced call; the calls it made underneath are its layers.
  */
 #ifndef GPULEAK_TRACKER_H
 #define GPULEAK_TRACKER_H
@@ -14,9 +19,10 @@
 #include "gpuleak.h"
 #include "hmap.h"
 
-enum alloc_state {
-	AS_LIVE = 0,
-	AS_PENDING = 1,		/* async free issued, its stream has not completed yet */
+enum alloc_flags {
+	AF_PENDING = 1 << 0,		/* async free issued, its stream has not completed yet */
+	AF_LAYER = 1 << 1,		/* a lower layer of another allocation: not counted */
+	AF_RELEASED_MAPPED = 1 << 2,	/* VMM handle released while still mapped */
 };
 
 /* One live allocation. 32 bytes: the table is sized for ten million of them. */
@@ -26,20 +32,28 @@ struct alloc {
 	uint64_t ts_ns;		/* when it was allocated */
 	uint32_t site;		/* index into tracker sites */
 	uint8_t ns;		/* enum cat_ns */
-	uint8_t state;		/* enum alloc_state */
-	uint16_t pad;
+	uint8_t flags;		/* enum alloc_flags */
+	uint16_t layer_api;	/* a lower layer at the same address merged into this one */
 };
 
-/* Open addressing keyed by (ns, addr); slots with size == 0 and addr == 0 are free. */
+/* Open addressing keyed by (ns, addr); slots with addr == 0 are free. */
 struct alloc_table {
 	struct alloc *slots;
 	size_t cap;		/* power of two */
 	size_t n;
 };
 
+enum owner_kind {
+	OWNER_NONE = 0,
+	OWNER_LAYER = 1,	/* owner: index of the site of the allocation above */
+	OWNER_CTX = 2,		/* owner: CUcontext */
+	OWNER_COMM = 3,		/* owner: ncclComm_t */
+	OWNER_DEVICE = 4,	/* owner: a device handle (WebGPU) */
+};
+
 /*
- * Where allocations come from: (process, API, device, call site). Live bytes per site are
- * kept up to date on every record, so reports and timelines never walk the allocations.
+ * Where allocations come from: (process, API, device, call site, owner). Live bytes per site
+ * are kept up to date on every record, so reports and timelines never walk the allocations.
  */
 struct site {
 	pid_t pid;
@@ -48,10 +62,17 @@ struct site {
 	uint64_t caller;	/* return address in the caller */
 	int32_t stack_id;
 	int32_t last_err;	/* last error code of a failed call here */
+	uint8_t owner_kind;	/* enum owner_kind */
+	bool counts;		/* its bytes are memory in the process totals */
+	uint16_t layer_api;	/* API of a same-address layer seen under allocations here */
+	uint64_t owner;
 	uint64_t live_bytes;
 	uint64_t live_count;
 	uint64_t pending_bytes;
 	uint64_t pending_count;
+	uint64_t relmapped_bytes;	/* VMM handles released while mapped (in live_*) */
+	uint64_t relmapped_count;
+	uint64_t layer_count;	/* live allocations here with a merged same-address layer */
 	uint64_t allocs;
 	uint64_t alloc_bytes;
 	uint64_t frees;
@@ -62,7 +83,28 @@ struct pending_free {
 	uint64_t addr;
 	uint64_t stream;	/* stream key (see tracker.c: stream_key) */
 	uint64_t ts_ns;		/* when the free was issued */
-	uint8_t ns;		/* enum cat_ns */
+	uint8_t ns;
+};
+
+struct tctx {
+	uint64_t ctx;
+	int16_t device;
+	bool primary;
+	bool destroyed;
+	uint32_t refs;		/* primary context retains */
+};
+
+struct tcomm {
+	uint64_t comm;
+	uint32_t init_site;	/* site of the ncclCommInit* call */
+	bool destroyed;
+	uint64_t ts_ns;
+};
+
+struct tmapping {
+	uint64_t va;
+	uint64_t size;
+	uint64_t handle;
 };
 
 struct proc_counters {
@@ -77,6 +119,8 @@ struct proc_counters {
 	uint64_t addr_reuse;	/* allocation returned an address still live here */
 	uint64_t async_reuse;	/* stream-ordered reuse of a pending block: legal */
 	uint64_t calls;		/* every traced call seen */
+	uint64_t layers;	/* lower-layer calls folded into an outer allocation */
+	uint64_t released_by_owner;	/* freed by a context/communicator teardown */
 };
 
 struct tproc {
@@ -89,12 +133,18 @@ struct tproc {
 	uint64_t first_ts_ns, last_ts_ns;
 	char comm[16];
 	struct alloc_table allocs;
-	uint64_t live_bytes, live_count;
+	uint64_t live_bytes, live_count;	/* memory only: no layers, ranges, registrations */
 	uint64_t pending_bytes, pending_count;
 	struct pending_free *pend;
 	size_t nr_pend, cap_pend;
-	struct hmap threads;	/* tid -> current device + 1 */
-	struct hmap events;	/* cudaEvent -> stream key of its last record */
+	struct hmap threads;	/* tid -> struct tthread * */
+	struct hmap events;	/* cudaEvent/CUevent -> stream key of its last record */
+	struct tctx *ctxs;
+	size_t nr_ctxs, cap_ctxs;
+	struct tcomm *comms;
+	size_t nr_comms, cap_comms;
+	struct tmapping *maps;
+	size_t nr_maps, cap_maps;
 	struct proc_counters c;
 	uint64_t loss[GL_STAT_MAX];	/* latest cumulative BPF loss counts */
 	uint64_t records;
@@ -117,7 +167,9 @@ void tracker__free(struct tracker *t);
 int tracker__apply(struct tracker *t, const struct gl_hdr *h);
 struct tproc *tracker__proc(struct tracker *t, pid_t pid);
 
-/* Total bytes that count against a process's losses (records lost or calls untracked). */
+/* Records lost or calls untracked in BPF for this process. */
 uint64_t tproc__dropped(const struct tproc *p);
+/* The communicator of pid with this handle, or NULL. */
+const struct tcomm *tproc__comm(const struct tproc *p, uint64_t comm);
 
 #endif
