@@ -99,6 +99,31 @@ cleanup:
 	return link;
 }
 
+/* Say once per object which probes cost a single-step per hit (glibc's free, some nccl*). */
+static void warn_slow_sites(struct module *mod)
+{
+	char names[256];
+	size_t i, len = 0, n = 0;
+
+	if (mod->warned)
+		return;
+	mod->warned = true;
+	names[0] = 0;
+	for (i = 0; i < mod->nr_sites; i++) {
+		/* The rendezvous fires once per dlopen: its cost does not matter. */
+		if (!mod->sites[i].slow || mod->sites[i].api->op == OP_RENDEZVOUS)
+			continue;
+		if (len < sizeof(names) - 1)
+			len += snprintf(names + len, sizeof(names) - len, "%s%s", n ? ", " : "",
+					mod->sites[i].api->name);
+		n++;
+	}
+	if (n)
+		pr_warn("%zu probe%s in %s sit%s on an instruction the kernel single-steps "
+			"(several us per call, ~20 us on a nested VM): %s\n",
+			n, n > 1 ? "s" : "", mod->name, n > 1 ? "" : "s", names);
+}
+
 /* Attach one module for pid through open_path (any path that reaches its inode). */
 static int attach_module(struct attach *a, pid_t pid, struct module *mod, const char *open_path)
 {
@@ -134,6 +159,7 @@ static int attach_module(struct attach *a, pid_t pid, struct module *mod, const 
 	}
 	a->n++;
 	pr_info("pid %d: attached %zu probes to %s\n", pid, mod->nr_sites, mod->path);
+	warn_slow_sites(mod);
 	return 1;
 fail:
 	pr_err("pid %d: attaching %zu probes to %s failed: %s\n", pid, mod->nr_sites, mod->path,

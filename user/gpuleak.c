@@ -35,6 +35,7 @@ enum opt_key {
 	OPT_WAIT,
 	OPT_RINGBUF,
 	OPT_LIB,
+	OPT_LIBC,
 };
 
 struct cli {
@@ -70,6 +71,10 @@ static const struct argp_option trace_options[] = {
 	{ "top", OPT_TOP, "N", 0, "Sites listed in interval tables (default 5)", 0 },
 	{ "wait", OPT_WAIT, NULL, 0,
 	  "Attach even if no CUDA library is loaded yet, and trace it once it is", 0 },
+	{ "libc", OPT_LIBC, NULL, 0,
+	  "Also trace the C library's malloc, calloc, realloc, posix_memalign, aligned_alloc, "
+	  "memalign, free, mmap and munmap (host memory beside the GPU's; costs more per call)",
+	  0 },
 	{ "ringbuf-size", OPT_RINGBUF, "BYTES", 0,
 	  "BPF ring buffer size, a power of two (default 64MiB)", 0 },
 	{ "verbose", 'v', NULL, 0, "More diagnostics on stderr (-vv: libbpf debug)", 0 },
@@ -150,6 +155,9 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_WAIT:
 		c->t.wait_for_lib = true;
+		break;
+	case OPT_LIBC:
+		c->t.libc = true;
 		break;
 	case OPT_RINGBUF:
 		if (parse_bytes(arg, &v) || v < 4096 || (v & (v - 1)) || v > (1ULL << 31))

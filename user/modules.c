@@ -160,7 +160,13 @@ static int scan_one(const struct elf_func *f, void *ctx)
 		m->sites = v;
 		sc->cap = cap;
 	}
-	m->sites[m->nr_sites++] = (struct probe_site){ a, off, f->vaddr, f->local };
+	{
+		uint8_t insn[16];
+		ssize_t n = elf_obj__read(m->elf, off, insn, sizeof(insn));
+
+		m->sites[m->nr_sites++] = (struct probe_site){
+			a, off, f->vaddr, f->local, n > 0 && insn_single_stepped(insn, n) };
+	}
 	if (!(a->flags & CAT_OPTIONAL))
 		m->nr_required++;
 	return 0;
@@ -182,4 +188,38 @@ int module__scan(struct module *m)
 		return m->open_err;
 	elf_obj__for_each_func(m->elf, scan_one, &sc);
 	return sc.err;
+}
+
+bool insn_single_stepped(const uint8_t *b, size_t len)
+{
+#if defined(__x86_64__)
+	size_t i = 0;
+
+	if (!len)
+		return false;
+	/* push %r64 (with REX.B for r8-r15): emulated */
+	if (b[0] == 0x41 && len > 1)
+		i = 1;
+	if (b[i] >= 0x50 && b[i] <= 0x57)
+		return false;
+	if (i)
+		return true;
+	switch (b[0]) {
+	case 0x90:			/* nop */
+	case 0xe8:			/* call rel32 */
+	case 0xe9:			/* jmp rel32 */
+	case 0xeb:			/* jmp rel8 */
+		return false;
+	case 0x66:			/* xchg %ax,%ax and 66-prefixed long nops */
+		return !(len > 1 && (b[1] == 0x90 || (len > 2 && b[1] == 0x0f && b[2] == 0x1f)));
+	case 0x0f:			/* long nop, jcc rel32 */
+		return !(len > 1 && (b[1] == 0x1f || (b[1] >= 0x80 && b[1] <= 0x8f)));
+	default:
+		return !(b[0] >= 0x70 && b[0] <= 0x7f);	/* jcc rel8 */
+	}
+#else
+	(void)b;
+	(void)len;
+	return false;	/* not classified on this architecture */
+#endif
 }

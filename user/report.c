@@ -36,22 +36,45 @@ static const char *site_name(struct report *r, const struct site *s)
 	return s->caller ? symbolizer__name(r->sym, s->pid, s->caller) : "?";
 }
 
-enum site_key { BY_LIVE, BY_PENDING, BY_FAILED };
+static enum cat_mem site_mem(const struct site *s)
+{
+	const struct cat_api *a = cat_by_api(s->api);
 
-static uint64_t key_of(const struct site *s, enum site_key k)
+	return a ? a->mem : MEM_NONE;
+}
+
+/* Which sites a listing shows and by what it sorts them. */
+enum site_sel {
+	SEL_MEMORY,	/* live memory not under another allocation: what leaks */
+	SEL_PENDING,	/* async frees waiting for their stream */
+	SEL_FAILED,	/* calls that returned an error */
+	SEL_VA,		/* reserved virtual ranges: address space, no bytes */
+	SEL_REG,	/* registrations of memory allocated elsewhere */
+};
+
+static uint64_t key_of(const struct site *s, enum site_sel k)
 {
 	switch (k) {
-	case BY_LIVE:
+	case SEL_MEMORY:
+		if (!s->counts)
+			return 0;
 		return s->live_bytes ? s->live_bytes : s->live_count;
-	case BY_PENDING:
+	case SEL_PENDING:
+		if (s->owner_kind == OWNER_LAYER)
+			return 0;
 		return s->pending_bytes ? s->pending_bytes : s->pending_count;
-	default:
+	case SEL_FAILED:
 		return s->failed;
+	case SEL_VA:
+		return s->owner_kind != OWNER_LAYER && site_mem(s) == MEM_VA ? s->live_count : 0;
+	case SEL_REG:
+		return site_mem(s) == MEM_REG ? s->live_count : 0;
 	}
+	return 0;
 }
 
 static const struct tracker *sort_t;
-static enum site_key sort_k;
+static enum site_sel sort_k;
 
 static int cmp_sites(const void *a, const void *b)
 {
@@ -61,11 +84,13 @@ static int cmp_sites(const void *a, const void *b)
 
 	if (kx != ky)
 		return kx > ky ? -1 : 1;
+	if (x->live_bytes != y->live_bytes)
+		return x->live_bytes > y->live_bytes ? -1 : 1;
 	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
 }
 
-/* Indices of pid's sites with a nonzero key, largest first. Caller frees. */
-static uint32_t *sorted_sites(const struct tracker *t, pid_t pid, enum site_key k, size_t *n)
+/* Indices of pid's sites selected by k, largest first. Caller frees. */
+static uint32_t *sorted_sites(const struct tracker *t, pid_t pid, enum site_sel k, size_t *n)
 {
 	uint32_t *v = malloc((t->nr_sites ? t->nr_sites : 1) * sizeof(*v));
 	size_t i;
@@ -88,7 +113,7 @@ struct api_sum {
 	uint64_t bytes, count, pending;
 };
 
-/* Live bytes per (API, device) of one process. Returns the number of rows. */
+/* Live memory per (API, device) of one process. Returns the number of rows. */
 static size_t sum_by_api(const struct tracker *t, pid_t pid, struct api_sum *rows, size_t max)
 {
 	size_t i, j, n = 0;
@@ -96,7 +121,7 @@ static size_t sum_by_api(const struct tracker *t, pid_t pid, struct api_sum *row
 	for (i = 0; i < t->nr_sites; i++) {
 		const struct site *s = &t->sites[i];
 
-		if (s->pid != pid || (!s->live_count && !s->pending_count))
+		if (s->pid != pid || !s->counts || (!s->live_count && !s->pending_count))
 			continue;
 		for (j = 0; j < n; j++)
 			if (rows[j].api == s->api && rows[j].device == s->device)
@@ -119,6 +144,22 @@ static void dev_str(int16_t device, char *buf, size_t len)
 		snprintf(buf, len, "host");
 	else
 		snprintf(buf, len, "%d", device);
+}
+
+static const char *owner_kind_name(uint8_t k)
+{
+	switch (k) {
+	case OWNER_CTX:
+		return "context";
+	case OWNER_COMM:
+		return "communicator";
+	case OWNER_DEVICE:
+		return "device";
+	case OWNER_LAYER:
+		return "layer";
+	default:
+		return NULL;
+	}
 }
 
 void report__interval(struct report *r, uint64_t now_ns)
@@ -147,7 +188,7 @@ void report__interval(struct report *r, uint64_t now_ns)
 				cat_api_name(rows[j].api), dev,
 				fmt_bytes(rows[j].bytes, b1, sizeof(b1)), rows[j].count);
 		}
-		top = sorted_sites(t, p->pid, BY_LIVE, &nsites);
+		top = sorted_sites(t, p->pid, SEL_MEMORY, &nsites);
 		for (j = 0; top && j < nsites && (int)j < r->top; j++) {
 			const struct site *s = &t->sites[top[j]];
 
@@ -193,7 +234,29 @@ static const char *proc_state(const struct tproc *p)
 	return p->exited ? "exited" : p->detached ? "detached" : "running";
 }
 
-static void print_sites(struct report *r, const struct tproc *p, enum site_key k,
+/* Lower layers of the allocations at site idx: other sites whose owner it is. */
+static void print_layers(struct report *r, uint32_t idx)
+{
+	const struct tracker *t = r->t;
+	const struct site *s = &t->sites[idx];
+	char b[32];
+	size_t i;
+
+	if (s->layer_count)
+		fprintf(r->out, "  %10s %6" PRIu64 "    \\_ %s (same memory)\n", "", s->layer_count,
+			cat_api_name(s->layer_api));
+	for (i = 0; i < t->nr_sites; i++) {
+		const struct site *l = &t->sites[i];
+
+		if (l->owner_kind != OWNER_LAYER || l->owner != idx || !l->live_count)
+			continue;
+		fprintf(r->out, "  %10s %6" PRIu64 "    \\_ %s%s\n",
+			fmt_bytes(l->live_bytes, b, sizeof(b)), l->live_count, cat_api_name(l->api),
+			site_mem(l) == MEM_VA ? " (address space)" : "");
+	}
+}
+
+static void print_sites(struct report *r, const struct tproc *p, enum site_sel k,
 			const char *title)
 {
 	const struct tracker *t = r->t;
@@ -207,15 +270,16 @@ static void print_sites(struct report *r, const struct tproc *p, enum site_key k
 		return;
 	}
 	fprintf(r->out, "%s\n", title);
-	if (k == BY_FAILED)
+	if (k == SEL_FAILED)
 		fprintf(r->out, "  %8s  %-26s %5s  %s\n", "CALLS", "API", "ERROR", "SITE");
 	else
 		fprintf(r->out, "  %10s %6s  %-26s %4s  %s\n", "BYTES", "COUNT", "API", "DEV",
 			"SITE");
 	for (j = 0; j < n; j++) {
 		const struct site *s = &t->sites[v[j]];
+		const char *ok = owner_kind_name(s->owner_kind);
 
-		if (k == BY_FAILED) {
+		if (k == SEL_FAILED) {
 			const char *en = cat_error_name(s->api, s->last_err);
 
 			fprintf(r->out, "  %8" PRIu64 "  %-26s %5d  %s%s%s\n", s->failed,
@@ -224,54 +288,199 @@ static void print_sites(struct report *r, const struct tproc *p, enum site_key k
 			continue;
 		}
 		dev_str(s->device, dev, sizeof(dev));
-		fprintf(r->out, "  %10s %6" PRIu64 "  %-26s %4s  %s\n",
-			fmt_bytes(k == BY_LIVE ? s->live_bytes : s->pending_bytes, b, sizeof(b)),
-			k == BY_LIVE ? s->live_count : s->pending_count, cat_api_name(s->api), dev,
-			site_name(r, s));
+		fprintf(r->out, "  %10s %6" PRIu64 "  %-26s %4s  %s",
+			fmt_bytes(k == SEL_PENDING ? s->pending_bytes : s->live_bytes, b, sizeof(b)),
+			k == SEL_PENDING ? s->pending_count : s->live_count, cat_api_name(s->api),
+			dev, site_name(r, s));
+		if (ok && s->owner_kind != OWNER_LAYER)
+			fprintf(r->out, " [%s 0x%" PRIx64 "]", ok, s->owner);
+		if (s->relmapped_count)
+			fprintf(r->out, " (%" PRIu64 " released while mapped)", s->relmapped_count);
+		fputc('\n', r->out);
+		if (k == SEL_MEMORY)
+			print_layers(r, v[j]);
 	}
 	free(v);
 }
 
-static void json_site_array(struct report *r, const struct tproc *p, enum site_key k,
+static void json_owner(FILE *f, const struct site *s)
+{
+	const char *ok = owner_kind_name(s->owner_kind);
+
+	if (!ok || s->owner_kind == OWNER_LAYER) {
+		fputs(",\"owner\":null", f);
+		return;
+	}
+	fprintf(f, ",\"owner\":{\"kind\":\"%s\",\"handle\":\"0x%" PRIx64 "\"}", ok, s->owner);
+}
+
+static void json_layers(struct report *r, uint32_t idx)
+{
+	const struct tracker *t = r->t;
+	const struct site *s = &t->sites[idx];
+	bool first = true;
+	size_t i;
+
+	fputs(",\"layers\":[", r->json);
+	if (s->layer_count) {
+		fprintf(r->json, "{\"api\":\"%s\",\"same_memory\":true,\"count\":%" PRIu64 "}",
+			cat_api_name(s->layer_api), s->layer_count);
+		first = false;
+	}
+	for (i = 0; i < t->nr_sites; i++) {
+		const struct site *l = &t->sites[i];
+
+		if (l->owner_kind != OWNER_LAYER || l->owner != idx || !l->live_count)
+			continue;
+		fprintf(r->json,
+			"%s{\"api\":\"%s\",\"same_memory\":false,\"memory\":\"%s\",\"bytes\":%" PRIu64
+			",\"count\":%" PRIu64 "}",
+			first ? "" : ",", cat_api_name(l->api), cat_mem_name(site_mem(l)),
+			l->live_bytes, l->live_count);
+		first = false;
+	}
+	fputc(']', r->json);
+}
+
+static void json_site(struct report *r, uint32_t idx, enum site_sel k, const char *kind,
+		      uint64_t bytes, uint64_t count, bool first)
+{
+	const struct site *s = &r->t->sites[idx];
+	const char *mod = s->caller ? symbolizer__module(r->sym, s->pid, s->caller) : NULL;
+
+	fprintf(r->json, "%s{\"api\":\"%s\",\"site\":", first ? "" : ",", cat_api_name(s->api));
+	json_str(r->json, site_name(r, s));
+	fprintf(r->json, ",\"module\":");
+	if (mod)
+		json_str(r->json, mod);
+	else
+		fputs("null", r->json);
+	if (k == SEL_FAILED) {
+		const char *en = cat_error_name(s->api, s->last_err);
+
+		fprintf(r->json, ",\"error\":%d,\"error_name\":", s->last_err);
+		if (en)
+			json_str(r->json, en);
+		else
+			fputs("null", r->json);
+		fprintf(r->json, ",\"count\":%" PRIu64 "}", s->failed);
+		return;
+	}
+	fprintf(r->json, ",\"device\":%d,\"memory\":\"%s\"", s->device, cat_mem_name(site_mem(s)));
+	if (kind)
+		fprintf(r->json, ",\"kind\":\"%s\"", kind);
+	json_owner(r->json, s);
+	fprintf(r->json, ",\"bytes\":%" PRIu64 ",\"count\":%" PRIu64, bytes, count);
+	if (k == SEL_MEMORY)
+		json_layers(r, idx);
+	fputc('}', r->json);
+}
+
+static void json_site_array(struct report *r, const struct tproc *p, enum site_sel k,
 			    const char *name)
 {
 	const struct tracker *t = r->t;
 	size_t n = 0, j;
 	uint32_t *v = sorted_sites(t, p->pid, k, &n);
+	bool first = true;
 
 	fprintf(r->json, ",\"%s\":[", name);
 	for (j = 0; v && j < n; j++) {
 		const struct site *s = &t->sites[v[j]];
-		const char *mod = s->caller ? symbolizer__module(r->sym, s->pid, s->caller) : NULL;
 
-		fprintf(r->json, "%s{\"api\":\"%s\",\"site\":", j ? "," : "", cat_api_name(s->api));
-		json_str(r->json, site_name(r, s));
-		fprintf(r->json, ",\"module\":");
-		if (mod)
-			json_str(r->json, mod);
-		else
-			fputs("null", r->json);
-		if (k == BY_FAILED) {
-			const char *en = cat_error_name(s->api, s->last_err);
-
-			fprintf(r->json, ",\"error\":%d,\"error_name\":", s->last_err);
-			if (en)
-				json_str(r->json, en);
-			else
-				fputs("null", r->json);
-			fprintf(r->json, ",\"count\":%" PRIu64 "}", s->failed);
+		switch (k) {
+		case SEL_MEMORY:
+			/* A VMM handle released while still mapped is a leak of its own kind. */
+			if (s->live_count > s->relmapped_count) {
+				json_site(r, v[j], k,
+					  s->api == GL_API_CU_MEM_CREATE ? "handle_not_released"
+									: "live",
+					  s->live_bytes - s->relmapped_bytes,
+					  s->live_count - s->relmapped_count, first);
+				first = false;
+			}
+			if (s->relmapped_count) {
+				json_site(r, v[j], k, "released_while_mapped", s->relmapped_bytes,
+					  s->relmapped_count, first);
+				first = false;
+			}
+			break;
+		case SEL_PENDING:
+			json_site(r, v[j], k, NULL, s->pending_bytes, s->pending_count, first);
+			first = false;
+			break;
+		default:
+			json_site(r, v[j], k, NULL, s->live_bytes, s->live_count, first);
+			first = false;
+			break;
 		}
-		else
-			fprintf(r->json,
-				",\"device\":%d,\"memory\":\"%s\",\"bytes\":%" PRIu64
-				",\"count\":%" PRIu64 "}",
-				s->device,
-				cat_by_api(s->api) ? cat_mem_name(cat_by_api(s->api)->mem) : "-",
-				k == BY_LIVE ? s->live_bytes : s->pending_bytes,
-				k == BY_LIVE ? s->live_count : s->pending_count);
 	}
 	fputc(']', r->json);
 	free(v);
+}
+
+/* Live memory of a communicator: sites it owns and everything layered under them. */
+static void comm_totals(const struct tracker *t, pid_t pid, uint64_t comm, uint64_t *bytes,
+			uint64_t *count, uint64_t *regs)
+{
+	size_t i;
+
+	*bytes = *count = *regs = 0;
+	for (i = 0; i < t->nr_sites; i++) {
+		const struct site *s = &t->sites[i];
+
+		if (s->pid != pid || s->owner_kind != OWNER_COMM || s->owner != comm)
+			continue;
+		if (site_mem(s) == MEM_REG) {
+			*regs += s->live_count;
+		} else if (s->counts) {
+			*bytes += s->live_bytes;
+			*count += s->live_count;
+		}
+	}
+}
+
+static void print_comms(struct report *r, const struct tproc *p)
+{
+	size_t i;
+	char b[32];
+
+	if (!p->nr_comms)
+		return;
+	fprintf(r->out, "NCCL communicators (memory made while creating them is theirs):\n");
+	fprintf(r->out, "  %-18s %-9s %10s %6s %5s  %s\n", "COMM", "STATE", "LIVE", "COUNT", "REGS",
+		"CREATED AT");
+	for (i = 0; i < p->nr_comms; i++) {
+		const struct tcomm *c = &p->comms[i];
+		uint64_t bytes, count, regs;
+
+		comm_totals(r->t, p->pid, c->comm, &bytes, &count, &regs);
+		fprintf(r->out, "  0x%-16" PRIx64 " %-9s %10s %6" PRIu64 " %5" PRIu64 "  %s%s\n",
+			c->comm, c->destroyed ? "destroyed" : "live",
+			fmt_bytes(bytes, b, sizeof(b)), count, regs,
+			site_name(r, &r->t->sites[c->init_site]),
+			c->destroyed && (count || regs) ? "  <- not returned by destroy" : "");
+	}
+}
+
+static void json_comms(struct report *r, const struct tproc *p)
+{
+	size_t i;
+
+	fputs(",\"communicators\":[", r->json);
+	for (i = 0; i < p->nr_comms; i++) {
+		const struct tcomm *c = &p->comms[i];
+		uint64_t bytes, count, regs;
+
+		comm_totals(r->t, p->pid, c->comm, &bytes, &count, &regs);
+		fprintf(r->json, "%s{\"handle\":\"0x%" PRIx64 "\",\"state\":\"%s\",\"api\":\"%s\","
+			"\"site\":", i ? "," : "", c->comm, c->destroyed ? "destroyed" : "live",
+			cat_api_name(r->t->sites[c->init_site].api));
+		json_str(r->json, site_name(r, &r->t->sites[c->init_site]));
+		fprintf(r->json, ",\"live_bytes\":%" PRIu64 ",\"live_count\":%" PRIu64
+			",\"registrations\":%" PRIu64 "}", bytes, count, regs);
+	}
+	fputc(']', r->json);
 }
 
 static const char *const loss_names[GL_STAT_MAX] = {
@@ -297,19 +506,24 @@ static void json_verdict(struct report *r, const struct tproc *p, uint64_t now_n
 		",\"allocs\":%" PRIu64 ",\"alloc_bytes\":%" PRIu64 ",\"frees\":%" PRIu64
 		",\"failed_calls\":%" PRIu64 ",\"unknown_frees\":%" PRIu64 ",\"null_frees\":%" PRIu64
 		",\"double_frees\":%" PRIu64 ",\"addr_reuse\":%" PRIu64 ",\"async_reuse\":%" PRIu64
-		",\"calls\":%" PRIu64 ",\"dropped_events\":%" PRIu64 ",\"losses\":{",
+		",\"layers\":%" PRIu64 ",\"released_by_owner\":%" PRIu64 ",\"calls\":%" PRIu64
+		",\"dropped_events\":%" PRIu64 ",\"losses\":{",
 		proc_state(p), p->exited ? p->exit_status : -1,
 		end > p->first_ts_ns && p->first_ts_ns ? (double)(end - p->first_ts_ns) / 1e9 : 0.0,
 		p->live_bytes, p->live_count, p->pending_bytes, p->pending_count, p->c.allocs,
 		p->c.alloc_bytes, p->c.frees, p->c.failed_calls, p->c.unknown_frees, p->c.null_frees,
-		p->c.double_frees, p->c.addr_reuse, p->c.async_reuse, p->c.calls, tproc__dropped(p));
+		p->c.double_frees, p->c.addr_reuse, p->c.async_reuse, p->c.layers,
+		p->c.released_by_owner, p->c.calls, tproc__dropped(p));
 	for (k = 0; k < GL_STAT_MAX; k++)
 		if (loss_names[k])
 			fprintf(r->json, "%s\"%s\":%" PRIu64, k ? "," : "", loss_names[k], p->loss[k]);
 	fputc('}', r->json);
-	json_site_array(r, p, BY_LIVE, "leaks");
-	json_site_array(r, p, BY_PENDING, "pending");
-	json_site_array(r, p, BY_FAILED, "failures");
+	json_site_array(r, p, SEL_MEMORY, "leaks");
+	json_site_array(r, p, SEL_PENDING, "pending");
+	json_site_array(r, p, SEL_FAILED, "failures");
+	json_site_array(r, p, SEL_VA, "address_space");
+	json_site_array(r, p, SEL_REG, "registrations");
+	json_comms(r, p);
 	fputs("}\n", r->json);
 }
 
@@ -339,9 +553,12 @@ void report__final(struct report *r, uint64_t now_ns)
 			fprintf(r->out, "; pending async free: %s in %" PRIu64,
 				fmt_bytes(p->pending_bytes, b2, sizeof(b2)), p->pending_count);
 		fputc('\n', r->out);
-		print_sites(r, p, BY_LIVE, "live allocations by site, largest first:");
-		print_sites(r, p, BY_PENDING, "async frees still pending (stream not synchronized):");
-		print_sites(r, p, BY_FAILED, "failed calls:");
+		print_sites(r, p, SEL_MEMORY, "live allocations by site, largest first:");
+		print_sites(r, p, SEL_PENDING, "async frees still pending (stream not synchronized):");
+		print_sites(r, p, SEL_VA, "virtual address ranges reserved and never freed:");
+		print_sites(r, p, SEL_REG, "registrations never deregistered:");
+		print_comms(r, p);
+		print_sites(r, p, SEL_FAILED, "failed calls:");
 		if (p->c.unknown_frees || p->c.double_frees || p->c.addr_reuse)
 			fprintf(r->out, "frees of untracked pointers (allocated before attach): %" PRIu64
 				"; double frees: %" PRIu64 "; live address returned again: %" PRIu64 "\n",

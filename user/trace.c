@@ -474,6 +474,8 @@ int trace__run(const struct trace_opts *o)
 		goto cleanup;
 	err = modules__new(&tr.mods);
 	if (!err)
+		modules__trace_libc(tr.mods, o->libc);
+	if (!err)
 		err = attach__new(tr.skel->progs.gl_enter, tr.skel->progs.gl_exit, tr.mods, &tr.att);
 	if (!err)
 		err = symbolizer__new(tr.mods, &tr.sym);

@@ -19,6 +19,7 @@ struct trace_opts {
 	const char *json_path;
 	int top;
 	bool wait_for_lib;	/* attach even if no CUDA library is mapped yet */
+	bool libc;		/* also trace the C library's allocator */
 	uint64_t ringbuf_bytes;
 };
 

@@ -557,6 +557,20 @@ static int add_pending(struct tracker *t, struct tproc *p, struct alloc *a,
 	return 0;
 }
 
+/*
+ * The runtime (and NCCL) free the layer underneath right after, at the same address: expect
+ * it, whether or not we saw the allocation (it may predate the attach), so that the lower
+ * free neither counts as unknown nor, for a pending async free, as a double free.
+ */
+static void expect_lower_free(struct tproc *p, const struct gl_call_rec *r, unsigned int fam,
+			      uint8_t ns)
+{
+	if (fam == GL_FAM_CUDART || fam == GL_FAM_NCCL)
+		expect_free(p, r->hdr.tid, fam, ns, r->addr);
+	if (fam == GL_FAM_NCCL)
+		expect_free(p, r->hdr.tid, fam, NS_VMM_RANGE, r->addr);
+}
+
 static int do_free(struct tracker *t, struct tproc *p, const struct cat_api *api,
 		   const struct gl_call_rec *r)
 {
@@ -568,28 +582,23 @@ static int do_free(struct tracker *t, struct tproc *p, const struct cat_api *api
 		p->c.null_frees++;
 		return 0;
 	}
-	if (expected_free(p, r->hdr.tid, fam, ns, r->addr)) {
-		p->c.layers++;
-		return 0;
-	}
-	/* The runtime (and NCCL) free the layer underneath right after, at the same address:
-	 * expect it, whether or not we saw the allocation (it may predate the attach). */
-	if (fam == GL_FAM_CUDART || fam == GL_FAM_NCCL)
-		expect_free(p, r->hdr.tid, fam, ns, r->addr);
-	if (fam == GL_FAM_NCCL)
-		expect_free(p, r->hdr.tid, fam, NS_VMM_RANGE, r->addr);
 	a = at_find(&p->allocs, ns, r->addr);
-	if (!a) {
+	if (!a || (a->flags & AF_PENDING)) {
+		/* The lower half of a free already applied (cudaFreeAsync -> cuMemFreeAsync). */
+		if (expected_free(p, r->hdr.tid, fam, ns, r->addr)) {
+			p->c.layers++;
+			return 0;
+		}
+		if (a)
+			p->c.double_frees++;
 		/* Mappings the program did not make with mmap (libraries, ld.so's) are
 		 * unmapped too: not a free of anything traced. */
-		if (api->ns != NS_MMAP)
+		else if (api->ns != NS_MMAP)
 			p->c.unknown_frees++;
+		expect_lower_free(p, r, fam, ns);
 		return 0;
 	}
-	if (a->flags & AF_PENDING) {
-		p->c.double_frees++;
-		return 0;
-	}
+	expect_lower_free(p, r, fam, ns);
 	if (api->op == OP_FREE_ASYNC)
 		return add_pending(t, p, a, api, r);
 	/* A physical handle released while mapped lives on until its last unmap. */
@@ -910,18 +919,47 @@ static bool is_layer_family(unsigned int outer, unsigned int inner)
 }
 
 static int apply_tree(struct tracker *t, struct tproc *p, struct node *nodes, size_t self,
-		      const struct placement *pl, bool outermost);
+		      const struct placement *scope, const struct placement *layer,
+		      bool outermost);
 
-static int apply_children(struct tracker *t, struct tproc *p, struct node *nodes, size_t self,
-			  const struct placement *pl)
+/* An inner allocation returning the outer one's address (cudaMallocHost -> cudaHostAlloc). */
+static bool same_memory(const struct alloc *outer, const struct cat_api *api,
+			const struct gl_call_rec *r)
 {
+	return outer && r->hdr.kind == GL_REC_ALLOC && api->op == OP_ALLOC &&
+	       (uint8_t)api->ns == outer->ns && r->addr == outer->addr;
+}
+
+/*
+ * Children of a node. Under an allocation (outer != NULL), calls of a lower layer family
+ * are that allocation's layers; anything else (a malloc inside cudaMalloc) is memory of its
+ * own, placed by the enclosing scope (a communicator being created, or nothing).
+ */
+static int apply_children(struct tracker *t, struct tproc *p, struct node *nodes, size_t self,
+			  const struct placement *scope, const struct placement *layer,
+			  const struct alloc *outer)
+{
+	unsigned int fam = GL_API_FAMILY(nodes[self].r->hdr.api);
+	struct placement lp;
 	size_t i;
 	int err;
 
+	if (outer)
+		lp = (struct placement){ .owner_kind = OWNER_LAYER, .owner = outer->site,
+					 .outer_ns = outer->ns, .outer_addr = outer->addr };
 	for (i = nodes[self].first_child; i < self; i++) {
+		const struct placement *l = layer;
+
 		if (nodes[i].parent != self)
 			continue;
-		err = apply_tree(t, p, nodes, i, pl, false);
+		if (outer)
+			l = &lp;
+		/* Only calls one layer further down stay in the layer (not cudaMalloc's
+		 * bookkeeping malloc, nor a malloc inside the driver's cuCtxSetCurrent). */
+		if (l && !(nodes[i].api && (is_layer_family(fam, GL_API_FAMILY(nodes[i].r->hdr.api)) ||
+					    same_memory(outer, nodes[i].api, nodes[i].r))))
+			l = NULL;
+		err = apply_tree(t, p, nodes, i, scope, l, false);
 		if (err)
 			return err;
 	}
@@ -929,28 +967,36 @@ static int apply_children(struct tracker *t, struct tproc *p, struct node *nodes
 }
 
 static int apply_tree(struct tracker *t, struct tproc *p, struct node *nodes, size_t self,
-		      const struct placement *pl, bool outermost)
+		      const struct placement *scope, const struct placement *layer,
+		      bool outermost)
 {
 	const struct gl_call_rec *r = nodes[self].r;
 	const struct cat_api *api = nodes[self].api;
-	struct placement child_pl = *pl;
+	struct alloc *a, entry;
 	int err;
 
 	if (!api)
-		return apply_children(t, p, nodes, self, pl);
+		return apply_children(t, p, nodes, self, scope, layer, NULL);
 	if (r->hdr.kind == GL_REC_ALLOC && api->op == OP_COMM_INIT && r->addr) {
 		struct site_key k = { p->pid, r->hdr.api, thread_device(p, r->hdr.tid), r->caller,
 				      r->stack_id, OWNER_NONE, 0 };
 		uint32_t site = site_get(t, &k);
+		struct placement comm = { .owner_kind = OWNER_COMM, .owner = r->addr };
 
 		if (site == UINT32_MAX || comm_add(p, r->addr, site, r->hdr.ts_ns))
 			return -ENOMEM;
 		/* Everything the communicator allocated while being created is its own. */
-		child_pl = (struct placement){ .owner_kind = OWNER_COMM, .owner = r->addr };
-		return apply_children(t, p, nodes, self, &child_pl);
+		return apply_children(t, p, nodes, self, &comm, NULL, NULL);
 	}
-	if (pl->owner_kind == OWNER_LAYER && r->hdr.kind == GL_REC_ALLOC && api->op == OP_ALLOC) {
-		struct alloc *outer = at_find(&p->allocs, pl->outer_ns, pl->outer_addr);
+	if (r->hdr.kind != GL_REC_ALLOC || api->op != OP_ALLOC) {
+		/* Any other call: what happened inside it first, then the call itself. */
+		err = apply_children(t, p, nodes, self, scope, layer, NULL);
+		if (err)
+			return err;
+		return apply_op(t, p, api, r, layer ? layer : scope, outermost);
+	}
+	if (layer) {
+		struct alloc *outer = at_find(&p->allocs, layer->outer_ns, layer->outer_addr);
 
 		/* The same address one layer down: the same memory, merged. */
 		if (outer && outer->ns == api->ns && r->addr == outer->addr) {
@@ -961,52 +1007,19 @@ static int apply_tree(struct tracker *t, struct tproc *p, struct node *nodes, si
 				account(t, p, outer, 1);
 				t->sites[outer->site].layer_api = r->hdr.api;
 			}
-			return apply_children(t, p, nodes, self, pl);
+			entry = *outer;
+			return apply_children(t, p, nodes, self, scope, layer, &entry);
 		}
-		err = do_alloc(t, p, api, r, pl);
-		if (err)
-			return err;
-		return apply_children(t, p, nodes, self, pl);
 	}
-	if (r->hdr.kind == GL_REC_ALLOC && api->op == OP_ALLOC) {
-		struct alloc *a;
-
-		err = do_alloc(t, p, api, r, pl);
-		if (err)
-			return err;
-		a = r->addr ? at_find(&p->allocs, (uint8_t)api->ns, r->addr) : NULL;
-		/* What it allocated underneath is this allocation's lower layers; anything of
-		 * another kind (a malloc inside cudaMalloc) is memory of its own. */
-		if (a) {
-			size_t i;
-
-			for (i = nodes[self].first_child; i < self; i++) {
-				struct placement lp = { .owner_kind = OWNER_LAYER, .owner = a->site,
-							.outer_ns = a->ns, .outer_addr = a->addr };
-
-				if (nodes[i].parent != self)
-					continue;
-				if (nodes[i].api && is_layer_family(GL_API_FAMILY(r->hdr.api),
-								    GL_API_FAMILY(nodes[i].r->hdr.api)))
-					err = apply_tree(t, p, nodes, i, &lp, false);
-				else
-					err = apply_tree(t, p, nodes, i, pl, false);
-				if (err)
-					return err;
-				/* A child may have grown the table: find the outer again. */
-				a = at_find(&p->allocs, (uint8_t)api->ns, r->addr);
-				if (!a)
-					return 0;
-			}
-			return 0;
-		}
-		return apply_children(t, p, nodes, self, pl);
-	}
-	/* Any other call: what happened inside it first, then the call itself. */
-	err = apply_children(t, p, nodes, self, pl);
+	err = do_alloc(t, p, api, r, layer ? layer : scope);
 	if (err)
 		return err;
-	return apply_op(t, p, api, r, pl, outermost);
+	a = r->addr ? at_find(&p->allocs, (uint8_t)api->ns, r->addr) : NULL;
+	if (!a)
+		return apply_children(t, p, nodes, self, scope, NULL, NULL);
+	/* A copy: children may grow the table under a pointer. */
+	entry = *a;
+	return apply_children(t, p, nodes, self, scope, NULL, &entry);
 }
 
 /* Apply a thread's held records plus the outermost call r that closes them. */
@@ -1045,7 +1058,7 @@ static int apply_held(struct tracker *t, struct tproc *p, struct tthread *th,
 	for (i = 0; i < top && !err; i++) {
 		struct placement none = { 0 };
 
-		err = apply_tree(t, p, nodes, stack[i], &none, true);
+		err = apply_tree(t, p, nodes, stack[i], &none, NULL, true);
 	}
 cleanup:
 	if (th)

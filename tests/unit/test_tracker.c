@@ -202,6 +202,8 @@ static void nested_calls_count_once(void)
 	alloc(t, GL_API_CUDA_MALLOC_HOST, TID, 0x7000, 4096, 0);
 	CHECK_U64(p->live_count, 2, "outer + unrelated inner");
 	CHECK_U64(p->live_bytes, 4096 + 512, "the layer is not counted twice");
+	CHECK_U64(p->c.addr_reuse, 0, "the same address one call down is no reuse");
+	CHECK_U64(p->c.layers, 1, "merged as a layer");
 	tracker__free(t);
 }
 
@@ -244,6 +246,189 @@ static void many_allocations_table(void)
 	tracker__free(t);
 }
 
+
+static struct gl_call_rec at_depth(struct gl_call_rec r, uint8_t depth)
+{
+	r.hdr.depth = depth;
+	return r;
+}
+
+static void runtime_over_driver_counts_once(void)
+{
+	struct tracker *t;
+	struct tproc *p;
+
+	if (!CHECK(!tracker__new(&t), "new"))
+		return;
+	/* cudaMalloc -> cuMemAlloc_v2 at the same address; its free goes the same way down. */
+	feed(t, at_depth(rec(GL_REC_ALLOC, GL_API_CU_MEM_ALLOC, TID, 0x10000, 4096, 0), 1));
+	alloc(t, GL_API_CUDA_MALLOC, TID, 0x10000, 4096, 0);
+	p = tracker__proc(t, PID);
+	CHECK_U64(p->live_count, 1, "one allocation");
+	CHECK_U64(p->live_bytes, 4096, "bytes once");
+	CHECK_U64(p->c.layers, 1, "one layer");
+	feed(t, rec(GL_REC_FREE, GL_API_CUDA_FREE, TID, 0x10000, 0, 0));
+	feed(t, rec(GL_REC_FREE, GL_API_CU_MEM_FREE, TID, 0x10000, 0, 0));
+	CHECK_U64(p->live_count, 0, "freed");
+	CHECK_U64(p->c.unknown_frees, 0, "the driver's free is the runtime's");
+	CHECK_U64(p->c.frees, 1, "one free");
+	/* cudaFreeAsync -> cuMemFreeAsync: pending once, no double free */
+	feed(t, at_depth(rec(GL_REC_ALLOC, GL_API_CU_MEM_ALLOC_ASYNC, TID, 0x20000, 64, 0xaa), 1));
+	alloc(t, GL_API_CUDA_MALLOC_ASYNC, TID, 0x20000, 64, 0xaa);
+	feed(t, rec(GL_REC_FREE, GL_API_CUDA_FREE_ASYNC, TID, 0x20000, 0, 0xaa));
+	feed(t, rec(GL_REC_FREE, GL_API_CU_MEM_FREE_ASYNC, TID, 0x20000, 0, 0xaa));
+	CHECK_U64(p->c.double_frees, 0, "no double free");
+	CHECK_U64(p->pending_bytes, 64, "pending once");
+	/* the user frees the same pointer twice through the runtime: that is a double free */
+	feed(t, rec(GL_REC_FREE, GL_API_CUDA_FREE_ASYNC, TID, 0x20000, 0, 0xaa));
+	CHECK_U64(p->c.double_frees, 1, "double free");
+	tracker__free(t);
+}
+
+static struct gl_desc_rec mem_create(uint64_t handle, uint64_t size, int32_t device, uint8_t depth)
+{
+	struct gl_desc_rec d;
+	int32_t loc_type = 1;
+
+	memset(&d, 0, sizeof(d));
+	d.call = rec(GL_REC_ALLOC, GL_API_CU_MEM_CREATE, TID, handle, size, 0);
+	d.call.hdr.size = sizeof(d);
+	d.call.hdr.flags |= GL_HF_DESC;
+	d.call.hdr.depth = depth;
+	memcpy(d.desc + 8, &loc_type, 4);
+	memcpy(d.desc + 12, &device, 4);
+	return d;
+}
+
+static void vmm_leak_kinds(void)
+{
+	struct tracker *t;
+	struct tproc *p;
+	struct gl_desc_rec h1 = mem_create(0x77, 2 << 20, 1, 0), h2 = mem_create(0x88, 2 << 20, 0, 0);
+	size_t i;
+
+	if (!CHECK(!tracker__new(&t), "new"))
+		return;
+	alloc(t, GL_API_CU_MEM_ADDRESS_RESERVE, TID, 0x40000000, 8 << 20, 0);
+	tracker__apply(t, &h1.call.hdr);
+	tracker__apply(t, &h2.call.hdr);
+	p = tracker__proc(t, PID);
+	CHECK_U64(p->live_bytes, 4 << 20, "two handles; the range is address space, not bytes");
+	/* map h1 twice: bytes still once */
+	feed(t, rec(GL_REC_CALL, GL_API_CU_MEM_MAP, TID, 0x40000000, 2 << 20, 0x77));
+	feed(t, rec(GL_REC_CALL, GL_API_CU_MEM_MAP, TID, 0x40200000, 2 << 20, 0x77));
+	CHECK_U64(p->live_bytes, 4 << 20, "a handle mapped twice counts once");
+	/* released while mapped: memory stays until the last unmap */
+	feed(t, rec(GL_REC_FREE, GL_API_CU_MEM_RELEASE, TID, 0x77, 0, 0));
+	CHECK_U64(p->live_bytes, 4 << 20, "released while mapped is still memory");
+	for (i = 0; i < t->nr_sites; i++)
+		if (t->sites[i].api == GL_API_CU_MEM_CREATE && t->sites[i].device == 1)
+			CHECK_U64(t->sites[i].relmapped_count, 1, "released-while-mapped handle");
+	feed(t, rec(GL_REC_CALL, GL_API_CU_MEM_UNMAP, TID, 0x40000000, 2 << 20, 0));
+	CHECK_U64(p->live_bytes, 4 << 20, "one mapping left");
+	feed(t, rec(GL_REC_CALL, GL_API_CU_MEM_UNMAP, TID, 0x40200000, 2 << 20, 0));
+	CHECK_U64(p->live_bytes, 2 << 20, "last unmap frees the released handle");
+	/* h2 never released; the range never freed */
+	CHECK_U64(p->live_count, 1, "h2 left");
+	CHECK_U64(p->allocs.n, 2, "h2 and the range in the table");
+	feed(t, rec(GL_REC_FREE, GL_API_CU_MEM_ADDRESS_FREE, TID, 0x40000000, 0, 0));
+	CHECK_U64(p->allocs.n, 1, "range freed");
+	CHECK_U64(p->c.unknown_frees, 0, "unknown frees");
+	tracker__free(t);
+}
+
+static void nccl_comm_owns_init_memory(void)
+{
+	struct tracker *t;
+	struct tproc *p;
+	const struct tcomm *c;
+	size_t i;
+
+	if (!CHECK(!tracker__new(&t), "new"))
+		return;
+	/* ncclCommInitRank allocating through the driver on the calling thread */
+	feed(t, at_depth(rec(GL_REC_ALLOC, GL_API_CU_MEM_ALLOC, TID, 0x100000, 1 << 20, 0), 1));
+	feed(t, at_depth(rec(GL_REC_ALLOC, GL_API_CU_MEM_HOST_ALLOC, TID, 0x200000, 65536, 0), 1));
+	/* another thread's allocation meanwhile is not the communicator's */
+	alloc(t, GL_API_CUDA_MALLOC, TID2, 0x300000, 100, 0);
+	feed(t, rec(GL_REC_ALLOC, GL_API_NCCL_COMM_INIT_RANK, TID, 0xc0, 0, 0));
+	p = tracker__proc(t, PID);
+	c = tproc__comm(p, 0xc0);
+	if (!CHECK(c, "communicator known"))
+		goto cleanup;
+	CHECK_U64(p->live_bytes, (1 << 20) + 65536 + 100, "live");
+	for (i = 0; i < t->nr_sites; i++) {
+		const struct site *s = &t->sites[i];
+
+		if (s->api == GL_API_CU_MEM_ALLOC || s->api == GL_API_CU_MEM_HOST_ALLOC)
+			CHECK(s->owner_kind == OWNER_COMM && s->owner == 0xc0, "owned by the comm");
+		if (s->api == GL_API_CUDA_MALLOC)
+			CHECK(s->owner_kind == OWNER_NONE, "other thread's not owned");
+	}
+	/* ncclCommDestroy frees one of the two inside, then returns */
+	feed(t, at_depth(rec(GL_REC_FREE, GL_API_CU_MEM_FREE, TID, 0x100000, 0, 0), 1));
+	feed(t, rec(GL_REC_CALL, GL_API_NCCL_COMM_DESTROY, TID, 0xc0, 0, 0));
+	CHECK(c->destroyed, "destroyed");
+	CHECK_U64(p->live_bytes, 65536 + 100, "pinned buffer not returned by destroy");
+cleanup:
+	tracker__free(t);
+}
+
+static void nccl_mem_alloc_layers(void)
+{
+	struct tracker *t;
+	struct tproc *p;
+	struct gl_desc_rec h = mem_create(0x99, 4 << 20, 0, 1);
+
+	if (!CHECK(!tracker__new(&t), "new"))
+		return;
+	feed(t, at_depth(rec(GL_REC_ALLOC, GL_API_CU_MEM_ADDRESS_RESERVE, TID, 0x50000000, 4 << 20,
+			     0), 1));
+	tracker__apply(t, &h.call.hdr);
+	feed(t, at_depth(rec(GL_REC_CALL, GL_API_CU_MEM_MAP, TID, 0x50000000, 4 << 20, 0x99), 1));
+	alloc(t, GL_API_NCCL_MEM_ALLOC, TID, 0x50000000, 3 << 20, 0);
+	p = tracker__proc(t, PID);
+	CHECK_U64(p->live_count, 1, "one allocation: ncclMemAlloc");
+	CHECK_U64(p->live_bytes, 3 << 20, "its bytes, once");
+	CHECK_U64(p->allocs.n, 3, "with its range and handle as layers in the table");
+	/* ncclMemFree: unmap, release, free the range underneath */
+	feed(t, rec(GL_REC_FREE, GL_API_NCCL_MEM_FREE, TID, 0x50000000, 0, 0));
+	feed(t, rec(GL_REC_CALL, GL_API_CU_MEM_UNMAP, TID, 0x50000000, 4 << 20, 0));
+	feed(t, rec(GL_REC_FREE, GL_API_CU_MEM_RELEASE, TID, 0x99, 0, 0));
+	feed(t, rec(GL_REC_FREE, GL_API_CU_MEM_ADDRESS_FREE, TID, 0x50000000, 0, 0));
+	CHECK_U64(p->live_count, 0, "freed");
+	CHECK_U64(p->allocs.n, 0, "layers freed too");
+	CHECK_U64(p->c.unknown_frees, 0, "unknown frees");
+	tracker__free(t);
+}
+
+static void context_teardown_releases(void)
+{
+	struct tracker *t;
+	struct tproc *p;
+
+	if (!CHECK(!tracker__new(&t), "new"))
+		return;
+	/* cuCtxCreate_v4(&ctx, NULL, 0, dev 1) makes it current */
+	feed(t, rec(GL_REC_ALLOC, GL_API_CU_CTX_CREATE, TID, 0xc7, 0, 1));
+	alloc(t, GL_API_CU_MEM_ALLOC, TID, 0x1000, 512, 0);
+	/* primary context of device 0, retained twice, on another thread */
+	feed(t, rec(GL_REC_ALLOC, GL_API_CU_DEVICE_PRIMARY_CTX_RETAIN, TID2, 0xb0, 0, 0));
+	feed(t, rec(GL_REC_ALLOC, GL_API_CU_DEVICE_PRIMARY_CTX_RETAIN, TID2, 0xb0, 0, 0));
+	feed(t, rec(GL_REC_CALL, GL_API_CU_CTX_SET_CURRENT, TID2, 0xb0, 0, 0));
+	alloc(t, GL_API_CU_MEM_ALLOC, TID2, 0x2000, 256, 0);
+	p = tracker__proc(t, PID);
+	CHECK_U64(p->live_bytes, 768, "live");
+	feed(t, rec(GL_REC_CALL, GL_API_CU_CTX_DESTROY, TID, 0xc7, 0, 0));
+	CHECK_U64(p->live_bytes, 256, "the context's memory went with it");
+	CHECK_U64(p->c.released_by_owner, 1, "released by its owner");
+	feed(t, rec(GL_REC_CALL, GL_API_CU_DEVICE_PRIMARY_CTX_RELEASE, TID2, 0, 0, 0));
+	CHECK_U64(p->live_bytes, 256, "one retain left");
+	feed(t, rec(GL_REC_CALL, GL_API_CU_DEVICE_PRIMARY_CTX_RELEASE, TID2, 0, 0, 0));
+	CHECK_U64(p->live_bytes, 0, "last release frees the primary context's memory");
+	tracker__free(t);
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -257,6 +442,11 @@ int main(void)
 		{ "tracker_nested_calls_count_once", nested_calls_count_once },
 		{ "tracker_unknown_and_null_frees", unknown_and_null_frees },
 		{ "tracker_many_allocations_table", many_allocations_table },
+		{ "tracker_runtime_over_driver_counts_once", runtime_over_driver_counts_once },
+		{ "tracker_vmm_leak_kinds", vmm_leak_kinds },
+		{ "tracker_nccl_comm_owns_init_memory", nccl_comm_owns_init_memory },
+		{ "tracker_nccl_mem_alloc_layers", nccl_mem_alloc_layers },
+		{ "tracker_context_teardown_releases", context_teardown_releases },
 	};
 
 	return run_unit_tests(tests, sizeof(tests) / sizeof(tests[0]));
