@@ -16,6 +16,7 @@
 #include "probe_catalog.h"
 #include "proc_maps.h"
 #include "process.h"
+#include "rules.h"
 #include "trace.h"
 #include "units.h"
 
@@ -36,12 +37,18 @@ enum opt_key {
 	OPT_RINGBUF,
 	OPT_LIB,
 	OPT_LIBC,
+	OPT_RULES,
+	OPT_RULE,
+	OPT_PRESET,
 };
 
 struct cli {
 	struct trace_opts t;
 	const char *lib;
 	const char *cmd;
+	struct rules *rules;
+	int rules_err;		/* a rule did not parse: exit 2 before attaching */
+	int nr_rule_args;
 };
 
 static const char top_doc[] =
@@ -75,6 +82,13 @@ static const struct argp_option trace_options[] = {
 	  "Also trace the C library's malloc, calloc, realloc, posix_memalign, aligned_alloc, "
 	  "memalign, free, mmap and munmap (host memory beside the GPU's; costs more per call)",
 	  0 },
+	{ "rules", OPT_RULES, "FILE", 0,
+	  "Persistent-buffer, deferred-free and ignore rules, one per line (repeatable)", 1 },
+	{ "rule", OPT_RULE, "TEXT", 0,
+	  "One rule, e.g. 'persistent site=*kv_cache* release=session-end' (repeatable)", 1 },
+	{ "preset", OPT_PRESET, "NAME", 0,
+	  "Rules for a known stack: vllm, hf-transformers, ort-webgpu, llama.cpp (files in rules/)",
+	  1 },
 	{ "ringbuf-size", OPT_RINGBUF, "BYTES", 0,
 	  "BPF ring buffer size, a power of two (default 64MiB)", 0 },
 	{ "verbose", 'v', NULL, 0, "More diagnostics on stderr (-vv: libbpf debug)", 0 },
@@ -159,6 +173,28 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 	case OPT_LIBC:
 		c->t.libc = true;
 		break;
+	case OPT_RULES:
+	case OPT_RULE:
+	case OPT_PRESET: {
+		char err[512];
+		int ret;
+
+		if (key == OPT_RULES)
+			ret = rules__load_file(c->rules, arg, err, sizeof(err));
+		else if (key == OPT_RULE) {
+			char src[32];
+
+			snprintf(src, sizeof(src), "--rule #%d", ++c->nr_rule_args);
+			ret = rules__parse(c->rules, arg, strlen(arg), src, err, sizeof(err));
+		}
+		else
+			ret = rules__load_preset(c->rules, arg, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "gpuleak: %s\n", err);
+			c->rules_err = ret;
+		}
+		break;
+	}
 	case OPT_RINGBUF:
 		if (parse_bytes(arg, &v) || v < 4096 || (v & (v - 1)) || v > (1ULL << 31))
 			argp_error(state, "--ringbuf-size must be a power of two, 4KiB..2GiB");
@@ -306,6 +342,7 @@ int main(int argc, char **argv)
 	struct cli c = {};
 	const char *cmd;
 	char name[64];
+	int ret;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	c.t.interval_ns = 5000000000ULL;
@@ -338,11 +375,33 @@ int main(int argc, char **argv)
 			"gpuleak --help)\n", cmd);
 		return EXIT_USAGE;
 	}
+	if (rules__new(&c.rules)) {
+		fprintf(stderr, "gpuleak: out of memory\n");
+		return EXIT_RUNTIME;
+	}
 	/* argp exits with argp_err_exit_status on usage errors. */
 	argp_err_exit_status = EXIT_USAGE;
-	if (argp_parse(&sub, argc - 1, argv + 1, ARGP_IN_ORDER, NULL, &c))
-		return EXIT_USAGE;
-	if (!strcmp(cmd, "probes"))
-		return cmd_probes(&c);
-	return trace__run(&c.t);
+	if (argp_parse(&sub, argc - 1, argv + 1, ARGP_IN_ORDER, NULL, &c)) {
+		ret = EXIT_USAGE;
+		goto cleanup;
+	}
+	/* A malformed rule stops everything before anything is attached. */
+	if (c.rules_err) {
+		ret = EXIT_USAGE;
+		goto cleanup;
+	}
+	if (!strcmp(cmd, "probes")) {
+		ret = cmd_probes(&c);
+		goto cleanup;
+	}
+	if (rules__add_builtins(c.rules)) {
+		fprintf(stderr, "gpuleak: built-in rules did not parse\n");
+		ret = EXIT_RUNTIME;
+		goto cleanup;
+	}
+	c.t.rules = c.rules;
+	ret = trace__run(&c.t);
+cleanup:
+	rules__free(c.rules);
+	return ret;
 }

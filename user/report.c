@@ -5,6 +5,7 @@
 #include "json.h"
 #include "probe_catalog.h"
 #include "report.h"
+#include "rules.h"
 #include "symbolize.h"
 #include "tracker.h"
 
@@ -46,19 +47,36 @@ static enum cat_mem site_mem(const struct site *s)
 /* Which sites a listing shows and by what it sorts them. */
 enum site_sel {
 	SEL_MEMORY,	/* live memory not under another allocation: what leaks */
+	SEL_RETAINED,	/* live memory a persistent rule says is meant to stay */
+	SEL_IGNORED,	/* live memory an ignore rule keeps out of verdicts */
 	SEL_PENDING,	/* async frees waiting for their stream */
 	SEL_FAILED,	/* calls that returned an error */
 	SEL_VA,		/* reserved virtual ranges: address space, no bytes */
 	SEL_REG,	/* registrations of memory allocated elsewhere */
 };
 
+static const struct tracker *sel_t;
+
+/* A persistent class that must be gone at session end leaks when it is not. */
+static bool must_release(const struct site *s)
+{
+	return s->cls == CLS_PERSISTENT && sel_t->rules &&
+	       sel_t->rules->v[s->rule - 1].release_at_end;
+}
+
 static uint64_t key_of(const struct site *s, enum site_sel k)
 {
+	uint64_t live = s->live_bytes ? s->live_bytes : s->live_count;
+
 	switch (k) {
 	case SEL_MEMORY:
-		if (!s->counts)
+		if (!s->counts || (s->cls != CLS_NONE && !must_release(s)))
 			return 0;
-		return s->live_bytes ? s->live_bytes : s->live_count;
+		return live;
+	case SEL_RETAINED:
+		return s->counts && s->cls == CLS_PERSISTENT && !must_release(s) ? live : 0;
+	case SEL_IGNORED:
+		return s->counts && s->cls == CLS_IGNORED ? live : 0;
 	case SEL_PENDING:
 		if (s->owner_kind == OWNER_LAYER)
 			return 0;
@@ -98,6 +116,7 @@ static uint32_t *sorted_sites(const struct tracker *t, pid_t pid, enum site_sel 
 	*n = 0;
 	if (!v)
 		return NULL;
+	sel_t = t;
 	for (i = 0; i < t->nr_sites; i++)
 		if (t->sites[i].pid == pid && key_of(&t->sites[i], k))
 			v[(*n)++] = i;
@@ -297,7 +316,7 @@ static void print_sites(struct report *r, const struct tproc *p, enum site_sel k
 		if (s->relmapped_count)
 			fprintf(r->out, " (%" PRIu64 " released while mapped)", s->relmapped_count);
 		fputc('\n', r->out);
-		if (k == SEL_MEMORY)
+		if (k == SEL_MEMORY || k == SEL_RETAINED)
 			print_layers(r, v[j]);
 	}
 	free(v);
@@ -369,9 +388,13 @@ static void json_site(struct report *r, uint32_t idx, enum site_sel k, const cha
 	fprintf(r->json, ",\"device\":%d,\"memory\":\"%s\"", s->device, cat_mem_name(site_mem(s)));
 	if (kind)
 		fprintf(r->json, ",\"kind\":\"%s\"", kind);
+	if (s->rule && r->t->rules) {
+		fputs(",\"rule\":", r->json);
+		json_str(r->json, r->t->rules->v[s->rule - 1].text);
+	}
 	json_owner(r->json, s);
 	fprintf(r->json, ",\"bytes\":%" PRIu64 ",\"count\":%" PRIu64, bytes, count);
-	if (k == SEL_MEMORY)
+	if (k == SEL_MEMORY || k == SEL_RETAINED || k == SEL_IGNORED)
 		json_layers(r, idx);
 	fputc('}', r->json);
 }
@@ -390,6 +413,8 @@ static void json_site_array(struct report *r, const struct tproc *p, enum site_s
 
 		switch (k) {
 		case SEL_MEMORY:
+		case SEL_RETAINED:
+		case SEL_IGNORED:
 			/* A VMM handle released while still mapped is a leak of its own kind. */
 			if (s->live_count > s->relmapped_count) {
 				json_site(r, v[j], k,
@@ -483,6 +508,64 @@ static void json_comms(struct report *r, const struct tproc *p)
 	fputc(']', r->json);
 }
 
+static const char *viol_name(uint8_t kind)
+{
+	switch (kind) {
+	case VIOL_ONCE:
+		return "once";
+	case VIOL_MAX:
+		return "max";
+	case VIOL_NOT_RELEASED:
+		return "not_released_at_session_end";
+	case VIOL_FREE_NEVER_COMPLETED:
+		return "free_never_completed";
+	}
+	return "?";
+}
+
+static void print_violations(struct report *r, const struct tproc *p)
+{
+	const struct tracker *t = r->t;
+	char b[32];
+	size_t i;
+
+	if (!p->nr_viols || !t->rules)
+		return;
+	fprintf(r->out, "rule violations:\n");
+	for (i = 0; i < p->nr_viols; i++) {
+		const struct violation *v = &p->viols[i];
+		const struct rule *ru = &t->rules->v[v->rule];
+
+		fprintf(r->out, "  %-28s %10s %5" PRIu64 "  %s  [%s: %s]\n", viol_name(v->kind),
+			fmt_bytes(v->bytes, b, sizeof(b)), v->count,
+			v->site < t->nr_sites ? site_name(r, &t->sites[v->site]) : "?", ru->source,
+			ru->text);
+	}
+}
+
+static void json_violations(struct report *r, const struct tproc *p)
+{
+	const struct tracker *t = r->t;
+	size_t i;
+
+	fputs(",\"violations\":[", r->json);
+	for (i = 0; t->rules && i < p->nr_viols; i++) {
+		const struct violation *v = &p->viols[i];
+		const struct rule *ru = &t->rules->v[v->rule];
+		const struct site *s = v->site < t->nr_sites ? &t->sites[v->site] : NULL;
+
+		fprintf(r->json, "%s{\"kind\":\"%s\",\"rule\":", i ? "," : "", viol_name(v->kind));
+		json_str(r->json, ru->text);
+		fputs(",\"source\":", r->json);
+		json_str(r->json, ru->source);
+		fprintf(r->json, ",\"api\":\"%s\",\"site\":", s ? cat_api_name(s->api) : "?");
+		json_str(r->json, s ? site_name(r, s) : "?");
+		fprintf(r->json, ",\"bytes\":%" PRIu64 ",\"count\":%" PRIu64 ",\"step\":%" PRId64
+			",\"t_s\":%.3f}", v->bytes, v->count, v->step, secs(r, v->ts_ns));
+	}
+	fputc(']', r->json);
+}
+
 static const char *const loss_names[GL_STAT_MAX] = {
 	[GL_STAT_RB_FULL] = "ringbuf_full",
 	[GL_STAT_STASH_FAIL] = "stash_fail",
@@ -506,19 +589,25 @@ static void json_verdict(struct report *r, const struct tproc *p, uint64_t now_n
 		",\"allocs\":%" PRIu64 ",\"alloc_bytes\":%" PRIu64 ",\"frees\":%" PRIu64
 		",\"failed_calls\":%" PRIu64 ",\"unknown_frees\":%" PRIu64 ",\"null_frees\":%" PRIu64
 		",\"double_frees\":%" PRIu64 ",\"addr_reuse\":%" PRIu64 ",\"async_reuse\":%" PRIu64
+		",\"persistent_bytes\":%" PRIu64 ",\"persistent_count\":%" PRIu64
+		",\"ignored_bytes\":%" PRIu64 ",\"ignored_count\":%" PRIu64
 		",\"layers\":%" PRIu64 ",\"released_by_owner\":%" PRIu64 ",\"calls\":%" PRIu64
 		",\"dropped_events\":%" PRIu64 ",\"losses\":{",
 		proc_state(p), p->exited ? p->exit_status : -1,
 		end > p->first_ts_ns && p->first_ts_ns ? (double)(end - p->first_ts_ns) / 1e9 : 0.0,
 		p->live_bytes, p->live_count, p->pending_bytes, p->pending_count, p->c.allocs,
 		p->c.alloc_bytes, p->c.frees, p->c.failed_calls, p->c.unknown_frees, p->c.null_frees,
-		p->c.double_frees, p->c.addr_reuse, p->c.async_reuse, p->c.layers,
+		p->c.double_frees, p->c.addr_reuse, p->c.async_reuse, p->persistent_bytes,
+		p->persistent_count, p->ignored_bytes, p->ignored_count, p->c.layers,
 		p->c.released_by_owner, p->c.calls, tproc__dropped(p));
 	for (k = 0; k < GL_STAT_MAX; k++)
 		if (loss_names[k])
 			fprintf(r->json, "%s\"%s\":%" PRIu64, k ? "," : "", loss_names[k], p->loss[k]);
 	fputc('}', r->json);
 	json_site_array(r, p, SEL_MEMORY, "leaks");
+	json_site_array(r, p, SEL_RETAINED, "retained");
+	json_site_array(r, p, SEL_IGNORED, "ignored");
+	json_violations(r, p);
 	json_site_array(r, p, SEL_PENDING, "pending");
 	json_site_array(r, p, SEL_FAILED, "failures");
 	json_site_array(r, p, SEL_VA, "address_space");
@@ -553,7 +642,15 @@ void report__final(struct report *r, uint64_t now_ns)
 			fprintf(r->out, "; pending async free: %s in %" PRIu64,
 				fmt_bytes(p->pending_bytes, b2, sizeof(b2)), p->pending_count);
 		fputc('\n', r->out);
+		if (p->persistent_count || p->ignored_count)
+			fprintf(r->out, "of which persistent by rule: %s in %" PRIu64
+				"; ignored by rule: %s in %" PRIu64 "\n",
+				fmt_bytes(p->persistent_bytes, b1, sizeof(b1)), p->persistent_count,
+				fmt_bytes(p->ignored_bytes, b2, sizeof(b2)), p->ignored_count);
 		print_sites(r, p, SEL_MEMORY, "live allocations by site, largest first:");
+		print_sites(r, p, SEL_RETAINED,
+			    "retained at session end (persistent by rule, not leaks):");
+		print_violations(r, p);
 		print_sites(r, p, SEL_PENDING, "async frees still pending (stream not synchronized):");
 		print_sites(r, p, SEL_VA, "virtual address ranges reserved and never freed:");
 		print_sites(r, p, SEL_REG, "registrations never deregistered:");

@@ -20,7 +20,8 @@ struct symbolizer {
 	struct modules *mods;
 	struct seen_map *maps;
 	size_t nr_maps, cap_maps;
-	struct hmap names;	/* (pid, addr) -> index into strs */
+	struct hmap names;	/* (pid, addr) -> index into strs: "sym+0xoff (module)" */
+	struct hmap funcs;	/* (pid, addr) -> index into strs + 1: plain function name, 0: none */
 	char **strs;
 	size_t nr_strs, cap_strs;
 };
@@ -47,6 +48,7 @@ void symbolizer__free(struct symbolizer *s)
 	free(s->strs);
 	free(s->maps);
 	hmap__free(&s->names);
+	hmap__free(&s->funcs);
 	free(s);
 }
 
@@ -128,9 +130,33 @@ static char *format_name(struct symbolizer *s, pid_t pid, uint64_t addr)
 	return out;
 }
 
+/* Keep str (taken over) and remember it under (pid, addr) in h as index + bias. */
+static const char *intern(struct symbolizer *s, struct hmap *h, pid_t pid, uint64_t addr,
+			  char *str, uint64_t bias)
+{
+	if (s->nr_strs == s->cap_strs) {
+		size_t cap = s->cap_strs ? 2 * s->cap_strs : 64;
+		char **v = realloc(s->strs, cap * sizeof(*v));
+
+		if (!v) {
+			free(str);
+			return NULL;
+		}
+		s->strs = v;
+		s->cap_strs = cap;
+	}
+	if (hmap__put(h, (uint64_t)pid, addr, s->nr_strs + bias)) {
+		free(str);
+		return NULL;
+	}
+	s->strs[s->nr_strs++] = str;
+	return str;
+}
+
 const char *symbolizer__name(struct symbolizer *s, pid_t pid, uint64_t addr)
 {
 	uint64_t *idx = hmap__get(&s->names, (uint64_t)pid, addr);
+	const char *ret;
 	char *name;
 
 	if (idx)
@@ -138,21 +164,39 @@ const char *symbolizer__name(struct symbolizer *s, pid_t pid, uint64_t addr)
 	name = format_name(s, pid, addr);
 	if (!name)
 		return "?";
-	if (s->nr_strs == s->cap_strs) {
-		size_t cap = s->cap_strs ? 2 * s->cap_strs : 64;
-		char **v = realloc(s->strs, cap * sizeof(*v));
+	ret = intern(s, &s->names, pid, addr, name, 0);
+	return ret ? ret : "?";
+}
 
-		if (!v) {
-			free(name);
-			return "?";
-		}
-		s->strs = v;
-		s->cap_strs = cap;
+int symbolizer__frame(struct symbolizer *s, pid_t pid, uint64_t addr, const char **sym,
+		      const char **module)
+{
+	const struct seen_map *m = lookup(s, pid, addr);
+	uint64_t *idx = hmap__get(&s->funcs, (uint64_t)pid, addr);
+	uint64_t off, vaddr, in_sym;
+	const char *name = NULL;
+
+	*sym = NULL;
+	*module = m ? m->mod->name : NULL;
+	if (idx) {
+		*sym = *idx ? s->strs[*idx - 1] : NULL;
+		return 0;
 	}
-	if (hmap__put(&s->names, (uint64_t)pid, addr, s->nr_strs)) {
-		free(name);
-		return "?";
+	if (m && m->mod->elf) {
+		off = addr - m->start + m->pgoff;
+		if (!elf_obj__off_to_vaddr(m->mod->elf, off, &vaddr))
+			name = elf_obj__symbolize(m->mod->elf, vaddr, &in_sym);
 	}
-	s->strs[s->nr_strs++] = name;
-	return name;
+	if (!name) {
+		hmap__put(&s->funcs, (uint64_t)pid, addr, 0);
+		return m ? 0 : -ENOENT;
+	}
+	{
+		char *plain = strndup(name, strcspn(name, "@"));
+
+		if (!plain)
+			return -ENOMEM;
+		*sym = intern(s, &s->funcs, pid, addr, plain, 1);
+	}
+	return 0;
 }

@@ -22,6 +22,12 @@ void symbolizer__free(struct symbolizer *s);
 int symbolizer__add_maps(struct symbolizer *s, const struct proc_maps *m);
 /* Name addr in pid. The returned string lives as long as the symbolizer. */
 const char *symbolizer__name(struct symbolizer *s, pid_t pid, uint64_t addr);
+/*
+ * The function containing addr (plain name: no offset, no version) and the object's
+ * basename, for rules (site=, lib=). Either may be NULL when unknown. 0 or -ENOENT.
+ */
+int symbolizer__frame(struct symbolizer *s, pid_t pid, uint64_t addr, const char **sym,
+		      const char **module);
 /* The module (basename) containing addr in pid, or NULL. */
 const char *symbolizer__module(struct symbolizer *s, pid_t pid, uint64_t addr);
 

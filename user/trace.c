@@ -83,6 +83,16 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
+/* Frames of a call site for rules: the caller, named by the symbolizer. */
+static int site_frames(void *ctx, pid_t pid, uint64_t caller, int32_t stack_id,
+		       const char **syms, const char **mods, int max)
+{
+	(void)stack_id;
+	if (max < 1 || !caller || symbolizer__frame(ctx, pid, caller, &syms[0], &mods[0]))
+		return 0;
+	return 1;
+}
+
 /* Every record, from BPF or made here, enters the analysis through this one function. */
 static int on_record(void *ctx, const struct gl_hdr *h)
 {
@@ -481,6 +491,8 @@ int trace__run(const struct trace_opts *o)
 		err = symbolizer__new(tr.mods, &tr.sym);
 	if (!err)
 		err = tracker__new(&tr.trk);
+	if (!err)
+		tracker__set_rules(tr.trk, o->rules, site_frames, tr.sym);
 	if (!err)
 		err = ringbuf__new(bpf_map__fd(tr.skel->maps.events), on_record, &tr, &tr.rb);
 	if (err) {

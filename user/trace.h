@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct rules;
+
 struct trace_opts {
 	pid_t pid;		/* attach mode when > 0 */
 	char **argv;		/* run mode when non-NULL */
@@ -21,6 +23,7 @@ struct trace_opts {
 	bool wait_for_lib;	/* attach even if no CUDA library is mapped yet */
 	bool libc;		/* also trace the C library's allocator */
 	uint64_t ringbuf_bytes;
+	const struct rules *rules;	/* user rules + built-ins */
 };
 
 /* Returns the process exit code: 0 done, 1 runtime error. */

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "probe_catalog.h"
+#include "rules.h"
 #include "tracker.h"
 
 /* ---- the live allocation table: open addressing, linear probing, backward-shift delete ---- */
@@ -113,6 +114,15 @@ int tracker__new(struct tracker **out)
 	return *out ? 0 : -ENOMEM;
 }
 
+void tracker__set_rules(struct tracker *t, const struct rules *rules, frames_fn frames,
+			void *ctx)
+{
+	t->rules = rules;
+	t->frames = frames;
+	t->frames_ctx = ctx;
+}
+
+
 static void proc_free(struct tproc *p)
 {
 	const struct hmap_slot *s;
@@ -133,6 +143,8 @@ static void proc_free(struct tproc *p)
 	free(p->ctxs);
 	free(p->comms);
 	free(p->maps);
+	free(p->rule_live);
+	free(p->viols);
 	free(p);
 }
 
@@ -180,6 +192,14 @@ static struct tproc *proc_get(struct tracker *t, pid_t pid)
 	if (!p)
 		return NULL;
 	p->pid = pid;
+	p->step = -1;
+	if (t->rules && t->rules->n) {
+		p->rule_live = calloc(t->rules->n, sizeof(*p->rule_live));
+		if (!p->rule_live) {
+			free(p);
+			return NULL;
+		}
+	}
 	t->procs[t->nr_procs++] = p;
 	return p;
 }
@@ -219,20 +239,21 @@ struct site_key {
 	int32_t stack_id;
 	uint8_t owner_kind;
 	uint64_t owner;
+	uint16_t rule;		/* persistent/ignore rule + 1, 0: none */
 };
 
 static bool site_matches(const struct site *s, const struct site_key *k)
 {
 	return s->pid == k->pid && s->api == k->api && s->device == k->device &&
 	       s->stack_id == k->stack_id && (k->stack_id >= 0 || s->caller == k->caller) &&
-	       s->owner_kind == k->owner_kind && s->owner == k->owner;
+	       s->owner_kind == k->owner_kind && s->owner == k->owner && s->rule == k->rule;
 }
 
 static uint32_t site_get(struct tracker *t, const struct site_key *k)
 {
 	uint64_t k0 = (uint64_t)(uint32_t)k->pid << 32 | (uint64_t)k->api << 16 | (uint16_t)k->device;
 	uint64_t k1 = (k->stack_id >= 0 ? 1ULL << 63 | (uint32_t)k->stack_id : k->caller) ^
-		      hmap_mix(k->owner + k->owner_kind);
+		      hmap_mix(k->owner + k->owner_kind + ((uint64_t)k->rule << 48));
 	const struct cat_api *api = cat_by_api(k->api);
 	uint64_t *v;
 	struct site *s;
@@ -265,6 +286,10 @@ static uint32_t site_get(struct tracker *t, const struct site_key *k)
 	s->stack_id = k->stack_id;
 	s->owner_kind = k->owner_kind;
 	s->owner = k->owner;
+	s->rule = k->rule;
+	if (k->rule && t->rules)
+		s->cls = t->rules->v[k->rule - 1].kind == RULE_PERSISTENT ? CLS_PERSISTENT
+									: CLS_IGNORED;
 	s->counts = api && cat_mem_counts(api->mem) && k->owner_kind != OWNER_LAYER;
 	return t->nr_sites++;
 }
@@ -387,6 +412,21 @@ static void account(struct tracker *t, struct tproc *p, struct alloc *a, int sig
 	if (s->counts) {
 		p->live_bytes += sign * b;
 		p->live_count += sign;
+		if (s->cls == CLS_PERSISTENT) {
+			p->persistent_bytes += sign * b;
+			p->persistent_count += sign;
+		} else if (s->cls == CLS_IGNORED) {
+			p->ignored_bytes += sign * b;
+			p->ignored_count += sign;
+		}
+	}
+	if (s->rule && p->rule_live) {
+		struct rule_live *rl = &p->rule_live[s->rule - 1];
+
+		rl->bytes += sign * b;
+		rl->count += sign;
+		if (rl->over_max && rl->bytes <= t->rules->v[s->rule - 1].max_bytes)
+			rl->over_max = false;
 	}
 }
 
@@ -443,12 +483,85 @@ static int16_t device_of(struct tproc *p, const struct cat_api *api, const struc
 	return thread_device(p, r->hdr.tid);
 }
 
+static int add_violation(struct tproc *p, enum violation_kind kind, uint16_t rule,
+			 uint32_t site, uint64_t bytes, uint64_t count, uint64_t ts_ns)
+{
+	if (p->nr_viols == p->cap_viols) {
+		size_t cap = p->cap_viols ? 2 * p->cap_viols : 16;
+		struct violation *v = realloc(p->viols, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		p->viols = v;
+		p->cap_viols = cap;
+	}
+	p->viols[p->nr_viols++] = (struct violation){ .kind = kind, .rule = rule, .site = site,
+						      .bytes = bytes, .count = count,
+						      .ts_ns = ts_ns, .step = p->step };
+	return 0;
+}
+
+#define MAX_FRAMES 32
+
+/* The rule subject of a call site, frames named only when a rule needs them. */
+static void subject_of(struct tracker *t, pid_t pid, uint16_t api, uint64_t caller,
+		       int32_t stack_id, bool frames, struct rule_subject *s, const char **syms,
+		       const char **mods)
+{
+	memset(s, 0, sizeof(*s));
+	s->pid = pid;
+	s->api = cat_api_name(api);
+	s->step = -1;
+	s->syms = syms;
+	s->mods = mods;
+	if (frames && t->frames)
+		s->nr_frames = t->frames(t->frames_ctx, pid, caller, stack_id, syms, mods,
+					 MAX_FRAMES);
+}
+
+/*
+ * The persistent/ignore rule (index + 1) for an allocation at base site b, or 0. What
+ * depends on the call site is matched once per site and kept as a bit mask; per allocation
+ * only size, label and phase are looked at.
+ */
+static uint16_t classify(struct tracker *t, struct tproc *p, uint32_t b, uint64_t size,
+			 const char *label)
+{
+	const struct rules *rs = t->rules;
+	struct site *s = &t->sites[b];
+	size_t i, n;
+
+	if (!rs || !rs->n)
+		return 0;
+	n = rs->n < 64 ? rs->n : 64;
+	if (!s->cand_valid) {
+		const char *syms[MAX_FRAMES], *mods[MAX_FRAMES];
+		struct rule_subject sub;
+		bool need_frames = false;
+
+		for (i = 0; i < n; i++)
+			need_frames |= rs->v[i].kind != RULE_DEFERRED && rule__needs_frames(&rs->v[i]);
+		subject_of(t, s->pid, s->api, s->caller, s->stack_id, need_frames, &sub, syms,
+			   mods);
+		s->cand = 0;
+		for (i = 0; i < n; i++)
+			if (rs->v[i].kind != RULE_DEFERRED && rule__match_static(&rs->v[i], &sub))
+				s->cand |= 1ULL << i;
+		s->cand_valid = true;
+	}
+	for (i = 0; i < n; i++)
+		if ((s->cand & (1ULL << i)) &&
+		    rule__match_dynamic(&rs->v[i], size, label, p->step))
+			return (uint16_t)(i + 1);
+	return 0;
+}
+
 static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *api,
 		    const struct gl_call_rec *r, const struct placement *pl)
 {
 	uint8_t ns = (uint8_t)api->ns;
 	struct site_key k = { p->pid, r->hdr.api, device_of(p, api, r), r->caller, r->stack_id,
-			      pl->owner_kind, pl->owner };
+			      pl->owner_kind, pl->owner, 0 };
 	struct alloc a, *old, *ins;
 	struct tthread *th;
 	uint32_t site;
@@ -471,6 +584,12 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 	site = site_get(t, &k);
 	if (site == UINT32_MAX)
 		return -ENOMEM;
+	k.rule = k.owner_kind == OWNER_LAYER ? 0 : classify(t, p, site, r->size, NULL);
+	if (k.rule) {
+		site = site_get(t, &k);
+		if (site == UINT32_MAX)
+			return -ENOMEM;
+	}
 	old = at_find(&p->allocs, ns, r->addr);
 	if (old) {
 		if (old->flags & AF_PENDING) {
@@ -487,10 +606,25 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 	a = (struct alloc){ .addr = r->addr, .size = r->size, .ts_ns = r->hdr.ts_ns,
 			    .site = site, .ns = ns,
 			    .flags = pl->owner_kind == OWNER_LAYER ? AF_LAYER : 0 };
+	/* once: a second allocation of the class while one is live */
+	if (k.rule && p->rule_live && t->rules->v[k.rule - 1].once &&
+	    p->rule_live[k.rule - 1].count &&
+	    add_violation(p, VIOL_ONCE, k.rule - 1, site, r->size, 1, r->hdr.ts_ns))
+		return -ENOMEM;
 	ins = at_insert(&p->allocs, &a);
 	if (!ins)
 		return -ENOMEM;
 	account(t, p, ins, 1);
+	if (k.rule && p->rule_live && t->rules->v[k.rule - 1].max_bytes) {
+		struct rule_live *rl = &p->rule_live[k.rule - 1];
+
+		if (!rl->over_max && rl->bytes > t->rules->v[k.rule - 1].max_bytes) {
+			rl->over_max = true;
+			if (add_violation(p, VIOL_MAX, k.rule - 1, site, rl->bytes, rl->count,
+					  r->hdr.ts_ns))
+				return -ENOMEM;
+		}
+	}
 	t->sites[site].allocs++;
 	t->sites[site].alloc_bytes += r->size;
 	if (t->sites[site].counts) {
@@ -535,8 +669,44 @@ static void expect_free(struct tproc *p, uint32_t tid, unsigned int family, uint
 	th->nr_expect++;
 }
 
+/*
+ * The deferred rule (index + 1) for a free, or 0. Rules that only name APIs are resolved once
+ * per API; a rule with site=/lib= is matched against the free's call site every time.
+ */
+static uint16_t deferred_rule(struct tracker *t, const struct gl_call_rec *r)
+{
+	static const struct rules *cached_for;
+	static uint16_t by_api[GL_API_MAX];
+	static uint8_t known[GL_API_MAX];
+	const struct rules *rs = t->rules;
+	const char *syms[MAX_FRAMES], *mods[MAX_FRAMES];
+	struct rule_subject sub;
+	bool per_call = false;
+	size_t i;
+	int m;
+
+	if (!rs || r->hdr.api >= GL_API_MAX)
+		return 0;
+	if (cached_for != rs) {
+		memset(known, 0, sizeof(known));
+		cached_for = rs;
+	}
+	for (i = 0; i < rs->n; i++)
+		per_call |= rs->v[i].kind == RULE_DEFERRED &&
+			    (rule__needs_frames(&rs->v[i]) || rs->v[i].pid);
+	if (!per_call && known[r->hdr.api])
+		return by_api[r->hdr.api];
+	subject_of(t, r->hdr.pid, r->hdr.api, r->caller, r->stack_id, per_call, &sub, syms, mods);
+	m = rules__match(rs, RULE_DEFERRED, &sub);
+	if (per_call)
+		return (uint16_t)(m + 1);
+	known[r->hdr.api] = 1;
+	by_api[r->hdr.api] = (uint16_t)(m + 1);
+	return by_api[r->hdr.api];
+}
+
 static int add_pending(struct tracker *t, struct tproc *p, struct alloc *a,
-		       const struct cat_api *api, const struct gl_call_rec *r)
+		       const struct cat_api *api, const struct gl_call_rec *r, uint16_t rule)
 {
 	if (p->nr_pend == p->cap_pend) {
 		size_t cap = p->cap_pend ? 2 * p->cap_pend : 64;
@@ -550,6 +720,8 @@ static int add_pending(struct tracker *t, struct tproc *p, struct alloc *a,
 	p->pend[p->nr_pend++] = (struct pending_free){
 		.addr = a->addr, .ns = a->ns, .ts_ns = r->hdr.ts_ns,
 		.stream = stream_key(api, r->hdr.tid, r->aux),
+		.until = rule ? t->rules->v[rule - 1].until : UNTIL_STREAM_SYNC,
+		.rule = rule,
 	};
 	account(t, p, a, -1);
 	a->flags |= AF_PENDING;
@@ -577,6 +749,7 @@ static int do_free(struct tracker *t, struct tproc *p, const struct cat_api *api
 	unsigned int fam = GL_API_FAMILY(r->hdr.api);
 	uint8_t ns = (uint8_t)api->ns;
 	struct alloc *a;
+	uint16_t rule;
 
 	if (!r->addr) {
 		p->c.null_frees++;
@@ -599,8 +772,10 @@ static int do_free(struct tracker *t, struct tproc *p, const struct cat_api *api
 		return 0;
 	}
 	expect_lower_free(p, r, fam, ns);
-	if (api->op == OP_FREE_ASYNC)
-		return add_pending(t, p, a, api, r);
+	rule = deferred_rule(t, r);
+	/* Without rules (unit tests, old captures) async frees keep their built-in meaning. */
+	if (rule || (!t->rules && api->op == OP_FREE_ASYNC))
+		return add_pending(t, p, a, api, r, rule);
 	/* A physical handle released while mapped lives on until its last unmap. */
 	if (api->ns == NS_VMM_HANDLE && handle_mapped(p, a->addr)) {
 		account(t, p, a, -1);
@@ -617,8 +792,8 @@ static int do_free(struct tracker *t, struct tproc *p, const struct cat_api *api
  * device (device < -1: any device). A sync of the legacy stream waits for all blocking
  * streams of the process, so it completes every stream.
  */
-static void complete(struct tracker *t, struct tproc *p, bool all_streams, uint64_t stream,
-		     int device, uint64_t before_ns)
+static void complete(struct tracker *t, struct tproc *p, enum rule_until by, bool all_streams,
+		     uint64_t stream, int device, uint64_t before_ns)
 {
 	size_t i = 0;
 
@@ -626,7 +801,13 @@ static void complete(struct tracker *t, struct tproc *p, bool all_streams, uint6
 		struct pending_free *pf = &p->pend[i];
 		struct alloc *a;
 
-		if (pf->ts_ns > before_ns || (!all_streams && pf->stream != stream)) {
+		/* A device sync completes everything; a stream or event sync what waits for
+		 * its stream (until=stream-sync) or for exactly that kind of sync. */
+		bool kind_ok = by == UNTIL_DEVICE_SYNC ? pf->until != UNTIL_QUEUE_DONE
+			       : by == UNTIL_QUEUE_DONE ? pf->until == UNTIL_QUEUE_DONE
+			       : pf->until == UNTIL_STREAM_SYNC || pf->until == by;
+
+		if (!kind_ok || pf->ts_ns > before_ns || (!all_streams && pf->stream != stream)) {
 			i++;
 			continue;
 		}
@@ -704,7 +885,7 @@ static void device_reset(struct tracker *t, struct tproc *p, int16_t device, boo
 		if (p->ctxs[i].primary && p->ctxs[i].device == device && !p->ctxs[i].destroyed)
 			m.ctx = p->ctxs[i].ctx;
 	release_where(t, p, on_device, &m);
-	complete(t, p, true, 0, device, UINT64_MAX);
+	complete(t, p, UNTIL_DEVICE_SYNC, true, 0, device, UINT64_MAX);
 }
 
 static int vmm_map(struct tproc *p, const struct gl_call_rec *r)
@@ -746,7 +927,7 @@ static void count_failure(struct tracker *t, struct tproc *p, const struct cat_a
 			  const struct gl_call_rec *r)
 {
 	struct site_key k = { p->pid, r->hdr.api, device_of(p, api, r), r->caller, r->stack_id,
-			      OWNER_NONE, 0 };
+			      OWNER_NONE, 0, 0 };
 	uint32_t site = site_get(t, &k);
 
 	p->c.failed_calls++;
@@ -806,17 +987,17 @@ static int apply_op(struct tracker *t, struct tproc *p, const struct cat_api *ap
 	case OP_SYNC_STREAM: {
 		uint64_t key = stream_key(api, r->hdr.tid, r->aux);
 
-		complete(t, p, key == 0, key, -2, r->aux2);
+		complete(t, p, UNTIL_STREAM_SYNC, key == 0, key, -2, r->aux2);
 		break;
 	}
 	case OP_SYNC_DEVICE:
-		complete(t, p, true, 0, thread_device(p, r->hdr.tid), r->aux2);
+		complete(t, p, UNTIL_DEVICE_SYNC, true, 0, thread_device(p, r->hdr.tid), r->aux2);
 		break;
 	case OP_SYNC_EVENT:
 		ev = hmap__get(&p->events, r->aux, 0);
 		/* An event never recorded (or recorded before attach) completes nothing. */
 		if (ev)
-			complete(t, p, *ev == 0, *ev, -2, r->aux2);
+			complete(t, p, UNTIL_EVENT_SYNC, *ev == 0, *ev, -2, r->aux2);
 		break;
 	case OP_EVENT_RECORD:
 		return hmap__put(&p->events, r->addr, 0, stream_key(api, r->hdr.tid, r->aux));
@@ -979,7 +1160,7 @@ static int apply_tree(struct tracker *t, struct tproc *p, struct node *nodes, si
 		return apply_children(t, p, nodes, self, scope, layer, NULL);
 	if (r->hdr.kind == GL_REC_ALLOC && api->op == OP_COMM_INIT && r->addr) {
 		struct site_key k = { p->pid, r->hdr.api, thread_device(p, r->hdr.tid), r->caller,
-				      r->stack_id, OWNER_NONE, 0 };
+				      r->stack_id, OWNER_NONE, 0, 0 };
 		uint32_t site = site_get(t, &k);
 		struct placement comm = { .owner_kind = OWNER_COMM, .owner = r->addr };
 
@@ -1002,9 +1183,9 @@ static int apply_tree(struct tracker *t, struct tproc *p, struct node *nodes, si
 		if (outer && outer->ns == api->ns && r->addr == outer->addr) {
 			p->c.layers++;
 			if (!outer->layer_api) {
-				account(t, p, outer, -1);
 				outer->layer_api = r->hdr.api;
-				account(t, p, outer, 1);
+				if (!(outer->flags & AF_PENDING))
+					t->sites[outer->site].layer_count++;
 				t->sites[outer->site].layer_api = r->hdr.api;
 			}
 			entry = *outer;
@@ -1155,11 +1336,13 @@ static void apply_proc(struct tracker *t, const struct gl_proc_rec *r)
 		break;
 	case GL_PROC_EXIT:
 		flush_threads(t, p);
+		tracker__end_checks(t, p, r->hdr.ts_ns);
 		p->exited = true;
 		p->exit_status = r->status;
 		break;
 	case GL_PROC_DETACH:
 		flush_threads(t, p);
+		tracker__end_checks(t, p, r->hdr.ts_ns);
 		p->detached = true;
 		break;
 	}
@@ -1214,4 +1397,55 @@ int tracker__apply(struct tracker *t, const struct gl_hdr *h)
 	}
 	t->bad_records++;
 	return -EINVAL;
+}
+
+void tracker__set_step(struct tracker *t, pid_t pid, int64_t step, uint64_t ts_ns)
+{
+	struct tproc *p = tracker__proc(t, pid);
+
+	if (!p || p->exited)
+		return;
+	p->step = step;
+	tracker__window_checks(t, p, ts_ns);
+}
+
+void tracker__window_checks(struct tracker *t, struct tproc *p, uint64_t ts_ns)
+{
+	size_t i;
+
+	if (!t->rules)
+		return;
+	for (i = 0; i < p->nr_pend; i++) {
+		struct pending_free *pf = &p->pend[i];
+		const struct rule *ru;
+		struct alloc *a;
+
+		if (!pf->rule || pf->late)
+			continue;
+		ru = &t->rules->v[pf->rule - 1];
+		if (!ru->window_ns || ts_ns - pf->ts_ns <= ru->window_ns)
+			continue;
+		a = at_find(&p->allocs, pf->ns, pf->addr);
+		pf->late = true;
+		add_violation(p, VIOL_FREE_NEVER_COMPLETED, pf->rule - 1, a ? a->site : UINT32_MAX,
+			      a ? a->size : 0, 1, ts_ns);
+	}
+}
+
+void tracker__end_checks(struct tracker *t, struct tproc *p, uint64_t ts_ns)
+{
+	size_t i;
+
+	tracker__window_checks(t, p, ts_ns);
+	if (!t->rules)
+		return;
+	for (i = 0; i < t->nr_sites; i++) {
+		const struct site *s = &t->sites[i];
+
+		if (s->pid != p->pid || !s->rule || !s->live_count ||
+		    !t->rules->v[s->rule - 1].release_at_end)
+			continue;
+		add_violation(p, VIOL_NOT_RELEASED, s->rule - 1, (uint32_t)i, s->live_bytes,
+			      s->live_count, ts_ns);
+	}
 }

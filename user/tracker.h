@@ -65,6 +65,10 @@ struct site {
 	uint8_t owner_kind;	/* enum owner_kind */
 	bool counts;		/* its bytes are memory in the process totals */
 	uint16_t layer_api;	/* API of a same-address layer seen under allocations here */
+	uint8_t cls;		/* enum site_class: what a rule made of allocations here */
+	bool cand_valid;
+	uint16_t rule;		/* the persistent/ignore rule (index + 1), 0: none */
+	uint64_t cand;		/* persistent/ignore rules whose call-site matchers hold here */
 	uint64_t owner;
 	uint64_t live_bytes;
 	uint64_t live_count;
@@ -79,11 +83,43 @@ struct site {
 	uint64_t failed;
 };
 
+enum site_class {
+	CLS_NONE = 0,
+	CLS_PERSISTENT = 1,	/* meant to stay: never a step-level leak candidate */
+	CLS_IGNORED = 2,	/* counted, kept out of verdicts */
+};
+
 struct pending_free {
 	uint64_t addr;
 	uint64_t stream;	/* stream key (see tracker.c: stream_key) */
 	uint64_t ts_ns;		/* when the free was issued */
 	uint8_t ns;
+	uint8_t until;		/* enum rule_until: what completes it */
+	uint16_t rule;		/* the deferred rule (index + 1) */
+	bool late;		/* reported as never completed within its window */
+};
+
+enum violation_kind {
+	VIOL_ONCE = 1,			/* a second allocation of a `once` class while one is live */
+	VIOL_MAX = 2,			/* live bytes of a class above its max= */
+	VIOL_NOT_RELEASED = 3,		/* release=session-end class still live at the end */
+	VIOL_FREE_NEVER_COMPLETED = 4,	/* a deferred free still pending after its window */
+};
+
+struct violation {
+	uint8_t kind;		/* enum violation_kind */
+	uint16_t rule;		/* index into the rules */
+	uint32_t site;
+	uint64_t bytes;
+	uint64_t count;
+	uint64_t ts_ns;
+	int64_t step;
+};
+
+struct rule_live {
+	uint64_t bytes;
+	uint64_t count;
+	bool over_max;		/* a max= violation is open: report the next one only after */
 };
 
 struct tctx {
@@ -148,9 +184,27 @@ struct tproc {
 	struct proc_counters c;
 	uint64_t loss[GL_STAT_MAX];	/* latest cumulative BPF loss counts */
 	uint64_t records;
+	int64_t step;		/* current step, -1 before the first */
+	uint64_t persistent_bytes, persistent_count;
+	uint64_t ignored_bytes, ignored_count;
+	struct rule_live *rule_live;	/* per rule */
+	struct violation *viols;
+	size_t nr_viols, cap_viols;
 };
 
+struct rules;
+
+/*
+ * Names of the frames of a call site, for rules with site=/lib=: fills syms/mods (innermost
+ * first) and returns how many. Live it is the symbolizer; offline the capture's names.
+ */
+typedef int (*frames_fn)(void *ctx, pid_t pid, uint64_t caller, int32_t stack_id,
+			 const char **syms, const char **mods, int max);
+
 struct tracker {
+	const struct rules *rules;
+	frames_fn frames;
+	void *frames_ctx;
 	struct tproc **procs;
 	size_t nr_procs, cap_procs;
 	struct site *sites;
@@ -162,6 +216,15 @@ struct tracker {
 };
 
 int tracker__new(struct tracker **out);
+/* Classify allocations and deferred frees with these rules (NULL: built-in behaviour). */
+void tracker__set_rules(struct tracker *t, const struct rules *rules, frames_fn frames,
+			void *ctx);
+/* pid entered step `step` at ts_ns (the timeline calls this at each boundary). */
+void tracker__set_step(struct tracker *t, pid_t pid, int64_t step, uint64_t ts_ns);
+/* Session end for pid: classes that must be released, deferred frees past their window. */
+void tracker__end_checks(struct tracker *t, struct tproc *p, uint64_t ts_ns);
+/* Deferred frees of pid pending longer than their window at ts_ns become violations. */
+void tracker__window_checks(struct tracker *t, struct tproc *p, uint64_t ts_ns);
 void tracker__free(struct tracker *t);
 /* Apply one record. Returns 0, or -EINVAL for a record it cannot decode (counted). */
 int tracker__apply(struct tracker *t, const struct gl_hdr *h);

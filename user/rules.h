@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Rules: what "meant to stay" and "freed later" mean for a workload. One rule per line,
+ * `KIND key=value ...`, # comments:
+ *
+ *   persistent api=GLOB lib=GLOB site=GLOB label=GLOB size>=N size<=N phase=init|steps<N
+ *              pid=N [once] [max=BYTES] [release=session-end]
+ *   deferred   api=GLOB ... until=stream-sync|device-sync|event-sync|queue-done window=DUR
+ *   ignore     (the matchers above)
+ *
+ * The first rule whose matchers all hold decides (user rules before the built-in defaults).
+ * Persistent allocations are never step-level leak candidates; at session end they are
+ * "retained", not leaks, unless release=session-end. Ignored ones are counted but kept out
+ * of verdicts. Deferred frees stay pending until their completion event.
+ */
+#ifndef GPULEAK_RULES_H
+#define GPULEAK_RULES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum rule_kind {
+	RULE_PERSISTENT = 1,
+	RULE_DEFERRED = 2,
+	RULE_IGNORE = 3,
+};
+
+/* What completes a deferred free. */
+enum rule_until {
+	UNTIL_STREAM_SYNC = 1,	/* a sync of its stream (or of its device, or an event after it) */
+	UNTIL_DEVICE_SYNC = 2,	/* a device (or context) synchronization */
+	UNTIL_EVENT_SYNC = 3,	/* a sync of an event recorded on its stream after the free */
+	UNTIL_QUEUE_DONE = 4,	/* the WebGPU queue's submitted work is done */
+};
+
+enum rule_phase {
+	PHASE_ANY = 0,
+	PHASE_INIT = 1,		/* before the first step */
+	PHASE_STEPS_BELOW = 2,	/* during steps < phase_steps (init included) */
+};
+
+struct rule {
+	enum rule_kind kind;
+	char *api;		/* globs, NULL: any */
+	char *lib;
+	char *site;
+	char *label;
+	bool has_size_min, has_size_max;
+	uint64_t size_min, size_max;
+	enum rule_phase phase;
+	uint64_t phase_steps;
+	pid_t pid;		/* 0: any */
+	bool once;
+	uint64_t max_bytes;	/* 0: no limit */
+	bool release_at_end;
+	enum rule_until until;
+	uint64_t window_ns;	/* 0: no window */
+	bool builtin;
+	char *source;		/* "FILE:LINE", "--rule" or "built-in" */
+	char *text;		/* the rule as written */
+};
+
+struct rules {
+	struct rule *v;
+	size_t n, cap;
+	size_t nr_user;		/* v[0..nr_user) are the user's, then the built-ins */
+};
+
+/* What a rule is matched against. */
+struct rule_subject {
+	pid_t pid;
+	const char *api;	/* API name */
+	uint64_t size;
+	const char *label;	/* NULL: none */
+	int64_t step;		/* -1: before the first step */
+	/* Frames of the call site, innermost first: symbol names and object basenames. */
+	const char *const *syms;
+	const char *const *mods;
+	int nr_frames;
+};
+
+int rules__new(struct rules **out);
+void rules__free(struct rules *r);
+/*
+ * Parse rules from text (a file's content or one --rule). src names the origin in messages.
+ * On a syntax error: -EINVAL and err = "SRC:LINE:COL: what is wrong"; nothing is added.
+ */
+int rules__parse(struct rules *r, const char *text, size_t len, const char *src, char *err,
+		 size_t errlen);
+int rules__load_file(struct rules *r, const char *path, char *err, size_t errlen);
+/* Load the preset NAME (rules/NAME.rules next to the executable, or $GPULEAK_RULES_DIR). */
+int rules__load_preset(struct rules *r, const char *name, char *err, size_t errlen);
+/* Add the defaults (async frees until a sync of their stream, WebGPU destroys until the
+ * queue is done). Call after the user's rules: the first match decides. */
+int rules__add_builtins(struct rules *r);
+/* Index of the first rule of kind `kind` matching s, or -1. */
+int rules__match(const struct rules *r, enum rule_kind kind, const struct rule_subject *s);
+/*
+ * The same in two halves, so the tracker can cache the first per call site: the matchers
+ * that depend only on where the call came from (api, lib, site, pid) ...
+ */
+bool rule__match_static(const struct rule *rule, const struct rule_subject *s);
+/* ... and those that depend on the allocation (size, label, phase). */
+bool rule__match_dynamic(const struct rule *rule, uint64_t size, const char *label, int64_t step);
+/* Whether rule i's matchers that need a call site (site=, lib=) are present. */
+bool rule__needs_frames(const struct rule *rule);
+const char *rule_kind_name(enum rule_kind k);
+const char *rule_until_name(enum rule_until u);
+
+#endif
