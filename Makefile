@@ -27,7 +27,7 @@ WARN := -Wall -Wextra -Werror
 CFLAGS ?= -O2 -g
 CFLAGS += $(WARN) -std=gnu11 -D_GNU_SOURCE -DGPULEAK_VERSION='"$(VERSION)"' \
 	  -Ibpf -Iuser -I$(OUTPUT) -fno-omit-frame-pointer
-LDLIBS := -lbpf -lelf -lz -lm
+LDLIBS := -lbpf -lelf -lz -lm -ldl
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
 BPF_SRC := bpf/gpuleak.bpf.c
@@ -64,9 +64,17 @@ $(OUTPUT)/asan/%.o: user/%.c $(USER_HDR) $(SKEL) | $(OUTPUT)/asan
 	$(call msg,CC-ASAN,$@)
 	$(Q)$(CC) $(CFLAGS) $(SAN) -c $< -o $@
 
-gpuleak: $(USER_OBJ)
+gpuleak: $(USER_OBJ) $(OUTPUT)/libgpuleak_nvtx.so
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(USER_OBJ) $(LDLIBS) -o $@
+
+# Loaded into targets by NVTX (run --step nvtx:): self-contained. -O0 so every entry starts
+# with push %rbp, which the kernel emulates under a uprobe (optimizers make these empty
+# functions start with xor/ret, which it must single-step).
+$(OUTPUT)/libgpuleak_nvtx.so: user/inject/nvtx_inject.c | $(OUTPUT)
+	$(call msg,CC-SO,$@)
+	$(Q)$(CC) -O0 -g $(WARN) -fPIC -shared -fvisibility=hidden -fno-omit-frame-pointer \
+		-Wl,-z,defs $< -o $@
 
 # The build the tests run: same code under AddressSanitizer and UBSan.
 $(OUTPUT)/gpuleak-asan: $(ASAN_OBJ)

@@ -502,7 +502,9 @@ int gl_exit(struct pt_regs *ctx)
 	dr->call.hdr.flags |= GL_HF_DESC;
 	__builtin_memcpy(dr->desc, st->desc[i], GL_DESC_MAX);
 	handle = dr->call.addr;
-	label = dr->call.hdr.kind == GL_REC_ALLOC && st->label_len[i] != ~0U;
+	/* A created object's label, or a call's (an NVTX range name): not a failed one's. */
+	label = (dr->call.hdr.kind == GL_REC_ALLOC || dr->call.hdr.kind == GL_REC_CALL) &&
+		st->label_len[i] != ~0U;
 	bpf_ringbuf_submit(dr, rb_flags(s.flags));
 	/* The handle exists only now: a label read at entry follows its allocation. */
 	if (label)

@@ -26,6 +26,7 @@ enum gl_rec_kind {
 	GL_REC_TICK = 64,	/* user space: time advanced to hdr.ts_ns (no events meanwhile) */
 	GL_REC_PROC = 65,	/* user space: struct gl_proc_rec, a process was attached/exited */
 	GL_REC_LOSS = 66,	/* user space: struct gl_loss_rec, BPF-side loss counters of a pid */
+	GL_REC_DEVMEM = 67,	/* user space: struct gl_devmem_rec, a device's memory (NVML) */
 };
 
 /* Flags in gl_hdr.flags. */
@@ -103,6 +104,20 @@ struct gl_proc_rec {
 	__s32 status;
 	__u64 start_ticks;	/* /proc/PID/stat starttime: tells a reused PID apart */
 	char comm[16];
+};
+
+/*
+ * What NVML said about a device when tracing began: its size, and what this process already
+ * held on it (memory the trace cannot attribute). Recorded so offline analysis projects the
+ * same time-to-OOM as the live one.
+ */
+struct gl_devmem_rec {
+	struct gl_hdr hdr;	/* pid: the traced process */
+	__s32 device;
+	__u32 flags;		/* 1: proc_used_bytes is known */
+	__u64 total_bytes;
+	__u64 used_bytes;	/* by every process on the device */
+	__u64 proc_used_bytes;	/* by this process, at attach */
 };
 
 /* Where BPF lost or could not complete something; GL_REC_LOSS carries one pid's counts. */
@@ -284,6 +299,18 @@ enum gl_api {
 
 	GL_API_LD_DEBUG_STATE = 0x700,	/* ld.so's r_brk: the link map changed */
 	GL_API_LD_LAST,
+
+	/* Step and request markers: user-named functions (--step sym:, --request sym:) and
+	 * NVTX ranges (--step nvtx:), in libnvToolsExt or gpuleak's NVTX injection library. */
+	GL_API_MARKER_STEP = 0x800,
+	GL_API_MARKER_REQ_BEGIN = 0x801,
+	GL_API_MARKER_REQ_END = 0x802,
+	GL_API_NVTX_RANGE_PUSH_A = 0x803,
+	GL_API_NVTX_RANGE_START_A = 0x804,
+	GL_API_NVTX_MARK_A = 0x805,
+	GL_API_NVTX_RANGE_PUSH_EX = 0x806,
+	GL_API_NVTX_RANGE_START_EX = 0x807,
+	GL_API_MARKER_LAST,
 
 	GL_API_MAX = 0x900,		/* size of the rodata spec table */
 };

@@ -17,6 +17,7 @@ struct attached {
 	struct bpf_link *enter;
 	struct bpf_link *exit;
 	size_t nr_probes;
+	bool marker;		/* a step/request marker, not the module's catalog probes */
 };
 
 struct attach {
@@ -60,7 +61,7 @@ static struct attached *find(const struct attach *a, pid_t pid, const struct mod
 	size_t i;
 
 	for (i = 0; i < a->n; i++)
-		if (a->v[i].pid == pid && a->v[i].mod == mod)
+		if (a->v[i].pid == pid && a->v[i].mod == mod && !a->v[i].marker)
 			return &a->v[i];
 	return NULL;
 }
@@ -210,7 +211,7 @@ bool attach__has_required(const struct attach *a, pid_t pid)
 	size_t i;
 
 	for (i = 0; i < a->n; i++)
-		if (a->v[i].pid == pid && a->v[i].mod->nr_required)
+		if (a->v[i].pid == pid && !a->v[i].marker && a->v[i].mod->nr_required)
 			return true;
 	return false;
 }
@@ -290,4 +291,79 @@ size_t attach__nr_objects(const struct attach *a, pid_t pid)
 	for (i = 0; i < a->n; i++)
 		n += a->v[i].pid == pid;
 	return n;
+}
+
+struct find_sym {
+	const char *name;
+	uint64_t vaddr;
+	bool found;
+};
+
+static int find_sym_cb(const struct elf_func *f, void *ctx)
+{
+	struct find_sym *fs = ctx;
+	size_t n = strlen(fs->name);
+
+	if (strncmp(f->name, fs->name, n) || (f->name[n] && f->name[n] != '@'))
+		return 0;
+	fs->vaddr = f->vaddr;
+	fs->found = true;
+	return 1;
+}
+
+int attach__marker(struct attach *a, pid_t pid, const struct proc_maps *m, const char *file,
+		   const char *symbol, unsigned int api)
+{
+	struct find_sym fs = { .name = symbol };
+	char open_path[96];
+	const char *path = file;
+	struct module *mod = NULL;
+	struct attached *at;
+	unsigned long off;
+	__u64 cookie = api;
+	uint64_t foff;
+	size_t i;
+
+	if (strchr(file, '/')) {
+		mod = modules__get_path(a->mods, file);
+		if (!mod)
+			return errno == ENOENT ? -ESRCH : -errno;
+	} else {
+		for (i = 0; m && i < m->n && !mod; i++) {
+			const char *b = m->v[i].path ? strrchr(m->v[i].path, '/') : NULL;
+
+			if (m->v[i].exec && b && !strcmp(b + 1, file)) {
+				mod = modules__get(a->mods, pid, &m->v[i]);
+				proc_maps__open_path(pid, &m->v[i], open_path, sizeof(open_path));
+				path = open_path;
+			}
+		}
+		if (!mod)
+			return -ENOENT;
+	}
+	if (!mod->elf)
+		return mod->open_err ? mod->open_err : -ENOEXEC;
+	elf_obj__for_each_func(mod->elf, find_sym_cb, &fs);
+	if (!fs.found || elf_obj__vaddr_to_off(mod->elf, fs.vaddr, &foff)) {
+		pr_err("%s: no function %s\n", mod->path, symbol);
+		return -ESRCH;
+	}
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? 2 * a->cap : 16;
+		struct attached *v = realloc(a->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		a->v = v;
+		a->cap = cap;
+	}
+	off = foff;
+	LIBBPF_OPTS(bpf_uprobe_multi_opts, opts, .offsets = &off, .cookies = &cookie, .cnt = 1);
+	at = &a->v[a->n];
+	*at = (struct attached){ .pid = pid, .mod = mod, .nr_probes = 1, .marker = true };
+	at->enter = bpf_program__attach_uprobe_multi(a->enter_prog, pid, path, NULL, &opts);
+	if (!at->enter)
+		return -errno;
+	a->n++;
+	return 0;
 }

@@ -29,6 +29,13 @@ void attach__free(struct attach *a);
 int attach__scan(struct attach *a, const struct proc_maps *m, int *nr_new);
 /* Attach to one file by path for pid, before pid has mapped it (run mode, pre-exec). */
 int attach__path(struct attach *a, pid_t pid, const char *path);
+/*
+ * Put a marker probe (api, an entry-only NOTIFY) on symbol in file for pid. file is a path,
+ * or the basename of an object in m (pid's mappings; NULL before exec). -ENOENT while the
+ * object is not mapped yet; -ESRCH when the symbol is not in it.
+ */
+int attach__marker(struct attach *a, pid_t pid, const struct proc_maps *m, const char *file,
+		   const char *symbol, unsigned int api);
 /* Whether pid has a probe on a non-optional API (a CUDA library was found). */
 bool attach__has_required(const struct attach *a, pid_t pid);
 /* Print "looked in" diagnostics: the objects of pid scanned and what each had. */

@@ -17,6 +17,7 @@
 #include "proc_maps.h"
 #include "process.h"
 #include "rules.h"
+#include "timeline.h"
 #include "trace.h"
 #include "units.h"
 
@@ -40,6 +41,14 @@ enum opt_key {
 	OPT_RULES,
 	OPT_RULE,
 	OPT_PRESET,
+	OPT_STEP,
+	OPT_REQUEST,
+	OPT_WARMUP,
+	OPT_MIN_GROWTH,
+	OPT_DEVICE_MEM,
+	OPT_FAIL_ON_LEAK,
+	OPT_MAX_GROWTH,
+	OPT_MAX_LIVE,
 };
 
 struct cli {
@@ -49,6 +58,7 @@ struct cli {
 	struct rules *rules;
 	int rules_err;		/* a rule did not parse: exit 2 before attaching */
 	int nr_rule_args;
+	char *req_spec;
 };
 
 static const char top_doc[] =
@@ -64,7 +74,7 @@ static const char top_doc[] =
 	"  sudo gpuleak run --json verdict.ndjson -- python3 serve.py\n"
 	"  gpuleak probes --lib /usr/local/cuda/lib64/libcudart.so.13\n"
 	"\n"
-	"EXIT STATUS: 0 done, 1 runtime error, 2 usage error.\n"
+	"EXIT STATUS: 0 done, 1 runtime error, 2 usage error, 3 --fail-on-leak found leaks.\n"
 	"Run 'gpuleak COMMAND --help' for the options of a command.";
 
 static const struct argp_option trace_options[] = {
@@ -89,6 +99,22 @@ static const struct argp_option trace_options[] = {
 	{ "preset", OPT_PRESET, "NAME", 0,
 	  "Rules for a known stack: vllm, hf-transformers, ort-webgpu, llama.cpp (files in rules/)",
 	  1 },
+	{ "step", OPT_STEP, "SPEC", 0,
+	  "Step boundaries: interval:DURATION (default interval:1s), sync, sym:FILE:SYMBOL "
+	  "(each call of a function), nvtx:NAME (each NVTX range of that name)", 2 },
+	{ "request", OPT_REQUEST, "sym:FILE:BEGIN,END", 0,
+	  "Request boundaries: calls of BEGIN and END in FILE", 2 },
+	{ "warmup-steps", OPT_WARMUP, "N", 0, "Steps before growth counts (default 3)", 2 },
+	{ "min-growth-steps", OPT_MIN_GROWTH, "K", 0,
+	  "Steps a site must grow in to be a growth leak (default 5)", 2 },
+	{ "device-mem", OPT_DEVICE_MEM, "BYTES", 0,
+	  "Device memory for time-to-OOM (default: from NVML when present)", 2 },
+	{ "fail-on-leak", OPT_FAIL_ON_LEAK, NULL, 0,
+	  "CI gate: exit 3 on a growth leak, a rule violation or --max-live-at-exit", 3 },
+	{ "max-growth", OPT_MAX_GROWTH, "BYTES", 0,
+	  "Gate: growth per step a site may have (default 0: any growth leak fails)", 3 },
+	{ "max-live-at-exit", OPT_MAX_LIVE, "BYTES", 0,
+	  "Gate: leaked bytes allowed at the end (persistent/ignored by rule excluded)", 3 },
 	{ "ringbuf-size", OPT_RINGBUF, "BYTES", 0,
 	  "BPF ring buffer size, a power of two (default 64MiB)", 0 },
 	{ "verbose", 'v', NULL, 0, "More diagnostics on stderr (-vv: libbpf debug)", 0 },
@@ -102,7 +128,7 @@ static const char attach_doc[] =
 	"  sudo gpuleak attach -p 4242\n"
 	"  sudo gpuleak attach -p 4242 --duration 60s --json /tmp/verdict.ndjson\n"
 	"\n"
-	"EXIT STATUS: 0 done, 1 runtime error, 2 usage error.";
+	"EXIT STATUS: 0 done, 1 runtime error, 2 usage error, 3 --fail-on-leak found leaks.";
 
 static const char run_doc[] =
 	"Start CMD held before its first instruction, put the probes in place, then let it run; "
@@ -112,7 +138,11 @@ static const char run_doc[] =
 	"  sudo gpuleak run --json out.ndjson --interval 0 -- python3 bench.py\n"
 	"\n"
 	"Ctrl-C reaches CMD too; gpuleak waits for it to exit (a second Ctrl-C stops at once).\n"
-	"EXIT STATUS: 0 done, 1 runtime error, 2 usage error.";
+	"\n"
+	"CI gate: sudo gpuleak run --step sym:./server:decode_step --fail-on-leak \\\n"
+	"           --max-growth 1MiB --max-live-at-exit 0 -- ./server --requests 100\n"
+	"\n"
+	"EXIT STATUS: 0 done, 1 runtime error, 2 usage error, 3 --fail-on-leak found leaks.";
 
 static const struct argp_option probes_options[] = {
 	{ "pid", 'p', "PID", 0, "List the traced APIs in the objects mapped by PID", 0 },
@@ -141,6 +171,40 @@ static int parse_pid(const char *arg, struct argp_state *state, pid_t *pid)
 		argp_error(state, "invalid PID '%s'", arg);
 	*pid = (pid_t)v;
 	return 0;
+}
+
+static void parse_step(struct argp_state *state, struct cli *c, char *arg)
+{
+	struct timeline_opts *o = &c->t.steps;
+
+	if (c->t.steps_given)
+		argp_error(state, "one --step only");
+	c->t.steps_given = true;
+	if (!strncmp(arg, "interval:", 9)) {
+		o->source = STEP_INTERVAL;
+		if (parse_duration_ns(arg + 9, &o->interval_ns) || !o->interval_ns)
+			argp_error(state, "invalid step interval '%s' (e.g. interval:500ms)", arg + 9);
+	} else if (!strcmp(arg, "sync")) {
+		o->source = STEP_SYNC;
+	} else if (!strncmp(arg, "nvtx:", 5) && arg[5]) {
+		if (strlen(arg + 5) > GL_LABEL_MAX)
+			argp_error(state, "NVTX range names longer than %d bytes are not matched",
+				   GL_LABEL_MAX);
+		o->source = STEP_NVTX;
+		snprintf(o->nvtx_name, sizeof(o->nvtx_name), "%s", arg + 5);
+	} else if (!strncmp(arg, "sym:", 4) && strrchr(arg + 4, ':') && strrchr(arg, ':')[1]) {
+		char *colon = strrchr(arg, ':');
+
+		o->source = STEP_MARKER;
+		*colon = 0;
+		c->t.step_file = arg + 4;
+		c->t.step_sym = colon + 1;
+		if (!*c->t.step_file)
+			argp_error(state, "--step sym:FILE:SYMBOL needs a FILE");
+	} else {
+		argp_error(state, "invalid --step '%s' (interval:DURATION, sync, sym:FILE:SYMBOL, "
+			   "nvtx:NAME)", arg);
+	}
 }
 
 static error_t parse_trace(int key, char *arg, struct argp_state *state)
@@ -172,6 +236,56 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_LIBC:
 		c->t.libc = true;
+		break;
+	case OPT_STEP:
+		parse_step(state, c, arg);
+		break;
+	case OPT_REQUEST: {
+		char *comma = NULL;
+
+		if (strncmp(arg, "sym:", 4) || !(c->req_spec = strdup(arg + 4)) ||
+		    !(comma = strchr(c->req_spec, ',')) || !strrchr(c->req_spec, ':') ||
+		    strrchr(c->req_spec, ':') > comma)
+			argp_error(state, "--request takes sym:FILE:BEGIN,END, not '%s'", arg);
+		*comma = 0;
+		c->t.req_end = comma + 1;
+		*strrchr(c->req_spec, ':') = 0;
+		c->t.req_file = c->req_spec;
+		c->t.req_begin = c->req_spec + strlen(c->req_spec) + 1;
+		if (!*c->t.req_file || !*c->t.req_begin || !*c->t.req_end)
+			argp_error(state, "--request takes sym:FILE:BEGIN,END, not '%s'", arg);
+		c->t.steps.requests = true;
+		break;
+	}
+	case OPT_WARMUP:
+	case OPT_MIN_GROWTH: {
+		char *end;
+		long v = strtol(arg, &end, 10);
+
+		if (*end || v < 0 || v > 1000000)
+			argp_error(state, "invalid step count '%s'", arg);
+		if (key == OPT_WARMUP)
+			c->t.steps.warmup_steps = v;
+		else
+			c->t.steps.min_growth_steps = v ? v : 1;
+		break;
+	}
+	case OPT_DEVICE_MEM:
+		if (parse_bytes(arg, &v) || !v)
+			argp_error(state, "invalid --device-mem '%s' (e.g. 80GiB)", arg);
+		c->t.steps.device_mem = v;
+		break;
+	case OPT_FAIL_ON_LEAK:
+		c->t.fail_on_leak = true;
+		break;
+	case OPT_MAX_GROWTH:
+		if (parse_bytes(arg, &c->t.max_growth))
+			argp_error(state, "invalid --max-growth '%s' (e.g. 1MiB)", arg);
+		break;
+	case OPT_MAX_LIVE:
+		if (parse_bytes(arg, &c->t.max_live_at_exit))
+			argp_error(state, "invalid --max-live-at-exit '%s' (e.g. 0, 512MiB)", arg);
+		c->t.has_max_live = true;
 		break;
 	case OPT_RULES:
 	case OPT_RULE:
@@ -347,6 +461,9 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	c.t.interval_ns = 5000000000ULL;
 	c.t.top = 5;
+	c.t.steps.interval_ns = 1000000000ULL;
+	c.t.steps.warmup_steps = 3;
+	c.t.steps.min_growth_steps = 5;
 	c.t.ringbuf_bytes = 64ULL << 20;
 	if (argc < 2 || argv[1][0] == '-') {
 		/* gpuleak --help, --version, or a mistake */
@@ -403,5 +520,6 @@ int main(int argc, char **argv)
 	ret = trace__run(&c.t);
 cleanup:
 	rules__free(c.rules);
+	free(c.req_spec);
 	return ret;
 }

@@ -11,11 +11,17 @@ struct modules {
 	struct module **v;
 	size_t n, cap;
 	bool libc;
+	bool nvtx;
 };
 
 void modules__trace_libc(struct modules *ms, bool on)
 {
 	ms->libc = on;
+}
+
+void modules__trace_nvtx(struct modules *ms, bool on)
+{
+	ms->nvtx = on;
 }
 
 int modules__new(struct modules **out)
@@ -85,6 +91,7 @@ static struct module *add(struct modules *ms, uint64_t dev, uint64_t ino, const 
 	m->ino = ino;
 	m->open_err = elf_obj__open(open_path, &m->elf);
 	m->libc = ms->libc;
+	m->nvtx = ms->nvtx;
 	ms->v[ms->n++] = m;
 	return m;
 }
@@ -136,7 +143,7 @@ static int scan_one(const struct elf_func *f, void *ctx)
 	size_t i;
 
 	/* Quick reject: catalog names start with 'c', 'n', 'w', 'm', 'f', 'p', 'r', 'a' or '_'. */
-	if (!strchr("cnwmfpra_", f->name[0]))
+	if (!f->name[0] || !strchr("cnwmfpra_", f->name[0]))
 		return 0;
 	a = cat_by_name(f->name, strlen(f->name));
 	if (!a || elf_obj__vaddr_to_off(m->elf, f->vaddr, &off))
@@ -144,6 +151,9 @@ static int scan_one(const struct elf_func *f, void *ctx)
 	/* malloc & co. only where they are the process's allocator, and only when asked:
 	 * every hit costs, and glibc's free needs a single-stepped probe. */
 	if ((a->flags & CAT_LIBC) && !sc->libc)
+		return 0;
+	/* NVTX ranges only matter when they are the steps. */
+	if ((a->flags & CAT_NVTX) && !sc->m->nvtx)
 		return 0;
 	/* Aliases (weak ncclX and pncclX, .dynsym and .symtab copies): one probe per address. */
 	for (i = 0; i < m->nr_sites; i++)

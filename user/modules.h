@@ -37,6 +37,7 @@ struct module {
 	size_t nr_required;	/* sites that are not CAT_OPTIONAL: "a CUDA library" */
 	bool libc;		/* --libc was on when this module was registered */
 	bool warned;		/* slow probe sites reported */
+	bool nvtx;		/* --step nvtx: was on when this module was registered */
 };
 
 struct modules;
@@ -45,6 +46,8 @@ int modules__new(struct modules **out);
 void modules__free(struct modules *ms);
 /* Trace the C library's allocator (--libc) in modules registered from now on. */
 void modules__trace_libc(struct modules *ms, bool on);
+/* Trace NVTX range entry points (--step nvtx:) in modules registered from now on. */
+void modules__trace_nvtx(struct modules *ms, bool on);
 /*
  * The module of a mapping of pid, opened through /proc/PID/map_files on first sight (works
  * across mount namespaces and for deleted files). Never NULL except on -ENOMEM (errno).

@@ -199,6 +199,33 @@ const struct cat_api cat_apis[] = {
     API("_dl_debug_state", GL_API_LD_DEBUG_STATE,
 	SPEC(GL_SHAPE_NOTIFY, 0, 0, 0, 0, 0, GL_SPEC_WAKEUP | GL_SPEC_HOLD), OP_RENDEZVOUS,
 	MEM_NONE, CAT_OPTIONAL),
+
+    /* Markers. The sym: ones are attached to the function the user names. */
+    API("(step marker)", GL_API_MARKER_STEP, SPEC(GL_SHAPE_NOTIFY, 0, 0, 0, 0, 0, 0), OP_MARKER,
+	MEM_NONE, CAT_OPTIONAL | CAT_DYNAMIC),
+    API("(request begin)", GL_API_MARKER_REQ_BEGIN, SPEC(GL_SHAPE_NOTIFY, 0, 0, 0, 0, 0, 0),
+	OP_MARKER, MEM_NONE, CAT_OPTIONAL | CAT_DYNAMIC),
+    API("(request end)", GL_API_MARKER_REQ_END, SPEC(GL_SHAPE_NOTIFY, 0, 0, 0, 0, 0, 0),
+	OP_MARKER, MEM_NONE, CAT_OPTIONAL | CAT_DYNAMIC),
+    /* NVTX: the range's name becomes a label record. nvtxRangePushA(const char *message) */
+    API("nvtxRangePushA", GL_API_NVTX_RANGE_PUSH_A,
+	SPEC(GL_SHAPE_NOTIFY, 0, 0, 1, 0, 0, 0, .label_kind = GL_LABEL_ARGS_CSTR), OP_MARKER,
+	MEM_NONE, CAT_OPTIONAL | CAT_NVTX),
+    API("nvtxRangeStartA", GL_API_NVTX_RANGE_START_A,
+	SPEC(GL_SHAPE_NOTIFY, 0, 0, 1, 0, 0, 0, .label_kind = GL_LABEL_ARGS_CSTR), OP_MARKER,
+	MEM_NONE, CAT_OPTIONAL | CAT_NVTX),
+    API("nvtxMarkA", GL_API_NVTX_MARK_A,
+	SPEC(GL_SHAPE_NOTIFY, 0, 0, 1, 0, 0, 0, .label_kind = GL_LABEL_ARGS_CSTR), OP_MARKER,
+	MEM_NONE, CAT_OPTIONAL | CAT_NVTX),
+    /* nvtxRangePushEx(const nvtxEventAttributes_t *a): an ASCII message is a char * @40 */
+    API("nvtxRangePushEx", GL_API_NVTX_RANGE_PUSH_EX,
+	SPEC(GL_SHAPE_CALL, 0, 0, 0, 0, 0, 0, .arg_desc = 1, .desc_len = 48,
+	     .label_kind = GL_LABEL_CSTR, .label_off = 40),
+	OP_MARKER, MEM_NONE, CAT_OPTIONAL | CAT_NVTX),
+    API("nvtxRangeStartEx", GL_API_NVTX_RANGE_START_EX,
+	SPEC(GL_SHAPE_CALL, 0, 0, 0, 0, 0, 0, .arg_desc = 1, .desc_len = 48,
+	     .label_kind = GL_LABEL_CSTR, .label_off = 40),
+	OP_MARKER, MEM_NONE, CAT_OPTIONAL | CAT_NVTX),
 };
 
 const unsigned int cat_nr_apis = sizeof(cat_apis) / sizeof(cat_apis[0]);

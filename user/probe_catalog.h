@@ -33,6 +33,7 @@ enum cat_op {
 	OP_VMM_UNMAP,		/* mappings in [addr, addr + size) removed */
 	OP_COMM_INIT,		/* NCCL communicator addr created: inner allocations are its */
 	OP_COMM_DESTROY,	/* NCCL communicator addr destroyed or aborted */
+	OP_MARKER,		/* a step or request marker; NVTX ranges carry their name as label */
 };
 
 /* Kind of memory an allocation holds; report columns and device projections use it. */
@@ -74,6 +75,8 @@ enum cat_flags {
 	CAT_OPTIONAL = 1 << 2,	/* not needed to call a library "traced" (markers, helpers) */
 	CAT_LIBC = 1 << 3,	/* only in the C library, only with --libc */
 	CAT_VMM_DEVICE = 1 << 4, /* desc is a CUmemAllocationProp: location.id is the device */
+	CAT_NVTX = 1 << 5,	/* only with --step nvtx: */
+	CAT_DYNAMIC = 1 << 6,	/* attached to a user-named symbol, never found by name */
 };
 
 struct cat_api {

@@ -105,7 +105,7 @@ static int resolve_exe(const char *cmd, char *out, size_t len)
 	return -ENOENT;
 }
 
-int launch__fork(char *const argv[], struct launch *l)
+int launch__fork(char *const argv[], char *const env[], struct launch *l)
 {
 	int go[2], err[2], ret;
 	sigset_t all;
@@ -143,6 +143,8 @@ int launch__fork(char *const argv[], struct launch *l)
 		close(err[0]);
 		if (read(go[0], &c, 1) != 1)
 			_exit(127);	/* tracer gave up before release */
+		for (; env && *env; env++)
+			putenv(*env);
 		execv(l->exe, argv);
 		e = errno;
 		if (write(err[1], &e, sizeof(e)) < 0)

@@ -24,8 +24,11 @@ struct launch {
 	char exe[4096];		/* resolved executable path */
 };
 
-/* Fork the child for argv (argv[0] searched in PATH). 0 or -errno (-ENOENT: not found). */
-int launch__fork(char *const argv[], struct launch *l);
+/*
+ * Fork the child for argv (argv[0] searched in PATH), with env (NULL-terminated "K=V", may
+ * be NULL) added to its environment. 0 or -errno (-ENOENT: not found).
+ */
+int launch__fork(char *const argv[], char *const env[], struct launch *l);
 /* Let the child exec; 0, or -errno of a failed exec. */
 int launch__release(struct launch *l);
 /* Kill and reap a child that never got released. */

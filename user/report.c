@@ -7,6 +7,7 @@
 #include "report.h"
 #include "rules.h"
 #include "symbolize.h"
+#include "timeline.h"
 #include "tracker.h"
 
 const char *fmt_bytes(uint64_t bytes, char *buf, size_t len)
@@ -361,6 +362,32 @@ static void json_layers(struct report *r, uint32_t idx)
 	fputc(']', r->json);
 }
 
+/* Growth leaks of the process being reported, for the leak entries that have one. */
+static const struct growth *cur_growth;
+static size_t cur_nr_growth;
+
+static const struct growth *growth_of(uint32_t site)
+{
+	size_t i;
+
+	for (i = 0; i < cur_nr_growth; i++)
+		if (cur_growth[i].site == site)
+			return &cur_growth[i];
+	return NULL;
+}
+
+static void json_growth_fields(FILE *f, const struct growth *g)
+{
+	if (!g) {
+		fputs(",\"slope_bytes_per_step\":null,\"slope_bytes_per_s\":null,\"r2\":null,"
+		      "\"first_step\":null", f);
+		return;
+	}
+	fprintf(f, ",\"slope_bytes_per_step\":%.1f,\"slope_bytes_per_s\":%.1f,\"r2\":%.4f,"
+		"\"first_step\":%" PRId64 ",\"growth_steps\":%" PRId64, g->slope_per_step,
+		g->slope_per_s, g->r2, g->first_step, g->growth_steps);
+}
+
 static void json_site(struct report *r, uint32_t idx, enum site_sel k, const char *kind,
 		      uint64_t bytes, uint64_t count, bool first)
 {
@@ -394,6 +421,8 @@ static void json_site(struct report *r, uint32_t idx, enum site_sel k, const cha
 	}
 	json_owner(r->json, s);
 	fprintf(r->json, ",\"bytes\":%" PRIu64 ",\"count\":%" PRIu64, bytes, count);
+	if (k == SEL_MEMORY)
+		json_growth_fields(r->json, growth_of(idx));
 	if (k == SEL_MEMORY || k == SEL_RETAINED || k == SEL_IGNORED)
 		json_layers(r, idx);
 	fputc('}', r->json);
@@ -566,6 +595,200 @@ static void json_violations(struct report *r, const struct tproc *p)
 	fputc(']', r->json);
 }
 
+static const char *step_source_name(const struct timeline *tl)
+{
+	switch (timeline__opts(tl)->source) {
+	case STEP_SYNC:
+		return "sync";
+	case STEP_MARKER:
+		return "sym";
+	case STEP_NVTX:
+		return "nvtx";
+	default:
+		return "interval";
+	}
+}
+
+void report__step(struct report *r, pid_t pid, const struct step_stat *st)
+{
+	if (!r->json)
+		return;
+	fprintf(r->json,
+		"{\"type\":\"step\",\"pid\":%d,\"step\":%" PRId64 ",\"t_s\":%.3f,\"dt_s\":%.3f"
+		",\"live_bytes\":%" PRIu64 ",\"persistent_bytes\":%" PRIu64
+		",\"pending_bytes\":%" PRIu64 ",\"suspect_bytes\":%" PRIu64
+		",\"allocated_bytes\":%" PRIu64 ",\"freed_bytes\":%" PRIu64 ",\"allocs\":%" PRIu64
+		",\"frees\":%" PRIu64 "}\n",
+		pid, st->step, secs(r, st->t_end_ns),
+		(double)(st->t_end_ns - st->t_start_ns) / 1e9, st->live, st->persistent, st->pending,
+		st->suspect, st->allocated, st->freed, st->allocs, st->frees);
+}
+
+/* ▁▂▃▄▅▆▇█ over the last steps' live bytes, scaled to their range. */
+static void sparkline(const struct step_stat *v, size_t n, char *buf, size_t len)
+{
+	static const char *const bars[] = { "\u2581", "\u2582", "\u2583", "\u2584",
+					    "\u2585", "\u2586", "\u2587", "\u2588" };
+	uint64_t lo = UINT64_MAX, hi = 0;
+	size_t i, from = n > 16 ? n - 16 : 0, o = 0;
+
+	buf[0] = 0;
+	for (i = from; i < n; i++) {
+		lo = v[i].live < lo ? v[i].live : lo;
+		hi = v[i].live > hi ? v[i].live : hi;
+	}
+	for (i = from; i < n && o + 4 < len; i++) {
+		unsigned int b = hi > lo ? (unsigned int)((v[i].live - lo) * 7 / (hi - lo)) : 0;
+
+		o += (size_t)snprintf(buf + o, len - o, "%s", bars[b]);
+	}
+}
+
+void report__step_line(struct report *r, pid_t pid, const struct step_stat *st)
+{
+	char b1[32], b2[32], b3[32], b4[32], spark[64];
+	const struct step_stat *all;
+	size_t n;
+
+	all = timeline__steps(r->tl, pid, &n);
+	sparkline(all, n, spark, sizeof(spark));
+	if (!r->step_header) {
+		fprintf(r->out, "%9s %7s %6s %10s %10s %10s %10s  %s\n", "TIME", "PID", "STEP",
+			"LIVE", "PERSIST", "PENDING", "SUSPECT", "TREND");
+		r->step_header = true;
+	}
+	fprintf(r->out, "%8.2fs %7d %6" PRId64 " %10s %10s %10s %10s  %s\n", secs(r, st->t_end_ns),
+		pid, st->step, fmt_bytes(st->live, b1, sizeof(b1)),
+		fmt_bytes(st->persistent, b2, sizeof(b2)), fmt_bytes(st->pending, b3, sizeof(b3)),
+		fmt_bytes(st->suspect, b4, sizeof(b4)), spark);
+	fflush(r->out);
+}
+
+static void fmt_duration(double s, char *buf, size_t len)
+{
+	if (s < 120)
+		snprintf(buf, len, "%.0f s", s);
+	else if (s < 7200)
+		snprintf(buf, len, "%.0f min", s / 60);
+	else if (s < 172800)
+		snprintf(buf, len, "%.1f h", s / 3600);
+	else
+		snprintf(buf, len, "%.1f days", s / 86400);
+}
+
+static void print_growth(struct report *r, const struct tproc *p, const struct growth *g,
+			 size_t n, const struct projection *pr, size_t steps)
+{
+	char b1[32], b2[32], b3[32], d[32];
+	size_t i;
+
+	fprintf(r->out, "steps: %zu (%s)", steps, step_source_name(r->tl));
+	if (!n) {
+		fprintf(r->out, "; no site grows step over step\n");
+		return;
+	}
+	fprintf(r->out, "\ngrowing sites (live bytes rise step after step):\n");
+	fprintf(r->out, "  %12s %12s %6s %6s %10s  %s\n", "PER STEP", "PER SECOND", "R2", "FROM",
+		"NOW", "SITE");
+	for (i = 0; i < n; i++) {
+		const struct site *s = &r->t->sites[g[i].site];
+
+		fprintf(r->out, "  %10s/st %10s/s %6.3f %6" PRId64 " %10s  %s (%s)\n",
+			fmt_bytes((uint64_t)(g[i].slope_per_step + 0.5), b1, sizeof(b1)),
+			fmt_bytes((uint64_t)(g[i].slope_per_s + 0.5), b2, sizeof(b2)), g[i].r2,
+			g[i].first_step, fmt_bytes(g[i].end_bytes, b3, sizeof(b3)), site_name(r, s),
+			cat_api_name(s->api));
+	}
+	if (pr->known) {
+		fmt_duration(pr->seconds_to_oom, d, sizeof(d));
+		fprintf(r->out, "device %d: %s of %s in use", pr->device,
+			fmt_bytes(pr->used, b1, sizeof(b1)), fmt_bytes(pr->capacity, b2, sizeof(b2)));
+		if (pr->baseline)
+			fprintf(r->out, " (%s held before tracing, unattributed)",
+				fmt_bytes(pr->baseline, b3, sizeof(b3)));
+		fprintf(r->out, "; OOM in ~%.0f steps (~%s)\n", pr->steps_to_oom, d);
+	} else {
+		fprintf(r->out, "time to OOM: device size unknown (no NVML here): pass "
+			"--device-mem SIZE\n");
+	}
+	(void)p;
+}
+
+/* Leaked bytes at the end: live memory not meant to stay. */
+static uint64_t leaked_bytes(const struct tracker *t, pid_t pid)
+{
+	uint64_t sum = 0;
+	size_t i;
+
+	sel_t = t;
+	for (i = 0; i < t->nr_sites; i++)
+		if (t->sites[i].pid == pid && key_of(&t->sites[i], SEL_MEMORY))
+			sum += t->sites[i].live_bytes;
+	return sum;
+}
+
+/* The CI gate for one process: every reason it fails, printed and in JSON. */
+static void gate_check(struct report *r, const struct tproc *p, const struct growth *g,
+		       size_t n, bool json)
+{
+	uint64_t leaked = leaked_bytes(r->t, p->pid);
+	char b1[32], b2[32];
+	bool first = true;
+	size_t i;
+
+	if (json) {
+		fprintf(r->json, ",\"gate\":{\"enabled\":%s,\"failed\":", r->gate.on ? "true" : "false");
+	}
+	for (i = 0; i < n; i++) {
+		if (g[i].slope_per_step <= (double)r->gate.max_growth)
+			continue;
+		if (!json && r->gate.on)
+			fprintf(r->out, "GATE: %s grows %s per step (limit %s)\n",
+				site_name(r, &r->t->sites[g[i].site]),
+				fmt_bytes((uint64_t)g[i].slope_per_step, b1, sizeof(b1)),
+				fmt_bytes(r->gate.max_growth, b2, sizeof(b2)));
+		if (json) {
+			if (first)
+				fputs("true,\"violations\":[", r->json);
+			fprintf(r->json, "%s{\"kind\":\"growth\",\"site\":", first ? "" : ",");
+			json_str(r->json, site_name(r, &r->t->sites[g[i].site]));
+			fprintf(r->json, ",\"bytes_per_step\":%.1f,\"limit\":%" PRIu64 "}",
+				g[i].slope_per_step, r->gate.max_growth);
+			first = false;
+		}
+		r->gate.failed |= r->gate.on;
+	}
+	if (r->gate.has_max_live && leaked > r->gate.max_live_at_exit) {
+		if (!json && r->gate.on)
+			fprintf(r->out, "GATE: %s leaked at exit (limit %s)\n",
+				fmt_bytes(leaked, b1, sizeof(b1)),
+				fmt_bytes(r->gate.max_live_at_exit, b2, sizeof(b2)));
+		if (json) {
+			if (first)
+				fputs("true,\"violations\":[", r->json);
+			fprintf(r->json, "%s{\"kind\":\"live_at_exit\",\"bytes\":%" PRIu64
+				",\"limit\":%" PRIu64 "}", first ? "" : ",", leaked,
+				r->gate.max_live_at_exit);
+			first = false;
+		}
+		r->gate.failed |= r->gate.on;
+	}
+	for (i = 0; i < p->nr_viols; i++) {
+		if (!json && r->gate.on)
+			fprintf(r->out, "GATE: rule violation: %s\n", viol_name(p->viols[i].kind));
+		if (json) {
+			if (first)
+				fputs("true,\"violations\":[", r->json);
+			fprintf(r->json, "%s{\"kind\":\"rule\",\"violation\":\"%s\"}",
+				first ? "" : ",", viol_name(p->viols[i].kind));
+			first = false;
+		}
+		r->gate.failed |= r->gate.on;
+	}
+	if (json)
+		fputs(first ? "false,\"violations\":[]}" : "]}", r->json);
+}
+
 static const char *const loss_names[GL_STAT_MAX] = {
 	[GL_STAT_RB_FULL] = "ringbuf_full",
 	[GL_STAT_STASH_FAIL] = "stash_fail",
@@ -576,7 +799,37 @@ static const char *const loss_names[GL_STAT_MAX] = {
 	[GL_STAT_STACK_FAIL] = "stack_fail",
 };
 
-static void json_verdict(struct report *r, const struct tproc *p, uint64_t now_ns)
+static void json_growth(struct report *r, const struct growth *g, size_t n,
+			const struct projection *pr, size_t steps)
+{
+	size_t i;
+
+	fprintf(r->json, ",\"steps\":%zu,\"step_source\":\"%s\",\"growth\":[", steps,
+		step_source_name(r->tl));
+	for (i = 0; i < n; i++) {
+		const struct site *s = &r->t->sites[g[i].site];
+
+		fprintf(r->json, "%s{\"api\":\"%s\",\"site\":", i ? "," : "", cat_api_name(s->api));
+		json_str(r->json, site_name(r, s));
+		fprintf(r->json, ",\"device\":%d,\"bytes\":%" PRIu64, s->device, g[i].end_bytes);
+		json_growth_fields(r->json, &g[i]);
+		fputc('}', r->json);
+	}
+	fputc(']', r->json);
+	if (pr->known)
+		fprintf(r->json, ",\"projected_oom_steps\":%.0f,\"projection\":{\"device\":%d,"
+			"\"capacity_bytes\":%" PRIu64 ",\"used_bytes\":%" PRIu64
+			",\"baseline_bytes\":%" PRIu64 ",\"growth_bytes_per_step\":%.1f"
+			",\"steps_to_oom\":%.1f,\"seconds_to_oom\":%.1f}",
+			pr->steps_to_oom, pr->device, pr->capacity, pr->used, pr->baseline,
+			pr->rate_per_step, pr->steps_to_oom, pr->seconds_to_oom);
+	else
+		fputs(",\"projected_oom_steps\":null,\"projection\":null", r->json);
+}
+
+static void json_verdict(struct report *r, const struct tproc *p, uint64_t now_ns,
+			 const struct growth *g, size_t ng, const struct projection *pr,
+			 size_t steps)
 {
 	uint64_t end = p->exited || p->detached ? p->last_ts_ns : now_ns;
 	int k;
@@ -608,6 +861,8 @@ static void json_verdict(struct report *r, const struct tproc *p, uint64_t now_n
 	json_site_array(r, p, SEL_RETAINED, "retained");
 	json_site_array(r, p, SEL_IGNORED, "ignored");
 	json_violations(r, p);
+	json_growth(r, g, ng, pr, steps);
+	gate_check(r, p, g, ng, true);
 	json_site_array(r, p, SEL_PENDING, "pending");
 	json_site_array(r, p, SEL_FAILED, "failures");
 	json_site_array(r, p, SEL_VA, "address_space");
@@ -626,6 +881,17 @@ void report__final(struct report *r, uint64_t now_ns)
 		const struct tproc *p = t->procs[i];
 		char b1[32], b2[32];
 		uint64_t end = p->exited || p->detached ? p->last_ts_ns : now_ns;
+		struct growth *g = NULL;
+		struct projection pr = { 0 };
+		size_t ng = 0, nsteps = 0;
+
+		if (r->tl) {
+			timeline__steps(r->tl, p->pid, &nsteps);
+			if (!timeline__growth(r->tl, p->pid, &g, &ng))
+				timeline__project(r->tl, p->pid, g, ng, &pr);
+		}
+		cur_growth = g;
+		cur_nr_growth = ng;
 
 		fprintf(r->out, "\npid %d (%s): %s", p->pid, p->comm[0] ? p->comm : "?",
 			proc_state(p));
@@ -651,6 +917,8 @@ void report__final(struct report *r, uint64_t now_ns)
 		print_sites(r, p, SEL_RETAINED,
 			    "retained at session end (persistent by rule, not leaks):");
 		print_violations(r, p);
+		if (r->tl)
+			print_growth(r, p, g, ng, &pr, nsteps);
 		print_sites(r, p, SEL_PENDING, "async frees still pending (stream not synchronized):");
 		print_sites(r, p, SEL_VA, "virtual address ranges reserved and never freed:");
 		print_sites(r, p, SEL_REG, "registrations never deregistered:");
@@ -660,6 +928,7 @@ void report__final(struct report *r, uint64_t now_ns)
 			fprintf(r->out, "frees of untracked pointers (allocated before attach): %" PRIu64
 				"; double frees: %" PRIu64 "; live address returned again: %" PRIu64 "\n",
 				p->c.unknown_frees, p->c.double_frees, p->c.addr_reuse);
+		gate_check(r, p, g, ng, false);
 		if (tproc__dropped(p) || p->loss[GL_STAT_READ_FAIL]) {
 			fprintf(r->out, "LOST (results approximate):");
 			for (k = 0; k < GL_STAT_MAX; k++)
@@ -668,7 +937,10 @@ void report__final(struct report *r, uint64_t now_ns)
 			fputc('\n', r->out);
 		}
 		if (r->json)
-			json_verdict(r, p, now_ns);
+			json_verdict(r, p, now_ns, g, ng, &pr, nsteps);
+		free(g);
+		cur_growth = NULL;
+		cur_nr_growth = 0;
 	}
 	if (t->bad_records)
 		fprintf(r->out, "undecodable records skipped: %" PRIu64 "\n", t->bad_records);

@@ -9,20 +9,41 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <stdbool.h>
+#include <sys/types.h>
+
 struct tracker;
+struct timeline;
 struct symbolizer;
+struct step_stat;
+
+/* The CI gate: what --fail-on-leak fails on; `failed` is set by report__final. */
+struct gate {
+	bool on;
+	uint64_t max_growth;		/* bytes/step a growing site may reach */
+	bool has_max_live;
+	uint64_t max_live_at_exit;	/* leaked bytes allowed at the end */
+	bool failed;
+};
 
 struct report {
 	struct tracker *t;
+	struct timeline *tl;
 	struct symbolizer *sym;
 	FILE *out;		/* text, stdout by default */
 	FILE *json;		/* NDJSON or NULL */
 	int top;		/* sites listed per table */
 	uint64_t t0_ns;		/* trace start: times print relative to it */
+	struct gate gate;
+	bool step_header;
 };
 
 /* One interval: a compact table per process with activity. */
 void report__interval(struct report *r, uint64_t now_ns);
+/* A closed step: its NDJSON record. */
+void report__step(struct report *r, pid_t pid, const struct step_stat *st);
+/* A closed step: one terminal line with a sparkline of live bytes. */
+void report__step_line(struct report *r, pid_t pid, const struct step_stat *st);
 /* The final report and the verdict records, one per traced process. */
 void report__final(struct report *r, uint64_t now_ns);
 

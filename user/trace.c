@@ -14,12 +14,14 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "analysis.h"
 #include "attach.h"
 #include "elf_syms.h"
 #include "gpuleak.h"
 #include "gpuleak.skel.h"
 #include "log.h"
 #include "modules.h"
+#include "nvml.h"
 #include "probe_catalog.h"
 #include "proc_maps.h"
 #include "process.h"
@@ -52,11 +54,18 @@ struct trace {
 	struct modules *mods;
 	struct attach *att;
 	struct symbolizer *sym;
-	struct tracker *trk;
+	struct analysis *an;
 	struct ringbuf *rb;
 	struct report rep;
 	FILE *json;
 	struct target tgt;
+	struct marker {
+		const char *file, *sym;
+		unsigned int api;
+		bool attached;
+	} markers[3];
+	int nr_markers;
+	uint64_t last_step_line_ns;
 	struct launch child;
 	bool run_mode;
 	int sigfd;
@@ -100,7 +109,7 @@ static int on_record(void *ctx, const struct gl_hdr *h)
 
 	if (h->kind == GL_REC_NOTIFY && h->api == GL_API_LD_DEBUG_STATE && h->pid == (__u32)tr->tgt.pid)
 		tr->rescan_pending = true;
-	return tracker__apply(tr->trk, h);
+	return analysis__feed(tr->an, h);
 }
 
 static void emit_proc(struct trace *tr, enum gl_proc_event ev, int status)
@@ -206,6 +215,79 @@ static bool has_rendezvous_probe(struct trace *tr, const struct proc_maps *m)
 	return false;
 }
 
+static void add_markers(struct trace *tr)
+{
+	const struct trace_opts *o = tr->o;
+
+	if (o->step_file)
+		tr->markers[tr->nr_markers++] = (struct marker){ o->step_file, o->step_sym,
+								 GL_API_MARKER_STEP, false };
+	if (o->req_file) {
+		tr->markers[tr->nr_markers++] = (struct marker){ o->req_file, o->req_begin,
+								 GL_API_MARKER_REQ_BEGIN, false };
+		tr->markers[tr->nr_markers++] = (struct marker){ o->req_file, o->req_end,
+								 GL_API_MARKER_REQ_END, false };
+	}
+}
+
+/*
+ * Put the step/request markers on their functions: FILE is a path, or the basename of an
+ * object the target maps (found once it is mapped). Returns the markers still unattached.
+ */
+static int attach_markers(struct trace *tr, const struct proc_maps *m)
+{
+	int i, left = 0;
+
+	for (i = 0; i < tr->nr_markers; i++) {
+		struct marker *mk = &tr->markers[i];
+		int err;
+
+		if (mk->attached)
+			continue;
+		err = attach__marker(tr->att, tr->tgt.pid, m, mk->file, mk->sym, mk->api);
+		if (!err) {
+			mk->attached = true;
+			fprintf(stderr, "gpuleak: %s marker on %s in %s\n",
+				mk->api == GL_API_MARKER_STEP ? "step" :
+				mk->api == GL_API_MARKER_REQ_BEGIN ? "request-begin" : "request-end",
+				mk->sym, mk->file);
+		} else if (err != -ENOENT) {
+			pr_err("cannot put a marker on %s in %s: %s\n", mk->sym, mk->file,
+			       strerror(-err));
+			mk->attached = true;	/* said once; do not retry */
+		} else {
+			left++;
+		}
+	}
+	return left;
+}
+
+static void emit_devmem(struct trace *tr)
+{
+	struct gl_devmem_rec d[16];
+	int i, n = nvml__snapshot(tr->tgt.pid, d, 16);
+
+	for (i = 0; i < n; i++) {
+		d[i].hdr.ts_ns = now_ns();
+		on_record(tr, &d[i].hdr);
+	}
+}
+
+/* A line per step (at most one per --interval when steps are faster). */
+static void on_step(void *ctx, pid_t pid, const struct step_stat *st)
+{
+	struct trace *tr = ctx;
+
+	report__step(&tr->rep, pid, st);
+	if (!tr->o->steps_given)
+		return;
+	if (tr->o->interval_ns && st->t_end_ns - tr->last_step_line_ns < tr->o->interval_ns &&
+	    tr->last_step_line_ns)
+		return;
+	tr->last_step_line_ns = st->t_end_ns;
+	report__step_line(&tr->rep, pid, st);
+}
+
 /* Look at the target's mappings again and attach to anything new. */
 static int rescan(struct trace *tr)
 {
@@ -219,6 +301,7 @@ static int rescan(struct trace *tr)
 		goto out;
 	symbolizer__add_maps(tr->sym, m);
 	err = attach__scan(tr->att, m, &nr_new);
+	attach_markers(tr, m);
 	if (!tr->has_rendezvous)
 		tr->has_rendezvous = has_rendezvous_probe(tr, m);
 	if (!tr->tgt.has_lib && attach__has_required(tr->att, tr->tgt.pid)) {
@@ -264,6 +347,10 @@ static int start_attach_mode(struct trace *tr)
 		goto cleanup;
 	tr->has_rendezvous = has_rendezvous_probe(tr, m);
 	tr->tgt.last_rescan_ns = now_ns();
+	if (attach_markers(tr, m))
+		fprintf(stderr, "gpuleak: a step/request marker's object is not mapped yet; "
+			"it is attached when it is\n");
+	emit_devmem(tr);
 	if (attach__has_required(tr->att, pid)) {
 		tr->tgt.has_lib = true;
 		fprintf(stderr, "gpuleak: tracing pid %d: %zu probes in %zu objects\n", pid,
@@ -284,14 +371,62 @@ cleanup:
 	return err;
 }
 
+/* libgpuleak_nvtx.so: next to gpuleak, in its build tree, or installed beside it. */
+static int nvtx_inject_path(char *buf, size_t len)
+{
+	static const char *const rel[] = { "libgpuleak_nvtx.so", ".output/libgpuleak_nvtx.so",
+					   "../lib/gpuleak/libgpuleak_nvtx.so" };
+	const char *env = getenv("GPULEAK_NVTX_LIB");
+	char exe[4096], *slash;
+	ssize_t n;
+	size_t i;
+
+	if (env) {
+		snprintf(buf, len, "%s", env);
+		return access(buf, R_OK) ? -errno : 0;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return -ENOENT;
+	exe[n] = 0;
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return -ENOENT;
+	*slash = 0;
+	for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		if (snprintf(buf, len, "%.*s/%s", (int)(len / 2), exe, rel[i]) >= (int)len)
+			continue;
+		if (!access(buf, R_OK))
+			return 0;
+	}
+	return -ENOENT;
+}
+
 static int start_run_mode(struct trace *tr)
 {
+	static char inject_env[4200];
+	char *env[2] = { NULL, NULL };
 	__u8 one = 1;
 	__u32 key;
 	int err;
 	struct module *mod;
 
-	err = launch__fork(tr->o->argv, &tr->child);
+	/* NVTX v3 reaches a tool only through its injection variable: point it at ours. */
+	if (tr->o->steps.source == STEP_NVTX) {
+		char path[4096];
+
+		if (nvtx_inject_path(path, sizeof(path))) {
+			pr_err("--step nvtx: needs libgpuleak_nvtx.so next to gpuleak (build it with "
+			       "make) or GPULEAK_NVTX_LIB\n");
+			return -ENOENT;
+		}
+		if (getenv("NVTX_INJECTION64_PATH"))
+			pr_warn("NVTX_INJECTION64_PATH was set; gpuleak's injection library "
+				"replaces it for the target\n");
+		snprintf(inject_env, sizeof(inject_env), "NVTX_INJECTION64_PATH=%s", path);
+		env[0] = inject_env;
+	}
+	err = launch__fork(tr->o->argv, env, &tr->child);
 	if (err) {
 		pr_err("cannot run %s: %s\n", tr->o->argv[0], strerror(-err));
 		return err;
@@ -322,6 +457,7 @@ static int start_run_mode(struct trace *tr)
 		tr->has_rendezvous = true;
 	}
 	tr->tgt.has_lib = attach__has_required(tr->att, tr->child.pid);
+	attach_markers(tr, NULL);
 	tr->tgt.pidfd = process__pidfd(tr->child.pid);
 	if (tr->tgt.pidfd < 0)
 		return tr->tgt.pidfd;
@@ -333,6 +469,7 @@ static int start_run_mode(struct trace *tr)
 		return err;
 	}
 	process__start_ticks(tr->child.pid, &tr->tgt.start_ticks);
+	emit_devmem(tr);
 	return 0;
 }
 
@@ -424,7 +561,8 @@ static int loop(struct trace *tr)
 		emit_tick(tr);
 		if (now >= next_interval) {
 			emit_loss(tr);
-			report__interval(&tr->rep, now);
+			if (!tr->o->steps_given)
+				report__interval(&tr->rep, now);
 			next_interval += tr->o->interval_ns;
 			if (next_interval <= now)
 				next_interval = now + tr->o->interval_ns;
@@ -490,17 +628,21 @@ int trace__run(const struct trace_opts *o)
 	if (!err)
 		err = symbolizer__new(tr.mods, &tr.sym);
 	if (!err)
-		err = tracker__new(&tr.trk);
-	if (!err)
-		tracker__set_rules(tr.trk, o->rules, site_frames, tr.sym);
+		err = analysis__new(&o->steps, o->rules, site_frames, tr.sym, &tr.an);
 	if (!err)
 		err = ringbuf__new(bpf_map__fd(tr.skel->maps.events), on_record, &tr, &tr.rb);
 	if (err) {
 		pr_err("setting up: %s\n", strerror(-err));
 		goto cleanup;
 	}
-	tr.rep = (struct report){ .t = tr.trk, .sym = tr.sym, .out = stdout, .json = tr.json,
-				  .top = o->top, .t0_ns = now_ns() };
+	tr.rep = (struct report){ .t = tr.an->t, .tl = tr.an->tl, .sym = tr.sym, .out = stdout,
+				  .json = tr.json, .top = o->top, .t0_ns = now_ns(),
+				  .gate = { .on = o->fail_on_leak, .max_growth = o->max_growth,
+					    .has_max_live = o->has_max_live,
+					    .max_live_at_exit = o->max_live_at_exit } };
+	timeline__on_step(tr.an->tl, on_step, &tr);
+	add_markers(&tr);
+	modules__trace_nvtx(tr.mods, o->steps.source == STEP_NVTX);
 	err = o->argv ? start_run_mode(&tr) : start_attach_mode(&tr);
 	if (err)
 		goto cleanup;
@@ -513,7 +655,7 @@ cleanup:
 		launch__abort(&tr.child);
 	attach__free(tr.att);
 	ringbuf__free(tr.rb);
-	tracker__free(tr.trk);
+	analysis__free(tr.an);
 	symbolizer__free(tr.sym);
 	modules__free(tr.mods);
 	gpuleak_bpf__destroy(tr.skel);
@@ -523,5 +665,7 @@ cleanup:
 		close(tr.sigfd);
 	if (tr.json)
 		fclose(tr.json);
-	return err ? 1 : 0;
+	if (err)
+		return TRACE_ERROR;
+	return tr.rep.gate.failed ? TRACE_LEAK : TRACE_OK;
 }

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "timeline.h"
 
 struct rules;
 
@@ -24,9 +25,22 @@ struct trace_opts {
 	bool libc;		/* also trace the C library's allocator */
 	uint64_t ringbuf_bytes;
 	const struct rules *rules;	/* user rules + built-ins */
+	struct timeline_opts steps;
+	bool steps_given;		/* --step: print a line per step */
+	/* sym: markers: FILE (path or basename of a mapped object) and SYMBOL */
+	const char *step_file, *step_sym;
+	const char *req_file, *req_begin, *req_end;
+	/* CI gate (--fail-on-leak): exit 3 when violated */
+	bool fail_on_leak;
+	uint64_t max_growth;		/* bytes per step a site may grow; 0: any growth leak */
+	bool has_max_live;
+	uint64_t max_live_at_exit;	/* leaked bytes allowed at the end */
 };
 
-/* Returns the process exit code: 0 done, 1 runtime error. */
+/* Exit codes. */
+enum { TRACE_OK = 0, TRACE_ERROR = 1, TRACE_LEAK = 3 };
+
+/* Returns the process exit code: 0 done, 1 runtime error, 3 the gate found leaks. */
 int trace__run(const struct trace_opts *o);
 
 #endif

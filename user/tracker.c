@@ -145,6 +145,7 @@ static void proc_free(struct tproc *p)
 	free(p->maps);
 	free(p->rule_live);
 	free(p->viols);
+	free(p->dirty);
 	free(p);
 }
 
@@ -387,10 +388,30 @@ static bool handle_mapped(const struct tproc *p, uint64_t handle)
 
 /* ---- allocation graph updates ---- */
 
+static void mark_dirty(struct tproc *p, struct site *s, uint32_t idx)
+{
+	if (s->dirty)
+		return;
+	if (p->nr_dirty == p->cap_dirty) {
+		size_t cap = p->cap_dirty ? 2 * p->cap_dirty : 64;
+		uint32_t *v = realloc(p->dirty, cap * sizeof(*v));
+
+		/* Without room the site misses one sample: it is sampled when next changed. */
+		if (!v)
+			return;
+		p->dirty = v;
+		p->cap_dirty = cap;
+	}
+	p->dirty[p->nr_dirty++] = idx;
+	s->dirty = true;
+}
+
 static void account(struct tracker *t, struct tproc *p, struct alloc *a, int sign)
 {
 	struct site *s = &t->sites[a->site];
 	uint64_t b = a->size;
+
+	mark_dirty(p, s, a->site);
 
 	if (a->flags & AF_PENDING) {
 		s->pending_bytes += sign * b;

@@ -67,6 +67,7 @@ struct site {
 	uint16_t layer_api;	/* API of a same-address layer seen under allocations here */
 	uint8_t cls;		/* enum site_class: what a rule made of allocations here */
 	bool cand_valid;
+	bool dirty;		/* live bytes changed since the timeline last sampled */
 	uint16_t rule;		/* the persistent/ignore rule (index + 1), 0: none */
 	uint64_t cand;		/* persistent/ignore rules whose call-site matchers hold here */
 	uint64_t owner;
@@ -190,6 +191,8 @@ struct tproc {
 	struct rule_live *rule_live;	/* per rule */
 	struct violation *viols;
 	size_t nr_viols, cap_viols;
+	uint32_t *dirty;	/* sites whose live bytes changed since the last step */
+	size_t nr_dirty, cap_dirty;
 };
 
 struct rules;

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <stdlib.h>
+#include "analysis.h"
+
+int analysis__new(const struct timeline_opts *o, const struct rules *rules, frames_fn frames,
+		  void *frames_ctx, struct analysis **out)
+{
+	struct analysis *a = calloc(1, sizeof(*a));
+	int err;
+
+	if (!a)
+		return -ENOMEM;
+	err = tracker__new(&a->t);
+	if (!err)
+		err = timeline__new(o, a->t, &a->tl);
+	if (err) {
+		analysis__free(a);
+		return err;
+	}
+	tracker__set_rules(a->t, rules, frames, frames_ctx);
+	*out = a;
+	return 0;
+}
+
+void analysis__free(struct analysis *a)
+{
+	if (!a)
+		return;
+	timeline__free(a->tl);
+	tracker__free(a->t);
+	free(a);
+}
+
+int analysis__feed(struct analysis *a, const struct gl_hdr *h)
+{
+	int err = tracker__apply(a->t, h);
+
+	/* A record the tracker could not decode still advances time for the timeline. */
+	if (err && err != -EINVAL)
+		return err;
+	return timeline__on_record(a->tl, h);
+}

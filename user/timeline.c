@@ -1,0 +1,614 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "hmap.h"
+#include "probe_catalog.h"
+#include "timeline.h"
+#include "tracker.h"
+
+/* A site's live bytes at the end of the steps where it changed (a sparse series). */
+struct sample {
+	int64_t step;
+	uint64_t live;
+};
+
+struct trend {
+	uint32_t site;
+	struct sample *v;
+	size_t n, cap;
+	uint64_t last;
+	/* Running view for the live "suspect" column; the verdict refits from the series. */
+	int64_t growth_steps;
+	uint64_t floor;		/* lowest value seen after the warm-up */
+	bool floor_set;
+	bool flagged;
+};
+
+#define MAX_DEVICES 16
+
+struct ptl {
+	pid_t pid;
+	bool started;
+	bool finished;
+	int64_t step;		/* in progress; -1: before the first boundary (init) */
+	uint64_t step_start_ns;
+	uint64_t next_ns;	/* next interval boundary */
+	uint64_t abytes0, fbytes0, allocs0, frees0;
+	struct step_stat *steps;
+	size_t nr_steps, cap_steps;
+	struct trend *tr;
+	size_t nr_tr, cap_tr;
+	struct hmap tr_idx;	/* site -> index into tr */
+	uint64_t suspect;
+	struct {
+		bool known;
+		bool proc_known;
+		uint64_t total, used, proc_used;
+	} dev[MAX_DEVICES];
+	uint64_t traced_at_attach[MAX_DEVICES];	/* traced live bytes when NVML looked */
+};
+
+struct timeline {
+	struct timeline_opts o;
+	struct tracker *t;
+	struct ptl **p;
+	size_t nr_p, cap_p;
+	step_fn on_step;
+	void *on_step_ctx;
+};
+
+int timeline__new(const struct timeline_opts *o, struct tracker *t, struct timeline **out)
+{
+	struct timeline *tl = calloc(1, sizeof(*tl));
+
+	if (!tl)
+		return -ENOMEM;
+	tl->o = *o;
+	if (!tl->o.interval_ns)
+		tl->o.interval_ns = 1000000000ULL;
+	tl->t = t;
+	*out = tl;
+	return 0;
+}
+
+void timeline__free(struct timeline *tl)
+{
+	size_t i, j;
+
+	if (!tl)
+		return;
+	for (i = 0; i < tl->nr_p; i++) {
+		struct ptl *p = tl->p[i];
+
+		for (j = 0; j < p->nr_tr; j++)
+			free(p->tr[j].v);
+		free(p->tr);
+		free(p->steps);
+		hmap__free(&p->tr_idx);
+		free(p);
+	}
+	free(tl->p);
+	free(tl);
+}
+
+void timeline__on_step(struct timeline *tl, step_fn fn, void *ctx)
+{
+	tl->on_step = fn;
+	tl->on_step_ctx = ctx;
+}
+
+const struct timeline_opts *timeline__opts(const struct timeline *tl)
+{
+	return &tl->o;
+}
+
+static struct ptl *ptl_find(const struct timeline *tl, pid_t pid)
+{
+	size_t i = tl->nr_p;
+
+	/* newest first: a reused pid is a new process */
+	while (i--)
+		if (tl->p[i]->pid == pid)
+			return tl->p[i];
+	return NULL;
+}
+
+static struct ptl *ptl_get(struct timeline *tl, pid_t pid)
+{
+	struct ptl *p = ptl_find(tl, pid);
+
+	if (p && !p->finished)
+		return p;
+	if (tl->nr_p == tl->cap_p) {
+		size_t cap = tl->cap_p ? 2 * tl->cap_p : 8;
+		struct ptl **v = realloc(tl->p, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		tl->p = v;
+		tl->cap_p = cap;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->step = -1;
+	tl->p[tl->nr_p++] = p;
+	return p;
+}
+
+static struct trend *trend_get(struct ptl *p, uint32_t site)
+{
+	uint64_t *v = hmap__get(&p->tr_idx, site, 0);
+
+	if (v)
+		return &p->tr[*v];
+	if (p->nr_tr == p->cap_tr) {
+		size_t cap = p->cap_tr ? 2 * p->cap_tr : 32;
+		struct trend *nv = realloc(p->tr, cap * sizeof(*nv));
+
+		if (!nv)
+			return NULL;
+		p->tr = nv;
+		p->cap_tr = cap;
+	}
+	if (hmap__put(&p->tr_idx, site, 0, p->nr_tr))
+		return NULL;
+	memset(&p->tr[p->nr_tr], 0, sizeof(p->tr[0]));
+	p->tr[p->nr_tr].site = site;
+	return &p->tr[p->nr_tr++];
+}
+
+/* Candidates for growth leaks: memory not declared persistent or ignored by a rule. */
+static bool candidate(const struct site *s)
+{
+	return s->counts && s->cls == CLS_NONE;
+}
+
+static void sample(struct timeline *tl, struct ptl *p, struct trend *tr, uint64_t live)
+{
+	int64_t step = p->step;
+
+	if (tr->n && tr->v[tr->n - 1].live == live)
+		return;
+	if (tr->n == tr->cap) {
+		size_t cap = tr->cap ? 2 * tr->cap : 16;
+		struct sample *v = realloc(tr->v, cap * sizeof(*v));
+
+		if (!v)
+			return;
+		tr->v = v;
+		tr->cap = cap;
+	}
+	tr->v[tr->n++] = (struct sample){ step, live };
+	if (step >= tl->o.warmup_steps) {
+		if (live > tr->last)
+			tr->growth_steps++;
+		if (!tr->floor_set || live < tr->floor) {
+			tr->floor = live;
+			tr->floor_set = true;
+		}
+	}
+	if (tr->flagged)
+		p->suspect -= tr->last;
+	tr->last = live;
+	tr->flagged = tr->growth_steps >= tl->o.min_growth_steps && tr->floor_set &&
+		      live > tr->floor;
+	if (tr->flagged)
+		p->suspect += live;
+}
+
+static void close_step(struct timeline *tl, struct ptl *p, uint64_t ts_ns)
+{
+	struct tproc *tp = tracker__proc(tl->t, p->pid);
+	struct step_stat st = { .step = p->step, .t_start_ns = p->step_start_ns, .t_end_ns = ts_ns };
+	size_t i;
+
+	if (!tp)
+		return;
+	for (i = 0; i < tp->nr_dirty; i++) {
+		struct site *s = &tl->t->sites[tp->dirty[i]];
+		struct trend *tr;
+
+		s->dirty = false;
+		if (!candidate(s))
+			continue;
+		tr = trend_get(p, tp->dirty[i]);
+		if (tr)
+			sample(tl, p, tr, s->live_bytes);
+	}
+	tp->nr_dirty = 0;
+	st.live = tp->live_bytes;
+	st.persistent = tp->persistent_bytes;
+	st.pending = tp->pending_bytes;
+	st.suspect = p->suspect;
+	st.allocated = tp->c.alloc_bytes - p->abytes0;
+	st.freed = tp->c.freed_bytes - p->fbytes0;
+	st.allocs = tp->c.allocs - p->allocs0;
+	st.frees = tp->c.frees - p->frees0;
+	if (p->nr_steps == p->cap_steps) {
+		size_t cap = p->cap_steps ? 2 * p->cap_steps : 64;
+		struct step_stat *v = realloc(p->steps, cap * sizeof(*v));
+
+		if (v) {
+			p->steps = v;
+			p->cap_steps = cap;
+		}
+	}
+	if (p->nr_steps < p->cap_steps)
+		p->steps[p->nr_steps++] = st;
+	if (tl->on_step)
+		tl->on_step(tl->on_step_ctx, p->pid, &st);
+	p->step++;
+	p->step_start_ns = ts_ns;
+	p->abytes0 = tp->c.alloc_bytes;
+	p->fbytes0 = tp->c.freed_bytes;
+	p->allocs0 = tp->c.allocs;
+	p->frees0 = tp->c.frees;
+	tracker__set_step(tl->t, p->pid, p->step, ts_ns);
+}
+
+static void start(struct timeline *tl, struct ptl *p, uint64_t ts_ns)
+{
+	struct tproc *tp = tracker__proc(tl->t, p->pid);
+
+	p->started = true;
+	p->step_start_ns = ts_ns;
+	p->next_ns = ts_ns + tl->o.interval_ns;
+	if (tp) {
+		p->abytes0 = tp->c.alloc_bytes;
+		p->fbytes0 = tp->c.freed_bytes;
+		p->allocs0 = tp->c.allocs;
+		p->frees0 = tp->c.frees;
+	}
+}
+
+/* Interval steps: every boundary up to ts closes a step (idle slices included). */
+static void advance_interval(struct timeline *tl, struct ptl *p, uint64_t ts_ns)
+{
+	uint64_t skip;
+
+	if (tl->o.source != STEP_INTERVAL || !p->started || p->finished)
+		return;
+	/* After a long silence (a stopped target, a gap in a capture) jump instead of
+	 * emitting millions of empty steps. */
+	if (ts_ns > p->next_ns && (ts_ns - p->next_ns) / tl->o.interval_ns > 10000) {
+		skip = (ts_ns - p->next_ns) / tl->o.interval_ns;
+		p->next_ns += skip * tl->o.interval_ns;
+	}
+	while (ts_ns >= p->next_ns) {
+		close_step(tl, p, p->next_ns);
+		p->next_ns += tl->o.interval_ns;
+	}
+}
+
+static bool is_boundary(const struct timeline *tl, const struct gl_hdr *h)
+{
+	const struct cat_api *api = cat_by_api(h->api);
+
+	switch (tl->o.source) {
+	case STEP_SYNC:
+		return h->kind == GL_REC_SYNC && !((const struct gl_call_rec *)h)->ret && !h->depth;
+	case STEP_MARKER:
+		return h->kind == GL_REC_NOTIFY && h->api == GL_API_MARKER_STEP;
+	case STEP_NVTX: {
+		const struct gl_label_rec *l = (const struct gl_label_rec *)h;
+		size_t n;
+
+		if (h->kind != GL_REC_LABEL || h->size < sizeof(*l) || !api ||
+		    !(api->flags & CAT_NVTX) || h->api == GL_API_NVTX_MARK_A)
+			return false;
+		n = strnlen(tl->o.nvtx_name, sizeof(tl->o.nvtx_name));
+		return l->len == n && !memcmp(l->label, tl->o.nvtx_name, n);
+	}
+	default:
+		return false;
+	}
+}
+
+void timeline__finish(struct timeline *tl, pid_t pid, uint64_t ts_ns)
+{
+	struct ptl *p = ptl_find(tl, pid);
+
+	if (!p || p->finished)
+		return;
+	advance_interval(tl, p, ts_ns);
+	/* The step in progress counts if anything happened in it. */
+	if (p->started && ts_ns > p->step_start_ns)
+		close_step(tl, p, ts_ns);
+	p->finished = true;
+}
+
+int timeline__on_record(struct timeline *tl, const struct gl_hdr *h)
+{
+	struct ptl *p;
+	size_t i;
+
+	if (h->kind == GL_REC_TICK) {
+		for (i = 0; i < tl->nr_p; i++)
+			advance_interval(tl, tl->p[i], h->ts_ns);
+		return 0;
+	}
+	if (h->kind == GL_REC_PROC) {
+		const struct gl_proc_rec *r = (const struct gl_proc_rec *)h;
+
+		if (h->size < sizeof(*r))
+			return 0;
+		if (r->event == GL_PROC_ATTACH) {
+			p = ptl_get(tl, h->pid);
+			if (!p)
+				return -ENOMEM;
+			if (!p->started)
+				start(tl, p, h->ts_ns);
+			return 0;
+		}
+		/* The tracker already applied the exit: end the process's timeline. */
+		timeline__finish(tl, h->pid, h->ts_ns);
+		return 0;
+	}
+	if (h->kind == GL_REC_DEVMEM) {
+		const struct gl_devmem_rec *d = (const struct gl_devmem_rec *)h;
+		struct tproc *tp = tracker__proc(tl->t, h->pid);
+
+		p = ptl_get(tl, h->pid);
+		if (!p)
+			return -ENOMEM;
+		if (h->size < sizeof(*d) || d->device < 0 || d->device >= MAX_DEVICES)
+			return 0;
+		p->dev[d->device].known = true;
+		p->dev[d->device].proc_known = d->flags & 1;
+		p->dev[d->device].total = d->total_bytes;
+		p->dev[d->device].used = d->used_bytes;
+		p->dev[d->device].proc_used = d->proc_used_bytes;
+		p->traced_at_attach[d->device] = tp ? tp->live_bytes : 0;
+		return 0;
+	}
+	if (!h->pid)
+		return 0;
+	p = ptl_get(tl, h->pid);
+	if (!p)
+		return -ENOMEM;
+	if (!p->started)
+		start(tl, p, h->ts_ns);
+	advance_interval(tl, p, h->ts_ns);
+	if (is_boundary(tl, h))
+		close_step(tl, p, h->ts_ns);
+	return 0;
+}
+
+const struct step_stat *timeline__steps(const struct timeline *tl, pid_t pid, size_t *n)
+{
+	struct ptl *p = ptl_find(tl, pid);
+
+	*n = p ? p->nr_steps : 0;
+	return p ? p->steps : NULL;
+}
+
+/* Dense values of a trend at the end of steps first..last (step s at index s - first). */
+static uint64_t *dense(const struct trend *tr, int64_t first, int64_t last)
+{
+	size_t n = (size_t)(last - first + 1), j = 0;
+	uint64_t *v = calloc(n ? n : 1, sizeof(*v)), cur = 0;
+	int64_t s;
+
+	if (!v)
+		return NULL;
+	for (s = first; s <= last; s++) {
+		while (j < tr->n && tr->v[j].step <= s)
+			cur = tr->v[j++].live;
+		v[s - first] = cur;
+	}
+	return v;
+}
+
+int timeline__site_series(struct timeline *tl, pid_t pid, uint32_t site, int64_t from,
+			  uint64_t **vals, size_t *n)
+{
+	struct ptl *p = ptl_find(tl, pid);
+	uint64_t *idx;
+	int64_t last;
+
+	*vals = NULL;
+	*n = 0;
+	if (!p || !p->nr_steps)
+		return 0;
+	last = p->steps[p->nr_steps - 1].step;
+	if (from > last)
+		return 0;
+	idx = hmap__get(&p->tr_idx, site, 0);
+	if (!idx) {
+		*vals = calloc((size_t)(last - from + 1), sizeof(**vals));
+	} else {
+		*vals = dense(&p->tr[*idx], from, last);
+	}
+	if (!*vals)
+		return -ENOMEM;
+	*n = (size_t)(last - from + 1);
+	return 0;
+}
+
+/* Least squares of y over x; returns the slope, r2 in *r2. */
+static double fit(const double *x, const double *y, size_t n, double *r2)
+{
+	double mx = 0, my = 0, sxx = 0, sxy = 0, syy = 0;
+	size_t i;
+
+	*r2 = 0;
+	if (n < 2)
+		return 0;
+	for (i = 0; i < n; i++) {
+		mx += x[i];
+		my += y[i];
+	}
+	mx /= n;
+	my /= n;
+	for (i = 0; i < n; i++) {
+		sxx += (x[i] - mx) * (x[i] - mx);
+		sxy += (x[i] - mx) * (y[i] - my);
+		syy += (y[i] - my) * (y[i] - my);
+	}
+	if (sxx == 0)
+		return 0;
+	*r2 = syy == 0 ? 1.0 : (sxy * sxy) / (sxx * syy);
+	return sxy / sxx;
+}
+
+static int cmp_growth(const void *a, const void *b)
+{
+	const struct growth *x = a, *y = b;
+
+	if (x->slope_per_step != y->slope_per_step)
+		return x->slope_per_step > y->slope_per_step ? -1 : 1;
+	return x->site < y->site ? -1 : 1;
+}
+
+/*
+ * A growth leak: after the warm-up, the site's live bytes grew in at least K steps, ended
+ * above where they were, and their floor rose: the lowest value of the later half is above
+ * the lowest of the earlier half. The floor test is what tells a leak from a sawtooth (growth
+ * inside a request that returns to its baseline when the request ends).
+ */
+static bool analyse(const struct timeline *tl, const struct ptl *p, const struct trend *tr,
+		    int64_t last, struct growth *g)
+{
+	int64_t w = tl->o.warmup_steps, s, mid, n, first;
+	uint64_t floor_early = UINT64_MAX, floor_late = UINT64_MAX, *v;
+	int64_t grew = 0;
+	double *x, *xt, *y, r2t;
+	size_t i, k;
+
+	if (last - w < 2)
+		return false;
+	v = dense(tr, w, last);
+	if (!v)
+		return false;
+	n = last - w + 1;
+	mid = n / 2;
+	for (s = 0; s < n; s++) {
+		if (s && v[s] > v[s - 1])
+			grew++;
+		if (s < mid && v[s] < floor_early)
+			floor_early = v[s];
+		if (s >= mid && v[s] < floor_late)
+			floor_late = v[s];
+	}
+	if (grew < tl->o.min_growth_steps || floor_late <= floor_early || v[n - 1] <= v[0]) {
+		free(v);
+		return false;
+	}
+	/* The growth began after the last step at the early floor. */
+	first = 0;
+	for (s = 0; s < n; s++)
+		if (v[s] <= floor_early)
+			first = s;
+	k = (size_t)(n - first);
+	x = calloc(k, sizeof(*x));
+	xt = calloc(k, sizeof(*xt));
+	y = calloc(k, sizeof(*y));
+	if (!x || !xt || !y) {
+		free(x);
+		free(xt);
+		free(y);
+		free(v);
+		return false;
+	}
+	for (i = 0; i < k; i++) {
+		int64_t step = w + first + (int64_t)i;
+		/* steps[] holds init (-1) at index 0 when it was recorded */
+		int64_t at = step - p->steps[0].step;
+
+		x[i] = (double)step;
+		xt[i] = at >= 0 && (size_t)at < p->nr_steps ? (double)p->steps[at].t_end_ns / 1e9 : 0;
+		y[i] = (double)v[first + i];
+	}
+	g->site = tr->site;
+	g->first_step = w + first + (k > 1 ? 1 : 0);
+	g->growth_steps = grew;
+	g->start_bytes = v[first];
+	g->end_bytes = v[n - 1];
+	g->slope_per_step = fit(x, y, k, &g->r2);
+	g->slope_per_s = fit(xt, y, k, &r2t);
+	free(x);
+	free(xt);
+	free(y);
+	free(v);
+	return g->slope_per_step > 0;
+}
+
+int timeline__growth(struct timeline *tl, pid_t pid, struct growth **out, size_t *n)
+{
+	struct ptl *p = ptl_find(tl, pid);
+	struct growth *v;
+	int64_t last;
+	size_t i;
+
+	*out = NULL;
+	*n = 0;
+	if (!p || !p->nr_steps || !p->nr_tr)
+		return 0;
+	last = p->steps[p->nr_steps - 1].step;
+	v = calloc(p->nr_tr, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < p->nr_tr; i++)
+		if (analyse(tl, p, &p->tr[i], last, &v[*n]))
+			(*n)++;
+	qsort(v, *n, sizeof(*v), cmp_growth);
+	*out = v;
+	return 0;
+}
+
+void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, size_t n,
+		       struct projection *out)
+{
+	struct ptl *p = ptl_find(tl, pid);
+	double rate[MAX_DEVICES] = { 0 }, step_s;
+	uint64_t live[MAX_DEVICES] = { 0 };
+	size_t i;
+	int d;
+
+	memset(out, 0, sizeof(*out));
+	if (!p || p->nr_steps < 2)
+		return;
+	for (i = 0; i < n; i++) {
+		const struct site *s = &tl->t->sites[g[i].site];
+
+		if (s->device >= 0 && s->device < MAX_DEVICES)
+			rate[s->device] += g[i].slope_per_step;
+	}
+	for (i = 0; i < tl->t->nr_sites; i++) {
+		const struct site *s = &tl->t->sites[i];
+		const struct cat_api *api = cat_by_api(s->api);
+
+		if (s->pid == pid && s->counts && s->device >= 0 && s->device < MAX_DEVICES && api &&
+		    (api->mem == MEM_DEVICE || api->mem == MEM_MANAGED))
+			live[s->device] += s->live_bytes;
+	}
+	step_s = (double)(p->steps[p->nr_steps - 1].t_end_ns - p->steps[0].t_end_ns) / 1e9 /
+		 (double)(p->nr_steps - 1);
+	for (d = 0; d < MAX_DEVICES; d++) {
+		uint64_t cap = tl->o.device_mem ? tl->o.device_mem : p->dev[d].total;
+		uint64_t base = 0, used;
+		double steps;
+
+		if (rate[d] <= 0 || !cap)
+			continue;
+		/* NVML's view of the process at attach, less what the trace already held. */
+		if (p->dev[d].proc_known && p->dev[d].proc_used > p->traced_at_attach[d])
+			base = p->dev[d].proc_used - p->traced_at_attach[d];
+		used = live[d] + base;
+		steps = used >= cap ? 0 : (double)(cap - used) / rate[d];
+		if (!out->known || steps < out->steps_to_oom) {
+			out->known = true;
+			out->device = (int16_t)d;
+			out->capacity = cap;
+			out->used = used;
+			out->baseline = base;
+			out->rate_per_step = rate[d];
+			out->steps_to_oom = steps;
+			out->seconds_to_oom = steps * step_s;
+		}
+	}
+}

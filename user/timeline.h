@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The timeline: cuts the record stream into steps (fixed time slices, synchronizations,
+ * calls of a named function or NVTX ranges), samples each call site's live bytes at every
+ * step boundary, and finds growth leaks: sites whose live bytes keep growing step after
+ * step, with a fitted slope, its goodness of fit, and a projection of when the device runs
+ * out. Like the tracker it only reads records, so it runs the same live and offline.
+ */
+#ifndef GPULEAK_TIMELINE_H
+#define GPULEAK_TIMELINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "gpuleak.h"
+
+struct tracker;
+
+enum step_source {
+	STEP_INTERVAL = 0,	/* interval:DURATION (the default) */
+	STEP_SYNC,		/* every stream/device/event synchronization, or queue submit */
+	STEP_MARKER,		/* sym:FILE:SYMBOL: each call of a function */
+	STEP_NVTX,		/* nvtx:NAME: each NVTX range (push/start) of that name */
+};
+
+struct timeline_opts {
+	enum step_source source;
+	uint64_t interval_ns;
+	char nvtx_name[GL_LABEL_MAX + 1];
+	bool requests;		/* request markers given (--request) */
+	int64_t warmup_steps;	/* W: steps ignored before growth counts */
+	int64_t min_growth_steps; /* K: steps a site must grow in to be a growth leak */
+	uint64_t device_mem;	/* --device-mem, 0: from NVML records or unknown */
+};
+
+/* One closed step of one process. */
+struct step_stat {
+	int64_t step;
+	uint64_t t_start_ns, t_end_ns;
+	uint64_t live, persistent, pending, suspect;	/* bytes at the end of the step */
+	uint64_t allocated, freed;			/* bytes during the step */
+	uint64_t allocs, frees;
+};
+
+/* A growth leak found at one site. */
+struct growth {
+	uint32_t site;
+	int64_t first_step;	/* where the growth began */
+	int64_t growth_steps;	/* steps in which its live bytes grew */
+	uint64_t start_bytes, end_bytes;
+	double slope_per_step;	/* bytes/step, least squares from first_step */
+	double slope_per_s;	/* bytes/s, against step end times */
+	double r2;		/* goodness of that fit */
+};
+
+struct projection {
+	bool known;		/* a device size is known and memory grows */
+	int16_t device;
+	uint64_t capacity;	/* bytes */
+	uint64_t used;		/* bytes now: traced live + what NVML saw before attach */
+	uint64_t baseline;	/* bytes NVML saw this process hold that the trace cannot explain */
+	double rate_per_step;	/* growth of that device's leaking sites */
+	double steps_to_oom;
+	double seconds_to_oom;
+};
+
+typedef void (*step_fn)(void *ctx, pid_t pid, const struct step_stat *st);
+
+struct timeline;
+
+int timeline__new(const struct timeline_opts *o, struct tracker *t, struct timeline **out);
+void timeline__free(struct timeline *tl);
+/* Called for every step a process closes (live step lines, NDJSON step records). */
+void timeline__on_step(struct timeline *tl, step_fn fn, void *ctx);
+/* Feed one record, after the tracker applied it. */
+int timeline__on_record(struct timeline *tl, const struct gl_hdr *h);
+/* Close the step in progress of pid (session end), so its last step counts. */
+void timeline__finish(struct timeline *tl, pid_t pid, uint64_t ts_ns);
+
+/* Steps closed so far for pid. */
+const struct step_stat *timeline__steps(const struct timeline *tl, pid_t pid, size_t *n);
+/* Growth leaks of pid, largest slope first. Caller frees *out. */
+int timeline__growth(struct timeline *tl, pid_t pid, struct growth **out, size_t *n);
+/* Time to OOM of pid's most pressed device, given its growth leaks. */
+void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, size_t n,
+		       struct projection *out);
+/* Live bytes of a site at the end of each closed step from `from` (dense; caller frees). */
+int timeline__site_series(struct timeline *tl, pid_t pid, uint32_t site, int64_t from,
+			  uint64_t **vals, size_t *n);
+const struct timeline_opts *timeline__opts(const struct timeline *tl);
+
+#endif
