@@ -3,8 +3,9 @@
 # Test targets: the stand-in CUDA libraries (tests/standin) and the scenario programs
 # (tests/scenarios) the end-to-end tests trace. Included by the top-level Makefile; make runs
 # from the repository root. Everything lands under $(TESTS_OUTPUT):
-#   lib/libcuda.so.1, lib/libcudart.so.13     the stand-ins (no dev symlinks: nothing links
-#                                             with -lcuda/-lcudart, scenarios name the file)
+#   lib/libcuda.so.1, lib/libcudart.so.13,    the stand-ins (no dev symlinks: nothing links
+#   lib/libnccl.so.2                          with -lcuda/-lcudart/-lnccl, scenarios name the
+#                                             file)
 #   bin/<scenario>, bin/standin_selftest
 # `make standins` builds all of it; `make standins-check` also runs the self-test and every
 # scenario once without a tracer. Include this after the top-level default target: its first
@@ -56,12 +57,13 @@ SCENARIO_RPATH := -Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN/../lib'
 STANDIN_LIBCUDA := $(STANDIN_LIBDIR)/libcuda.so.1
 STANDIN_LIBCUDART := $(STANDIN_LIBDIR)/libcudart.so.13
 STANDIN_LIBS := $(STANDIN_LIBCUDA) $(STANDIN_LIBCUDART)
+STANDIN_LIBNCCL := $(STANDIN_LIBDIR)/libnccl.so.2
 
 # Linked against the stand-in runtime.
 SCENARIOS_CUDART := basic leak3 apis fail prealloc threads loop
 SCENARIO_BINS := $(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_CUDART) dlopen realcudart)
 STANDIN_SELFTEST := $(SCENARIO_BINDIR)/standin_selftest
-STANDIN_ALL := $(STANDIN_LIBS) $(SCENARIO_BINS) $(STANDIN_SELFTEST)
+STANDIN_ALL := $(STANDIN_LIBS) $(STANDIN_LIBNCCL) $(SCENARIO_BINS) $(STANDIN_SELFTEST)
 
 # static_cudart needs nvcc; without it the rest still builds.
 ifneq ($(wildcard $(NVCC)),)
@@ -95,6 +97,15 @@ $(STANDIN_LIBCUDART): tests/standin/cudart.c tests/standin/libcudart.map $(TESTS
 		| $(STANDIN_LIBDIR)
 	$(TESTS_CC) $(STANDIN_CFLAGS) $(STANDIN_ENTRY_CFLAGS) $(STANDIN_LDFLAGS) -o $@ $< \
 		-Wl,-soname,libcudart.so.13 -Wl,--version-script=tests/standin/libcudart.map \
+		-Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN' -ldl
+
+# NCCL has no link-time dependency on CUDA either: it dlopen()s libcuda.so.1 the same way.
+# nccl.h is a prerequisite so a toolkit without NCCL fails here, by name. The map exports each
+# name twice, pncclX and its weak alias ncclX.
+$(STANDIN_LIBNCCL): tests/standin/nccl.c tests/standin/libnccl.map $(CUDA_INCLUDE)/nccl.h \
+		$(TESTS_BUILD_MK) | $(STANDIN_LIBDIR)
+	$(TESTS_CC) $(STANDIN_CFLAGS) $(STANDIN_ENTRY_CFLAGS) $(STANDIN_LDFLAGS) -o $@ $< \
+		-Wl,-soname,libnccl.so.2 -Wl,--version-script=tests/standin/libnccl.map \
 		-Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN' -ldl
 
 # Naming the library file records its soname as NEEDED, so the real libcudart.so.13 (in the
