@@ -60,8 +60,11 @@ STANDIN_LIBS := $(STANDIN_LIBCUDA) $(STANDIN_LIBCUDART)
 STANDIN_LIBNCCL := $(STANDIN_LIBDIR)/libnccl.so.2
 
 # Linked against the stand-in runtime.
-SCENARIOS_CUDART := basic leak3 apis fail prealloc threads loop
-SCENARIO_BINS := $(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_CUDART) dlopen realcudart)
+SCENARIOS_CUDART := basic leak3 apis fail prealloc threads loop runtime_over_driver
+# Linked against the stand-in driver alone.
+SCENARIOS_DRIVER := driver_alloc vmm
+SCENARIO_BINS := $(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_CUDART) $(SCENARIOS_DRIVER) \
+	dlopen realcudart)
 STANDIN_SELFTEST := $(SCENARIO_BINDIR)/standin_selftest
 STANDIN_ALL := $(STANDIN_LIBS) $(STANDIN_LIBNCCL) $(SCENARIO_BINS) $(STANDIN_SELFTEST)
 
@@ -114,6 +117,12 @@ $(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_CUDART)): $(SCENARIO_BINDIR)/%: \
 		tests/scenarios/%.c tests/scenarios/scenario.h $(STANDIN_LIBS) $(TESTS_BUILD_MK) \
 		| $(SCENARIO_BINDIR)
 	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< $(STANDIN_LIBCUDART) $(SCENARIO_RPATH) -pthread
+
+# The driver API directly, no runtime.
+$(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_DRIVER)): $(SCENARIO_BINDIR)/%: \
+		tests/scenarios/%.c tests/scenarios/scenario.h $(STANDIN_LIBCUDA) $(TESTS_BUILD_MK) \
+		| $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< $(STANDIN_LIBCUDA) $(SCENARIO_RPATH) -pthread
 
 # No libcudart at link time; the stand-ins must exist when it runs.
 $(SCENARIO_BINDIR)/dlopen: tests/scenarios/dlopen.c tests/scenarios/scenario.h $(TESTS_BUILD_MK) \
