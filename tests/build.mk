@@ -64,7 +64,7 @@ SCENARIOS_CUDART := basic leak3 apis fail prealloc threads loop runtime_over_dri
 # Linked against the stand-in driver alone.
 SCENARIOS_DRIVER := driver_alloc vmm
 SCENARIO_BINS := $(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_CUDART) $(SCENARIOS_DRIVER) \
-	dlopen realcudart)
+	nccl_comm dlopen realcudart)
 STANDIN_SELFTEST := $(SCENARIO_BINDIR)/standin_selftest
 STANDIN_ALL := $(STANDIN_LIBS) $(STANDIN_LIBNCCL) $(SCENARIO_BINS) $(STANDIN_SELFTEST)
 
@@ -123,6 +123,13 @@ $(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_DRIVER)): $(SCENARIO_BINDIR)/%: \
 		tests/scenarios/%.c tests/scenarios/scenario.h $(STANDIN_LIBCUDA) $(TESTS_BUILD_MK) \
 		| $(SCENARIO_BINDIR)
 	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< $(STANDIN_LIBCUDA) $(SCENARIO_RPATH) -pthread
+
+# The stand-in NCCL and runtime (user buffers, cudaSetDevice); both dlopen() the stand-in
+# driver, so it must exist when it runs.
+$(SCENARIO_BINDIR)/nccl_comm: tests/scenarios/nccl_comm.c tests/scenarios/scenario.h \
+		$(STANDIN_LIBNCCL) $(STANDIN_LIBS) $(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< $(STANDIN_LIBNCCL) $(STANDIN_LIBCUDART) \
+		$(SCENARIO_RPATH) -pthread
 
 # No libcudart at link time; the stand-ins must exist when it runs.
 $(SCENARIO_BINDIR)/dlopen: tests/scenarios/dlopen.c tests/scenarios/scenario.h $(TESTS_BUILD_MK) \
