@@ -26,11 +26,13 @@ TESTS_OUTPUT ?= .output/tests
 STANDIN_LIBDIR := $(TESTS_OUTPUT)/lib
 SCENARIO_BINDIR := $(TESTS_OUTPUT)/bin
 
-# Only the build reads the toolkit: headers to check every stand-in prototype against, the
-# real runtime for `realcudart`, nvcc for `static_cudart`.
+# Only the build reads the toolkit: headers to check every stand-in prototype against (nccl.h
+# must be NCCL 2.28's), the real runtime for `realcudart`, the real NCCL for `realnccl`, nvcc
+# for `static_cudart`.
 CUDA_HOME ?= /usr/local/cuda
 CUDA_INCLUDE ?= $(CUDA_HOME)/include
 CUDA_LIB64 ?= $(CUDA_HOME)/lib64
+CUDA_NCCL_LIBDIR ?= $(CUDA_HOME)/lib
 NVCC ?= $(CUDA_HOME)/bin/nvcc
 
 TESTS_WARN := -Wall -Wextra -Werror
@@ -64,13 +66,16 @@ SCENARIOS_CUDART := basic leak3 apis fail prealloc threads loop runtime_over_dri
 # Linked against the stand-in driver alone.
 SCENARIOS_DRIVER := driver_alloc vmm
 SCENARIO_BINS := $(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_CUDART) $(SCENARIOS_DRIVER) \
-	nccl_comm dlopen realcudart)
+	nccl_comm dlopen realcudart realdriver)
 STANDIN_SELFTEST := $(SCENARIO_BINDIR)/standin_selftest
 STANDIN_ALL := $(STANDIN_LIBS) $(STANDIN_LIBNCCL) $(SCENARIO_BINS) $(STANDIN_SELFTEST)
 
-# static_cudart needs nvcc; without it the rest still builds.
+# static_cudart needs nvcc, realnccl NVIDIA's libnccl.so.2; without them the rest still builds.
 ifneq ($(wildcard $(NVCC)),)
 STANDIN_ALL += $(SCENARIO_BINDIR)/static_cudart
+endif
+ifneq ($(wildcard $(CUDA_NCCL_LIBDIR)/libnccl.so.2),)
+STANDIN_ALL += $(SCENARIO_BINDIR)/realnccl
 endif
 
 .PHONY: standins standins-check
@@ -78,6 +83,10 @@ endif
 standins: $(STANDIN_ALL)
 ifeq ($(wildcard $(NVCC)),)
 	@echo "warning: $(NVCC) not found: $(SCENARIO_BINDIR)/static_cudart not built" >&2
+endif
+ifeq ($(wildcard $(CUDA_NCCL_LIBDIR)/libnccl.so.2),)
+	@echo "warning: $(CUDA_NCCL_LIBDIR)/libnccl.so.2 not found: $(SCENARIO_BINDIR)/realnccl" \
+		"not built" >&2
 endif
 
 standins-check: standins
@@ -130,6 +139,19 @@ $(SCENARIO_BINDIR)/nccl_comm: tests/scenarios/nccl_comm.c tests/scenarios/scenar
 		$(STANDIN_LIBNCCL) $(STANDIN_LIBS) $(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
 	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< $(STANDIN_LIBNCCL) $(STANDIN_LIBCUDART) \
 		$(SCENARIO_RPATH) -pthread
+
+# NVIDIA's libnccl.so.2 through DT_RPATH, and nothing of ours: no $ORIGIN/../lib, or the
+# real NCCL would dlopen() the stand-in driver.
+$(SCENARIO_BINDIR)/realnccl: tests/scenarios/realnccl.c tests/scenarios/scenario.h \
+		$(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< $(CUDA_NCCL_LIBDIR)/libnccl.so.2 \
+		-Wl,--disable-new-dtags -Wl,-rpath,$(CUDA_NCCL_LIBDIR)
+
+# Nothing from CUDA at link time (cuda.h for the types only): it dlopen()s the file named by
+# GPULEAK_REAL_LIBCUDA at run time.
+$(SCENARIO_BINDIR)/realdriver: tests/scenarios/realdriver.c tests/scenarios/scenario.h \
+		$(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< -ldl
 
 # No libcudart at link time; the stand-ins must exist when it runs.
 $(SCENARIO_BINDIR)/dlopen: tests/scenarios/dlopen.c tests/scenarios/scenario.h $(TESTS_BUILD_MK) \
