@@ -78,6 +78,10 @@ ifneq ($(wildcard $(CUDA_NCCL_LIBDIR)/libnccl.so.2),)
 STANDIN_ALL += $(SCENARIO_BINDIR)/realnccl
 endif
 
+# Where scripts/install-deps.sh unpacks NVIDIA's real driver library (Debian's libcuda1) for
+# `realdriver`; standins-check skips that scenario, saying why, when it is not there.
+GPULEAK_REAL_LIBCUDA ?= /var/cache/gpuleak/libcuda1/libcuda.so.1
+
 .PHONY: standins standins-check
 
 standins: $(STANDIN_ALL)
@@ -91,7 +95,7 @@ endif
 
 standins-check: standins
 	$(STANDIN_SELFTEST)
-	tests/scenarios/smoke.sh $(SCENARIO_BINDIR)
+	GPULEAK_REAL_LIBCUDA=$(GPULEAK_REAL_LIBCUDA) tests/scenarios/smoke.sh $(SCENARIO_BINDIR)
 
 $(STANDIN_LIBDIR) $(SCENARIO_BINDIR):
 	mkdir -p $@
