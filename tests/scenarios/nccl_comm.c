@@ -33,9 +33,9 @@
  *   free_buffer cudaFree (user buffers); nccl_bad_calls, nccl_bad_comm_calls (errors).
  *
  * Modes ("C's memory" = the per-communicator set above):
- *   clean     nccl_get_id; nccl_init -> C (device 0); alloc_buffer 2 x 16384 (send, recv);
- *             nccl_allreduce (4096 floats, sum, copies send to recv); nccl_destroy C;
- *             free_buffer x 2.  Left: nothing.
+ *   clean     nccl_get_id; nccl_init -> C (device 0); alloc_buffer 2 x 16384 (send, recv;
+ *             send filled, recv read back with cudaMemcpy); nccl_allreduce (4096 floats,
+ *             sum: copies send to recv); nccl_destroy C; free_buffer x 2.  Left: nothing.
  *   leak      nccl_get_id; nccl_init -> C.  Left: C's memory, device 0, all allocated inside
  *             ncclCommInitRank at nccl_init; C never destroyed.
  *   abort     nccl_get_id; nccl_init -> C; nccl_abort C.  Left: nothing.
@@ -77,10 +77,11 @@
  *             Left: C1's memory on device 1, allocated on a libnccl thread during
  *             ncclGroupEnd for the communicator that ncclCommInitRank returned at its second
  *             nccl_init_rank call.
- *   errors    nccl_bad_calls: failed calls that allocate nothing (results checked, below);
- *             nccl_get_id; nccl_init -> C; nccl_bad_comm_calls(C); nccl_destroy C, then
- *             nccl_destroy C again (ncclInvalidArgument: the stand-in knows it is gone).
- *             Left: nothing.
+ *   errors    nccl_get_id; nccl_bad_calls: calls that fail or do nothing, none allocates
+ *             (each result checked, see below); nccl_get_id; nccl_init -> C;
+ *             nccl_bad_comm_calls(C), likewise; nccl_destroy C; then a second
+ *             ncclCommDestroy(C) from main, ncclInvalidArgument (the stand-in knows it is
+ *             gone).  Left: nothing.
  * The driver's count of bytes in use on devices 0 and 1 at "done" is checked against the
  * above (host memory is not counted there). Needs GPULEAK_STANDIN_DEVICES >= 2 (default).
  */
