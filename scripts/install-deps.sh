@@ -14,6 +14,92 @@ want_pkgs=(clang llvm make gcc pkg-config libelf-dev zlib1g-dev libbpf-dev bpfto
 	   libclang-rt-14-dev librsvg2-bin python3)
 quiet=${GPULEAK_DEPS_QUIET:-0}
 say() { [ "$quiet" = 1 ] || echo "install-deps: $*" >&2; }
+warn() { echo "install-deps: warning: $*" >&2; }
+
+# NVIDIA's real driver library for the end-to-end tests (scenario realdriver): Debian's libcuda1
+# from the non-free component, fetched with apt-get download and unpacked with dpkg-deb -x,
+# never installed (the package pulls in dkms and kernel headers). apt runs with a private
+# sources list and state directory, so the machine's apt configuration stays as it is. The
+# library ends up at $libcuda_dir/libcuda.so.1 (a symlink into the unpacked tree), readable by
+# everyone: the test runs it as nobody, since as root the driver creates /dev/nvidiactl.
+# A mirror without the package is no reason to fail the install: warn, and the test that
+# needs it reports itself skipped.
+libcuda_dir=${GPULEAK_LIBCUDA_DIR:-/var/cache/gpuleak/libcuda1}
+libcuda_version=535.261.03-1 # what TARGETS.md measured; the newest 535 if the mirror lacks it
+
+# Prints the deb822 sources of the machine's Debian mirror, components replaced by non-free.
+libcuda_sources() {
+	local f=/etc/apt/sources.list.d/debian.sources uri
+
+	if [ -f "$f" ]; then
+		sed 's/^Components:.*/Components: non-free/' "$f"
+		return
+	fi
+	uri=""
+	[ -f /etc/apt/sources.list ] &&
+		uri=$(awk '$1=="deb" && $3=="bookworm"{print $2; exit}' /etc/apt/sources.list)
+	printf 'Types: deb\nURIs: %s\nSuites: bookworm bookworm-updates\nComponents: non-free\n' \
+	       "${uri:-http://deb.debian.org/debian}"
+	printf 'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n'
+}
+
+# Returns non-zero, having said why, when the library could not be fetched.
+fetch_libcuda() (
+	local tmp vers ver deb lib start_ms
+	local -a o
+
+	start_ms=$(date +%s%3N)
+	tmp=$(mktemp -d) || return 1
+	trap 'rm -rf "$tmp"' EXIT
+	mkdir -p "$tmp/parts" "$tmp/lists/partial" "$tmp/cache/archives/partial" "$tmp/x"
+	libcuda_sources > "$tmp/parts/debian-non-free.sources"
+	o=(-o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$tmp/parts"
+	   -o "Dir::State::Lists=$tmp/lists" -o "Dir::Cache=$tmp/cache"
+	   -o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache=" -o "APT::Sandbox::User=root")
+	# A suite that fails to update (security, say) need not matter: the lookup below decides.
+	apt-get "${o[@]}" update -qq >"$tmp/log" 2>&1 || true
+	# Versions on offer, newest first ("apt-cache show" succeeds on unknown versions).
+	vers=$(apt-cache "${o[@]}" madison libcuda1 2>/dev/null |
+		awk -F'|' '{gsub(/ /, "", $2); print $2}')
+	if [ -z "$vers" ]; then
+		warn "no libcuda1 in the mirror's non-free component. $(tail -n 1 "$tmp/log")"
+		return 1
+	fi
+	ver=$libcuda_version
+	if ! grep -qxF "$ver" <<<"$vers"; then
+		ver=$(head -n 1 <<<"$vers")
+		warn "libcuda1 $libcuda_version not on the mirror; taking $ver"
+	fi
+	(cd "$tmp" && apt-get "${o[@]}" download -qq "libcuda1=$ver" >"$tmp/log" 2>&1) ||
+		{ warn "apt-get download libcuda1=$ver failed: $(tail -n 1 "$tmp/log")"; return 1; }
+	deb=$(ls "$tmp"/libcuda1_*.deb) && dpkg-deb -x "$deb" "$tmp/x" ||
+		{ warn "could not unpack $deb"; return 1; }
+	lib=$(cd "$tmp/x" && find . -name 'libcuda.so.[0-9]*.*' -type f | head -n 1)
+	[ -n "$lib" ] || { warn "$deb holds no libcuda.so.<version>"; return 1; }
+	rm -rf "$libcuda_dir.new" && mkdir -p "$libcuda_dir.new" &&
+		mv "$tmp/x" "$libcuda_dir.new/root" &&
+		ln -s "root/${lib#./}" "$libcuda_dir.new/libcuda.so.1" &&
+		dpkg-deb -f "$deb" Version > "$libcuda_dir.new/VERSION" &&
+		chmod -R a+rX "$libcuda_dir.new" && rm -rf "$libcuda_dir" &&
+		mv "$libcuda_dir.new" "$libcuda_dir" ||
+		{ warn "could not fill $libcuda_dir"; return 1; }
+	chmod a+rx "$(dirname "$libcuda_dir")"
+	say "libcuda1 $(cat "$libcuda_dir/VERSION") unpacked: $libcuda_dir/libcuda.so.1" \
+	    "($(($(date +%s%3N) - start_ms)) ms)"
+)
+
+ensure_libcuda() {
+	if [ -e "$libcuda_dir/libcuda.so.1" ]; then
+		say "real libcuda.so.1 present: $libcuda_dir" \
+		    "($(cat "$libcuda_dir/VERSION" 2>/dev/null))"
+	elif [ "$(id -u)" -ne 0 ]; then
+		warn "no real libcuda.so.1 in $libcuda_dir; run as root to fetch it" \
+		    "(the realdriver test is skipped without it)"
+	else
+		fetch_libcuda ||
+			warn "no real libcuda.so.1; the realdriver test will be skipped"
+	fi
+}
 
 have_libbpf_146() {
 	local v
@@ -27,6 +113,7 @@ for p in "${want_pkgs[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ] && have_libbpf_146; then
 	say "all dependencies present"
+	ensure_libcuda
 	exit 0
 fi
 
@@ -65,3 +152,4 @@ apt-get install -y -qq --no-install-recommends -t bookworm-backports libbpf-dev 
 have_libbpf_146 || { echo "install-deps: libbpf-dev >= 1.4 did not install" >&2; exit 1; }
 say "installed: libbpf-dev $(dpkg-query -W -f='${Version}' libbpf-dev)," \
     "bpftool $(dpkg-query -W -f='${Version}' bpftool)"
+ensure_libcuda

@@ -3,8 +3,9 @@
 # Test targets: the stand-in CUDA libraries (tests/standin) and the scenario programs
 # (tests/scenarios) the end-to-end tests trace. Included by the top-level Makefile; make runs
 # from the repository root. Everything lands under $(TESTS_OUTPUT):
-#   lib/libcuda.so.1, lib/libcudart.so.13     the stand-ins (no dev symlinks: nothing links
-#                                             with -lcuda/-lcudart, scenarios name the file)
+#   lib/libcuda.so.1, lib/libcudart.so.13,    the stand-ins (no dev symlinks: nothing links
+#   lib/libnccl.so.2                          with -lcuda/-lcudart/-lnccl, scenarios name the
+#                                             file)
 #   bin/<scenario>, bin/standin_selftest
 # `make standins` builds all of it; `make standins-check` also runs the self-test and every
 # scenario once without a tracer. Include this after the top-level default target: its first
@@ -25,11 +26,13 @@ TESTS_OUTPUT ?= .output/tests
 STANDIN_LIBDIR := $(TESTS_OUTPUT)/lib
 SCENARIO_BINDIR := $(TESTS_OUTPUT)/bin
 
-# Only the build reads the toolkit: headers to check every stand-in prototype against, the
-# real runtime for `realcudart`, nvcc for `static_cudart`.
+# Only the build reads the toolkit: headers to check every stand-in prototype against (nccl.h
+# must be NCCL 2.28's), the real runtime for `realcudart`, the real NCCL for `realnccl`, nvcc
+# for `static_cudart`.
 CUDA_HOME ?= /usr/local/cuda
 CUDA_INCLUDE ?= $(CUDA_HOME)/include
 CUDA_LIB64 ?= $(CUDA_HOME)/lib64
+CUDA_NCCL_LIBDIR ?= $(CUDA_HOME)/lib
 NVCC ?= $(CUDA_HOME)/bin/nvcc
 
 TESTS_WARN := -Wall -Wextra -Werror
@@ -56,17 +59,28 @@ SCENARIO_RPATH := -Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN/../lib'
 STANDIN_LIBCUDA := $(STANDIN_LIBDIR)/libcuda.so.1
 STANDIN_LIBCUDART := $(STANDIN_LIBDIR)/libcudart.so.13
 STANDIN_LIBS := $(STANDIN_LIBCUDA) $(STANDIN_LIBCUDART)
+STANDIN_LIBNCCL := $(STANDIN_LIBDIR)/libnccl.so.2
 
 # Linked against the stand-in runtime.
-SCENARIOS_CUDART := basic leak3 apis fail prealloc threads loop
-SCENARIO_BINS := $(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_CUDART) dlopen realcudart)
+SCENARIOS_CUDART := basic leak3 apis fail prealloc threads loop runtime_over_driver
+# Linked against the stand-in driver alone.
+SCENARIOS_DRIVER := driver_alloc vmm
+SCENARIO_BINS := $(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_CUDART) $(SCENARIOS_DRIVER) \
+	nccl_comm dlopen realcudart realdriver)
 STANDIN_SELFTEST := $(SCENARIO_BINDIR)/standin_selftest
-STANDIN_ALL := $(STANDIN_LIBS) $(SCENARIO_BINS) $(STANDIN_SELFTEST)
+STANDIN_ALL := $(STANDIN_LIBS) $(STANDIN_LIBNCCL) $(SCENARIO_BINS) $(STANDIN_SELFTEST)
 
-# static_cudart needs nvcc; without it the rest still builds.
+# static_cudart needs nvcc, realnccl NVIDIA's libnccl.so.2; without them the rest still builds.
 ifneq ($(wildcard $(NVCC)),)
 STANDIN_ALL += $(SCENARIO_BINDIR)/static_cudart
 endif
+ifneq ($(wildcard $(CUDA_NCCL_LIBDIR)/libnccl.so.2),)
+STANDIN_ALL += $(SCENARIO_BINDIR)/realnccl
+endif
+
+# Where scripts/install-deps.sh unpacks NVIDIA's real driver library (Debian's libcuda1) for
+# `realdriver`; standins-check skips that scenario, saying why, when it is not there.
+GPULEAK_REAL_LIBCUDA ?= /var/cache/gpuleak/libcuda1/libcuda.so.1
 
 .PHONY: standins standins-check
 
@@ -74,10 +88,14 @@ standins: $(STANDIN_ALL)
 ifeq ($(wildcard $(NVCC)),)
 	@echo "warning: $(NVCC) not found: $(SCENARIO_BINDIR)/static_cudart not built" >&2
 endif
+ifeq ($(wildcard $(CUDA_NCCL_LIBDIR)/libnccl.so.2),)
+	@echo "warning: $(CUDA_NCCL_LIBDIR)/libnccl.so.2 not found: $(SCENARIO_BINDIR)/realnccl" \
+		"not built" >&2
+endif
 
 standins-check: standins
 	$(STANDIN_SELFTEST)
-	tests/scenarios/smoke.sh $(SCENARIO_BINDIR)
+	GPULEAK_REAL_LIBCUDA=$(GPULEAK_REAL_LIBCUDA) tests/scenarios/smoke.sh $(SCENARIO_BINDIR)
 
 $(STANDIN_LIBDIR) $(SCENARIO_BINDIR):
 	mkdir -p $@
@@ -97,12 +115,47 @@ $(STANDIN_LIBCUDART): tests/standin/cudart.c tests/standin/libcudart.map $(TESTS
 		-Wl,-soname,libcudart.so.13 -Wl,--version-script=tests/standin/libcudart.map \
 		-Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN' -ldl
 
+# NCCL has no link-time dependency on CUDA either: it dlopen()s libcuda.so.1 the same way.
+# nccl.h is a prerequisite so a toolkit without NCCL fails here, by name. The map exports each
+# name twice, pncclX and its weak alias ncclX.
+$(STANDIN_LIBNCCL): tests/standin/nccl.c tests/standin/libnccl.map $(CUDA_INCLUDE)/nccl.h \
+		$(TESTS_BUILD_MK) | $(STANDIN_LIBDIR)
+	$(TESTS_CC) $(STANDIN_CFLAGS) $(STANDIN_ENTRY_CFLAGS) $(STANDIN_LDFLAGS) -o $@ $< \
+		-Wl,-soname,libnccl.so.2 -Wl,--version-script=tests/standin/libnccl.map \
+		-Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN' -ldl
+
 # Naming the library file records its soname as NEEDED, so the real libcudart.so.13 (in the
 # loader cache) can never be picked up at link time.
 $(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_CUDART)): $(SCENARIO_BINDIR)/%: \
 		tests/scenarios/%.c tests/scenarios/scenario.h $(STANDIN_LIBS) $(TESTS_BUILD_MK) \
 		| $(SCENARIO_BINDIR)
 	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< $(STANDIN_LIBCUDART) $(SCENARIO_RPATH) -pthread
+
+# The driver API directly, no runtime.
+$(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_DRIVER)): $(SCENARIO_BINDIR)/%: \
+		tests/scenarios/%.c tests/scenarios/scenario.h $(STANDIN_LIBCUDA) $(TESTS_BUILD_MK) \
+		| $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< $(STANDIN_LIBCUDA) $(SCENARIO_RPATH) -pthread
+
+# The stand-in NCCL and runtime (user buffers, cudaSetDevice); both dlopen() the stand-in
+# driver, so it must exist when it runs.
+$(SCENARIO_BINDIR)/nccl_comm: tests/scenarios/nccl_comm.c tests/scenarios/scenario.h \
+		$(STANDIN_LIBNCCL) $(STANDIN_LIBS) $(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< $(STANDIN_LIBNCCL) $(STANDIN_LIBCUDART) \
+		$(SCENARIO_RPATH) -pthread
+
+# NVIDIA's libnccl.so.2 through DT_RPATH, and nothing of ours: no $ORIGIN/../lib, or the
+# real NCCL would dlopen() the stand-in driver.
+$(SCENARIO_BINDIR)/realnccl: tests/scenarios/realnccl.c tests/scenarios/scenario.h \
+		$(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< $(CUDA_NCCL_LIBDIR)/libnccl.so.2 \
+		-Wl,--disable-new-dtags -Wl,-rpath,$(CUDA_NCCL_LIBDIR)
+
+# Nothing from CUDA at link time (cuda.h for the types only): it dlopen()s the file named by
+# GPULEAK_REAL_LIBCUDA at run time.
+$(SCENARIO_BINDIR)/realdriver: tests/scenarios/realdriver.c tests/scenarios/scenario.h \
+		$(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< -ldl
 
 # No libcudart at link time; the stand-ins must exist when it runs.
 $(SCENARIO_BINDIR)/dlopen: tests/scenarios/dlopen.c tests/scenarios/scenario.h $(TESTS_BUILD_MK) \

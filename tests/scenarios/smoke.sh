@@ -4,10 +4,13 @@
 # Runs every scenario once without a tracer, plain and with SCENARIO_SYNC=1, and checks exit
 # status and stdout: the end-to-end tests build on exactly this behaviour.
 # Usage: smoke.sh BINDIR
+# realnccl runs when it was built (NVIDIA's libnccl.so.2 was there); realdriver when
+# GPULEAK_REAL_LIBCUDA names a real libcuda.so.1 (scripts/install-deps.sh), as user nobody.
 set -u
 
 bindir=${1:?usage: smoke.sh BINDIR}
 fails=0
+as=() # run the scenario through this, e.g. setpriv
 errf=$(mktemp)
 trap 'rm -f "$errf"' EXIT
 
@@ -27,7 +30,7 @@ run() {
 		shift
 	done
 	shift
-	out=$(printf '%b' "$input" | env "${envs[@]}" "$bindir/$name" "$@" 2>"$errf")
+	out=$(printf '%b' "$input" | "${as[@]}" env "${envs[@]}" "$bindir/$name" "$@" 2>"$errf")
 	rc=$?
 	# "ready <pid>": the pid varies.
 	out=$(printf '%s' "$out" | sed 's/^ready [0-9][0-9]*$/ready PID/')
@@ -38,8 +41,15 @@ run() {
 	fi
 }
 
-for s in "basic 5 2 4096" "leak3" "apis" "fail" "prealloc 3" "threads 10" "loop 3 4096" \
-	 "dlopen" "realcudart"; do
+vmm_modes="clean leak_handle release_while_mapped release_then_unmap leak_range double_map
+	   double_map_live"
+nccl_modes="clean leak abort all split register memalloc config window threads group errors"
+scenarios=("basic 5 2 4096" "leak3" "apis" "fail" "prealloc 3" "threads 10" "loop 3 4096"
+	   "dlopen" "realcudart" "driver_alloc" "runtime_over_driver")
+for m in $vmm_modes; do scenarios+=("vmm $m"); done
+for m in $nccl_modes; do scenarios+=("nccl_comm $m"); done
+[ -x "$bindir/realnccl" ] && scenarios+=("realnccl")
+for s in "${scenarios[@]}"; do
 	# shellcheck disable=SC2086
 	set -- $s
 	if [ "$1" = dlopen ]; then
@@ -65,6 +75,40 @@ run loop 0 'done' '' GPULEAK_STANDIN_DEVICE_MEM=80M -- 2 4M
 run loop 1 '' '' GPULEAK_STANDIN_DEVICE_MEM=64M -- 1 4096		# no room for activations
 run basic 2 '' '' -- 1 2 4096						# usage: M > N
 run realcudart 1 '' '' -- 0						# codes are 35 here, not 0
+run vmm 2 '' '' -- bogus
+run vmm 1 '' '' GPULEAK_STANDIN_DEVICE_MEM=1M -- leak_handle		# cuMemCreate: no room
+run nccl_comm 1 '' '' GPULEAK_STANDIN_DEVICES=0 -- clean		# no device
+run nccl_comm 1 '' '' GPULEAK_STANDIN_DEVICES=1 -- all			# device 1 missing
+run nccl_comm 0 'done' '' GPULEAK_STANDIN_NCCL_INITALL_THREADS=1 -- all	# one thread per comm
+run nccl_comm 2 '' '' -- bogus
+if [ -x "$bindir/realnccl" ]; then
+	run realnccl 1 '' '' -- 0 0 0					# no GPU: 0 1 1
+else
+	echo "smoke: realnccl skipped: not built (no NVIDIA libnccl.so.2 at build time)"
+fi
+
+# NVIDIA's driver, as nobody: as root its cuInit creates /dev/nvidiactl.
+real_libcuda=${GPULEAK_REAL_LIBCUDA:-}
+run realdriver 2 '' '' GPULEAK_REAL_LIBCUDA= --				# no library named
+if [ -z "$real_libcuda" ] || [ ! -e "$real_libcuda" ]; then
+	echo "smoke: realdriver skipped: no real libcuda.so.1 at" \
+	     "'${real_libcuda:-(GPULEAK_REAL_LIBCUDA unset)}' (scripts/install-deps.sh fetches it)"
+else
+	if [ "$(id -u)" -eq 0 ]; then
+		run realdriver 2 '' '' GPULEAK_REAL_LIBCUDA="$real_libcuda" --	# refuses root
+		as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+	fi
+	if ! "${as[@]}" test -x "$bindir/realdriver" -a -r "$real_libcuda"; then
+		echo "smoke: realdriver skipped: user nobody cannot run $bindir/realdriver or read" \
+		     "$real_libcuda"
+	else
+		run realdriver 0 'done' '' GPULEAK_REAL_LIBCUDA="$real_libcuda" --
+		run realdriver 0 'ready PID\ndone' 'go\nbye\n' SCENARIO_SYNC=1 \
+			GPULEAK_REAL_LIBCUDA="$real_libcuda" --
+		run realdriver 1 '' '' GPULEAK_REAL_LIBCUDA="$real_libcuda" -- 0 0 0
+	fi
+	as=()
+fi
 
 if [ "$fails" -ne 0 ]; then
 	echo "smoke: $fails failure(s)" >&2
