@@ -232,7 +232,7 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 	f->ts_ns = bpf_ktime_get_ns();
 	f->api = api;
 	f->stack_id = -1;
-	if (s.arg_desc) {
+	if (s.arg_desc && !(s.flags & GL_SPEC_DESC_AT_RETURN)) {
 		__u32 len = s.desc_len;
 		__u32 k = d & (GL_MAX_DEPTH - 1);
 
@@ -500,7 +500,18 @@ int gl_exit(struct pt_regs *ctx)
 	fill_exit(ctx, s, api, pid_tgid, i, stale, f, &dr->call);
 	dr->call.hdr.size = sizeof(*dr);
 	dr->call.hdr.flags |= GL_HF_DESC;
-	__builtin_memcpy(dr->desc, st->desc[i], GL_DESC_MAX);
+	if (s.flags & GL_SPEC_DESC_AT_RETURN) {
+		/* What the call wrote through its out-pointer, e.g. every communicator made. */
+		__u32 len = s.desc_len;
+
+		if (len > GL_DESC_MAX)
+			len = GL_DESC_MAX;
+		__builtin_memset(dr->desc, 0, GL_DESC_MAX);
+		if (bpf_probe_read_user(dr->desc, len, (void *)f->addr))
+			dr->call.hdr.flags |= GL_HF_DESC_READ_FAIL;
+	} else {
+		__builtin_memcpy(dr->desc, st->desc[i], GL_DESC_MAX);
+	}
 	handle = dr->call.addr;
 	/* A created object's label, or a call's (an NVTX range name): not a failed one's. */
 	label = (dr->call.hdr.kind == GL_REC_ALLOC || dr->call.hdr.kind == GL_REC_CALL) &&

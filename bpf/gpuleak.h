@@ -159,6 +159,8 @@ enum gl_spec_flags {
 	GL_SPEC_FAIL_IS_NEG1 = 1 << 1,	/* ALLOC_RET: (void *)-1 is failure (mmap), not NULL */
 	GL_SPEC_WAKEUP = 1 << 2,	/* wake user space at once (ld.so rendezvous) */
 	GL_SPEC_HOLD = 1 << 3,		/* stop a held process here until user space attaches */
+	GL_SPEC_DESC_AT_RETURN = 1 << 4,	/* copy the descriptor at return, from arg_addr:
+						 * an out-array the call filled (ncclCommInitAll) */
 };
 
 /* Where a call's label string is (struct gl_label_rec is emitted for it). */

@@ -163,8 +163,10 @@ const struct cat_api cat_apis[] = {
     API("ncclCommInitRank", GL_API_NCCL_COMM_INIT_RANK, OUTPTR(1, 0, 0, 0), OP_COMM_INIT, MEM_NONE,
 	0),
     /* ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist) */
-    API("ncclCommInitAll", GL_API_NCCL_COMM_INIT_ALL, OUTPTR(1, 0, 2, 0), OP_COMM_INIT, MEM_NONE,
-	0),
+    API("ncclCommInitAll", GL_API_NCCL_COMM_INIT_ALL,
+	SPEC(GL_SHAPE_ALLOC_OUTPTR, 1, 0, 2, 0, 0, GL_SPEC_DESC_AT_RETURN, .arg_desc = 1,
+	     .desc_len = 64),
+	OP_COMM_INIT, MEM_NONE, 0),
     API("ncclCommInitRankConfig", GL_API_NCCL_COMM_INIT_RANK_CONFIG, OUTPTR(1, 0, 0, 0),
 	OP_COMM_INIT, MEM_NONE, 0),
     /* ncclCommSplit(comm, int color, int key, ncclComm_t *newcomm, config) */

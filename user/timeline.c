@@ -473,7 +473,7 @@ static int cmp_growth(const void *a, const void *b)
 static bool analyse(const struct timeline *tl, const struct ptl *p, const struct trend *tr,
 		    int64_t last, struct growth *g)
 {
-	int64_t w = tl->o.warmup_steps, s, mid, n, first;
+	int64_t w = tl->o.warmup_steps, s, mid, n, first, base;
 	uint64_t floor_early = UINT64_MAX, floor_late = UINT64_MAX, *v;
 	int64_t grew = 0;
 	double *x, *xt, *y, r2t;
@@ -498,11 +498,22 @@ static bool analyse(const struct timeline *tl, const struct ptl *p, const struct
 		free(v);
 		return false;
 	}
-	/* The growth began after the last step at the early floor. */
+	/* The growth began after the last step at the early floor, or earlier if it was
+	 * already climbing during the warm-up: follow the climb back. */
 	first = 0;
 	for (s = 0; s < n; s++)
 		if (v[s] <= floor_early)
 			first = s;
+	free(v);
+	base = p->steps[0].step;
+	v = dense(tr, base, last);
+	if (!v)
+		return false;
+	first += w - base;
+	while (first > 0 && v[first - 1] < v[first])
+		first--;
+	n = last - base + 1;
+	w = base;
 	k = (size_t)(n - first);
 	x = calloc(k, sizeof(*x));
 	xt = calloc(k, sizeof(*xt));

@@ -138,6 +138,7 @@ static void proc_free(struct tproc *p)
 	}
 	hmap__free(&p->threads);
 	hmap__free(&p->events);
+	hmap__free(&p->regrefs);
 	free(p->allocs.slots);
 	free(p->pend);
 	free(p->ctxs);
@@ -593,6 +594,11 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 	/* Only anonymous mappings are memory; file mappings are the program's files. */
 	if (api->ns == NS_MMAP && !(r->aux & 0x20 /* MAP_ANONYMOUS */))
 		return 0;
+	/* A registration belongs to the communicator it was made with (its first argument). */
+	if (k.owner_kind == OWNER_NONE && api->mem == MEM_REG && r->aux) {
+		k.owner_kind = OWNER_COMM;
+		k.owner = r->aux;
+	}
 	/* A driver-level allocation made directly belongs to the thread's current context:
 	 * destroying the context releases it. */
 	if (k.owner_kind == OWNER_NONE && GL_API_FAMILY(r->hdr.api) == GL_FAM_CUDA) {
@@ -612,6 +618,13 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 			return -ENOMEM;
 	}
 	old = at_find(&p->allocs, ns, r->addr);
+	/* NCCL's registration cache hands out the same handle for the same buffer again,
+	 * with one more reference: each needs its own deregister. */
+	if (old && (ns == NS_NCCL_REG || ns == NS_NCCL_WIN) && !(old->flags & AF_PENDING)) {
+		uint64_t *refs = hmap__get(&p->regrefs, ns, r->addr);
+
+		return hmap__put(&p->regrefs, ns, r->addr, refs ? *refs + 1 : 1);
+	}
 	if (old) {
 		if (old->flags & AF_PENDING) {
 			/* Stream-ordered reuse (cudaMallocAsync handing back a block whose
@@ -793,6 +806,14 @@ static int do_free(struct tracker *t, struct tproc *p, const struct cat_api *api
 		return 0;
 	}
 	expect_lower_free(p, r, fam, ns);
+	if (ns == NS_NCCL_REG || ns == NS_NCCL_WIN) {
+		uint64_t *refs = hmap__get(&p->regrefs, ns, r->addr);
+
+		if (refs && *refs) {
+			(*refs)--;
+			return 0;
+		}
+	}
 	rule = deferred_rule(t, r);
 	/* Without rules (unit tests, old captures) async frees keep their built-in meaning. */
 	if (rule || (!t->rules && api->op == OP_FREE_ASYNC))
@@ -1168,6 +1189,49 @@ static int apply_children(struct tracker *t, struct tproc *p, struct node *nodes
 	return 0;
 }
 
+/*
+ * A communicator made: everything allocated on this thread while it was being created is its
+ * own. ncclCommInitAll makes one per device on the calling thread (its out-array, read at
+ * return, lists them in device order when no devlist is given): an allocation goes to the
+ * communicator of the device the thread was on when it was made.
+ */
+static int apply_comm_init(struct tracker *t, struct tproc *p, struct node *nodes, size_t self)
+{
+	const struct gl_call_rec *r = nodes[self].r;
+	struct site_key k = { p->pid, r->hdr.api, thread_device(p, r->hdr.tid), r->caller,
+			      r->stack_id, OWNER_NONE, 0, 0 };
+	uint32_t site = site_get(t, &k);
+	uint64_t comms[GL_DESC_MAX / 8] = { r->addr };
+	size_t nr = 1, i, j;
+	int err;
+
+	if (site == UINT32_MAX)
+		return -ENOMEM;
+	if (r->hdr.api == GL_API_NCCL_COMM_INIT_ALL && (r->hdr.flags & GL_HF_DESC) &&
+	    !(r->hdr.flags & GL_HF_DESC_READ_FAIL) && r->hdr.size >= sizeof(struct gl_desc_rec)) {
+		const struct gl_desc_rec *d = (const struct gl_desc_rec *)r;
+
+		nr = r->aux < GL_DESC_MAX / 8 ? (size_t)r->aux : GL_DESC_MAX / 8;
+		memcpy(comms, d->desc, nr * sizeof(comms[0]));
+	}
+	for (i = 0; i < nr; i++)
+		if (comms[i] && comm_add(p, comms[i], site, r->hdr.ts_ns))
+			return -ENOMEM;
+	for (j = nodes[self].first_child; j < self; j++) {
+		struct placement comm = { .owner_kind = OWNER_COMM, .owner = comms[0] };
+		int16_t dev = thread_device(p, nodes[j].r->hdr.tid);
+
+		if (nodes[j].parent != self)
+			continue;
+		if (nr > 1 && dev >= 0 && (size_t)dev < nr && comms[dev])
+			comm.owner = comms[dev];
+		err = apply_tree(t, p, nodes, j, &comm, NULL, false);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 static int apply_tree(struct tracker *t, struct tproc *p, struct node *nodes, size_t self,
 		      const struct placement *scope, const struct placement *layer,
 		      bool outermost)
@@ -1179,17 +1243,8 @@ static int apply_tree(struct tracker *t, struct tproc *p, struct node *nodes, si
 
 	if (!api)
 		return apply_children(t, p, nodes, self, scope, layer, NULL);
-	if (r->hdr.kind == GL_REC_ALLOC && api->op == OP_COMM_INIT && r->addr) {
-		struct site_key k = { p->pid, r->hdr.api, thread_device(p, r->hdr.tid), r->caller,
-				      r->stack_id, OWNER_NONE, 0, 0 };
-		uint32_t site = site_get(t, &k);
-		struct placement comm = { .owner_kind = OWNER_COMM, .owner = r->addr };
-
-		if (site == UINT32_MAX || comm_add(p, r->addr, site, r->hdr.ts_ns))
-			return -ENOMEM;
-		/* Everything the communicator allocated while being created is its own. */
-		return apply_children(t, p, nodes, self, &comm, NULL, NULL);
-	}
+	if (r->hdr.kind == GL_REC_ALLOC && api->op == OP_COMM_INIT && r->addr)
+		return apply_comm_init(t, p, nodes, self);
 	if (r->hdr.kind != GL_REC_ALLOC || api->op != OP_ALLOC) {
 		/* Any other call: what happened inside it first, then the call itself. */
 		err = apply_children(t, p, nodes, self, scope, layer, NULL);

@@ -176,6 +176,7 @@ struct tproc {
 	size_t nr_pend, cap_pend;
 	struct hmap threads;	/* tid -> struct tthread * */
 	struct hmap events;	/* cudaEvent/CUevent -> stream key of its last record */
+	struct hmap regrefs;	/* NCCL registration handle -> references beyond the first */
 	struct tctx *ctxs;
 	size_t nr_ctxs, cap_ctxs;
 	struct tcomm *comms;
