@@ -10,6 +10,8 @@ CLANG ?= clang
 CC ?= cc
 BPFTOOL ?= bpftool
 VERSION := 0.1.0
+# Debian's interpreter: the test suite uses Debian's python3-jsonschema.
+PYTHON ?= /usr/bin/python3
 
 ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 VMLINUX := vmlinux/$(ARCH)/vmlinux.h
@@ -85,7 +87,7 @@ $(OUTPUT)/gpuleak-asan: $(ASAN_OBJ)
 
 test: deps
 	@$(MAKE) --no-print-directory gpuleak $(OUTPUT)/gpuleak-asan standins unit
-	@python3 tests/run_tests.py --gpuleak $(OUTPUT)/gpuleak-asan
+	@$(PYTHON) tests/run_tests.py --gpuleak $(OUTPUT)/gpuleak-asan
 
 demo: deps
 	@$(MAKE) --no-print-directory gpuleak standins

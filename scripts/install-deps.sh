@@ -10,7 +10,7 @@
 # so a mirror configured by the image keeps working.
 set -euo pipefail
 
-want_pkgs=(clang llvm make gcc pkg-config libelf-dev zlib1g-dev libbpf-dev bpftool
+want_pkgs=(clang llvm make gcc pkg-config libelf-dev zlib1g-dev libbpf-dev bpftool python3-jsonschema
 	   libclang-rt-14-dev librsvg2-bin python3)
 quiet=${GPULEAK_DEPS_QUIET:-0}
 say() { [ "$quiet" = 1 ] || echo "install-deps: $*" >&2; }

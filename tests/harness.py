@@ -89,6 +89,22 @@ class Result:
         return vs[0]
 
 
+SCHEMA = os.path.join(ROOT, "docs", "gpuleak.schema.json")
+_validator = None
+
+
+def validator():
+    """Every NDJSON record any test reads is checked against the schema in docs/."""
+    global _validator
+    if _validator is None:
+        import jsonschema  # Debian's python3-jsonschema (scripts/install-deps.sh)
+        with open(SCHEMA) as f:
+            schema = json.load(f)
+        jsonschema.Draft202012Validator.check_schema(schema)
+        _validator = jsonschema.Draft202012Validator(schema)
+    return _validator
+
+
 def read_ndjson(path):
     recs = []
     if not os.path.exists(path):
@@ -98,9 +114,15 @@ def read_ndjson(path):
             line = line.strip()
             if line:
                 try:
-                    recs.append(json.loads(line))
+                    rec = json.loads(line)
                 except json.JSONDecodeError as e:
                     raise Fail(f"{path}:{i}: invalid JSON: {e}: {line[:200]}")
+                errors = sorted(validator().iter_errors(rec), key=lambda e: e.path)
+                if errors:
+                    e = errors[0]
+                    raise Fail(f"{path}:{i}: record does not match docs/gpuleak.schema.json: "
+                               f"{e.message} at {list(e.absolute_path)}: {line[:300]}")
+                recs.append(rec)
     return recs
 
 

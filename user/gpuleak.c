@@ -183,12 +183,12 @@ static void parse_step(struct argp_state *state, struct cli *c, char *arg)
 	if (!strncmp(arg, "interval:", 9)) {
 		o->source = STEP_INTERVAL;
 		if (parse_duration_ns(arg + 9, &o->interval_ns) || !o->interval_ns)
-			argp_error(state, "invalid step interval '%s' (e.g. interval:500ms)", arg + 9);
+			argp_error(state, "invalid --step interval '%s' (e.g. interval:500ms)", arg + 9);
 	} else if (!strcmp(arg, "sync")) {
 		o->source = STEP_SYNC;
 	} else if (!strncmp(arg, "nvtx:", 5) && arg[5]) {
 		if (strlen(arg + 5) > GL_LABEL_MAX)
-			argp_error(state, "NVTX range names longer than %d bytes are not matched",
+			argp_error(state, "--step nvtx: names longer than %d bytes are not matched",
 				   GL_LABEL_MAX);
 		o->source = STEP_NVTX;
 		snprintf(o->nvtx_name, sizeof(o->nvtx_name), "%s", arg + 5);

@@ -298,6 +298,12 @@ const char *cat_mem_name(enum cat_mem mem)
 		return "managed";
 	case MEM_HOST_PINNED:
 		return "pinned";
+	case MEM_HOST:
+		return "host";
+	case MEM_VA:
+		return "va";
+	case MEM_REG:
+		return "registration";
 	default:
 		return "-";
 	}

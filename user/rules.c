@@ -233,7 +233,7 @@ static int parse_item(struct lexer *lx, struct rule *r, const struct token *t, u
 		uint64_t v;
 
 		if (parse_bytes(val, &v))
-			return fail(lx, t->start + klen, "bad size '%s' (e.g. 4096, 64KiB, 2GiB)",
+			return fail(lx, t->start + (val - txt), "bad size '%s' (e.g. 4096, 64KiB, 2GiB)",
 				    val);
 		if (op == GE || op == EQ) {
 			ONCE(0);
@@ -260,7 +260,7 @@ static int parse_item(struct lexer *lx, struct rule *r, const struct token *t, u
 			r->phase = PHASE_STEPS_BELOW;
 			return 0;
 		}
-		return fail(lx, t->start + klen + 1, "phase must be init or steps<N (N >= 1), not '%s'",
+		return fail(lx, t->start + (val - txt), "phase must be init or steps<N (N >= 1), not '%s'",
 			    val);
 	}
 	if (!strcmp(key, "pid")) {
@@ -268,7 +268,7 @@ static int parse_item(struct lexer *lx, struct rule *r, const struct token *t, u
 
 		ONCE(3);
 		if (parse_u64(val, &v) || !v || v > INT_MAX)
-			return fail(lx, t->start + klen + 1, "bad pid '%s'", val);
+			return fail(lx, t->start + (val - txt), "bad pid '%s'", val);
 		r->pid = (pid_t)v;
 		return 0;
 	}
@@ -277,7 +277,7 @@ static int parse_item(struct lexer *lx, struct rule *r, const struct token *t, u
 		if (r->kind != RULE_PERSISTENT)
 			return fail(lx, t->start, "max= applies to persistent rules only");
 		if (parse_bytes(val, &r->max_bytes) || !r->max_bytes)
-			return fail(lx, t->start + klen + 1, "bad max '%s' (e.g. 16GiB)", val);
+			return fail(lx, t->start + (val - txt), "bad max '%s' (e.g. 16GiB)", val);
 		return 0;
 	}
 	if (!strcmp(key, "release")) {
@@ -285,7 +285,7 @@ static int parse_item(struct lexer *lx, struct rule *r, const struct token *t, u
 		if (r->kind != RULE_PERSISTENT)
 			return fail(lx, t->start, "release= applies to persistent rules only");
 		if (strcmp(val, "session-end"))
-			return fail(lx, t->start + klen + 1, "release must be session-end, not '%s'",
+			return fail(lx, t->start + (val - txt), "release must be session-end, not '%s'",
 				    val);
 		r->release_at_end = true;
 		return 0;
@@ -303,7 +303,7 @@ static int parse_item(struct lexer *lx, struct rule *r, const struct token *t, u
 				r->until = all[i];
 				return 0;
 			}
-		return fail(lx, t->start + klen + 1,
+		return fail(lx, t->start + (val - txt),
 			    "until must be stream-sync, device-sync, event-sync or queue-done, not '%s'",
 			    val);
 	}
@@ -312,7 +312,7 @@ static int parse_item(struct lexer *lx, struct rule *r, const struct token *t, u
 		if (r->kind != RULE_DEFERRED)
 			return fail(lx, t->start, "window= applies to deferred rules only");
 		if (parse_duration_ns(val, &r->window_ns) || !r->window_ns)
-			return fail(lx, t->start + klen + 1, "bad window '%s' (e.g. 500ms, 2s)", val);
+			return fail(lx, t->start + (val - txt), "bad window '%s' (e.g. 500ms, 2s)", val);
 		return 0;
 	}
 #undef ONCE
@@ -510,7 +510,11 @@ int rules__load_preset(struct rules *r, const char *name, char *err, size_t errl
 		slash = strrchr(exe, '/');
 		if (slash) {
 			*slash = 0;
+			/* the source tree: ./gpuleak or .output/gpuleak-asan */
 			snprintf(path, sizeof(path), "%s/rules/%s.rules", exe, name);
+			if (!access(path, R_OK))
+				return rules__load_file(r, path, err, errlen);
+			snprintf(path, sizeof(path), "%s/../rules/%s.rules", exe, name);
 			if (!access(path, R_OK))
 				return rules__load_file(r, path, err, errlen);
 		}

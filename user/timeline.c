@@ -466,14 +466,14 @@ static int cmp_growth(const void *a, const void *b)
 
 /*
  * A growth leak: after the warm-up, the site's live bytes grew in at least K steps, ended
- * above where they were, and their floor rose: the lowest value of the later half is above
- * the lowest of the earlier half. The floor test is what tells a leak from a sawtooth (growth
- * inside a request that returns to its baseline when the request ends).
+ * above where they were, and their floor rose: the lowest value of a late window is above
+ * the lowest before it. The floor test is what tells a leak from a sawtooth (growth inside
+ * a request that returns to its baseline when the request ends).
  */
 static bool analyse(const struct timeline *tl, const struct ptl *p, const struct trend *tr,
 		    int64_t last, struct growth *g)
 {
-	int64_t w = tl->o.warmup_steps, s, mid, n, first, base;
+	int64_t w = tl->o.warmup_steps, s, mid, n, first, base, win, max_gap = 0, last_drop = 0;
 	uint64_t floor_early = UINT64_MAX, floor_late = UINT64_MAX, *v;
 	int64_t grew = 0;
 	double *x, *xt, *y, r2t;
@@ -485,10 +485,29 @@ static bool analyse(const struct timeline *tl, const struct ptl *p, const struct
 	if (!v)
 		return false;
 	n = last - w + 1;
-	mid = n / 2;
-	for (s = 0; s < n; s++) {
-		if (s && v[s] > v[s - 1])
+	/*
+	 * The late window must hold a whole period of any sawtooth: twice the longest climb
+	 * between two drops, at least K + 1 steps and a quarter of the run (at most half),
+	 * so a leak that starts late is still seen and a request's growth never is.
+	 */
+	for (s = 1; s < n; s++) {
+		if (v[s] > v[s - 1])
 			grew++;
+		if (v[s] < v[s - 1]) {
+			if (s - last_drop > max_gap)
+				max_gap = s - last_drop;
+			last_drop = s;
+		}
+	}
+	win = tl->o.min_growth_steps + 1;
+	if (win < n / 4)
+		win = n / 4;
+	if (win < 2 * max_gap)
+		win = 2 * max_gap;
+	if (win > n / 2)
+		win = n / 2;
+	mid = n - win;
+	for (s = 0; s < n; s++) {
 		if (s < mid && v[s] < floor_early)
 			floor_early = v[s];
 		if (s >= mid && v[s] < floor_late)

@@ -196,7 +196,8 @@ fail_quiet:
 	return err;
 }
 
-static bool has_rendezvous_probe(struct trace *tr, const struct proc_maps *m)
+/* Whether any object of m has a probe site with these catalog flags or this op. */
+static bool has_site(struct trace *tr, const struct proc_maps *m, unsigned int flags, int op)
 {
 	size_t i, j;
 
@@ -209,11 +210,18 @@ static bool has_rendezvous_probe(struct trace *tr, const struct proc_maps *m)
 		if (!mod || module__scan(mod))
 			continue;
 		for (j = 0; j < mod->nr_sites; j++)
-			if (mod->sites[j].api->op == OP_RENDEZVOUS)
+			if ((flags && (mod->sites[j].api->flags & flags)) ||
+			    (op >= 0 && mod->sites[j].api->op == (enum cat_op)op))
 				return true;
 	}
 	return false;
 }
+
+static bool has_rendezvous_probe(struct trace *tr, const struct proc_maps *m)
+{
+	return has_site(tr, m, 0, OP_RENDEZVOUS);
+}
+
 
 static void add_markers(struct trace *tr)
 {
@@ -350,6 +358,10 @@ static int start_attach_mode(struct trace *tr)
 	if (attach_markers(tr, m))
 		fprintf(stderr, "gpuleak: a step/request marker's object is not mapped yet; "
 			"it is attached when it is\n");
+	if (tr->o->steps.source == STEP_NVTX && !has_site(tr, m, CAT_NVTX, -1))
+		fprintf(stderr, "gpuleak: pid %d has no NVTX entry points to probe: NVTX v3 is "
+			"header-only and reaches a tool only through NVTX_INJECTION64_PATH, which "
+			"gpuleak sets in run mode; steps will not advance\n", pid);
 	emit_devmem(tr);
 	if (attach__has_required(tr->att, pid)) {
 		tr->tgt.has_lib = true;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * timeline STEPS LEAK_A LEAK_B START_B REQ_STEPS [GAP_MS]
+ * timeline STEPS LEAK_A LEAK_B START_B REQ_STEPS [GAP_MS [KV_STEPS]]
  *
  * A decode loop with known growth, for the timeline tests. Each step calls step_boundary()
  * (a named step marker) and opens an NVTX range "step" (NVTX v3, header-only: it reaches a
@@ -11,8 +11,11 @@
  *   request_state  cudaMalloc(1 MiB) kept until the end of the request: REQ_STEPS steps
  *                  make a request, whose last step frees them all (a sawtooth, not a leak;
  *                  REQ_STEPS 0: none)
+ *   kv_cache_grow  during the first KV_STEPS steps (default 0), cudaMalloc(8 MiB) kept: a KV
+ *                  cache that fills at the first tokens and then stays (a persistent class)
  * before the first step, kv_cache_init allocates 64 MiB once (kept).
  * Steps are GAP_MS apart (default 10). Expected at "done": 64 MiB at kv_cache_init,
+ * KV_STEPS x 8 MiB at kv_cache_grow,
  * STEPS x LEAK_A at leak_a, (STEPS - START_B) x LEAK_B at leak_b, the open request's
  * blocks at request_state; nothing at noise.
  */
@@ -69,6 +72,14 @@ static SCENARIO_SITE void *leak_b(size_t size)
 	return p;
 }
 
+static SCENARIO_SITE void *kv_cache_grow(void)
+{
+	void *p;
+
+	SCENARIO_OK(cudaMalloc(&p, 8 * MiB));
+	return p;
+}
+
 static SCENARIO_SITE void *request_state(void)
 {
 	void *p;
@@ -87,11 +98,15 @@ static SCENARIO_SITE void request_end(void **blocks, unsigned long long n)
 
 int main(int argc, char **argv)
 {
-	unsigned long long steps, a, b, start_b, req, gap_ms = 10, i, open = 0;
+	unsigned long long steps, a, b, start_b, req, gap_ms = 10, kv = 0, i, open = 0;
 	struct timespec gap;
 	void **reqs;
 
-	scenario_usage(argc, 6, "timeline STEPS LEAK_A LEAK_B START_B REQ_STEPS [GAP_MS]");
+	if (argc < 6 || argc > 8) {
+		fprintf(stderr, "usage: timeline STEPS LEAK_A LEAK_B START_B REQ_STEPS "
+			"[GAP_MS [KV_STEPS]]\n");
+		return 2;
+	}
 	steps = scenario_bytes(argv[1], "STEPS");
 	a = scenario_bytes(argv[2], "LEAK_A");
 	b = scenario_bytes(argv[3], "LEAK_B");
@@ -99,6 +114,8 @@ int main(int argc, char **argv)
 	req = scenario_bytes(argv[5], "REQ_STEPS");
 	if (argc > 6)
 		gap_ms = scenario_bytes(argv[6], "GAP_MS");
+	if (argc > 7)
+		kv = scenario_bytes(argv[7], "KV_STEPS");
 	gap = (struct timespec){ .tv_sec = gap_ms / 1000, .tv_nsec = (gap_ms % 1000) * 1000000 };
 	reqs = calloc(req ? req : 1, sizeof(*reqs));
 	if (!reqs)
@@ -109,6 +126,8 @@ int main(int argc, char **argv)
 		step_boundary(i);
 		nvtxRangePushA("step");
 		noise(i);
+		if (i < kv)
+			kv_cache_grow();
 		if (a)
 			leak_a(a);
 		if (b && i >= start_b)

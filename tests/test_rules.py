@@ -1,0 +1,184 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""Persistent-buffer rules and deferred-free windows, through the real tool on real
+processes: the four properties a leak gate needs, every error class, rule violations,
+and bad rules."""
+import json
+import os
+import time
+
+import harness
+from harness import Attached, check, eq, leak_sites, run_gpuleak, run_plain, scenario, test
+
+MiB = 1 << 20
+TIMELINE = ["--step", "sym:timeline:step_boundary", "--interval", "0"]
+
+
+def timeline_run(args, rules=(), steps=24, leak_a=MiB, kv_steps=10, expect_rc=0):
+    """timeline STEPS LEAK_A 0 0 0 GAP KV_STEPS with rules."""
+    gl = ["run"] + TIMELINE
+    for r in rules:
+        gl += ["--rule", r]
+    gl += args + ["--", scenario("timeline"), str(steps), str(leak_a), "0", "0", "0", "5",
+                  str(kv_steps)]
+    return run_gpuleak(gl, expect_rc=expect_rc)
+
+
+def growth_sites(v):
+    return {g["site"].split("+")[0]: g for g in v["growth"]}
+
+
+@test
+def kv_cache_class_is_never_a_step_leak():
+    """(1) A KV cache that fills over the first steps and then stays."""
+    v = timeline_run([]).verdict()
+    check("kv_cache_grow" in growth_sites(v),
+          f"without a rule the filling KV cache looks like growth: {list(growth_sites(v))}")
+    v = timeline_run([], rules=["persistent site=kv_cache_grow", "persistent site=kv_cache_init"]).verdict()
+    eq(sorted(growth_sites(v)), ["leak_a"], "growth leaks with the KV cache declared persistent")
+    eq(leak_sites(v), {("cudaMalloc", "leak_a"): (24 * MiB, 24)}, "leaks at session end")
+    retained = {(r["site"].split("+")[0]): (r["bytes"], r["count"]) for r in v["retained"]}
+    eq(retained, {"kv_cache_grow": (10 * 8 * MiB, 10), "kv_cache_init": (64 * MiB, 1)},
+       "retained at session end, not leaks")
+    eq(v["persistent_bytes"], 144 * MiB, "persistent bytes")
+    eq(v["violations"], [], "no violations")
+    check(all(r["rule"].startswith("persistent site=") for r in v["retained"]), "rule named")
+
+
+@test
+def async_free_with_late_sync_is_pending_then_freed():
+    """(2) and (4): pending from cudaFreeAsync until the late sync, counted all along."""
+    a = Attached("asyncfree", ["late_sync"], gl_args=["--interval", "100ms"])
+    try:
+        a.wait_attached()
+        a.target.send()
+        a.target.wait_line("freed")
+        # gpuleak's own interval records show the free pending while the sync has not come
+        deadline = time.time() + 10
+        seen = None
+        while time.time() < deadline and seen is None:
+            for rec in harness.read_ndjson(a.json_path):
+                if rec["type"] == "interval" and rec["pending_bytes"] == MiB:
+                    seen = rec
+            time.sleep(0.1)
+        check(seen is not None, "an interval record with the 1 MiB free pending")
+        eq(seen["live_bytes"], 0, "pending memory is not live")
+        a.target.send()
+        a.target.wait_line("done")
+        a.target.send()
+        v = a.finish().verdict()
+    finally:
+        a.cleanup()
+    eq(v["pending_bytes"], 0, "freed at the sync")
+    eq(v["frees"], 1, "one free")
+    eq(v["double_frees"], 0, "no double free")
+    eq(v["live_bytes"], 0, "live")
+
+
+@test
+def real_per_step_leak_is_caught_exactly():
+    """(3) with the KV cache declared persistent, the real leak still shows, exact bytes."""
+    v = timeline_run([], rules=["persistent site=kv_cache_*"], leak_a=3 * MiB).verdict()
+    g = growth_sites(v)["leak_a"]
+    eq(g["slope_bytes_per_step"], 3.0 * MiB, "slope")
+    eq(g["first_step"], 0, "from the first step")
+    eq(leak_sites(v), {("cudaMalloc", "leak_a"): (24 * 3 * MiB, 24)}, "bytes at the end")
+
+
+@test
+def pending_free_past_its_window():
+    """(4) the window: a free never completed is a violation, and stays pending."""
+    v = run_gpuleak(["run", "--interval", "0", "--rule",
+                     "deferred api=cudaFreeAsync* until=stream-sync window=50ms", "--",
+                     scenario("asyncfree"), "never"]).verdict()
+    eq(v["pending_bytes"], MiB, "still pending at exit")
+    eq([(x["kind"], x["bytes"]) for x in v["violations"]], [("free_never_completed", MiB)],
+       "violation")
+    v = run_gpuleak(["run", "--interval", "0", "--rule",
+                     "deferred api=cudaFreeAsync* until=stream-sync window=5s", "--",
+                     scenario("asyncfree"), "late_sync"]).verdict()
+    eq(v["violations"], [], "completed within its window")
+    # until=device-sync: a stream sync does not complete it
+    v = run_gpuleak(["run", "--interval", "0", "--rule",
+                     "deferred api=cudaFreeAsync* until=device-sync", "--",
+                     scenario("asyncfree"), "late_sync"]).verdict()
+    eq(v["pending_bytes"], MiB, "a stream sync does not complete a device-sync free")
+
+
+@test
+def error_classes_are_counted():
+    v = run_gpuleak(["run", "--interval", "0", "--", scenario("asyncfree"), "double"]).verdict()
+    eq((v["double_frees"], v["frees"], v["pending_bytes"]), (1, 1, 0), "double free")
+    v = run_gpuleak(["run", "--interval", "0", "--", scenario("asyncfree"), "reuse"]).verdict()
+    eq((v["async_reuse"], v["double_frees"], v["live_bytes"], v["pending_bytes"]), (1, 0, 0, 0),
+       "stream-ordered reuse closes the pending free")
+
+
+@test
+def once_and_max_violations():
+    v = timeline_run([], rules=["persistent site=kv_cache_grow once",
+                                "persistent site=leak_a max=10MiB"]).verdict()
+    kinds = [(x["kind"], x["site"].split("+")[0], x["bytes"]) for x in v["violations"]]
+    eq(kinds, [("once", "kv_cache_grow", 8 * MiB)] * 9 + [("max", "leak_a", 11 * MiB)],
+       "every second kv allocation breaks once; leak_a crosses 10 MiB once")
+    eq(v["violations"][-1]["source"], "--rule #2:1", "the rule's source")
+
+
+@test
+def release_at_session_end():
+    v = timeline_run([], rules=["persistent site=kv_cache_grow release=session-end"]).verdict()
+    kinds = [(x["kind"], x["bytes"], x["count"]) for x in v["violations"]]
+    eq(kinds, [("not_released_at_session_end", 80 * MiB, 10)], "must be gone at the end")
+    check(("cudaMalloc", "kv_cache_grow") in leak_sites(v), "and then it is a leak")
+
+
+@test
+def ignore_rules_keep_counts_out_of_verdicts():
+    v = timeline_run([], rules=["ignore site=leak_a", "persistent site=kv_cache_*"]).verdict()
+    eq(v["leaks"], [], "no leaks")
+    eq(v["ignored_bytes"], 24 * MiB, "counted")
+    eq(v["live_bytes"], 24 * MiB + 144 * MiB, "live bytes include everything")
+    eq(v["growth"], [], "ignored sites are not growth candidates")
+
+
+@test
+def rules_from_files_and_presets():
+    path = harness.tmpfile(".rules")
+    with open(path, "w") as f:
+        f.write("# the KV cache stays until the end\n"
+                "persistent site=kv_cache_grow   # filled at the first tokens\n"
+                "\n"
+                "persistent site=kv_cache_init size>=64MiB\n")
+    try:
+        v = timeline_run(["--rules", path]).verdict()
+    finally:
+        os.unlink(path)
+    eq(sorted(growth_sites(v)), ["leak_a"], "rules from a file")
+    for name in ("vllm", "hf-transformers", "ort-webgpu", "llama.cpp"):
+        p = run_plain([harness.GPULEAK, "run", "--preset", name, "--", "true"])
+        check("preset" not in p.stderr and p.returncode == 0,
+              f"preset {name} loads: rc={p.returncode} {p.stderr}")
+
+
+@test
+def malformed_rules_stop_before_attaching():
+    t = harness.Proc([scenario("basic"), "1", "0", "64"],
+                     env=harness.env_for_targets({"SCENARIO_SYNC": "1"}))
+    try:
+        t.wait_line("ready")
+        path = harness.tmpfile(".rules")
+        with open(path, "w") as f:
+            f.write("persistent site=a\nignore size>=12parsecs\n")
+        p = run_plain([harness.GPULEAK, "attach", "-p", str(t.pid), "--rules", path])
+        os.unlink(path)
+    finally:
+        t.kill()
+    eq(p.returncode, 2, "usage error")
+    check(p.stderr.startswith(f"gpuleak: {path}:2:14: bad size '12parsecs'"),
+          f"FILE:LINE:COL: {p.stderr!r}")
+    check("tracing" not in p.stderr, "nothing attached")
+    for rule, where in (("persistant api=x", "1:1"), ("deferred api=x", "1:1"),
+                        ("persistent max=1GiB window=1s api=x", "1:21"),
+                        ('persistent site="unterminated', "1:17")):
+        p = run_plain([harness.GPULEAK, "run", "--rule", rule, "--", "true"])
+        eq(p.returncode, 2, f"exit code for {rule!r}")
+        check(f"--rule #1:{where}:" in p.stderr, f"position for {rule!r}: {p.stderr!r}")

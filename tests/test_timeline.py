@@ -1,0 +1,147 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""Leak timelines: steps from a symbol, NVTX, syncs and time; per-site growth with exact
+slopes; sawtooth requests; a leak that starts late; time to OOM; the CI gate's exit codes.
+Every NDJSON record is checked against docs/gpuleak.schema.json by the harness."""
+import harness
+from harness import Attached, check, eq, run_gpuleak, run_plain, scenario, test
+
+MiB = 1 << 20
+SYM = ["--step", "sym:timeline:step_boundary"]
+
+
+def timeline(gl_args, steps, leak_a, leak_b=0, start_b=0, req=0, gap=5, expect_rc=0):
+    args = ["run", "--interval", "0"] + gl_args + [
+        "--", scenario("timeline"), str(steps), str(leak_a), str(leak_b), str(start_b), str(req),
+        str(gap)]
+    return run_gpuleak(args, expect_rc=expect_rc)
+
+
+def growth(v):
+    return {g["site"].split("+")[0]: g for g in v["growth"]}
+
+
+def within(actual, expected, rel, what):
+    check(abs(actual - expected) <= rel * expected,
+          f"{what}: {actual} not within {rel:.0%} of {expected}")
+
+
+@test
+def one_site_47_mib_per_step_among_noise():
+    res = timeline(SYM, 20, 47 * MiB)
+    v = res.verdict()
+    g = growth(v)
+    eq(sorted(g), ["leak_a"], "only the leaking site grows (noise, kv_cache_init do not)")
+    within(g["leak_a"]["slope_bytes_per_step"], 47 * MiB, 0.01, "slope")
+    check(g["leak_a"]["r2"] > 0.999, f"linear: r2 {g['leak_a']['r2']}")
+    eq(g["leak_a"]["first_step"], 0, "first step")
+    check(g["leak_a"]["slope_bytes_per_s"] > 0, "a slope per second too")
+    steps = [r for r in res.records if r["type"] == "step"]
+    eq([s["step"] for s in steps], list(range(-1, 20)), "init + 20 steps, one NDJSON record each")
+    eq(v["steps"], 21, "steps in the verdict")
+    eq(v["step_source"], "sym", "step source")
+    leak = [l for l in v["leaks"] if l["site"].startswith("leak_a+")][0]
+    within(leak["slope_bytes_per_step"], 47 * MiB, 0.01, "slope on the leak entry")
+    eq(leak["bytes"], 20 * 47 * MiB, "leaked bytes")
+
+
+@test
+def two_sites_at_different_rates_one_from_step_30():
+    v = timeline(SYM, 45, 3 * MiB, leak_b=MiB, start_b=30).verdict()
+    g = growth(v)
+    eq(sorted(g), ["leak_a", "leak_b"], "both grow")
+    within(g["leak_a"]["slope_bytes_per_step"], 3 * MiB, 0.01, "leak_a slope")
+    within(g["leak_b"]["slope_bytes_per_step"], MiB, 0.01, "leak_b slope")
+    eq(g["leak_a"]["first_step"], 0, "leak_a starts at once")
+    eq(g["leak_b"]["first_step"], 30, "leak_b starts at step 30")
+    eq([x["site"].split("+")[0] for x in v["growth"]], ["leak_a", "leak_b"], "fastest first")
+
+
+@test
+def sawtooth_requests_are_not_leaks():
+    v = timeline(SYM, 40, 0, req=5).verdict()
+    eq(v["growth"], [], "growth inside a request that returns to baseline is no leak")
+
+
+@test
+def steps_from_nvtx_ranges():
+    res = timeline(["--step", "nvtx:step"], 12, 2 * MiB)
+    v = res.verdict()
+    eq(v["step_source"], "nvtx", "step source")
+    eq(v["steps"], 13, "init + one step per 'step' range")
+    within(growth(v)["leak_a"]["slope_bytes_per_step"], 2 * MiB, 0.01, "slope over NVTX steps")
+
+
+@test
+def nvtx_in_attach_mode_says_there_is_nothing_to_probe():
+    a = Attached("timeline", [3, 0, 0, 0, 0, 1], gl_args=["--step", "nvtx:step"])
+    try:
+        a.gl.wait_line("no NVTX entry points to probe", stream="err")
+        a.target.send()
+        a.target.wait_line("done")
+        a.target.send()
+        a.finish()
+    finally:
+        a.cleanup()
+
+
+@test
+def steps_from_syncs_and_time():
+    v = run_gpuleak(["run", "--interval", "0", "--step", "sync", "--",
+                     scenario("loop"), "12", str(MiB)]).verdict()
+    eq(v["step_source"], "sync", "sync steps")
+    eq(v["steps"], 13, "one step per cudaStreamSynchronize (+ init)")
+    within(growth(v)["leaky_sampler"]["slope_bytes_per_step"], MiB, 0.01, "slope per sync")
+    v = timeline(["--step", "interval:50ms"], 80, MiB, gap=10).verdict()
+    eq(v["step_source"], "interval", "interval steps")
+    check(v["steps"] >= 12, f"about one step per 50 ms: {v['steps']}")
+    g = growth(v)["leak_a"]
+    within(g["slope_bytes_per_s"], 100 * MiB, 0.5, "~1 MiB per 10 ms")
+
+
+@test
+def time_to_oom_projection():
+    v = timeline(SYM + ["--device-mem", "2GiB"], 20, 10 * MiB).verdict()
+    p = v["projection"]
+    eq(p["capacity_bytes"], 2 << 30, "capacity")
+    eq(p["used_bytes"], 64 * MiB + 200 * MiB, "traced device bytes in use")
+    within(p["growth_bytes_per_step"], 10 * MiB, 0.01, "growth per step")
+    expected = ((2 << 30) - 264 * MiB) / (10 * MiB)
+    within(v["projected_oom_steps"], expected, 0.01, "steps to OOM")
+    check(p["seconds_to_oom"] > 0, "a time too")
+    v = timeline(SYM, 8, MiB).verdict()
+    eq(v["projection"], None, "no device size, no NVML: no projection")
+
+
+@test
+def ci_gate_exit_codes():
+    res = timeline(SYM + ["--fail-on-leak"], 12, MiB, expect_rc=3)
+    gate = res.verdict()["gate"]
+    eq((gate["enabled"], gate["failed"]), (True, True), "gate failed")
+    eq([x["kind"] for x in gate["violations"]], ["growth"], "the growth leak")
+    check("GATE:" in res.out, "says why on stdout")
+    res = timeline(SYM + ["--fail-on-leak", "--max-growth", "2MiB"], 12, MiB)
+    eq(res.verdict()["gate"]["failed"], False, "growth under --max-growth passes")
+    res = timeline(SYM + ["--fail-on-leak", "--max-growth", "2MiB", "--max-live-at-exit", "0"],
+                   12, MiB, expect_rc=3)
+    eq([x["kind"] for x in res.verdict()["gate"]["violations"]], ["live_at_exit"],
+       "bytes leaked at exit")
+    res = timeline(SYM + ["--fail-on-leak", "--max-live-at-exit", "0", "--rule",
+                          "persistent site=kv_cache_init"], 12, 0)
+    eq(res.rc, 0, "clean run passes the gate")
+    res = timeline(SYM + ["--fail-on-leak", "--rule", "persistent site=kv_cache_init once",
+                          "--rule", "persistent site=leak_a max=4MiB"], 12, MiB, expect_rc=3)
+    check("rule" in [x["kind"] for x in res.verdict()["gate"]["violations"]],
+          "a rule violation fails the gate")
+    p = run_plain([harness.GPULEAK, "run", "--help"])
+    check("3 --fail-on-leak found leaks" in " ".join(p.stdout.split()), "exit codes in --help")
+
+
+@test
+def bad_step_specs():
+    for spec in ("interval:soon", "sym:nofile", "bogus", "nvtx:"):
+        p = run_plain([harness.GPULEAK, "run", "--step", spec, "--", "true"])
+        eq(p.returncode, 2, f"--step {spec}")
+        check("--step" in p.stderr, f"message for {spec}: {p.stderr}")
+    p = run_plain([harness.GPULEAK, "run", "--step", "sym:/nonexistent:f", "--", "true"])
+    check(p.returncode != 0 or "cannot put a marker" in p.stderr or "no function" in p.stderr,
+          f"a marker on a missing file is reported: {p.returncode} {p.stderr}")
