@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "proc_maps.h"
+#include "wgpu.h"
 
 struct elf_obj;
 struct cat_api;
@@ -22,7 +23,10 @@ struct probe_site {
 	bool local;		/* found only in .symtab (static cudart, stripped .dynsym) */
 };
 
+struct modules;
+
 struct module {
+	struct modules *ms;	/* the registry it belongs to */
 	uint64_t dev;
 	uint64_t ino;
 	char *path;		/* as the target maps it */
@@ -33,6 +37,11 @@ struct module {
 	struct probe_site *sites;
 	size_t nr_sites;
 	size_t nr_required;	/* sites that are not CAT_OPTIONAL: "a CUDA library" */
+	/* WebGPU: the webgpu.h generation its wgpu* functions were built against. */
+	struct wgpu_abi wgpu;
+	unsigned int nr_wgpu_funcs;	/* wgpu* functions defined (0: not a WebGPU object) */
+	unsigned int nr_wgpu_dropped;	/* traced wgpu* functions left out: generation unknown */
+	bool wgpu_warned;
 };
 
 struct modules;
@@ -48,5 +57,13 @@ struct module *modules__get(struct modules *ms, pid_t pid, const struct pmap_ent
 struct module *modules__get_path(struct modules *ms, const char *path);
 /* Find the catalog's functions in a module (cached: done once per module). */
 int module__scan(struct module *m);
+/* Use this webgpu.h generation for every WebGPU object instead of detecting it. */
+void modules__set_wgpu_abi(struct modules *ms, const struct wgpu_abi *abi);
+/*
+ * Whether an object with no wgpu* symbols has Dawn (WebGPU) linked in anyway: statically and
+ * stripped, as in onnxruntime's WebGPU execution provider. Reads its .rodata: slow on big
+ * objects, for diagnostics only.
+ */
+bool module__has_hidden_dawn(struct module *m);
 
 #endif
