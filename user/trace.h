@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "wgpu.h"
 
 struct trace_opts {
 	pid_t pid;		/* attach mode when > 0 */
@@ -20,6 +21,7 @@ struct trace_opts {
 	int top;
 	bool wait_for_lib;	/* attach even if no CUDA library is mapped yet */
 	uint64_t ringbuf_bytes;
+	struct wgpu_abi webgpu_abi;	/* --webgpu-abi; labels == 0: detect per object */
 };
 
 /* Returns the process exit code: 0 done, 1 runtime error. */
