@@ -26,17 +26,18 @@
  * A call that copies dlen bytes of struct argument ad (from offset doff) at entry, and reads
  * a label at loff of the copy (lk) or a code pointer at coff (fl has GL_SPEC_CODE_PTR).
  */
-#define DSPEC(sh, a, x, fl, ad, doff, dlen, lk, loff, coff)                                       \
+#define DSPEC(sh, a, x, x2, fl, ad, doff, dlen, lk, loff, coff)                                   \
 	{                                                                                          \
-		.shape = (sh), .arg_addr = (a), .arg_aux = (x), .flags = (fl), .arg_desc = (ad),   \
-		.desc_off = (doff), .desc_len = (dlen), .label_kind = (lk), .label_off = (loff),  \
-		.code_off = (coff)                                                                 \
+		.shape = (sh), .arg_addr = (a), .arg_aux = (x), .arg_aux2 = (x2), .flags = (fl),   \
+		.arg_desc = (ad), .desc_off = (doff), .desc_len = (dlen), .label_kind = (lk),      \
+		.label_off = (loff), .code_off = (coff)                                            \
 	}
 /* WGPUObject wgpuDeviceCreateX(WGPUDevice device, const WGPUXDescriptor *desc) */
-#define WCREATE(dlen, lk)     DSPEC(GL_SHAPE_ALLOC_RET, 0, 1, 0, 2, 0, dlen, lk, 8, 0)
+#define WCREATE(dlen, lk)     DSPEC(GL_SHAPE_ALLOC_RET, 0, 1, 0, 0, 2, 0, dlen, lk, 8, 0)
 /* void wgpuXSetLabel(WGPUX x, WGPUStringView label): data, length in two registers */
-#define SETLABEL_SV	      DSPEC(GL_SHAPE_NOTIFY, 1, 2, 0, 0, 0, 0, GL_LABEL_ARGS_SV, 0, 0)
-#define SETLABEL_CSTR	      DSPEC(GL_SHAPE_NOTIFY, 1, 2, 0, 0, 0, 0, GL_LABEL_ARGS_CSTR, 0, 0)
+#define SETLABEL_SV	      DSPEC(GL_SHAPE_NOTIFY, 1, 2, 3, 0, 0, 0, 0, GL_LABEL_ARGS_SV, 0, 0)
+/* void wgpuXSetLabel(WGPUX x, char const *label) */
+#define SETLABEL_CSTR	      DSPEC(GL_SHAPE_NOTIFY, 1, 2, 0, 0, 0, 0, 0, GL_LABEL_ARGS_CSTR, 0, 0)
 /* API(name, id, spec, op, mem, flags [, .ns = ..., ...more designated fields]) */
 #define API(n, id, sp, o, m, fl, ...)                                                              \
 	{                                                                                          \
@@ -124,13 +125,13 @@ const struct cat_api cat_apis[] = {
     API("wgpuTextureSetLabel", GL_API_WGPU_TEXTURE_SET_LABEL, SETLABEL_SV, OP_NONE, MEM_NONE,
 	CAT_WGPU_SV | CAT_OPTIONAL, .ns = NS_WGPU),
     API("wgpuDeviceAddRef", GL_API_WGPU_DEVICE_ADD_REF, NOTIFY(1), OP_OWNER_ADDREF, MEM_NONE,
-	CAT_OPTIONAL, .ns = NS_WGPU),
+	CAT_OWNER | CAT_OPTIONAL, .ns = NS_WGPU),
     API("wgpuDeviceRelease", GL_API_WGPU_DEVICE_RELEASE, NOTIFY(1), OP_OWNER_RELEASE, MEM_NONE,
-	CAT_OPTIONAL, .ns = NS_WGPU),
+	CAT_OWNER | CAT_OPTIONAL, .ns = NS_WGPU),
     API("wgpuDeviceDestroy", GL_API_WGPU_DEVICE_DESTROY, NOTIFY(1), OP_OWNER_DESTROY, MEM_NONE,
-	CAT_OPTIONAL, .ns = NS_WGPU),
+	CAT_OWNER | CAT_OPTIONAL, .ns = NS_WGPU),
     API("wgpuDeviceSetLabel", GL_API_WGPU_DEVICE_SET_LABEL, SETLABEL_SV, OP_NONE, MEM_NONE,
-	CAT_WGPU_SV | CAT_OPTIONAL, .ns = NS_WGPU),
+	CAT_WGPU_SV | CAT_OWNER | CAT_OPTIONAL, .ns = NS_WGPU),
     /* WGPUQueue wgpuDeviceGetQueue(WGPUDevice device): which device a queue's work is for */
     API("wgpuDeviceGetQueue", GL_API_WGPU_DEVICE_GET_QUEUE, SPEC(GL_SHAPE_ALLOC_RET, 0, 0, 1, 0,
 	0, 0), OP_QUEUE_GET, MEM_NONE, CAT_WGPU_SV | CAT_OPTIONAL, .ns = NS_WGPU),
@@ -143,7 +144,7 @@ const struct cat_api cat_apis[] = {
      * userdata2 @32} is passed by value. Its callback gets a probe of its own.
      */
     API("wgpuQueueOnSubmittedWorkDone", GL_API_WGPU_QUEUE_ON_SUBMITTED_WORK_DONE,
-	DSPEC(GL_SHAPE_NOTIFY, 1, 0, GL_SPEC_DESC_BYVAL | GL_SPEC_CODE_PTR, 2, 0, 40,
+	DSPEC(GL_SHAPE_NOTIFY, 1, 0, 0, GL_SPEC_DESC_BYVAL | GL_SPEC_CODE_PTR, 2, 0, 40,
 	      GL_LABEL_NONE, 0, 16),
 	OP_QUEUE_WATCH, MEM_NONE, CAT_WGPU_SV | CAT_OPTIONAL, .ns = NS_WGPU,
 	.code_api = GL_API_WGPU_QUEUE_WORK_DONE_CALLBACK),
@@ -178,13 +179,13 @@ const struct cat_api cat_apis[] = {
     API("wgpuTextureSetLabel", GL_API_WGPU_TEXTURE_SET_LABEL_CSTR, SETLABEL_CSTR, OP_NONE,
 	MEM_NONE, CAT_WGPU_CSTR | CAT_OPTIONAL, .ns = NS_WGPU),
     API("wgpuDeviceSetLabel", GL_API_WGPU_DEVICE_SET_LABEL_CSTR, SETLABEL_CSTR, OP_NONE, MEM_NONE,
-	CAT_WGPU_CSTR | CAT_OPTIONAL, .ns = NS_WGPU),
+	CAT_WGPU_CSTR | CAT_OWNER | CAT_OPTIONAL, .ns = NS_WGPU),
     API("wgpuBufferReference", GL_API_WGPU_BUFFER_REFERENCE, NOTIFY(1), OP_OBJ_ADDREF, MEM_NONE,
 	CAT_WGPU_CSTR, .ns = NS_WGPU),
     API("wgpuTextureReference", GL_API_WGPU_TEXTURE_REFERENCE, NOTIFY(1), OP_OBJ_ADDREF,
 	MEM_NONE, CAT_WGPU_CSTR, .ns = NS_WGPU),
     API("wgpuDeviceReference", GL_API_WGPU_DEVICE_REFERENCE, NOTIFY(1), OP_OWNER_ADDREF,
-	MEM_NONE, CAT_WGPU_CSTR | CAT_OPTIONAL, .ns = NS_WGPU),
+	MEM_NONE, CAT_WGPU_CSTR | CAT_OWNER | CAT_OPTIONAL, .ns = NS_WGPU),
 
     /* ld.so calls this empty function whenever its link map changes (dlopen/dlclose). */
     API("_dl_debug_state", GL_API_LD_DEBUG_STATE,
@@ -331,6 +332,12 @@ const char *cat_error_name(unsigned int api, int code)
 		for (i = 0; i < sizeof(cudart_errors) / sizeof(cudart_errors[0]); i++)
 			if (cudart_errors[i].code == code)
 				return cudart_errors[i].name;
+	}
+	if (GL_API_FAMILY(api) == GL_FAM_WEBGPU) {
+		if (code == CAT_ERR_WGPU_ERROR_OBJECT)
+			return "error object";
+		if (code == CAT_ERR_WGPU_NULL)
+			return "NULL";
 	}
 	return NULL;
 }

@@ -69,6 +69,7 @@ enum cat_flags {
 	CAT_PTSZ = 1 << 0,	/* per-thread default stream: stream 0 means this thread's own */
 	CAT_STREAM_POOL = 1 << 1, /* stream-ordered pool memory: survives cudaDeviceReset */
 	CAT_OPTIONAL = 1 << 2,	/* not needed to call a library "traced" (markers, helpers) */
+	CAT_OWNER = 1 << 6,	/* addr is an owner object (a WebGPU device), known on sight */
 	CAT_DYNAMIC = 1 << 7,	/* never looked up by symbol: probed at a code address found
 				 * at run time (a callback); see cat_api.code_api */
 	/*
@@ -116,6 +117,12 @@ const char *cat_family_name(enum gl_family fam);
 const char *cat_mem_name(enum cat_mem mem);
 /* An API's name, or "api#0x..." for one this build does not know. Never NULL. */
 const char *cat_api_name(unsigned int api);
+
+/* Error codes gpuleak gives WebGPU creations (the API itself returns no code). */
+enum cat_wgpu_err {
+	CAT_ERR_WGPU_NULL = -1,		/* returned NULL */
+	CAT_ERR_WGPU_ERROR_OBJECT = 1,	/* returned an error object: validation or out of memory */
+};
 
 /* The symbolic name of an API's error code (cudaErrorMemoryAllocation, ...) or NULL. */
 const char *cat_error_name(unsigned int api, int code);
