@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include "hmap.h"
 #include "json.h"
 #include "probe_catalog.h"
 #include "report.h"
@@ -85,6 +86,7 @@ static uint32_t *sorted_sites(const struct tracker *t, pid_t pid, enum site_key 
 struct api_sum {
 	uint16_t api;
 	int16_t device;
+	uint64_t owner;
 	uint64_t bytes, count, pending;
 };
 
@@ -99,12 +101,13 @@ static size_t sum_by_api(const struct tracker *t, pid_t pid, struct api_sum *row
 		if (s->pid != pid || (!s->live_count && !s->pending_count))
 			continue;
 		for (j = 0; j < n; j++)
-			if (rows[j].api == s->api && rows[j].device == s->device)
+			if (rows[j].api == s->api && rows[j].device == s->device &&
+			    rows[j].owner == s->owner)
 				break;
 		if (j == n) {
 			if (n == max)
 				continue;
-			rows[n++] = (struct api_sum){ s->api, s->device, 0, 0, 0 };
+			rows[n++] = (struct api_sum){ s->api, s->device, s->owner, 0, 0, 0 };
 		}
 		rows[j].bytes += s->live_bytes;
 		rows[j].count += s->live_count;
@@ -113,12 +116,43 @@ static size_t sum_by_api(const struct tracker *t, pid_t pid, struct api_sum *row
 	return n;
 }
 
-static void dev_str(int16_t device, char *buf, size_t len)
+/* An owner (WebGPU device) as reports name it: wgpu#N, N in order of first sight. */
+static const struct tobj *owner_obj(const struct tracker *t, pid_t pid, uint64_t owner)
 {
-	if (device < 0)
+	struct tproc *p = tracker__proc((struct tracker *)t, pid);
+
+	return p && owner ? tproc__obj(p, NS_WGPU, owner) : NULL;
+}
+
+static void dev_str(const struct tracker *t, pid_t pid, int16_t device, uint64_t owner,
+		    char *buf, size_t len)
+{
+	const struct tobj *o = owner_obj(t, pid, owner);
+
+	if (owner)
+		snprintf(buf, len, "wgpu#%u", o ? o->ordinal : 0);
+	else if (device < 0)
 		snprintf(buf, len, "host");
 	else
 		snprintf(buf, len, "%d", device);
+}
+
+static void json_owner(struct report *r, pid_t pid, uint64_t owner)
+{
+	const struct tobj *o = owner_obj(r->t, pid, owner);
+	char name[16];
+
+	if (!owner) {
+		fputs("null", r->json);
+		return;
+	}
+	snprintf(name, sizeof(name), "wgpu#%u", o ? o->ordinal : 0);
+	fprintf(r->json, "{\"handle\":\"0x%" PRIx64 "\",\"name\":\"%s\",\"label\":", owner, name);
+	if (o && o->label)
+		json_str(r->json, tracker__label(r->t, o));
+	else
+		fputs("null", r->json);
+	fputc('}', r->json);
 }
 
 void report__interval(struct report *r, uint64_t now_ns)
@@ -129,7 +163,7 @@ void report__interval(struct report *r, uint64_t now_ns)
 	for (i = 0; i < t->nr_procs; i++) {
 		struct tproc *p = t->procs[i];
 		struct api_sum rows[32];
-		char b1[32], b2[32], dev[8];
+		char b1[32], b2[32], dev[16];
 		size_t nrows, nsites;
 		uint32_t *top;
 
@@ -142,7 +176,7 @@ void report__interval(struct report *r, uint64_t now_ns)
 			p->live_count, fmt_bytes(p->pending_bytes, b2, sizeof(b2)), p->c.allocs,
 			p->c.frees, p->c.failed_calls);
 		for (j = 0; j < nrows; j++) {
-			dev_str(rows[j].device, dev, sizeof(dev));
+			dev_str(t, p->pid, rows[j].device, rows[j].owner, dev, sizeof(dev));
 			fprintf(r->out, "    %-28s dev %-4s %10s %7" PRIu64 "\n",
 				cat_api_name(rows[j].api), dev,
 				fmt_bytes(rows[j].bytes, b1, sizeof(b1)), rows[j].count);
@@ -163,12 +197,15 @@ void report__interval(struct report *r, uint64_t now_ns)
 				",\"by_api\":[",
 				secs(r, now_ns), p->pid, p->live_bytes, p->live_count, p->pending_bytes,
 				p->c.allocs, p->c.frees, p->c.failed_calls);
-			for (j = 0; j < nrows; j++)
+			for (j = 0; j < nrows; j++) {
 				fprintf(r->json,
 					"%s{\"api\":\"%s\",\"device\":%d,\"bytes\":%" PRIu64
-					",\"count\":%" PRIu64 "}",
+					",\"count\":%" PRIu64 ",\"owner\":",
 					j ? "," : "", cat_api_name(rows[j].api), rows[j].device,
 					rows[j].bytes, rows[j].count);
+				json_owner(r, p->pid, rows[j].owner);
+				fputc('}', r->json);
+			}
 			fputs("],\"top_sites\":[", r->json);
 			for (j = 0; top && j < nsites && (int)j < r->top; j++) {
 				const struct site *s = &t->sites[top[j]];
@@ -193,28 +230,216 @@ static const char *proc_state(const struct tproc *p)
 	return p->exited ? "exited" : p->detached ? "detached" : "running";
 }
 
-static void print_sites(struct report *r, const struct tproc *p, enum site_key k,
-			const char *title)
+/*
+ * One line of a final table: a site, split by label for live objects, so buffers labelled
+ * "kv_cache" and unlabelled ones created by the same call show apart.
+ */
+struct row {
+	uint32_t site;
+	uint32_t label;		/* tracker label index + 1, 0: none */
+	uint64_t bytes, count;
+	uint64_t unsized;	/* objects of unknown bytes among count */
+	uint16_t nr_addref;
+	/* AddRef sites holding references to these objects, and how many each added */
+	uint32_t addref_site[TOBJ_ADDREF_SITES];
+	uint64_t addref_count[TOBJ_ADDREF_SITES];
+};
+
+static int cmp_rows(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+	uint64_t kx = x->bytes ? x->bytes : x->count, ky = y->bytes ? y->bytes : y->count;
+
+	if (kx != ky)
+		return kx > ky ? -1 : 1;
+	if (x->site != y->site)
+		return x->site < y->site ? -1 : 1;
+	return x->label < y->label ? -1 : x->label > y->label;
+}
+
+static void row_addrefs(struct row *w, const struct tobj *o)
+{
+	unsigned int i, j;
+
+	for (i = 0; o && i < o->nr_addref; i++) {
+		for (j = 0; j < w->nr_addref; j++)
+			if (w->addref_site[j] == o->addref_site[i])
+				break;
+		if (j == w->nr_addref) {
+			if (w->nr_addref == TOBJ_ADDREF_SITES)
+				j = TOBJ_ADDREF_SITES - 1;
+			else
+				w->addref_site[w->nr_addref++] = o->addref_site[i];
+		}
+		w->addref_count[j] += o->addref_count[i];
+	}
+}
+
+/*
+ * Live allocations by (site, label): from the sites alone when no site of the process has
+ * objects (CUDA), else from a walk of the live table. Largest first. Caller frees.
+ */
+static struct row *live_rows(const struct report *r, const struct tproc *p, size_t *n)
 {
 	const struct tracker *t = r->t;
-	uint32_t *v;
-	size_t n, j;
-	char b[32], dev[8];
+	struct hmap idx = {};
+	struct row *v;
+	size_t i, cap = 0;
+	bool objects = false;
 
-	v = sorted_sites(t, p->pid, k, &n);
+	*n = 0;
+	for (i = 0; i < t->nr_sites; i++)
+		if (t->sites[i].pid == p->pid && t->sites[i].live_count) {
+			cap++;
+			objects |= t->sites[i].owner || p->objs.n;
+		}
+	if (objects)
+		cap = p->live_count;
+	v = calloc(cap ? cap : 1, sizeof(*v));
+	if (!v)
+		return NULL;
+	if (!objects) {
+		for (i = 0; i < t->nr_sites; i++)
+			if (t->sites[i].pid == p->pid && t->sites[i].live_count)
+				v[(*n)++] = (struct row){ .site = i, .bytes = t->sites[i].live_bytes,
+							  .count = t->sites[i].live_count };
+		goto sort;
+	}
+	for (i = 0; i < p->allocs.cap; i++) {
+		const struct alloc *a = &p->allocs.slots[i];
+		const struct tobj *o;
+		uint64_t *k;
+		struct row *w;
+
+		if (!a->addr || a->state != AS_LIVE)
+			continue;
+		o = tproc__obj(p, a->ns, a->addr);
+		k = hmap__get(&idx, (uint64_t)a->site + 1, o ? o->label : 0);
+		if (k) {
+			w = &v[*k];
+		} else {
+			if (*n == cap || hmap__put(&idx, (uint64_t)a->site + 1, o ? o->label : 0, *n))
+				break;
+			w = &v[(*n)++];
+			w->site = a->site;
+			w->label = o ? o->label : 0;
+		}
+		w->bytes += a->size;
+		w->count++;
+		w->unsized += !!(a->flags & ALLOC_UNSIZED);
+		if (o && o->refs > 0)
+			row_addrefs(w, o);
+	}
+	hmap__free(&idx);
+sort:
+	qsort(v, *n, sizeof(*v), cmp_rows);
+	return v;
+}
+
+/* Pending frees or failed calls by site, largest first. Caller frees. */
+static struct row *site_rows(const struct tracker *t, const struct tproc *p, enum site_key k,
+			     size_t *n)
+{
+	uint32_t *idx = sorted_sites(t, p->pid, k, n);
+	struct row *v = calloc(*n ? *n : 1, sizeof(*v));
+	size_t j;
+
+	for (j = 0; v && idx && j < *n; j++) {
+		const struct site *s = &t->sites[idx[j]];
+
+		v[j] = (struct row){ .site = idx[j],
+				     .bytes = k == BY_PENDING ? s->pending_bytes : 0,
+				     .count = k == BY_PENDING ? s->pending_count : s->failed };
+	}
+	free(idx);
+	if (!v || !idx) {
+		free(v);
+		*n = 0;
+		return NULL;
+	}
+	return v;
+}
+
+static void print_addrefs(struct report *r, const struct row *w)
+{
+	unsigned int i;
+
+	for (i = 0; i < w->nr_addref; i++) {
+		const struct site *a = &r->t->sites[w->addref_site[i]];
+
+		fprintf(r->out, "  %17s  %" PRIu64 " reference%s added by %s at %s, never released\n",
+			"", w->addref_count[i], w->addref_count[i] == 1 ? "" : "s",
+			cat_api_name(a->api), site_name(r, a));
+	}
+}
+
+/* Objects of one owner (a WebGPU device): a heading, then rows with their labels. */
+static void print_owner(struct report *r, const struct tproc *p, const struct row *v, size_t n,
+			uint64_t owner)
+{
+	const struct tracker *t = r->t;
+	const struct tobj *o = tproc__obj(p, NS_WGPU, owner);
+	uint64_t bytes = 0, count = 0;
+	char b[32];
+	size_t j;
+
+	for (j = 0; j < n; j++)
+		if (t->sites[v[j].site].owner == owner) {
+			bytes += v[j].bytes;
+			count += v[j].count;
+		}
+	fprintf(r->out, "  WebGPU device wgpu#%u", o ? o->ordinal : 0);
+	if (o && o->label)
+		fprintf(r->out, " \"%s\"", tracker__label(t, o));
+	fprintf(r->out, " (0x%" PRIx64 "%s): %s in %" PRIu64 " objects\n", owner,
+		o && (o->flags & TOBJ_DESTROYED) ? ", destroyed" : "",
+		fmt_bytes(bytes, b, sizeof(b)), count);
+	fprintf(r->out, "  %10s %6s  %-26s %-16s %s\n", "BYTES", "COUNT", "API", "LABEL", "SITE");
+	for (j = 0; j < n; j++) {
+		const struct site *s = &t->sites[v[j].site];
+		const char *label = v[j].label ? t->labels[v[j].label - 1] : "-";
+
+		if (s->owner != owner)
+			continue;
+		fprintf(r->out, "  %10s %6" PRIu64 "  %-26s %-16s %s", fmt_bytes(v[j].bytes, b,
+			sizeof(b)), v[j].count, cat_api_name(s->api), label, site_name(r, s));
+		if (v[j].unsized)
+			fprintf(r->out, " (%" PRIu64 " of unknown size: texture format)",
+				v[j].unsized);
+		fputc('\n', r->out);
+		print_addrefs(r, &v[j]);
+	}
+}
+
+static void print_rows(struct report *r, const struct tproc *p, enum site_key k,
+		       const char *title)
+{
+	const struct tracker *t = r->t;
+	struct row *v;
+	size_t n, j, i;
+	bool any = false;
+	char b[32], dev[16];
+
+	v = k == BY_LIVE ? live_rows(r, p, &n) : site_rows(t, p, k, &n);
 	if (!v || !n) {
 		free(v);
 		return;
 	}
-	fprintf(r->out, "%s\n", title);
-	if (k == BY_FAILED)
-		fprintf(r->out, "  %8s  %-26s %5s  %s\n", "CALLS", "API", "ERROR", "SITE");
-	else
-		fprintf(r->out, "  %10s %6s  %-26s %4s  %s\n", "BYTES", "COUNT", "API", "DEV",
-			"SITE");
 	for (j = 0; j < n; j++) {
-		const struct site *s = &t->sites[v[j]];
+		const struct site *s = &t->sites[v[j].site];
 
+		if (k == BY_LIVE && s->owner)
+			continue;
+		if (!any) {
+			fprintf(r->out, "%s\n", title);
+			if (k == BY_FAILED)
+				fprintf(r->out, "  %8s  %-26s %5s  %s\n", "CALLS", "API", "ERROR",
+					"SITE");
+			else
+				fprintf(r->out, "  %10s %6s  %-26s %4s  %s\n", "BYTES", "COUNT",
+					"API", "DEV", "SITE");
+			any = true;
+		}
 		if (k == BY_FAILED) {
 			const char *en = cat_error_name(s->api, s->last_err);
 
@@ -223,25 +448,39 @@ static void print_sites(struct report *r, const struct tproc *p, enum site_key k
 				en ? en : "");
 			continue;
 		}
-		dev_str(s->device, dev, sizeof(dev));
+		dev_str(t, p->pid, s->device, s->owner, dev, sizeof(dev));
 		fprintf(r->out, "  %10s %6" PRIu64 "  %-26s %4s  %s\n",
-			fmt_bytes(k == BY_LIVE ? s->live_bytes : s->pending_bytes, b, sizeof(b)),
-			k == BY_LIVE ? s->live_count : s->pending_count, cat_api_name(s->api), dev,
+			fmt_bytes(v[j].bytes, b, sizeof(b)), v[j].count, cat_api_name(s->api), dev,
 			site_name(r, s));
+	}
+	/* Owned objects, one block per owner, owners in the order of their largest row. */
+	for (j = 0; k == BY_LIVE && j < n; j++) {
+		uint64_t owner = t->sites[v[j].site].owner;
+		bool seen = false;
+
+		for (i = 0; i < j && !seen; i++)
+			seen = t->sites[v[i].site].owner == owner;
+		if (!owner || seen)
+			continue;
+		if (!any) {
+			fprintf(r->out, "%s\n", title);
+			any = true;
+		}
+		print_owner(r, p, v, n, owner);
 	}
 	free(v);
 }
 
-static void json_site_array(struct report *r, const struct tproc *p, enum site_key k,
-			    const char *name)
+static void json_rows(struct report *r, const struct tproc *p, enum site_key k, const char *name)
 {
 	const struct tracker *t = r->t;
 	size_t n = 0, j;
-	uint32_t *v = sorted_sites(t, p->pid, k, &n);
+	unsigned int i;
+	struct row *v = k == BY_LIVE ? live_rows(r, p, &n) : site_rows(t, p, k, &n);
 
 	fprintf(r->json, ",\"%s\":[", name);
 	for (j = 0; v && j < n; j++) {
-		const struct site *s = &t->sites[v[j]];
+		const struct site *s = &t->sites[v[j].site];
 		const char *mod = s->caller ? symbolizer__module(r->sym, s->pid, s->caller) : NULL;
 
 		fprintf(r->json, "%s{\"api\":\"%s\",\"site\":", j ? "," : "", cat_api_name(s->api));
@@ -251,6 +490,8 @@ static void json_site_array(struct report *r, const struct tproc *p, enum site_k
 			json_str(r->json, mod);
 		else
 			fputs("null", r->json);
+		fputs(",\"owner\":", r->json);
+		json_owner(r, p->pid, s->owner);
 		if (k == BY_FAILED) {
 			const char *en = cat_error_name(s->api, s->last_err);
 
@@ -260,15 +501,27 @@ static void json_site_array(struct report *r, const struct tproc *p, enum site_k
 			else
 				fputs("null", r->json);
 			fprintf(r->json, ",\"count\":%" PRIu64 "}", s->failed);
+			continue;
 		}
+		fputs(",\"label\":", r->json);
+		if (v[j].label)
+			json_str(r->json, t->labels[v[j].label - 1]);
 		else
-			fprintf(r->json,
-				",\"device\":%d,\"memory\":\"%s\",\"bytes\":%" PRIu64
-				",\"count\":%" PRIu64 "}",
-				s->device,
-				cat_by_api(s->api) ? cat_mem_name(cat_by_api(s->api)->mem) : "-",
-				k == BY_LIVE ? s->live_bytes : s->pending_bytes,
-				k == BY_LIVE ? s->live_count : s->pending_count);
+			fputs("null", r->json);
+		fprintf(r->json,
+			",\"device\":%d,\"memory\":\"%s\",\"bytes\":%" PRIu64 ",\"count\":%" PRIu64
+			",\"unsized\":%" PRIu64 ",\"addref_sites\":[",
+			s->device, cat_by_api(s->api) ? cat_mem_name(cat_by_api(s->api)->mem) : "-",
+			v[j].bytes, v[j].count, v[j].unsized);
+		for (i = 0; i < v[j].nr_addref; i++) {
+			const struct site *a = &t->sites[v[j].addref_site[i]];
+
+			fprintf(r->json, "%s{\"api\":\"%s\",\"site\":", i ? "," : "",
+				cat_api_name(a->api));
+			json_str(r->json, site_name(r, a));
+			fprintf(r->json, ",\"count\":%" PRIu64 "}", v[j].addref_count[i]);
+		}
+		fputs("]}", r->json);
 	}
 	fputc(']', r->json);
 	free(v);
@@ -297,19 +550,22 @@ static void json_verdict(struct report *r, const struct tproc *p, uint64_t now_n
 		",\"allocs\":%" PRIu64 ",\"alloc_bytes\":%" PRIu64 ",\"frees\":%" PRIu64
 		",\"failed_calls\":%" PRIu64 ",\"unknown_frees\":%" PRIu64 ",\"null_frees\":%" PRIu64
 		",\"double_frees\":%" PRIu64 ",\"addr_reuse\":%" PRIu64 ",\"async_reuse\":%" PRIu64
-		",\"calls\":%" PRIu64 ",\"dropped_events\":%" PRIu64 ",\"losses\":{",
+		",\"calls\":%" PRIu64 ",\"error_objects\":%" PRIu64 ",\"owner_frees\":%" PRIu64
+		",\"unknown_refs\":%" PRIu64 ",\"unmatched_done\":%" PRIu64
+		",\"dropped_events\":%" PRIu64 ",\"losses\":{",
 		proc_state(p), p->exited ? p->exit_status : -1,
 		end > p->first_ts_ns && p->first_ts_ns ? (double)(end - p->first_ts_ns) / 1e9 : 0.0,
 		p->live_bytes, p->live_count, p->pending_bytes, p->pending_count, p->c.allocs,
 		p->c.alloc_bytes, p->c.frees, p->c.failed_calls, p->c.unknown_frees, p->c.null_frees,
-		p->c.double_frees, p->c.addr_reuse, p->c.async_reuse, p->c.calls, tproc__dropped(p));
+		p->c.double_frees, p->c.addr_reuse, p->c.async_reuse, p->c.calls, p->c.error_objects,
+		p->c.owner_frees, p->c.unknown_refs, p->c.unmatched_done, tproc__dropped(p));
 	for (k = 0; k < GL_STAT_MAX; k++)
 		if (loss_names[k])
 			fprintf(r->json, "%s\"%s\":%" PRIu64, k ? "," : "", loss_names[k], p->loss[k]);
 	fputc('}', r->json);
-	json_site_array(r, p, BY_LIVE, "leaks");
-	json_site_array(r, p, BY_PENDING, "pending");
-	json_site_array(r, p, BY_FAILED, "failures");
+	json_rows(r, p, BY_LIVE, "leaks");
+	json_rows(r, p, BY_PENDING, "pending");
+	json_rows(r, p, BY_FAILED, "failures");
 	fputs("}\n", r->json);
 }
 
@@ -339,9 +595,12 @@ void report__final(struct report *r, uint64_t now_ns)
 			fprintf(r->out, "; pending async free: %s in %" PRIu64,
 				fmt_bytes(p->pending_bytes, b2, sizeof(b2)), p->pending_count);
 		fputc('\n', r->out);
-		print_sites(r, p, BY_LIVE, "live allocations by site, largest first:");
-		print_sites(r, p, BY_PENDING, "async frees still pending (stream not synchronized):");
-		print_sites(r, p, BY_FAILED, "failed calls:");
+		print_rows(r, p, BY_LIVE, "live allocations by site, largest first:");
+		print_rows(r, p, BY_PENDING, "frees still pending (stream or queue work not done):");
+		print_rows(r, p, BY_FAILED, "failed calls:");
+		if (p->c.error_objects)
+			fprintf(r->out, "error objects (WebGPU creations that failed, not memory): %"
+				PRIu64 "\n", p->c.error_objects);
 		if (p->c.unknown_frees || p->c.double_frees || p->c.addr_reuse)
 			fprintf(r->out, "frees of untracked pointers (allocated before attach): %" PRIu64
 				"; double frees: %" PRIu64 "; live address returned again: %" PRIu64 "\n",
