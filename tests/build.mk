@@ -71,6 +71,8 @@ GPULEAK_DEPS ?= /var/cache/gpuleak
 DAWN_LIBDIR := $(GPULEAK_DEPS)/npm/bun-webgpu-linux-x64@0.1.7/node_modules/bun-webgpu-linux-x64
 DAWN_LIB := $(DAWN_LIBDIR)/libwebgpu_wrapper.so
 WGPU_SCENARIOS := $(addprefix $(SCENARIO_BINDIR)/,wgpu wgpu_decode)
+WGPU_UNKNOWN_LIB := $(STANDIN_LIBDIR)/libwgpu_unknown.so
+STANDIN_ALL += $(WGPU_UNKNOWN_LIB)
 ifneq ($(wildcard $(DAWN_LIB)),)
 STANDIN_ALL += $(WGPU_SCENARIOS)
 endif
@@ -150,3 +152,6 @@ $(WGPU_SCENARIOS): $(SCENARIO_BINDIR)/%: tests/scenarios/%.c tests/scenarios/sce
 		| $(SCENARIO_BINDIR)
 	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< -L$(DAWN_LIBDIR) -l:libwebgpu_wrapper.so \
 		-Wl,--disable-new-dtags -Wl,-rpath,$(DAWN_LIBDIR)
+
+$(WGPU_UNKNOWN_LIB): tests/standin/wgpu_unknown.c $(TESTS_BUILD_MK) | $(STANDIN_LIBDIR)
+	$(TESTS_CC) $(STANDIN_CFLAGS) -shared -o $@ $<

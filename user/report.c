@@ -367,7 +367,7 @@ static void print_addrefs(struct report *r, const struct row *w)
 	for (i = 0; i < w->nr_addref; i++) {
 		const struct site *a = &r->t->sites[w->addref_site[i]];
 
-		fprintf(r->out, "  %17s  %" PRIu64 " reference%s added by %s at %s, never released\n",
+		fprintf(r->out, "  %17s  %" PRIu64 " reference%s added by %s at %s, still held\n",
 			"", w->addref_count[i], w->addref_count[i] == 1 ? "" : "s",
 			cat_api_name(a->api), site_name(r, a));
 	}

@@ -23,7 +23,7 @@
  * labels SIZE       at alloc_kv 3 x "kv_cache" (length-delimited label); at alloc_act 2 x
  *                   "activations" (NUL-terminated) and 1 unlabelled; at alloc_late 1 labelled
  *                   "renamed" by wgpuBufferSetLabel; at alloc_long 1 whose 100-byte label is
- *                   kept to its first 64 bytes; a texture (64x64 RGBA8) "albedo" at alloc_tex.
+ *                   kept to its first 63 bytes; a texture (64x64 RGBA8) "albedo" at alloc_tex.
  *                   Device label "llm-device". Everything stays live.
  * textures          one texture per case at make_texture, told apart by label (bytes):
  *                   rgba8-mips 349524, r32f-3d 299008, rgba16f-array 491520,
