@@ -8,7 +8,10 @@
 # /var/cache/gpuleak), one folder per package@version, never into the repository:
 #   npm/bun-webgpu-linux-x64@0.1.7   libwebgpu_wrapper.so: Dawn with the wgpu* C API exported
 #   npm/webgpu@0.6.2                 dawn.node: Dawn for Node, wgpu* only in .symtab
-# Neither runs an install script (--ignore-scripts; webgpu's only clears a macOS attribute).
+#   npm/webgpu@0.1.1                 libdawn_proc.so of 2020: webgpu.h with char const * labels
+#   npm/onnxruntime-node@1.30.0      libonnxruntime.so.1: Dawn linked in without any symbols
+# None runs an install script (--ignore-scripts: webgpu's only clears a macOS attribute,
+# onnxruntime-node's would download more binaries). About 3 s and 460 MB, once.
 #
 # libbpf 1.4.6 / bpftool 7.5 come from bookworm-backports: bookworm's libbpf 1.1.2 has no
 # uprobe_multi API, and a single-uprobe link costs ~108 ms to detach here (40 probes: 4 s of
@@ -28,7 +31,7 @@ have_libbpf_146() {
 }
 
 deps=${GPULEAK_DEPS:-/var/cache/gpuleak}
-npm_pkgs=(bun-webgpu-linux-x64@0.1.7 webgpu@0.6.2)
+npm_pkgs=(bun-webgpu-linux-x64@0.1.7 webgpu@0.6.2 webgpu@0.1.1 onnxruntime-node@1.30.0)
 
 have_npm_pkg() {
 	local name=${1%@*} version=${1##*@} v
