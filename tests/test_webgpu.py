@@ -183,6 +183,21 @@ def webgpu_destroy_in_flight_is_pending_until_work_done():
 
 
 @test
+def webgpu_spontaneous_callback_inside_the_call_is_seen():
+    """Dawn runs an AllowSpontaneous callback inside wgpuQueueOnSubmittedWorkDone: the
+    process is held at its entry until the callback has its probe."""
+    size = 64 * KiB
+    need(DAWN)
+    res = run_gpuleak(["run", "--", scenario("wgpu"), "inflight", str(size), "spontaneous"])
+    check("callback inside wgpuQueueOnSubmittedWorkDone" in res.out,
+          f"the callback ran inside the call: {res.out}")
+    v = res.verdict()
+    eq(counters(v, "allocs", "frees", "pending_bytes", "live_bytes", "unmatched_done"),
+       {"allocs": 3, "frees": 3, "pending_bytes": 0, "live_bytes": 0, "unmatched_done": 0},
+       "completion seen")
+
+
+@test
 def webgpu_device_destroy_and_release_free_what_they_own():
     size = 32 * KiB
     v = wgpu("devices", size)

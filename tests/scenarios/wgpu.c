@@ -10,12 +10,14 @@
  * addref SIZE       shared (SIZE) gets a reference at cache_hold that is never released, its
  *                   creator releases its own: SIZE live at make_shared, addref site
  *                   cache_hold. balanced (2 x SIZE) gets one at borrow, given back: freed.
- * inflight SIZE wait|nowait
+ * inflight SIZE wait|nowait|spontaneous
  *                   idle (SIZE, make_idle) destroyed before any submit: freed at once. A copy
  *                   src -> dst is submitted, dst (make_dst) destroyed while it may run, then
  *                   wgpuQueueOnSubmittedWorkDone. wait: events processed until the callback,
  *                   then src released: nothing live, 3 frees. nowait: exits at once: dst
- *                   pending (SIZE), src live (SIZE, make_src).
+ *                   pending (SIZE), src live (SIZE, make_src). spontaneous: as wait, with
+ *                   CallbackMode AllowSpontaneous: on the Null backend Dawn calls it inside
+ *                   wgpuQueueOnSubmittedWorkDone (the scenario says so).
  * devices SIZE      3 buffers (SIZE) and a 64x64 RGBA8 texture (16384) on wgpu#1 at
  *                   create_on_dev1, 2 buffers on a second device wgpu#2 "second" at
  *                   create_on_dev2; wgpuDeviceDestroy(wgpu#1), wgpuDeviceRelease(wgpu#2):
@@ -211,11 +213,10 @@ static void on_work_done(uint32_t status, WGPUStringView message, void *userdata
 	(*(int *)userdata1)--;
 }
 
-static SCENARIO_SITE void watch_queue(int *pending)
+static SCENARIO_SITE void watch_queue(int *pending, uint32_t mode)
 {
-	WGPUQueueWorkDoneCallbackInfo cb = { .mode = WGPUCallbackMode_AllowProcessEvents,
-					     .callback = on_work_done, .userdata1 = pending,
-					     .userdata2 = (void *)0x5eed };
+	WGPUQueueWorkDoneCallbackInfo cb = { .mode = mode, .callback = on_work_done,
+					     .userdata1 = pending, .userdata2 = (void *)0x5eed };
 
 	(*pending)++;
 	wgpuQueueOnSubmittedWorkDone(ctx.queue, cb);
@@ -226,11 +227,12 @@ static void inflight(int argc, char **argv)
 	WGPUBuffer idle, src, dst;
 	int pending = 0;
 	uint64_t size;
-	bool wait;
+	bool wait, spontaneous;
 
-	scenario_usage(argc, 4, "wgpu inflight SIZE wait|nowait");
+	scenario_usage(argc, 4, "wgpu inflight SIZE wait|nowait|spontaneous");
 	size = scenario_bytes(argv[2], "SIZE");
-	wait = !strcmp(argv[3], "wait");
+	wait = strcmp(argv[3], "nowait");
+	spontaneous = !strcmp(argv[3], "spontaneous");
 	scenario_ready();
 	idle = make_idle(size);
 	src = make_src(size);
@@ -240,7 +242,10 @@ static void inflight(int argc, char **argv)
 	submit_copy(src, dst, size);
 	wgpuBufferDestroy(dst);
 	wgpuBufferRelease(dst);
-	watch_queue(&pending);
+	watch_queue(&pending, spontaneous ? WGPUCallbackMode_AllowSpontaneous
+					   : WGPUCallbackMode_AllowProcessEvents);
+	if (spontaneous)
+		printf("callback %s\n", pending ? "later" : "inside wgpuQueueOnSubmittedWorkDone");
 	if (wait) {
 		while (pending)
 			wgpuInstanceProcessEvents(ctx.instance);
