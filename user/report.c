@@ -592,7 +592,7 @@ void report__final(struct report *r, uint64_t now_ns)
 		fprintf(r->out, "still live: %s in %" PRIu64 " allocations", fmt_bytes(p->live_bytes,
 			b1, sizeof(b1)), p->live_count);
 		if (p->pending_count)
-			fprintf(r->out, "; pending async free: %s in %" PRIu64,
+			fprintf(r->out, "; frees pending: %s in %" PRIu64,
 				fmt_bytes(p->pending_bytes, b2, sizeof(b2)), p->pending_count);
 		fputc('\n', r->out);
 		print_rows(r, p, BY_LIVE, "live allocations by site, largest first:");
