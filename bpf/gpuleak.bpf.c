@@ -317,8 +317,8 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 
 		__builtin_memset(st->desc[k], 0, sizeof(st->desc[k]));
 		st->label_len[k] = ~0U;
+		/* A failed read leaves zeroes: nothing stale from an earlier call at this depth. */
 		if (bpf_probe_read_user(st->desc[k], desc_copy_len(s), (void *)desc_addr(ctx, s))) {
-			__builtin_memset(st->desc[k], 0, sizeof(st->desc[k]));
 			count_loss(pid_tgid >> 32, GL_STAT_READ_FAIL, 1);
 			f->hflags |= GL_HF_DESC_READ_FAIL;
 		} else {
@@ -408,7 +408,6 @@ static __always_inline int emit_entry_desc(struct pt_regs *ctx, __u16 api, struc
 	dr->call.stack_id = -1;
 	__builtin_memset(dr->desc, 0, sizeof(dr->desc));
 	if (bpf_probe_read_user(dr->desc, desc_copy_len(s), (void *)desc_addr(ctx, s))) {
-		__builtin_memset(dr->desc, 0, sizeof(dr->desc));
 		dr->call.hdr.flags |= GL_HF_DESC_READ_FAIL;
 		count_loss(pid_tgid >> 32, GL_STAT_READ_FAIL, 1);
 	} else if (s.flags & GL_SPEC_CODE_PTR) {
