@@ -48,6 +48,8 @@ struct frame {
 	__u64 ts_ns;
 	__s32 stack_id;
 	__u32 api;
+	__u32 hflags;		/* enum gl_hdr_flags found at entry */
+	__u32 pad;
 };
 
 struct tstate {
@@ -99,6 +101,23 @@ struct {
 	__type(key, __u32);
 	__type(value, struct pid_loss);
 } pid_loss SEC(".maps");
+
+/*
+ * Code pointers (callbacks) user space has seen, per process. A pointer not in here makes
+ * a GL_REC_CODE record, once: user space then puts a probe on the code it points to.
+ */
+struct code_key {
+	__u32 pid;
+	__u32 pad;
+	__u64 addr;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct code_key);
+	__type(value, __u8);
+} code_seen SEC(".maps");
 
 /* Processes to stop at the ld.so rendezvous until user space has attached (run mode). */
 struct {
@@ -197,11 +216,71 @@ static __always_inline __u32 read_label(__u64 data, __u64 len, bool cstr, char *
 static __always_inline void label_from_desc(struct gl_api_spec s, const __u8 *desc,
 					    char *buf, __u32 *len, __u8 *trunc)
 {
-	__u32 off = s.label_off & (GL_DESC_MAX - 16);
-	__u64 data = *(const __u64 *)(desc + off);
-	__u64 n = *(const __u64 *)(desc + off + 8);
+	/* 8-byte aligned and inside the copy, the length word included. */
+	__u32 off = s.label_off & (GL_DESC_MAX - 8);
+	__u64 data, n;
 
+	if (off > GL_DESC_MAX - 16) {
+		*len = ~0U;
+		return;
+	}
+	data = *(const __u64 *)(desc + off);
+	n = *(const __u64 *)(desc + off + 8);
 	*len = read_label(data, n, s.label_kind == GL_LABEL_CSTR, buf, trunc);
+}
+
+/* Where the bytes a spec copies start: a struct pointer argument, or a by-value struct. */
+static __always_inline __u64 desc_addr(struct pt_regs *ctx, struct gl_api_spec s)
+{
+	__u64 p = (s.flags & GL_SPEC_DESC_BYVAL) ? gl_byval_addr(ctx, s.arg_desc)
+						 : gl_arg(ctx, s.arg_desc);
+
+	return p ? p + s.desc_off : 0;
+}
+
+static __always_inline __u32 desc_copy_len(struct gl_api_spec s)
+{
+	__u32 len = s.desc_len;
+
+	return len > GL_DESC_MAX ? GL_DESC_MAX : len;
+}
+
+/*
+ * A code pointer in the copied bytes (a callback the program passed) that this process has
+ * not shown us yet: tell user space, which probes the code it points to. In run mode the
+ * process stops here first, so the callback cannot run before its probe is in place.
+ */
+static __always_inline void code_ptr_check(__u16 api, struct gl_api_spec s, const __u8 *desc,
+					   __u64 pid_tgid, __u8 depth)
+{
+	struct code_key k = { .pid = pid_tgid >> 32 };
+	struct gl_call_rec *r;
+	__u8 one = 1;
+	bool stop;
+
+	k.addr = *(const __u64 *)(desc + (s.code_off & (GL_DESC_MAX - 8)));
+	if (!k.addr || bpf_map_lookup_elem(&code_seen, &k))
+		return;
+	/* First thread to see it reports it; others carry on (the process stops soon). */
+	if (bpf_map_update_elem(&code_seen, &k, &one, BPF_NOEXIST))
+		return;
+	stop = bpf_map_lookup_elem(&held, &k.pid) != NULL;
+	r = rec_reserve(k.pid);
+	if (!r)
+		return;
+	rec_header(r, GL_REC_CODE, depth, api, pid_tgid, bpf_ktime_get_ns());
+	r->addr = k.addr;
+	r->size = 0;
+	r->aux = 0;
+	r->aux2 = 0;
+	r->caller = 0;
+	r->ret = 0;
+	r->stack_id = -1;
+	if (stop) {
+		r->hdr.flags |= GL_HF_HELD;
+		bpf_send_signal(SIGSTOP);
+	}
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 }
 
 /* Entry of a call whose result matters: remember its arguments until the return probe. */
@@ -232,21 +311,24 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 	f->ts_ns = bpf_ktime_get_ns();
 	f->api = api;
 	f->stack_id = -1;
+	f->hflags = 0;
+	/* No label unless this call's descriptor names one (AT_RETURN copies none at entry). */
+	st->label_len[d & (GL_MAX_DEPTH - 1)] = ~0U;
 	if (s.arg_desc && !(s.flags & GL_SPEC_DESC_AT_RETURN)) {
-		__u32 len = s.desc_len;
 		__u32 k = d & (GL_MAX_DEPTH - 1);
 
-		if (len > GL_DESC_MAX)
-			len = GL_DESC_MAX;
-		if (bpf_probe_read_user(st->desc[k], len, (void *)gl_arg(ctx, s.arg_desc))) {
-			__builtin_memset(st->desc[k], 0, sizeof(st->desc[k]));
+		__builtin_memset(st->desc[k], 0, sizeof(st->desc[k]));
+		st->label_len[k] = ~0U;
+		/* A failed read leaves zeroes: nothing stale from an earlier call at this depth. */
+		if (bpf_probe_read_user(st->desc[k], desc_copy_len(s), (void *)desc_addr(ctx, s))) {
 			count_loss(pid_tgid >> 32, GL_STAT_READ_FAIL, 1);
-			st->label_len[k] = ~0U;
-		} else if (s.label_kind == GL_LABEL_STRINGVIEW || s.label_kind == GL_LABEL_CSTR) {
-			label_from_desc(s, st->desc[k], st->label[k], &st->label_len[k],
-					&st->label_trunc[k]);
+			f->hflags |= GL_HF_DESC_READ_FAIL;
 		} else {
-			st->label_len[k] = ~0U;
+			if (s.label_kind == GL_LABEL_STRINGVIEW || s.label_kind == GL_LABEL_CSTR)
+				label_from_desc(s, st->desc[k], st->label[k], &st->label_len[k],
+						&st->label_trunc[k]);
+			if (s.flags & GL_SPEC_CODE_PTR)
+				code_ptr_check(api, s, st->desc[k], pid_tgid, d);
 		}
 	}
 	if (capture_stacks && (s.shape == GL_SHAPE_ALLOC_OUTPTR || s.shape == GL_SHAPE_ALLOC_RET)) {
@@ -305,6 +387,39 @@ static __always_inline int emit_arg_label(struct pt_regs *ctx, __u16 api, struct
 	return 0;
 }
 
+/* An entry-only call with a struct argument: a gl_desc_rec at entry. */
+static __always_inline int emit_entry_desc(struct pt_regs *ctx, __u16 api, struct gl_api_spec s,
+					   __u64 pid_tgid, __u8 depth)
+{
+	struct gl_desc_rec *dr;
+
+	dr = bpf_ringbuf_reserve(&events, sizeof(*dr), 0);
+	if (!dr) {
+		count_loss(pid_tgid >> 32, GL_STAT_RB_FULL, 1);
+		return 0;
+	}
+	rec_header(&dr->call, GL_REC_NOTIFY, depth, api, pid_tgid, bpf_ktime_get_ns());
+	dr->call.hdr.size = sizeof(*dr);
+	dr->call.hdr.flags = GL_HF_DESC;
+	dr->call.addr = gl_arg(ctx, s.arg_addr);
+	dr->call.size = gl_arg(ctx, s.arg_size);
+	dr->call.aux = gl_arg(ctx, s.arg_aux);
+	dr->call.aux2 = gl_arg(ctx, s.arg_aux2);
+	dr->call.caller = gl_entry_caller(ctx);
+	dr->call.ret = 0;
+	dr->call.stack_id = -1;
+	__builtin_memset(dr->desc, 0, sizeof(dr->desc));
+	if (bpf_probe_read_user(dr->desc, desc_copy_len(s), (void *)desc_addr(ctx, s))) {
+		dr->call.hdr.flags |= GL_HF_DESC_READ_FAIL;
+		count_loss(pid_tgid >> 32, GL_STAT_READ_FAIL, 1);
+	} else if (s.flags & GL_SPEC_CODE_PTR) {
+		/* Before the call record: user space learns of the callback first. */
+		code_ptr_check(api, s, dr->desc, pid_tgid, depth);
+	}
+	bpf_ringbuf_submit(dr, rb_flags(s.flags));
+	return 0;
+}
+
 /* Entry-only calls (frees, markers): the record is complete at entry. */
 static __always_inline int emit_entry(struct pt_regs *ctx, __u16 api, struct gl_api_spec s)
 {
@@ -318,6 +433,8 @@ static __always_inline int emit_entry(struct pt_regs *ctx, __u16 api, struct gl_
 		bpf_send_signal(SIGSTOP);
 	if (s.label_kind == GL_LABEL_ARGS_SV || s.label_kind == GL_LABEL_ARGS_CSTR)
 		return emit_arg_label(ctx, api, s, pid_tgid, st ? st->depth : 0);
+	if (s.arg_desc)
+		return emit_entry_desc(ctx, api, s, pid_tgid, st ? st->depth : 0);
 
 	r = rec_reserve(pid_tgid >> 32);
 	if (!r)
@@ -411,6 +528,7 @@ static __always_inline void fill_exit(struct pt_regs *ctx, struct gl_api_spec s,
 				      struct gl_call_rec *r)
 {
 	rec_header(r, GL_REC_CALL, depth, api, pid_tgid, bpf_ktime_get_ns());
+	r->hdr.flags = f->hflags;
 	if (stale)
 		r->hdr.flags |= GL_HF_STALE_FRAMES;
 	r->caller = f->caller;

@@ -30,6 +30,18 @@ static __always_inline __u64 gl_stack_arg(struct pt_regs *ctx, int n)
 	bpf_probe_read_user(&v, sizeof(v), (void *)(PT_REGS_SP(ctx) + 8 * (n - GL_NR_REG_ARGS)));
 	return v;
 }
+
+/*
+ * Address of struct argument n passed by value. A struct larger than 16 bytes goes in memory,
+ * in the stack-argument area above the return address: this assumes it is the first memory
+ * argument, true of every webgpu.h function taking a callback-info struct (all their other
+ * arguments fit in registers).
+ */
+static __always_inline __u64 gl_byval_addr(struct pt_regs *ctx, int n)
+{
+	(void)n;
+	return PT_REGS_SP(ctx) + 8;
+}
 #elif defined(__TARGET_ARCH_arm64)
 /* AAPCS64: the return address is in x30 and sp does not move across `ret`. */
 #define GL_RET_SP_TO_ENTRY_SP(sp) (sp)
@@ -46,6 +58,14 @@ static __always_inline __u64 gl_stack_arg(struct pt_regs *ctx, int n)
 
 	bpf_probe_read_user(&v, sizeof(v), (void *)(PT_REGS_SP(ctx) + 8 * (n - GL_NR_REG_ARGS - 1)));
 	return v;
+}
+
+static __always_inline __u64 gl_arg(struct pt_regs *ctx, int n);
+
+/* AAPCS64: a composite larger than 16 bytes is copied by the caller and passed by address. */
+static __always_inline __u64 gl_byval_addr(struct pt_regs *ctx, int n)
+{
+	return gl_arg(ctx, n);
 }
 #else
 #error "gpuleak: unsupported BPF target architecture"

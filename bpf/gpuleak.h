@@ -22,6 +22,8 @@ enum gl_rec_kind {
 	GL_REC_CALL = 5,	/* any other traced call returned: args in addr/size/aux, ret */
 	GL_REC_NOTIFY = 6,	/* an entry-only marker (ld.so rendezvous, step symbol, refs) */
 	GL_REC_LABEL = 7,	/* struct gl_label_rec: a label for a handle */
+	GL_REC_CODE = 8,	/* a code pointer seen in an argument (a callback) that user
+				 * space has not probed yet: addr; flags may have GL_HF_HELD */
 
 	GL_REC_TICK = 64,	/* user space: time advanced to hdr.ts_ns (no events meanwhile) */
 	GL_REC_PROC = 65,	/* user space: struct gl_proc_rec, a process was attached/exited */
@@ -36,6 +38,7 @@ enum gl_hdr_flags {
 	GL_HF_STALE_FRAMES = 1 << 2,	/* frames above this call were dropped (longjmp/throw) */
 	GL_HF_DESC = 1 << 3,		/* struct gl_desc_rec: descriptor bytes follow */
 	GL_HF_DESC_READ_FAIL = 1 << 4,	/* the descriptor could not be read at entry */
+	GL_HF_HELD = 1 << 5,		/* BPF stopped the process here: user space resumes it */
 };
 
 /*
@@ -159,7 +162,10 @@ enum gl_spec_flags {
 	GL_SPEC_FAIL_IS_NEG1 = 1 << 1,	/* ALLOC_RET: (void *)-1 is failure (mmap), not NULL */
 	GL_SPEC_WAKEUP = 1 << 2,	/* wake user space at once (ld.so rendezvous) */
 	GL_SPEC_HOLD = 1 << 3,		/* stop a held process here until user space attaches */
-	GL_SPEC_DESC_AT_RETURN = 1 << 4,	/* copy the descriptor at return, from arg_addr:
+	GL_SPEC_DESC_BYVAL = 1 << 4,	/* arg_desc is a struct passed by value, not a pointer */
+	GL_SPEC_CODE_PTR = 1 << 5,	/* the copied desc holds a code pointer at code_off that
+					 * user space probes (GL_REC_CODE on first sight) */
+	GL_SPEC_DESC_AT_RETURN = 1 << 6,	/* copy the descriptor at return, from arg_addr:
 						 * an out-array the call filled (ncclCommInitAll) */
 };
 
@@ -185,8 +191,10 @@ struct gl_api_spec {
 	__u8 arg_desc;		/* struct pointer: its first desc_len bytes are copied at entry */
 	__u8 desc_len;		/* bytes, <= GL_DESC_MAX */
 	__u8 label_kind;	/* enum gl_label_kind */
-	__u8 label_off;		/* offset of the label in the descriptor */
-	__u8 pad[3];
+	__u8 label_off;		/* offset of the label in the copied bytes */
+	__u8 desc_off;		/* the copy starts this many bytes into the struct */
+	__u8 code_off;		/* GL_SPEC_CODE_PTR: offset of the code pointer in the copy */
+	__u8 pad;
 };
 
 /*
@@ -298,6 +306,45 @@ enum gl_api {
 	GL_API_MMAP = 0x607,
 	GL_API_MUNMAP = 0x608,
 	GL_API_LIBC_LAST,
+
+	/*
+	 * WebGPU, webgpu.h as Dawn exports it. Ids without a suffix are the WGPUStringView
+	 * generation (webgpu-headers from 2024-10); _CSTR and *_REFERENCE the earlier one with
+	 * char const * labels and 32-bit usage flags. Texture creation has one id per texture
+	 * format numbering (the texture-formats-tier1 change of 2025-07 renumbered them).
+	 */
+	GL_API_WGPU_DEVICE_CREATE_BUFFER = 0x500,
+	GL_API_WGPU_DEVICE_CREATE_TEXTURE = 0x501,	/* formats numbered before tier1 */
+	GL_API_WGPU_DEVICE_CREATE_TEXTURE_TIER1 = 0x502, /* formats numbered since tier1 */
+	GL_API_WGPU_DEVICE_CREATE_TEXTURE_FMT_UNKNOWN = 0x503, /* numbering not determined */
+	GL_API_WGPU_BUFFER_ADD_REF = 0x504,
+	GL_API_WGPU_BUFFER_RELEASE = 0x505,
+	GL_API_WGPU_BUFFER_DESTROY = 0x506,
+	GL_API_WGPU_BUFFER_SET_LABEL = 0x507,
+	GL_API_WGPU_TEXTURE_ADD_REF = 0x508,
+	GL_API_WGPU_TEXTURE_RELEASE = 0x509,
+	GL_API_WGPU_TEXTURE_DESTROY = 0x50a,
+	GL_API_WGPU_TEXTURE_SET_LABEL = 0x50b,
+	GL_API_WGPU_DEVICE_ADD_REF = 0x50c,
+	GL_API_WGPU_DEVICE_RELEASE = 0x50d,
+	GL_API_WGPU_DEVICE_DESTROY = 0x50e,
+	GL_API_WGPU_DEVICE_SET_LABEL = 0x50f,
+	GL_API_WGPU_DEVICE_GET_QUEUE = 0x510,
+	GL_API_WGPU_QUEUE_SUBMIT = 0x511,
+	GL_API_WGPU_QUEUE_ON_SUBMITTED_WORK_DONE = 0x512,
+	GL_API_WGPU_QUEUE_WORK_DONE_CALLBACK = 0x513,	/* the program's callback, probed at
+							 * the address found at run time */
+	GL_API_DAWN_BUFFER_MAKE_ERROR = 0x514,		/* Dawn-internal: an error object */
+	GL_API_DAWN_TEXTURE_MAKE_ERROR = 0x515,
+	GL_API_WGPU_DEVICE_CREATE_BUFFER_CSTR = 0x516,
+	GL_API_WGPU_DEVICE_CREATE_TEXTURE_CSTR = 0x517,
+	GL_API_WGPU_BUFFER_SET_LABEL_CSTR = 0x518,
+	GL_API_WGPU_TEXTURE_SET_LABEL_CSTR = 0x519,
+	GL_API_WGPU_DEVICE_SET_LABEL_CSTR = 0x51a,
+	GL_API_WGPU_BUFFER_REFERENCE = 0x51b,
+	GL_API_WGPU_TEXTURE_REFERENCE = 0x51c,
+	GL_API_WGPU_DEVICE_REFERENCE = 0x51d,
+	GL_API_WGPU_LAST,
 
 	GL_API_LD_DEBUG_STATE = 0x700,	/* ld.so's r_brk: the link map changed */
 	GL_API_LD_LAST,

@@ -1,15 +1,27 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
-# The built-in example behind `make demo`: a decode loop (tests/scenarios/loop.c) on the
-# stand-in CUDA runtime that allocates a 64 MiB KV cache once, allocates and async-frees
-# activations every step, and leaks 1 MiB per step in its sampler. gpuleak runs it from the
-# first instruction and prints what is still live at exit, by call site.
+# The built-in examples behind `make demo`, each run by gpuleak from its first instruction:
+#  1. a CUDA decode loop (tests/scenarios/loop.c) on the stand-in CUDA runtime: a 64 MiB KV
+#     cache allocated once, activations allocated and async-freed every step, and a sampler
+#     that leaks 1 MiB per step;
+#  2. the same shape on real Dawn (WebGPU, Null backend; tests/scenarios/wgpu_decode.c): four
+#     8 MiB buffers labelled "kv_cache", activations destroyed while their copy may still
+#     run (freed when the queue's work-done callback comes), and 1 MiB "logits" leaked per
+#     step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" -ne 0 ]; then
 	echo "demo: gpuleak loads BPF programs: run as root (sudo make demo)" >&2
 	exit 1
 fi
-echo "\$ sudo ./gpuleak run --interval 500ms -- .output/tests/bin/loop 40 1048576" >&2
-exec ./gpuleak run --interval 500ms -- .output/tests/bin/loop 40 1048576
+bin=.output/tests/bin
+echo "\$ sudo ./gpuleak run --interval 500ms -- $bin/loop 40 1048576" >&2
+./gpuleak run --interval 500ms -- $bin/loop 40 1048576
+if [ ! -x $bin/wgpu_decode ]; then
+	echo "demo: $bin/wgpu_decode not built (scripts/install-deps.sh fetches Dawn)" >&2
+	exit 1
+fi
+echo >&2
+echo "\$ sudo ./gpuleak run --interval 500ms -- $bin/wgpu_decode 40" >&2
+exec ./gpuleak run --interval 500ms -- $bin/wgpu_decode 40

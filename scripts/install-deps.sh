@@ -2,7 +2,16 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
 # Install everything gpuleak needs to build, test and benchmark on a fresh Debian 12 machine.
-# Idempotent: a second run does nothing but check. Runs apt-get as root.
+# Idempotent: a second run does nothing but check. Runs apt-get and npm as root.
+#
+# Real Dawn (WebGPU) for the tests and the demo comes from npm into $GPULEAK_DEPS (default
+# /var/cache/gpuleak), one folder per package@version, never into the repository:
+#   npm/bun-webgpu-linux-x64@0.1.7   libwebgpu_wrapper.so: Dawn with the wgpu* C API exported
+#   npm/webgpu@0.6.2                 dawn.node: Dawn for Node, wgpu* only in .symtab
+#   npm/webgpu@0.1.1                 libdawn_proc.so of 2020: webgpu.h with char const * labels
+#   npm/onnxruntime-node@1.30.0      libonnxruntime.so.1: Dawn linked in without any symbols
+# None runs an install script (--ignore-scripts: webgpu's only clears a macOS attribute,
+# onnxruntime-node's would download more binaries). About 3 s and 460 MB, once.
 #
 # libbpf 1.4.6 / bpftool 7.5 come from bookworm-backports: bookworm's libbpf 1.1.2 has no
 # uprobe_multi API, and a single-uprobe link costs ~108 ms to detach here (40 probes: 4 s of
@@ -107,11 +116,45 @@ have_libbpf_146() {
 	dpkg --compare-versions "$v" ge "1:1.4" 
 }
 
+deps=${GPULEAK_DEPS:-/var/cache/gpuleak}
+npm_pkgs=(bun-webgpu-linux-x64@0.1.7 webgpu@0.6.2 webgpu@0.1.1 onnxruntime-node@1.30.0)
+
+have_npm_pkg() {
+	local name=${1%@*} version=${1##*@} v
+	v=$(sed -n 's/^  "version": "\(.*\)",$/\1/p' \
+		"$deps/npm/$1/node_modules/$name/package.json" 2>/dev/null) || return 1
+	[ "$v" = "$version" ]
+}
+
+install_npm() {
+	local pkg missing_npm=()
+	for pkg in "${npm_pkgs[@]}"; do
+		have_npm_pkg "$pkg" || missing_npm+=("$pkg")
+	done
+	[ ${#missing_npm[@]} -eq 0 ] && return 0
+	if [ "$(id -u)" -ne 0 ] && ! [ -w "$(dirname "$deps")" ] && ! [ -w "$deps" ]; then
+		echo "install-deps: missing npm packages (${missing_npm[*]}) in $deps; run as" \
+		     "root: sudo $0" >&2
+		exit 1
+	fi
+	command -v npm >/dev/null || apt-get install -y -qq --no-install-recommends npm >/dev/null
+	for pkg in "${missing_npm[@]}"; do
+		# One prefix per package: npm prunes whatever a prefix's package.json lacks.
+		rm -rf "$deps/npm/$pkg"
+		mkdir -p "$deps/npm/$pkg"
+		say "fetching $pkg from npm into $deps/npm/$pkg"
+		npm install --prefix "$deps/npm/$pkg" --no-save --ignore-scripts --no-audit \
+			--no-fund --loglevel=error "$pkg" >/dev/null
+		have_npm_pkg "$pkg" || { echo "install-deps: npm install $pkg failed" >&2; exit 1; }
+	done
+}
+
 missing=()
 for p in "${want_pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ] && have_libbpf_146; then
+	install_npm
 	say "all dependencies present"
 	ensure_libcuda
 	exit 0
@@ -153,3 +196,4 @@ have_libbpf_146 || { echo "install-deps: libbpf-dev >= 1.4 did not install" >&2;
 say "installed: libbpf-dev $(dpkg-query -W -f='${Version}' libbpf-dev)," \
     "bpftool $(dpkg-query -W -f='${Version}' bpftool)"
 ensure_libcuda
+install_npm

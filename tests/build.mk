@@ -7,6 +7,9 @@
 #   lib/libnccl.so.2                          with -lcuda/-lcudart/-lnccl, scenarios name the
 #                                             file)
 #   bin/<scenario>, bin/standin_selftest
+#   bin/wgpu, bin/wgpu_decode                 WebGPU scenarios on the real Dawn of npm
+#                                             bun-webgpu-linux-x64 (scripts/install-deps.sh
+#                                             fetches it into $(GPULEAK_DEPS))
 # `make standins` builds all of it; `make standins-check` also runs the self-test and every
 # scenario once without a tracer. Include this after the top-level default target: its first
 # rule would otherwise become the default goal.
@@ -70,6 +73,17 @@ SCENARIO_BINS := $(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_CUDART) $(SCENARIOS
 STANDIN_SELFTEST := $(SCENARIO_BINDIR)/standin_selftest
 STANDIN_ALL := $(STANDIN_LIBS) $(STANDIN_LIBNCCL) $(SCENARIO_BINS) $(STANDIN_SELFTEST)
 
+# Real Dawn: libwebgpu_wrapper.so (no SONAME) from the npm cache install-deps.sh fills.
+GPULEAK_DEPS ?= /var/cache/gpuleak
+DAWN_LIBDIR := $(GPULEAK_DEPS)/npm/bun-webgpu-linux-x64@0.1.7/node_modules/bun-webgpu-linux-x64
+DAWN_LIB := $(DAWN_LIBDIR)/libwebgpu_wrapper.so
+WGPU_SCENARIOS := $(addprefix $(SCENARIO_BINDIR)/,wgpu wgpu_decode)
+WGPU_UNKNOWN_LIB := $(STANDIN_LIBDIR)/libwgpu_unknown.so
+STANDIN_ALL += $(WGPU_UNKNOWN_LIB)
+ifneq ($(wildcard $(DAWN_LIB)),)
+STANDIN_ALL += $(WGPU_SCENARIOS)
+endif
+
 # static_cudart needs nvcc, realnccl NVIDIA's libnccl.so.2; without them the rest still builds.
 ifneq ($(wildcard $(NVCC)),)
 STANDIN_ALL += $(SCENARIO_BINDIR)/static_cudart
@@ -91,6 +105,10 @@ endif
 ifeq ($(wildcard $(CUDA_NCCL_LIBDIR)/libnccl.so.2),)
 	@echo "warning: $(CUDA_NCCL_LIBDIR)/libnccl.so.2 not found: $(SCENARIO_BINDIR)/realnccl" \
 		"not built" >&2
+endif
+ifeq ($(wildcard $(DAWN_LIB)),)
+	@echo "warning: $(DAWN_LIB) not found (scripts/install-deps.sh fetches it):" \
+		"WebGPU scenarios not built" >&2
 endif
 
 standins-check: standins
@@ -179,3 +197,14 @@ $(SCENARIO_BINDIR)/static_cudart: tests/scenarios/static_cudart.cu tests/scenari
 $(STANDIN_SELFTEST): tests/standin/selftest.c $(STANDIN_LIBS) $(TESTS_BUILD_MK) \
 		| $(SCENARIO_BINDIR)
 	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< $(STANDIN_LIBS) $(SCENARIO_RPATH) -pthread
+
+# Linked by name with the cache folder as DT_RPATH: the library has no SONAME, so NEEDED is
+# the bare file name and the run-time search finds the same file the link used.
+$(WGPU_SCENARIOS): $(SCENARIO_BINDIR)/%: tests/scenarios/%.c tests/scenarios/scenario.h \
+		tests/scenarios/webgpu_min.h tests/scenarios/wgpu_setup.h $(TESTS_BUILD_MK) \
+		| $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< -L$(DAWN_LIBDIR) -l:libwebgpu_wrapper.so \
+		-Wl,--disable-new-dtags -Wl,-rpath,$(DAWN_LIBDIR)
+
+$(WGPU_UNKNOWN_LIB): tests/standin/wgpu_unknown.c $(TESTS_BUILD_MK) | $(STANDIN_LIBDIR)
+	$(TESTS_CC) $(STANDIN_CFLAGS) -shared -o $@ $<

@@ -12,6 +12,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import harness  # noqa: E402
 import test_cudart  # noqa: E402,F401  (registers tests)
+import test_webgpu  # noqa: E402,F401
 import test_cli  # noqa: E402,F401
 import test_driver_nccl  # noqa: E402,F401
 import test_rules  # noqa: E402,F401

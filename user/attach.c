@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <bpf/libbpf.h>
 #include "attach.h"
 #include "elf_syms.h"
@@ -20,12 +21,21 @@ struct attached {
 	bool marker;		/* a step/request marker, not the module's catalog probes */
 };
 
+/* A probe on code found at run time (a callback), one link each. */
+struct code_probe {
+	pid_t pid;
+	uint64_t addr;
+	struct bpf_link *link;
+};
+
 struct attach {
 	struct bpf_program *enter_prog;
 	struct bpf_program *exit_prog;
 	struct modules *mods;
 	struct attached *v;
 	size_t n, cap;
+	struct code_probe *code;
+	size_t nr_code, cap_code;
 };
 
 int attach__new(struct bpf_program *enter, struct bpf_program *exit, struct modules *mods,
@@ -52,7 +62,10 @@ void attach__free(struct attach *a)
 		bpf_link__destroy(a->v[i].enter);
 		bpf_link__destroy(a->v[i].exit);
 	}
+	for (i = 0; i < a->nr_code; i++)
+		bpf_link__destroy(a->code[i].link);
 	free(a->v);
+	free(a->code);
 	free(a);
 }
 
@@ -134,6 +147,13 @@ static int attach_module(struct attach *a, pid_t pid, struct module *mod, const 
 	if (find(a, pid, mod))
 		return 0;
 	err = module__scan(mod);
+	if (!err && mod->nr_wgpu_dropped && !mod->wgpu_warned) {
+		/* Reading descriptors with the wrong layout would invent bytes: say so instead. */
+		mod->wgpu_warned = true;
+		pr_warn("%s: cannot tell which webgpu.h it was built against (%s): its %u "
+			"WebGPU functions are not traced; run with --webgpu-abi=sv, sv-tier1 or "
+			"cstr\n", mod->path, mod->wgpu.why, mod->nr_wgpu_dropped);
+	}
 	if (err || !mod->nr_sites)
 		return 0;	/* not an ELF object we can read, or nothing to trace in it */
 	if (a->n == a->cap) {
@@ -160,6 +180,12 @@ static int attach_module(struct attach *a, pid_t pid, struct module *mod, const 
 	}
 	a->n++;
 	pr_info("pid %d: attached %zu probes to %s\n", pid, mod->nr_sites, mod->path);
+	if (mod->nr_wgpu_funcs) {
+		char d[128];
+
+		pr_info("pid %d: %s: %s (%s)\n", pid, mod->name,
+			wgpu_abi__describe(&mod->wgpu, d, sizeof(d)), mod->wgpu.why);
+	}
 	warn_slow_sites(mod);
 	return 1;
 fail:
@@ -193,6 +219,62 @@ int attach__scan(struct attach *a, const struct proc_maps *m, int *nr_new)
 			first_err = ret;
 	}
 	return first_err;
+}
+
+int attach__code(struct attach *a, pid_t pid, uint64_t addr, unsigned int api, char *why,
+		 size_t why_len)
+{
+	const struct pmap_ent *e;
+	struct proc_maps *m = NULL;
+	char open_path[96];
+	unsigned long off;
+	__u64 cookie = api;
+	struct bpf_link *link;
+	size_t i;
+	int err;
+
+	for (i = 0; i < a->nr_code; i++)
+		if (a->code[i].pid == pid && a->code[i].addr == addr)
+			return 0;
+	err = proc_maps__load(pid, &m);
+	if (err) {
+		snprintf(why, why_len, "cannot read /proc/%d/maps: %s", pid, strerror(-err));
+		return err;
+	}
+	e = proc_maps__find(m, addr);
+	if (!e || !e->path || !e->exec) {
+		/* uprobes live on a file's inode: JIT code and anonymous memory have none. */
+		snprintf(why, why_len, "0x%" PRIx64 " is not in a file-backed executable mapping "
+			 "(JIT code?)", addr);
+		err = -ENOEXEC;
+		goto cleanup;
+	}
+	if (a->nr_code == a->cap_code) {
+		size_t cap = a->cap_code ? 2 * a->cap_code : 8;
+		struct code_probe *v = realloc(a->code, cap * sizeof(*v));
+
+		if (!v) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		a->code = v;
+		a->cap_code = cap;
+	}
+	off = addr - e->start + e->pgoff;
+	proc_maps__open_path(pid, e, open_path, sizeof(open_path));
+	LIBBPF_OPTS(bpf_uprobe_multi_opts, opts, .offsets = &off, .cookies = &cookie, .cnt = 1);
+	link = bpf_program__attach_uprobe_multi(a->enter_prog, pid, open_path, NULL, &opts);
+	if (!link) {
+		err = -errno;
+		snprintf(why, why_len, "attaching to %s+0x%lx: %s", e->path, off, strerror(-err));
+		goto cleanup;
+	}
+	a->code[a->nr_code++] = (struct code_probe){ pid, addr, link };
+	pr_info("pid %d: probe on code at 0x%" PRIx64 " (%s+0x%lx) as %s\n", pid, addr, e->path,
+		off, cat_api_name(api));
+cleanup:
+	proc_maps__free(m);
+	return err;
 }
 
 int attach__path(struct attach *a, pid_t pid, const char *path)
@@ -237,6 +319,9 @@ void attach__print_objects(const struct attach *a, pid_t pid, const struct proc_
 		if (!mod->elf)
 			fprintf(out, "  %s: not readable as ELF (%s)\n", mod->path,
 				strerror(-mod->open_err));
+		else if (module__has_hidden_dawn(mod))
+			fprintf(out, "  %s: Dawn (WebGPU) linked in without wgpu* symbols (static, "
+				"stripped): its WebGPU calls cannot be traced by name\n", mod->path);
 		else
 			fprintf(out, "  %s: %zu traced functions%s\n", mod->path, mod->nr_required,
 				elf_obj__has_symtab(mod->elf) ? "" : " (no .symtab)");
@@ -250,7 +335,7 @@ void module__print_sites(const struct module *m, FILE *out)
 	for (i = 0; i < m->nr_sites; i++) {
 		const struct probe_site *s = &m->sites[i];
 
-		fprintf(out, "%-32s %-7s 0x%-10" PRIx64 " %-6s %s\n", s->api->name,
+		fprintf(out, "%-32s %-7s 0x%-10" PRIx64 " %-6s %s\n", cat_api_name(s->api->api),
 			cat_family_name(GL_API_FAMILY(s->api->api)), s->offset,
 			s->local ? "local" : "global", m->path);
 	}

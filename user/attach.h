@@ -8,6 +8,8 @@
 #define GPULEAK_ATTACH_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -27,6 +29,12 @@ void attach__free(struct attach *a);
  * are reported on stderr and retried on the next scan.
  */
 int attach__scan(struct attach *a, const struct proc_maps *m, int *nr_new);
+/*
+ * Probe code at addr in pid (a callback the program passed) as API api, entry only. 0 if
+ * done or already there; -errno with a reason in why (e.g. JIT code, which has no file).
+ */
+int attach__code(struct attach *a, pid_t pid, uint64_t addr, unsigned int api, char *why,
+		 size_t why_len);
 /* Attach to one file by path for pid, before pid has mapped it (run mode, pre-exec). */
 int attach__path(struct attach *a, pid_t pid, const char *path);
 /*

@@ -343,6 +343,29 @@ const char *elf_obj__interp(const struct elf_obj *o)
 	return o->interp;
 }
 
+bool elf_obj__section_has(struct elf_obj *o, const char *section, const char *needle)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(o->elf, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(o->elf, scn))) {
+		const char *name;
+		Elf_Data *d;
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
+			continue;
+		name = elf_strptr(o->elf, shstrndx, sh.sh_name);
+		if (!name || strcmp(name, section))
+			continue;
+		d = elf_getdata(scn, NULL);
+		return d && d->d_buf && memmem(d->d_buf, d->d_size, needle, strlen(needle));
+	}
+	return false;
+}
+
 ssize_t elf_obj__read(const struct elf_obj *o, uint64_t off, void *buf, size_t len)
 {
 	ssize_t n = pread(o->fd, buf, len, off);

@@ -45,6 +45,8 @@ bool elf_obj__is_exec(const struct elf_obj *o);	/* ET_EXEC: absolute addresses *
 bool elf_obj__has_symtab(const struct elf_obj *o);
 /* The PT_INTERP path (dynamic linker) or NULL. */
 const char *elf_obj__interp(const struct elf_obj *o);
+/* Whether the named section contains the bytes of needle (a string, without its NUL). */
+bool elf_obj__section_has(struct elf_obj *o, const char *section, const char *needle);
 /* Up to len bytes of file content at a file offset; returns bytes copied or -errno. */
 ssize_t elf_obj__read(const struct elf_obj *o, uint64_t off, void *buf, size_t len);
 

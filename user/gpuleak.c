@@ -20,6 +20,7 @@
 #include "timeline.h"
 #include "trace.h"
 #include "units.h"
+#include "wgpu.h"
 
 #ifndef GPULEAK_VERSION
 #define GPULEAK_VERSION "0.1.0"
@@ -49,6 +50,7 @@ enum opt_key {
 	OPT_FAIL_ON_LEAK,
 	OPT_MAX_GROWTH,
 	OPT_MAX_LIVE,
+	OPT_WEBGPU_ABI,
 };
 
 struct cli {
@@ -87,7 +89,7 @@ static const struct argp_option trace_options[] = {
 	  "Write NDJSON: one record per interval, one verdict per process", 0 },
 	{ "top", OPT_TOP, "N", 0, "Sites listed in interval tables (default 5)", 0 },
 	{ "wait", OPT_WAIT, NULL, 0,
-	  "Attach even if no CUDA library is loaded yet, and trace it once it is", 0 },
+	  "Attach even if no GPU library is loaded yet, and trace it once it is", 0 },
 	{ "libc", OPT_LIBC, NULL, 0,
 	  "Also trace the C library's malloc, calloc, realloc, posix_memalign, aligned_alloc, "
 	  "memalign, free, mmap and munmap (host memory beside the GPU's; costs more per call)",
@@ -117,6 +119,9 @@ static const struct argp_option trace_options[] = {
 	  "Gate: leaked bytes allowed at the end (persistent/ignored by rule excluded)", 3 },
 	{ "ringbuf-size", OPT_RINGBUF, "BYTES", 0,
 	  "BPF ring buffer size, a power of two (default 64MiB)", 0 },
+	{ "webgpu-abi", OPT_WEBGPU_ABI, "GEN", 0,
+	  "webgpu.h generation of WebGPU libraries when it cannot be detected: sv, sv-tier1 "
+	  "or cstr", 0 },
 	{ "verbose", 'v', NULL, 0, "More diagnostics on stderr (-vv: libbpf debug)", 0 },
 	{},
 };
@@ -147,6 +152,8 @@ static const char run_doc[] =
 static const struct argp_option probes_options[] = {
 	{ "pid", 'p', "PID", 0, "List the traced APIs in the objects mapped by PID", 0 },
 	{ "lib", OPT_LIB, "PATH", 0, "List the traced APIs in the ELF file PATH", 0 },
+	{ "webgpu-abi", OPT_WEBGPU_ABI, "GEN", 0,
+	  "webgpu.h generation of WebGPU libraries: sv, sv-tier1 or cstr", 0 },
 	{ "verbose", 'v', NULL, 0, "Also list objects without traced APIs", 0 },
 	{},
 };
@@ -207,12 +214,21 @@ static void parse_step(struct argp_state *state, struct cli *c, char *arg)
 	}
 }
 
+static void parse_webgpu_abi(const char *arg, struct argp_state *state, struct wgpu_abi *abi)
+{
+	if (wgpu_abi__parse(arg, abi))
+		argp_error(state, "invalid --webgpu-abi '%s' (sv, sv-tier1 or cstr)", arg);
+}
+
 static error_t parse_trace(int key, char *arg, struct argp_state *state)
 {
 	struct cli *c = state->input;
 	uint64_t v;
 
 	switch (key) {
+	case OPT_WEBGPU_ABI:
+		parse_webgpu_abi(arg, state, &c->t.webgpu_abi);
+		break;
 	case 'p':
 		return parse_pid(arg, state, &c->t.pid);
 	case 'd':
@@ -350,6 +366,9 @@ static error_t parse_probes(int key, char *arg, struct argp_state *state)
 	case OPT_LIB:
 		c->lib = arg;
 		break;
+	case OPT_WEBGPU_ABI:
+		parse_webgpu_abi(arg, state, &c->t.webgpu_abi);
+		break;
 	case 'v':
 		gl_verbosity++;
 		break;
@@ -385,6 +404,19 @@ static int print_module(struct module *m, bool *header)
 	return (int)m->nr_required;
 }
 
+/* After the table: the webgpu.h generation of each WebGPU object, and why. */
+static void print_wgpu_abi(struct module *m)
+{
+	char d[128];
+
+	if (!m->nr_wgpu_funcs)
+		return;
+	printf("%s: %s (%s)\n", m->path, wgpu_abi__describe(&m->wgpu, d, sizeof(d)), m->wgpu.why);
+	if (m->nr_wgpu_dropped)
+		printf("%s: %u WebGPU functions not traced: generation unknown (--webgpu-abi)\n",
+		       m->path, m->nr_wgpu_dropped);
+}
+
 static int cmd_probes(struct cli *c)
 {
 	struct modules *mods = NULL;
@@ -396,6 +428,7 @@ static int cmd_probes(struct cli *c)
 	err = modules__new(&mods);
 	if (err)
 		goto cleanup;
+	modules__set_wgpu_abi(mods, &c->t.webgpu_abi);
 	if (c->lib) {
 		struct module *mod = modules__get_path(mods, c->lib);
 
@@ -411,6 +444,11 @@ static int cmd_probes(struct cli *c)
 			goto cleanup;
 		}
 		found = print_module(mod, &header);
+		print_wgpu_abi(mod);
+		if (!found && module__has_hidden_dawn(mod))
+			fprintf(stderr, "gpuleak: %s has Dawn (WebGPU) linked in but no wgpu* "
+				"symbols (static and stripped): its WebGPU calls cannot be traced by "
+				"name\n", c->lib);
 	} else {
 		err = proc_maps__load(c->t.pid, &m);
 		if (err) {
@@ -435,6 +473,19 @@ static int cmd_probes(struct cli *c)
 				goto cleanup;
 			}
 			found += print_module(mod, &header);
+		}
+		for (i = 0; i < m->n; i++) {
+			struct module *mod;
+			bool dup = false;
+
+			if (!m->v[i].exec || !m->v[i].path)
+				continue;
+			for (j = 0; j < i && !dup; j++)
+				dup = m->v[j].path && m->v[j].dev == m->v[i].dev &&
+				      m->v[j].ino == m->v[i].ino && m->v[j].exec;
+			mod = dup ? NULL : modules__get(mods, c->t.pid, &m->v[i]);
+			if (mod)
+				print_wgpu_abi(mod);
 		}
 	}
 	if (!found) {

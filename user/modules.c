@@ -12,6 +12,7 @@ struct modules {
 	size_t n, cap;
 	bool libc;
 	bool nvtx;
+	struct wgpu_abi wgpu_abi;	/* --webgpu-abi; labels == 0: detect per object */
 };
 
 void modules__trace_libc(struct modules *ms, bool on)
@@ -22,6 +23,11 @@ void modules__trace_libc(struct modules *ms, bool on)
 void modules__trace_nvtx(struct modules *ms, bool on)
 {
 	ms->nvtx = on;
+}
+
+void modules__set_wgpu_abi(struct modules *ms, const struct wgpu_abi *abi)
+{
+	ms->wgpu_abi = *abi;
 }
 
 int modules__new(struct modules **out)
@@ -89,6 +95,7 @@ static struct module *add(struct modules *ms, uint64_t dev, uint64_t ino, const 
 	m->name = slash ? slash + 1 : m->path;
 	m->dev = dev;
 	m->ino = ino;
+	m->ms = ms;
 	m->open_err = elf_obj__open(open_path, &m->elf);
 	m->libc = ms->libc;
 	m->nvtx = ms->nvtx;
@@ -132,32 +139,30 @@ struct scan_ctx {
 	size_t cap;
 	int err;
 	bool libc;	/* this module is the C library and --libc is on */
+	struct wgpu_marks marks;
 };
 
-static int scan_one(const struct elf_func *f, void *ctx)
+static int add_site(struct scan_ctx *sc, const struct cat_api *a, uint64_t off,
+		    const struct elf_func *f)
 {
-	struct scan_ctx *sc = ctx;
 	struct module *m = sc->m;
-	const struct cat_api *a;
-	uint64_t off;
 	size_t i;
 
-	/* Quick reject: catalog names start with 'c', 'n', 'w', 'm', 'f', 'p', 'r', 'a' or '_'. */
-	if (!f->name[0] || !strchr("cnwmfpra_", f->name[0]))
-		return 0;
-	a = cat_by_name(f->name, strlen(f->name));
-	if (!a || elf_obj__vaddr_to_off(m->elf, f->vaddr, &off))
-		return 0;
 	/* malloc & co. only where they are the process's allocator, and only when asked:
 	 * every hit costs, and glibc's free needs a single-stepped probe. */
 	if ((a->flags & CAT_LIBC) && !sc->libc)
 		return 0;
 	/* NVTX ranges only matter when they are the steps. */
-	if ((a->flags & CAT_NVTX) && !sc->m->nvtx)
+	if ((a->flags & CAT_NVTX) && !m->nvtx)
 		return 0;
-	/* Aliases (weak ncclX and pncclX, .dynsym and .symtab copies): one probe per address. */
+	/*
+	 * One probe per address: aliases (weak ncclX and pncclX) and the .dynsym and .symtab
+	 * copies of a symbol are the same code. Entries of one name for different webgpu.h
+	 * generations are all kept until the generation is known.
+	 */
 	for (i = 0; i < m->nr_sites; i++)
-		if (m->sites[i].offset == off)
+		if (m->sites[i].offset == off &&
+		    (m->sites[i].api == a || strcmp(m->sites[i].api->name, a->name)))
 			return 0;
 	if (m->nr_sites == sc->cap) {
 		size_t cap = sc->cap ? 2 * sc->cap : 16;
@@ -177,14 +182,83 @@ static int scan_one(const struct elf_func *f, void *ctx)
 		m->sites[m->nr_sites++] = (struct probe_site){
 			a, off, f->vaddr, f->local, n > 0 && insn_single_stepped(insn, n) };
 	}
-	if (!(a->flags & CAT_OPTIONAL))
-		m->nr_required++;
 	return 0;
 }
 
 static bool is_libc(const struct module *m)
 {
 	return !strncmp(m->name, "libc.so", 7) || !strncmp(m->name, "libc-2.", 7);
+}
+
+static int scan_one(const struct elf_func *f, void *ctx)
+{
+	struct scan_ctx *sc = ctx;
+	struct module *m = sc->m;
+	const struct cat_api *a;
+	uint64_t off;
+
+	/* Quick reject: catalog names start with 'c', 'n', 'w', 'm', 'f', 'p', 'r', 'a' or '_'. */
+	if (!f->name[0] || !strchr("cnwmfpra_", f->name[0]))
+		return 0;
+	wgpu_abi__note(&sc->marks, f->name);
+	a = cat_by_name(f->name, strlen(f->name));
+	if (!a || elf_obj__vaddr_to_off(m->elf, f->vaddr, &off))
+		return 0;
+	for (; a; a = cat_next_same_name(a))
+		if (add_site(sc, a, off, f))
+			return 1;
+	return 0;
+}
+
+/* Whether an entry fits an object's webgpu.h generation (non-WebGPU entries always do). */
+static bool wgpu_fits(const struct cat_api *a, const struct wgpu_abi *abi)
+{
+	unsigned int f = a->flags & CAT_WGPU_ABI_MASK;
+
+	if (GL_API_FAMILY(a->api) != GL_FAM_WEBGPU)
+		return true;
+	if (!abi->labels)
+		return false;
+	if ((f & CAT_WGPU_SV) && abi->labels != WGPU_LABELS_SV)
+		return false;
+	if ((f & CAT_WGPU_CSTR) && abi->labels != WGPU_LABELS_CSTR)
+		return false;
+	if ((f & CAT_WGPU_FMT_PRE_TIER1) && abi->formats != WGPU_FORMATS_PRE_TIER1)
+		return false;
+	if ((f & CAT_WGPU_FMT_TIER1) && abi->formats != WGPU_FORMATS_TIER1)
+		return false;
+	if ((f & CAT_WGPU_FMT_UNKNOWN) && abi->formats != WGPU_FORMATS_UNKNOWN)
+		return false;
+	return true;
+}
+
+/* Keep the sites of the object's webgpu.h generation; count what had to be left out. */
+static void wgpu_filter(struct module *m, const struct wgpu_marks *marks)
+{
+	const struct wgpu_abi *conf = &m->ms->wgpu_abi;
+	uint64_t last_dropped = UINT64_MAX;
+	size_t i, n = 0;
+
+	m->nr_wgpu_funcs = marks->wgpu_funcs;
+	if (marks->wgpu_funcs)
+		wgpu_abi__judge(marks, conf->labels ? conf : NULL, &m->wgpu);
+	for (i = 0; i < m->nr_sites; i++) {
+		const struct cat_api *a = m->sites[i].api;
+
+		if (!wgpu_fits(a, &m->wgpu)) {
+			/* Each left-out function once, not once per generation. */
+			if (!m->wgpu.labels && !(a->flags & CAT_OPTIONAL) &&
+			    m->sites[i].offset != last_dropped) {
+				m->nr_wgpu_dropped++;
+				last_dropped = m->sites[i].offset;
+			}
+			continue;
+		}
+		m->sites[n++] = m->sites[i];
+		if (!(a->flags & CAT_OPTIONAL))
+			m->nr_required++;
+	}
+	m->nr_sites = n;
 }
 
 int module__scan(struct module *m)
@@ -197,6 +271,8 @@ int module__scan(struct module *m)
 	if (!m->elf)
 		return m->open_err;
 	elf_obj__for_each_func(m->elf, scan_one, &sc);
+	if (!sc.err)
+		wgpu_filter(m, &sc.marks);
 	return sc.err;
 }
 
@@ -232,4 +308,12 @@ bool insn_single_stepped(const uint8_t *b, size_t len)
 	(void)len;
 	return false;	/* not classified on this architecture */
 #endif
+}
+
+bool module__has_hidden_dawn(struct module *m)
+{
+	/* In every Dawn build: its bug links and feature names are in .rodata. */
+	return m->elf && !m->nr_wgpu_funcs &&
+	       (elf_obj__section_has(m->elf, ".rodata", "crbug.com/dawn/") ||
+		elf_obj__section_has(m->elf, ".rodata", "dawn-internal-usages"));
 }

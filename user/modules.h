@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "proc_maps.h"
+#include "wgpu.h"
 
 struct elf_obj;
 struct cat_api;
@@ -24,7 +25,10 @@ struct probe_site {
 	bool slow;		/* first instruction is single-stepped by the kernel, not emulated */
 };
 
+struct modules;
+
 struct module {
+	struct modules *ms;	/* the registry it belongs to */
 	uint64_t dev;
 	uint64_t ino;
 	char *path;		/* as the target maps it */
@@ -38,6 +42,11 @@ struct module {
 	bool libc;		/* --libc was on when this module was registered */
 	bool warned;		/* slow probe sites reported */
 	bool nvtx;		/* --step nvtx: was on when this module was registered */
+	/* WebGPU: the webgpu.h generation its wgpu* functions were built against. */
+	struct wgpu_abi wgpu;
+	unsigned int nr_wgpu_funcs;	/* wgpu* functions defined (0: not a WebGPU object) */
+	unsigned int nr_wgpu_dropped;	/* traced wgpu* functions left out: generation unknown */
+	bool wgpu_warned;
 };
 
 struct modules;
@@ -63,5 +72,13 @@ int module__scan(struct module *m);
  * per hit on a nested VM instead of ~0.6 us.
  */
 bool insn_single_stepped(const uint8_t *b, size_t len);
+/* Use this webgpu.h generation for every WebGPU object instead of detecting it. */
+void modules__set_wgpu_abi(struct modules *ms, const struct wgpu_abi *abi);
+/*
+ * Whether an object with no wgpu* symbols has Dawn (WebGPU) linked in anyway: statically and
+ * stripped, as in onnxruntime's WebGPU execution provider. Reads its .rodata: slow on big
+ * objects, for diagnostics only.
+ */
+bool module__has_hidden_dawn(struct module *m);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "probe_catalog.h"
+#include "wgpu.h"
 
 #define SPEC(sh, a, s, x, x2, m, fl, ...)                                                          \
 	{                                                                                          \
@@ -19,6 +20,24 @@
 #define FREE_ASYNC(a, stream) SPEC(GL_SHAPE_FREE_ASYNC, a, 0, stream, 0, 0, 0)
 #define SYNC(x)		      SPEC(GL_SHAPE_SYNC, 0, 0, x, 0, 0, 0)
 #define CALL(a, x)	      SPEC(GL_SHAPE_CALL, a, 0, x, 0, 0, 0)
+/* f(args...): entry only, arg a in the record's addr */
+#define NOTIFY(a)	      SPEC(GL_SHAPE_NOTIFY, a, 0, 0, 0, 0, 0)
+/*
+ * A call that copies dlen bytes of struct argument ad (from offset doff) at entry, and reads
+ * a label at loff of the copy (lk) or a code pointer at coff (fl has GL_SPEC_CODE_PTR).
+ */
+#define DSPEC(sh, a, x, x2, fl, ad, doff, dlen, lk, loff, coff)                                   \
+	{                                                                                          \
+		.shape = (sh), .arg_addr = (a), .arg_aux = (x), .arg_aux2 = (x2), .flags = (fl),   \
+		.arg_desc = (ad), .desc_off = (doff), .desc_len = (dlen), .label_kind = (lk),      \
+		.label_off = (loff), .code_off = (coff)                                            \
+	}
+/* WGPUObject wgpuDeviceCreateX(WGPUDevice device, const WGPUXDescriptor *desc) */
+#define WCREATE(dlen, lk)     DSPEC(GL_SHAPE_ALLOC_RET, 0, 1, 0, 0, 2, 0, dlen, lk, 8, 0)
+/* void wgpuXSetLabel(WGPUX x, WGPUStringView label): data, length in two registers */
+#define SETLABEL_SV	      DSPEC(GL_SHAPE_NOTIFY, 1, 2, 3, 0, 0, 0, 0, GL_LABEL_ARGS_SV, 0, 0)
+/* void wgpuXSetLabel(WGPUX x, char const *label) */
+#define SETLABEL_CSTR	      DSPEC(GL_SHAPE_NOTIFY, 1, 2, 0, 0, 0, 0, 0, GL_LABEL_ARGS_CSTR, 0, 0)
 /* API(name, id, spec, op, mem, flags [, .ns = ..., ...more designated fields]) */
 #define API(n, id, sp, o, m, fl, ...)                                                              \
 	{                                                                                          \
@@ -197,6 +216,102 @@ const struct cat_api cat_apis[] = {
     API("munmap", GL_API_MUNMAP, SPEC(GL_SHAPE_FREE, 1, 2, 0, 0, 0, 0), OP_FREE, MEM_HOST, CAT_LIBC,
 	.ns = NS_MMAP),
 
+    /*
+     * WebGPU, as Dawn exports it (webgpu.h). Offsets are those of user/wgpu.c's decoders and
+     * tests/scenarios/webgpu_min.h, checked against the real library.
+     */
+    API("wgpuDeviceCreateBuffer", GL_API_WGPU_DEVICE_CREATE_BUFFER,
+	WCREATE(48, GL_LABEL_STRINGVIEW), OP_OBJ_CREATE, MEM_DEVICE, CAT_WGPU_SV, .ns = NS_WGPU,
+	.decode = wgpu_decode_buffer_sv),
+    API("wgpuDeviceCreateTexture", GL_API_WGPU_DEVICE_CREATE_TEXTURE,
+	WCREATE(60, GL_LABEL_STRINGVIEW), OP_OBJ_CREATE, MEM_DEVICE,
+	CAT_WGPU_SV | CAT_WGPU_FMT_PRE_TIER1, .ns = NS_WGPU, .decode = wgpu_decode_texture_sv),
+    API("wgpuDeviceCreateTexture", GL_API_WGPU_DEVICE_CREATE_TEXTURE_TIER1,
+	WCREATE(60, GL_LABEL_STRINGVIEW), OP_OBJ_CREATE, MEM_DEVICE,
+	CAT_WGPU_SV | CAT_WGPU_FMT_TIER1, .ns = NS_WGPU, .decode = wgpu_decode_texture_sv_tier1),
+    API("wgpuDeviceCreateTexture", GL_API_WGPU_DEVICE_CREATE_TEXTURE_FMT_UNKNOWN,
+	WCREATE(60, GL_LABEL_STRINGVIEW), OP_OBJ_CREATE, MEM_DEVICE,
+	CAT_WGPU_SV | CAT_WGPU_FMT_UNKNOWN, .ns = NS_WGPU,
+	.decode = wgpu_decode_texture_sv_unknown),
+    API("wgpuBufferAddRef", GL_API_WGPU_BUFFER_ADD_REF, NOTIFY(1), OP_OBJ_ADDREF, MEM_NONE, 0,
+	.ns = NS_WGPU),
+    API("wgpuBufferRelease", GL_API_WGPU_BUFFER_RELEASE, NOTIFY(1), OP_OBJ_RELEASE, MEM_NONE, 0,
+	.ns = NS_WGPU),
+    API("wgpuBufferDestroy", GL_API_WGPU_BUFFER_DESTROY, NOTIFY(1), OP_OBJ_DESTROY, MEM_NONE, 0,
+	.ns = NS_WGPU),
+    API("wgpuBufferSetLabel", GL_API_WGPU_BUFFER_SET_LABEL, SETLABEL_SV, OP_NONE, MEM_NONE,
+	CAT_WGPU_SV | CAT_OPTIONAL, .ns = NS_WGPU),
+    API("wgpuTextureAddRef", GL_API_WGPU_TEXTURE_ADD_REF, NOTIFY(1), OP_OBJ_ADDREF, MEM_NONE, 0,
+	.ns = NS_WGPU),
+    API("wgpuTextureRelease", GL_API_WGPU_TEXTURE_RELEASE, NOTIFY(1), OP_OBJ_RELEASE, MEM_NONE,
+	0, .ns = NS_WGPU),
+    API("wgpuTextureDestroy", GL_API_WGPU_TEXTURE_DESTROY, NOTIFY(1), OP_OBJ_DESTROY, MEM_NONE,
+	0, .ns = NS_WGPU),
+    API("wgpuTextureSetLabel", GL_API_WGPU_TEXTURE_SET_LABEL, SETLABEL_SV, OP_NONE, MEM_NONE,
+	CAT_WGPU_SV | CAT_OPTIONAL, .ns = NS_WGPU),
+    API("wgpuDeviceAddRef", GL_API_WGPU_DEVICE_ADD_REF, NOTIFY(1), OP_OWNER_ADDREF, MEM_NONE,
+	CAT_OWNER | CAT_OPTIONAL, .ns = NS_WGPU),
+    API("wgpuDeviceRelease", GL_API_WGPU_DEVICE_RELEASE, NOTIFY(1), OP_OWNER_RELEASE, MEM_NONE,
+	CAT_OWNER | CAT_OPTIONAL, .ns = NS_WGPU),
+    API("wgpuDeviceDestroy", GL_API_WGPU_DEVICE_DESTROY, NOTIFY(1), OP_OWNER_DESTROY, MEM_NONE,
+	CAT_OWNER | CAT_OPTIONAL, .ns = NS_WGPU),
+    API("wgpuDeviceSetLabel", GL_API_WGPU_DEVICE_SET_LABEL, SETLABEL_SV, OP_NONE, MEM_NONE,
+	CAT_WGPU_SV | CAT_OWNER | CAT_OPTIONAL, .ns = NS_WGPU),
+    /* WGPUQueue wgpuDeviceGetQueue(WGPUDevice device): which device a queue's work is for */
+    API("wgpuDeviceGetQueue", GL_API_WGPU_DEVICE_GET_QUEUE, SPEC(GL_SHAPE_ALLOC_RET, 0, 0, 1, 0,
+	0, 0), OP_QUEUE_GET, MEM_NONE, CAT_WGPU_SV | CAT_OPTIONAL, .ns = NS_WGPU),
+    /* void wgpuQueueSubmit(WGPUQueue queue, size_t commandCount, ...) */
+    API("wgpuQueueSubmit", GL_API_WGPU_QUEUE_SUBMIT, SPEC(GL_SHAPE_NOTIFY, 1, 2, 0, 0, 0, 0),
+	OP_QUEUE_SUBMIT, MEM_NONE, CAT_WGPU_SV | CAT_OPTIONAL, .ns = NS_WGPU),
+    /*
+     * WGPUFuture wgpuQueueOnSubmittedWorkDone(WGPUQueue, WGPUQueueWorkDoneCallbackInfo):
+     * the 40-byte callback info {nextInChain, mode, callback @16, userdata1 @24,
+     * userdata2 @32} is passed by value. Its callback gets a probe of its own.
+     */
+    API("wgpuQueueOnSubmittedWorkDone", GL_API_WGPU_QUEUE_ON_SUBMITTED_WORK_DONE,
+	DSPEC(GL_SHAPE_NOTIFY, 1, 0, 0, GL_SPEC_DESC_BYVAL | GL_SPEC_CODE_PTR, 2, 0, 40,
+	      GL_LABEL_NONE, 0, 16),
+	OP_QUEUE_WATCH, MEM_NONE, CAT_WGPU_SV | CAT_OPTIONAL, .ns = NS_WGPU,
+	.code_api = GL_API_WGPU_QUEUE_WORK_DONE_CALLBACK),
+    /*
+     * The program's WGPUQueueWorkDoneCallback. Since webgpu-headers of 2025-04-30 it is
+     * (status, WGPUStringView message, userdata1, userdata2), before (status, userdata1,
+     * userdata2): arguments 2..5 cover both, the tracker matches either pair.
+     */
+    API("wgpuQueueWorkDoneCallback", GL_API_WGPU_QUEUE_WORK_DONE_CALLBACK,
+	SPEC(GL_SHAPE_NOTIFY, 2, 3, 4, 5, 0, 0), OP_QUEUE_DONE, MEM_NONE,
+	CAT_DYNAMIC | CAT_OPTIONAL, .ns = NS_WGPU),
+    /*
+     * Dawn returns an error object, never NULL, from a creation that fails validation or
+     * runs out of memory, and makes it here, inside the wgpu call (Dawn-internal, stable
+     * since 2020; in .dynsym of libwebgpu_wrapper.so, in .symtab of dawn.node).
+     */
+    API("_ZN4dawn6native10BufferBase9MakeErrorEPNS0_10DeviceBaseEPKNS0_16BufferDescriptorE",
+	GL_API_DAWN_BUFFER_MAKE_ERROR, NOTIFY(0), OP_ERROR_OBJECT, MEM_NONE, CAT_OPTIONAL,
+	.ns = NS_WGPU, .display = "dawn::native::BufferBase::MakeError"),
+    API("_ZN4dawn6native11TextureBase9MakeErrorEPNS0_10DeviceBaseEPKNS0_17TextureDescriptorE",
+	GL_API_DAWN_TEXTURE_MAKE_ERROR, NOTIFY(0), OP_ERROR_OBJECT, MEM_NONE, CAT_OPTIONAL,
+	.ns = NS_WGPU, .display = "dawn::native::TextureBase::MakeError"),
+    /* webgpu.h before 2024-10: char const * labels, 32-bit usage, *Reference */
+    API("wgpuDeviceCreateBuffer", GL_API_WGPU_DEVICE_CREATE_BUFFER_CSTR,
+	WCREATE(40, GL_LABEL_CSTR), OP_OBJ_CREATE, MEM_DEVICE, CAT_WGPU_CSTR, .ns = NS_WGPU,
+	.decode = wgpu_decode_buffer_cstr),
+    API("wgpuDeviceCreateTexture", GL_API_WGPU_DEVICE_CREATE_TEXTURE_CSTR,
+	WCREATE(48, GL_LABEL_CSTR), OP_OBJ_CREATE, MEM_DEVICE, CAT_WGPU_CSTR, .ns = NS_WGPU,
+	.decode = wgpu_decode_texture_cstr),
+    API("wgpuBufferSetLabel", GL_API_WGPU_BUFFER_SET_LABEL_CSTR, SETLABEL_CSTR, OP_NONE, MEM_NONE,
+	CAT_WGPU_CSTR | CAT_OPTIONAL, .ns = NS_WGPU),
+    API("wgpuTextureSetLabel", GL_API_WGPU_TEXTURE_SET_LABEL_CSTR, SETLABEL_CSTR, OP_NONE,
+	MEM_NONE, CAT_WGPU_CSTR | CAT_OPTIONAL, .ns = NS_WGPU),
+    API("wgpuDeviceSetLabel", GL_API_WGPU_DEVICE_SET_LABEL_CSTR, SETLABEL_CSTR, OP_NONE, MEM_NONE,
+	CAT_WGPU_CSTR | CAT_OWNER | CAT_OPTIONAL, .ns = NS_WGPU),
+    API("wgpuBufferReference", GL_API_WGPU_BUFFER_REFERENCE, NOTIFY(1), OP_OBJ_ADDREF, MEM_NONE,
+	CAT_WGPU_CSTR, .ns = NS_WGPU),
+    API("wgpuTextureReference", GL_API_WGPU_TEXTURE_REFERENCE, NOTIFY(1), OP_OBJ_ADDREF,
+	MEM_NONE, CAT_WGPU_CSTR, .ns = NS_WGPU),
+    API("wgpuDeviceReference", GL_API_WGPU_DEVICE_REFERENCE, NOTIFY(1), OP_OWNER_ADDREF,
+	MEM_NONE, CAT_WGPU_CSTR | CAT_OWNER | CAT_OPTIONAL, .ns = NS_WGPU),
+
     /* ld.so calls this empty function whenever its link map changes (dlopen/dlclose). */
     API("_dl_debug_state", GL_API_LD_DEBUG_STATE,
 	SPEC(GL_SHAPE_NOTIFY, 0, 0, 0, 0, 0, GL_SPEC_WAKEUP | GL_SPEC_HOLD), OP_RENDEZVOUS,
@@ -259,9 +374,21 @@ const struct cat_api *cat_by_name(const char *name, unsigned int len)
 	for (i = 0; i < cat_nr_apis; i++) {
 		const char *n = cat_apis[i].name;
 
+		if (cat_apis[i].flags & CAT_DYNAMIC)
+			continue;
 		if (n[0] == name[0] && strlen(n) == len && !memcmp(n, name, len))
 			return &cat_apis[i];
 	}
+	return NULL;
+}
+
+const struct cat_api *cat_next_same_name(const struct cat_api *prev)
+{
+	const struct cat_api *a;
+
+	for (a = prev + 1; a < cat_apis + cat_nr_apis; a++)
+		if (!(a->flags & CAT_DYNAMIC) && !strcmp(a->name, prev->name))
+			return a;
 	return NULL;
 }
 
@@ -317,7 +444,7 @@ const char *cat_api_name(unsigned int api)
 	char *b;
 
 	if (a)
-		return a->name;
+		return a->display ? a->display : a->name;
 	b = buf[next++ % 4];
 	snprintf(b, sizeof(buf[0]), "api#0x%x", api);
 	return b;
@@ -360,6 +487,12 @@ const char *cat_error_name(unsigned int api, int code)
 		for (i = 0; i < sizeof(cudart_errors) / sizeof(cudart_errors[0]); i++)
 			if (cudart_errors[i].code == code)
 				return cudart_errors[i].name;
+	}
+	if (GL_API_FAMILY(api) == GL_FAM_WEBGPU) {
+		if (code == CAT_ERR_WGPU_ERROR_OBJECT)
+			return "error object";
+		if (code == CAT_ERR_WGPU_NULL)
+			return "NULL";
 	}
 	return NULL;
 }

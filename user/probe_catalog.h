@@ -7,7 +7,11 @@
 #define GPULEAK_PROBE_CATALOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include "gpuleak.h"
+
+struct wgpu_desc;
 
 /* What a call means to the allocation tracker. */
 enum cat_op {
@@ -34,6 +38,23 @@ enum cat_op {
 	OP_COMM_INIT,		/* NCCL communicator addr created: inner allocations are its */
 	OP_COMM_DESTROY,	/* NCCL communicator addr destroyed or aborted */
 	OP_MARKER,		/* a step or request marker; NVTX ranges carry their name as label */
+	/*
+	 * Refcounted objects that hold memory (WebGPU buffers and textures) and the objects
+	 * that own them (a WebGPU device). Memory is live from creation until a destroy or the
+	 * last release; an owner's destruction releases everything it owns.
+	 */
+	OP_OBJ_CREATE,		/* object addr owned by aux; bytes from the descriptor */
+	OP_OBJ_ADDREF,		/* addr gains a reference */
+	OP_OBJ_RELEASE,		/* addr loses one: at zero its memory is released */
+	OP_OBJ_DESTROY,		/* addr's memory is released; the handle stays valid */
+	OP_OWNER_ADDREF,	/* owner addr gains a reference (first sight: it had one) */
+	OP_OWNER_RELEASE,	/* owner addr loses one: at zero it is destroyed */
+	OP_OWNER_DESTROY,	/* owner addr destroyed: everything it owns is released */
+	OP_ERROR_OBJECT,	/* the creation call this is nested in returns an error object */
+	OP_QUEUE_GET,		/* queue addr belongs to owner aux */
+	OP_QUEUE_SUBMIT,	/* work submitted to queue addr */
+	OP_QUEUE_WATCH,		/* a completion callback for queue addr's work so far */
+	OP_QUEUE_DONE,		/* a completion callback ran (its userdata in size..aux2) */
 };
 
 /* Kind of memory an allocation holds; report columns and device projections use it. */
@@ -66,6 +87,7 @@ enum cat_ns {
 	NS_NCCL_WIN = 4,	/* ncclCommWindowRegister windows */
 	NS_HOST = 5,		/* libc malloc family */
 	NS_MMAP = 6,		/* anonymous mmap */
+	NS_WGPU = 7,		/* WebGPU object handles: buffers, textures, devices, queues */
 	NS_MAX = 16,
 };
 
@@ -76,8 +98,23 @@ enum cat_flags {
 	CAT_LIBC = 1 << 3,	/* only in the C library, only with --libc */
 	CAT_VMM_DEVICE = 1 << 4, /* desc is a CUmemAllocationProp: location.id is the device */
 	CAT_NVTX = 1 << 5,	/* only with --step nvtx: */
-	CAT_DYNAMIC = 1 << 6,	/* attached to a user-named symbol, never found by name */
+	CAT_OWNER = 1 << 6,	/* addr is an owner object (a WebGPU device), known on sight */
+	CAT_DYNAMIC = 1 << 7,	/* never looked up by symbol: probed at a code address found
+				 * at run time (a callback, a --step sym: marker) */
+	/*
+	 * webgpu.h generations (user/wgpu.h). An entry with any of these is attached only to an
+	 * object of that generation; entries with none fit every generation.
+	 */
+	CAT_WGPU_SV = 1 << 8,		/* WGPUStringView labels, 64-bit usage */
+	CAT_WGPU_CSTR = 1 << 9,		/* char const * labels, 32-bit usage */
+	CAT_WGPU_FMT_PRE_TIER1 = 1 << 10, /* texture formats numbered before tier1 */
+	CAT_WGPU_FMT_TIER1 = 1 << 11,	/* ... since tier1 */
+	CAT_WGPU_FMT_UNKNOWN = 1 << 12,	/* numbering not determined: no texture sizes */
 };
+
+#define CAT_WGPU_ABI_MASK                                                                          \
+	(CAT_WGPU_SV | CAT_WGPU_CSTR | CAT_WGPU_FMT_PRE_TIER1 | CAT_WGPU_FMT_TIER1 |               \
+	 CAT_WGPU_FMT_UNKNOWN)
 
 struct cat_api {
 	const char *name;	/* exported symbol, without @version */
@@ -87,6 +124,11 @@ struct cat_api {
 	enum cat_mem mem;
 	unsigned int flags;	/* enum cat_flags */
 	enum cat_ns ns;		/* address space of addr (default NS_UVA) */
+	/* GL_SPEC_CODE_PTR: the API a probe on the code the pointer points to reports as. */
+	enum gl_api code_api;
+	/* Descriptor bytes (gl_desc_rec) to memory: 0 or -EINVAL. */
+	int (*decode)(const uint8_t *desc, size_t len, struct wgpu_desc *out);
+	const char *display;	/* name in reports when the symbol is not one (C++) */
 };
 
 /* Every catalog entry, in api order. */
@@ -97,11 +139,19 @@ extern const unsigned int cat_nr_apis;
 const struct cat_api *cat_by_api(unsigned int api);
 /* The entry for a symbol name (with or without @version); NULL if not traced. */
 const struct cat_api *cat_by_name(const char *name, unsigned int len);
+/* The next entry after prev with the same name (generation variants), or NULL. */
+const struct cat_api *cat_next_same_name(const struct cat_api *prev);
 
 const char *cat_family_name(enum gl_family fam);
 const char *cat_mem_name(enum cat_mem mem);
 /* An API's name, or "api#0x..." for one this build does not know. Never NULL. */
 const char *cat_api_name(unsigned int api);
+
+/* Error codes gpuleak gives WebGPU creations (the API itself returns no code). */
+enum cat_wgpu_err {
+	CAT_ERR_WGPU_NULL = -1,		/* returned NULL */
+	CAT_ERR_WGPU_ERROR_OBJECT = 1,	/* returned an error object: validation or out of memory */
+};
 
 /* The symbolic name of an API's error code (cudaErrorMemoryAllocation, ...) or NULL. */
 const char *cat_error_name(unsigned int api, int code);

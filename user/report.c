@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include "hmap.h"
 #include "json.h"
 #include "probe_catalog.h"
 #include "report.h"
@@ -158,12 +159,76 @@ static size_t sum_by_api(const struct tracker *t, pid_t pid, struct api_sum *row
 	return n;
 }
 
+/* An owner object (a WebGPU device) of pid, or NULL. */
+static const struct tobj *owner_obj(const struct tracker *t, pid_t pid, const struct site *s)
+{
+	struct tproc *p = tracker__proc((struct tracker *)t, pid);
+
+	return p && s->owner_kind == OWNER_DEVICE ? tproc__obj(p, NS_WGPU, s->owner) : NULL;
+}
+
 static void dev_str(int16_t device, char *buf, size_t len)
 {
 	if (device < 0)
 		snprintf(buf, len, "host");
 	else
 		snprintf(buf, len, "%d", device);
+}
+
+/* The DEV column: a CUDA ordinal, host, or a WebGPU device as wgpu#N (order of first sight). */
+static void site_dev_str(const struct tracker *t, const struct site *s, char *buf, size_t len)
+{
+	const struct tobj *o = owner_obj(t, s->pid, s);
+
+	if (s->owner_kind == OWNER_DEVICE)
+		snprintf(buf, len, "wgpu#%u", o ? o->ordinal : 0);
+	else
+		dev_str(s->device, buf, len);
+}
+
+/*
+ * References still held on a site's live objects, by the AddRef site that took them: what
+ * keeps an unbalanced WebGPU object alive.
+ */
+struct addrefs {
+	unsigned int n;
+	uint32_t site[TOBJ_ADDREF_SITES];
+	uint64_t count[TOBJ_ADDREF_SITES];
+};
+
+static void site_addrefs(const struct tracker *t, const struct site *s, uint32_t idx,
+			 struct addrefs *out)
+{
+	struct tproc *p = tracker__proc((struct tracker *)t, s->pid);
+	const struct hmap_slot *sl;
+	size_t it = 0;
+	unsigned int i, j;
+
+	memset(out, 0, sizeof(*out));
+	if (!p || !p->objs.n)
+		return;
+	while (hmap__next(&p->objs, &it, &sl)) {
+		const struct tobj *o = (const struct tobj *)(uintptr_t)sl->val;
+		const struct alloc *a;
+
+		if (o->refs <= 0 || !o->nr_addref || (o->flags & TOBJ_OWNER))
+			continue;
+		a = tracker__alloc(p, o->ns, o->handle);
+		if (!a || a->site != idx)
+			continue;
+		for (i = 0; i < o->nr_addref; i++) {
+			for (j = 0; j < out->n; j++)
+				if (out->site[j] == o->addref_site[i])
+					break;
+			if (j == out->n) {
+				if (out->n == TOBJ_ADDREF_SITES)
+					j = TOBJ_ADDREF_SITES - 1;
+				else
+					out->site[out->n++] = o->addref_site[i];
+			}
+			out->count[j] += o->addref_count[i];
+		}
+	}
 }
 
 static const char *owner_kind_name(uint8_t k)
@@ -276,13 +341,65 @@ static void print_layers(struct report *r, uint32_t idx)
 	}
 }
 
+/* One row of a site table (live, pending or failed). */
+static void print_site_row(struct report *r, uint32_t idx, enum site_sel k, bool labels)
+{
+	const struct site *s = &r->t->sites[idx];
+	const char *ok = owner_kind_name(s->owner_kind);
+	char b[32], dev[16];
+
+	if (k == SEL_FAILED) {
+		const char *en = cat_error_name(s->api, s->last_err);
+
+		fprintf(r->out, "  %8" PRIu64 "  %-26s %5d  %s%s%s\n", s->failed,
+			cat_api_name(s->api), s->last_err, site_name(r, s), en ? ": " : "",
+			en ? en : "");
+		return;
+	}
+	site_dev_str(r->t, s, dev, sizeof(dev));
+	fprintf(r->out, "  %10s %6" PRIu64 "  %-26s ",
+		fmt_bytes(k == SEL_PENDING ? s->pending_bytes : s->live_bytes, b, sizeof(b)),
+		k == SEL_PENDING ? s->pending_count : s->live_count, cat_api_name(s->api));
+	if (labels)
+		fprintf(r->out, "%-16s %s", s->label ? tracker__label(r->t, s->label) : "-",
+			site_name(r, s));
+	else
+		fprintf(r->out, "%4s  %s", dev, site_name(r, s));
+	if (ok && s->owner_kind != OWNER_LAYER && s->owner_kind != OWNER_DEVICE)
+		fprintf(r->out, " [%s 0x%" PRIx64 "]", ok, s->owner);
+	if (s->relmapped_count)
+		fprintf(r->out, " (%" PRIu64 " released while mapped)", s->relmapped_count);
+	if (s->unsized)
+		fprintf(r->out, " (%" PRIu64 " of unknown size: texture format)", s->unsized);
+	fputc('\n', r->out);
+	if (k == SEL_MEMORY || k == SEL_RETAINED) {
+		struct addrefs ar;
+		unsigned int i;
+
+		print_layers(r, idx);
+		site_addrefs(r->t, s, idx, &ar);
+		for (i = 0; i < ar.n; i++) {
+			const struct site *as = &r->t->sites[ar.site[i]];
+
+			fprintf(r->out, "  %17s  %" PRIu64 " reference%s added by %s at %s, still held\n",
+				"", ar.count[i], ar.count[i] == 1 ? "" : "s", cat_api_name(as->api),
+				site_name(r, as));
+		}
+	}
+}
+
+/*
+ * A site table. Objects a WebGPU device owns come after the rest, one block per device
+ * (in the order of its largest site), with their labels: the allocation graph device ->
+ * resources.
+ */
 static void print_sites(struct report *r, const struct tproc *p, enum site_sel k,
 			const char *title)
 {
 	const struct tracker *t = r->t;
 	uint32_t *v;
-	size_t n, j;
-	char b[32], dev[8];
+	size_t n, j, i;
+	char b[32];
 
 	v = sorted_sites(t, p->pid, k, &n);
 	if (!v || !n) {
@@ -295,44 +412,67 @@ static void print_sites(struct report *r, const struct tproc *p, enum site_sel k
 	else
 		fprintf(r->out, "  %10s %6s  %-26s %4s  %s\n", "BYTES", "COUNT", "API", "DEV",
 			"SITE");
-	for (j = 0; j < n; j++) {
+	for (j = 0; j < n; j++)
+		if (k == SEL_FAILED || t->sites[v[j]].owner_kind != OWNER_DEVICE)
+			print_site_row(r, v[j], k, false);
+	for (j = 0; k != SEL_FAILED && j < n; j++) {
 		const struct site *s = &t->sites[v[j]];
-		const char *ok = owner_kind_name(s->owner_kind);
+		const struct tobj *o;
+		uint64_t bytes = 0, count = 0;
+		bool seen = false;
 
-		if (k == SEL_FAILED) {
-			const char *en = cat_error_name(s->api, s->last_err);
-
-			fprintf(r->out, "  %8" PRIu64 "  %-26s %5d  %s%s%s\n", s->failed,
-				cat_api_name(s->api), s->last_err, site_name(r, s), en ? ": " : "",
-				en ? en : "");
+		if (s->owner_kind != OWNER_DEVICE)
 			continue;
-		}
-		dev_str(s->device, dev, sizeof(dev));
-		fprintf(r->out, "  %10s %6" PRIu64 "  %-26s %4s  %s",
-			fmt_bytes(k == SEL_PENDING ? s->pending_bytes : s->live_bytes, b, sizeof(b)),
-			k == SEL_PENDING ? s->pending_count : s->live_count, cat_api_name(s->api),
-			dev, site_name(r, s));
-		if (ok && s->owner_kind != OWNER_LAYER)
-			fprintf(r->out, " [%s 0x%" PRIx64 "]", ok, s->owner);
-		if (s->relmapped_count)
-			fprintf(r->out, " (%" PRIu64 " released while mapped)", s->relmapped_count);
-		fputc('\n', r->out);
-		if (k == SEL_MEMORY || k == SEL_RETAINED)
-			print_layers(r, v[j]);
+		for (i = 0; i < j && !seen; i++)
+			seen = t->sites[v[i]].owner_kind == OWNER_DEVICE &&
+			       t->sites[v[i]].owner == s->owner;
+		if (seen)
+			continue;
+		for (i = j; i < n; i++)
+			if (t->sites[v[i]].owner_kind == OWNER_DEVICE && t->sites[v[i]].owner == s->owner) {
+				bytes += k == SEL_PENDING ? t->sites[v[i]].pending_bytes
+							  : t->sites[v[i]].live_bytes;
+				count += k == SEL_PENDING ? t->sites[v[i]].pending_count
+							  : t->sites[v[i]].live_count;
+			}
+		o = owner_obj(t, p->pid, s);
+		fprintf(r->out, "  WebGPU device wgpu#%u", o ? o->ordinal : 0);
+		if (o && o->label)
+			fprintf(r->out, " \"%s\"", tracker__label(t, o->label));
+		fprintf(r->out, " (0x%" PRIx64 "%s): %s in %" PRIu64 " objects\n", s->owner,
+			o && (o->flags & TOBJ_DESTROYED) ? ", destroyed" : "",
+			fmt_bytes(bytes, b, sizeof(b)), count);
+		fprintf(r->out, "  %10s %6s  %-26s %-16s %s\n", "BYTES", "COUNT", "API", "LABEL",
+			"SITE");
+		for (i = j; i < n; i++)
+			if (t->sites[v[i]].owner_kind == OWNER_DEVICE && t->sites[v[i]].owner == s->owner)
+				print_site_row(r, v[i], k, true);
 	}
 	free(v);
 }
 
-static void json_owner(FILE *f, const struct site *s)
+static void json_owner(struct report *r, const struct site *s)
 {
 	const char *ok = owner_kind_name(s->owner_kind);
+	const struct tobj *o;
 
 	if (!ok || s->owner_kind == OWNER_LAYER) {
-		fputs(",\"owner\":null", f);
+		fputs(",\"owner\":null", r->json);
 		return;
 	}
-	fprintf(f, ",\"owner\":{\"kind\":\"%s\",\"handle\":\"0x%" PRIx64 "\"}", ok, s->owner);
+	fprintf(r->json, ",\"owner\":{\"kind\":\"%s\",\"handle\":\"0x%" PRIx64 "\"", ok,
+		s->owner);
+	if (s->owner_kind == OWNER_DEVICE) {
+		o = owner_obj(r->t, s->pid, s);
+		fprintf(r->json, ",\"name\":\"wgpu#%u\",\"label\":", o ? o->ordinal : 0);
+		if (o && o->label)
+			json_str(r->json, tracker__label(r->t, o->label));
+		else
+			fputs("null", r->json);
+	}
+	fputc('}', r->json);
 }
+
 
 static void json_layers(struct report *r, uint32_t idx)
 {
@@ -419,10 +559,31 @@ static void json_site(struct report *r, uint32_t idx, enum site_sel k, const cha
 		fputs(",\"rule\":", r->json);
 		json_str(r->json, r->t->rules->v[s->rule - 1].text);
 	}
-	json_owner(r->json, s);
-	fprintf(r->json, ",\"bytes\":%" PRIu64 ",\"count\":%" PRIu64, bytes, count);
-	if (k == SEL_MEMORY)
+	json_owner(r, s);
+	fputs(",\"label\":", r->json);
+	if (s->label)
+		json_str(r->json, tracker__label(r->t, s->label));
+	else
+		fputs("null", r->json);
+	fprintf(r->json, ",\"bytes\":%" PRIu64 ",\"count\":%" PRIu64 ",\"unsized\":%" PRIu64,
+		bytes, count, s->unsized);
+	if (k == SEL_MEMORY) {
+		struct addrefs ar;
+		unsigned int i;
+
 		json_growth_fields(r->json, growth_of(idx));
+		site_addrefs(r->t, s, idx, &ar);
+		fputs(",\"addref_sites\":[", r->json);
+		for (i = 0; i < ar.n; i++) {
+			const struct site *as = &r->t->sites[ar.site[i]];
+
+			fprintf(r->json, "%s{\"api\":\"%s\",\"site\":", i ? "," : "",
+				cat_api_name(as->api));
+			json_str(r->json, site_name(r, as));
+			fprintf(r->json, ",\"count\":%" PRIu64 "}", ar.count[i]);
+		}
+		fputc(']', r->json);
+	}
 	if (k == SEL_MEMORY || k == SEL_RETAINED || k == SEL_IGNORED)
 		json_layers(r, idx);
 	fputc('}', r->json);
@@ -844,7 +1005,9 @@ static void json_verdict(struct report *r, const struct tproc *p, uint64_t now_n
 		",\"double_frees\":%" PRIu64 ",\"addr_reuse\":%" PRIu64 ",\"async_reuse\":%" PRIu64
 		",\"persistent_bytes\":%" PRIu64 ",\"persistent_count\":%" PRIu64
 		",\"ignored_bytes\":%" PRIu64 ",\"ignored_count\":%" PRIu64
-		",\"layers\":%" PRIu64 ",\"released_by_owner\":%" PRIu64 ",\"calls\":%" PRIu64
+		",\"layers\":%" PRIu64 ",\"released_by_owner\":%" PRIu64
+		",\"error_objects\":%" PRIu64 ",\"unknown_refs\":%" PRIu64
+		",\"unmatched_done\":%" PRIu64 ",\"calls\":%" PRIu64
 		",\"dropped_events\":%" PRIu64 ",\"losses\":{",
 		proc_state(p), p->exited ? p->exit_status : -1,
 		end > p->first_ts_ns && p->first_ts_ns ? (double)(end - p->first_ts_ns) / 1e9 : 0.0,
@@ -852,7 +1015,8 @@ static void json_verdict(struct report *r, const struct tproc *p, uint64_t now_n
 		p->c.alloc_bytes, p->c.frees, p->c.failed_calls, p->c.unknown_frees, p->c.null_frees,
 		p->c.double_frees, p->c.addr_reuse, p->c.async_reuse, p->persistent_bytes,
 		p->persistent_count, p->ignored_bytes, p->ignored_count, p->c.layers,
-		p->c.released_by_owner, p->c.calls, tproc__dropped(p));
+		p->c.released_by_owner, p->c.error_objects, p->c.unknown_refs, p->c.unmatched_done,
+		p->c.calls, tproc__dropped(p));
 	for (k = 0; k < GL_STAT_MAX; k++)
 		if (loss_names[k])
 			fprintf(r->json, "%s\"%s\":%" PRIu64, k ? "," : "", loss_names[k], p->loss[k]);

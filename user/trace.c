@@ -42,10 +42,18 @@ struct target {
 	uint64_t start_ticks;
 	bool held;		/* stopped at each ld.so rendezvous until we attached (run mode) */
 	bool gone;
-	bool has_lib;		/* a CUDA library is attached */
+	bool has_lib;		/* a GPU library (CUDA, WebGPU) is attached */
 	int status;
 	uint64_t loss[GL_STAT_MAX];
 	uint64_t last_rescan_ns;
+};
+
+/* A callback the target passed that still needs its probe (GL_REC_CODE). */
+struct code_req {
+	pid_t pid;
+	uint64_t addr;
+	unsigned int api;	/* the probe's API: the catalog's code_api of the passing call */
+	bool held;		/* the target is stopped until this is done */
 };
 
 struct trace {
@@ -72,6 +80,8 @@ struct trace {
 	int sigints;
 	bool rescan_pending;
 	bool has_rendezvous;
+	struct code_req *code;
+	size_t nr_code, cap_code;
 };
 
 static uint64_t now_ns(void)
@@ -102,6 +112,48 @@ static int site_frames(void *ctx, pid_t pid, uint64_t caller, int32_t stack_id,
 	return 1;
 }
 
+static void code_request(struct trace *tr, const struct gl_call_rec *r)
+{
+	const struct cat_api *a = cat_by_api(r->hdr.api);
+
+	if (!a || !a->code_api)
+		return;
+	if (tr->nr_code == tr->cap_code) {
+		size_t cap = tr->cap_code ? 2 * tr->cap_code : 8;
+		struct code_req *v = realloc(tr->code, cap * sizeof(*v));
+
+		if (!v) {
+			/* Never leave a target stopped because we ran out of memory. */
+			if (r->hdr.flags & GL_HF_HELD)
+				kill(r->hdr.pid, SIGCONT);
+			return;
+		}
+		tr->code = v;
+		tr->cap_code = cap;
+	}
+	tr->code[tr->nr_code++] = (struct code_req){ r->hdr.pid, r->addr, a->code_api,
+						     r->hdr.flags & GL_HF_HELD };
+}
+
+/* Probe the callbacks reported since the last drain. Returns whether a target waits on it. */
+static bool attach_code(struct trace *tr)
+{
+	bool resume = false;
+	size_t i;
+
+	for (i = 0; i < tr->nr_code; i++) {
+		struct code_req *c = &tr->code[i];
+		char why[160];
+
+		if (attach__code(tr->att, c->pid, c->addr, c->api, why, sizeof(why)))
+			pr_warn("pid %d: cannot probe %s: %s; its completions go unseen\n", c->pid,
+				cat_api_name(c->api), why);
+		resume |= c->held;
+	}
+	tr->nr_code = 0;
+	return resume;
+}
+
 /* Every record, from BPF or made here, enters the analysis through this one function. */
 static int on_record(void *ctx, const struct gl_hdr *h)
 {
@@ -109,6 +161,8 @@ static int on_record(void *ctx, const struct gl_hdr *h)
 
 	if (h->kind == GL_REC_NOTIFY && h->api == GL_API_LD_DEBUG_STATE && h->pid == (__u32)tr->tgt.pid)
 		tr->rescan_pending = true;
+	if (h->kind == GL_REC_CODE && h->size >= sizeof(struct gl_call_rec))
+		code_request(tr, (const struct gl_call_rec *)h);
 	return analysis__feed(tr->an, h);
 }
 
@@ -318,9 +372,6 @@ static int rescan(struct trace *tr)
 			attach__nr_probes(tr->att), attach__nr_objects(tr->att, tr->tgt.pid));
 	}
 out:
-	/* Resume a target stopped at the rendezvous whatever happened: never leave it stopped. */
-	if (tr->tgt.held)
-		kill(tr->tgt.pid, SIGCONT);
 	proc_maps__free(m);
 	return err == -ESRCH ? 0 : err;
 }
@@ -368,13 +419,13 @@ static int start_attach_mode(struct trace *tr)
 		fprintf(stderr, "gpuleak: tracing pid %d: %zu probes in %zu objects\n", pid,
 			attach__nr_probes(tr->att), attach__nr_objects(tr->att, pid));
 	} else if (tr->o->wait_for_lib) {
-		fprintf(stderr, "gpuleak: pid %d maps no CUDA library yet; waiting for it to "
+		fprintf(stderr, "gpuleak: pid %d maps no GPU library yet; waiting for it to "
 			"load one\n", pid);
 	} else {
-		pr_err("pid %d maps no CUDA library (no cudaMalloc, cudaFree, ... in any object); "
-		       "looked in:\n", pid);
+		pr_err("pid %d maps no GPU library (no cudaMalloc, wgpuDeviceCreateBuffer, ... in "
+		       "any object); looked in:\n", pid);
 		attach__print_objects(tr->att, pid, m, stderr);
-		fprintf(stderr, "gpuleak: if it loads CUDA later (PyTorch does at first use), "
+		fprintf(stderr, "gpuleak: if it loads one later (PyTorch loads CUDA at first use), "
 			"run with --wait\n");
 		err = -ENOENT;
 	}
@@ -540,7 +591,7 @@ static int loop(struct trace *tr)
 			{ .fd = tr->sigfd, .events = POLLIN },
 		};
 		uint64_t now = now_ns(), wait_ns = POLL_MS * 1000000ULL;
-		bool stop = false;
+		bool stop = false, resume;
 		int64_t n;
 
 		if (next_interval - now < wait_ns && next_interval > now)
@@ -563,13 +614,20 @@ static int loop(struct trace *tr)
 			break;
 		}
 		now = now_ns();
+		/* New callbacks first: the target may be stopped for both. */
+		resume = tr->nr_code && attach_code(tr);
 		if (tr->rescan_pending ||
 		    (!tr->has_rendezvous && now - tr->tgt.last_rescan_ns >= RESCAN_NS)) {
+			/* A rendezvous stop in run mode (rescan_pending) waits on us too. */
+			resume |= tr->rescan_pending && tr->tgt.held;
 			err = rescan(tr);
 			if (err)
 				pr_warn("attaching to newly mapped objects of pid %d: %s\n", tr->tgt.pid,
 					strerror(-err));
 		}
+		/* Resume a stopped target whatever happened: never leave it stopped. */
+		if (resume)
+			kill(tr->tgt.pid, SIGCONT);
 		emit_tick(tr);
 		if (now >= next_interval) {
 			emit_loss(tr);
@@ -590,6 +648,7 @@ static void finish(struct trace *tr)
 	/* Detach first, then drain what was submitted before the links went away. */
 	attach__free(tr->att);
 	tr->att = NULL;
+	tr->nr_code = 0;
 	if (tr->tgt.held && !tr->tgt.gone)
 		kill(tr->tgt.pid, SIGCONT);
 	ringbuf__drain(tr->rb);
@@ -636,6 +695,8 @@ int trace__run(const struct trace_opts *o)
 	if (!err)
 		modules__trace_libc(tr.mods, o->libc);
 	if (!err)
+		modules__set_wgpu_abi(tr.mods, &o->webgpu_abi);
+	if (!err)
 		err = attach__new(tr.skel->progs.gl_enter, tr.skel->progs.gl_exit, tr.mods, &tr.att);
 	if (!err)
 		err = symbolizer__new(tr.mods, &tr.sym);
@@ -668,6 +729,7 @@ cleanup:
 	attach__free(tr.att);
 	ringbuf__free(tr.rb);
 	analysis__free(tr.an);
+	free(tr.code);
 	symbolizer__free(tr.sym);
 	modules__free(tr.mods);
 	gpuleak_bpf__destroy(tr.skel);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "timeline.h"
+#include "wgpu.h"
 
 struct rules;
 
@@ -35,6 +36,7 @@ struct trace_opts {
 	uint64_t max_growth;		/* bytes per step a site may grow; 0: any growth leak */
 	bool has_max_live;
 	uint64_t max_live_at_exit;	/* leaked bytes allowed at the end */
+	struct wgpu_abi webgpu_abi;	/* --webgpu-abi; labels == 0: detect per object */
 };
 
 /* Exit codes. */

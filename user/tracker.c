@@ -5,6 +5,7 @@
 #include "probe_catalog.h"
 #include "rules.h"
 #include "tracker.h"
+#include "wgpu.h"
 
 /* ---- the live allocation table: open addressing, linear probing, backward-shift delete ---- */
 
@@ -94,6 +95,8 @@ static void at_remove(struct alloc_table *t, struct alloc *slot)
 struct tthread {
 	uint32_t tid;
 	int16_t device;
+	/* An error object was made at this depth: the creation one level up returns it. */
+	uint8_t error_depth;
 	uint64_t ctx;
 	struct gl_desc_rec *held;
 	size_t nr_held, cap_held;
@@ -136,9 +139,16 @@ static void proc_free(struct tproc *p)
 		free(th->held);
 		free(th);
 	}
+	for (i = 0; hmap__next(&p->objs, &i, &s);)
+		free((void *)(uintptr_t)s->val);
+	for (i = 0; hmap__next(&p->queues, &i, &s);)
+		free((void *)(uintptr_t)s->val);
 	hmap__free(&p->threads);
 	hmap__free(&p->events);
 	hmap__free(&p->regrefs);
+	hmap__free(&p->objs);
+	hmap__free(&p->queues);
+	free(p->watch);
 	free(p->allocs.slots);
 	free(p->pend);
 	free(p->ctxs);
@@ -161,6 +171,10 @@ void tracker__free(struct tracker *t)
 	free(t->procs);
 	free(t->sites);
 	hmap__free(&t->site_idx);
+	for (i = 0; i < t->nr_labels; i++)
+		free(t->labels[i]);
+	free(t->labels);
+	hmap__free(&t->label_idx);
 	free(t);
 }
 
@@ -242,20 +256,23 @@ struct site_key {
 	uint8_t owner_kind;
 	uint64_t owner;
 	uint16_t rule;		/* persistent/ignore rule + 1, 0: none */
+	uint32_t label;		/* WebGPU label + 1, 0: none */
 };
 
 static bool site_matches(const struct site *s, const struct site_key *k)
 {
 	return s->pid == k->pid && s->api == k->api && s->device == k->device &&
 	       s->stack_id == k->stack_id && (k->stack_id >= 0 || s->caller == k->caller) &&
-	       s->owner_kind == k->owner_kind && s->owner == k->owner && s->rule == k->rule;
+	       s->owner_kind == k->owner_kind && s->owner == k->owner && s->rule == k->rule &&
+	       s->label == k->label;
 }
 
 static uint32_t site_get(struct tracker *t, const struct site_key *k)
 {
 	uint64_t k0 = (uint64_t)(uint32_t)k->pid << 32 | (uint64_t)k->api << 16 | (uint16_t)k->device;
 	uint64_t k1 = (k->stack_id >= 0 ? 1ULL << 63 | (uint32_t)k->stack_id : k->caller) ^
-		      hmap_mix(k->owner + k->owner_kind + ((uint64_t)k->rule << 48));
+		      hmap_mix(k->owner + k->owner_kind + ((uint64_t)k->rule << 48) +
+			       ((uint64_t)k->label << 24));
 	const struct cat_api *api = cat_by_api(k->api);
 	uint64_t *v;
 	struct site *s;
@@ -289,11 +306,17 @@ static uint32_t site_get(struct tracker *t, const struct site_key *k)
 	s->owner_kind = k->owner_kind;
 	s->owner = k->owner;
 	s->rule = k->rule;
+	s->label = k->label;
 	if (k->rule && t->rules)
 		s->cls = t->rules->v[k->rule - 1].kind == RULE_PERSISTENT ? CLS_PERSISTENT
 									: CLS_IGNORED;
 	s->counts = api && cat_mem_counts(api->mem) && k->owner_kind != OWNER_LAYER;
 	return t->nr_sites++;
+}
+
+const struct alloc *tracker__alloc(const struct tproc *p, uint8_t ns, uint64_t addr)
+{
+	return at_find(&p->allocs, ns, addr);
 }
 
 uint64_t tproc__dropped(const struct tproc *p)
@@ -431,6 +454,8 @@ static void account(struct tracker *t, struct tproc *p, struct alloc *a, int sig
 	}
 	if (a->layer_api)
 		s->layer_count += sign;
+	if (a->flags & AF_UNSIZED)
+		s->unsized += sign;
 	if (s->counts) {
 		p->live_bytes += sign * b;
 		p->live_count += sign;
@@ -583,7 +608,7 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 {
 	uint8_t ns = (uint8_t)api->ns;
 	struct site_key k = { p->pid, r->hdr.api, device_of(p, api, r), r->caller, r->stack_id,
-			      pl->owner_kind, pl->owner, 0 };
+			      pl->owner_kind, pl->owner, 0, 0 };
 	struct alloc a, *old, *ins;
 	struct tthread *th;
 	uint32_t site;
@@ -969,7 +994,7 @@ static void count_failure(struct tracker *t, struct tproc *p, const struct cat_a
 			  const struct gl_call_rec *r)
 {
 	struct site_key k = { p->pid, r->hdr.api, device_of(p, api, r), r->caller, r->stack_id,
-			      OWNER_NONE, 0, 0 };
+			      OWNER_NONE, 0, 0, 0 };
 	uint32_t site = site_get(t, &k);
 
 	p->c.failed_calls++;
@@ -979,6 +1004,533 @@ static void count_failure(struct tracker *t, struct tproc *p, const struct cat_a
 	t->sites[site].last_err = r->ret;
 }
 
+/* ---- refcounted objects, their owners and queues (WebGPU) ---- */
+
+/* The longest prefix of a cut label that does not end inside a UTF-8 sequence. */
+static size_t utf8_trim(const char *s, size_t len)
+{
+	size_t i = len, need;
+
+	while (i && ((unsigned char)s[i - 1] & 0xc0) == 0x80 && len - i < 3)
+		i--;
+	if (!i || ((unsigned char)s[i - 1] & 0x80) == 0)
+		return len;
+	need = ((unsigned char)s[i - 1] & 0xe0) == 0xc0 ? 2
+	       : ((unsigned char)s[i - 1] & 0xf0) == 0xe0 ? 3
+	       : ((unsigned char)s[i - 1] & 0xf8) == 0xf0 ? 4 : 1;
+	return len - (i - 1) >= need ? len : i - 1;
+}
+
+/* Intern a label: its index + 1, 0 on allocation failure. */
+static uint32_t label_intern(struct tracker *t, const char *s, size_t len)
+{
+	uint64_t h = 1469598103934665603ULL;
+	uint64_t *v;
+	size_t i;
+	char *str;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+	v = hmap__get(&t->label_idx, h, len);
+	if (v && !memcmp(t->labels[*v], s, len) && !t->labels[*v][len])
+		return *v + 1;
+	if (t->nr_labels == t->cap_labels) {
+		size_t cap = t->cap_labels ? 2 * t->cap_labels : 64;
+		char **nv = realloc(t->labels, cap * sizeof(*nv));
+
+		if (!nv)
+			return 0;
+		t->labels = nv;
+		t->cap_labels = cap;
+	}
+	str = strndup(s, len);
+	if (!str)
+		return 0;
+	/* A hash collision keeps the first string indexed; the second is stored unindexed. */
+	if (!v && hmap__put(&t->label_idx, h, len, t->nr_labels)) {
+		free(str);
+		return 0;
+	}
+	t->labels[t->nr_labels++] = str;
+	return t->nr_labels;
+}
+
+const char *tracker__label(const struct tracker *t, uint32_t label)
+{
+	return label && label <= t->nr_labels ? t->labels[label - 1] : "";
+}
+
+struct tobj *tproc__obj(const struct tproc *p, uint8_t ns, uint64_t handle)
+{
+	uint64_t *v = hmap__get(&p->objs, (uint64_t)ns << 56 | 1, handle);
+
+	return v ? (struct tobj *)(uintptr_t)*v : NULL;
+}
+
+/* A fresh object for a handle just created, replacing whatever the handle meant before. */
+static struct tobj *obj_new(struct tproc *p, uint8_t ns, uint64_t handle, uint64_t owner)
+{
+	struct tobj *o = tproc__obj(p, ns, handle);
+
+	if (!o) {
+		o = malloc(sizeof(*o));
+		if (!o)
+			return NULL;
+		if (hmap__put(&p->objs, (uint64_t)ns << 56 | 1, handle, (uintptr_t)o)) {
+			free(o);
+			return NULL;
+		}
+	}
+	memset(o, 0, sizeof(*o));
+	o->handle = handle;
+	o->owner = owner;
+	o->ns = ns;
+	o->refs = 1;
+	return o;
+}
+
+static void obj_drop(struct tproc *p, struct tobj *o)
+{
+	hmap__del(&p->objs, (uint64_t)o->ns << 56 | 1, o->handle);
+	free(o);
+}
+
+/*
+ * An owner (device) on first sight holds the one reference its creation gave the program:
+ * gpuleak does not trace device creation (an asynchronous callback), only its use.
+ */
+static struct tobj *owner_get(struct tproc *p, uint8_t ns, uint64_t handle)
+{
+	struct tobj *o = tproc__obj(p, ns, handle);
+
+	if (o)
+		return o;
+	o = obj_new(p, ns, handle, 0);
+	if (o) {
+		o->flags = TOBJ_OWNER;
+		o->ordinal = ++p->nr_owners;
+	}
+	return o;
+}
+
+static struct tqueue *queue_get(struct tproc *p, uint64_t handle)
+{
+	uint64_t *v = hmap__get(&p->queues, handle, 0);
+	struct tqueue *q;
+
+	if (v)
+		return (struct tqueue *)(uintptr_t)*v;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return NULL;
+	q->handle = handle;
+	if (hmap__put(&p->queues, handle, 0, (uintptr_t)q)) {
+		free(q);
+		return NULL;
+	}
+	return q;
+}
+
+/* The queue whose submitted work an owner's objects may be in use by, if any is running. */
+static struct tqueue *queue_busy(const struct tproc *p, uint64_t owner)
+{
+	struct tqueue *unknown = NULL;
+	const struct hmap_slot *sl;
+	size_t i;
+
+	for (i = 0; hmap__next(&p->queues, &i, &sl);) {
+		struct tqueue *q = (struct tqueue *)(uintptr_t)sl->val;
+
+		if (q->submitted <= q->done)
+			continue;
+		if (q->owner == owner)
+			return q;
+		/* A queue got before attach: its device is unknown, assume it may be this one. */
+		if (!q->owner)
+			unknown = q;
+	}
+	return unknown;
+}
+
+/*
+ * An object's memory goes (destroy or last release): now, or once the work submitted so far
+ * to its device's queue is done, if some of that work is still running.
+ */
+static int obj_free_memory(struct tracker *t, struct tproc *p, struct tobj *o,
+			   const struct gl_call_rec *r)
+{
+	struct alloc *a = at_find(&p->allocs, o->ns, o->handle);
+	struct tqueue *q;
+
+	if (!a || (a->flags & AF_PENDING))
+		return 0;
+	q = queue_busy(p, o->owner);
+	if (!q) {
+		release(t, p, a);
+		return 0;
+	}
+	if (p->nr_pend == p->cap_pend) {
+		size_t cap = p->cap_pend ? 2 * p->cap_pend : 64;
+		struct pending_free *v = realloc(p->pend, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		p->pend = v;
+		p->cap_pend = cap;
+	}
+	p->pend[p->nr_pend++] = (struct pending_free){
+		.addr = o->handle, .ns = o->ns, .ts_ns = r->hdr.ts_ns, .stream = q->handle,
+		.serial = q->submitted, .until = UNTIL_QUEUE_DONE, .rule = deferred_rule(t, r),
+	};
+	account(t, p, a, -1);
+	a->flags |= AF_PENDING;
+	account(t, p, a, 1);
+	return 0;
+}
+
+/* Frees waiting on a queue whose work is now done up to q->done (or on nothing, any more). */
+static void queue_complete(struct tracker *t, struct tproc *p, const struct tqueue *q)
+{
+	size_t i = 0;
+
+	while (i < p->nr_pend) {
+		struct pending_free *pf = &p->pend[i];
+		struct alloc *a;
+
+		if (pf->until != UNTIL_QUEUE_DONE ||
+		    (q && (pf->stream != q->handle || pf->serial > q->done))) {
+			i++;
+			continue;
+		}
+		a = at_find(&p->allocs, pf->ns, pf->addr);
+		if (q && a && (a->flags & AF_PENDING)) {
+			release(t, p, a);
+		} else if (a && (a->flags & AF_PENDING)) {
+			i++;	/* q NULL: only drop entries whose allocation is gone */
+			continue;
+		}
+		pending_drop(p, i);
+	}
+}
+
+/* An owner is destroyed: everything it owns is released, pending frees included. */
+static void owner_destroy(struct tracker *t, struct tproc *p, struct tobj *owner)
+{
+	const struct hmap_slot *sl;
+	size_t i = 0;
+
+	owner->flags |= TOBJ_DESTROYED;
+	while (i < p->allocs.cap) {
+		struct alloc *a = &p->allocs.slots[i];
+		const struct site *s = &t->sites[a->site];
+
+		if (!a->addr || a->ns != owner->ns || s->owner_kind != OWNER_DEVICE ||
+		    s->owner != owner->handle) {
+			i++;
+			continue;
+		}
+		if (a->flags & AF_PENDING)
+			pending_forget(p, a->ns, a->addr);
+		p->c.released_by_owner++;
+		/* Backward shift may move an unvisited entry into slot i: look at i again. */
+		release(t, p, a);
+	}
+	queue_complete(t, p, NULL);
+	for (i = 0; hmap__next(&p->objs, &i, &sl);) {
+		struct tobj *o = (struct tobj *)(uintptr_t)sl->val;
+
+		if (o->owner == owner->handle)
+			o->flags |= TOBJ_DESTROYED;
+	}
+}
+
+static void obj_addref_site(struct tobj *o, uint32_t site)
+{
+	unsigned int i;
+
+	for (i = 0; i < o->nr_addref; i++)
+		if (o->addref_site[i] == site)
+			break;
+	if (i == o->nr_addref) {
+		/* Past the slots, the last one stands for the rest. */
+		if (o->nr_addref == TOBJ_ADDREF_SITES)
+			i = TOBJ_ADDREF_SITES - 1;
+		else
+			o->addref_site[o->nr_addref++] = site;
+	}
+	o->addref_count[i]++;
+}
+
+static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *api,
+		      const struct gl_call_rec *r)
+{
+	const struct gl_desc_rec *dr = (const struct gl_desc_rec *)r;
+	uint8_t ns = (uint8_t)api->ns;
+	uint64_t owner = r->aux;
+	struct site_key k = { p->pid, r->hdr.api, -1, r->caller, r->stack_id,
+			      owner ? OWNER_DEVICE : OWNER_NONE, owner, 0, 0 };
+	struct wgpu_desc d = {};
+	struct alloc a, *old, *ins;
+	struct tthread *th;
+	struct tobj *o;
+	uint32_t site;
+	bool error;
+
+	if (owner && !owner_get(p, ns, owner))
+		return -ENOMEM;
+	th = thread_get(p, r->hdr.tid);
+	error = th && th->error_depth == r->hdr.depth + 1;
+	if (th)
+		th->error_depth = 0;
+	o = obj_new(p, ns, r->addr, owner);
+	if (!o)
+		return -ENOMEM;
+	if (error) {
+		/* Dawn made an error object: a handle the program must release, no memory. */
+		o->flags |= TOBJ_ERROR;
+		p->c.error_objects++;
+		p->c.failed_calls++;
+		site = site_get(t, &k);
+		if (site == UINT32_MAX)
+			return -ENOMEM;
+		t->sites[site].failed++;
+		t->sites[site].last_err = CAT_ERR_WGPU_ERROR_OBJECT;
+		return 0;
+	}
+	if (!api->decode || !(r->hdr.flags & GL_HF_DESC) || r->hdr.size < sizeof(*dr) ||
+	    (r->hdr.flags & GL_HF_DESC_READ_FAIL) ||
+	    api->decode(dr->desc, api->spec.desc_len, &d))
+		d.unknown_format = true;
+	site = site_get(t, &k);
+	if (site == UINT32_MAX)
+		return -ENOMEM;
+	k.rule = classify(t, p, site, d.bytes, NULL);
+	if (k.rule && (site = site_get(t, &k)) == UINT32_MAX)
+		return -ENOMEM;
+	old = at_find(&p->allocs, ns, r->addr);
+	if (old) {
+		/* A handle value reused after an untraced release. */
+		if (old->flags & AF_PENDING)
+			pending_forget(p, ns, r->addr);
+		p->c.addr_reuse++;
+		release(t, p, old);
+	}
+	a = (struct alloc){ .addr = r->addr, .size = d.bytes, .ts_ns = r->hdr.ts_ns, .site = site,
+			    .ns = ns, .flags = d.unknown_format ? AF_UNSIZED : 0 };
+	ins = at_insert(&p->allocs, &a);
+	if (!ins)
+		return -ENOMEM;
+	account(t, p, ins, 1);
+	t->sites[site].allocs++;
+	t->sites[site].alloc_bytes += d.bytes;
+	if (t->sites[site].counts) {
+		p->c.allocs++;
+		p->c.alloc_bytes += d.bytes;
+	}
+	return 0;
+}
+
+static bool is_obj_op(enum cat_op op)
+{
+	switch (op) {
+	case OP_OBJ_CREATE:
+	case OP_OBJ_ADDREF:
+	case OP_OBJ_RELEASE:
+	case OP_OBJ_DESTROY:
+	case OP_OWNER_ADDREF:
+	case OP_OWNER_RELEASE:
+	case OP_OWNER_DESTROY:
+	case OP_ERROR_OBJECT:
+	case OP_QUEUE_GET:
+	case OP_QUEUE_SUBMIT:
+	case OP_QUEUE_WATCH:
+	case OP_QUEUE_DONE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The refcounted-object and queue operations: records of entry-only calls and creations. */
+static int apply_obj(struct tracker *t, struct tproc *p, const struct cat_api *api,
+		     const struct gl_call_rec *r)
+{
+	const struct gl_desc_rec *dr = (const struct gl_desc_rec *)r;
+	uint8_t ns = (uint8_t)api->ns;
+	struct tthread *th;
+	struct tqueue *q;
+	struct tobj *o;
+	size_t i;
+
+	switch (api->op) {
+	case OP_OBJ_CREATE:
+		return r->hdr.kind == GL_REC_ALLOC && r->addr ? obj_create(t, p, api, r) : 0;
+	case OP_OBJ_ADDREF:
+	case OP_OBJ_RELEASE:
+	case OP_OBJ_DESTROY:
+		o = tproc__obj(p, ns, r->addr);
+		if (!o) {
+			/* Created before attach, or not traced: nothing to account. */
+			p->c.unknown_refs++;
+			return 0;
+		}
+		if (api->op == OP_OBJ_ADDREF) {
+			struct site_key k = { p->pid, r->hdr.api, -1, r->caller, r->stack_id,
+					      o->owner ? OWNER_DEVICE : OWNER_NONE, o->owner, 0, 0 };
+			uint32_t site = site_get(t, &k);
+
+			if (site == UINT32_MAX)
+				return -ENOMEM;
+			o->refs++;
+			obj_addref_site(o, site);
+			return 0;
+		}
+		if (api->op == OP_OBJ_DESTROY) {
+			o->flags |= TOBJ_DESTROYED;
+			return obj_free_memory(t, p, o, r);
+		}
+		if (--o->refs > 0)
+			return 0;
+		/* The last reference: memory not destroyed yet goes now, the handle too. */
+		if (obj_free_memory(t, p, o, r))
+			return -ENOMEM;
+		obj_drop(p, o);
+		return 0;
+	case OP_OWNER_ADDREF:
+	case OP_OWNER_RELEASE:
+	case OP_OWNER_DESTROY:
+		o = owner_get(p, ns, r->addr);
+		if (!o)
+			return -ENOMEM;
+		if (api->op == OP_OWNER_ADDREF)
+			o->refs++;
+		else if (api->op == OP_OWNER_DESTROY || --o->refs == 0)
+			owner_destroy(t, p, o);
+		return 0;
+	case OP_ERROR_OBJECT:
+		/* Only inside a traced creation (depth > 0) does it name that creation's result. */
+		th = r->hdr.depth ? thread_get(p, r->hdr.tid) : NULL;
+		if (th)
+			th->error_depth = r->hdr.depth;
+		return 0;
+	case OP_QUEUE_GET:
+		if (r->hdr.kind != GL_REC_ALLOC || !r->addr)
+			return 0;
+		q = queue_get(p, r->addr);
+		if (!q || (r->aux && !owner_get(p, ns, r->aux)))
+			return -ENOMEM;
+		q->owner = r->aux;
+		return 0;
+	case OP_QUEUE_SUBMIT:
+		q = queue_get(p, r->addr);
+		if (!q)
+			return -ENOMEM;
+		q->submitted++;
+		return 0;
+	case OP_QUEUE_WATCH:
+		if (!(r->hdr.flags & GL_HF_DESC) || r->hdr.size < sizeof(*dr) ||
+		    (r->hdr.flags & GL_HF_DESC_READ_FAIL))
+			return 0;
+		q = queue_get(p, r->addr);
+		if (!q)
+			return -ENOMEM;
+		if (p->nr_watch == p->cap_watch) {
+			size_t cap = p->cap_watch ? 2 * p->cap_watch : 16;
+			struct queue_watch *v = realloc(p->watch, cap * sizeof(*v));
+
+			if (!v)
+				return -ENOMEM;
+			p->watch = v;
+			p->cap_watch = cap;
+		}
+		/* WGPUQueueWorkDoneCallbackInfo: userdata1 @24, userdata2 @32 */
+		p->watch[p->nr_watch] = (struct queue_watch){ .queue = q->handle,
+							      .serial = q->submitted };
+		memcpy(&p->watch[p->nr_watch].userdata1, dr->desc + 24, 8);
+		memcpy(&p->watch[p->nr_watch].userdata2, dr->desc + 32, 8);
+		p->nr_watch++;
+		return 0;
+	case OP_QUEUE_DONE:
+		/*
+		 * The callback's userdata: arguments 4, 5 (aux, aux2) since the work-done
+		 * callback got a message argument, 2, 3 (addr, size) before. The oldest
+		 * registration with them completes: a queue finishes its work in order.
+		 */
+		for (i = 0; i < p->nr_watch; i++) {
+			struct queue_watch *w = &p->watch[i];
+
+			if ((w->userdata1 == r->aux && w->userdata2 == r->aux2) ||
+			    (w->userdata1 == r->addr && w->userdata2 == r->size))
+				break;
+		}
+		if (i == p->nr_watch) {
+			p->c.unmatched_done++;
+			return 0;
+		}
+		q = queue_get(p, p->watch[i].queue);
+		if (!q)
+			return -ENOMEM;
+		if (p->watch[i].serial > q->done)
+			q->done = p->watch[i].serial;
+		memmove(&p->watch[i], &p->watch[i + 1], (p->nr_watch - i - 1) * sizeof(p->watch[0]));
+		p->nr_watch--;
+		queue_complete(t, p, q);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * A label arrived (at creation, or by SetLabel): the object's memory moves to the site of its
+ * label, so reports split by label and label= rules match.
+ */
+static int apply_label(struct tracker *t, const struct gl_label_rec *r)
+{
+	const struct cat_api *api = cat_by_api(r->hdr.api);
+	struct tproc *p = proc_get(t, r->hdr.pid);
+	struct tobj *o;
+	struct alloc *a;
+	size_t len;
+
+	if (!p)
+		return -ENOMEM;
+	if (!api || !api->ns)
+		return 0;
+	o = tproc__obj(p, (uint8_t)api->ns, r->addr);
+	if (!o && (api->flags & CAT_OWNER))
+		o = owner_get(p, (uint8_t)api->ns, r->addr);
+	if (!o)
+		return 0;
+	len = r->len > GL_LABEL_MAX ? GL_LABEL_MAX : r->len;
+	if (r->truncated)
+		len = utf8_trim(r->label, len);
+	/* SetLabel(NULL) or "" clears it. */
+	o->label = len ? label_intern(t, r->label, len) : 0;
+	a = at_find(&p->allocs, o->ns, o->handle);
+	if (a && !(a->flags & AF_LAYER) && t->sites[a->site].label != o->label) {
+		const struct site *old = &t->sites[a->site];
+		struct site_key k = { p->pid, old->api, old->device, old->caller, old->stack_id,
+				      old->owner_kind, old->owner, 0, o->label };
+		uint32_t base = site_get(t, &k), site;
+
+		if (base == UINT32_MAX)
+			return -ENOMEM;
+		k.rule = classify(t, p, base, a->size, tracker__label(t, o->label));
+		site = k.rule ? site_get(t, &k) : base;
+		if (site == UINT32_MAX)
+			return -ENOMEM;
+		account(t, p, a, -1);
+		t->sites[a->site].allocs--;
+		t->sites[a->site].alloc_bytes -= a->size;
+		a->site = site;
+		t->sites[site].allocs++;
+		t->sites[site].alloc_bytes += a->size;
+		account(t, p, a, 1);
+	}
+	return 0;
+}
+
 /* One record with its meaning; pl says where allocations go in the graph. */
 static int apply_op(struct tracker *t, struct tproc *p, const struct cat_api *api,
 		    const struct gl_call_rec *r, const struct placement *pl, bool outermost)
@@ -986,6 +1538,9 @@ static int apply_op(struct tracker *t, struct tproc *p, const struct cat_api *ap
 	struct tthread *th;
 	struct tctx *c;
 	uint64_t *ev;
+
+	if (is_obj_op(api->op) && r->hdr.kind != GL_REC_ALLOC_FAIL)
+		return apply_obj(t, p, api, r);
 
 	switch (r->hdr.kind) {
 	case GL_REC_ALLOC:
@@ -1199,7 +1754,7 @@ static int apply_comm_init(struct tracker *t, struct tproc *p, struct node *node
 {
 	const struct gl_call_rec *r = nodes[self].r;
 	struct site_key k = { p->pid, r->hdr.api, thread_device(p, r->hdr.tid), r->caller,
-			      r->stack_id, OWNER_NONE, 0, 0 };
+			      r->stack_id, OWNER_NONE, 0, 0, 0 };
 	uint32_t site = site_get(t, &k);
 	uint64_t comms[GL_DESC_MAX / 8] = { r->addr };
 	size_t nr = 1, i, j;
@@ -1370,12 +1925,15 @@ static int apply_call(struct tracker *t, struct tproc *p, const struct gl_call_r
 			return err;
 		return hold(th, &r->hdr);
 	}
-	if (th->nr_held)
-		return apply_held(t, p, th, r);
-	/* The common case, nothing nested: no tree to build. */
-	if (r->hdr.kind == GL_REC_ALLOC && api->op == OP_COMM_INIT)
-		return apply_held(t, p, th, r);
-	return apply_op(t, p, api, r, &(struct placement){ 0 }, true);
+	if (th->nr_held || (r->hdr.kind == GL_REC_ALLOC && api->op == OP_COMM_INIT))
+		err = apply_held(t, p, th, r);
+	else	/* the common case, nothing nested: no tree to build */
+		err = apply_op(t, p, api, r, &(struct placement){ 0 }, true);
+	/* An error-object mark not taken by the creation it was made in is stale now. */
+	if (r->hdr.kind != GL_REC_NOTIFY && r->hdr.kind != GL_REC_FREE &&
+	    th->error_depth > r->hdr.depth)
+		th->error_depth = 0;
+	return err;
 }
 
 /* Records still held when a process ends belong to calls that never returned. */
@@ -1450,6 +2008,10 @@ int tracker__apply(struct tracker *t, const struct gl_hdr *h)
 		p->last_ts_ns = h->ts_ns;
 		return apply_call(t, p, (const struct gl_call_rec *)h);
 	case GL_REC_LABEL:
+		if (h->size < sizeof(struct gl_label_rec))
+			break;
+		return apply_label(t, (const struct gl_label_rec *)h);
+	case GL_REC_CODE:
 		return 0;
 	case GL_REC_TICK:
 		return 0;

@@ -23,6 +23,7 @@ enum alloc_flags {
 	AF_PENDING = 1 << 0,		/* async free issued, its stream has not completed yet */
 	AF_LAYER = 1 << 1,		/* a lower layer of another allocation: not counted */
 	AF_RELEASED_MAPPED = 1 << 2,	/* VMM handle released while still mapped */
+	AF_UNSIZED = 1 << 3,		/* bytes unknown (a texture format without a size) */
 };
 
 /* One live allocation. 32 bytes: the table is sized for ten million of them. */
@@ -78,6 +79,8 @@ struct site {
 	uint64_t relmapped_bytes;	/* VMM handles released while mapped (in live_*) */
 	uint64_t relmapped_count;
 	uint64_t layer_count;	/* live allocations here with a merged same-address layer */
+	uint64_t unsized;	/* live allocations of unknown bytes (counted, 0 bytes) */
+	uint32_t label;		/* WebGPU label (tracker labels index + 1), 0: none */
 	uint64_t allocs;
 	uint64_t alloc_bytes;
 	uint64_t frees;
@@ -98,6 +101,49 @@ struct pending_free {
 	uint8_t until;		/* enum rule_until: what completes it */
 	uint16_t rule;		/* the deferred rule (index + 1) */
 	bool late;		/* reported as never completed within its window */
+	uint64_t serial;	/* until=queue-done: the WebGPU queue (stream) finishing this submit */
+};
+
+/*
+ * A refcounted object (WebGPU buffer, texture, device) beyond its memory: references the
+ * program holds, its owner, label and where it gained references. Memory objects live here
+ * from creation to their last release; owners from first sight to their last release.
+ */
+enum tobj_flags {
+	TOBJ_OWNER = 1 << 0,	/* owns other objects (a device) */
+	TOBJ_DESTROYED = 1 << 1, /* its memory is gone, the handle is still referenced */
+	TOBJ_ERROR = 1 << 2,	/* an error object: never memory */
+};
+
+#define TOBJ_ADDREF_SITES 4
+
+struct tobj {
+	uint64_t handle;
+	uint64_t owner;		/* owning object's handle, 0: none */
+	int64_t refs;		/* created with 1; AddRef +1, Release -1 */
+	uint32_t label;		/* index into tracker labels + 1, 0: none */
+	uint32_t ordinal;	/* owners: 1, 2, ... in order of first sight in the process */
+	uint8_t ns;
+	uint8_t flags;		/* enum tobj_flags */
+	uint16_t nr_addref;
+	/* AddRef call sites (tracker sites) and how many references each added */
+	uint32_t addref_site[TOBJ_ADDREF_SITES];
+	uint32_t addref_count[TOBJ_ADDREF_SITES];
+};
+
+/* A WebGPU queue: submits are numbered, completion callbacks report how far work got. */
+struct tqueue {
+	uint64_t handle;
+	uint64_t owner;		/* its device, 0: unknown (got before attach) */
+	uint64_t submitted;	/* submits seen */
+	uint64_t done;		/* submits known complete */
+};
+
+/* A completion callback registered for a queue's work up to a submit serial. */
+struct queue_watch {
+	uint64_t queue;
+	uint64_t serial;
+	uint64_t userdata1, userdata2;
 };
 
 enum violation_kind {
@@ -157,7 +203,10 @@ struct proc_counters {
 	uint64_t async_reuse;	/* stream-ordered reuse of a pending block: legal */
 	uint64_t calls;		/* every traced call seen */
 	uint64_t layers;	/* lower-layer calls folded into an outer allocation */
-	uint64_t released_by_owner;	/* freed by a context/communicator teardown */
+	uint64_t released_by_owner;	/* freed by a context, device or communicator teardown */
+	uint64_t error_objects;	/* creations that returned an error object (not memory) */
+	uint64_t unknown_refs;	/* AddRef/Release/Destroy of objects never seen created */
+	uint64_t unmatched_done; /* completion callbacks matching no registration */
 };
 
 struct tproc {
@@ -177,6 +226,11 @@ struct tproc {
 	struct hmap threads;	/* tid -> struct tthread * */
 	struct hmap events;	/* cudaEvent/CUevent -> stream key of its last record */
 	struct hmap regrefs;	/* NCCL registration handle -> references beyond the first */
+	struct hmap objs;	/* (ns, handle) -> struct tobj * */
+	struct hmap queues;	/* queue handle -> struct tqueue * */
+	struct queue_watch *watch;	/* in registration order */
+	size_t nr_watch, cap_watch;
+	uint32_t nr_owners;	/* owners seen: the next ordinal */
 	struct tctx *ctxs;
 	size_t nr_ctxs, cap_ctxs;
 	struct tcomm *comms;
@@ -214,6 +268,9 @@ struct tracker {
 	struct site *sites;
 	size_t nr_sites, cap_sites;
 	struct hmap site_idx;
+	char **labels;		/* interned label strings; tobj.label is index + 1 */
+	size_t nr_labels, cap_labels;
+	struct hmap label_idx;	/* (hash, length) -> index */
 	uint64_t records;
 	uint64_t bad_records;	/* unknown kind or size: counted, skipped */
 	uint64_t last_ts_ns;
@@ -236,6 +293,12 @@ struct tproc *tracker__proc(struct tracker *t, pid_t pid);
 
 /* Records lost or calls untracked in BPF for this process. */
 uint64_t tproc__dropped(const struct tproc *p);
+/* The live (or pending) allocation of p at (ns, addr), or NULL. */
+const struct alloc *tracker__alloc(const struct tproc *p, uint8_t ns, uint64_t addr);
+/* A refcounted object of p by (ns, handle), or NULL. */
+struct tobj *tproc__obj(const struct tproc *p, uint8_t ns, uint64_t handle);
+/* A label by index (tobj.label, site.label), "" for 0. */
+const char *tracker__label(const struct tracker *t, uint32_t label);
 /* The communicator of pid with this handle, or NULL. */
 const struct tcomm *tproc__comm(const struct tproc *p, uint64_t comm);
 

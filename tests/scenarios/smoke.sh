@@ -65,6 +65,23 @@ if [ -x "$bindir/static_cudart" ]; then
 	run static_cudart 0 'ready PID\ndone' 'go\nbye\n' SCENARIO_SYNC=1 --
 fi
 
+# WebGPU on real Dawn, when install-deps fetched it (Null backend).
+if [ -x "$bindir/wgpu" ]; then
+	for s in "basic 5 2 1 4096" "addref 4096" "inflight 4096 wait" "inflight 4096 nowait" \
+		 "devices 4096" "labels 4096" "textures" "errors 4096" "inflight 4096 spontaneous"; do
+		# shellcheck disable=SC2086
+		set -- $s
+		want='done'
+		[ "$s" = "inflight 4096 spontaneous" ] &&
+			want='callback inside wgpuQueueOnSubmittedWorkDone\ndone'
+		run wgpu 0 "$want" '' -- "$@"
+		run wgpu 0 "ready PID\n$want" 'go\nbye\n' SCENARIO_SYNC=1 -- "$@"
+	done
+	run wgpu_decode 0 'done' '' -- 3
+	run wgpu_decode 0 'ready PID\ndone' 'go\nbye\n' SCENARIO_SYNC=1 -- 3
+	run wgpu 2 '' '' -- basic 1 2 0 4096					# usage: K + R > N
+fi
+
 # The knobs and the failure path: every unexpected CUDA result ends a scenario with status 1.
 run basic 1 '' '' GPULEAK_STANDIN_DEVICES=0 -- 1 0 4096		# cudaErrorNoDevice
 run basic 1 '' '' GPULEAK_STANDIN_DEVICE_MEM=1M -- 2 0 1M		# second one: out of memory

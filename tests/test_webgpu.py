@@ -1,0 +1,371 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""WebGPU end to end on real Dawn: libwebgpu_wrapper.so (npm bun-webgpu-linux-x64) driven by
+the wgpu and wgpu_decode scenarios, dawn.node (npm webgpu) driven by Node, and the
+webgpu.h generation detection on real libraries of both generations. Expected numbers are
+in the scenarios' comments (tests/scenarios/wgpu.c, wgpu_decode.c, wgpu_node.mjs)."""
+import os
+import shutil
+import signal
+import tempfile
+
+import harness
+from harness import (Attached, Proc, check, eq, gpuleak_env, leak_sites, read_ndjson,
+                     run_gpuleak, run_plain, scenario, test, tmpfile, env_for_targets,
+                     check_sanitizers)
+
+KiB = 1 << 10
+MiB = 1 << 20
+DEPS = os.path.join(os.environ.get("GPULEAK_DEPS", "/var/cache/gpuleak"), "npm")
+DAWN = os.path.join(DEPS, "bun-webgpu-linux-x64@0.1.7", "node_modules",
+                    "bun-webgpu-linux-x64", "libwebgpu_wrapper.so")
+WEBGPU_NODE = os.path.join(DEPS, "webgpu@0.6.2", "node_modules", "webgpu")
+DAWN_NODE = os.path.join(WEBGPU_NODE, "dist", "linux-x64", "dawn.node")
+DAWN_2020 = os.path.join(DEPS, "webgpu@0.1.1", "node_modules", "webgpu", "generated", "0.0.1",
+                         "linux", "build", "Release", "libdawn_proc.so")
+ORT = os.path.join(DEPS, "onnxruntime-node@1.30.0", "node_modules", "onnxruntime-node", "bin",
+                   "napi-v6", "linux", "x64", "libonnxruntime.so.1")
+UNKNOWN = os.path.join(harness.LIB, "libwgpu_unknown.so")
+NODE_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scenarios",
+                           "wgpu_node.mjs")
+GLES_ENV = {"WGPU_BACKEND": "gles", "EGL_PLATFORM": "surfaceless"}
+
+
+def need(path):
+    check(os.path.exists(path), f"{path} missing: run scripts/install-deps.sh as root")
+
+
+def wgpu(*args, env=None, gl_args=()):
+    """The wgpu scenario under `gpuleak run`; its verdict."""
+    need(DAWN)
+    e = gpuleak_env()
+    e.update(env or {})
+    return run_gpuleak(["run"] + list(gl_args) + ["--", scenario("wgpu")] +
+                       [str(a) for a in args], env=e).verdict()
+
+
+def counters(v, *names):
+    return {n: v[n] for n in names}
+
+
+def by_site(v, key="leaks"):
+    """{(api, function, label): (bytes, count)}"""
+    out = {}
+    for l in v[key]:
+        k = (l["api"], l["site"].split("+")[0], l.get("label"))
+        b, c = out.get(k, (0, 0))
+        out[k] = (b + l["bytes"], c + l["count"])
+    return out
+
+
+def probes(lib, *extra):
+    p = run_plain([harness.GPULEAK, "probes"] + list(extra) + ["--lib", lib])
+    lines = p.stdout.splitlines()
+    rows = [l.split() for l in lines[1:] if l.split() and l.split()[1:2] == ["webgpu"]]
+    abi = [l for l in lines if l.startswith(lib + ": ")]
+    return p, rows, abi
+
+
+# ---- the webgpu.h generation, told from real libraries ----
+
+@test
+def webgpu_abi_stringview_on_libwebgpu_wrapper():
+    need(DAWN)
+    p, rows, abi = probes(DAWN)
+    eq(p.returncode, 0, f"exit code ({p.stderr})")
+    apis = {r[0] for r in rows}
+    for name in ("wgpuDeviceCreateBuffer", "wgpuDeviceCreateTexture", "wgpuBufferAddRef",
+                 "wgpuBufferRelease", "wgpuBufferDestroy", "wgpuBufferSetLabel",
+                 "wgpuTextureDestroy", "wgpuDeviceDestroy", "wgpuDeviceRelease",
+                 "wgpuQueueSubmit", "wgpuQueueOnSubmittedWorkDone",
+                 "dawn::native::BufferBase::MakeError"):
+        check(name in apis, f"{name} listed: {sorted(apis)}")
+    eq(len(rows), 19, "WebGPU probes in libwebgpu_wrapper.so")
+    eq({r[3] for r in rows}, {"global"}, "exported (.dynsym) symbols")
+    eq(len(abi), 1, f"one generation line: {p.stdout}")
+    check("WGPUStringView labels, texture formats before tier1" in abi[0] and
+          "Dawn's SetLabel takes a WGPUStringView" in abi[0] and
+          "wgpuGetInstanceCapabilities" in abi[0], f"generation and evidence: {abi[0]}")
+
+
+@test
+def webgpu_abi_tier1_and_symtab_on_dawn_node():
+    need(DAWN_NODE)
+    p, rows, abi = probes(DAWN_NODE)
+    eq(p.returncode, 0, f"exit code ({p.stderr})")
+    eq(len(rows), 19, "WebGPU probes in dawn.node")
+    eq({r[3] for r in rows}, {"local"}, "found as LOCAL symbols in .symtab only")
+    check("WGPUStringView labels, texture formats since tier1" in abi[0] and
+          "wgpuTextureGetTextureBindingViewDimension" in abi[0], f"generation: {abi}")
+
+
+@test
+def webgpu_abi_cstr_on_real_2020_dawn():
+    """maierfelix's webgpu@0.1.1 (2020) ships Dawn's libdawn_proc.so: wgpu*Reference,
+    char const * labels."""
+    need(DAWN_2020)
+    p, rows, abi = probes(DAWN_2020)
+    eq(p.returncode, 0, f"exit code ({p.stderr})")
+    apis = {r[0] for r in rows}
+    check({"wgpuBufferReference", "wgpuDeviceCreateBuffer", "wgpuBufferRelease"} <= apis,
+          f"legacy entries: {sorted(apis)}")
+    check("char const * labels" in abi[0] and "wgpuBufferReference" in abi[0] or
+          "Reference" in abi[0], f"generation: {abi}")
+
+
+@test
+def webgpu_abi_unknown_is_not_guessed():
+    need(UNKNOWN)
+    p, rows, abi = probes(UNKNOWN)
+    eq(p.returncode, 1, "nothing traceable without the generation")
+    eq(rows, [], "no probes")
+    check(any("unknown generation" in l for l in abi), f"says unknown: {p.stdout}")
+    check(any("5 WebGPU functions not traced" in l and "--webgpu-abi" in l for l in abi),
+          f"says what to do: {p.stdout}")
+    p, rows, abi = probes(UNKNOWN, "--webgpu-abi=cstr")
+    eq(p.returncode, 0, f"exit code with --webgpu-abi ({p.stderr})")
+    eq(len(rows), 5, "every function once configured")
+    check("char const * labels" in abi[0] and "--webgpu-abi" in abi[0], f"says why: {abi}")
+    p = run_plain([harness.GPULEAK, "probes", "--webgpu-abi=v7", "--lib", UNKNOWN])
+    eq(p.returncode, 2, "invalid generation is a usage error")
+
+
+@test
+def webgpu_static_dawn_without_symbols_is_named():
+    need(ORT)
+    p = run_plain([harness.GPULEAK, "probes", "--lib", ORT])
+    eq(p.returncode, 1, "exit code")
+    check(f"{ORT} has Dawn (WebGPU) linked in but no wgpu* symbols" in p.stderr,
+          f"message names the file: {p.stderr!r}")
+
+
+# ---- semantics on real Dawn (Null backend) ----
+
+@test
+def webgpu_n_created_k_destroyed_r_released():
+    n, k, r, size = 10, 3, 2, 64 * KiB
+    v = wgpu("basic", n, k, r, size)
+    eq(counters(v, "allocs", "frees", "live_count", "live_bytes", "pending_bytes",
+                "failed_calls", "unknown_refs", "dropped_events"),
+       {"allocs": n, "frees": k + r, "live_count": n - k - r, "live_bytes": (n - k - r) * size,
+        "pending_bytes": 0, "failed_calls": 0, "unknown_refs": 0, "dropped_events": 0},
+       "counters")
+    eq(by_site(v), {("wgpuDeviceCreateBuffer", "create_buffers", None):
+                    ((n - k - r) * size, n - k - r)}, "leaks")
+    owner = v["leaks"][0]["owner"]
+    eq((owner["name"], owner["label"]), ("wgpu#1", "scenario-device"), "grouped by device")
+    eq(v["leaks"][0]["memory"], "device", "memory kind")
+
+
+@test
+def webgpu_unbalanced_addref_is_a_leak_at_its_creation_site():
+    size = 4 * KiB
+    v = wgpu("addref", size)
+    eq(by_site(v), {("wgpuDeviceCreateBuffer", "make_shared", "shared"): (size, 1)},
+       "only the buffer with the extra reference leaks")
+    refs = [(a["api"], a["site"].split("+")[0], a["count"]) for a in v["leaks"][0]["addref_sites"]]
+    eq(refs, [("wgpuBufferAddRef", "cache_hold", 1)], "names the unbalanced AddRef site")
+    eq(counters(v, "allocs", "frees"), {"allocs": 2, "frees": 1}, "balanced one freed")
+
+
+@test
+def webgpu_destroy_in_flight_is_pending_until_work_done():
+    size = 64 * KiB
+    v = wgpu("inflight", size, "nowait")
+    eq(counters(v, "allocs", "frees", "pending_bytes", "pending_count", "live_bytes"),
+       {"allocs": 3, "frees": 1, "pending_bytes": size, "pending_count": 1, "live_bytes": size},
+       "exit before the work-done callback: dst pending, idle freed at once")
+    eq(by_site(v, "pending"), {("wgpuDeviceCreateBuffer", "make_dst", None): (size, 1)},
+       "pending free at dst's creation site")
+    eq(by_site(v), {("wgpuDeviceCreateBuffer", "make_src", None): (size, 1)}, "src live")
+    v = wgpu("inflight", size, "wait")
+    eq(counters(v, "allocs", "frees", "pending_bytes", "live_bytes", "unmatched_done"),
+       {"allocs": 3, "frees": 3, "pending_bytes": 0, "live_bytes": 0, "unmatched_done": 0},
+       "the work-done callback completed the pending free")
+
+
+@test
+def webgpu_spontaneous_callback_inside_the_call_is_seen():
+    """Dawn runs an AllowSpontaneous callback inside wgpuQueueOnSubmittedWorkDone: the
+    process is held at its entry until the callback has its probe."""
+    size = 64 * KiB
+    need(DAWN)
+    res = run_gpuleak(["run", "--", scenario("wgpu"), "inflight", str(size), "spontaneous"])
+    check("callback inside wgpuQueueOnSubmittedWorkDone" in res.out,
+          f"the callback ran inside the call: {res.out}")
+    v = res.verdict()
+    eq(counters(v, "allocs", "frees", "pending_bytes", "live_bytes", "unmatched_done"),
+       {"allocs": 3, "frees": 3, "pending_bytes": 0, "live_bytes": 0, "unmatched_done": 0},
+       "completion seen")
+
+
+@test
+def webgpu_device_destroy_and_release_free_what_they_own():
+    size = 32 * KiB
+    v = wgpu("devices", size)
+    eq(counters(v, "allocs", "alloc_bytes", "frees", "released_by_owner", "live_bytes",
+                "pending_bytes", "unknown_refs"),
+       {"allocs": 6, "alloc_bytes": 5 * size + 16384, "frees": 6, "released_by_owner": 6,
+        "live_bytes": 0, "pending_bytes": 0, "unknown_refs": 0},
+       "wgpuDeviceDestroy freed 4, wgpuDeviceRelease to zero freed 2")
+    eq(v["leaks"], [], "no leaks")
+
+
+@test
+def webgpu_labels_in_report_and_json():
+    size = 4 * KiB
+    v = wgpu("labels", size)
+    # NUL-terminated: the first 63 bytes (the 64-byte buffer keeps the NUL BPF reads).
+    long_label = ("long-label-" + "x" * 89)[:63]
+    eq(by_site(v), {
+        ("wgpuDeviceCreateBuffer", "alloc_kv", "kv_cache"): (3 * size, 3),
+        ("wgpuDeviceCreateBuffer", "alloc_act", "activations"): (2 * size, 2),
+        ("wgpuDeviceCreateBuffer", "alloc_act", None): (size, 1),
+        ("wgpuDeviceCreateBuffer", "alloc_late", "renamed"): (size, 1),
+        ("wgpuDeviceCreateBuffer", "alloc_long", long_label): (size, 1),
+        ("wgpuDeviceCreateTexture", "alloc_tex", "albedo"): (16384, 1),
+    }, "leaks by site and label")
+    eq({l["owner"]["label"] for l in v["leaks"]}, {"llm-device"}, "device label")
+
+
+@test
+def webgpu_texture_bytes_by_format_and_mip_chain():
+    v = wgpu("textures")
+    got = {l["label"]: (l["bytes"], l["count"], l["unsized"]) for l in v["leaks"]}
+    eq(got, {
+        "rgba8-mips": (349524, 1, 0),      # 256x256 RGBA8, 9 levels
+        "r32f-3d": (299008, 1, 0),         # 64x64x16 R32F 3D, 3 levels (depth halves)
+        "rgba16f-array": (491520, 1, 0),   # 128x64 x 6 layers RGBA16F, 2 levels
+        "bgra8-msaa4": (120000, 1, 0),     # 100x75 BGRA8 x 4 samples
+        "depth32f": (1228800, 1, 0),       # 640x480 Depth32Float
+        "rg16f-1d": (4000, 1, 0),          # 1D 1000 RG16F
+        "rgba8-odd": (168, 1, 0),          # 7x5 RGBA8, 3 levels: 7x5 + 3x2 + 1x1
+        "d24s8": (0, 1, 1),                # implementation-defined size: unknown, not guessed
+    }, "bytes per texture")
+    eq(v["live_count"], 8, "every texture live")
+
+
+@test
+def webgpu_error_objects_are_not_memory():
+    size = 4 * KiB
+    v = wgpu("errors", size)
+    eq(counters(v, "allocs", "live_bytes", "error_objects", "failed_calls", "unknown_refs"),
+       {"allocs": 1, "live_bytes": size, "error_objects": 4, "failed_calls": 4,
+        "unknown_refs": 0}, "counters")
+    fails = {(f["api"], f["site"].split("+")[0], f["error_name"]): f["count"]
+             for f in v["failures"]}
+    eq(fails, {("wgpuDeviceCreateBuffer", "make_bad_buffer", "error object"): 2,
+               ("wgpuDeviceCreateTexture", "make_bad_texture", "error object"): 1,
+               ("wgpuDeviceCreateBuffer", "make_bad_scoped", "error object"): 1},
+       "error objects as failures at their sites, inside an error scope too")
+    eq(by_site(v), {("wgpuDeviceCreateBuffer", "make_good", None): (size, 1)}, "leaks")
+
+
+# ---- OpenGL ES on llvmpipe ----
+
+def gles_env(cache):
+    # Mesa writes its shader cache under XDG_CACHE_HOME: keep it out of root's home.
+    return dict(GLES_ENV, XDG_CACHE_HOME=cache)
+
+
+@test
+def webgpu_gles_backend():
+    need(DAWN)
+    cache = tempfile.mkdtemp(prefix="gpuleak-test-mesa-")
+    try:
+        return gles_checks(gles_env(cache))
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def gles_checks(env):
+    p = run_plain([scenario("wgpu"), "basic", "1", "0", "0", "4"], env=env_for_targets(env))
+    if p.returncode:
+        print(f"  EGL/GLES unavailable here ({p.stderr.strip()})")
+        return "skip"
+    v = wgpu("basic", 8, 2, 3, 64 * KiB, env=env)
+    eq(counters(v, "allocs", "frees", "live_bytes"),
+       {"allocs": 8, "frees": 5, "live_bytes": 3 * 64 * KiB}, "basic on GLES")
+    v = wgpu("inflight", 256 * KiB, "nowait", env=env)
+    eq(counters(v, "pending_bytes", "frees"), {"pending_bytes": 256 * KiB, "frees": 1},
+       "pending on GLES")
+    v = wgpu("inflight", 256 * KiB, "wait", env=env)
+    eq(counters(v, "pending_bytes", "frees", "live_bytes"),
+       {"pending_bytes": 0, "frees": 3, "live_bytes": 0}, "completed on GLES")
+
+
+# ---- attach mode, the decode loop, Node ----
+
+@test
+def webgpu_attach_to_running_dawn_process():
+    """Device, adapter and queue made before attach: first seen at their first use."""
+    need(DAWN)
+    a = Attached("wgpu", ["basic", 6, 1, 1, 8192])
+    try:
+        a.wait_attached()
+        a.target.send()
+        a.target.wait_line("done")
+        a.target.send()
+        v = a.finish().verdict()
+    finally:
+        a.cleanup()
+    eq(counters(v, "allocs", "frees", "live_bytes", "unknown_refs"),
+       {"allocs": 6, "frees": 2, "live_bytes": 4 * 8192, "unknown_refs": 0}, "counters")
+    eq(v["leaks"][0]["owner"]["label"], "scenario-device", "device labelled after attach")
+
+
+@test
+def webgpu_decode_loop_finds_the_per_step_leak():
+    need(DAWN)
+    steps = 10
+    res = run_gpuleak(["run", "--", scenario("wgpu_decode"), str(steps)])
+    v = res.verdict()
+    eq(by_site(v), {
+        ("wgpuDeviceCreateBuffer", "kv_cache_init", "kv_cache"): (32 * MiB, 4),
+        ("wgpuDeviceCreateBuffer", "leaky_logits", "logits"): (steps * MiB, steps),
+    }, "kv_cache and the per-step leak")
+    eq(counters(v, "allocs", "frees", "pending_bytes", "unmatched_done"),
+       {"allocs": 1 + 4 + 3 * steps, "frees": 1 + 2 * steps, "pending_bytes": 0,
+        "unmatched_done": 0}, "activations freed at each step's work-done")
+    for word in ("kv_cache", "logits", "leaky_logits", "llm-device"):
+        check(word in res.out, f"{word} in the text report:\n{res.out}")
+
+
+@test
+def webgpu_node_dawn_node_symtab():
+    """A JavaScript workload on dawn.node, whose wgpu* exist only as .symtab LOCALs."""
+    need(DAWN_NODE)
+    json_path = tmpfile(".ndjson")
+    env = gpuleak_env()
+    env["WEBGPU_INDEX"] = os.path.join(WEBGPU_NODE, "index.js")
+    gl = Proc([harness.GPULEAK, "run", "--json", json_path, "--interval", "0", "--", "node",
+               NODE_SCRIPT], env=env)
+    try:
+        gl.wait_line(r"^done", timeout=60)
+        # The objects are alive now; at exit dawn.node would release them all.
+        gl.p.send_signal(signal.SIGTERM)
+        eq(gl.finish(), 0, f"gpuleak exit code ({gl.text('err')})")
+    finally:
+        gl.kill()
+    check_sanitizers(gl.text("err"))
+    recs = read_ndjson(json_path)
+    os.unlink(json_path)
+    v = [r for r in recs if r.get("type") == "verdict"][0]
+    eq(v["state"], "detached", "node still running")
+    got = {(l["api"], l["label"]): (l["bytes"], l["count"]) for l in v["leaks"]}
+    eq(got, {
+        ("wgpuDeviceCreateBuffer", "kv_cache"): (3 * MiB, 3),
+        ("wgpuDeviceCreateBuffer", "logits"): (5 * 64 * KiB, 5),
+        # Tier1 numbering: misread as the older one these would be 16384 and 307200.
+        ("wgpuDeviceCreateTexture", "albedo"): (64 * 64 * 8, 1),
+        ("wgpuDeviceCreateTexture", "depth"): (640 * 480 * 4, 1),
+    }, "leaks by label")
+    eq({l["owner"]["name"] for l in v["leaks"]}, {"wgpu#1"}, "one device")
+    eq(counters(v, "allocs", "frees", "error_objects", "pending_bytes", "unmatched_done"),
+       {"allocs": 11, "frees": 1, "error_objects": 1, "pending_bytes": 0, "unmatched_done": 0},
+       "the invalid buffer is an error object; the destroyed one freed")
+    eq([(f["api"], f["module"], f["error_name"], f["count"]) for f in v["failures"]],
+       [("wgpuDeviceCreateBuffer", "dawn.node", "error object", 1)], "failures")
+    # dawn.node's C++ wrapper keeps a reference of its own to every buffer it creates.
+    refs = {(a["api"], a["count"]) for l in v["leaks"] if l["label"] == "kv_cache"
+            for a in l["addref_sites"]}
+    eq(refs, {("wgpuBufferAddRef", 3)}, "dawn.node's own references, still held")
