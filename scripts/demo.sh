@@ -16,12 +16,18 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 bin=.output/tests/bin
-echo "\$ sudo ./gpuleak run --interval 500ms -- $bin/loop 40 1048576" >&2
-./gpuleak run --interval 500ms -- $bin/loop 40 1048576
+# Steps are the calls of decode_step; the KV caches are declared persistent (retained at the
+# end, never a growth leak); the device is given a size so the time to OOM can be projected.
+run() {
+	echo "\$ sudo ./gpuleak run $*" >&2
+	./gpuleak run "$@"
+}
+run --step sym:loop:decode_step --interval 250ms --device-mem 2GiB \
+	--rule 'persistent site=kv_cache_init' -- $bin/loop 40 1048576
 if [ ! -x $bin/wgpu_decode ]; then
 	echo "demo: $bin/wgpu_decode not built (scripts/install-deps.sh fetches Dawn)" >&2
 	exit 1
 fi
 echo >&2
-echo "\$ sudo ./gpuleak run --interval 500ms -- $bin/wgpu_decode 40" >&2
-exec ./gpuleak run --interval 500ms -- $bin/wgpu_decode 40
+run --step sym:wgpu_decode:decode_step --interval 250ms --device-mem 1GiB \
+	--rule 'persistent label=kv_cache*' -- $bin/wgpu_decode 40

@@ -182,3 +182,18 @@ def malformed_rules_stop_before_attaching():
         p = run_plain([harness.GPULEAK, "run", "--rule", rule, "--", "true"])
         eq(p.returncode, 2, f"exit code for {rule!r}")
         check(f"--rule #1:{where}:" in p.stderr, f"position for {rule!r}: {p.stderr!r}")
+
+
+@test
+def label_rules_on_real_dawn():
+    if not os.path.exists(os.path.join(harness.BIN, "wgpu_decode")):
+        return "skip"
+    v = run_gpuleak(["run", "--interval", "0", "--step", "sym:wgpu_decode:decode_step",
+                     "--rule", "persistent label=kv_cache*", "--",
+                     scenario("wgpu_decode"), "20"]).verdict()
+    retained = [(r["label"], r["bytes"], r["count"]) for r in v["retained"]]
+    eq(retained, [("kv_cache", 32 * MiB, 4)], "the kv_cache-labelled buffers are retained")
+    eq([(l["label"], l["bytes"]) for l in v["leaks"]], [("logits", 20 * MiB)],
+       "the per-step logits buffers are the leak")
+    eq([g["site"].split("+")[0] for g in v["growth"]], ["leaky_logits"], "and the growth")
+    eq(v["persistent_bytes"], 32 * MiB, "persistent bytes")

@@ -131,6 +131,8 @@ static uint32_t *sorted_sites(const struct tracker *t, pid_t pid, enum site_sel 
 struct api_sum {
 	uint16_t api;
 	int16_t device;
+	uint64_t owner;		/* a WebGPU device's handle, 0 otherwise */
+	uint32_t site;		/* one site of the row, to name its owner */
 	uint64_t bytes, count, pending;
 };
 
@@ -144,13 +146,16 @@ static size_t sum_by_api(const struct tracker *t, pid_t pid, struct api_sum *row
 
 		if (s->pid != pid || !s->counts || (!s->live_count && !s->pending_count))
 			continue;
+		uint64_t owner = s->owner_kind == OWNER_DEVICE ? s->owner : 0;
+
 		for (j = 0; j < n; j++)
-			if (rows[j].api == s->api && rows[j].device == s->device)
+			if (rows[j].api == s->api && rows[j].device == s->device &&
+			    rows[j].owner == owner)
 				break;
 		if (j == n) {
 			if (n == max)
 				continue;
-			rows[n++] = (struct api_sum){ s->api, s->device, 0, 0, 0 };
+			rows[n++] = (struct api_sum){ s->api, s->device, owner, (uint32_t)i, 0, 0, 0 };
 		}
 		rows[j].bytes += s->live_bytes;
 		rows[j].count += s->live_count;
@@ -255,7 +260,7 @@ void report__interval(struct report *r, uint64_t now_ns)
 	for (i = 0; i < t->nr_procs; i++) {
 		struct tproc *p = t->procs[i];
 		struct api_sum rows[32];
-		char b1[32], b2[32], dev[8];
+		char b1[32], b2[32], dev[16];
 		size_t nrows, nsites;
 		uint32_t *top;
 
@@ -268,7 +273,7 @@ void report__interval(struct report *r, uint64_t now_ns)
 			p->live_count, fmt_bytes(p->pending_bytes, b2, sizeof(b2)), p->c.allocs,
 			p->c.frees, p->c.failed_calls);
 		for (j = 0; j < nrows; j++) {
-			dev_str(rows[j].device, dev, sizeof(dev));
+			site_dev_str(t, &t->sites[rows[j].site], dev, sizeof(dev));
 			fprintf(r->out, "    %-28s dev %-4s %10s %7" PRIu64 "\n",
 				cat_api_name(rows[j].api), dev,
 				fmt_bytes(rows[j].bytes, b1, sizeof(b1)), rows[j].count);
@@ -862,8 +867,12 @@ static void print_growth(struct report *r, const struct tproc *p, const struct g
 	}
 	if (pr->known) {
 		fmt_duration(pr->seconds_to_oom, d, sizeof(d));
-		fprintf(r->out, "device %d: %s of %s in use", pr->device,
-			fmt_bytes(pr->used, b1, sizeof(b1)), fmt_bytes(pr->capacity, b2, sizeof(b2)));
+		if (pr->webgpu)
+			fprintf(r->out, "WebGPU device wgpu#%d", pr->device + 1);
+		else
+			fprintf(r->out, "device %d", pr->device);
+		fprintf(r->out, ": %s of %s in use", fmt_bytes(pr->used, b1, sizeof(b1)),
+			fmt_bytes(pr->capacity, b2, sizeof(b2)));
 		if (pr->baseline)
 			fprintf(r->out, " (%s held before tracing, unattributed)",
 				fmt_bytes(pr->baseline, b3, sizeof(b3)));

@@ -590,12 +590,28 @@ int timeline__growth(struct timeline *tl, pid_t pid, struct growth **out, size_t
 	return 0;
 }
 
+/*
+ * The device a site's memory is on, as an index for the projection: a CUDA ordinal, or a
+ * WebGPU device in order of first sight (wgpu#1 is 0); -1 for host memory.
+ */
+static int proj_device(const struct timeline *tl, pid_t pid, const struct site *s)
+{
+	if (s->owner_kind == OWNER_DEVICE) {
+		const struct tproc *tp = tracker__proc(tl->t, pid);
+		const struct tobj *o = tp ? tproc__obj(tp, NS_WGPU, s->owner) : NULL;
+
+		return o && o->ordinal >= 1 && o->ordinal <= MAX_DEVICES ? (int)o->ordinal - 1 : -1;
+	}
+	return s->device >= 0 && s->device < MAX_DEVICES ? s->device : -1;
+}
+
 void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, size_t n,
 		       struct projection *out)
 {
 	struct ptl *p = ptl_find(tl, pid);
 	double rate[MAX_DEVICES] = { 0 }, step_s;
 	uint64_t live[MAX_DEVICES] = { 0 };
+	bool webgpu[MAX_DEVICES] = { false };
 	size_t i;
 	int d;
 
@@ -603,18 +619,20 @@ void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, s
 	if (!p || p->nr_steps < 2)
 		return;
 	for (i = 0; i < n; i++) {
-		const struct site *s = &tl->t->sites[g[i].site];
+		int dev = proj_device(tl, pid, &tl->t->sites[g[i].site]);
 
-		if (s->device >= 0 && s->device < MAX_DEVICES)
-			rate[s->device] += g[i].slope_per_step;
+		if (dev >= 0)
+			rate[dev] += g[i].slope_per_step;
 	}
 	for (i = 0; i < tl->t->nr_sites; i++) {
 		const struct site *s = &tl->t->sites[i];
 		const struct cat_api *api = cat_by_api(s->api);
+		int dev = s->pid == pid ? proj_device(tl, pid, s) : -1;
 
-		if (s->pid == pid && s->counts && s->device >= 0 && s->device < MAX_DEVICES && api &&
-		    (api->mem == MEM_DEVICE || api->mem == MEM_MANAGED))
-			live[s->device] += s->live_bytes;
+		if (dev >= 0 && s->counts && api && (api->mem == MEM_DEVICE || api->mem == MEM_MANAGED))
+			live[dev] += s->live_bytes;
+		if (dev >= 0 && s->owner_kind == OWNER_DEVICE)
+			webgpu[dev] = true;
 	}
 	step_s = (double)(p->steps[p->nr_steps - 1].t_end_ns - p->steps[0].t_end_ns) / 1e9 /
 		 (double)(p->nr_steps - 1);
@@ -632,6 +650,7 @@ void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, s
 		steps = used >= cap ? 0 : (double)(cap - used) / rate[d];
 		if (!out->known || steps < out->steps_to_oom) {
 			out->known = true;
+			out->webgpu = webgpu[d];
 			out->device = (int16_t)d;
 			out->capacity = cap;
 			out->used = used;

@@ -56,6 +56,7 @@ struct growth {
 
 struct projection {
 	bool known;		/* a device size is known and memory grows */
+	bool webgpu;		/* device is a WebGPU device: wgpu#(device + 1) */
 	int16_t device;
 	uint64_t capacity;	/* bytes */
 	uint64_t used;		/* bytes now: traced live + what NVML saw before attach */
