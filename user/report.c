@@ -310,6 +310,8 @@ static void json_verdict(struct report *r, const struct tproc *p, uint64_t now_n
 	json_site_array(r, p, BY_LIVE, "leaks");
 	json_site_array(r, p, BY_PENDING, "pending");
 	json_site_array(r, p, BY_FAILED, "failures");
+	if (r->verdict_extra)
+		fprintf(r->json, ",%s", r->verdict_extra);
 	fputs("}\n", r->json);
 }
 

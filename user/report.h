@@ -19,6 +19,7 @@ struct report {
 	FILE *json;		/* NDJSON or NULL */
 	int top;		/* sites listed per table */
 	uint64_t t0_ns;		/* trace start: times print relative to it */
+	const char *verdict_extra;	/* "key":value members appended to each verdict, or NULL */
 };
 
 /* One interval: a compact table per process with activity. */
