@@ -16,6 +16,7 @@
 #include "probe_catalog.h"
 #include "proc_maps.h"
 #include "process.h"
+#include "replay.h"
 #include "trace.h"
 #include "units.h"
 
@@ -35,10 +36,16 @@ enum opt_key {
 	OPT_WAIT,
 	OPT_RINGBUF,
 	OPT_LIB,
+	OPT_FORCE,
+	OPT_BLOCK_SIZE,
+	OPT_RULES,
+	OPT_STEP,
+	OPT_BLOCKS,
 };
 
 struct cli {
 	struct trace_opts t;
+	struct replay_opts r;
 	const char *lib;
 	const char *cmd;
 };
@@ -50,11 +57,15 @@ static const char top_doc[] =
 	"  gpuleak attach -p PID [OPTIONS]     trace a running process\n"
 	"  gpuleak run [OPTIONS] -- CMD ARGS   start CMD with the probes in place\n"
 	"  gpuleak probes (-p PID | --lib PATH) list the traced APIs found, without attaching\n"
+	"  gpuleak record -o FILE (-p PID | -- CMD ARGS)  trace and write a capture file\n"
+	"  gpuleak report FILE [OPTIONS]       analyse a capture file, anywhere, without root\n"
 	"\n"
 	"EXAMPLES:\n"
 	"  sudo gpuleak attach -p 4242 --interval 10s\n"
 	"  sudo gpuleak run --json verdict.ndjson -- python3 serve.py\n"
 	"  gpuleak probes --lib /usr/local/cuda/lib64/libcudart.so.13\n"
+	"  sudo gpuleak record -o incident.glc -p 4242 --duration 60s\n"
+	"  gpuleak report incident.glc --json verdict.ndjson\n"
 	"\n"
 	"EXIT STATUS: 0 done, 1 runtime error, 2 usage error.\n"
 	"Run 'gpuleak COMMAND --help' for the options of a command.";
@@ -94,6 +105,62 @@ static const char run_doc[] =
 	"\n"
 	"Ctrl-C reaches CMD too; gpuleak waits for it to exit (a second Ctrl-C stops at once).\n"
 	"EXIT STATUS: 0 done, 1 runtime error, 2 usage error.";
+
+static const struct argp_option record_options[] = {
+	{ "output", 'o', "FILE", 0, "Write the capture to FILE (required; mode 0600)", 0 },
+	{ "force", OPT_FORCE, NULL, 0, "Replace FILE if it exists", 0 },
+	{ "block-size", OPT_BLOCK_SIZE, "BYTES", 0,
+	  "Write a block once this many bytes of encoded records are buffered (default 1MiB; "
+	  "blocks are also written every second)", 0 },
+	{},
+};
+
+static const char record_doc[] =
+	"Trace like 'run' (-- CMD ARGS) or 'attach' (-p PID), with the same options and live "
+	"output, and also write every record to a capture file, with the command line, map "
+	"snapshots and the names of the call sites: 'gpuleak report' analyses it later, on any "
+	"machine, without root and without the target's binaries.\v"
+	"EXAMPLES:\n"
+	"  sudo gpuleak record -o incident.glc -p 4242 --duration 60s\n"
+	"  sudo gpuleak record -o run.glc --json live.ndjson -- python3 serve.py\n"
+	"  gpuleak report incident.glc\n"
+	"\n"
+	"FILE is created with mode 0600 (it names code paths of the target); an existing FILE "
+	"is only replaced with --force. Under sudo it belongs to the user who ran sudo. Blocks "
+	"are written at least every second: if gpuleak is killed, FILE keeps all but the last "
+	"second.\n"
+	"EXIT STATUS: 0 done, 1 runtime error (also when FILE could not be written completely), "
+	"2 usage error.";
+
+static const struct argp_option report_options[] = {
+	{ "json", OPT_JSON, "FILE", 0, "Write NDJSON: the verdict per process (and intervals)", 0 },
+	{ "top", OPT_TOP, "N", 0, "Sites listed in interval tables (default 5)", 0 },
+	{ "interval", 'i', "DURATION", 0,
+	  "Print a compact table every DURATION of recorded time (default 0: none)", 0 },
+	{ "rules", OPT_RULES, "FILE", 0,
+	  "Analyse with these rules (may differ from the capture's; not implemented yet)", 1 },
+	{ "step", OPT_STEP, "SPEC", 0,
+	  "Step detection settings (may differ from the capture's; not implemented yet)", 1 },
+	{ "blocks", OPT_BLOCKS, NULL, 0, "List the file's blocks instead of analysing it", 2 },
+	{ "verbose", 'v', NULL, 0, "More diagnostics on stderr", 2 },
+	{},
+};
+
+static const char report_doc[] =
+	"Analyse a capture file written by 'gpuleak record': the analysis and the report of a "
+	"live session, replayed from the recorded events, with the analysis options given "
+	"here. Needs no privileges, no target and none of its binaries: call sites are named "
+	"from the capture.\v"
+	"EXAMPLES:\n"
+	"  gpuleak report incident.glc\n"
+	"  gpuleak report incident.glc --json verdict.ndjson\n"
+	"  gpuleak report --blocks incident.glc\n"
+	"\n"
+	"A capture cut short (recorder killed, disk full) is reported up to its last whole "
+	"block, with a warning; its verdicts say \"truncated\":true. --rules and --step are "
+	"accepted for re-analysis but not implemented in this build yet (a warning says so).\n"
+	"EXIT STATUS: 0 done (also for a truncated capture), 1 unreadable, corrupt or "
+	"unsupported capture (the message names the byte offset), 2 usage error.";
 
 static const struct argp_option probes_options[] = {
 	{ "pid", 'p', "PID", 0, "List the traced APIs in the objects mapped by PID", 0 },
@@ -160,7 +227,7 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 		gl_verbosity++;
 		break;
 	case ARGP_KEY_ARG:
-		if (strcmp(c->cmd, "run"))
+		if (strcmp(c->cmd, "run") && strcmp(c->cmd, "record"))
 			argp_error(state, "unexpected argument '%s'", arg);
 		/* Everything from the first non-option on is the command. */
 		c->t.argv = &state->argv[state->next - 1];
@@ -175,11 +242,109 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 			argp_error(state, "run needs a command: gpuleak run [OPTIONS] -- CMD ARGS");
 		if (!strcmp(c->cmd, "run") && c->t.pid)
 			argp_error(state, "run starts its own process; use 'gpuleak attach -p PID'");
+		if (!strcmp(c->cmd, "record") && !c->t.pid == !c->t.argv)
+			argp_error(state, "record needs -p PID or a command: gpuleak record -o FILE "
+				   "(-p PID | -- CMD ARGS)");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
 	return 0;
+}
+
+/* record: its own options, then everything attach and run take (a child parser). */
+static error_t parse_record(int key, char *arg, struct argp_state *state)
+{
+	struct cli *c = state->input;
+	uint64_t v;
+
+	switch (key) {
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = c;
+		break;
+	case 'o':
+		c->t.capture_path = arg;
+		break;
+	case OPT_FORCE:
+		c->t.capture.force = true;
+		break;
+	case OPT_BLOCK_SIZE:
+		if (parse_bytes(arg, &v) || v < 64 || v > (16ULL << 20))
+			argp_error(state, "--block-size must be 64B..16MiB");
+		c->t.capture.block_bytes = v;
+		break;
+	case ARGP_KEY_END:
+		if (!c->t.capture_path)
+			argp_error(state, "record needs -o FILE");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static error_t parse_report(int key, char *arg, struct argp_state *state)
+{
+	struct cli *c = state->input;
+
+	switch (key) {
+	case OPT_JSON:
+		c->r.json_path = arg;
+		break;
+	case OPT_TOP:
+		c->r.top = atoi(arg);
+		if (c->r.top < 0)
+			argp_error(state, "invalid --top '%s'", arg);
+		break;
+	case 'i':
+		if (parse_duration_ns(arg, &c->r.interval_ns))
+			argp_error(state, "invalid interval '%s' (e.g. 2s; 0 disables)", arg);
+		break;
+	case OPT_RULES:
+		c->r.analysis.rules_path = arg;
+		break;
+	case OPT_STEP:
+		c->r.analysis.step_spec = arg;
+		break;
+	case OPT_BLOCKS:
+		c->r.list_blocks = true;
+		break;
+	case 'v':
+		gl_verbosity++;
+		break;
+	case ARGP_KEY_ARG:
+		if (c->r.path)
+			argp_error(state, "report reads one capture file; unexpected '%s'", arg);
+		c->r.path = arg;
+		break;
+	case ARGP_KEY_END:
+		if (!c->r.path)
+			argp_error(state, "report needs a capture file: gpuleak report FILE");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/* Under sudo, the capture is for the user who asked for it. */
+static void capture_owner(struct capture_opts *o)
+{
+	const char *uid = getenv("SUDO_UID"), *gid = getenv("SUDO_GID");
+	char *end;
+	unsigned long u, g;
+
+	if (geteuid() || !uid || !gid)
+		return;
+	u = strtoul(uid, &end, 10);
+	if (*end || !*uid)
+		return;
+	g = strtoul(gid, &end, 10);
+	if (*end || !*gid)
+		return;
+	o->owner_uid = u;
+	o->owner_gid = g;
+	o->owner_set = true;
 }
 
 static error_t parse_probes(int key, char *arg, struct argp_state *state)
@@ -294,6 +459,9 @@ int main(int argc, char **argv)
 {
 	static const struct argp top = { NULL, NULL, "COMMAND [ARGS...]", top_doc, NULL, NULL,
 					 NULL };
+	static const struct argp trace_argp = { trace_options, parse_trace, NULL, NULL, NULL, NULL,
+						NULL };
+	static const struct argp_child record_children[] = { { &trace_argp, 0, NULL, 0 }, {} };
 	struct argp sub = { trace_options, parse_trace, NULL, NULL, NULL, NULL, NULL };
 	struct cli c = {};
 	const char *cmd;
@@ -303,11 +471,12 @@ int main(int argc, char **argv)
 	c.t.interval_ns = 5000000000ULL;
 	c.t.top = 5;
 	c.t.ringbuf_bytes = 64ULL << 20;
+	c.r.top = 5;
 	if (argc < 2 || argv[1][0] == '-') {
 		/* gpuleak --help, --version, or a mistake */
 		argp_parse(&top, argc, argv, 0, NULL, NULL);
-		fprintf(stderr, "gpuleak: a command is needed: attach, run or probes "
-			"(gpuleak --help)\n");
+		fprintf(stderr, "gpuleak: a command is needed: attach, run, probes, record or "
+			"report (gpuleak --help)\n");
 		return EXIT_USAGE;
 	}
 	cmd = argv[1];
@@ -325,9 +494,20 @@ int main(int argc, char **argv)
 		sub.parser = parse_probes;
 		sub.args_doc = "(-p PID | --lib PATH)";
 		sub.doc = probes_doc;
+	} else if (!strcmp(cmd, "record")) {
+		sub.options = record_options;
+		sub.parser = parse_record;
+		sub.children = record_children;
+		sub.args_doc = "-o FILE (-p PID | [OPTIONS] -- CMD [ARGS...])";
+		sub.doc = record_doc;
+	} else if (!strcmp(cmd, "report")) {
+		sub.options = report_options;
+		sub.parser = parse_report;
+		sub.args_doc = "FILE";
+		sub.doc = report_doc;
 	} else {
-		fprintf(stderr, "gpuleak: unknown command '%s' (attach, run or probes; "
-			"gpuleak --help)\n", cmd);
+		fprintf(stderr, "gpuleak: unknown command '%s' (attach, run, probes, record or "
+			"report; gpuleak --help)\n", cmd);
 		return EXIT_USAGE;
 	}
 	/* argp exits with argp_err_exit_status on usage errors. */
@@ -336,5 +516,9 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	if (!strcmp(cmd, "probes"))
 		return cmd_probes(&c);
+	if (!strcmp(cmd, "report"))
+		return replay__run(&c.r);
+	if (!strcmp(cmd, "record"))
+		capture_owner(&c.t.capture);
 	return trace__run(&c.t);
 }

@@ -15,6 +15,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "attach.h"
+#include "capture.h"
 #include "elf_syms.h"
 #include "gpuleak.h"
 #include "gpuleak.skel.h"
@@ -63,6 +64,9 @@ struct trace {
 	int sigints;
 	bool rescan_pending;
 	bool has_rendezvous;
+	struct capture *cap;	/* gpuleak record */
+	int cap_err;		/* the capture failed: tracing goes on, the exit status is 1 */
+	size_t cap_named;	/* tracker sites before this one have their name in the capture */
 };
 
 static uint64_t now_ns(void)
@@ -83,14 +87,119 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
-/* Every record, from BPF or made here, enters the analysis through this one function. */
+static void capture_failed(struct trace *tr, int err)
+{
+	struct capture_stats st;
+
+	if (tr->cap_err)
+		return;
+	tr->cap_err = err;
+	capture__stats(tr->cap, &st);
+	pr_err("writing %s: %s; the capture stops at offset %" PRIu64 " (its %" PRIu64 " records "
+	       "stay readable), tracing goes on\n", capture__path(tr->cap), strerror(-err),
+	       st.bytes, st.records);
+}
+
+/*
+ * Every record, from BPF or made here, enters the analysis through this one function; a
+ * capture gets exactly the same stream, in the same order, so `gpuleak report` replays
+ * what the tracker saw.
+ */
 static int on_record(void *ctx, const struct gl_hdr *h)
 {
 	struct trace *tr = ctx;
+	int err;
 
 	if (h->kind == GL_REC_NOTIFY && h->api == GL_API_LD_DEBUG_STATE && h->pid == (__u32)tr->tgt.pid)
 		tr->rescan_pending = true;
+	if (tr->cap && !tr->cap_err) {
+		err = capture__write_record(tr->cap, h);
+		if (err && err != -EINVAL)
+			capture_failed(tr, err);
+	}
 	return tracker__apply(tr->trk, h);
+}
+
+/* The target's executable mappings, for naming addresses the capture has no symbol for. */
+static void capture_maps(struct trace *tr, const struct proc_maps *m)
+{
+	int err;
+
+	if (!tr->cap || tr->cap_err)
+		return;
+	err = capture__add_maps(tr->cap, m, tr->mods);
+	if (err)
+		capture_failed(tr, err);
+}
+
+static void capture_process(struct trace *tr)
+{
+	struct capture_proc p = { .pid = tr->tgt.pid, .start_ticks = tr->tgt.start_ticks };
+	char comm[16], exe[4096];
+	char **argv = NULL;
+	int err;
+
+	if (!tr->cap || tr->cap_err)
+		return;
+	p.start_realtime_ns = process__start_realtime_ns(p.start_ticks);
+	process__comm(p.pid, comm, sizeof(comm));
+	p.comm = comm;
+	if (tr->run_mode) {
+		/* The child's own view is the one it was started with. */
+		p.exe = tr->child.exe;
+		p.argv = tr->o->argv;
+		while (p.argv[p.argc])
+			p.argc++;
+	} else {
+		process__exe(p.pid, exe, sizeof(exe));
+		p.exe = exe;
+		process__cmdline(p.pid, &argv, &p.argc);
+		p.argv = argv;
+	}
+	err = capture__add_process(tr->cap, &p);
+	free(argv);
+	if (err)
+		capture_failed(tr, err);
+}
+
+/*
+ * Names of the tracker's call sites, for a report without the binaries. A site is named
+ * once, when its address lies in a known mapping (a library mapped a moment ago may not be
+ * scanned yet); at the end every site is named as the live report names it. Reading names
+ * from the symbolizer's cache makes them the very strings the live report prints.
+ */
+static void capture_names(struct trace *tr, bool final)
+{
+	const struct tracker *t = tr->trk;
+	bool all_named = true;
+	size_t i;
+	int err;
+
+	if (!tr->cap || tr->cap_err)
+		return;
+	for (i = tr->cap_named; i < t->nr_sites; i++) {
+		const struct site *s = &t->sites[i];
+		const struct sym_info *si;
+
+		if (s->caller && !capture__has_symbol(tr->cap, s->pid, s->caller)) {
+			si = symbolizer__info(tr->sym, s->pid, s->caller);
+			if (!si) {
+				capture_failed(tr, -ENOMEM);
+				return;
+			}
+			if (!si->module && !final) {
+				all_named = false;
+				continue;
+			}
+			err = capture__add_symbol(tr->cap, s->pid, s->caller, si);
+			if (err) {
+				capture_failed(tr, err);
+				return;
+			}
+		}
+		if (all_named)
+			tr->cap_named = i + 1;
+	}
 }
 
 static void emit_proc(struct trace *tr, enum gl_proc_event ev, int status)
@@ -208,6 +317,7 @@ static int rescan(struct trace *tr)
 	if (err)
 		goto out;
 	symbolizer__add_maps(tr->sym, m);
+	capture_maps(tr, m);
 	err = attach__scan(tr->att, m, &nr_new);
 	if (!tr->has_rendezvous)
 		tr->has_rendezvous = has_rendezvous_probe(tr, m);
@@ -248,7 +358,9 @@ static int start_attach_mode(struct trace *tr)
 		return err;
 	}
 	emit_proc(tr, GL_PROC_ATTACH, 0);
+	capture_process(tr);
 	symbolizer__add_maps(tr->sym, m);
+	capture_maps(tr, m);
 	err = attach__scan(tr->att, m, &nr_new);
 	if (err)
 		goto cleanup;
@@ -323,6 +435,7 @@ static int start_run_mode(struct trace *tr)
 		return err;
 	}
 	process__start_ticks(tr->child.pid, &tr->tgt.start_ticks);
+	capture_process(tr);
 	return 0;
 }
 
@@ -412,6 +525,7 @@ static int loop(struct trace *tr)
 					strerror(-err));
 		}
 		emit_tick(tr);
+		capture_names(tr, false);
 		if (now >= next_interval) {
 			emit_loss(tr);
 			report__interval(&tr->rep, now);
@@ -423,6 +537,24 @@ static int loop(struct trace *tr)
 			break;
 	}
 	return 0;
+}
+
+static void finish_capture(struct trace *tr)
+{
+	struct capture_stats st;
+	int err;
+
+	if (!tr->cap || tr->cap_err)
+		return;
+	err = capture__finish(tr->cap);
+	if (err) {
+		capture_failed(tr, err);
+		return;
+	}
+	capture__stats(tr->cap, &st);
+	fprintf(stderr, "gpuleak: wrote %s: %" PRIu64 " records in %u blocks, %" PRIu64
+		" bytes (%.1f bytes/record)\n", capture__path(tr->cap), st.records, st.blocks,
+		st.bytes, st.records ? (double)st.bytes / st.records : 0.0);
 }
 
 static void finish(struct trace *tr)
@@ -438,15 +570,18 @@ static void finish(struct trace *tr)
 		emit_proc(tr, GL_PROC_EXIT, tr->tgt.status);
 	else
 		emit_proc(tr, GL_PROC_DETACH, 0);
+	capture_names(tr, true);
 	report__final(&tr->rep, now_ns());
 	if (ringbuf__bad(tr->rb))
 		pr_warn("%" PRIu64 " ring buffer records had an unexpected size (mismatched BPF "
 			"object?)\n", ringbuf__bad(tr->rb));
+	finish_capture(tr);
 }
 
 int trace__run(const struct trace_opts *o)
 {
 	struct trace tr = { .o = o, .sigfd = -1, .tgt = { .pidfd = -1, .status = -1 } };
+	bool traced = false;
 	int err;
 
 	tr.child.pid = -1;
@@ -464,6 +599,14 @@ int trace__run(const struct trace_opts *o)
 		if (!tr.json) {
 			pr_err("cannot write %s: %s\n", o->json_path, strerror(errno));
 			return 1;
+		}
+	}
+	if (o->capture_path) {
+		err = capture__create(o->capture_path, &o->capture, &tr.cap);
+		if (err) {
+			pr_err("cannot create %s: %s%s\n", o->capture_path, strerror(-err),
+			       err == -EEXIST ? " (--force replaces it)" : "");
+			goto cleanup;
 		}
 	}
 	err = setup_signals(&tr);
@@ -490,6 +633,7 @@ int trace__run(const struct trace_opts *o)
 	err = o->argv ? start_run_mode(&tr) : start_attach_mode(&tr);
 	if (err)
 		goto cleanup;
+	traced = true;
 	err = loop(&tr);
 	if (err)
 		pr_err("tracing stopped: %s\n", strerror(-err));
@@ -509,5 +653,9 @@ cleanup:
 		close(tr.sigfd);
 	if (tr.json)
 		fclose(tr.json);
-	return err ? 1 : 0;
+	/* A capture of a session that never started holds nothing worth keeping. */
+	if (tr.cap && !traced)
+		unlink(o->capture_path);
+	capture__free(tr.cap);
+	return err || tr.cap_err ? 1 : 0;
 }

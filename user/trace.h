@@ -3,6 +3,8 @@
  * A live tracing session: loads the BPF programs, attaches to a running process (attach
  * mode) or to a child held before exec (run mode), feeds the ring buffer into the tracker,
  * prints intervals, and the final report when the target exits, on Ctrl-C or --duration.
+ * With a capture path (gpuleak record) every record the tracker gets is also written to a
+ * capture file, with what it takes to name the sites later (maps, symbols, command line).
  */
 #ifndef GPULEAK_TRACE_H
 #define GPULEAK_TRACE_H
@@ -10,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "capture.h"
 
 struct trace_opts {
 	pid_t pid;		/* attach mode when > 0 */
@@ -20,6 +23,8 @@ struct trace_opts {
 	int top;
 	bool wait_for_lib;	/* attach even if no CUDA library is mapped yet */
 	uint64_t ringbuf_bytes;
+	const char *capture_path;	/* gpuleak record: also write every record here */
+	struct capture_opts capture;
 };
 
 /* Returns the process exit code: 0 done, 1 runtime error. */
