@@ -204,13 +204,15 @@ static void enc_addr(struct rec_encoder *e, const struct gl_call_rec *r)
 	if (r->hdr.kind == GL_REC_ALLOC) {
 		uint64_t n = m->nr_frees < CODEC_FREE_RING ? m->nr_frees : CODEC_FREE_RING;
 
-		for (k = 0; k < n; k++)
-			if (m->free_ring[(m->nr_frees - 1 - k) & (CODEC_FREE_RING - 1)] == r->addr) {
-				wbuf__varint(b, ADDR_REF + k);
-				return;
-			}
+		for (k = 0; k < n; k++) {
+			if (m->free_ring[(m->nr_frees - 1 - k) & (CODEC_FREE_RING - 1)] != r->addr)
+				continue;
+			wbuf__varint(b, ADDR_REF + k);
+			return;
+		}
 	} else if (r->hdr.kind == GL_REC_FREE) {
-		const struct addr_slot *s = &e->addr_hash[hmap_mix(r->addr) & (CODEC_ALLOC_RING - 1)];
+		size_t slot = hmap_mix(r->addr) & (CODEC_ALLOC_RING - 1);
+		const struct addr_slot *s = &e->addr_hash[slot];
 
 		/* A slot may be stale (an earlier block, an evicted ring entry): the ring says. */
 		if (s->addr == r->addr && s->seq < m->nr_allocs &&

@@ -118,7 +118,8 @@ static int parse_header(struct capture_reader *r)
 	in->minor = get_le16(h + HO_MINOR);
 	if (in->major != CAPTURE_MAJOR)
 		return fail(r, -EPROTONOSUPPORT, HO_MAJOR,
-			    "capture format %u.%u; this gpuleak reads %u.x (use a matching gpuleak)",
+			    "capture format %u.%u; this gpuleak reads %u.x "
+			    "(use a matching gpuleak)",
 			    in->major, in->minor, CAPTURE_MAJOR);
 	in->hdr_size = get_le32(h + HO_HDR_SIZE);
 	if (in->hdr_size < HO_END || in->hdr_size > MAX_HDR_SIZE)
@@ -562,7 +563,8 @@ static int block_header(struct capture_reader *r, uint64_t off, struct capture_b
 		/* A recorder killed while the kernel extended the file leaves zeroes behind. */
 		if ((r->info.flags & CAPTURE_F_INCOMPLETE) && zero_tail(r, off))
 			return 0;
-		return fail(r, -EINVAL, off, "no block magic (corrupt file or not a block boundary)");
+		return fail(r, -EINVAL, off,
+			    "no block magic (corrupt file or not a block boundary)");
 	}
 	if (!(r->flags & CAPTURE_R_NO_CRC) && crc32(0, h, BO_HDR_CRC) != get_le32(h + BO_HDR_CRC))
 		return fail(r, -EINVAL, off, "block header CRC mismatch (corrupt block header)");

@@ -46,9 +46,11 @@ static size_t gen_record(struct gen *g, union rec_buf *out)
 	static const uint64_t callers[] = { 0x401016, 0x401234, 0x7f0012345678, 0 };
 	static const uint64_t sizes[] = { 0, 4096, 2 << 20, 1000, ~0ULL };
 	static const uint64_t streams[] = { 0, 1, 2, 0x55555555a000 };
-	static const uint16_t apis[] = { GL_API_CUDA_MALLOC, GL_API_CUDA_MALLOC_ASYNC,
-					 GL_API_CUDA_FREE, GL_API_CUDA_FREE_ASYNC,
-					 GL_API_CUDA_STREAM_SYNCHRONIZE, GL_API_LD_DEBUG_STATE, 0xffff };
+	static const uint16_t apis[] = {
+		GL_API_CUDA_MALLOC,		GL_API_CUDA_MALLOC_ASYNC, GL_API_CUDA_FREE,
+		GL_API_CUDA_FREE_ASYNC,		GL_API_CUDA_STREAM_SYNCHRONIZE,
+		GL_API_LD_DEBUG_STATE,		0xffff,
+	};
 	static const uint32_t tids[] = { 100, 101, 102, 103, 104, 105, 106, 107, 108 };
 	struct gl_call_rec *r = &out->call;
 	unsigned int what = rnd() % 100;
@@ -340,7 +342,8 @@ static void file_round_trip(void)
 		goto cleanup;
 	if (CHECK(!stat(path, &st), "stat"))
 		CHECK_U64(st.st_mode & 0777, 0600, "file mode");
-	if (!CHECK(!capture_reader__open(path, 0, &r), "open: %s", r ? capture_reader__error(r) : ""))
+	if (!CHECK(!capture_reader__open(path, 0, &r), "open: %s",
+		   r ? capture_reader__error(r) : ""))
 		goto cleanup;
 	CHECK_U64(capture_reader__info(r)->flags, 0, "INCOMPLETE cleared at finish");
 	if (!CHECK(!capture_reader__read(r, &seen_visitor, &s), "read: %s",
@@ -419,7 +422,8 @@ static void cut_anywhere(void)
 		/* what was read is a prefix of what was written, and only grows */
 		failures += !CHECK(s.n >= prev && s.n <= 800, "cut at %zu: %zu records", cut, s.n);
 		failures += !CHECK(!s.n || !memcmp(&s.recs[s.n - 1], &recs[s.n - 1],
-						  recs[s.n - 1].h.size), "cut at %zu: last record", cut);
+						  recs[s.n - 1].h.size),
+				   "cut at %zu: last record", cut);
 		prev = s.n;
 	}
 	CHECK_U64(prev, 800, "all records at full length");
@@ -466,8 +470,8 @@ static void every_bit_flip_is_an_error(void)
 			for (bit = all ? 0 : i % 8; bit < (all ? 8 : (int)(i % 8) + 1); bit++) {
 				buf[i] ^= 1 << bit;
 				failures += !CHECK(read_mem(buf, len, &s, NULL) < 0,
-						   "flip of bit %d at %zu (of %zu, %s) unnoticed", bit,
-						   i, len, store ? "stored" : "zlib");
+						   "flip of bit %d at %zu (of %zu, %s) unnoticed",
+						   bit, i, len, store ? "stored" : "zlib");
 				buf[i] ^= 1 << bit;
 			}
 		}
