@@ -243,8 +243,8 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 		if (!strcmp(c->cmd, "run") && c->t.pid)
 			argp_error(state, "run starts its own process; use 'gpuleak attach -p PID'");
 		if (!strcmp(c->cmd, "record") && !c->t.pid == !c->t.argv)
-			argp_error(state, "record needs -p PID or a command: gpuleak record -o FILE "
-				   "(-p PID | -- CMD ARGS)");
+			argp_error(state, "record needs -p PID or a command: "
+				   "gpuleak record -o FILE (-p PID | -- CMD ARGS)");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

@@ -109,7 +109,8 @@ uint64_t process__start_realtime_ns(uint64_t start_ticks)
 	long tck = sysconf(_SC_CLK_TCK);
 	struct timespec real, boot;
 
-	if (tck <= 0 || clock_gettime(CLOCK_REALTIME, &real) || clock_gettime(CLOCK_BOOTTIME, &boot))
+	if (tck <= 0 || clock_gettime(CLOCK_REALTIME, &real) ||
+	    clock_gettime(CLOCK_BOOTTIME, &boot))
 		return 0;
 	/* starttime counts from boot (CLOCK_BOOTTIME); wall clock at boot is real - boot. */
 	return (uint64_t)real.tv_sec * 1000000000ULL + real.tv_nsec -

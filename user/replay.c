@@ -51,7 +51,8 @@ static int on_maps(void *ctx, uint32_t pid, const struct capture_map *v, size_t 
 	int err;
 
 	for (i = 0; i < n; i++) {
-		err = symbolizer__add_map(rp->sym, pid, v[i].start, v[i].end, v[i].pgoff, v[i].path);
+		err = symbolizer__add_map(rp->sym, pid, v[i].start, v[i].end, v[i].pgoff,
+					  v[i].path);
 		if (err)
 			return err;
 	}
