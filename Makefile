@@ -4,6 +4,7 @@
 #   make demo     install dependencies, build, run the built-in example under gpuleak
 #   make test     install dependencies, build (+ ASan/UBSan build), run the test suite
 #   make bench    the benchmark (not part of make test)
+#   make bench-capture   capture size and `gpuleak report` speed (bench/capture_bench.sh)
 
 OUTPUT := .output
 CLANG ?= clang
@@ -38,7 +39,7 @@ USER_HDR := $(wildcard user/*.h) bpf/gpuleak.h
 USER_OBJ := $(patsubst user/%.c,$(OUTPUT)/obj/%.o,$(USER_SRC))
 ASAN_OBJ := $(patsubst user/%.c,$(OUTPUT)/asan/%.o,$(USER_SRC))
 
-.PHONY: all deps test demo bench clean standins check-deps
+.PHONY: all deps test demo bench bench-capture clean standins check-deps
 all: gpuleak
 
 deps:
@@ -76,7 +77,8 @@ $(OUTPUT)/gpuleak-asan: $(ASAN_OBJ)
 -include tests/build.mk
 
 test: deps
-	@$(MAKE) --no-print-directory gpuleak $(OUTPUT)/gpuleak-asan standins unit
+	@$(MAKE) --no-print-directory gpuleak $(OUTPUT)/gpuleak-asan standins unit \
+		$(CAPTURE_GEN)
 	@python3 tests/run_tests.py --gpuleak $(OUTPUT)/gpuleak-asan
 
 demo: deps
@@ -98,3 +100,16 @@ $(OUTPUT)/tests/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_ASAN_OBJ)
 
 unit: $(UNIT_BIN)
 .PHONY: unit
+
+# Capture benchmark: a generator that writes realistic captures through the real writer.
+LIB_OBJ := $(filter-out $(OUTPUT)/obj/gpuleak.o,$(USER_OBJ))
+CAPTURE_GEN := $(OUTPUT)/bench/capture_gen
+
+$(CAPTURE_GEN): bench/capture_gen.c $(LIB_OBJ)
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $< $(LIB_OBJ) $(LDLIBS) -o $@
+
+# Callable from `make bench`; needs root for the recorded scenarios (skipped without).
+bench-capture: gpuleak $(CAPTURE_GEN) standins
+	@bench/capture_bench.sh
