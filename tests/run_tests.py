@@ -13,6 +13,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 import test_cudart  # noqa: E402,F401  (registers tests)
 import test_cli  # noqa: E402,F401
+import test_capture  # noqa: E402,F401
 import test_unit  # noqa: E402,F401
 
 if __name__ == "__main__":
