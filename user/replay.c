@@ -268,9 +268,10 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 	return 0;
 }
 
-int replay__mem(const void *buf, size_t len, unsigned int reader_flags, FILE *out, FILE *json)
+int replay__mem(const void *buf, size_t len, unsigned int reader_flags, uint64_t interval_ns,
+		FILE *out, FILE *json)
 {
-	struct replay rp = {};
+	struct replay rp = { .interval_ns = interval_ns };
 	int err;
 
 	err = capture_reader__open_mem(buf, len, reader_flags, &rp.rd);

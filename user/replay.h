@@ -37,8 +37,10 @@ int replay__run(const struct replay_opts *o);
 
 /*
  * The same analysis of a capture held in memory, text to out and verdicts to json (may be
- * NULL). 0, or -errno when the capture is corrupt. The fuzzer's entry point.
+ * NULL), with interval tables every interval_ns of record time (0: none). 0, or -errno
+ * when the capture is corrupt. The fuzzer's entry point.
  */
-int replay__mem(const void *buf, size_t len, unsigned int reader_flags, FILE *out, FILE *json);
+int replay__mem(const void *buf, size_t len, unsigned int reader_flags, uint64_t interval_ns,
+		FILE *out, FILE *json);
 
 #endif
