@@ -4,6 +4,8 @@
 #   make demo     install dependencies, build, run the built-in example under gpuleak
 #   make test     install dependencies, build (+ ASan/UBSan build), run the test suite
 #   make bench    the benchmark (not part of make test)
+#   make bench-capture   capture size and `gpuleak report` speed (bench/capture_bench.sh)
+#   make fuzz     fuzz the capture reader for FUZZ_TIME seconds (default 600)
 
 OUTPUT := .output
 CLANG ?= clang
@@ -40,7 +42,8 @@ USER_HDR := $(wildcard user/*.h) bpf/gpuleak.h
 USER_OBJ := $(patsubst user/%.c,$(OUTPUT)/obj/%.o,$(USER_SRC))
 ASAN_OBJ := $(patsubst user/%.c,$(OUTPUT)/asan/%.o,$(USER_SRC))
 
-.PHONY: all deps test demo bench clean standins check-deps
+.PHONY: all deps test demo bench bench-capture fuzz fuzz-build fuzz-merge clean standins \
+	check-deps
 all: gpuleak
 
 deps:
@@ -86,7 +89,8 @@ $(OUTPUT)/gpuleak-asan: $(ASAN_OBJ)
 -include tests/build.mk
 
 test: deps
-	@$(MAKE) --no-print-directory gpuleak $(OUTPUT)/gpuleak-asan standins unit
+	@$(MAKE) --no-print-directory gpuleak $(OUTPUT)/gpuleak-asan standins unit fuzz-build \
+		$(CAPTURE_GEN)
 	@$(PYTHON) tests/run_tests.py --gpuleak $(OUTPUT)/gpuleak-asan
 
 demo: deps
@@ -108,3 +112,45 @@ $(OUTPUT)/tests/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_ASAN_OBJ)
 
 unit: $(UNIT_BIN)
 .PHONY: unit
+
+# Capture benchmark: a generator that writes realistic captures through the real writer.
+LIB_OBJ := $(filter-out $(OUTPUT)/obj/gpuleak.o,$(USER_OBJ))
+CAPTURE_GEN := $(OUTPUT)/bench/capture_gen
+
+$(CAPTURE_GEN): bench/capture_gen.c $(LIB_OBJ)
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $< $(LIB_OBJ) $(LDLIBS) -o $@
+
+# Callable from `make bench`; needs root for the recorded scenarios (skipped without).
+bench-capture: gpuleak $(CAPTURE_GEN) standins
+	@bench/capture_bench.sh
+
+# libFuzzer target for the capture reader: everything `gpuleak report` runs, from bytes.
+FUZZ_CC ?= clang
+FUZZ_BIN := $(OUTPUT)/fuzz/fuzz_capture
+FUZZ_SRC := $(addprefix user/,replay.c capture_reader.c capture_codec.c analysis.c tracker.c \
+	timeline.c rules.c units.c report.c symbolize.c probe_catalog.c hmap.c log.c elf_syms.c \
+	modules.c proc_maps.c wgpu.c)
+FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=undefined $(WARN) -std=gnu11 -D_GNU_SOURCE \
+	-DGPULEAK_VERSION='"$(VERSION)"' -Ibpf -Iuser
+FUZZ_TIME ?= 600
+FUZZ_ARGS := -timeout=10 -rss_limit_mb=2048 -dict=tests/fuzz/capture.dict
+
+$(FUZZ_BIN): tests/fuzz/fuzz_capture.c $(FUZZ_SRC) $(USER_HDR)
+	@mkdir -p $(@D)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(FUZZ_SRC) -lelf -lz -o $@
+
+fuzz-build: $(FUZZ_BIN)
+
+# New inputs go to .output/fuzz/corpus; `make fuzz-merge` keeps what adds coverage in the
+# committed corpus.
+fuzz: $(FUZZ_BIN)
+	@mkdir -p $(OUTPUT)/fuzz/corpus
+	$(FUZZ_BIN) $(FUZZ_ARGS) -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
+		$(OUTPUT)/fuzz/corpus tests/fuzz/corpus tests/fuzz/seeds
+
+fuzz-merge: $(FUZZ_BIN)
+	$(FUZZ_BIN) $(FUZZ_ARGS) -merge=1 tests/fuzz/corpus tests/fuzz/seeds $(OUTPUT)/fuzz/corpus

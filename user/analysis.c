@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include "analysis.h"
 
-int analysis__new(const struct timeline_opts *o, const struct rules *rules, frames_fn frames,
-		  void *frames_ctx, struct analysis **out)
+int analysis__new(const struct analysis_opts *o, frames_fn frames, void *frames_ctx,
+		  struct analysis **out)
 {
 	struct analysis *a = calloc(1, sizeof(*a));
 	int err;
@@ -13,12 +13,12 @@ int analysis__new(const struct timeline_opts *o, const struct rules *rules, fram
 		return -ENOMEM;
 	err = tracker__new(&a->t);
 	if (!err)
-		err = timeline__new(o, a->t, &a->tl);
+		err = timeline__new(&o->steps, a->t, &a->tl);
 	if (err) {
 		analysis__free(a);
 		return err;
 	}
-	tracker__set_rules(a->t, rules, frames, frames_ctx);
+	tracker__set_rules(a->t, o->rules, frames, frames_ctx);
 	*out = a;
 	return 0;
 }

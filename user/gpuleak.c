@@ -16,6 +16,7 @@
 #include "probe_catalog.h"
 #include "proc_maps.h"
 #include "process.h"
+#include "replay.h"
 #include "rules.h"
 #include "timeline.h"
 #include "trace.h"
@@ -51,10 +52,15 @@ enum opt_key {
 	OPT_MAX_GROWTH,
 	OPT_MAX_LIVE,
 	OPT_WEBGPU_ABI,
+	OPT_FORCE,
+	OPT_BLOCK_SIZE,
+	OPT_BLOCKS,
 };
 
 struct cli {
 	struct trace_opts t;
+	struct replay_opts r;
+	struct analysis_opts a;	/* attach, run, record and report: copied into t or r */
 	const char *lib;
 	const char *cmd;
 	struct rules *rules;
@@ -70,14 +76,49 @@ static const char top_doc[] =
 	"  gpuleak attach -p PID [OPTIONS]     trace a running process\n"
 	"  gpuleak run [OPTIONS] -- CMD ARGS   start CMD with the probes in place\n"
 	"  gpuleak probes (-p PID | --lib PATH) list the traced APIs found, without attaching\n"
+	"  gpuleak record -o FILE (-p PID | -- CMD ARGS)  trace and write a capture file\n"
+	"  gpuleak report FILE [OPTIONS]       analyse a capture file, anywhere, without root\n"
 	"\n"
 	"EXAMPLES:\n"
 	"  sudo gpuleak attach -p 4242 --interval 10s\n"
 	"  sudo gpuleak run --json verdict.ndjson -- python3 serve.py\n"
 	"  gpuleak probes --lib /usr/local/cuda/lib64/libcudart.so.13\n"
+	"  sudo gpuleak record -o incident.glc -p 4242 --duration 60s\n"
+	"  gpuleak report incident.glc --json verdict.ndjson\n"
 	"\n"
 	"EXIT STATUS: 0 done, 1 runtime error, 2 usage error, 3 --fail-on-leak found leaks.\n"
 	"Run 'gpuleak COMMAND --help' for the options of a command.";
+
+/* The analysis: the same for a live session and the report of a capture. */
+static const struct argp_option analysis_options[] = {
+	{ NULL, 0, NULL, 0, "Rules (persistent buffers, deferred frees, ignores):", 1 },
+	{ "rules", OPT_RULES, "FILE", 0,
+	  "Persistent-buffer, deferred-free and ignore rules, one per line (repeatable)", 1 },
+	{ "rule", OPT_RULE, "TEXT", 0,
+	  "One rule, e.g. 'persistent site=*kv_cache* release=session-end' (repeatable)", 1 },
+	{ "preset", OPT_PRESET, "NAME", 0,
+	  "Rules for a known stack: vllm, hf-transformers, ort-webgpu, llama.cpp (files in rules/)",
+	  1 },
+	{ NULL, 0, NULL, 0, "Steps and leak timelines:", 2 },
+	{ "step", OPT_STEP, "SPEC", 0,
+	  "Step boundaries: interval:DURATION (default interval:1s), sync, sym:FILE:SYMBOL "
+	  "(each call of a function), nvtx:NAME (each NVTX range of that name)", 2 },
+	{ "request", OPT_REQUEST, "sym:FILE:BEGIN,END", 0,
+	  "Request boundaries: calls of BEGIN and END in FILE", 2 },
+	{ "warmup-steps", OPT_WARMUP, "N", 0, "Steps before growth counts (default 3)", 2 },
+	{ "min-growth-steps", OPT_MIN_GROWTH, "K", 0,
+	  "Steps a site must grow in to be a growth leak (default 5)", 2 },
+	{ "device-mem", OPT_DEVICE_MEM, "BYTES", 0,
+	  "Device memory for time-to-OOM (default: from NVML when present)", 2 },
+	{ NULL, 0, NULL, 0, "CI gate:", 3 },
+	{ "fail-on-leak", OPT_FAIL_ON_LEAK, NULL, 0,
+	  "CI gate: exit 3 on a growth leak, a rule violation or --max-live-at-exit", 3 },
+	{ "max-growth", OPT_MAX_GROWTH, "BYTES", 0,
+	  "Gate: growth per step a site may have (default 0: any growth leak fails)", 3 },
+	{ "max-live-at-exit", OPT_MAX_LIVE, "BYTES", 0,
+	  "Gate: leaked bytes allowed at the end (persistent/ignored by rule excluded)", 3 },
+	{},
+};
 
 static const struct argp_option trace_options[] = {
 	{ "pid", 'p', "PID", 0, "Process to attach to (attach)", 0 },
@@ -94,29 +135,6 @@ static const struct argp_option trace_options[] = {
 	  "Also trace the C library's malloc, calloc, realloc, posix_memalign, aligned_alloc, "
 	  "memalign, free, mmap and munmap (host memory beside the GPU's; costs more per call)",
 	  0 },
-	{ "rules", OPT_RULES, "FILE", 0,
-	  "Persistent-buffer, deferred-free and ignore rules, one per line (repeatable)", 1 },
-	{ "rule", OPT_RULE, "TEXT", 0,
-	  "One rule, e.g. 'persistent site=*kv_cache* release=session-end' (repeatable)", 1 },
-	{ "preset", OPT_PRESET, "NAME", 0,
-	  "Rules for a known stack: vllm, hf-transformers, ort-webgpu, llama.cpp (files in rules/)",
-	  1 },
-	{ "step", OPT_STEP, "SPEC", 0,
-	  "Step boundaries: interval:DURATION (default interval:1s), sync, sym:FILE:SYMBOL "
-	  "(each call of a function), nvtx:NAME (each NVTX range of that name)", 2 },
-	{ "request", OPT_REQUEST, "sym:FILE:BEGIN,END", 0,
-	  "Request boundaries: calls of BEGIN and END in FILE", 2 },
-	{ "warmup-steps", OPT_WARMUP, "N", 0, "Steps before growth counts (default 3)", 2 },
-	{ "min-growth-steps", OPT_MIN_GROWTH, "K", 0,
-	  "Steps a site must grow in to be a growth leak (default 5)", 2 },
-	{ "device-mem", OPT_DEVICE_MEM, "BYTES", 0,
-	  "Device memory for time-to-OOM (default: from NVML when present)", 2 },
-	{ "fail-on-leak", OPT_FAIL_ON_LEAK, NULL, 0,
-	  "CI gate: exit 3 on a growth leak, a rule violation or --max-live-at-exit", 3 },
-	{ "max-growth", OPT_MAX_GROWTH, "BYTES", 0,
-	  "Gate: growth per step a site may have (default 0: any growth leak fails)", 3 },
-	{ "max-live-at-exit", OPT_MAX_LIVE, "BYTES", 0,
-	  "Gate: leaked bytes allowed at the end (persistent/ignored by rule excluded)", 3 },
 	{ "ringbuf-size", OPT_RINGBUF, "BYTES", 0,
 	  "BPF ring buffer size, a power of two (default 64MiB)", 0 },
 	{ "webgpu-abi", OPT_WEBGPU_ABI, "GEN", 0,
@@ -148,6 +166,63 @@ static const char run_doc[] =
 	"           --max-growth 1MiB --max-live-at-exit 0 -- ./server --requests 100\n"
 	"\n"
 	"EXIT STATUS: 0 done, 1 runtime error, 2 usage error, 3 --fail-on-leak found leaks.";
+
+static const struct argp_option record_options[] = {
+	{ "output", 'o', "FILE", 0, "Write the capture to FILE (required; mode 0600)", 0 },
+	{ "force", OPT_FORCE, NULL, 0, "Replace FILE if it exists", 0 },
+	{ "block-size", OPT_BLOCK_SIZE, "BYTES", 0,
+	  "Write a block once this many bytes of encoded records are buffered (default 1MiB; "
+	  "blocks are also written every second)", 0 },
+	{},
+};
+
+static const char record_doc[] =
+	"Trace like 'run' (-- CMD ARGS) or 'attach' (-p PID), with the same options and live "
+	"output, and also write every record to a capture file, with the command line, map "
+	"snapshots and the names of the call sites: 'gpuleak report' analyses it later, on any "
+	"machine, without root and without the target's binaries.\v"
+	"EXAMPLES:\n"
+	"  sudo gpuleak record -o incident.glc -p 4242 --duration 60s\n"
+	"  sudo gpuleak record -o run.glc --json live.ndjson -- python3 serve.py\n"
+	"  gpuleak report incident.glc\n"
+	"\n"
+	"FILE is created with mode 0600 (it names code paths of the target); an existing FILE "
+	"is only replaced with --force. Under sudo it belongs to the user who ran sudo. Blocks "
+	"are written at least every second: if gpuleak is killed, FILE keeps all but the last "
+	"second.\n"
+	"EXIT STATUS: 0 done, 1 runtime error (also when FILE could not be written completely), "
+	"2 usage error.";
+
+static const struct argp_option report_options[] = {
+	{ "json", OPT_JSON, "FILE", 0, "Write NDJSON: the verdict per process (and intervals)", 0 },
+	{ "top", OPT_TOP, "N", 0, "Sites listed in interval tables (default 5)", 0 },
+	{ "interval", 'i', "DURATION", 0,
+	  "Print a compact table every DURATION of recorded time (default 0: none)", 0 },
+	{ "blocks", OPT_BLOCKS, NULL, 0, "List the file's blocks instead of analysing it", 0 },
+	{ "verbose", 'v', NULL, 0, "More diagnostics on stderr", 0 },
+	{},
+};
+
+static const char report_doc[] =
+	"Analyse a capture file written by 'gpuleak record': the analysis and the report of a "
+	"live session, replayed from the recorded events, with the analysis options given "
+	"here (rules, steps, gate), which may differ from the recording's. Needs no "
+	"privileges, no target and none of its binaries: call sites are named from the "
+	"capture.\v"
+	"EXAMPLES:\n"
+	"  gpuleak report incident.glc\n"
+	"  gpuleak report incident.glc --preset vllm --step sync --json verdict.ndjson\n"
+	"  gpuleak report incident.glc --fail-on-leak --max-live-at-exit 0\n"
+	"  gpuleak report --blocks incident.glc\n"
+	"\n"
+	"Steps offline: interval:DURATION and sync work on any capture; sym:FILE:SYMBOL and "
+	"--request use the marker calls the recording made (record with the same --step or "
+	"--request); nvtx:NAME needs a recording made with --step nvtx:NAME. A capture cut "
+	"short (recorder killed, disk full) is reported up to its last whole block, with a "
+	"warning; its verdicts say \"truncated\":true.\n"
+	"EXIT STATUS: 0 done (also for a truncated capture), 1 unreadable, corrupt or "
+	"unsupported capture (the message names the byte offset), 2 usage error, "
+	"3 --fail-on-leak found leaks.";
 
 static const struct argp_option probes_options[] = {
 	{ "pid", 'p', "PID", 0, "List the traced APIs in the objects mapped by PID", 0 },
@@ -182,11 +257,11 @@ static int parse_pid(const char *arg, struct argp_state *state, pid_t *pid)
 
 static void parse_step(struct argp_state *state, struct cli *c, char *arg)
 {
-	struct timeline_opts *o = &c->t.steps;
+	struct timeline_opts *o = &c->a.steps;
 
-	if (c->t.steps_given)
+	if (c->a.steps_given)
 		argp_error(state, "one --step only");
-	c->t.steps_given = true;
+	c->a.steps_given = true;
 	if (!strncmp(arg, "interval:", 9)) {
 		o->source = STEP_INTERVAL;
 		if (parse_duration_ns(arg + 9, &o->interval_ns) || !o->interval_ns)
@@ -204,9 +279,9 @@ static void parse_step(struct argp_state *state, struct cli *c, char *arg)
 
 		o->source = STEP_MARKER;
 		*colon = 0;
-		c->t.step_file = arg + 4;
-		c->t.step_sym = colon + 1;
-		if (!*c->t.step_file)
+		c->a.step_file = arg + 4;
+		c->a.step_sym = colon + 1;
+		if (!*c->a.step_file)
 			argp_error(state, "--step sym:FILE:SYMBOL needs a FILE");
 	} else {
 		argp_error(state, "invalid --step '%s' (interval:DURATION, sync, sym:FILE:SYMBOL, "
@@ -220,12 +295,100 @@ static void parse_webgpu_abi(const char *arg, struct argp_state *state, struct w
 		argp_error(state, "invalid --webgpu-abi '%s' (sv, sv-tier1 or cstr)", arg);
 }
 
+/* Rules, steps and the gate: a child parser of attach, run, record and report. */
+static error_t parse_analysis(int key, char *arg, struct argp_state *state)
+{
+	struct cli *c = state->input;
+	uint64_t v;
+
+	switch (key) {
+	case OPT_STEP:
+		parse_step(state, c, arg);
+		break;
+	case OPT_REQUEST: {
+		char *comma = NULL;
+
+		if (strncmp(arg, "sym:", 4) || !(c->req_spec = strdup(arg + 4)) ||
+		    !(comma = strchr(c->req_spec, ',')) || !strrchr(c->req_spec, ':') ||
+		    strrchr(c->req_spec, ':') > comma)
+			argp_error(state, "--request takes sym:FILE:BEGIN,END, not '%s'", arg);
+		*comma = 0;
+		c->a.req_end = comma + 1;
+		*strrchr(c->req_spec, ':') = 0;
+		c->a.req_file = c->req_spec;
+		c->a.req_begin = c->req_spec + strlen(c->req_spec) + 1;
+		if (!*c->a.req_file || !*c->a.req_begin || !*c->a.req_end)
+			argp_error(state, "--request takes sym:FILE:BEGIN,END, not '%s'", arg);
+		c->a.steps.requests = true;
+		break;
+	}
+	case OPT_WARMUP:
+	case OPT_MIN_GROWTH: {
+		char *end;
+		long v = strtol(arg, &end, 10);
+
+		if (*end || v < 0 || v > 1000000)
+			argp_error(state, "invalid step count '%s'", arg);
+		if (key == OPT_WARMUP)
+			c->a.steps.warmup_steps = v;
+		else
+			c->a.steps.min_growth_steps = v ? v : 1;
+		break;
+	}
+	case OPT_DEVICE_MEM:
+		if (parse_bytes(arg, &v) || !v)
+			argp_error(state, "invalid --device-mem '%s' (e.g. 80GiB)", arg);
+		c->a.steps.device_mem = v;
+		break;
+	case OPT_FAIL_ON_LEAK:
+		c->a.gate.on = true;
+		break;
+	case OPT_MAX_GROWTH:
+		if (parse_bytes(arg, &c->a.gate.max_growth))
+			argp_error(state, "invalid --max-growth '%s' (e.g. 1MiB)", arg);
+		break;
+	case OPT_MAX_LIVE:
+		if (parse_bytes(arg, &c->a.gate.max_live_at_exit))
+			argp_error(state, "invalid --max-live-at-exit '%s' (e.g. 0, 512MiB)", arg);
+		c->a.gate.has_max_live = true;
+		break;
+	case OPT_RULES:
+	case OPT_RULE:
+	case OPT_PRESET: {
+		char err[512];
+		int ret;
+
+		if (key == OPT_RULES)
+			ret = rules__load_file(c->rules, arg, err, sizeof(err));
+		else if (key == OPT_RULE) {
+			char src[32];
+
+			snprintf(src, sizeof(src), "--rule #%d", ++c->nr_rule_args);
+			ret = rules__parse(c->rules, arg, strlen(arg), src, err, sizeof(err));
+		}
+		else
+			ret = rules__load_preset(c->rules, arg, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "gpuleak: %s\n", err);
+			c->rules_err = ret;
+		}
+		break;
+	}
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
 static error_t parse_trace(int key, char *arg, struct argp_state *state)
 {
 	struct cli *c = state->input;
 	uint64_t v;
 
 	switch (key) {
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = c;
+		break;
 	case OPT_WEBGPU_ABI:
 		parse_webgpu_abi(arg, state, &c->t.webgpu_abi);
 		break;
@@ -253,78 +416,6 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 	case OPT_LIBC:
 		c->t.libc = true;
 		break;
-	case OPT_STEP:
-		parse_step(state, c, arg);
-		break;
-	case OPT_REQUEST: {
-		char *comma = NULL;
-
-		if (strncmp(arg, "sym:", 4) || !(c->req_spec = strdup(arg + 4)) ||
-		    !(comma = strchr(c->req_spec, ',')) || !strrchr(c->req_spec, ':') ||
-		    strrchr(c->req_spec, ':') > comma)
-			argp_error(state, "--request takes sym:FILE:BEGIN,END, not '%s'", arg);
-		*comma = 0;
-		c->t.req_end = comma + 1;
-		*strrchr(c->req_spec, ':') = 0;
-		c->t.req_file = c->req_spec;
-		c->t.req_begin = c->req_spec + strlen(c->req_spec) + 1;
-		if (!*c->t.req_file || !*c->t.req_begin || !*c->t.req_end)
-			argp_error(state, "--request takes sym:FILE:BEGIN,END, not '%s'", arg);
-		c->t.steps.requests = true;
-		break;
-	}
-	case OPT_WARMUP:
-	case OPT_MIN_GROWTH: {
-		char *end;
-		long v = strtol(arg, &end, 10);
-
-		if (*end || v < 0 || v > 1000000)
-			argp_error(state, "invalid step count '%s'", arg);
-		if (key == OPT_WARMUP)
-			c->t.steps.warmup_steps = v;
-		else
-			c->t.steps.min_growth_steps = v ? v : 1;
-		break;
-	}
-	case OPT_DEVICE_MEM:
-		if (parse_bytes(arg, &v) || !v)
-			argp_error(state, "invalid --device-mem '%s' (e.g. 80GiB)", arg);
-		c->t.steps.device_mem = v;
-		break;
-	case OPT_FAIL_ON_LEAK:
-		c->t.fail_on_leak = true;
-		break;
-	case OPT_MAX_GROWTH:
-		if (parse_bytes(arg, &c->t.max_growth))
-			argp_error(state, "invalid --max-growth '%s' (e.g. 1MiB)", arg);
-		break;
-	case OPT_MAX_LIVE:
-		if (parse_bytes(arg, &c->t.max_live_at_exit))
-			argp_error(state, "invalid --max-live-at-exit '%s' (e.g. 0, 512MiB)", arg);
-		c->t.has_max_live = true;
-		break;
-	case OPT_RULES:
-	case OPT_RULE:
-	case OPT_PRESET: {
-		char err[512];
-		int ret;
-
-		if (key == OPT_RULES)
-			ret = rules__load_file(c->rules, arg, err, sizeof(err));
-		else if (key == OPT_RULE) {
-			char src[32];
-
-			snprintf(src, sizeof(src), "--rule #%d", ++c->nr_rule_args);
-			ret = rules__parse(c->rules, arg, strlen(arg), src, err, sizeof(err));
-		}
-		else
-			ret = rules__load_preset(c->rules, arg, err, sizeof(err));
-		if (ret) {
-			fprintf(stderr, "gpuleak: %s\n", err);
-			c->rules_err = ret;
-		}
-		break;
-	}
 	case OPT_RINGBUF:
 		if (parse_bytes(arg, &v) || v < 4096 || (v & (v - 1)) || v > (1ULL << 31))
 			argp_error(state, "--ringbuf-size must be a power of two, 4KiB..2GiB");
@@ -334,7 +425,7 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 		gl_verbosity++;
 		break;
 	case ARGP_KEY_ARG:
-		if (strcmp(c->cmd, "run"))
+		if (strcmp(c->cmd, "run") && strcmp(c->cmd, "record"))
 			argp_error(state, "unexpected argument '%s'", arg);
 		/* Everything from the first non-option on is the command. */
 		c->t.argv = &state->argv[state->next - 1];
@@ -349,11 +440,106 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 			argp_error(state, "run needs a command: gpuleak run [OPTIONS] -- CMD ARGS");
 		if (!strcmp(c->cmd, "run") && c->t.pid)
 			argp_error(state, "run starts its own process; use 'gpuleak attach -p PID'");
+		if (!strcmp(c->cmd, "record") && !c->t.pid == !c->t.argv)
+			argp_error(state, "record needs -p PID or a command: "
+				   "gpuleak record -o FILE (-p PID | -- CMD ARGS)");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
 	return 0;
+}
+
+/* record: its own options, then everything attach and run take (a child parser). */
+static error_t parse_record(int key, char *arg, struct argp_state *state)
+{
+	struct cli *c = state->input;
+	uint64_t v;
+
+	switch (key) {
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = c;
+		break;
+	case 'o':
+		c->t.capture_path = arg;
+		break;
+	case OPT_FORCE:
+		c->t.capture.force = true;
+		break;
+	case OPT_BLOCK_SIZE:
+		if (parse_bytes(arg, &v) || v < 64 || v > (16ULL << 20))
+			argp_error(state, "--block-size must be 64B..16MiB");
+		c->t.capture.block_bytes = v;
+		break;
+	case ARGP_KEY_END:
+		if (!c->t.capture_path)
+			argp_error(state, "record needs -o FILE");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static error_t parse_report(int key, char *arg, struct argp_state *state)
+{
+	struct cli *c = state->input;
+
+	switch (key) {
+	case OPT_JSON:
+		c->r.json_path = arg;
+		break;
+	case OPT_TOP:
+		c->r.top = atoi(arg);
+		if (c->r.top < 0)
+			argp_error(state, "invalid --top '%s'", arg);
+		break;
+	case 'i':
+		if (parse_duration_ns(arg, &c->r.interval_ns))
+			argp_error(state, "invalid interval '%s' (e.g. 2s; 0 disables)", arg);
+		break;
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = c;
+		break;
+	case OPT_BLOCKS:
+		c->r.list_blocks = true;
+		break;
+	case 'v':
+		gl_verbosity++;
+		break;
+	case ARGP_KEY_ARG:
+		if (c->r.path)
+			argp_error(state, "report reads one capture file; unexpected '%s'", arg);
+		c->r.path = arg;
+		break;
+	case ARGP_KEY_END:
+		if (!c->r.path)
+			argp_error(state, "report needs a capture file: gpuleak report FILE");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/* Under sudo, the capture is for the user who asked for it. */
+static void capture_owner(struct capture_opts *o)
+{
+	const char *uid = getenv("SUDO_UID"), *gid = getenv("SUDO_GID");
+	char *end;
+	unsigned long u, g;
+
+	if (geteuid() || !uid || !gid)
+		return;
+	u = strtoul(uid, &end, 10);
+	if (*end || !*uid)
+		return;
+	g = strtoul(gid, &end, 10);
+	if (*end || !*gid)
+		return;
+	o->owner_uid = u;
+	o->owner_gid = g;
+	o->owner_set = true;
 }
 
 static error_t parse_probes(int key, char *arg, struct argp_state *state)
@@ -503,7 +689,15 @@ int main(int argc, char **argv)
 {
 	static const struct argp top = { NULL, NULL, "COMMAND [ARGS...]", top_doc, NULL, NULL,
 					 NULL };
-	struct argp sub = { trace_options, parse_trace, NULL, NULL, NULL, NULL, NULL };
+	static const struct argp analysis_argp = { analysis_options, parse_analysis, NULL, NULL,
+						   NULL, NULL, NULL };
+	static const struct argp_child analysis_children[] = { { &analysis_argp, 0, NULL, 0 },
+							       {} };
+	static const struct argp trace_argp = { trace_options, parse_trace, NULL, NULL,
+						analysis_children, NULL,
+						NULL };
+	static const struct argp_child record_children[] = { { &trace_argp, 0, NULL, 0 }, {} };
+	struct argp sub = { trace_options, parse_trace, NULL, NULL, analysis_children, NULL, NULL };
 	struct cli c = {};
 	const char *cmd;
 	char name[64];
@@ -512,15 +706,16 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	c.t.interval_ns = 5000000000ULL;
 	c.t.top = 5;
-	c.t.steps.interval_ns = 1000000000ULL;
-	c.t.steps.warmup_steps = 3;
-	c.t.steps.min_growth_steps = 5;
+	c.a.steps.interval_ns = 1000000000ULL;
+	c.a.steps.warmup_steps = 3;
+	c.a.steps.min_growth_steps = 5;
 	c.t.ringbuf_bytes = 64ULL << 20;
+	c.r.top = 5;
 	if (argc < 2 || argv[1][0] == '-') {
 		/* gpuleak --help, --version, or a mistake */
 		argp_parse(&top, argc, argv, 0, NULL, NULL);
-		fprintf(stderr, "gpuleak: a command is needed: attach, run or probes "
-			"(gpuleak --help)\n");
+		fprintf(stderr, "gpuleak: a command is needed: attach, run, probes, record or "
+			"report (gpuleak --help)\n");
 		return EXIT_USAGE;
 	}
 	cmd = argv[1];
@@ -535,12 +730,24 @@ int main(int argc, char **argv)
 		sub.doc = run_doc;
 	} else if (!strcmp(cmd, "probes")) {
 		sub.options = probes_options;
+		sub.children = NULL;
 		sub.parser = parse_probes;
 		sub.args_doc = "(-p PID | --lib PATH)";
 		sub.doc = probes_doc;
+	} else if (!strcmp(cmd, "record")) {
+		sub.options = record_options;
+		sub.parser = parse_record;
+		sub.children = record_children;
+		sub.args_doc = "-o FILE (-p PID | [OPTIONS] -- CMD [ARGS...])";
+		sub.doc = record_doc;
+	} else if (!strcmp(cmd, "report")) {
+		sub.options = report_options;
+		sub.parser = parse_report;
+		sub.args_doc = "FILE";
+		sub.doc = report_doc;
 	} else {
-		fprintf(stderr, "gpuleak: unknown command '%s' (attach, run or probes; "
-			"gpuleak --help)\n", cmd);
+		fprintf(stderr, "gpuleak: unknown command '%s' (attach, run, probes, record or "
+			"report; gpuleak --help)\n", cmd);
 		return EXIT_USAGE;
 	}
 	if (rules__new(&c.rules)) {
@@ -567,7 +774,15 @@ int main(int argc, char **argv)
 		ret = EXIT_RUNTIME;
 		goto cleanup;
 	}
-	c.t.rules = c.rules;
+	c.a.rules = c.rules;
+	if (!strcmp(cmd, "report")) {
+		c.r.a = c.a;
+		ret = replay__run(&c.r);
+		goto cleanup;
+	}
+	c.t.a = c.a;
+	if (!strcmp(cmd, "record"))
+		capture_owner(&c.t.capture);
 	ret = trace__run(&c.t);
 cleanup:
 	rules__free(c.rules);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "process.h"
 
@@ -37,6 +38,84 @@ int process__start_ticks(pid_t pid, uint64_t *ticks)
 		return -EINVAL;
 	*ticks = strtoull(p + 1, NULL, 10);
 	return 0;
+}
+
+int process__cmdline(pid_t pid, char ***argv, uint32_t *argc)
+{
+	char path[64], *buf = NULL, *strs, **v;
+	size_t len = 0, cap = 0, i, n = 0;
+	ssize_t got;
+	int fd, err = 0;
+
+	*argv = NULL;
+	*argc = 0;
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	do {
+		if (len == cap) {
+			char *nb = realloc(buf, cap = cap ? 2 * cap : 4096);
+
+			if (!nb) {
+				err = -ENOMEM;
+				goto cleanup;
+			}
+			buf = nb;
+		}
+		got = read(fd, buf + len, cap - len);
+		if (got < 0) {
+			err = -errno;
+			goto cleanup;
+		}
+		len += got;
+	} while (got > 0);
+	for (i = 0; i < len; i++)
+		n += !buf[i];
+	if (len && buf[len - 1])
+		n++;	/* a process may rewrite its arguments without the final NUL */
+	/* The pointers, then the strings, in one allocation. */
+	v = malloc((n + 1) * sizeof(*v) + len + 1);
+	if (!v) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	strs = (char *)(v + n + 1);
+	memcpy(strs, buf, len);
+	strs[len] = 0;
+	for (i = 0, n = 0; i < len; i += strlen(strs + i) + 1)
+		v[n++] = strs + i;
+	v[n] = NULL;
+	*argv = v;
+	*argc = n;
+cleanup:
+	free(buf);
+	close(fd);
+	return err;
+}
+
+void process__exe(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	n = readlink(path, buf, len - 1);
+	buf[n > 0 ? n : 0] = 0;
+}
+
+uint64_t process__start_realtime_ns(uint64_t start_ticks)
+{
+	long tck = sysconf(_SC_CLK_TCK);
+	struct timespec real, boot;
+
+	if (tck <= 0 || clock_gettime(CLOCK_REALTIME, &real) ||
+	    clock_gettime(CLOCK_BOOTTIME, &boot))
+		return 0;
+	/* starttime counts from boot (CLOCK_BOOTTIME); wall clock at boot is real - boot. */
+	return (uint64_t)real.tv_sec * 1000000000ULL + real.tv_nsec -
+	       ((uint64_t)boot.tv_sec * 1000000000ULL + boot.tv_nsec) +
+	       start_ticks * (1000000000ULL / tck);
 }
 
 void process__comm(pid_t pid, char *buf, size_t len)

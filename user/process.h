@@ -9,6 +9,13 @@
 
 /* starttime (field 22 of /proc/PID/stat): with the pid, identifies a process. -errno. */
 int process__start_ticks(pid_t pid, uint64_t *ticks);
+/* The process's arguments from /proc/PID/cmdline: *argv NULL-terminated, one allocation
+ * (free(*argv)). 0 or -errno. */
+int process__cmdline(pid_t pid, char ***argv, uint32_t *argc);
+/* The executable's path (/proc/PID/exe), "" when unknown. */
+void process__exe(pid_t pid, char *buf, size_t len);
+/* A start time in clock ticks after boot as wall-clock ns, 0 when unknown. */
+uint64_t process__start_realtime_ns(uint64_t start_ticks);
 /* The process's comm, "" when unknown. */
 void process__comm(pid_t pid, char *buf, size_t len);
 /* A pidfd that polls readable when pid exits; -errno. */

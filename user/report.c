@@ -878,7 +878,7 @@ static void print_growth(struct report *r, const struct tproc *p, const struct g
 				fmt_bytes(pr->baseline, b3, sizeof(b3)));
 		fprintf(r->out, "; OOM in ~%.0f steps (~%s)\n", pr->steps_to_oom, d);
 	} else {
-		fprintf(r->out, "time to OOM: device size unknown (no NVML here): pass "
+		fprintf(r->out, "time to OOM: device size unknown (no NVML reading): pass "
 			"--device-mem SIZE\n");
 	}
 	(void)p;
@@ -1041,6 +1041,8 @@ static void json_verdict(struct report *r, const struct tproc *p, uint64_t now_n
 	json_site_array(r, p, SEL_VA, "address_space");
 	json_site_array(r, p, SEL_REG, "registrations");
 	json_comms(r, p);
+	if (r->verdict_extra)
+		fprintf(r->json, ",%s", r->verdict_extra);
 	fputs("}\n", r->json);
 }
 

@@ -36,6 +36,7 @@ struct report {
 	uint64_t t0_ns;		/* trace start: times print relative to it */
 	struct gate gate;
 	bool step_header;
+	const char *verdict_extra;	/* "key":value members appended to each verdict, or NULL */
 };
 
 /* One interval: a compact table per process with activity. */

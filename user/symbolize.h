@@ -4,6 +4,11 @@
  * falling back to "object+0xfileoff" for stripped code and "0xaddr" for unmapped addresses.
  * Mappings are remembered per process as they are seen, so names survive dlclose and the
  * target's exit; resolved names are cached per (pid, address).
+ *
+ * Live, names come from the target's ELF files. Offline (gpuleak report) there are no files:
+ * the symbolizer is created without modules and fed what the capture recorded, the names of
+ * the addresses the recorder resolved (symbolizer__set) and its map snapshots
+ * (symbolizer__add_map) for the rest; it never looks at the live system.
  */
 #ifndef GPULEAK_SYMBOLIZE_H
 #define GPULEAK_SYMBOLIZE_H
@@ -16,18 +21,45 @@ struct symbolizer;
 struct modules;
 struct proc_maps;
 
+/* What is known about one address; formatted into its name. */
+struct sym_info {
+	const char *module;	/* basename of the mapped object; NULL: in no known mapping */
+	const char *func;	/* function name without @VERSION; NULL: no symbol covers it */
+	uint64_t func_off;	/* addr - start of func */
+	uint64_t file_off;	/* addr as an offset into the object's file */
+};
+
+/* mods NULL: offline, names only from symbolizer__set and symbolizer__add_map. */
 int symbolizer__new(struct modules *mods, struct symbolizer **out);
 void symbolizer__free(struct symbolizer *s);
 /* Remember pid's current mappings (call at attach and whenever they change). */
 int symbolizer__add_maps(struct symbolizer *s, const struct proc_maps *m);
+/* Remember one executable mapping by path, without opening it (a capture's snapshot). */
+int symbolizer__add_map(struct symbolizer *s, pid_t pid, uint64_t start, uint64_t end,
+			uint64_t pgoff, const char *path);
+/* Name addr in pid as si says, whatever the mappings say (a capture's symbol table). */
+int symbolizer__set(struct symbolizer *s, pid_t pid, uint64_t addr, const struct sym_info *si);
+/*
+ * What is known about addr in pid, resolved on first use and cached; an address in no known
+ * mapping is looked up again once mappings were added. NULL only without memory. Valid as
+ * long as the symbolizer.
+ */
+const struct sym_info *symbolizer__info(struct symbolizer *s, pid_t pid, uint64_t addr);
 /* Name addr in pid. The returned string lives as long as the symbolizer. */
 const char *symbolizer__name(struct symbolizer *s, pid_t pid, uint64_t addr);
 /*
  * The function containing addr (plain name: no offset, no version) and the object's
- * basename, for rules (site=, lib=). Either may be NULL when unknown. 0 or -ENOENT.
+ * basename, for rules (site=, lib=). Either may be NULL when unknown. 0, -ENOENT when addr is
+ * in no known mapping, or -ENOMEM.
  */
 int symbolizer__frame(struct symbolizer *s, pid_t pid, uint64_t addr, const char **sym,
 		      const char **module);
+/*
+ * The call-site frames rules match on (a frames_fn of the tracker; ctx is the symbolizer):
+ * for now the caller only; stack_id is unused until stacks are collected.
+ */
+int symbolizer__site_frames(void *ctx, pid_t pid, uint64_t caller, int32_t stack_id,
+			    const char **syms, const char **mods, int max);
 /* The module (basename) containing addr in pid, or NULL. */
 const char *symbolizer__module(struct symbolizer *s, pid_t pid, uint64_t addr);
 

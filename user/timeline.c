@@ -57,6 +57,7 @@ struct timeline {
 	size_t nr_p, cap_p;
 	step_fn on_step;
 	void *on_step_ctx;
+	uint64_t boundaries;	/* records that closed a step (sync, marker, NVTX range) */
 };
 
 int timeline__new(const struct timeline_opts *o, struct tracker *t, struct timeline **out)
@@ -373,9 +374,16 @@ int timeline__on_record(struct timeline *tl, const struct gl_hdr *h)
 	if (!p->started)
 		start(tl, p, h->ts_ns);
 	advance_interval(tl, p, h->ts_ns);
-	if (is_boundary(tl, h))
+	if (is_boundary(tl, h)) {
+		tl->boundaries++;
 		close_step(tl, p, h->ts_ns);
+	}
 	return 0;
+}
+
+uint64_t timeline__boundaries(const struct timeline *tl)
+{
+	return tl->boundaries;
 }
 
 const struct step_stat *timeline__steps(const struct timeline *tl, pid_t pid, size_t *n)

@@ -90,5 +90,7 @@ void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, s
 int timeline__site_series(struct timeline *tl, pid_t pid, uint32_t site, int64_t from,
 			  uint64_t **vals, size_t *n);
 const struct timeline_opts *timeline__opts(const struct timeline *tl);
+/* Records seen that closed a step (syncs, marker calls, NVTX ranges; not time slices). */
+uint64_t timeline__boundaries(const struct timeline *tl);
 
 #endif

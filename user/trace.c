@@ -16,6 +16,7 @@
 #include <bpf/libbpf.h>
 #include "analysis.h"
 #include "attach.h"
+#include "capture.h"
 #include "elf_syms.h"
 #include "gpuleak.h"
 #include "gpuleak.skel.h"
@@ -82,6 +83,9 @@ struct trace {
 	bool has_rendezvous;
 	struct code_req *code;
 	size_t nr_code, cap_code;
+	struct capture *cap;	/* gpuleak record */
+	int cap_err;		/* the capture failed: tracing goes on, the exit status is 1 */
+	size_t cap_named;	/* tracker sites before this one have their name in the capture */
 };
 
 static uint64_t now_ns(void)
@@ -100,16 +104,6 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	if (level == LIBBPF_INFO && gl_verbosity < 1)
 		return 0;
 	return vfprintf(stderr, fmt, ap);
-}
-
-/* Frames of a call site for rules: the caller, named by the symbolizer. */
-static int site_frames(void *ctx, pid_t pid, uint64_t caller, int32_t stack_id,
-		       const char **syms, const char **mods, int max)
-{
-	(void)stack_id;
-	if (max < 1 || !caller || symbolizer__frame(ctx, pid, caller, &syms[0], &mods[0]))
-		return 0;
-	return 1;
 }
 
 static void code_request(struct trace *tr, const struct gl_call_rec *r)
@@ -154,16 +148,121 @@ static bool attach_code(struct trace *tr)
 	return resume;
 }
 
-/* Every record, from BPF or made here, enters the analysis through this one function. */
+static void capture_failed(struct trace *tr, int err)
+{
+	struct capture_stats st;
+
+	if (tr->cap_err)
+		return;
+	tr->cap_err = err;
+	capture__stats(tr->cap, &st);
+	pr_err("writing %s: %s; the capture stops at offset %" PRIu64 " (its %" PRIu64 " records "
+	       "stay readable), tracing goes on\n", capture__path(tr->cap), strerror(-err),
+	       st.bytes, st.records);
+}
+
+/*
+ * Every record, from BPF or made here, enters the analysis through this one function; a
+ * capture gets exactly the same stream, in the same order, so `gpuleak report` replays
+ * what the tracker saw.
+ */
 static int on_record(void *ctx, const struct gl_hdr *h)
 {
 	struct trace *tr = ctx;
+	int err;
 
 	if (h->kind == GL_REC_NOTIFY && h->api == GL_API_LD_DEBUG_STATE && h->pid == (__u32)tr->tgt.pid)
 		tr->rescan_pending = true;
 	if (h->kind == GL_REC_CODE && h->size >= sizeof(struct gl_call_rec))
 		code_request(tr, (const struct gl_call_rec *)h);
+	if (tr->cap && !tr->cap_err) {
+		err = capture__write_record(tr->cap, h);
+		if (err && err != -EINVAL)
+			capture_failed(tr, err);
+	}
 	return analysis__feed(tr->an, h);
+}
+
+/* The target's executable mappings, for naming addresses the capture has no symbol for. */
+static void capture_maps(struct trace *tr, const struct proc_maps *m)
+{
+	int err;
+
+	if (!tr->cap || tr->cap_err)
+		return;
+	err = capture__add_maps(tr->cap, m, tr->mods);
+	if (err)
+		capture_failed(tr, err);
+}
+
+static void capture_process(struct trace *tr)
+{
+	struct capture_proc p = { .pid = tr->tgt.pid, .start_ticks = tr->tgt.start_ticks };
+	char comm[16], exe[4096];
+	char **argv = NULL;
+	int err;
+
+	if (!tr->cap || tr->cap_err)
+		return;
+	p.start_realtime_ns = process__start_realtime_ns(p.start_ticks);
+	process__comm(p.pid, comm, sizeof(comm));
+	p.comm = comm;
+	if (tr->run_mode) {
+		/* The child's own view is the one it was started with. */
+		p.exe = tr->child.exe;
+		p.argv = tr->o->argv;
+		while (p.argv[p.argc])
+			p.argc++;
+	} else {
+		process__exe(p.pid, exe, sizeof(exe));
+		p.exe = exe;
+		process__cmdline(p.pid, &argv, &p.argc);
+		p.argv = argv;
+	}
+	err = capture__add_process(tr->cap, &p);
+	free(argv);
+	if (err)
+		capture_failed(tr, err);
+}
+
+/*
+ * Names of the tracker's call sites, for a report without the binaries. A site is named
+ * once, when its address lies in a known mapping (a library mapped a moment ago may not be
+ * scanned yet); at the end every site is named as the live report names it. Reading names
+ * from the symbolizer's cache makes them the very strings the live report prints.
+ */
+static void capture_names(struct trace *tr, bool final)
+{
+	const struct tracker *t = tr->an->t;
+	bool all_named = true;
+	size_t i;
+	int err;
+
+	if (!tr->cap || tr->cap_err)
+		return;
+	for (i = tr->cap_named; i < t->nr_sites; i++) {
+		const struct site *s = &t->sites[i];
+		const struct sym_info *si;
+
+		if (s->caller && !capture__has_symbol(tr->cap, s->pid, s->caller)) {
+			si = symbolizer__info(tr->sym, s->pid, s->caller);
+			if (!si) {
+				capture_failed(tr, -ENOMEM);
+				return;
+			}
+			if (!si->module && !final) {
+				all_named = false;
+				continue;
+			}
+			err = capture__add_symbol(tr->cap, s->pid, s->caller, si);
+			if (err) {
+				capture_failed(tr, err);
+				return;
+			}
+		}
+		if (all_named)
+			tr->cap_named = i + 1;
+	}
 }
 
 static void emit_proc(struct trace *tr, enum gl_proc_event ev, int status)
@@ -281,13 +380,13 @@ static void add_markers(struct trace *tr)
 {
 	const struct trace_opts *o = tr->o;
 
-	if (o->step_file)
-		tr->markers[tr->nr_markers++] = (struct marker){ o->step_file, o->step_sym,
+	if (o->a.step_file)
+		tr->markers[tr->nr_markers++] = (struct marker){ o->a.step_file, o->a.step_sym,
 								 GL_API_MARKER_STEP, false };
-	if (o->req_file) {
-		tr->markers[tr->nr_markers++] = (struct marker){ o->req_file, o->req_begin,
+	if (o->a.req_file) {
+		tr->markers[tr->nr_markers++] = (struct marker){ o->a.req_file, o->a.req_begin,
 								 GL_API_MARKER_REQ_BEGIN, false };
-		tr->markers[tr->nr_markers++] = (struct marker){ o->req_file, o->req_end,
+		tr->markers[tr->nr_markers++] = (struct marker){ o->a.req_file, o->a.req_end,
 								 GL_API_MARKER_REQ_END, false };
 	}
 }
@@ -341,7 +440,7 @@ static void on_step(void *ctx, pid_t pid, const struct step_stat *st)
 	struct trace *tr = ctx;
 
 	report__step(&tr->rep, pid, st);
-	if (!tr->o->steps_given)
+	if (!tr->o->a.steps_given)
 		return;
 	if (tr->o->interval_ns && st->t_end_ns - tr->last_step_line_ns < tr->o->interval_ns &&
 	    tr->last_step_line_ns)
@@ -362,6 +461,7 @@ static int rescan(struct trace *tr)
 	if (err)
 		goto out;
 	symbolizer__add_maps(tr->sym, m);
+	capture_maps(tr, m);
 	err = attach__scan(tr->att, m, &nr_new);
 	attach_markers(tr, m);
 	if (!tr->has_rendezvous)
@@ -400,7 +500,9 @@ static int start_attach_mode(struct trace *tr)
 		return err;
 	}
 	emit_proc(tr, GL_PROC_ATTACH, 0);
+	capture_process(tr);
 	symbolizer__add_maps(tr->sym, m);
+	capture_maps(tr, m);
 	err = attach__scan(tr->att, m, &nr_new);
 	if (err)
 		goto cleanup;
@@ -409,7 +511,7 @@ static int start_attach_mode(struct trace *tr)
 	if (attach_markers(tr, m))
 		fprintf(stderr, "gpuleak: a step/request marker's object is not mapped yet; "
 			"it is attached when it is\n");
-	if (tr->o->steps.source == STEP_NVTX && !has_site(tr, m, CAT_NVTX, -1))
+	if (tr->o->a.steps.source == STEP_NVTX && !has_site(tr, m, CAT_NVTX, -1))
 		fprintf(stderr, "gpuleak: pid %d has no NVTX entry points to probe: NVTX v3 is "
 			"header-only and reaches a tool only through NVTX_INJECTION64_PATH, which "
 			"gpuleak sets in run mode; steps will not advance\n", pid);
@@ -475,7 +577,7 @@ static int start_run_mode(struct trace *tr)
 	struct module *mod;
 
 	/* NVTX v3 reaches a tool only through its injection variable: point it at ours. */
-	if (tr->o->steps.source == STEP_NVTX) {
+	if (tr->o->a.steps.source == STEP_NVTX) {
 		char path[4096];
 
 		if (nvtx_inject_path(path, sizeof(path))) {
@@ -533,6 +635,7 @@ static int start_run_mode(struct trace *tr)
 	}
 	process__start_ticks(tr->child.pid, &tr->tgt.start_ticks);
 	emit_devmem(tr);
+	capture_process(tr);
 	return 0;
 }
 
@@ -629,9 +732,10 @@ static int loop(struct trace *tr)
 		if (resume)
 			kill(tr->tgt.pid, SIGCONT);
 		emit_tick(tr);
+		capture_names(tr, false);
 		if (now >= next_interval) {
 			emit_loss(tr);
-			if (!tr->o->steps_given)
+			if (!tr->o->a.steps_given)
 				report__interval(&tr->rep, now);
 			next_interval += tr->o->interval_ns;
 			if (next_interval <= now)
@@ -641,6 +745,24 @@ static int loop(struct trace *tr)
 			break;
 	}
 	return 0;
+}
+
+static void finish_capture(struct trace *tr)
+{
+	struct capture_stats st;
+	int err;
+
+	if (!tr->cap || tr->cap_err)
+		return;
+	err = capture__finish(tr->cap);
+	if (err) {
+		capture_failed(tr, err);
+		return;
+	}
+	capture__stats(tr->cap, &st);
+	fprintf(stderr, "gpuleak: wrote %s: %" PRIu64 " records in %u blocks, %" PRIu64
+		" bytes (%.1f bytes/record)\n", capture__path(tr->cap), st.records, st.blocks,
+		st.bytes, st.records ? (double)st.bytes / st.records : 0.0);
 }
 
 static void finish(struct trace *tr)
@@ -657,15 +779,18 @@ static void finish(struct trace *tr)
 		emit_proc(tr, GL_PROC_EXIT, tr->tgt.status);
 	else
 		emit_proc(tr, GL_PROC_DETACH, 0);
+	capture_names(tr, true);
 	report__final(&tr->rep, now_ns());
 	if (ringbuf__bad(tr->rb))
 		pr_warn("%" PRIu64 " ring buffer records had an unexpected size (mismatched BPF "
 			"object?)\n", ringbuf__bad(tr->rb));
+	finish_capture(tr);
 }
 
 int trace__run(const struct trace_opts *o)
 {
 	struct trace tr = { .o = o, .sigfd = -1, .tgt = { .pidfd = -1, .status = -1 } };
+	bool traced = false;
 	int err;
 
 	tr.child.pid = -1;
@@ -685,6 +810,14 @@ int trace__run(const struct trace_opts *o)
 			return 1;
 		}
 	}
+	if (o->capture_path) {
+		err = capture__create(o->capture_path, &o->capture, &tr.cap);
+		if (err) {
+			pr_err("cannot create %s: %s%s\n", o->capture_path, strerror(-err),
+			       err == -EEXIST ? " (--force replaces it)" : "");
+			goto cleanup;
+		}
+	}
 	err = setup_signals(&tr);
 	if (err)
 		goto cleanup;
@@ -701,7 +834,7 @@ int trace__run(const struct trace_opts *o)
 	if (!err)
 		err = symbolizer__new(tr.mods, &tr.sym);
 	if (!err)
-		err = analysis__new(&o->steps, o->rules, site_frames, tr.sym, &tr.an);
+		err = analysis__new(&o->a, symbolizer__site_frames, tr.sym, &tr.an);
 	if (!err)
 		err = ringbuf__new(bpf_map__fd(tr.skel->maps.events), on_record, &tr, &tr.rb);
 	if (err) {
@@ -710,15 +843,16 @@ int trace__run(const struct trace_opts *o)
 	}
 	tr.rep = (struct report){ .t = tr.an->t, .tl = tr.an->tl, .sym = tr.sym, .out = stdout,
 				  .json = tr.json, .top = o->top, .t0_ns = now_ns(),
-				  .gate = { .on = o->fail_on_leak, .max_growth = o->max_growth,
-					    .has_max_live = o->has_max_live,
-					    .max_live_at_exit = o->max_live_at_exit } };
+				  .gate = o->a.gate };
+	if (tr.cap)
+		tr.rep.t0_ns = capture__t0_ns(tr.cap);
 	timeline__on_step(tr.an->tl, on_step, &tr);
 	add_markers(&tr);
-	modules__trace_nvtx(tr.mods, o->steps.source == STEP_NVTX);
+	modules__trace_nvtx(tr.mods, o->a.steps.source == STEP_NVTX);
 	err = o->argv ? start_run_mode(&tr) : start_attach_mode(&tr);
 	if (err)
 		goto cleanup;
+	traced = true;
 	err = loop(&tr);
 	if (err)
 		pr_err("tracing stopped: %s\n", strerror(-err));
@@ -739,7 +873,11 @@ cleanup:
 		close(tr.sigfd);
 	if (tr.json)
 		fclose(tr.json);
-	if (err)
+	/* A capture of a session that never started holds nothing worth keeping. */
+	if (tr.cap && !traced)
+		unlink(o->capture_path);
+	capture__free(tr.cap);
+	if (err || tr.cap_err)
 		return TRACE_ERROR;
 	return tr.rep.gate.failed ? TRACE_LEAK : TRACE_OK;
 }

@@ -3,6 +3,8 @@
  * A live tracing session: loads the BPF programs, attaches to a running process (attach
  * mode) or to a child held before exec (run mode), feeds the ring buffer into the tracker,
  * prints intervals, and the final report when the target exits, on Ctrl-C or --duration.
+ * With a capture path (gpuleak record) every record the tracker gets is also written to a
+ * capture file, with what it takes to name the sites later (maps, symbols, command line).
  */
 #ifndef GPULEAK_TRACE_H
 #define GPULEAK_TRACE_H
@@ -10,10 +12,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "timeline.h"
+#include "analysis.h"
+#include "capture.h"
 #include "wgpu.h"
-
-struct rules;
 
 struct trace_opts {
 	pid_t pid;		/* attach mode when > 0 */
@@ -25,18 +26,10 @@ struct trace_opts {
 	bool wait_for_lib;	/* attach even if no CUDA library is mapped yet */
 	bool libc;		/* also trace the C library's allocator */
 	uint64_t ringbuf_bytes;
-	const struct rules *rules;	/* user rules + built-ins */
-	struct timeline_opts steps;
-	bool steps_given;		/* --step: print a line per step */
-	/* sym: markers: FILE (path or basename of a mapped object) and SYMBOL */
-	const char *step_file, *step_sym;
-	const char *req_file, *req_begin, *req_end;
-	/* CI gate (--fail-on-leak): exit 3 when violated */
-	bool fail_on_leak;
-	uint64_t max_growth;		/* bytes per step a site may grow; 0: any growth leak */
-	bool has_max_live;
-	uint64_t max_live_at_exit;	/* leaked bytes allowed at the end */
+	struct analysis_opts a;	/* rules, steps, gate: shared with gpuleak report */
 	struct wgpu_abi webgpu_abi;	/* --webgpu-abi; labels == 0: detect per object */
+	const char *capture_path;	/* gpuleak record: also write every record here */
+	struct capture_opts capture;
 };
 
 /* Exit codes. */

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# Capture benchmark (`make bench-capture`; callable from `make bench`):
+#   - bytes per traced call of captures of real allocate/free streams (the `basic` and
+#     `loop` scenarios, recorded by gpuleak; needs root) and of a generated 10 M-call stream
+#     (bench/capture_gen, written through the same capture writer);
+#   - wall time of `gpuleak report` on the 10 M-call capture, best of 3.
+# Targets (issue 7): <= 12 bytes per event, report of 10 M events <= 3 s.
+#
+# CALLS=N changes the generated stream's size; KEEP=1 keeps the files in $BENCH_DIR.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GPULEAK=${GPULEAK:-./gpuleak}
+GEN=${GEN:-.output/bench/capture_gen}
+BIN=.output/tests/bin
+CALLS=${CALLS:-10000000}
+dir=${BENCH_DIR:-$(mktemp -d)}
+[ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$dir"' EXIT
+
+# bytes of RECORDS blocks (headers included), from `gpuleak report --blocks`
+record_bytes() {
+	"$GPULEAK" report --blocks "$1" | awk '$2 == "RECORDS" { s += $5 + 28 } END { print s + 0 }'
+}
+
+row() {	# name calls file
+	local size rec
+	size=$(stat -c %s "$3")
+	rec=$(record_bytes "$3")
+	awk -v n="$1" -v c="$2" -v s="$size" -v r="$rec" \
+		'BEGIN { printf "%-34s %10d %12d %9.2f %9.2f\n", n, c, s, s / c, r / c }'
+}
+
+printf '%-34s %10s %12s %9s %9s\n' STREAM CALLS FILE_BYTES B/CALL REC_B/CALL
+if [ "$(id -u)" -eq 0 ]; then
+	for spec in "basic 200000 190000 256" "basic 20000 10000 1048576" "loop 100 65536"; do
+		read -r -a args <<<"$spec"
+		f="$dir/${args[0]}.glc"
+		"$GPULEAK" record -o "$f" --force --json "$dir/v.ndjson" --interval 0 -- \
+			"$BIN/${args[0]}" "${args[@]:1}" >/dev/null 2>&1
+		calls=$(grep '"type":"verdict"' "$dir/v.ndjson" | sed 's/.*"calls":\([0-9]*\).*/\1/')
+		row "$spec (recorded)" "$calls" "$f"
+	done
+else
+	echo "(not root: recorded scenarios skipped)"
+fi
+f="$dir/gen.glc"
+"$GEN" -o "$f" -n "$CALLS" >/dev/null
+row "generated, $CALLS calls" "$CALLS" "$f"
+
+times=
+for _ in 1 2 3; do
+	t0=$(date +%s.%N)
+	"$GPULEAK" report "$f" >/dev/null
+	times="$times $t0 $(date +%s.%N)"
+done
+echo "$times" | awk -v c="$CALLS" -v cpus="$(nproc)" '{
+	for (i = 1; i < NF; i += 2) { t = $(i + 1) - $i; if (!best || t < best) best = t }
+	printf "gpuleak report of %d calls: %.2f s (best of 3, %d CPUs)\n", c, best, cpus }'

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Capture files: everything a live session fed its analysis, persisted so `gpuleak report`
+ * can run the same analysis later, elsewhere, without privileges or the target's binaries.
+ *
+ * A file is a header followed by framed blocks (docs/capture-format.md has the byte layout):
+ *
+ *   header   magic, major/minor, header size, flags (INCOMPLETE until a clean finish),
+ *            header CRC, clocks, host facts, gpuleak version
+ *   blocks   block header (magic, type, codec, lengths, count, payload CRC, header CRC),
+ *            then the payload, zlib-compressed unless that would not make it smaller
+ *
+ * The writer appends a RECORDS block at least every second and whenever its encoded
+ * records reach the block size, so a killed recorder loses at most the last second, and a
+ * reader reports everything up to the last whole block. Every number persisted here (block
+ * types, flags, codecs) is never renumbered; new ones are added.
+ */
+#ifndef GPULEAK_CAPTURE_H
+#define GPULEAK_CAPTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "gpuleak.h"
+
+#define CAPTURE_MAGIC "\x89GLCAP\r\n"	/* 8 bytes; \r\n catches text-mode copies */
+#define CAPTURE_MAJOR 1			/* readers refuse another major */
+#define CAPTURE_MINOR 0			/* readers accept any minor of their major */
+#define CAPTURE_HDR_SIZE 264		/* of this minor; readers accept larger */
+#define CAPTURE_BLOCK_MAGIC "GLBK"
+#define CAPTURE_BLOCK_HDR_SIZE 28
+
+/* Limits a reader enforces before allocating anything a file asks for. */
+#define CAPTURE_MAX_BLOCK (64U << 20)	/* raw (decoded) payload bytes of one block */
+#define CAPTURE_MAX_STR 4096		/* paths, names, arguments */
+#define CAPTURE_MAX_RAW_REC 4096	/* bytes of one record stored verbatim */
+
+/* Default RECORDS block: flushed at this many encoded bytes, or after CAPTURE_FLUSH_NS. */
+#define CAPTURE_BLOCK_BYTES (1U << 20)
+#define CAPTURE_FLUSH_NS 1000000000ULL
+
+/* Header flags. */
+enum capture_flags {
+	CAPTURE_F_INCOMPLETE = 1 << 0,	/* set at create, cleared when the recorder finished */
+};
+
+/* Block types; persisted. */
+enum capture_block_type {
+	CB_RECORDS = 1,		/* gl records, column-encoded (capture_codec.c) */
+	CB_MAPS = 2,		/* a snapshot of one process's executable mappings */
+	CB_SYMBOLS = 3,		/* (pid, address) -> function, offset, module */
+	CB_PROCESS = 4,		/* a traced process: command line, start time */
+	CB_STACKS = 5,		/* reserved: user stack ids -> frames (not written yet) */
+	CB_END = 6,		/* the recorder finished: totals; always last */
+};
+
+/* Block flags. */
+enum capture_block_flags {
+	CBF_OPTIONAL = 1 << 0,	/* a reader that does not know the type may skip the block */
+};
+
+/* Block payload codecs; persisted. */
+enum capture_codec {
+	CC_STORED = 0,
+	CC_ZLIB = 1,
+};
+
+/* ---- writing ---- */
+
+struct capture;
+struct proc_maps;
+struct modules;
+struct sym_info;
+
+struct capture_opts {
+	bool force;		/* replace an existing file (else -EEXIST) */
+	bool store;		/* never compress (tests, fuzz seeds) */
+	uint32_t block_bytes;	/* RECORDS flush threshold; 0: CAPTURE_BLOCK_BYTES */
+	uid_t owner_uid;	/* chown the file to this owner when owner_set (sudo's user) */
+	gid_t owner_gid;
+	bool owner_set;
+};
+
+/* What a capture says about one traced process (CB_PROCESS). */
+struct capture_proc {
+	uint32_t pid;
+	uint64_t start_ticks;		/* /proc/PID/stat starttime, clock ticks after boot */
+	uint64_t start_realtime_ns;	/* the same as wall-clock time; 0 if unknown */
+	char *comm;
+	char *exe;
+	char **argv;
+	uint32_t argc;
+};
+
+/*
+ * Create path (mode 0600: it names code paths of someone's process) and write the header
+ * with INCOMPLETE set. Never follows a symlink at path; an existing file is -EEXIST unless
+ * opts->force. 0 or -errno.
+ */
+int capture__create(const char *path, const struct capture_opts *opts, struct capture **out);
+/*
+ * Append one record to the RECORDS block being built; writes the block out when it is full
+ * or a second (of record time) old. After a write error every call returns that error and
+ * the file keeps what was whole before it.
+ */
+int capture__write_record(struct capture *c, const struct gl_hdr *h);
+/* Executable mappings of m->pid, with build-ids from mods (may be NULL); skipped when they
+ * did not change since the last snapshot of that pid. */
+int capture__add_maps(struct capture *c, const struct proc_maps *m, struct modules *mods);
+int capture__add_process(struct capture *c, const struct capture_proc *p);
+/* The name of one address, written with the next block (once per (pid, address)). */
+int capture__add_symbol(struct capture *c, uint32_t pid, uint64_t addr, const struct sym_info *si);
+bool capture__has_symbol(const struct capture *c, uint32_t pid, uint64_t addr);
+/* Write what is buffered (records, symbols) now. */
+int capture__flush(struct capture *c);
+/* Flush, append the END block, clear INCOMPLETE. 0 or the first error of the session. */
+int capture__finish(struct capture *c);
+/* Frees; a capture not finished stays INCOMPLETE on disk. Accepts NULL. */
+void capture__free(struct capture *c);
+
+struct capture_stats {
+	uint64_t records;
+	uint64_t record_bytes;	/* on disk, RECORDS blocks with their headers */
+	uint64_t bytes;		/* whole file */
+	uint32_t blocks;
+};
+void capture__stats(const struct capture *c, struct capture_stats *st);
+const char *capture__path(const struct capture *c);
+/* The capture's time origin (CLOCK_MONOTONIC at create): a report of it prints times
+ * relative to this, so a live session that records uses it too. */
+uint64_t capture__t0_ns(const struct capture *c);
+
+/* ---- reading ---- */
+
+/* The header's facts. */
+struct capture_info {
+	uint16_t major, minor;
+	uint32_t hdr_size;
+	uint32_t flags;
+	uint64_t created_realtime_ns;
+	uint64_t monotonic_start_ns;	/* records' clock (CLOCK_MONOTONIC) at create */
+	int64_t realtime_offset_ns;	/* CLOCK_REALTIME - CLOCK_MONOTONIC at create */
+	int64_t boottime_offset_ns;	/* CLOCK_BOOTTIME - CLOCK_MONOTONIC at create */
+	uint32_t page_size;
+	uint32_t clk_tck;
+	uint64_t end_offset;		/* 0 unless the recorder finished */
+	uint64_t nr_records;		/* 0 unless the recorder finished */
+	uint32_t nr_blocks;
+	char version[33];
+	char arch[17];
+	char kernel[65];
+	char hostname[65];
+};
+
+/* One executable mapping from a CB_MAPS snapshot. */
+struct capture_map {
+	uint64_t start, end, pgoff, dev, ino;
+	bool deleted;
+	const char *path;
+	const char *build_id;	/* hex; "" when none */
+};
+
+struct capture_block_info {
+	uint64_t offset;	/* of the block header */
+	uint8_t type, codec;
+	uint16_t flags;
+	uint32_t raw_len, stored_len, count;
+	uint32_t payload_crc;
+};
+
+/*
+ * What the reader hands its user, in file order. Any callback may be NULL; a nonzero return
+ * stops the read with that value (-errno). Pointers are valid during the call only.
+ */
+struct capture_visitor {
+	int (*record)(void *ctx, const struct gl_hdr *h);
+	int (*maps)(void *ctx, uint32_t pid, const struct capture_map *v, size_t n);
+	int (*symbol)(void *ctx, uint32_t pid, uint64_t addr, const struct sym_info *si);
+	int (*process)(void *ctx, const struct capture_proc *p);
+	int (*block)(void *ctx, const struct capture_block_info *b);	/* before its content */
+};
+
+/* Reader flags. */
+enum capture_read_flags {
+	CAPTURE_R_NO_CRC = 1 << 0,	/* fuzzing: reach the decoders with mutated payloads */
+};
+
+struct capture_reader;
+
+/* Open a file (or a buffer the caller keeps alive) and check its header. 0 or -errno; on
+ * error with a reader out, capture_reader__error says what and where. */
+int capture_reader__open(const char *path, unsigned int flags, struct capture_reader **out);
+int capture_reader__open_mem(const void *buf, size_t len, unsigned int flags,
+			     struct capture_reader **out);
+void capture_reader__free(struct capture_reader *r);
+/* "offset 4096: block CRC mismatch": the last error, "" when none. */
+const char *capture_reader__error(const struct capture_reader *r);
+const struct capture_info *capture_reader__info(const struct capture_reader *r);
+/*
+ * Read every block to the end, calling v; again from the start on every call. A visitor
+ * without a record callback skips RECORDS payloads unread (a pass for names before the
+ * records). Returns 0 when the file ended cleanly or was cut
+ * short (capture_reader__truncated), -errno on a corrupt file or a callback's error.
+ */
+int capture_reader__read(struct capture_reader *r, const struct capture_visitor *v, void *ctx);
+/* Whether the file ended inside a block or without an END block; and where the last whole
+ * block ended. */
+bool capture_reader__truncated(const struct capture_reader *r, uint64_t *at_offset);
+/* Whether an END block was read (the recorder finished). */
+bool capture_reader__finished(const struct capture_reader *r);
+uint64_t capture_reader__records(const struct capture_reader *r);
+uint32_t capture_reader__blocks(const struct capture_reader *r);
+uint64_t capture_reader__size(const struct capture_reader *r);
+
+const char *capture_block_name(unsigned int type);
+
+#endif
