@@ -17,24 +17,45 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define SIGSTOP 19
+#define EEXIST 17
 
 const volatile struct gl_api_spec specs[GL_API_MAX] = {};
 /* Wake the consumer only once this much is unread: per-record wakeups cost 3-6x per call. */
 const volatile __u64 wakeup_bytes = 256 * 1024;
-const volatile bool capture_stacks = false;
+/* Frames of a user stack kept (--stack-depth); 0: no stacks. */
+const volatile __u32 stack_depth = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 16 << 20);	/* resized by user space before load */
 } events SEC(".maps");
 
-/* User stacks, interned by the kernel: a million allocations from one stack cost one entry. */
+/*
+ * User stacks, interned in the kernel rather than sent with each record: a record keeps its
+ * fixed 72 bytes (stack_id), a million allocations from one stack cost one map entry and one
+ * read by user space, and the kernel's hash-and-compare costs far less than the walk itself.
+ * The price is hash collisions: a stack whose bucket holds another stack gets -EEXIST (never
+ * BPF_F_REUSE_STACKID, which would rename an id user space has already read). Such a stack
+ * goes to `stacks2`, hashed over different frames (the probed function's address included),
+ * so both maps must collide before a stack is lost, and that is counted.
+ *
+ * Sizes are set by user space before load: `stacks` holds depth + 1 frames after the probed
+ * function's address (skip 1), `stacks2` depth + 2 with it, so either tells user space
+ * whether the walk went on past the depth it keeps (truncated).
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
 	__uint(key_size, sizeof(__u32));
-	__uint(value_size, 32 * sizeof(__u64));	/* depth set by user space before load */
-	__uint(max_entries, 1);			/* raised by user space when stacks are on */
+	__uint(value_size, 32 * sizeof(__u64));
+	__uint(max_entries, 1);
 } stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, 32 * sizeof(__u64));
+	__uint(max_entries, 1);
+} stacks2 SEC(".maps");
 
 /* One traced call in flight on a thread: what was read at entry, for the return probe. */
 struct frame {
@@ -283,6 +304,54 @@ static __always_inline void code_ptr_check(__u16 api, struct gl_api_spec s, cons
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 }
 
+static __always_inline bool is_alloc(struct gl_api_spec s)
+{
+	return s.shape == GL_SHAPE_ALLOC_OUTPTR || s.shape == GL_SHAPE_ALLOC_RET;
+}
+
+/*
+ * Whether the call at depth d runs inside a traced allocation on this thread: the runtime's
+ * cuMemAlloc under cudaMalloc, a VMM handle under ncclMemAlloc. The tracker folds those into
+ * the allocation above as its layers and names them by the outer call's stack, so walking
+ * the same stack again would only double the cost of the call.
+ */
+static __always_inline bool under_alloc(const struct tstate *st, __u32 d)
+{
+	__u32 api;
+
+	if (!d)
+		return false;
+	api = st->f[(d - 1) & (GL_MAX_DEPTH - 1)].api;
+	return api < GL_API_MAX && is_alloc(specs[api]);
+}
+
+/*
+ * The user stack of an allocation call, at entry: the return probe replaces the return
+ * address on the stack with its trampoline, and frees and syncs never take a stack (they
+ * are named by their call site and cost a bare probe). A collision in `stacks` retries in
+ * `stacks2`; in both it is a counted loss and the call is recorded without a stack, named
+ * by its call site alone, never by another stack's frames.
+ */
+static __always_inline __s32 stack_get(struct pt_regs *ctx, __u32 pid)
+{
+	long id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK | 1);
+
+	if (id == -EEXIST) {
+		id = bpf_get_stackid(ctx, &stacks2, BPF_F_USER_STACK);
+		if (id >= 0)
+			return (__s32)id + GL_STACK_FALLBACK;
+		if (id == -EEXIST) {
+			count_loss(pid, GL_STAT_STACK_COLLISION, 1);
+			return -1;
+		}
+	}
+	if (id < 0) {
+		count_loss(pid, GL_STAT_STACK_FAIL, 1);
+		return -1;
+	}
+	return (__s32)id;
+}
+
 /* Entry of a call whose result matters: remember its arguments until the return probe. */
 static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_api_spec s)
 {
@@ -331,12 +400,8 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 				code_ptr_check(api, s, st->desc[k], pid_tgid, d);
 		}
 	}
-	if (capture_stacks && (s.shape == GL_SHAPE_ALLOC_OUTPTR || s.shape == GL_SHAPE_ALLOC_RET)) {
-		/* At entry, before the return probe replaces the return address on the stack. */
-		f->stack_id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
-		if (f->stack_id < 0)
-			count_loss(pid_tgid >> 32, GL_STAT_STACK_FAIL, 1);
-	}
+	if (stack_depth && is_alloc(s) && !under_alloc(st, d))
+		f->stack_id = stack_get(ctx, pid_tgid >> 32);
 	st->depth = d + 1;
 	return 0;
 }

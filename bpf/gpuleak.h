@@ -70,8 +70,20 @@ struct gl_call_rec {
 	__u64 aux2;
 	__u64 caller;		/* return address at entry: the call site in the caller */
 	__s32 ret;		/* return value (error code), 0 for entry-only records */
-	__s32 stack_id;		/* user stack id in the stack map, < 0: none */
+	__s32 stack_id;		/* user stack id (GL_STACK_*), < 0: none */
 };
+
+/*
+ * User stacks of allocation calls. The kernel interns them (bpf_get_stackid): a record
+ * carries the id, user space reads the frames of an id once. Ids below GL_STACK_FALLBACK
+ * are in the stack map `stacks`, ids at or above it (minus GL_STACK_FALLBACK) in `stacks2`,
+ * which only takes a stack whose hash bucket in `stacks` holds another one. An id names the
+ * same frames for the whole session (entries are never deleted or reused). The frames of
+ * either map start after the probed function's own address; user space makes the call
+ * site (the record's caller) the first frame when the kernel did not put it there.
+ */
+#define GL_STACK_FALLBACK (1 << 30)
+#define GL_STACK_DEPTH_MAX 120	/* --stack-depth limit: the kernel walks at most 127 frames */
 
 /*
  * A call record plus the bytes of a struct argument copied at entry (a WebGPU descriptor,
@@ -131,7 +143,9 @@ enum gl_stat {
 	GL_STAT_READ_FAIL = 3,		/* reading target memory (out-pointer, stack) failed */
 	GL_STAT_RET_NO_ENTRY = 4,	/* a return probe found no matching entry */
 	GL_STAT_STALE_FRAMES = 5,	/* entries whose return never came (longjmp, throw) */
-	GL_STAT_STACK_FAIL = 6,		/* stack capture failed (stack id < 0) */
+	GL_STAT_STACK_FAIL = 6,		/* stack capture failed (stack id < 0): map full, unwalkable */
+	GL_STAT_STACK_COLLISION = 7,	/* a stack's hash bucket held another stack in both stack
+					 * maps: the call is recorded without its stack */
 	GL_STAT_MAX = 8,
 };
 
