@@ -28,6 +28,7 @@ struct elf_obj {
 	Elf *elf;
 	bool is_exec;
 	bool has_symtab;
+	uint16_t machine;
 	Elf_Scn *symtab;
 	Elf_Scn *dynsym;
 	struct seg *segs;
@@ -75,6 +76,7 @@ static int load_headers(struct elf_obj *o)
 	if (!gelf_getehdr(o->elf, &eh))
 		return -EINVAL;
 	o->is_exec = eh.e_type == ET_EXEC;
+	o->machine = eh.e_machine;
 	if (elf_getphdrnum(o->elf, &phnum))
 		return -EINVAL;
 	o->segs = calloc(phnum ? phnum : 1, sizeof(*o->segs));
@@ -331,6 +333,11 @@ const char *elf_obj__build_id(const struct elf_obj *o)
 bool elf_obj__is_exec(const struct elf_obj *o)
 {
 	return o->is_exec;
+}
+
+uint16_t elf_obj__machine(const struct elf_obj *o)
+{
+	return o->machine;
 }
 
 bool elf_obj__has_symtab(const struct elf_obj *o)

@@ -43,6 +43,7 @@ const char *elf_obj__symbolize(struct elf_obj *o, uint64_t vaddr, uint64_t *off_
 const char *elf_obj__build_id(const struct elf_obj *o);
 bool elf_obj__is_exec(const struct elf_obj *o);	/* ET_EXEC: absolute addresses */
 bool elf_obj__has_symtab(const struct elf_obj *o);
+uint16_t elf_obj__machine(const struct elf_obj *o);	/* e_machine: EM_X86_64, EM_AARCH64 */
 /* The PT_INTERP path (dynamic linker) or NULL. */
 const char *elf_obj__interp(const struct elf_obj *o);
 /* Whether the named section contains the bytes of needle (a string, without its NUL). */

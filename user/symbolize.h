@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * The one interface that names code addresses of a traced process: "symbol+0xoff (object)",
- * falling back to "object+0xfileoff" for stripped code and "0xaddr" for unmapped addresses.
+ * The one interface that names code addresses of a traced process: "symbol+0xoff (object)"
+ * from .symtab, else .dynsym (C++ names demangled), falling back to "object+0xfileoff" for
+ * code no symbol covers and "0xaddr" for unmapped addresses. Objects with one build-id share
+ * one symbol table (a library copied into containers is read once), and the user stacks of
+ * allocations are kept here with the names of their frames.
  * Mappings are remembered per process as they are seen, so names survive dlclose and the
  * target's exit; resolved names are cached per (pid, address).
  *
@@ -13,6 +16,7 @@
 #ifndef GPULEAK_SYMBOLIZE_H
 #define GPULEAK_SYMBOLIZE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -55,8 +59,46 @@ const char *symbolizer__name(struct symbolizer *s, pid_t pid, uint64_t addr);
 int symbolizer__frame(struct symbolizer *s, pid_t pid, uint64_t addr, const char **sym,
 		      const char **module);
 /*
- * The call-site frames rules match on (a frames_fn of the tracker; ctx is the symbolizer):
- * for now the caller only; stack_id is unused until stacks are collected.
+ * Name every address of addrs in pid now, in one pass in address order (a stack's frames,
+ * a capture's symbols). Later lookups of them are cache hits. 0 or -ENOMEM.
+ */
+int symbolizer__resolve(struct symbolizer *s, pid_t pid, const uint64_t *addrs, size_t n);
+
+struct ustack;
+struct stacks;
+
+/*
+ * The stack of an allocation from the kernel (stacks__intern has the details of raw, n and
+ * depth), interned per (pid, id, caller). A new stack has its frames named in one batch and
+ * its walk judged: STACK_NO_FP when a frame other than the last is in a function that does
+ * not keep a frame pointer (or, where no symbol covers it, in an object most of whose
+ * functions do not), since the frame-pointer walk took the frames after it on trust.
+ */
+int symbolizer__add_stack(struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller,
+			  const uint64_t *raw, size_t n, unsigned int depth,
+			  const struct ustack **out);
+/* A stack as a capture recorded it, flags included: offline nothing is judged again. */
+int symbolizer__set_stack(struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller,
+			  const uint64_t *frames, size_t nr, unsigned int flags,
+			  unsigned int nofp_from);
+/* The stack of a call site (a record's or a tracker site's pid, stack_id, caller), or NULL. */
+const struct ustack *symbolizer__stack(const struct symbolizer *s, pid_t pid, int32_t id,
+				       uint64_t caller);
+/* Every stack, in the order they were added (stacks__count, stacks__at). */
+const struct stacks *symbolizer__stacks(const struct symbolizer *s);
+
+struct symbolizer_stats {
+	unsigned int objects;	/* ELF objects named from */
+	unsigned int shared;	/* of them, named by an earlier object with their build-id */
+	uint64_t resolved;	/* addresses looked up in a mapping */
+	uint64_t batches;	/* symbolizer__resolve calls */
+};
+void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st);
+
+/*
+ * The frames rules match on (a frames_fn of the tracker; ctx is the symbolizer), innermost
+ * first: every frame of the site's stack, named or not (NULL), so that syms[i] and mods[i]
+ * are one frame; the call site alone when it has no stack.
  */
 int symbolizer__site_frames(void *ctx, pid_t pid, uint64_t caller, int32_t stack_id,
 			    const char **syms, const char **mods, int max);
