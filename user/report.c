@@ -7,6 +7,7 @@
 #include "probe_catalog.h"
 #include "report.h"
 #include "rules.h"
+#include "stacks.h"
 #include "symbolize.h"
 #include "timeline.h"
 #include "tracker.h"
@@ -219,7 +220,7 @@ static void site_addrefs(const struct tracker *t, const struct site *s, uint32_t
 		if (o->refs <= 0 || !o->nr_addref || (o->flags & TOBJ_OWNER))
 			continue;
 		a = tracker__alloc(p, o->ns, o->handle);
-		if (!a || a->site != idx)
+		if (!a || tracker__alloc_site(t, a) != idx)
 			continue;
 		for (i = 0; i < o->nr_addref; i++) {
 			for (j = 0; j < out->n; j++)
@@ -533,6 +534,81 @@ static void json_growth_fields(FILE *f, const struct growth *g)
 		g->slope_per_s, g->r2, g->first_step, g->growth_steps);
 }
 
+/* One frame of a stack: its name, and function and object when known. */
+static void json_frame(struct report *r, pid_t pid, uint64_t addr)
+{
+	const struct sym_info *si = symbolizer__info(r->sym, pid, addr);
+
+	fputs("{\"name\":", r->json);
+	json_str(r->json, symbolizer__name(r->sym, pid, addr));
+	fputs(",\"function\":", r->json);
+	if (si && si->func)
+		json_str(r->json, si->func);
+	else
+		fputs("null", r->json);
+	fputs(",\"module\":", r->json);
+	if (si && si->module)
+		json_str(r->json, si->module);
+	else
+		fputs("null", r->json);
+	fputc('}', r->json);
+}
+
+static uint64_t sstack_bytes(const struct site_stack *ss, enum site_sel k)
+{
+	return k == SEL_PENDING ? ss->pending_bytes : ss->live_bytes;
+}
+
+static uint64_t sstack_count(const struct site_stack *ss, enum site_sel k)
+{
+	return k == SEL_PENDING ? ss->pending_count : ss->live_count;
+}
+
+/*
+ * The user stacks the site's allocations (live, or pending for SEL_PENDING) came from,
+ * largest first, each innermost frame (the call site) first: how the program got to the
+ * site. Empty without stacks and for failed calls.
+ */
+static void json_stacks(struct report *r, uint32_t idx, enum site_sel k)
+{
+	const struct tracker *t = r->t;
+	const struct site *s = &t->sites[idx];
+	uint32_t v[64], i, n = 0, j;
+
+	fputs(",\"stacks\":[", r->json);
+	for (i = s->sstacks; k != SEL_FAILED && i != UINT32_MAX && n < 64; i = t->sstacks[i].next) {
+		const struct site_stack *ss = &t->sstacks[i];
+
+		if (!sstack_count(ss, k) ||
+		    !symbolizer__stack(r->sym, s->pid, ss->stack_id, s->caller))
+			continue;
+		/* insertion sort: a site has a handful of stacks */
+		for (j = n; j && sstack_bytes(&t->sstacks[v[j - 1]], k) < sstack_bytes(ss, k); j--)
+			v[j] = v[j - 1];
+		v[j] = i;
+		n++;
+	}
+	for (i = 0; i < n; i++) {
+		const struct site_stack *ss = &t->sstacks[v[i]];
+		const struct ustack *st = symbolizer__stack(r->sym, s->pid, ss->stack_id, s->caller);
+
+		fprintf(r->json, "%s{\"bytes\":%" PRIu64 ",\"count\":%" PRIu64 ",\"frames\":[",
+			i ? "," : "", sstack_bytes(ss, k), sstack_count(ss, k));
+		for (j = 0; j < st->nr; j++) {
+			if (j)
+				fputc(',', r->json);
+			json_frame(r, s->pid, st->frames[j]);
+		}
+		fprintf(r->json, "],\"truncated\":%s,\"without_frame_pointers\":",
+			st->flags & STACK_TRUNCATED ? "true" : "false");
+		if (st->flags & STACK_NO_FP)
+			fprintf(r->json, "{\"from_frame\":%u}}", st->nofp_from);
+		else
+			fputs("null}", r->json);
+	}
+	fputc(']', r->json);
+}
+
 static void json_site(struct report *r, uint32_t idx, enum site_sel k, const char *kind,
 		      uint64_t bytes, uint64_t count, bool first)
 {
@@ -591,6 +667,7 @@ static void json_site(struct report *r, uint32_t idx, enum site_sel k, const cha
 	}
 	if (k == SEL_MEMORY || k == SEL_RETAINED || k == SEL_IGNORED)
 		json_layers(r, idx);
+	json_stacks(r, idx, k);
 	fputc('}', r->json);
 }
 
@@ -967,6 +1044,7 @@ static const char *const loss_names[GL_STAT_MAX] = {
 	[GL_STAT_RET_NO_ENTRY] = "return_without_entry",
 	[GL_STAT_STALE_FRAMES] = "stale_frames",
 	[GL_STAT_STACK_FAIL] = "stack_fail",
+	[GL_STAT_STACK_COLLISION] = "stack_collision",
 };
 
 static void json_growth(struct report *r, const struct growth *g, size_t n,

@@ -558,14 +558,21 @@ bool rule__needs_frames(const struct rule *rule)
 	return rule->site || rule->lib;
 }
 
-static bool frames_match(const char *pat, const char *const *v, int n)
+/*
+ * A rule's site= and lib= hold at one frame of the stack: the innermost frame (the call
+ * site first, then its callers) whose function matches site= and whose object matches lib=.
+ * `lib=libc10_cuda.so site=*Allocator*` is an allocator function of that library, not any
+ * such function anywhere with the library somewhere else on the stack.
+ */
+static int frame_match(const struct rule *ru, const struct rule_subject *s)
 {
 	int i;
 
-	for (i = 0; i < n; i++)
-		if (glob(pat, v[i]))
-			return true;
-	return false;
+	for (i = 0; i < s->nr_frames; i++)
+		if ((!ru->site || glob(ru->site, s->syms[i])) &&
+		    (!ru->lib || glob(ru->lib, s->mods[i])))
+			return i;
+	return -1;
 }
 
 bool rule__match_static(const struct rule *ru, const struct rule_subject *s)
@@ -574,9 +581,7 @@ bool rule__match_static(const struct rule *ru, const struct rule_subject *s)
 		return false;
 	if (ru->api && !glob(ru->api, s->api))
 		return false;
-	if (ru->site && !frames_match(ru->site, s->syms, s->nr_frames))
-		return false;
-	if (ru->lib && !frames_match(ru->lib, s->mods, s->nr_frames))
+	if ((ru->site || ru->lib) && frame_match(ru, s) < 0)
 		return false;
 	return true;
 }

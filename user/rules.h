@@ -75,7 +75,8 @@ struct rule_subject {
 	uint64_t size;
 	const char *label;	/* NULL: none */
 	int64_t step;		/* -1: before the first step */
-	/* Frames of the call site, innermost first: symbol names and object basenames. */
+	/* Frames of the allocation's stack, innermost (the call site) first: function names and
+	 * object basenames, NULL where unknown; site= and lib= must hold at one frame. */
 	const char *const *syms;
 	const char *const *mods;
 	int nr_frames;

@@ -171,6 +171,8 @@ void tracker__free(struct tracker *t)
 	free(t->procs);
 	free(t->sites);
 	hmap__free(&t->site_idx);
+	free(t->sstacks);
+	hmap__free(&t->sstack_idx);
 	for (i = 0; i < t->nr_labels; i++)
 		free(t->labels[i]);
 	free(t->labels);
@@ -252,7 +254,7 @@ struct site_key {
 	uint16_t api;
 	int16_t device;
 	uint64_t caller;
-	int32_t stack_id;
+	int32_t stack_id;	/* not part of the site: the sstack of its allocation */
 	uint8_t owner_kind;
 	uint64_t owner;
 	uint16_t rule;		/* persistent/ignore rule + 1, 0: none */
@@ -262,7 +264,7 @@ struct site_key {
 static bool site_matches(const struct site *s, const struct site_key *k)
 {
 	return s->pid == k->pid && s->api == k->api && s->device == k->device &&
-	       s->stack_id == k->stack_id && (k->stack_id >= 0 || s->caller == k->caller) &&
+	       s->caller == k->caller &&
 	       s->owner_kind == k->owner_kind && s->owner == k->owner && s->rule == k->rule &&
 	       s->label == k->label;
 }
@@ -270,7 +272,7 @@ static bool site_matches(const struct site *s, const struct site_key *k)
 static uint32_t site_get(struct tracker *t, const struct site_key *k)
 {
 	uint64_t k0 = (uint64_t)(uint32_t)k->pid << 32 | (uint64_t)k->api << 16 | (uint16_t)k->device;
-	uint64_t k1 = (k->stack_id >= 0 ? 1ULL << 63 | (uint32_t)k->stack_id : k->caller) ^
+	uint64_t k1 = k->caller ^
 		      hmap_mix(k->owner + k->owner_kind + ((uint64_t)k->rule << 48) +
 			       ((uint64_t)k->label << 24));
 	const struct cat_api *api = cat_by_api(k->api);
@@ -302,16 +304,54 @@ static uint32_t site_get(struct tracker *t, const struct site_key *k)
 	s->api = k->api;
 	s->device = k->device;
 	s->caller = k->caller;
-	s->stack_id = k->stack_id;
 	s->owner_kind = k->owner_kind;
 	s->owner = k->owner;
 	s->rule = k->rule;
 	s->label = k->label;
+	s->sstacks = UINT32_MAX;
 	if (k->rule && t->rules)
 		s->cls = t->rules->v[k->rule - 1].kind == RULE_PERSISTENT ? CLS_PERSISTENT
 									: CLS_IGNORED;
 	s->counts = api && cat_mem_counts(api->mem) && k->owner_kind != OWNER_LAYER;
 	return t->nr_sites++;
+}
+
+/*
+ * The sstack of (site, stack): where an allocation of that site from that stack is counted.
+ * The stack id alone names a stack of the site: the site fixes the process and call site
+ * (a probe the kernel single-steps leaves the call site out of the stack, so two sites of
+ * one function may share an id). UINT32_MAX without memory.
+ */
+static uint32_t sstack_get(struct tracker *t, uint32_t site, int32_t stack_id)
+{
+	uint64_t *v;
+	struct site_stack *ss;
+
+	if (site == UINT32_MAX)
+		return UINT32_MAX;
+	if (stack_id < 0)
+		stack_id = -1;
+	v = hmap__get(&t->sstack_idx, site, (uint32_t)stack_id);
+	if (v)
+		return (uint32_t)*v;
+	if (t->nr_sstacks == t->cap_sstacks) {
+		size_t cap = t->cap_sstacks ? 2 * t->cap_sstacks : 256;
+		struct site_stack *nv = realloc(t->sstacks, cap * sizeof(*nv));
+
+		if (!nv)
+			return UINT32_MAX;
+		t->sstacks = nv;
+		t->cap_sstacks = cap;
+	}
+	if (hmap__put(&t->sstack_idx, site, (uint32_t)stack_id, t->nr_sstacks))
+		return UINT32_MAX;
+	ss = &t->sstacks[t->nr_sstacks];
+	memset(ss, 0, sizeof(*ss));
+	ss->site = site;
+	ss->stack_id = stack_id;
+	ss->next = t->sites[site].sstacks;
+	t->sites[site].sstacks = (uint32_t)t->nr_sstacks;
+	return (uint32_t)t->nr_sstacks++;
 }
 
 const struct alloc *tracker__alloc(const struct tproc *p, uint8_t ns, uint64_t addr)
@@ -432,12 +472,15 @@ static void mark_dirty(struct tproc *p, struct site *s, uint32_t idx)
 
 static void account(struct tracker *t, struct tproc *p, struct alloc *a, int sign)
 {
-	struct site *s = &t->sites[a->site];
+	struct site_stack *ss = &t->sstacks[a->sstack];
+	struct site *s = &t->sites[ss->site];
 	uint64_t b = a->size;
 
-	mark_dirty(p, s, a->site);
+	mark_dirty(p, s, ss->site);
 
 	if (a->flags & AF_PENDING) {
+		ss->pending_bytes += sign * b;
+		ss->pending_count += sign;
 		s->pending_bytes += sign * b;
 		s->pending_count += sign;
 		if (s->counts) {
@@ -446,6 +489,8 @@ static void account(struct tracker *t, struct tproc *p, struct alloc *a, int sig
 		}
 		return;
 	}
+	ss->live_bytes += sign * b;
+	ss->live_count += sign;
 	s->live_bytes += sign * b;
 	s->live_count += sign;
 	if (a->flags & AF_RELEASED_MAPPED) {
@@ -479,9 +524,11 @@ static void account(struct tracker *t, struct tproc *p, struct alloc *a, int sig
 
 static void release(struct tracker *t, struct tproc *p, struct alloc *a)
 {
+	uint32_t site = tracker__alloc_site(t, a);
+
 	account(t, p, a, -1);
-	t->sites[a->site].frees++;
-	if (t->sites[a->site].counts) {
+	t->sites[site].frees++;
+	if (t->sites[site].counts) {
 		p->c.frees++;
 		p->c.freed_bytes += a->size;
 	}
@@ -548,7 +595,8 @@ static int add_violation(struct tproc *p, enum violation_kind kind, uint16_t rul
 	return 0;
 }
 
-#define MAX_FRAMES 32
+/* Frames of a stack rules look at: all of them at the deepest --stack-depth. */
+#define MAX_FRAMES 128
 
 /* The rule subject of a call site, frames named only when a rule needs them. */
 static void subject_of(struct tracker *t, pid_t pid, uint16_t api, uint64_t caller,
@@ -567,37 +615,38 @@ static void subject_of(struct tracker *t, pid_t pid, uint16_t api, uint64_t call
 }
 
 /*
- * The persistent/ignore rule (index + 1) for an allocation at base site b, or 0. What
- * depends on the call site is matched once per site and kept as a bit mask; per allocation
- * only size, label and phase are looked at.
+ * The persistent/ignore rule (index + 1) for an allocation at base sstack b (its site
+ * without a rule, its stack), or 0. What depends on the call site and stack is matched once
+ * per sstack and kept as a bit mask; per allocation only size, label and phase are looked at.
  */
 static uint16_t classify(struct tracker *t, struct tproc *p, uint32_t b, uint64_t size,
 			 const char *label)
 {
 	const struct rules *rs = t->rules;
-	struct site *s = &t->sites[b];
+	struct site_stack *ss = &t->sstacks[b];
+	const struct site *st = &t->sites[ss->site];
 	size_t i, n;
 
 	if (!rs || !rs->n)
 		return 0;
 	n = rs->n < 64 ? rs->n : 64;
-	if (!s->cand_valid) {
+	if (!ss->cand_valid) {
 		const char *syms[MAX_FRAMES], *mods[MAX_FRAMES];
 		struct rule_subject sub;
 		bool need_frames = false;
 
 		for (i = 0; i < n; i++)
 			need_frames |= rs->v[i].kind != RULE_DEFERRED && rule__needs_frames(&rs->v[i]);
-		subject_of(t, s->pid, s->api, s->caller, s->stack_id, need_frames, &sub, syms,
+		subject_of(t, st->pid, st->api, st->caller, ss->stack_id, need_frames, &sub, syms,
 			   mods);
-		s->cand = 0;
+		ss->cand = 0;
 		for (i = 0; i < n; i++)
 			if (rs->v[i].kind != RULE_DEFERRED && rule__match_static(&rs->v[i], &sub))
-				s->cand |= 1ULL << i;
-		s->cand_valid = true;
+				ss->cand |= 1ULL << i;
+		ss->cand_valid = true;
 	}
 	for (i = 0; i < n; i++)
-		if ((s->cand & (1ULL << i)) &&
+		if ((ss->cand & (1ULL << i)) &&
 		    rule__match_dynamic(&rs->v[i], size, label, p->step))
 			return (uint16_t)(i + 1);
 	return 0;
@@ -611,7 +660,7 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 			      pl->owner_kind, pl->owner, 0, 0 };
 	struct alloc a, *old, *ins;
 	struct tthread *th;
-	uint32_t site;
+	uint32_t site, ss;
 
 	/* cudaMalloc(&p, 0) succeeds with a NULL pointer: a call, not memory. */
 	if (!r->addr || (r->hdr.flags & GL_HF_ADDR_READ_FAIL))
@@ -634,12 +683,14 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 		}
 	}
 	site = site_get(t, &k);
-	if (site == UINT32_MAX)
+	ss = sstack_get(t, site, r->stack_id);
+	if (ss == UINT32_MAX)
 		return -ENOMEM;
-	k.rule = k.owner_kind == OWNER_LAYER ? 0 : classify(t, p, site, r->size, NULL);
+	k.rule = k.owner_kind == OWNER_LAYER ? 0 : classify(t, p, ss, r->size, NULL);
 	if (k.rule) {
 		site = site_get(t, &k);
-		if (site == UINT32_MAX)
+		ss = sstack_get(t, site, r->stack_id);
+		if (ss == UINT32_MAX)
 			return -ENOMEM;
 	}
 	old = at_find(&p->allocs, ns, r->addr);
@@ -663,7 +714,7 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 		release(t, p, old);
 	}
 	a = (struct alloc){ .addr = r->addr, .size = r->size, .ts_ns = r->hdr.ts_ns,
-			    .site = site, .ns = ns,
+			    .sstack = ss, .ns = ns,
 			    .flags = pl->owner_kind == OWNER_LAYER ? AF_LAYER : 0 };
 	/* once: a second allocation of the class while one is live */
 	if (k.rule && p->rule_live && t->rules->v[k.rule - 1].once &&
@@ -879,7 +930,7 @@ static void complete(struct tracker *t, struct tproc *p, enum rule_until by, boo
 			continue;
 		}
 		a = at_find(&p->allocs, pf->ns, pf->addr);
-		if (a && device >= -1 && t->sites[a->site].device != device) {
+		if (a && device >= -1 && t->sites[tracker__alloc_site(t, a)].device != device) {
 			i++;
 			continue;
 		}
@@ -923,7 +974,7 @@ struct dev_match {
 static bool on_device(const struct tracker *t, const struct alloc *a, void *ctx)
 {
 	const struct dev_match *m = ctx;
-	const struct site *s = &t->sites[a->site];
+	const struct site *s = &t->sites[tracker__alloc_site(t, a)];
 	const struct cat_api *api = cat_by_api(s->api);
 
 	if (s->owner_kind == OWNER_CTX)
@@ -938,7 +989,7 @@ static bool on_device(const struct tracker *t, const struct alloc *a, void *ctx)
 
 static bool of_ctx(const struct tracker *t, const struct alloc *a, void *ctx)
 {
-	const struct site *s = &t->sites[a->site];
+	const struct site *s = &t->sites[tracker__alloc_site(t, a)];
 
 	return s->owner_kind == OWNER_CTX && s->owner == *(uint64_t *)ctx;
 }
@@ -1222,7 +1273,7 @@ static void owner_destroy(struct tracker *t, struct tproc *p, struct tobj *owner
 	owner->flags |= TOBJ_DESTROYED;
 	while (i < p->allocs.cap) {
 		struct alloc *a = &p->allocs.slots[i];
-		const struct site *s = &t->sites[a->site];
+		const struct site *s = &t->sites[tracker__alloc_site(t, a)];
 
 		if (!a->addr || a->ns != owner->ns || s->owner_kind != OWNER_DEVICE ||
 		    s->owner != owner->handle) {
@@ -1273,7 +1324,7 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	struct alloc a, *old, *ins;
 	struct tthread *th;
 	struct tobj *o;
-	uint32_t site;
+	uint32_t site, ss;
 	bool error;
 
 	if (owner && !owner_get(p, ns, owner))
@@ -1302,11 +1353,16 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	    api->decode(dr->desc, api->spec.desc_len, &d))
 		d.unknown_format = true;
 	site = site_get(t, &k);
-	if (site == UINT32_MAX)
+	ss = sstack_get(t, site, r->stack_id);
+	if (ss == UINT32_MAX)
 		return -ENOMEM;
-	k.rule = classify(t, p, site, d.bytes, NULL);
-	if (k.rule && (site = site_get(t, &k)) == UINT32_MAX)
-		return -ENOMEM;
+	k.rule = classify(t, p, ss, d.bytes, NULL);
+	if (k.rule) {
+		site = site_get(t, &k);
+		ss = sstack_get(t, site, r->stack_id);
+		if (ss == UINT32_MAX)
+			return -ENOMEM;
+	}
 	old = at_find(&p->allocs, ns, r->addr);
 	if (old) {
 		/* A handle value reused after an untraced release. */
@@ -1315,7 +1371,7 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 		p->c.addr_reuse++;
 		release(t, p, old);
 	}
-	a = (struct alloc){ .addr = r->addr, .size = d.bytes, .ts_ns = r->hdr.ts_ns, .site = site,
+	a = (struct alloc){ .addr = r->addr, .size = d.bytes, .ts_ns = r->hdr.ts_ns, .sstack = ss,
 			    .ns = ns, .flags = d.unknown_format ? AF_UNSIZED : 0 };
 	ins = at_insert(&p->allocs, &a);
 	if (!ins)
@@ -1508,22 +1564,25 @@ static int apply_label(struct tracker *t, const struct gl_label_rec *r)
 	/* SetLabel(NULL) or "" clears it. */
 	o->label = len ? label_intern(t, r->label, len) : 0;
 	a = at_find(&p->allocs, o->ns, o->handle);
-	if (a && !(a->flags & AF_LAYER) && t->sites[a->site].label != o->label) {
-		const struct site *old = &t->sites[a->site];
-		struct site_key k = { p->pid, old->api, old->device, old->caller, old->stack_id,
+	if (a && !(a->flags & AF_LAYER) && t->sites[tracker__alloc_site(t, a)].label != o->label) {
+		uint32_t from = tracker__alloc_site(t, a);
+		int32_t stack_id = t->sstacks[a->sstack].stack_id;
+		const struct site *old = &t->sites[from];
+		struct site_key k = { p->pid, old->api, old->device, old->caller, stack_id,
 				      old->owner_kind, old->owner, 0, o->label };
-		uint32_t base = site_get(t, &k), site;
+		uint32_t base = sstack_get(t, site_get(t, &k), stack_id), site, ss;
 
 		if (base == UINT32_MAX)
 			return -ENOMEM;
 		k.rule = classify(t, p, base, a->size, tracker__label(t, o->label));
-		site = k.rule ? site_get(t, &k) : base;
-		if (site == UINT32_MAX)
+		ss = k.rule ? sstack_get(t, site_get(t, &k), stack_id) : base;
+		if (ss == UINT32_MAX)
 			return -ENOMEM;
+		site = t->sstacks[ss].site;
 		account(t, p, a, -1);
-		t->sites[a->site].allocs--;
-		t->sites[a->site].alloc_bytes -= a->size;
-		a->site = site;
+		t->sites[from].allocs--;
+		t->sites[from].alloc_bytes -= a->size;
+		a->sstack = ss;
 		t->sites[site].allocs++;
 		t->sites[site].alloc_bytes += a->size;
 		account(t, p, a, 1);
@@ -1723,7 +1782,7 @@ static int apply_children(struct tracker *t, struct tproc *p, struct node *nodes
 	int err;
 
 	if (outer)
-		lp = (struct placement){ .owner_kind = OWNER_LAYER, .owner = outer->site,
+		lp = (struct placement){ .owner_kind = OWNER_LAYER, .owner = tracker__alloc_site(t, outer),
 					 .outer_ns = outer->ns, .outer_addr = outer->addr };
 	for (i = nodes[self].first_child; i < self; i++) {
 		const struct placement *l = layer;
@@ -1816,8 +1875,8 @@ static int apply_tree(struct tracker *t, struct tproc *p, struct node *nodes, si
 			if (!outer->layer_api) {
 				outer->layer_api = r->hdr.api;
 				if (!(outer->flags & AF_PENDING))
-					t->sites[outer->site].layer_count++;
-				t->sites[outer->site].layer_api = r->hdr.api;
+					t->sites[tracker__alloc_site(t, outer)].layer_count++;
+				t->sites[tracker__alloc_site(t, outer)].layer_api = r->hdr.api;
 			}
 			entry = *outer;
 			return apply_children(t, p, nodes, self, scope, layer, &entry);
@@ -2065,7 +2124,7 @@ void tracker__window_checks(struct tracker *t, struct tproc *p, uint64_t ts_ns)
 			continue;
 		a = at_find(&p->allocs, pf->ns, pf->addr);
 		pf->late = true;
-		add_violation(p, VIOL_FREE_NEVER_COMPLETED, pf->rule - 1, a ? a->site : UINT32_MAX,
+		add_violation(p, VIOL_FREE_NEVER_COMPLETED, pf->rule - 1, a ? tracker__alloc_site(t, a) : UINT32_MAX,
 			      a ? a->size : 0, 1, ts_ns);
 	}
 }

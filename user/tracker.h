@@ -31,7 +31,7 @@ struct alloc {
 	uint64_t addr;
 	uint64_t size;
 	uint64_t ts_ns;		/* when it was allocated */
-	uint32_t site;		/* index into tracker sites */
+	uint32_t sstack;	/* index into tracker sstacks (its site: tracker__alloc_site) */
 	uint8_t ns;		/* enum cat_ns */
 	uint8_t flags;		/* enum alloc_flags */
 	uint16_t layer_api;	/* a lower layer at the same address merged into this one */
@@ -61,16 +61,13 @@ struct site {
 	uint16_t api;
 	int16_t device;		/* CUDA device ordinal, -1 for host memory */
 	uint64_t caller;	/* return address in the caller */
-	int32_t stack_id;
 	int32_t last_err;	/* last error code of a failed call here */
 	uint8_t owner_kind;	/* enum owner_kind */
 	bool counts;		/* its bytes are memory in the process totals */
 	uint16_t layer_api;	/* API of a same-address layer seen under allocations here */
 	uint8_t cls;		/* enum site_class: what a rule made of allocations here */
-	bool cand_valid;
 	bool dirty;		/* live bytes changed since the timeline last sampled */
 	uint16_t rule;		/* the persistent/ignore rule (index + 1), 0: none */
-	uint64_t cand;		/* persistent/ignore rules whose call-site matchers hold here */
 	uint64_t owner;
 	uint64_t live_bytes;
 	uint64_t live_count;
@@ -81,10 +78,27 @@ struct site {
 	uint64_t layer_count;	/* live allocations here with a merged same-address layer */
 	uint64_t unsized;	/* live allocations of unknown bytes (counted, 0 bytes) */
 	uint32_t label;		/* WebGPU label (tracker labels index + 1), 0: none */
+	uint32_t sstacks;	/* its first sstack (index), then site_stack.next; UINT32_MAX: none */
 	uint64_t allocs;
 	uint64_t alloc_bytes;
 	uint64_t frees;
 	uint64_t failed;
+};
+
+/*
+ * A site's allocations from one user stack: what the stack views need (the allocation
+ * graph, folded stacks) and where rules with site=/lib= are matched, since those may name
+ * any frame. A call without a stack has the site's sstack of stack_id -1. Tables, verdicts
+ * and timelines read sites, which hold the sums over their sstacks.
+ */
+struct site_stack {
+	uint32_t site;		/* index into tracker sites */
+	uint32_t next;		/* the site's next sstack, UINT32_MAX: none */
+	int32_t stack_id;	/* gl_call_rec.stack_id, -1: none */
+	uint64_t cand;		/* persistent/ignore rules whose call-site matchers hold here */
+	bool cand_valid;
+	uint64_t live_bytes, live_count;
+	uint64_t pending_bytes, pending_count;
 };
 
 enum site_class {
@@ -268,6 +282,9 @@ struct tracker {
 	struct site *sites;
 	size_t nr_sites, cap_sites;
 	struct hmap site_idx;
+	struct site_stack *sstacks;
+	size_t nr_sstacks, cap_sstacks;
+	struct hmap sstack_idx;	/* (site, stack id) -> index into sstacks */
 	char **labels;		/* interned label strings; tobj.label is index + 1 */
 	size_t nr_labels, cap_labels;
 	struct hmap label_idx;	/* (hash, length) -> index */
@@ -295,6 +312,11 @@ struct tproc *tracker__proc(struct tracker *t, pid_t pid);
 uint64_t tproc__dropped(const struct tproc *p);
 /* The live (or pending) allocation of p at (ns, addr), or NULL. */
 const struct alloc *tracker__alloc(const struct tproc *p, uint8_t ns, uint64_t addr);
+/* The site (index into sites) of an allocation. */
+static inline uint32_t tracker__alloc_site(const struct tracker *t, const struct alloc *a)
+{
+	return t->sstacks[a->sstack].site;
+}
 /* A refcounted object of p by (ns, handle), or NULL. */
 struct tobj *tproc__obj(const struct tproc *p, uint8_t ns, uint64_t handle);
 /* A label by index (tobj.label, site.label), "" for 0. */
