@@ -55,6 +55,7 @@ enum opt_key {
 	OPT_FORCE,
 	OPT_BLOCK_SIZE,
 	OPT_BLOCKS,
+	OPT_STACK_DEPTH,
 };
 
 struct cli {
@@ -137,6 +138,9 @@ static const struct argp_option trace_options[] = {
 	  0 },
 	{ "ringbuf-size", OPT_RINGBUF, "BYTES", 0,
 	  "BPF ring buffer size, a power of two (default 64MiB)", 0 },
+	{ "stack-depth", OPT_STACK_DEPTH, "N", 0,
+	  "User stack frames kept per allocation (default 32, at most 120; 0: call sites only, "
+	  "no stack walk)", 0 },
 	{ "webgpu-abi", OPT_WEBGPU_ABI, "GEN", 0,
 	  "webgpu.h generation of WebGPU libraries when it cannot be detected: sv, sv-tier1 "
 	  "or cstr", 0 },
@@ -421,6 +425,16 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--ringbuf-size must be a power of two, 4KiB..2GiB");
 		c->t.ringbuf_bytes = v;
 		break;
+	case OPT_STACK_DEPTH: {
+		char *end;
+		long n = strtol(arg, &end, 10);
+
+		if (!*arg || *end || n < 0 || n > GL_STACK_DEPTH_MAX)
+			argp_error(state, "invalid --stack-depth '%s' (0..%d; 0 disables stacks)", arg,
+				   GL_STACK_DEPTH_MAX);
+		c->t.stack_depth = (unsigned int)n;
+		break;
+	}
 	case 'v':
 		gl_verbosity++;
 		break;
@@ -710,6 +724,7 @@ int main(int argc, char **argv)
 	c.a.steps.warmup_steps = 3;
 	c.a.steps.min_growth_steps = 5;
 	c.t.ringbuf_bytes = 64ULL << 20;
+	c.t.stack_depth = 32;
 	c.r.top = 5;
 	if (argc < 2 || argv[1][0] == '-') {
 		/* gpuleak --help, --version, or a mistake */

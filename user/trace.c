@@ -28,6 +28,7 @@
 #include "process.h"
 #include "report.h"
 #include "ringbuf.h"
+#include "stacks.h"
 #include "symbolize.h"
 #include "trace.h"
 #include "tracker.h"
@@ -36,6 +37,13 @@
 #define POLL_MS 50
 /* Without an ld.so rendezvous probe, look for newly mapped libraries this often. */
 #define RESCAN_NS 1000000000ULL
+/*
+ * Distinct stacks each stack map holds. Kernel memory: entries x (depth + 2) x 8 bytes per
+ * map (4.5 MiB each at the default depth). A stack hashes to a bucket of a power-of-two table
+ * this size; with a few hundred distinct allocation stacks a collision in one map is likely
+ * and in both (a lost stack, counted) rare.
+ */
+#define STACK_ENTRIES 16384
 
 struct target {
 	pid_t pid;
@@ -86,6 +94,8 @@ struct trace {
 	struct capture *cap;	/* gpuleak record */
 	int cap_err;		/* the capture failed: tracing goes on, the exit status is 1 */
 	size_t cap_named;	/* tracker sites before this one have their name in the capture */
+	size_t cap_stacks;	/* stacks before this one are in the capture, frames named */
+	uint64_t stack_buf[GL_STACK_DEPTH_MAX + 2];
 };
 
 static uint64_t now_ns(void)
@@ -162,6 +172,39 @@ static void capture_failed(struct trace *tr, int err)
 }
 
 /*
+ * The frames of a record's stack, read from the kernel's stack map the first time its
+ * (pid, id, call site) is seen: user space interns what the kernel interned, so each stack is
+ * read once however many allocations share it. A read that fails leaves the record named by
+ * its call site, as without stacks.
+ */
+static void intern_stack(struct trace *tr, const struct gl_call_rec *r)
+{
+	unsigned int depth = tr->o->stack_depth;
+	bool fallback = r->stack_id >= GL_STACK_FALLBACK;
+	__u32 key = fallback ? r->stack_id - GL_STACK_FALLBACK : r->stack_id;
+	const struct ustack *st;
+	const uint64_t *raw;
+	size_t n = 0, max;
+	int err;
+
+	if (symbolizer__stack(tr->sym, r->hdr.pid, r->stack_id, r->caller))
+		return;
+	if (bpf_map_lookup_elem(bpf_map__fd(fallback ? tr->skel->maps.stacks2 :
+					    tr->skel->maps.stacks), &key, tr->stack_buf))
+		return;
+	/* stacks2 starts with the probed function's address, stacks after it */
+	raw = tr->stack_buf + fallback;
+	max = depth + 1;
+	while (n < max && raw[n])
+		n++;
+	err = symbolizer__add_stack(tr->sym, r->hdr.pid, r->stack_id, r->caller, raw, n, depth,
+				    &st);
+	if (err == -ENOMEM)
+		pr_warn("out of memory for the stack of a call at 0x%llx\n",
+			(unsigned long long)r->caller);
+}
+
+/*
  * Every record, from BPF or made here, enters the analysis through this one function; a
  * capture gets exactly the same stream, in the same order, so `gpuleak report` replays
  * what the tracker saw.
@@ -175,6 +218,9 @@ static int on_record(void *ctx, const struct gl_hdr *h)
 		tr->rescan_pending = true;
 	if (h->kind == GL_REC_CODE && h->size >= sizeof(struct gl_call_rec))
 		code_request(tr, (const struct gl_call_rec *)h);
+	if ((h->kind == GL_REC_ALLOC || h->kind == GL_REC_ALLOC_FAIL) &&
+	    h->size >= sizeof(struct gl_call_rec) && ((const struct gl_call_rec *)h)->stack_id >= 0)
+		intern_stack(tr, (const struct gl_call_rec *)h);
 	if (tr->cap && !tr->cap_err) {
 		err = capture__write_record(tr->cap, h);
 		if (err && err != -EINVAL)
@@ -226,43 +272,74 @@ static void capture_process(struct trace *tr)
 }
 
 /*
- * Names of the tracker's call sites, for a report without the binaries. A site is named
- * once, when its address lies in a known mapping (a library mapped a moment ago may not be
- * scanned yet); at the end every site is named as the live report names it. Reading names
- * from the symbolizer's cache makes them the very strings the live report prints.
+ * The name of one address into the capture: 1 when it is there (or needs none), 0 when its
+ * mapping is not known yet and this is not the final pass, -errno.
+ */
+static int capture_name(struct trace *tr, pid_t pid, uint64_t addr, bool final)
+{
+	const struct sym_info *si;
+	int err;
+
+	if (!addr || capture__has_symbol(tr->cap, pid, addr))
+		return 1;
+	si = symbolizer__info(tr->sym, pid, addr);
+	if (!si)
+		return -ENOMEM;
+	if (!si->module && !final)
+		return 0;
+	err = capture__add_symbol(tr->cap, pid, addr, si);
+	return err ? err : 1;
+}
+
+/*
+ * Names of the tracker's call sites and of the frames of every stack, for a report without
+ * the binaries. An address is named once, when it lies in a known mapping (a library mapped
+ * a moment ago may not be scanned yet); at the end every one is named as the live report
+ * names it. Reading names from the symbolizer's cache makes them the very strings the live
+ * report prints. A stack is written as soon as it is seen, with the verdicts it was given
+ * then (truncated, frame pointers), which the live report prints too.
  */
 static void capture_names(struct trace *tr, bool final)
 {
 	const struct tracker *t = tr->an->t;
+	const struct stacks *sts = symbolizer__stacks(tr->sym);
 	bool all_named = true;
 	size_t i;
-	int err;
+	int ret = 1;
 
 	if (!tr->cap || tr->cap_err)
 		return;
 	for (i = tr->cap_named; i < t->nr_sites; i++) {
 		const struct site *s = &t->sites[i];
-		const struct sym_info *si;
 
-		if (s->caller && !capture__has_symbol(tr->cap, s->pid, s->caller)) {
-			si = symbolizer__info(tr->sym, s->pid, s->caller);
-			if (!si) {
-				capture_failed(tr, -ENOMEM);
-				return;
-			}
-			if (!si->module && !final) {
-				all_named = false;
-				continue;
-			}
-			err = capture__add_symbol(tr->cap, s->pid, s->caller, si);
-			if (err) {
-				capture_failed(tr, err);
-				return;
-			}
-		}
+		ret = capture_name(tr, s->pid, s->caller, final);
+		if (ret < 0)
+			goto fail;
+		all_named &= ret;
 		if (all_named)
 			tr->cap_named = i + 1;
 	}
+	all_named = true;
+	for (i = tr->cap_stacks; i < stacks__count(sts); i++) {
+		const struct ustack *st = stacks__at(sts, i);
+		uint16_t j;
+
+		ret = capture__add_stack(tr->cap, st);
+		for (j = 0; !ret && j < st->nr; j++) {
+			int r = capture_name(tr, st->pid, st->frames[j], final);
+
+			if (r < 0)
+				ret = r;
+			all_named &= r > 0;
+		}
+		if (ret < 0)
+			goto fail;
+		if (all_named)
+			tr->cap_stacks = i + 1;
+	}
+	return;
+fail:
+	capture_failed(tr, ret);
 }
 
 static void emit_proc(struct trace *tr, enum gl_proc_event ev, int status)
@@ -331,6 +408,18 @@ static int bpf_open_load(struct trace *tr)
 	for (i = 0; i < cat_nr_apis; i++)
 		skel->rodata->specs[cat_apis[i].api] = cat_apis[i].spec;
 	err = bpf_map__set_max_entries(skel->maps.events, tr->o->ringbuf_bytes);
+	if (!err && tr->o->stack_depth) {
+		/* frames after the probed function, and one more to see a cut (gpuleak.bpf.c) */
+		skel->rodata->stack_depth = tr->o->stack_depth;
+		err = bpf_map__set_value_size(skel->maps.stacks, (tr->o->stack_depth + 1) * 8);
+		if (!err)
+			err = bpf_map__set_value_size(skel->maps.stacks2,
+						      (tr->o->stack_depth + 2) * 8);
+		if (!err)
+			err = bpf_map__set_max_entries(skel->maps.stacks, STACK_ENTRIES);
+		if (!err)
+			err = bpf_map__set_max_entries(skel->maps.stacks2, STACK_ENTRIES);
+	}
 	if (err)
 		goto fail;
 	err = gpuleak_bpf__load(skel);

@@ -26,6 +26,7 @@ struct trace_opts {
 	bool wait_for_lib;	/* attach even if no CUDA library is mapped yet */
 	bool libc;		/* also trace the C library's allocator */
 	uint64_t ringbuf_bytes;
+	unsigned int stack_depth;	/* frames of allocation stacks kept; 0: no stacks */
 	struct analysis_opts a;	/* rules, steps, gate: shared with gpuleak report */
 	struct wgpu_abi webgpu_abi;	/* --webgpu-abi; labels == 0: detect per object */
 	const char *capture_path;	/* gpuleak record: also write every record here */
