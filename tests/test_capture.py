@@ -467,7 +467,7 @@ def not_a_capture_or_another_version():
         newer = os.path.join(tmp, "v2.glc")
         data = bytearray(open(r.path, "rb").read())
         r.cleanup()
-        data[8] = 2                    # major 2
+        data[8:12] = bytes([2, 0, 0, 0])  # major 2, minor 0
         open(newer, "wb").write(data)
         cases.append((newer, "offset 8: capture format 2.0; this gpuleak reads 1.x"))
         for path, needle in cases:

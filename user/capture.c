@@ -15,6 +15,7 @@
 #include "hmap.h"
 #include "modules.h"
 #include "proc_maps.h"
+#include "stacks.h"
 #include "symbolize.h"
 
 #ifndef GPULEAK_VERSION
@@ -48,6 +49,9 @@ struct capture {
 	struct wbuf syms;		/* CB_SYMBOLS entries not written yet */
 	uint32_t nr_syms;
 	struct hmap syms_done;		/* ((u32)pid, addr): written or pending */
+	struct wbuf stacks;		/* CB_STACKS entries not written yet */
+	uint32_t nr_stacks;
+	struct hmap stacks_done;	/* (pid | id << 32, caller): written or pending */
 	struct hmap maps_done;		/* ((u32)pid, mapping hash): in some CB_MAPS block */
 	struct hmap pids_done;		/* (pid, 0): a full snapshot was written */
 	uint64_t records;		/* in whole blocks on disk */
@@ -189,6 +193,8 @@ void capture__free(struct capture *c)
 		deflateEnd(&c->zs);
 	wbuf__free(&c->syms);
 	hmap__free(&c->syms_done);
+	wbuf__free(&c->stacks);
+	hmap__free(&c->stacks_done);
 	hmap__free(&c->maps_done);
 	hmap__free(&c->pids_done);
 	free(c->path);
@@ -305,6 +311,14 @@ int capture__flush(struct capture *c)
 			return err;
 		c->syms.len = 0;
 		c->nr_syms = 0;
+	}
+	if (c->nr_stacks) {
+		/* OPTIONAL: a 1.0 reader reports the records, named by call site alone. */
+		err = write_block(c, CB_STACKS, CBF_OPTIONAL, &c->stacks, c->nr_stacks);
+		if (err)
+			return err;
+		c->stacks.len = 0;
+		c->nr_stacks = 0;
 	}
 	return 0;
 }
@@ -445,6 +459,34 @@ int capture__add_symbol(struct capture *c, uint32_t pid, uint64_t addr, const st
 	wbuf__varint(&c->syms, si->file_off);
 	c->nr_syms++;
 	return c->syms.err;
+}
+
+int capture__add_stack(struct capture *c, const struct ustack *st)
+{
+	uint64_t k0 = (uint64_t)(uint32_t)st->id << 32 | (uint32_t)st->pid, prev;
+	uint16_t i;
+
+	if (c->err)
+		return c->err;
+	if (hmap__get(&c->stacks_done, k0, st->caller))
+		return 0;
+	if (hmap__put(&c->stacks_done, k0, st->caller, 1))
+		return -ENOMEM;
+	wbuf__varint(&c->stacks, (uint32_t)st->pid);
+	wbuf__varint(&c->stacks, (uint32_t)st->id);
+	wbuf__varint(&c->stacks, st->caller);
+	wbuf__varint(&c->stacks, st->flags);
+	wbuf__varint(&c->stacks, st->nofp_from);
+	wbuf__varint(&c->stacks, st->nr);
+	/* Each frame as the difference to the one before (the first to the call site): return
+	 * addresses of one stack lie in a few objects. */
+	prev = st->caller;
+	for (i = 0; i < st->nr; i++) {
+		wbuf__svarint(&c->stacks, (int64_t)(st->frames[i] - prev));
+		prev = st->frames[i];
+	}
+	c->nr_stacks++;
+	return c->stacks.err;
 }
 
 int capture__finish(struct capture *c)

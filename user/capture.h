@@ -26,7 +26,8 @@
 
 #define CAPTURE_MAGIC "\x89GLCAP\r\n"	/* 8 bytes; \r\n catches text-mode copies */
 #define CAPTURE_MAJOR 1			/* readers refuse another major */
-#define CAPTURE_MINOR 0			/* readers accept any minor of their major */
+#define CAPTURE_MINOR 1			/* readers accept any minor of their major; 1.1 adds
+					 * STACKS blocks (OPTIONAL: 1.0 readers skip them) */
 #define CAPTURE_HDR_SIZE 264		/* of this minor; readers accept larger */
 #define CAPTURE_BLOCK_MAGIC "GLBK"
 #define CAPTURE_BLOCK_HDR_SIZE 28
@@ -51,7 +52,7 @@ enum capture_block_type {
 	CB_MAPS = 2,		/* a snapshot of one process's executable mappings */
 	CB_SYMBOLS = 3,		/* (pid, address) -> function, offset, module */
 	CB_PROCESS = 4,		/* a traced process: command line, start time */
-	CB_STACKS = 5,		/* reserved: user stack ids -> frames (not written yet) */
+	CB_STACKS = 5,		/* (pid, stack id, call site) -> frames, flags (since 1.1) */
 	CB_END = 6,		/* the recorder finished: totals; always last */
 };
 
@@ -72,6 +73,7 @@ struct capture;
 struct proc_maps;
 struct modules;
 struct sym_info;
+struct ustack;
 
 struct capture_opts {
 	bool force;		/* replace an existing file (else -EEXIST) */
@@ -112,6 +114,8 @@ int capture__add_process(struct capture *c, const struct capture_proc *p);
 /* The name of one address, written with the next block (once per (pid, address)). */
 int capture__add_symbol(struct capture *c, uint32_t pid, uint64_t addr, const struct sym_info *si);
 bool capture__has_symbol(const struct capture *c, uint32_t pid, uint64_t addr);
+/* A user stack (frames, flags), written with the next block, once per (pid, id, caller). */
+int capture__add_stack(struct capture *c, const struct ustack *st);
 /* Write what is buffered (records, symbols) now. */
 int capture__flush(struct capture *c);
 /* Flush, append the END block, clear INCOMPLETE. 0 or the first error of the session. */
@@ -161,6 +165,17 @@ struct capture_map {
 	const char *build_id;	/* hex; "" when none */
 };
 
+/* One user stack from a CB_STACKS block: frames innermost first, frames[0] the call site. */
+struct capture_stack {
+	uint32_t pid;
+	int32_t id;
+	uint64_t caller;
+	uint32_t flags;		/* enum stack_flags; bits this gpuleak does not know are cleared */
+	uint32_t nofp_from;
+	uint32_t nr;
+	const uint64_t *frames;
+};
+
 struct capture_block_info {
 	uint64_t offset;	/* of the block header */
 	uint8_t type, codec;
@@ -177,6 +192,7 @@ struct capture_visitor {
 	int (*record)(void *ctx, const struct gl_hdr *h);
 	int (*maps)(void *ctx, uint32_t pid, const struct capture_map *v, size_t n);
 	int (*symbol)(void *ctx, uint32_t pid, uint64_t addr, const struct sym_info *si);
+	int (*stack)(void *ctx, const struct capture_stack *st);
 	int (*process)(void *ctx, const struct capture_proc *p);
 	int (*block)(void *ctx, const struct capture_block_info *b);	/* before its content */
 };

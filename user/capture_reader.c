@@ -17,6 +17,7 @@
 #include <zlib.h>
 #include "capture.h"
 #include "capture_codec.h"
+#include "stacks.h"
 #include "symbolize.h"
 
 #define MAX_HDR_SIZE 65536
@@ -434,6 +435,46 @@ static int read_symbols(struct capture_reader *r, const struct capture_block_inf
 	return 0;
 }
 
+static int read_stacks(struct capture_reader *r, const struct capture_block_info *b,
+		       const uint8_t *p, const struct capture_visitor *v, void *ctx)
+{
+	struct rbuf in = rbuf_of(p, b->raw_len);
+	uint64_t frames[STACK_MAX_FRAMES];
+	uint32_t i, j;
+	int err;
+
+	for (i = 0; i < b->count; i++) {
+		struct capture_stack st = { .frames = frames };
+		uint64_t pid, id, flags, nofp, nr, prev;
+
+		pid = rbuf__varint(&in);
+		id = rbuf__varint(&in);
+		st.caller = rbuf__varint(&in);
+		flags = rbuf__varint(&in);
+		nofp = rbuf__varint(&in);
+		nr = rbuf__varint(&in);
+		if (in.bad || pid > UINT32_MAX || id > INT32_MAX || nr > STACK_MAX_FRAMES ||
+		    nofp > nr)
+			return fail(r, -EINVAL, b->offset, "STACKS block: malformed entry %u", i);
+		prev = st.caller;
+		for (j = 0; j < nr; j++)
+			prev = frames[j] = prev + (uint64_t)rbuf__svarint(&in);
+		if (in.bad)
+			return fail(r, -EINVAL, b->offset, "STACKS block: malformed entry %u", i);
+		st.pid = pid;
+		st.id = (int32_t)id;
+		/* a later minor may add flags: what they say is unknown here, not wrong */
+		st.flags = (uint32_t)(flags & STACK_FLAGS_KNOWN);
+		st.nofp_from = st.flags & STACK_NO_FP ? (uint32_t)nofp : 0;
+		st.nr = (uint32_t)nr;
+		if (v->stack && (err = v->stack(ctx, &st)))
+			return fail(r, err, b->offset, "STACKS block: %s", strerror(-err));
+	}
+	if (rbuf__left(&in))
+		return fail(r, -EINVAL, b->offset, "STACKS block: bytes after the last entry");
+	return 0;
+}
+
 static int read_process(struct capture_reader *r, const struct capture_block_info *b,
 			const uint8_t *p, const struct capture_visitor *v, void *ctx)
 {
@@ -626,6 +667,8 @@ static int read_block(struct capture_reader *r, const struct capture_block_info 
 		return read_symbols(r, b, p, v, ctx);
 	case CB_PROCESS:
 		return read_process(r, b, p, v, ctx);
+	case CB_STACKS:
+		return read_stacks(r, b, p, v, ctx);
 	case CB_END:
 		return read_end(r, b, p);
 	default:

@@ -86,6 +86,14 @@ static int on_symbol(void *ctx, uint32_t pid, uint64_t addr, const struct sym_in
 	return symbolizer__set(rp->sym, pid, addr, si);
 }
 
+static int on_stack(void *ctx, const struct capture_stack *st)
+{
+	struct replay *rp = ctx;
+
+	return symbolizer__set_stack(rp->sym, st->pid, st->id, st->caller, st->frames, st->nr,
+				     st->flags, st->nofp_from);
+}
+
 static char *dup_or_empty(const char *s)
 {
 	return strdup(s ? s : "");
@@ -227,6 +235,7 @@ static void replay_free(struct replay *rp)
 static const struct capture_visitor names_visitor = {
 	.maps = on_maps,
 	.symbol = on_symbol,
+	.stack = on_stack,
 	.process = on_process,
 };
 

@@ -510,11 +510,13 @@ static void bad_files(void)
 	snprintf(path, sizeof(path), "%s/major.glc", dir);
 	if (CHECK(!make_capture(path, 10, &recs, &buf, &len, false), "write")) {
 		buf[HO_MAJOR] = 2;
+		buf[HO_MINOR] = 0;
 		CHECK(capture_reader__open_mem(buf, len, 0, &r) == -EPROTONOSUPPORT, "major 2");
 		CHECK(strstr(capture_reader__error(r), "offset 8: capture format 2.0"), "%s",
 		      capture_reader__error(r));
 		capture_reader__free(r);
 		buf[HO_MAJOR] = 1;
+		buf[HO_MINOR] = CAPTURE_MINOR;
 		/* A newer minor with a longer header still reads (the CRC covers it all). */
 		CHECK(!capture_reader__open_mem(buf, len, 0, &r), "intact");
 		capture_reader__free(r);
