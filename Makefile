@@ -132,7 +132,7 @@ FUZZ_CC ?= clang
 FUZZ_BIN := $(OUTPUT)/fuzz/fuzz_capture
 FUZZ_SRC := $(addprefix user/,replay.c capture_reader.c capture_codec.c analysis.c tracker.c \
 	timeline.c rules.c units.c report.c symbolize.c probe_catalog.c hmap.c log.c elf_syms.c \
-	modules.c proc_maps.c wgpu.c stacks.c)
+	modules.c proc_maps.c wgpu.c stacks.c graph.c series.c outputs.c perfetto.c svg.c)
 FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined $(WARN) -std=gnu11 -D_GNU_SOURCE \
 	-DGPULEAK_VERSION='"$(VERSION)"' -Ibpf -Iuser
@@ -142,7 +142,7 @@ FUZZ_ARGS := -timeout=10 -rss_limit_mb=2048 -dict=tests/fuzz/capture.dict
 $(FUZZ_BIN): tests/fuzz/fuzz_capture.c $(FUZZ_SRC) $(USER_HDR)
 	@mkdir -p $(@D)
 	$(call msg,FUZZ-CC,$@)
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(FUZZ_SRC) -lelf -lz -l:libstdc++.so.6 -o $@
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(FUZZ_SRC) -lelf -lz -lm -l:libstdc++.so.6 -o $@
 
 fuzz-build: $(FUZZ_BIN)
 

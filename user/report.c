@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include "graph.h"
 #include "hmap.h"
 #include "json.h"
 #include "probe_catalog.h"
@@ -65,6 +66,19 @@ static bool must_release(const struct site *s)
 {
 	return s->cls == CLS_PERSISTENT && sel_t->rules &&
 	       sel_t->rules->v[s->rule - 1].release_at_end;
+}
+
+static uint64_t key_of(const struct site *s, enum site_sel k);
+
+bool report__site_leaks(const struct tracker *t, const struct site *s)
+{
+	sel_t = t;
+	return key_of(s, SEL_MEMORY) != 0;
+}
+
+const char *report__site_name(struct report *r, const struct site *s)
+{
+	return site_name(r, s);
 }
 
 static uint64_t key_of(const struct site *s, enum site_sel k)
@@ -1169,6 +1183,7 @@ void report__final(struct report *r, uint64_t now_ns)
 		print_sites(r, p, SEL_MEMORY, "live allocations by site, largest first:");
 		print_sites(r, p, SEL_RETAINED,
 			    "retained at session end (persistent by rule, not leaks):");
+		graph__print(r->out, t, r->sym, p->pid);
 		print_violations(r, p);
 		if (r->tl)
 			print_growth(r, p, g, ng, &pr, nsteps);

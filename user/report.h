@@ -48,6 +48,12 @@ void report__step_line(struct report *r, pid_t pid, const struct step_stat *st);
 /* The final report and the verdict records, one per traced process. */
 void report__final(struct report *r, uint64_t now_ns);
 
+struct site;
+/* Whether a site's live memory is a leak at the end (not persistent or ignored by rule). */
+bool report__site_leaks(const struct tracker *t, const struct site *s);
+/* A site's name as the tables print it. */
+const char *report__site_name(struct report *r, const struct site *s);
+
 /* "1.50 MiB": binary units, 3 significant digits. */
 const char *fmt_bytes(uint64_t bytes, char *buf, size_t len);
 

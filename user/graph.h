@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The allocation graph: live bytes by call stack, as a tree read top-down (outermost caller
+ * first, the allocating API last). Its first level groups memory by device and API layer:
+ * a CUDA device's runtime, driver and VMM memory, an NCCL communicator's, a WebGPU
+ * device's, the host's. The same paths, one line each, are the folded stacks flamegraph.pl
+ * and speedscope read. Built from the tracker's per-stack counts and the symbolizer's
+ * stacks, so it is the same live and offline.
+ */
+#ifndef GPULEAK_GRAPH_H
+#define GPULEAK_GRAPH_H
+
+#include <stdio.h>
+#include <sys/types.h>
+
+struct tracker;
+struct symbolizer;
+
+/* The tree of pid's live memory, under a title line; nothing when pid has none. */
+void graph__print(FILE *out, const struct tracker *t, struct symbolizer *sym, pid_t pid);
+/*
+ * Folded stacks of every process's live memory: "comm;outer;...;inner;api bytes" per stack,
+ * the lines summing to the live bytes. 0 or -errno (a write error).
+ */
+int graph__folded(FILE *out, const struct tracker *t, struct symbolizer *sym);
+
+#endif
