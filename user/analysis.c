@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "analysis.h"
+#include "outputs.h"
 
 int analysis__new(const struct analysis_opts *o, frames_fn frames, void *frames_ctx,
 		  struct analysis **out)
@@ -14,6 +15,10 @@ int analysis__new(const struct analysis_opts *o, frames_fn frames, void *frames_
 	err = tracker__new(&a->t);
 	if (!err)
 		err = timeline__new(&o->steps, a->t, &a->tl);
+	if (!err)
+		err = outputs__open(&o->out, &a->out);
+	if (!err)
+		err = outputs__attach(a->out, a->t);
 	if (err) {
 		analysis__free(a);
 		return err;
@@ -27,6 +32,7 @@ void analysis__free(struct analysis *a)
 {
 	if (!a)
 		return;
+	outputs__free(a->out);
 	timeline__free(a->tl);
 	tracker__free(a->t);
 	free(a);
@@ -39,5 +45,13 @@ int analysis__feed(struct analysis *a, const struct gl_hdr *h)
 	/* A record the tracker could not decode still advances time for the timeline. */
 	if (err && err != -EINVAL)
 		return err;
-	return timeline__on_record(a->tl, h);
+	err = timeline__on_record(a->tl, h);
+	if (!err)
+		err = outputs__on_record(a->out, a->t, h);
+	return err;
+}
+
+int analysis__write_outputs(struct analysis *a, struct report *r, uint64_t end_ns)
+{
+	return outputs__write(a->out, r, end_ns);
 }

@@ -14,6 +14,13 @@
 
 struct rules;
 
+/* Files written at the end of a session or of a report (--folded, --perfetto, --svg). */
+struct output_opts {
+	const char *folded_path;
+	const char *perfetto_path;
+	const char *svg_path;
+};
+
 /*
  * Settings of the analysis itself: the same options, parsed by the same code, configure a
  * live session and the report of a capture, so a capture can be re-analysed with other
@@ -27,17 +34,25 @@ struct analysis_opts {
 	const char *step_file, *step_sym;
 	const char *req_file, *req_begin, *req_end;
 	struct gate gate;		/* --fail-on-leak and its limits; .failed unused */
+	struct output_opts out;
 };
+
+struct outputs;
 
 struct analysis {
 	struct tracker *t;
 	struct timeline *tl;
+	struct outputs *out;	/* --folded, --perfetto, --svg: NULL when none */
 };
 
+/* Creates the output files of o->out too: -errno naming the file on stderr when it cannot. */
 int analysis__new(const struct analysis_opts *o, frames_fn frames, void *frames_ctx,
 		  struct analysis **out);
 void analysis__free(struct analysis *a);
 /* One record, in stream order. */
 int analysis__feed(struct analysis *a, const struct gl_hdr *h);
+/* Write the files of --folded, --perfetto and --svg as of end_ns (after report__final, with
+ * its report). 0 or -errno, said on stderr. */
+int analysis__write_outputs(struct analysis *a, struct report *r, uint64_t end_ns);
 
 #endif

@@ -56,6 +56,9 @@ enum opt_key {
 	OPT_BLOCK_SIZE,
 	OPT_BLOCKS,
 	OPT_STACK_DEPTH,
+	OPT_FOLDED,
+	OPT_PERFETTO,
+	OPT_SVG,
 };
 
 struct cli {
@@ -118,6 +121,14 @@ static const struct argp_option analysis_options[] = {
 	  "Gate: growth per step a site may have (default 0: any growth leak fails)", 3 },
 	{ "max-live-at-exit", OPT_MAX_LIVE, "BYTES", 0,
 	  "Gate: leaked bytes allowed at the end (persistent/ignored by rule excluded)", 3 },
+	{ NULL, 0, NULL, 0, "Pictures (written at the end):", 4 },
+	{ "folded", OPT_FOLDED, "FILE", 0,
+	  "Live bytes by stack in the folded format of flamegraph.pl and speedscope", 4 },
+	{ "perfetto", OPT_PERFETTO, "FILE", 0,
+	  "Chrome trace-event JSON for ui.perfetto.dev: live bytes over time, steps, leak "
+	  "verdicts, pending frees", 4 },
+	{ "svg", OPT_SVG, "FILE", 0,
+	  "An SVG timeline of live, persistent and pending bytes, leaking sites highlighted", 4 },
 	{},
 };
 
@@ -154,6 +165,7 @@ static const char attach_doc[] =
 	"EXAMPLES:\n"
 	"  sudo gpuleak attach -p 4242\n"
 	"  sudo gpuleak attach -p 4242 --duration 60s --json /tmp/verdict.ndjson\n"
+	"  sudo gpuleak attach -p 4242 --folded live.folded --svg timeline.svg\n"
 	"\n"
 	"EXIT STATUS: 0 done, 1 runtime error, 2 usage error, 3 --fail-on-leak found leaks.";
 
@@ -217,6 +229,7 @@ static const char report_doc[] =
 	"  gpuleak report incident.glc\n"
 	"  gpuleak report incident.glc --preset vllm --step sync --json verdict.ndjson\n"
 	"  gpuleak report incident.glc --fail-on-leak --max-live-at-exit 0\n"
+	"  gpuleak report incident.glc --perfetto trace.json --folded live.folded\n"
 	"  gpuleak report --blocks incident.glc\n"
 	"\n"
 	"Steps offline: interval:DURATION and sync work on any capture; sym:FILE:SYMBOL and "
@@ -355,6 +368,15 @@ static error_t parse_analysis(int key, char *arg, struct argp_state *state)
 		if (parse_bytes(arg, &c->a.gate.max_live_at_exit))
 			argp_error(state, "invalid --max-live-at-exit '%s' (e.g. 0, 512MiB)", arg);
 		c->a.gate.has_max_live = true;
+		break;
+	case OPT_FOLDED:
+		c->a.out.folded_path = arg;
+		break;
+	case OPT_PERFETTO:
+		c->a.out.perfetto_path = arg;
+		break;
+	case OPT_SVG:
+		c->a.out.svg_path = arg;
 		break;
 	case OPT_RULES:
 	case OPT_RULE:

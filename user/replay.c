@@ -318,7 +318,7 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 	 * stopped short is reported as of then. */
 	report__final(&rp->rep, t->last_ts_ns);
 	free(extra);
-	return 0;
+	return analysis__write_outputs(rp->an, &rp->rep, t->last_ts_ns);
 }
 
 int replay__mem(const void *buf, size_t len, unsigned int reader_flags,

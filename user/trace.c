@@ -95,6 +95,7 @@ struct trace {
 	int cap_err;		/* the capture failed: tracing goes on, the exit status is 1 */
 	size_t cap_named;	/* tracker sites before this one have their name in the capture */
 	size_t cap_stacks;	/* stacks before this one are in the capture, frames named */
+	bool out_err;		/* --folded, --perfetto or --svg could not be written */
 	uint64_t stack_buf[GL_STACK_DEPTH_MAX + 2];
 };
 
@@ -856,6 +857,8 @@ static void finish_capture(struct trace *tr)
 
 static void finish(struct trace *tr)
 {
+	uint64_t end_ns;
+
 	/* Detach first, then drain what was submitted before the links went away. */
 	attach__free(tr->att);
 	tr->att = NULL;
@@ -869,7 +872,9 @@ static void finish(struct trace *tr)
 	else
 		emit_proc(tr, GL_PROC_DETACH, 0);
 	capture_names(tr, true);
-	report__final(&tr->rep, now_ns());
+	end_ns = now_ns();
+	report__final(&tr->rep, end_ns);
+	tr->out_err = analysis__write_outputs(tr->an, &tr->rep, end_ns) != 0;
 	if (ringbuf__bad(tr->rb))
 		pr_warn("%" PRIu64 " ring buffer records had an unexpected size (mismatched BPF "
 			"object?)\n", ringbuf__bad(tr->rb));
@@ -966,7 +971,7 @@ cleanup:
 	if (tr.cap && !traced)
 		unlink(o->capture_path);
 	capture__free(tr.cap);
-	if (err || tr.cap_err)
+	if (err || tr.cap_err || tr.out_err)
 		return TRACE_ERROR;
 	return tr.rep.gate.failed ? TRACE_LEAK : TRACE_OK;
 }

@@ -125,6 +125,12 @@ void tracker__set_rules(struct tracker *t, const struct rules *rules, frames_fn 
 	t->frames_ctx = ctx;
 }
 
+void tracker__on_pending_done(struct tracker *t, pending_done_fn fn, void *ctx)
+{
+	t->pend_done = fn;
+	t->pend_done_ctx = ctx;
+}
+
 
 static void proc_free(struct tproc *p)
 {
@@ -540,12 +546,22 @@ static void pending_drop(struct tproc *p, size_t i)
 	p->pend[i] = p->pend[--p->nr_pend];
 }
 
-static void pending_forget(struct tproc *p, uint8_t ns, uint64_t addr)
+/* A pending free is over (completed, or its memory gone otherwise): tell who asked. */
+static void pending_end(struct tracker *t, const struct tproc *p, const struct pending_free *pf,
+			const struct alloc *a)
+{
+	if (t->pend_done && a)
+		t->pend_done(t->pend_done_ctx, p, tracker__alloc_site(t, a), a->size, pf->ts_ns,
+			     t->last_ts_ns);
+}
+
+static void pending_forget(struct tracker *t, struct tproc *p, uint8_t ns, uint64_t addr)
 {
 	size_t i;
 
 	for (i = 0; i < p->nr_pend; i++)
 		if (p->pend[i].addr == addr && p->pend[i].ns == ns) {
+			pending_end(t, p, &p->pend[i], at_find(&p->allocs, ns, addr));
 			pending_drop(p, i);
 			return;
 		}
@@ -706,7 +722,7 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 			/* Stream-ordered reuse (cudaMallocAsync handing back a block whose
 			 * async free is pending): legal, the pending free is complete. */
 			p->c.async_reuse++;
-			pending_forget(p, ns, r->addr);
+			pending_forget(t, p, ns, r->addr);
 		} else {
 			/* Still live here: freed by something we did not see. */
 			p->c.addr_reuse++;
@@ -934,6 +950,7 @@ static void complete(struct tracker *t, struct tproc *p, enum rule_until by, boo
 			i++;
 			continue;
 		}
+		pending_end(t, p, pf, a);
 		if (a && (a->flags & AF_PENDING))
 			release(t, p, a);
 		pending_drop(p, i);
@@ -959,7 +976,7 @@ static void release_where(struct tracker *t, struct tproc *p,
 			continue;
 		}
 		if (a->flags & AF_PENDING)
-			pending_forget(p, a->ns, a->addr);
+			pending_forget(t, p, a->ns, a->addr);
 		p->c.released_by_owner++;
 		release(t, p, a);
 	}
@@ -1255,6 +1272,7 @@ static void queue_complete(struct tracker *t, struct tproc *p, const struct tque
 		}
 		a = at_find(&p->allocs, pf->ns, pf->addr);
 		if (q && a && (a->flags & AF_PENDING)) {
+			pending_end(t, p, pf, a);
 			release(t, p, a);
 		} else if (a && (a->flags & AF_PENDING)) {
 			i++;	/* q NULL: only drop entries whose allocation is gone */
@@ -1281,7 +1299,7 @@ static void owner_destroy(struct tracker *t, struct tproc *p, struct tobj *owner
 			continue;
 		}
 		if (a->flags & AF_PENDING)
-			pending_forget(p, a->ns, a->addr);
+			pending_forget(t, p, a->ns, a->addr);
 		p->c.released_by_owner++;
 		/* Backward shift may move an unvisited entry into slot i: look at i again. */
 		release(t, p, a);
@@ -1367,7 +1385,7 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	if (old) {
 		/* A handle value reused after an untraced release. */
 		if (old->flags & AF_PENDING)
-			pending_forget(p, ns, r->addr);
+			pending_forget(t, p, ns, r->addr);
 		p->c.addr_reuse++;
 		release(t, p, old);
 	}

@@ -273,10 +273,19 @@ struct rules;
 typedef int (*frames_fn)(void *ctx, pid_t pid, uint64_t caller, int32_t stack_id,
 			 const char **syms, const char **mods, int max);
 
+/*
+ * A pending free ended at end_ns, issued at begin_ns: its stream or queue completed, or its
+ * memory went otherwise (reused, its owner destroyed). bytes of site (an index).
+ */
+typedef void (*pending_done_fn)(void *ctx, const struct tproc *p, uint32_t site, uint64_t bytes,
+				uint64_t begin_ns, uint64_t end_ns);
+
 struct tracker {
 	const struct rules *rules;
 	frames_fn frames;
 	void *frames_ctx;
+	pending_done_fn pend_done;
+	void *pend_done_ctx;
 	struct tproc **procs;
 	size_t nr_procs, cap_procs;
 	struct site *sites;
@@ -297,6 +306,8 @@ int tracker__new(struct tracker **out);
 /* Classify allocations and deferred frees with these rules (NULL: built-in behaviour). */
 void tracker__set_rules(struct tracker *t, const struct rules *rules, frames_fn frames,
 			void *ctx);
+/* Tell fn about every pending free that ends (the outputs draw them as slices). */
+void tracker__on_pending_done(struct tracker *t, pending_done_fn fn, void *ctx);
 /* pid entered step `step` at ts_ns (the timeline calls this at each boundary). */
 void tracker__set_step(struct tracker *t, pid_t pid, int64_t step, uint64_t ts_ns);
 /* Session end for pid: classes that must be released, deferred frees past their window. */
