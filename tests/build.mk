@@ -69,7 +69,7 @@ SCENARIOS_CUDART := basic leak3 apis fail prealloc threads loop timeline hostlea
 # Linked against the stand-in driver alone.
 SCENARIOS_DRIVER := driver_alloc vmm
 SCENARIO_BINS := $(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_CUDART) $(SCENARIOS_DRIVER) \
-	nccl_comm dlopen realcudart realdriver)
+	nccl_comm dlopen realcudart realdriver stacks)
 STANDIN_SELFTEST := $(SCENARIO_BINDIR)/standin_selftest
 STANDIN_ALL := $(STANDIN_LIBS) $(STANDIN_LIBNCCL) $(SCENARIO_BINS) $(STANDIN_SELFTEST)
 
@@ -192,6 +192,24 @@ $(SCENARIO_BINDIR)/realcudart: tests/scenarios/realcudart.c tests/scenarios/scen
 $(SCENARIO_BINDIR)/static_cudart: tests/scenarios/static_cudart.cu tests/scenarios/scenario.h \
 		$(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
 	$(NVCC) -O1 -g -Xcompiler -fno-omit-frame-pointer,-Wall,-Wextra,-Werror -o $@ $<
+
+# The `stacks` scenario and its two libraries: libstackhelper.so stripped to .dynsym like a
+# vendor library, libnofp.so without frame pointers like most distribution libraries.
+STACKS_HELPER := $(STANDIN_LIBDIR)/libstackhelper.so
+STACKS_NOFP := $(STANDIN_LIBDIR)/libnofp.so
+
+$(STACKS_HELPER): tests/scenarios/stacks_lib.c $(TESTS_BUILD_MK) | $(STANDIN_LIBDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -fPIC -shared -fvisibility=hidden -Wl,--strip-all \
+		-Wl,-soname,libstackhelper.so -o $@ $<
+
+$(STACKS_NOFP): tests/scenarios/stacks_nofp.c $(TESTS_BUILD_MK) | $(STANDIN_LIBDIR)
+	$(TESTS_CC) -std=gnu11 -O2 -fomit-frame-pointer $(TESTS_WARN) -fPIC -shared \
+		-fvisibility=hidden -Wl,-soname,libnofp.so -o $@ $<
+
+$(SCENARIO_BINDIR)/stacks: tests/scenarios/stacks.c tests/scenarios/scenario.h $(STANDIN_LIBS) \
+		$(STACKS_HELPER) $(STACKS_NOFP) $(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< $(STANDIN_LIBCUDART) $(STACKS_HELPER) \
+		$(STACKS_NOFP) $(SCENARIO_RPATH) -pthread
 
 # Checks the stand-ins' own semantics; links the driver directly to reach it without cudart.
 $(STANDIN_SELFTEST): tests/standin/selftest.c $(STANDIN_LIBS) $(TESTS_BUILD_MK) \

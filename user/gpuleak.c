@@ -56,6 +56,7 @@ enum opt_key {
 	OPT_BLOCK_SIZE,
 	OPT_BLOCKS,
 	OPT_STACK_DEPTH,
+	OPT_STACK_ENTRIES,
 	OPT_FOLDED,
 	OPT_PERFETTO,
 	OPT_SVG,
@@ -152,6 +153,9 @@ static const struct argp_option trace_options[] = {
 	{ "stack-depth", OPT_STACK_DEPTH, "N", 0,
 	  "User stack frames kept per allocation (default 32, at most 120; 0: call sites only, "
 	  "no stack walk)", 0 },
+	{ "stack-entries", OPT_STACK_ENTRIES, "N", 0,
+	  "Distinct stacks each of the two kernel stack maps holds (default 16384; each costs "
+	  "(depth + 2) x 8 bytes of kernel memory)", 0 },
 	{ "webgpu-abi", OPT_WEBGPU_ABI, "GEN", 0,
 	  "webgpu.h generation of WebGPU libraries when it cannot be detected: sv, sv-tier1 "
 	  "or cstr", 0 },
@@ -457,6 +461,15 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 		c->t.stack_depth = (unsigned int)n;
 		break;
 	}
+	case OPT_STACK_ENTRIES: {
+		char *end;
+		long n = strtol(arg, &end, 10);
+
+		if (!*arg || *end || n < 1 || n > (1L << 20))
+			argp_error(state, "invalid --stack-entries '%s' (1..1048576)", arg);
+		c->t.stack_entries = (unsigned int)n;
+		break;
+	}
 	case 'v':
 		gl_verbosity++;
 		break;
@@ -747,6 +760,12 @@ int main(int argc, char **argv)
 	c.a.steps.min_growth_steps = 5;
 	c.t.ringbuf_bytes = 64ULL << 20;
 	c.t.stack_depth = 32;
+	/*
+	 * A stack hashes to a bucket of a power-of-two table this size: with a few hundred
+	 * distinct allocation stacks a collision in one map is likely, in both (a lost stack,
+	 * counted) rare. 4.5 MiB of kernel memory per map at the default depth.
+	 */
+	c.t.stack_entries = 16384;
 	c.r.top = 5;
 	if (argc < 2 || argv[1][0] == '-') {
 		/* gpuleak --help, --version, or a mistake */

@@ -299,6 +299,7 @@ void graph__print(FILE *out, const struct tracker *t, struct symbolizer *sym, pi
 	uint32_t *top = NULL;
 	size_t i, nr;
 	char indent[4 * (STACK_MAX_FRAMES + 8)];
+	bool stacks = false;
 
 	if (node_new(&g, NULL) == NONE)
 		return;
@@ -308,6 +309,7 @@ void graph__print(FILE *out, const struct tracker *t, struct symbolizer *sym, pi
 
 		if (!live_memory(t, ss, pid))
 			continue;
+		stacks |= symbolizer__stack(sym, pid, ss->stack_id, t->sites[ss->site].caller) != NULL;
 		if (path_add(&p, group_label(t, &t->sites[ss->site])) ||
 		    sstack_path(t, sym, ss, LABEL_TREE, &p) ||
 		    graph_add(&g, &p, ss->live_bytes, ss->live_count)) {
@@ -316,7 +318,8 @@ void graph__print(FILE *out, const struct tracker *t, struct symbolizer *sym, pi
 		}
 		path_free(&p);
 	}
-	if (g.v[0].first_child == NONE)
+	/* Without stacks (--stack-depth 0) the site tables say it all. */
+	if (g.v[0].first_child == NONE || !stacks)
 		goto cleanup;
 	fprintf(out, "allocation graph (live bytes by stack, outermost caller first):\n");
 	if (g.unreliable)

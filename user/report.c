@@ -1197,6 +1197,12 @@ void report__final(struct report *r, uint64_t now_ns)
 				"; double frees: %" PRIu64 "; live address returned again: %" PRIu64 "\n",
 				p->c.unknown_frees, p->c.double_frees, p->c.addr_reuse);
 		gate_check(r, p, g, ng, false);
+		if (p->loss[GL_STAT_STACK_FAIL] + p->loss[GL_STAT_STACK_COLLISION])
+			fprintf(r->out, "stacks lost: %" PRIu64 " allocation calls recorded without "
+				"their stack, named by call site alone (stack_fail=%" PRIu64
+				" stack_collision=%" PRIu64 "; --stack-entries holds more)\n",
+				p->loss[GL_STAT_STACK_FAIL] + p->loss[GL_STAT_STACK_COLLISION],
+				p->loss[GL_STAT_STACK_FAIL], p->loss[GL_STAT_STACK_COLLISION]);
 		if (tproc__dropped(p) || p->loss[GL_STAT_READ_FAIL]) {
 			fprintf(r->out, "LOST (results approximate):");
 			for (k = 0; k < GL_STAT_MAX; k++)

@@ -37,13 +37,6 @@
 #define POLL_MS 50
 /* Without an ld.so rendezvous probe, look for newly mapped libraries this often. */
 #define RESCAN_NS 1000000000ULL
-/*
- * Distinct stacks each stack map holds. Kernel memory: entries x (depth + 2) x 8 bytes per
- * map (4.5 MiB each at the default depth). A stack hashes to a bucket of a power-of-two table
- * this size; with a few hundred distinct allocation stacks a collision in one map is likely
- * and in both (a lost stack, counted) rare.
- */
-#define STACK_ENTRIES 16384
 
 struct target {
 	pid_t pid;
@@ -417,9 +410,9 @@ static int bpf_open_load(struct trace *tr)
 			err = bpf_map__set_value_size(skel->maps.stacks2,
 						      (tr->o->stack_depth + 2) * 8);
 		if (!err)
-			err = bpf_map__set_max_entries(skel->maps.stacks, STACK_ENTRIES);
+			err = bpf_map__set_max_entries(skel->maps.stacks, tr->o->stack_entries);
 		if (!err)
-			err = bpf_map__set_max_entries(skel->maps.stacks2, STACK_ENTRIES);
+			err = bpf_map__set_max_entries(skel->maps.stacks2, tr->o->stack_entries);
 	}
 	if (err)
 		goto fail;
@@ -874,7 +867,8 @@ static void finish(struct trace *tr)
 	capture_names(tr, true);
 	end_ns = now_ns();
 	report__final(&tr->rep, end_ns);
-	tr->out_err = analysis__write_outputs(tr->an, &tr->rep, end_ns) != 0;
+	/* As of the last record, as a report of the capture draws them: the same files. */
+	tr->out_err = analysis__write_outputs(tr->an, &tr->rep, tr->an->t->last_ts_ns) != 0;
 	if (ringbuf__bad(tr->rb))
 		pr_warn("%" PRIu64 " ring buffer records had an unexpected size (mismatched BPF "
 			"object?)\n", ringbuf__bad(tr->rb));

@@ -27,6 +27,7 @@ struct trace_opts {
 	bool libc;		/* also trace the C library's allocator */
 	uint64_t ringbuf_bytes;
 	unsigned int stack_depth;	/* frames of allocation stacks kept; 0: no stacks */
+	unsigned int stack_entries;	/* distinct stacks each kernel stack map holds */
 	struct analysis_opts a;	/* rules, steps, gate: shared with gpuleak report */
 	struct wgpu_abi webgpu_abi;	/* --webgpu-abi; labels == 0: detect per object */
 	const char *capture_path;	/* gpuleak record: also write every record here */

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Stacks as user space keeps them (stacks.c: the kernel's frames made canonical, truncation)
+ * and as the symbolizer names and judges them, on real objects this process maps: two copies
+ * of one library (one symbol table for both: same build-id), a mangled export (demangled),
+ * a library without frame pointers (the walk through it is flagged). Needs root (the
+ * symbolizer opens mappings through /proc/PID/map_files) and the test libraries that
+ * `make standins` builds next to this binary (../lib).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "check.h"
+#include "modules.h"
+#include "proc_maps.h"
+#include "stacks.h"
+#include "symbolize.h"
+
+#define GROW_MANGLED "_ZN6gpuapp5cache4growEPFvmEm"
+#define GROW "gpuapp::cache::grow(void (*)(unsigned long), unsigned long)"
+
+static void canonical_frames(void)
+{
+	struct stacks *s;
+	struct ustack *st, *again;
+	const uint64_t with_site[] = { 0x1010, 0x2020, 0x3030 };
+	const uint64_t without_site[] = { 0x2020, 0x3030 };
+	int is_new;
+
+	if (!CHECK(!stacks__new(&s), "new"))
+		return;
+	/* the kernel put the call site first (a probe on push %rbp): taken as it is */
+	CHECK(!stacks__intern(s, 7, 1, 0x1010, with_site, 3, 8, &st, &is_new), "intern");
+	CHECK(is_new && st->nr == 3 && !memcmp(st->frames, with_site, sizeof(with_site)) &&
+	      !st->flags, "as is: nr %u flags %u", st->nr, st->flags);
+	/* it did not (a single-stepped probe): the call site goes first */
+	CHECK(!stacks__intern(s, 7, 2, 0x1010, without_site, 2, 8, &st, &is_new), "intern");
+	CHECK(is_new && st->nr == 3 && st->frames[0] == 0x1010 && st->frames[1] == 0x2020 &&
+	      st->frames[2] == 0x3030 && !st->flags, "call site added: nr %u", st->nr);
+	/* the same key: the same entry, nothing new */
+	CHECK(!stacks__intern(s, 7, 2, 0x1010, without_site, 2, 8, &again, &is_new), "again");
+	CHECK(again == st && !is_new, "interned once");
+	/* a full map (depth + 1 frames) means the walk went on: cut, flagged */
+	CHECK(!stacks__intern(s, 7, 3, 0x1010, with_site, 3, 2, &st, &is_new), "depth 2");
+	CHECK(st->nr == 2 && (st->flags & STACK_TRUNCATED), "cut: nr %u flags %u", st->nr,
+	      st->flags);
+	/* depth + 1 frames once the call site is added: cut too */
+	CHECK(!stacks__intern(s, 7, 4, 0x1010, without_site, 2, 2, &st, &is_new), "depth 2");
+	CHECK(st->nr == 2 && (st->flags & STACK_TRUNCATED), "cut: nr %u", st->nr);
+	/* exactly depth frames: nothing cut */
+	CHECK(!stacks__intern(s, 7, 5, 0x1010, with_site, 2, 2, &st, &is_new), "depth 2");
+	CHECK(st->nr == 2 && !st->flags, "whole: nr %u flags %u", st->nr, st->flags);
+	/* same id and caller in another process: another stack */
+	CHECK(!stacks__intern(s, 8, 1, 0x1010, without_site, 2, 8, &st, &is_new) && is_new,
+	      "per process");
+	CHECK(stacks__count(s) == 6 && stacks__at(s, 5) == st && st->index == 5, "order");
+	CHECK(stacks__intern(s, 7, 9, 0x1010, with_site, 3, 1, &st, &is_new) == -EINVAL,
+	      "more frames than the map holds");
+	CHECK(stacks__add(s, 9, 1, 0x1010, with_site, 3, 1 << 7, 0) == -EINVAL, "unknown flags");
+	CHECK(stacks__add(s, 9, 1, 0x1010, with_site, 3, STACK_NO_FP, 4) == -EINVAL,
+	      "flagged past the end");
+	CHECK(!stacks__add(s, 9, 1, 0x1010, with_site, 3, STACK_NO_FP, 2), "recorded");
+	st = stacks__get(s, 9, 1, 0x1010);
+	CHECK(st && st->nr == 3 && st->flags == STACK_NO_FP && st->nofp_from == 2, "as recorded");
+	CHECK(!stacks__get(s, 9, 1, 0x1011) && !stacks__get(s, 9, -1, 0x1010), "absent");
+	stacks__free(s);
+}
+
+/* The test libraries: ../lib next to this executable. */
+static int lib_path(const char *name, char *buf, size_t len)
+{
+	char exe[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0)
+		return -1;
+	exe[n] = 0;
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return -1;
+	*slash = 0;
+	return snprintf(buf, len, "%s/../lib/%s", exe, name) >= (int)len ? -1 : 0;
+}
+
+static int copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0700);
+	ssize_t n;
+	int err = in < 0 || out < 0;
+
+	while (!err && (n = read(in, buf, sizeof(buf))) > 0)
+		err = write(out, buf, n) != n;
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return err ? -1 : 0;
+}
+
+static void named_and_judged_on_real_objects(void)
+{
+	char helper[PATH_MAX], nofp[PATH_MAX], dir[] = "/tmp/gpuleak-unit-XXXXXX";
+	char copy[2][PATH_MAX + 16] = { "", "" };
+	void *h[3] = {}, *fn[2];
+	uint64_t at[2], nofp_ret, frames[2];
+	struct modules *mods = NULL;
+	struct symbolizer *s = NULL;
+	struct proc_maps *m = NULL;
+	struct symbolizer_stats st;
+	const struct ustack *us;
+	int i;
+
+	if (!CHECK(!lib_path("libstackhelper.so", helper, sizeof(helper)) &&
+		   !lib_path("libnofp.so", nofp, sizeof(nofp)) && mkdtemp(dir), "paths"))
+		return;
+	/* two files, one build-id */
+	for (i = 0; i < 2; i++) {
+		snprintf(copy[i], sizeof(copy[i]), "%s/copy%d.so", dir, i + 1);
+		if (!CHECK(!copy_file(helper, copy[i]), "copy %s", copy[i]))
+			goto cleanup;
+		h[i] = dlopen(copy[i], RTLD_NOW | RTLD_LOCAL);
+		fn[i] = h[i] ? dlsym(h[i], GROW_MANGLED) : NULL;
+		if (!CHECK(fn[i], "dlopen %s: %s", copy[i], dlerror()))
+			goto cleanup;
+		at[i] = (uint64_t)(uintptr_t)fn[i] + 4;
+	}
+	h[2] = dlopen(nofp, RTLD_NOW | RTLD_LOCAL);
+	if (!CHECK(h[2] && dlsym(h[2], "nofp_call"), "dlopen %s", nofp))
+		goto cleanup;
+	nofp_ret = (uint64_t)(uintptr_t)dlsym(h[2], "nofp_call") + 4;
+	if (!CHECK(!modules__new(&mods) && !symbolizer__new(mods, &s) &&
+		   !proc_maps__load(getpid(), &m) && !symbolizer__add_maps(s, m), "set up"))
+		goto cleanup;
+	CHECK(!symbolizer__resolve(s, getpid(), at, 2), "batch");
+	for (i = 0; i < 2; i++) {
+		const struct sym_info *si = symbolizer__info(s, getpid(), at[i]);
+		const char *base = strrchr(copy[i], '/') + 1;
+
+		CHECK(si && si->func && !strcmp(si->func, GROW) && si->func_off == 4 &&
+		      si->module && !strcmp(si->module, base), "copy %d: %s+%" PRIu64 " (%s)", i + 1,
+		      si && si->func ? si->func : "-", si ? si->func_off : 0,
+		      si && si->module ? si->module : "-");
+	}
+	symbolizer__stats(s, &st);
+	CHECK(st.objects == 2 && st.shared == 1 && st.batches == 1,
+	      "one symbol table for two copies: objects %u shared %u batches %" PRIu64,
+	      st.objects, st.shared, st.batches);
+	/* nofp_call keeps no frame pointer: what the walk found above it is flagged */
+	frames[0] = nofp_ret;
+	frames[1] = at[0];
+	CHECK(!symbolizer__add_stack(s, getpid(), 1, nofp_ret, frames, 2, 8, &us), "stack");
+	CHECK(us && (us->flags & STACK_NO_FP) && us->nofp_from == 1, "flagged from frame 1");
+	/* gpuapp::cache::grow keeps one; the last frame's own needs no verdict */
+	frames[0] = at[0];
+	frames[1] = nofp_ret;
+	CHECK(!symbolizer__add_stack(s, getpid(), 2, at[0], frames, 2, 8, &us), "stack");
+	CHECK(us && !us->flags, "not flagged: flags %u", us ? us->flags : 0);
+	CHECK(symbolizer__stack(s, getpid(), 2, at[0]) == us, "found again");
+cleanup:
+	symbolizer__free(s);
+	modules__free(mods);
+	proc_maps__free(m);
+	for (i = 0; i < 3; i++)
+		if (h[i])
+			dlclose(h[i]);
+	for (i = 0; i < 2; i++)
+		unlink(copy[i]);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	static const struct unit_test tests[] = {
+		{ "canonical_frames", canonical_frames },
+		{ "named_and_judged_on_real_objects", named_and_judged_on_real_objects },
+	};
+
+	return run_unit_tests(tests, sizeof(tests) / sizeof(tests[0]));
+}
