@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -103,6 +104,32 @@ static struct module *add(struct modules *ms, uint64_t dev, uint64_t ino, const 
 	return m;
 }
 
+/*
+ * /proc/PID/map_files reaches the mapped inode from any mount namespace, even unlinked, but
+ * only with CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE. Without them, the path the target sees,
+ * through its own root (/proc/PID/root: a container's file system), then as we see it; each
+ * only if it is the mapped inode (its number: an overlay reports another device).
+ */
+static void reopen_by_path(struct module *m, pid_t pid, const struct pmap_ent *e)
+{
+	char path[4200];
+	struct stat st;
+	int i;
+
+	if (!e->path || e->path[0] != '/' || e->deleted)
+		return;
+	for (i = 0; i < 2 && !m->elf; i++) {
+		if (i == 0)
+			snprintf(path, sizeof(path), "/proc/%d/root%s", pid, e->path);
+		else
+			snprintf(path, sizeof(path), "%s", e->path);
+		if (stat(path, &st) || st.st_ino != e->ino)
+			continue;
+		if (!elf_obj__open(path, &m->elf))
+			m->open_err = 0;
+	}
+}
+
 struct module *modules__get(struct modules *ms, pid_t pid, const struct pmap_ent *e)
 {
 	struct module *m = find(ms, e->dev, e->ino);
@@ -114,6 +141,8 @@ struct module *modules__get(struct modules *ms, pid_t pid, const struct pmap_ent
 	m = add(ms, e->dev, e->ino, e->path, open_path);
 	if (!m)
 		errno = ENOMEM;
+	else if (!m->elf)
+		reopen_by_path(m, pid, e);
 	return m;
 }
 

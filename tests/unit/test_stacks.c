@@ -11,11 +11,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "check.h"
+#include "elf_syms.h"
 #include "modules.h"
 #include "proc_maps.h"
 #include "stacks.h"
@@ -174,11 +176,65 @@ cleanup:
 	rmdir(dir);
 }
 
+/*
+ * A library a process sees at a path that exists only in its mount namespace (a container's
+ * file system): with no /proc/PID/map_files entry to open (the mapping range here is made
+ * up, as when the mapping is gone or map_files is refused), the object is opened through
+ * /proc/PID/root, and only when it is the mapped inode.
+ */
+static void objects_in_another_mount_namespace(void)
+{
+	char helper[PATH_MAX], cmd[PATH_MAX + 512], line[128];
+	struct elf_obj *same = NULL;
+	struct modules *mods = NULL;
+	struct module *mod;
+	struct pmap_ent e = { .start = 0x1000, .end = 0x2000, .exec = true,
+			      .path = "/tmp/gpuleak-ns/libinside.so" };
+	unsigned long long ino = 0;
+	FILE *p = NULL;
+	int pid = 0;
+
+	if (!CHECK(!lib_path("libstackhelper.so", helper, sizeof(helper)), "path"))
+		return;
+	/* A tmpfs over /tmp in a private mount namespace: the path does not exist out here. */
+	snprintf(cmd, sizeof(cmd), "exec unshare -m --propagation private sh -c 'mount -t tmpfs "
+		 "none /tmp && mkdir /tmp/gpuleak-ns && cp %s %s && echo $$ $(stat -c %%i %s) && "
+		 "exec sleep 30'", helper, e.path, e.path);
+	p = popen(cmd, "r");
+	if (!CHECK(p && fgets(line, sizeof(line), p) && sscanf(line, "%d %llu", &pid, &ino) == 2,
+		   "a process in its own mount namespace"))
+		goto cleanup;
+	CHECK(access(e.path, F_OK), "%s is not visible outside", e.path);
+	e.ino = ino;
+	if (!CHECK(!modules__new(&mods), "new"))
+		goto cleanup;
+	mod = modules__get(mods, pid, &e);
+	CHECK(mod && mod->elf, "opened through /proc/%d/root", pid);
+	if (mod && mod->elf && CHECK(!elf_obj__open(helper, &same), "open %s", helper))
+		CHECK(elf_obj__build_id(same)[0] &&
+		      !strcmp(elf_obj__build_id(mod->elf), elf_obj__build_id(same)),
+		      "the copy in the namespace: build-id %s", elf_obj__build_id(mod->elf));
+	/* another inode at that path is another file: not opened */
+	e.ino = ino + 1;
+	e.start = 0x3000;
+	e.end = 0x4000;
+	mod = modules__get(mods, pid, &e);
+	CHECK(mod && !mod->elf, "not the mapped inode: not opened");
+cleanup:
+	elf_obj__free(same);
+	modules__free(mods);
+	if (pid > 0)
+		kill(pid, SIGKILL);
+	if (p)
+		pclose(p);
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
 		{ "canonical_frames", canonical_frames },
 		{ "named_and_judged_on_real_objects", named_and_judged_on_real_objects },
+		{ "objects_in_another_mount_namespace", objects_in_another_mount_namespace },
 	};
 
 	return run_unit_tests(tests, sizeof(tests) / sizeof(tests[0]));
