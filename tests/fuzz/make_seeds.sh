@@ -14,7 +14,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cc -O1 -g -Wall -Wextra -Werror -std=gnu11 -D_GNU_SOURCE -Ibpf -Iuser -I.output \
 	tests/fuzz/recode.c $(ls .output/obj/*.o | grep -v /gpuleak.o) -lbpf -lelf -lz -lm \
-	-o "$tmp/recode"
+	-l:libstdc++.so.6 -o "$tmp/recode"
 rm -rf "$out"
 mkdir -p "$out"
 rec() {	# name, scenario args...
@@ -29,6 +29,7 @@ rec loop "$bin/loop" 3 65536
 rec apis "$bin/apis"
 rec fail "$bin/fail"
 rec threads "$bin/threads" 3
+rec stacks "$bin/stacks"
 .output/bench/capture_gen -o "$tmp/gen.glc" -n 300 --store --block-size 400 >/dev/null
 cp "$tmp/gen.glc" "$out/gen-stored.glc"
 # a header alone (recorder killed at once), cut inside a block, cut inside the header

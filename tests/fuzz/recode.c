@@ -10,6 +10,7 @@
 #include <string.h>
 #include "capture.h"
 #include "proc_maps.h"
+#include "stacks.h"
 #include "symbolize.h"
 
 static int on_record(void *ctx, const struct gl_hdr *h)
@@ -41,6 +42,25 @@ static int on_symbol(void *ctx, uint32_t pid, uint64_t addr, const struct sym_in
 	return capture__add_symbol(ctx, pid, addr, si);
 }
 
+static int on_stack(void *ctx, const struct capture_stack *cs)
+{
+	struct ustack *st = calloc(1, sizeof(*st) + cs->nr * sizeof(st->frames[0]));
+	int err;
+
+	if (!st)
+		return -ENOMEM;
+	st->pid = cs->pid;
+	st->id = cs->id;
+	st->caller = cs->caller;
+	st->nr = cs->nr;
+	st->flags = cs->flags;
+	st->nofp_from = cs->nofp_from;
+	memcpy(st->frames, cs->frames, cs->nr * sizeof(st->frames[0]));
+	err = capture__add_stack(ctx, st);
+	free(st);
+	return err;
+}
+
 static int on_process(void *ctx, const struct capture_proc *p)
 {
 	return capture__add_process(ctx, p);
@@ -49,7 +69,7 @@ static int on_process(void *ctx, const struct capture_proc *p)
 int main(int argc, char **argv)
 {
 	struct capture_visitor v = { .record = on_record, .maps = on_maps, .symbol = on_symbol,
-				     .process = on_process };
+				     .stack = on_stack, .process = on_process };
 	struct capture_opts o = { .force = true, .store = true };
 	struct capture_reader *r = NULL;
 	struct capture *c = NULL;
