@@ -310,19 +310,20 @@ static __always_inline bool is_alloc(struct gl_api_spec s)
 }
 
 /*
- * Whether the call at depth d runs inside a traced allocation on this thread: the runtime's
- * cuMemAlloc under cudaMalloc, a VMM handle under ncclMemAlloc. The tracker folds those into
- * the allocation above as its layers and names them by the outer call's stack, so walking
- * the same stack again would only double the cost of the call.
+ * Whether the GPU allocation api at depth d runs inside a traced allocation on this thread:
+ * the runtime's cuMemAlloc under cudaMalloc, a VMM handle under ncclMemAlloc. The tracker
+ * folds those into the allocation above as its layers, so walking the same stack again
+ * would only double the cost of the call. Host memory a GPU call allocates (--libc) is
+ * memory of its own and keeps its stack.
  */
-static __always_inline bool under_alloc(const struct tstate *st, __u32 d)
+static __always_inline bool under_alloc(const struct tstate *st, __u32 d, __u16 api)
 {
-	__u32 api;
+	__u32 outer;
 
-	if (!d)
+	if (!d || GL_API_FAMILY(api) == GL_FAM_LIBC)
 		return false;
-	api = st->f[(d - 1) & (GL_MAX_DEPTH - 1)].api;
-	return api < GL_API_MAX && is_alloc(specs[api]);
+	outer = st->f[(d - 1) & (GL_MAX_DEPTH - 1)].api;
+	return outer < GL_API_MAX && is_alloc(specs[outer]);
 }
 
 /*
@@ -400,7 +401,7 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 				code_ptr_check(api, s, st->desc[k], pid_tgid, d);
 		}
 	}
-	if (stack_depth && is_alloc(s) && !under_alloc(st, d))
+	if (stack_depth && is_alloc(s) && !under_alloc(st, d, api))
 		f->stack_id = stack_get(ctx, pid_tgid >> 32);
 	st->depth = d + 1;
 	return 0;
