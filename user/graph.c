@@ -10,6 +10,7 @@
 #include "stacks.h"
 #include "symbolize.h"
 #include "tracker.h"
+#include "vec.h"
 
 #define NONE UINT32_MAX
 
@@ -187,15 +188,8 @@ static bool live_memory(const struct tracker *t, const struct site_stack *ss, pi
 
 static uint32_t node_new(struct graph *g, char *label)
 {
-	if (g->n == g->cap) {
-		size_t cap = g->cap ? 2 * g->cap : 64;
-		struct node *v = realloc(g->v, cap * sizeof(*v));
-
-		if (!v)
-			return NONE;
-		g->v = v;
-		g->cap = cap;
-	}
+	if (vec_grow((void **)&g->v, &g->cap, g->n, sizeof(*g->v)))
+		return NONE;
 	g->v[g->n] = (struct node){ .label = label, .first_child = NONE, .next = NONE };
 	return (uint32_t)g->n++;
 }

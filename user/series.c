@@ -4,6 +4,7 @@
 #include <string.h>
 #include "series.h"
 #include "tracker.h"
+#include "vec.h"
 
 /* Finest resolution: a 1 ms step in a decode loop is still a step in the picture. */
 #define RES0_NS 1000000ULL
@@ -40,22 +41,6 @@ void series__free(struct series *se)
 	free(se);
 }
 
-static int grow(void **v, size_t *cap, size_t n, size_t size)
-{
-	size_t ncap;
-	void *p;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? 2 * *cap : 64;
-	p = realloc(*v, ncap * size);
-	if (!p)
-		return -ENOMEM;
-	*v = p;
-	*cap = ncap;
-	return 0;
-}
-
 const struct series_proc *series__proc(const struct series *se, pid_t pid)
 {
 	size_t i;
@@ -72,7 +57,7 @@ static struct series_proc *proc_get(struct series *se, pid_t pid)
 
 	if (sp)
 		return sp;
-	if (grow((void **)&se->procs, &se->cap_procs, se->nr_procs, sizeof(*se->procs)))
+	if (vec_grow((void **)&se->procs, &se->cap_procs, se->nr_procs, sizeof(*se->procs)))
 		return NULL;
 	sp = &se->procs[se->nr_procs++];
 	memset(sp, 0, sizeof(*sp));
@@ -111,7 +96,7 @@ static int sample_sites(struct series *se, const struct tracker *t, uint64_t ts_
 
 		if (!s->counts || (ss->n ? ss->v[ss->n - 1].bytes == s->live_bytes : !s->live_bytes))
 			continue;
-		if (grow((void **)&ss->v, &ss->cap, ss->n, sizeof(*ss->v)))
+		if (vec_grow((void **)&ss->v, &ss->cap, ss->n, sizeof(*ss->v)))
 			return -ENOMEM;
 		ss->v[ss->n++] = (struct site_point){ ts_ns, s->live_bytes };
 		if (s->live_bytes > ss->peak)
@@ -147,7 +132,7 @@ static int sample(struct series *se, const struct tracker *t, uint64_t ts_ns, bo
 			if (s->pid == p->pid && s->counts && GL_API_FAMILY(s->api) < GL_FAM_MAX)
 				pt.fam[GL_API_FAMILY(s->api)] += s->live_bytes;
 		}
-		if (grow((void **)&sp->v, &sp->cap, sp->n, sizeof(*sp->v)))
+		if (vec_grow((void **)&sp->v, &sp->cap, sp->n, sizeof(*sp->v)))
 			return -ENOMEM;
 		sp->v[sp->n++] = pt;
 		if (sp->n > MAX_POINTS) {
@@ -193,7 +178,7 @@ void series__pending_done(void *ctx, const struct tproc *p, uint32_t site, uint6
 	struct series *se = ctx;
 
 	if (se->nr_slices >= MAX_SLICES ||
-	    grow((void **)&se->slices, &se->cap_slices, se->nr_slices, sizeof(*se->slices))) {
+	    vec_grow((void **)&se->slices, &se->cap_slices, se->nr_slices, sizeof(*se->slices))) {
 		se->slices_dropped++;
 		return;
 	}

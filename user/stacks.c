@@ -4,6 +4,7 @@
 #include <string.h>
 #include "hmap.h"
 #include "stacks.h"
+#include "vec.h"
 
 struct stacks {
 	struct hmap idx;	/* (pid | id << 32, caller) -> index into v */
@@ -61,15 +62,8 @@ static struct ustack *add(struct stacks *s, pid_t pid, int32_t id, uint64_t call
 {
 	struct ustack *st;
 
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 64;
-		struct ustack **v = realloc(s->v, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		s->v = v;
-		s->cap = cap;
-	}
+	if (vec_grow((void **)&s->v, &s->cap, s->n, sizeof(*s->v)))
+		return NULL;
 	st = calloc(1, sizeof(*st) + nr * sizeof(st->frames[0]));
 	if (!st)
 		return NULL;

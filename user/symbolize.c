@@ -10,6 +10,7 @@
 #include "modules.h"
 #include "stacks.h"
 #include "symbolize.h"
+#include "vec.h"
 
 /*
  * C++ names are demangled with the C++ ABI's own entry point in libstdc++ (linked as
@@ -71,22 +72,6 @@ struct symbolizer {
 	struct symbolizer_stats st;
 };
 
-static int grow(void **v, size_t *cap, size_t n, size_t size)
-{
-	size_t ncap;
-	void *p;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? 2 * *cap : 64;
-	p = realloc(*v, ncap * size);
-	if (!p)
-		return -ENOMEM;
-	*v = p;
-	*cap = ncap;
-	return 0;
-}
-
 int symbolizer__new(struct modules *mods, struct symbolizer **out)
 {
 	struct symbolizer *s = calloc(1, sizeof(*s));
@@ -143,7 +128,7 @@ static int add_seen(struct symbolizer *s, const struct seen_map *sm)
 		    s->maps[j].end == sm->end && s->maps[j].pgoff == sm->pgoff &&
 		    s->maps[j].mod == sm->mod && !strcmp(s->maps[j].path, sm->path))
 			return 0;
-	if (grow((void **)&s->maps, &s->cap_maps, s->nr_maps, sizeof(*s->maps)))
+	if (vec_grow((void **)&s->maps, &s->cap_maps, s->nr_maps, sizeof(*s->maps)))
 		return -ENOMEM;
 	s->maps[s->nr_maps++] = *sm;
 	return 0;
@@ -187,7 +172,7 @@ int symbolizer__add_map(struct symbolizer *s, pid_t pid, uint64_t start, uint64_
 
 	if (!path || !*path || end <= start)
 		return 0;
-	if (grow((void **)&s->paths, &s->cap_paths, s->nr_paths, sizeof(*s->paths)))
+	if (vec_grow((void **)&s->paths, &s->cap_paths, s->nr_paths, sizeof(*s->paths)))
 		return -ENOMEM;
 	p = strdup(path);
 	if (!p)
@@ -260,7 +245,7 @@ static struct elf_obj *map_elf(struct symbolizer *s, struct seen_map *m)
 		return m->elf;
 	}
 	/* Without room the object is still named, from itself. */
-	if (!grow((void **)&s->bids, &s->cap_bids, s->nr_bids, sizeof(*s->bids)))
+	if (!vec_grow((void **)&s->bids, &s->cap_bids, s->nr_bids, sizeof(*s->bids)))
 		s->bids[s->nr_bids++] = (struct bid_obj){ bid, elf };
 	return elf;
 }
@@ -333,7 +318,7 @@ static int entry_set(struct symbolizer *s, struct sym_entry *e, struct sym_info 
 		goto nomem;
 	if (e->name) {
 		/* Callers may still print the old name: keep it until the end. */
-		if (grow((void **)&s->old_names, &s->cap_old, s->nr_old, sizeof(*s->old_names)))
+		if (vec_grow((void **)&s->old_names, &s->cap_old, s->nr_old, sizeof(*s->old_names)))
 			goto nomem;
 		s->old_names[s->nr_old++] = e->name;
 	}
@@ -355,7 +340,7 @@ static struct sym_entry *entry_get(struct symbolizer *s, pid_t pid, uint64_t add
 
 	if (idx)
 		return s->ents[*idx];
-	if (grow((void **)&s->ents, &s->cap_ents, s->nr_ents, sizeof(*s->ents)))
+	if (vec_grow((void **)&s->ents, &s->cap_ents, s->nr_ents, sizeof(*s->ents)))
 		return NULL;
 	e = calloc(1, sizeof(*e));
 	if (!e)
@@ -554,7 +539,7 @@ static int object_fp(struct symbolizer *s, const struct elf_obj *elf)
 		if (s->objfp[i].elf == elf)
 			return s->objfp[i].fp;
 	elf_obj__for_each_func((struct elf_obj *)elf, count_fp, &c);
-	if (!grow((void **)&s->objfp, &s->cap_objfp, s->nr_objfp, sizeof(*s->objfp)))
+	if (!vec_grow((void **)&s->objfp, &s->cap_objfp, s->nr_objfp, sizeof(*s->objfp)))
 		s->objfp[s->nr_objfp++] = (struct obj_fp){ elf, c.seen ? 2 * c.with > c.seen : -1 };
 	return c.seen ? 2 * c.with > c.seen : -1;
 }

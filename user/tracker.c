@@ -5,6 +5,7 @@
 #include "probe_catalog.h"
 #include "rules.h"
 #include "tracker.h"
+#include "vec.h"
 #include "wgpu.h"
 
 /* ---- the live allocation table: open addressing, linear probing, backward-shift delete ---- */
@@ -340,15 +341,8 @@ static uint32_t sstack_get(struct tracker *t, uint32_t site, int32_t stack_id)
 	v = hmap__get(&t->sstack_idx, site, (uint32_t)stack_id);
 	if (v)
 		return (uint32_t)*v;
-	if (t->nr_sstacks == t->cap_sstacks) {
-		size_t cap = t->cap_sstacks ? 2 * t->cap_sstacks : 256;
-		struct site_stack *nv = realloc(t->sstacks, cap * sizeof(*nv));
-
-		if (!nv)
-			return UINT32_MAX;
-		t->sstacks = nv;
-		t->cap_sstacks = cap;
-	}
+	if (vec_grow((void **)&t->sstacks, &t->cap_sstacks, t->nr_sstacks, sizeof(*t->sstacks)))
+		return UINT32_MAX;
 	if (hmap__put(&t->sstack_idx, site, (uint32_t)stack_id, t->nr_sstacks))
 		return UINT32_MAX;
 	ss = &t->sstacks[t->nr_sstacks];

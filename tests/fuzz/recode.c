@@ -42,23 +42,16 @@ static int on_symbol(void *ctx, uint32_t pid, uint64_t addr, const struct sym_in
 	return capture__add_symbol(ctx, pid, addr, si);
 }
 
+/* Through a stack table: capture__add_stack writes a stack as the symbolizer keeps it. */
+static struct stacks *stacks;
+
 static int on_stack(void *ctx, const struct capture_stack *cs)
 {
-	struct ustack *st = calloc(1, sizeof(*st) + cs->nr * sizeof(st->frames[0]));
-	int err;
+	int err = stacks__add(stacks, cs->pid, cs->id, cs->caller, cs->frames, cs->nr, cs->flags,
+			      cs->nofp_from);
 
-	if (!st)
-		return -ENOMEM;
-	st->pid = cs->pid;
-	st->id = cs->id;
-	st->caller = cs->caller;
-	st->nr = cs->nr;
-	st->flags = cs->flags;
-	st->nofp_from = cs->nofp_from;
-	memcpy(st->frames, cs->frames, cs->nr * sizeof(st->frames[0]));
-	err = capture__add_stack(ctx, st);
-	free(st);
-	return err;
+	return err ? err : capture__add_stack(ctx, stacks__get(stacks, cs->pid, cs->id,
+							       cs->caller));
 }
 
 static int on_process(void *ctx, const struct capture_proc *p)
@@ -80,7 +73,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	o.block_bytes = argc > 3 ? strtoul(argv[3], NULL, 0) : 0;
-	err = capture_reader__open(argv[1], 0, &r);
+	err = stacks__new(&stacks);
+	if (!err)
+		err = capture_reader__open(argv[1], 0, &r);
 	if (!err)
 		err = capture__create(argv[2], &o, &c);
 	if (!err)
@@ -93,5 +88,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "recode: %s\n", r ? capture_reader__error(r) : strerror(-err));
 	capture__free(c);
 	capture_reader__free(r);
+	stacks__free(stacks);
 	return err ? 1 : 0;
 }
