@@ -143,9 +143,9 @@ enum gl_stat {
 	GL_STAT_READ_FAIL = 3,		/* reading target memory (out-pointer, stack) failed */
 	GL_STAT_RET_NO_ENTRY = 4,	/* a return probe found no matching entry */
 	GL_STAT_STALE_FRAMES = 5,	/* entries whose return never came (longjmp, throw) */
-	GL_STAT_STACK_FAIL = 6,		/* stack capture failed (stack id < 0): map full, unwalkable */
-	GL_STAT_STACK_COLLISION = 7,	/* a stack's hash bucket held another stack in both stack
-					 * maps: the call is recorded without its stack */
+	GL_STAT_STACK_FAIL = 6,		/* stack capture failed: map full, unwalkable */
+	GL_STAT_STACK_COLLISION = 7,	/* a stack's bucket held another stack in both maps:
+					 * the call is recorded without its stack */
 	GL_STAT_MAX = 8,
 };
 

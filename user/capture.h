@@ -170,7 +170,7 @@ struct capture_stack {
 	uint32_t pid;
 	int32_t id;
 	uint64_t caller;
-	uint32_t flags;		/* enum stack_flags; bits this gpuleak does not know are cleared */
+	uint32_t flags;		/* enum stack_flags; bits unknown to this gpuleak cleared */
 	uint32_t nofp_from;
 	uint32_t nr;
 	const uint64_t *frames;

@@ -456,8 +456,8 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 		long n = strtol(arg, &end, 10);
 
 		if (!*arg || *end || n < 0 || n > GL_STACK_DEPTH_MAX)
-			argp_error(state, "invalid --stack-depth '%s' (0..%d; 0 disables stacks)", arg,
-				   GL_STACK_DEPTH_MAX);
+			argp_error(state, "invalid --stack-depth '%s' (0..%d; 0 disables stacks)",
+				   arg, GL_STACK_DEPTH_MAX);
 		c->t.stack_depth = (unsigned int)n;
 		break;
 	}

@@ -141,7 +141,8 @@ static char *group_label(const struct tracker *t, const struct site *s)
 	else
 		snprintf(dev, sizeof(dev), "device %d", s->device);
 	if (s->owner_kind == OWNER_COMM)
-		n = asprintf(&out, "%s: NCCL communicator 0x%" PRIx64 " (%s)", dev, s->owner, layer);
+		n = asprintf(&out, "%s: NCCL communicator 0x%" PRIx64 " (%s)", dev, s->owner,
+			     layer);
 	else if (s->owner_kind == OWNER_CTX)
 		n = asprintf(&out, "%s: %s, context 0x%" PRIx64, dev, layer, s->owner);
 	else
@@ -303,7 +304,7 @@ void graph__print(FILE *out, const struct tracker *t, struct symbolizer *sym, pi
 
 		if (!live_memory(t, ss, pid))
 			continue;
-		stacks |= symbolizer__stack(sym, pid, ss->stack_id, t->sites[ss->site].caller) != NULL;
+		stacks |= !!symbolizer__stack(sym, pid, ss->stack_id, t->sites[ss->site].caller);
 		if (path_add(&p, group_label(t, &t->sites[ss->site])) ||
 		    sstack_path(t, sym, ss, LABEL_TREE, &p) ||
 		    graph_add(&g, &p, ss->live_bytes, ss->live_count)) {

@@ -85,8 +85,9 @@ static void counters(struct pw *w, struct report *r, const struct series_proc *s
 		double ts = us(r, pt->ts_ns);
 
 		ev_begin(w);
-		fprintf(w->f, "{\"ph\":\"C\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"name\":\"live bytes\","
-			"\"args\":{\"total\":%" PRIu64 "}}", sp->pid, sp->pid, ts, pt->live);
+		fprintf(w->f, "{\"ph\":\"C\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
+			"\"name\":\"live bytes\",\"args\":{\"total\":%" PRIu64 "}}", sp->pid,
+			sp->pid, ts, pt->live);
 		ev_begin(w);
 		fprintf(w->f, "{\"ph\":\"C\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
 			"\"name\":\"persistent bytes\",\"args\":{\"total\":%" PRIu64 "}}",
@@ -103,7 +104,8 @@ static void counters(struct pw *w, struct report *r, const struct series_proc *s
 		for (k = 0; k < GL_FAM_MAX; k++) {
 			if (!used[k])
 				continue;
-			fprintf(w->f, "%s\"%s\":%" PRIu64, first ? "" : ",", fam_names[k], pt->fam[k]);
+			fprintf(w->f, "%s\"%s\":%" PRIu64, first ? "" : ",", fam_names[k],
+				pt->fam[k]);
 			first = false;
 		}
 		fputs("}}", w->f);
@@ -144,8 +146,8 @@ static int site_counters(struct pw *w, struct report *r, const struct series *se
 			 cat_api_name(s->api));
 		for (j = 0; j < ss->n; j++) {
 			ev_begin(w);
-			fprintf(w->f, "{\"ph\":\"C\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"name\":", pid,
-				pid, us(r, ss->v[j].ts_ns));
+			fprintf(w->f, "{\"ph\":\"C\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"name\":",
+				pid, pid, us(r, ss->v[j].ts_ns));
 			json_str(w->f, name);
 			fprintf(w->f, ",\"args\":{\"bytes\":%" PRIu64 "}}", ss->v[j].bytes);
 		}
@@ -176,8 +178,8 @@ static void steps_and_verdicts(struct pw *w, struct report *r, pid_t pid, uint64
 		snprintf(name, sizeof(name), "step %" PRId64, st[i].step);
 		instant(w, pid, us(r, st[i].t_end_ns), name);
 		fprintf(w->f, ",\"args\":{\"live_bytes\":%" PRIu64 ",\"persistent_bytes\":%" PRIu64
-			",\"pending_bytes\":%" PRIu64 ",\"suspect_bytes\":%" PRIu64 "}}", st[i].live,
-			st[i].persistent, st[i].pending, st[i].suspect);
+			",\"pending_bytes\":%" PRIu64 ",\"suspect_bytes\":%" PRIu64 "}}",
+			st[i].live, st[i].persistent, st[i].pending, st[i].suspect);
 	}
 	for (i = 0; i < t->nr_sites; i++) {
 		const struct site *s = &t->sites[i];
@@ -198,11 +200,12 @@ static void steps_and_verdicts(struct pw *w, struct report *r, pid_t pid, uint64
 		for (j = 0; j < n; j++)
 			if (st[j].step == g[i].first_step)
 				at = st[j].t_end_ns;
-		snprintf(name, sizeof(name), "growth: %s", report__site_name(r, &t->sites[g[i].site]));
+		snprintf(name, sizeof(name), "growth: %s",
+			 report__site_name(r, &t->sites[g[i].site]));
 		instant(w, pid, us(r, at), name);
 		fprintf(w->f, ",\"args\":{\"bytes_per_step\":%.1f,\"bytes_per_s\":%.1f,\"r2\":%.4f,"
-			"\"first_step\":%" PRId64 "}}", g[i].slope_per_step, g[i].slope_per_s, g[i].r2,
-			g[i].first_step);
+			"\"first_step\":%" PRId64 "}}", g[i].slope_per_step, g[i].slope_per_s,
+			g[i].r2, g[i].first_step);
 	}
 	free(g);
 }
@@ -239,8 +242,8 @@ static void pending_slices(struct pw *w, struct report *r, const struct series *
 		lane_end[l] = end > lane_end[l] ? end : lane_end[l];
 		snprintf(name, sizeof(name), "pending free: %s", s ? report__site_name(r, s) : "?");
 		ev_begin(w);
-		fprintf(w->f, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"name\":",
-			pid, LANE_TID0 + l, us(r, ps->begin_ns),
+		fprintf(w->f, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
+			"\"name\":", pid, LANE_TID0 + l, us(r, ps->begin_ns),
 			end > ps->begin_ns ? (double)(end - ps->begin_ns) / 1e3 : 0.0);
 		json_str(w->f, name);
 		fprintf(w->f, ",\"args\":{\"api\":\"%s\",\"bytes\":%" PRIu64 ",\"completed\":%s}}",
@@ -271,7 +274,7 @@ int perfetto__write(FILE *f, struct report *r, const struct series *se, uint64_t
 		steps_and_verdicts(&w, r, p->pid, end_ns);
 		pending_slices(&w, r, se, p->pid, end_ns);
 	}
-	fprintf(f, "\n],\"otherData\":{\"producer\":\"gpuleak\",\"pending_frees_not_drawn\":%" PRIu64
-		"}}\n", se->slices_dropped);
+	fprintf(f, "\n],\"otherData\":{\"producer\":\"gpuleak\","
+		"\"pending_frees_not_drawn\":%" PRIu64 "}}\n", se->slices_dropped);
 	return ferror(f) ? -EIO : 0;
 }

@@ -604,7 +604,8 @@ static void json_stacks(struct report *r, uint32_t idx, enum site_sel k)
 	}
 	for (i = 0; i < n; i++) {
 		const struct site_stack *ss = &t->sstacks[v[i]];
-		const struct ustack *st = symbolizer__stack(r->sym, s->pid, ss->stack_id, s->caller);
+		const struct ustack *st = symbolizer__stack(r->sym, s->pid, ss->stack_id,
+							    s->caller);
 
 		fprintf(r->json, "%s{\"bytes\":%" PRIu64 ",\"count\":%" PRIu64 ",\"frames\":[",
 			i ? "," : "", sstack_bytes(ss, k), sstack_count(ss, k));
@@ -1198,9 +1199,10 @@ void report__final(struct report *r, uint64_t now_ns)
 				p->c.unknown_frees, p->c.double_frees, p->c.addr_reuse);
 		gate_check(r, p, g, ng, false);
 		if (p->loss[GL_STAT_STACK_FAIL] + p->loss[GL_STAT_STACK_COLLISION])
-			fprintf(r->out, "stacks lost: %" PRIu64 " allocation calls recorded without "
-				"their stack, named by call site alone (stack_fail=%" PRIu64
-				" stack_collision=%" PRIu64 "; --stack-entries holds more)\n",
+			fprintf(r->out, "stacks lost: %" PRIu64 " allocation calls recorded "
+				"without their stack, named by call site alone (stack_fail=%"
+				PRIu64 " stack_collision=%" PRIu64 "; --stack-entries holds "
+				"more)\n",
 				p->loss[GL_STAT_STACK_FAIL] + p->loss[GL_STAT_STACK_COLLISION],
 				p->loss[GL_STAT_STACK_FAIL], p->loss[GL_STAT_STACK_COLLISION]);
 		if (tproc__dropped(p) || p->loss[GL_STAT_READ_FAIL]) {

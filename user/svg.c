@@ -171,8 +171,8 @@ static void draw_axes(FILE *f, const struct panel *pn, double top)
 	for (v = 0; v <= pn->ymax * 1.0001; v += ys) {
 		double y = sy(pn, top, v);
 
-		fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n",
-			M_LEFT, y, WIDTH - M_RIGHT, y);
+		fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
+			"stroke=\"#e5e5e5\"/>\n", M_LEFT, y, WIDTH - M_RIGHT, y);
 		fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g %s</text>\n",
 			M_LEFT - 6, y + 4, v / u, uname);
 	}
@@ -182,8 +182,8 @@ static void draw_axes(FILE *f, const struct panel *pn, double top)
 		if (fabs(v) < xs * 1e-6)
 			v = 0;	/* not "-0" */
 
-		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999\"/>\n",
-			x, bottom, x, bottom + 4);
+		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+			"stroke=\"#999\"/>\n", x, bottom, x, bottom + 4);
 		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g%s</text>\n", x,
 			bottom + 16, v, pn->by_step ? "" : " s");
 	}
@@ -218,7 +218,8 @@ static size_t leaking_sites(struct report *r, pid_t pid, uint32_t *out, const st
 				continue;
 			for (j = 0; j < n; j++)
 				taken |= out[j] == i;
-			if (!taken && (best == UINT32_MAX || s->live_bytes > t->sites[best].live_bytes))
+			if (!taken &&
+			    (best == UINT32_MAX || s->live_bytes > t->sites[best].live_bytes))
 				best = (uint32_t)i;
 		}
 		if (best == UINT32_MAX)
@@ -243,7 +244,8 @@ static void leak_label(struct report *r, struct line *l, uint32_t site, const st
 			return;
 		}
 	snprintf(l->label, sizeof(l->label), "leaks %s: %s (%s)",
-		 fmt_bytes(s->live_bytes, b, sizeof(b)), report__site_name(r, s), cat_api_name(s->api));
+		 fmt_bytes(s->live_bytes, b, sizeof(b)), report__site_name(r, s),
+		 cat_api_name(s->api));
 }
 
 /* The process over its steps: the step records and the timeline's per-site series. */
@@ -313,7 +315,8 @@ static int by_time(struct report *r, struct panel *pn, const struct series *se, 
 		for (i = 0; i < n; i++) {
 			const struct series_point *pt = &sp->v[i];
 
-			l[k]->x[i] = pt->ts_ns > r->t0_ns ? (double)(pt->ts_ns - r->t0_ns) / 1e9 : 0;
+			l[k]->x[i] = pt->ts_ns > r->t0_ns ?
+					     (double)(pt->ts_ns - r->t0_ns) / 1e9 : 0;
 			l[k]->y[i] = (double)(k == 0 ? pt->live : k == 1 ? pt->persistent :
 						       pt->pending);
 		}
@@ -325,7 +328,8 @@ static int by_time(struct report *r, struct panel *pn, const struct series *se, 
 	pn->x0 = 0;
 	pn->x1 = end_ns > r->t0_ns ? (double)(end_ns - r->t0_ns) / 1e9 : 1;
 	for (k = 0; k < nl; k++) {
-		const struct site_series *ss = leaks[k] < se->nr_sites ? &se->sites[leaks[k]] : NULL;
+		const struct site_series *ss =
+			leaks[k] < se->nr_sites ? &se->sites[leaks[k]] : NULL;
 		struct line *ll = line_new(pn, ss ? ss->n : 0, leak_colors[k], 2.5);
 
 		if (!ll)

@@ -486,8 +486,10 @@ static int prologue_fp(uint16_t machine, const uint8_t *b, size_t n)
 	if (machine == EM_X86_64) {
 		if (n >= 4 && !memcmp(b, "\xf3\x0f\x1e\xfa", 4))
 			i = 4;
+		/* mov %rsp,%rbp has two encodings */
 		return n >= i + 4 && b[i] == 0x55 &&
-		       (!memcmp(b + i + 1, "\x48\x89\xe5", 3) || !memcmp(b + i + 1, "\x48\x8b\xec", 3));
+		       (!memcmp(b + i + 1, "\x48\x89\xe5", 3) ||
+			!memcmp(b + i + 1, "\x48\x8b\xec", 3));
 	}
 	if (machine == EM_AARCH64) {
 		for (i = 0; i + 4 <= n && i < 16; i += 4)

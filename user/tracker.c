@@ -1794,7 +1794,8 @@ static int apply_children(struct tracker *t, struct tproc *p, struct node *nodes
 	int err;
 
 	if (outer)
-		lp = (struct placement){ .owner_kind = OWNER_LAYER, .owner = tracker__alloc_site(t, outer),
+		lp = (struct placement){ .owner_kind = OWNER_LAYER,
+					 .owner = tracker__alloc_site(t, outer),
 					 .outer_ns = outer->ns, .outer_addr = outer->addr };
 	for (i = nodes[self].first_child; i < self; i++) {
 		const struct placement *l = layer;
@@ -2136,7 +2137,8 @@ void tracker__window_checks(struct tracker *t, struct tproc *p, uint64_t ts_ns)
 			continue;
 		a = at_find(&p->allocs, pf->ns, pf->addr);
 		pf->late = true;
-		add_violation(p, VIOL_FREE_NEVER_COMPLETED, pf->rule - 1, a ? tracker__alloc_site(t, a) : UINT32_MAX,
+		add_violation(p, VIOL_FREE_NEVER_COMPLETED, pf->rule - 1,
+			      a ? tracker__alloc_site(t, a) : UINT32_MAX,
 			      a ? a->size : 0, 1, ts_ns);
 	}
 }

@@ -78,7 +78,7 @@ struct site {
 	uint64_t layer_count;	/* live allocations here with a merged same-address layer */
 	uint64_t unsized;	/* live allocations of unknown bytes (counted, 0 bytes) */
 	uint32_t label;		/* WebGPU label (tracker labels index + 1), 0: none */
-	uint32_t sstacks;	/* its first sstack (index), then site_stack.next; UINT32_MAX: none */
+	uint32_t sstacks;	/* first sstack (index), then their next; UINT32_MAX: none */
 	uint64_t allocs;
 	uint64_t alloc_bytes;
 	uint64_t frees;
@@ -95,7 +95,7 @@ struct site_stack {
 	uint32_t site;		/* index into tracker sites */
 	uint32_t next;		/* the site's next sstack, UINT32_MAX: none */
 	int32_t stack_id;	/* gl_call_rec.stack_id, -1: none */
-	uint64_t cand;		/* persistent/ignore rules whose call-site matchers hold here */
+	uint64_t cand;		/* persistent/ignore rules whose site=/lib= hold here */
 	bool cand_valid;
 	uint64_t live_bytes, live_count;
 	uint64_t pending_bytes, pending_count;

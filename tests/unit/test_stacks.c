@@ -145,8 +145,8 @@ static void named_and_judged_on_real_objects(void)
 		const char *base = strrchr(copy[i], '/') + 1;
 
 		CHECK(si && si->func && !strcmp(si->func, GROW) && si->func_off == 4 &&
-		      si->module && !strcmp(si->module, base), "copy %d: %s+%" PRIu64 " (%s)", i + 1,
-		      si && si->func ? si->func : "-", si ? si->func_off : 0,
+		      si->module && !strcmp(si->module, base), "copy %d: %s+%" PRIu64 " (%s)",
+		      i + 1, si && si->func ? si->func : "-", si ? si->func_off : 0,
 		      si && si->module ? si->module : "-");
 	}
 	symbolizer__stats(s, &st);
