@@ -2,9 +2,9 @@
 /*
  * libFuzzer target: `gpuleak report` on arbitrary bytes. The input goes through the whole
  * offline path (header, blocks, inflate, record decoder, tracker with rules, timeline,
- * symbolizer, text and JSON report) exactly as replay__run does, minus the file. CRCs are
- * not checked: a mutated payload must reach the decoders, and a crafted file can carry
- * valid CRCs anyway.
+ * symbolizer and stacks, text and JSON report, the folded, Perfetto and SVG pictures) exactly
+ * as replay__run does, minus the file. CRCs are not checked: a mutated payload must reach
+ * the decoders, and a crafted file can carry valid CRCs anyway.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +28,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			   .device_mem = 1ULL << 30 },
 		.steps_given = true,
 		.gate = { .on = true, .has_max_live = true },
+		/* the pictures too: the graph, series and writers read what the input made */
+		.out = { .folded_path = "/dev/null", .perfetto_path = "/dev/null",
+			 .svg_path = "/dev/null" },
 	};
 	static struct rules *rules;
 	static FILE *null;
