@@ -310,11 +310,12 @@ static __always_inline bool is_alloc(struct gl_api_spec s)
 }
 
 /*
- * Whether the GPU allocation api at depth d runs inside a traced allocation on this thread:
- * the runtime's cuMemAlloc under cudaMalloc, a VMM handle under ncclMemAlloc. The tracker
- * folds those into the allocation above as its layers, so walking the same stack again
- * would only double the cost of the call. Host memory a GPU call allocates (--libc) is
- * memory of its own and keeps its stack.
+ * Whether the GPU allocation api at depth d runs inside a traced allocation of memory on
+ * this thread (GL_SPEC_LAYERS): the runtime's cuMemAlloc under cudaMalloc, a VMM handle
+ * under ncclMemAlloc. The tracker folds those into the allocation above as its layers, so
+ * walking the same stack again would only double the cost of the call. What a
+ * communicator's or context's creation allocates is memory of its own, and so is host
+ * memory a GPU call allocates (--libc): those keep their stacks.
  */
 static __always_inline bool under_alloc(const struct tstate *st, __u32 d, __u16 api)
 {
@@ -323,7 +324,7 @@ static __always_inline bool under_alloc(const struct tstate *st, __u32 d, __u16 
 	if (!d || GL_API_FAMILY(api) == GL_FAM_LIBC)
 		return false;
 	outer = st->f[(d - 1) & (GL_MAX_DEPTH - 1)].api;
-	return outer < GL_API_MAX && is_alloc(specs[outer]);
+	return outer < GL_API_MAX && (specs[outer].flags & GL_SPEC_LAYERS);
 }
 
 /*

@@ -181,6 +181,8 @@ enum gl_spec_flags {
 					 * user space probes (GL_REC_CODE on first sight) */
 	GL_SPEC_DESC_AT_RETURN = 1 << 6,	/* copy the descriptor at return, from arg_addr:
 						 * an out-array the call filled (ncclCommInitAll) */
+	GL_SPEC_LAYERS = 1 << 7,	/* it allocates memory, and GPU allocations nested in it
+					 * are its layers (cudaMalloc -> cuMemAlloc): no stack */
 };
 
 /* Where a call's label string is (struct gl_label_rec is emitted for it). */

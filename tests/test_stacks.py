@@ -183,6 +183,29 @@ def rules_match_any_frame_of_the_stack():
     eq(v["retained"], [], "no frame is gpuapp::cache::* in the program")
 
 
+@test
+def memory_a_communicator_makes_has_the_path_through_its_creation():
+    # ncclCommInitRank hands out a communicator, not memory: what the stand-in NCCL allocates
+    # inside it is the communicator's, with the stack that led into ncclCommInitRank (only
+    # the layers of an allocation of memory, cuMemAlloc under cudaMalloc, take no stack)
+    res = run_gpuleak(["run", "--interval", "0", "--", scenario("nccl_comm"), "leak"])
+    v = res.verdict()
+    owned = [e for e in v["leaks"] if e["owner"] and e["owner"]["kind"] == "communicator"]
+    eq(sorted((e["api"], e["bytes"]) for e in owned),
+       [("cuMemAlloc_v2", MiB)] * 4 + [("cuMemCreate", 2 * MiB), ("cuMemHostAlloc", 65536)],
+       "the communicator's memory")
+    for e in owned:
+        eq(len(e["stacks"]), 1, f"one stack at {e['site']}")
+        fns = functions(e["stacks"][0])
+        check("nccl_init" in fns and fns.index("nccl_init") + 1 == fns.index("main"),
+              f"{e['api']} at {e['site']}: through nccl_init, called by main: {fns}")
+        eq(e["stacks"][0]["frames"][0]["module"], "libnccl.so.2", "allocated inside NCCL")
+    comm = owned[0]["owner"]["handle"]
+    check(f"device 0: NCCL communicator {comm} (CUDA driver)" in res.out and
+          f"device 0: NCCL communicator {comm} (CUDA VMM)" in res.out,
+          f"the graph groups by communicator and layer:\n{res.out}")
+
+
 def tree(out):
     """The graph's lines: (bytes text, count, depth, label)."""
     lines = out[out.index("allocation graph"):].splitlines()[1:]

@@ -399,8 +399,14 @@ static int bpf_open_load(struct trace *tr)
 		pr_err("opening the BPF object failed: %s\n", strerror(-err));
 		return err;
 	}
-	for (i = 0; i < cat_nr_apis; i++)
-		skel->rodata->specs[cat_apis[i].api] = cat_apis[i].spec;
+	for (i = 0; i < cat_nr_apis; i++) {
+		const struct cat_api *a = &cat_apis[i];
+
+		skel->rodata->specs[a->api] = a->spec;
+		/* allocations of memory: what they allocate underneath is their layers */
+		if (a->op == OP_ALLOC && cat_mem_counts(a->mem))
+			skel->rodata->specs[a->api].flags |= GL_SPEC_LAYERS;
+	}
 	err = bpf_map__set_max_entries(skel->maps.events, tr->o->ringbuf_bytes);
 	if (!err && tr->o->stack_depth) {
 		/* frames after the probed function, and one more to see a cut (gpuleak.bpf.c) */
