@@ -316,6 +316,7 @@ static uint32_t site_get(struct tracker *t, const struct site_key *k)
 	s->rule = k->rule;
 	s->label = k->label;
 	s->sstacks = UINT32_MAX;
+	s->sstack_last = UINT32_MAX;
 	if (k->rule && t->rules)
 		s->cls = t->rules->v[k->rule - 1].kind == RULE_PERSISTENT ? CLS_PERSISTENT
 									: CLS_IGNORED;
@@ -331,6 +332,7 @@ static uint32_t site_get(struct tracker *t, const struct site_key *k)
  */
 static uint32_t sstack_get(struct tracker *t, uint32_t site, int32_t stack_id)
 {
+	uint32_t last;
 	uint64_t *v;
 	struct site_stack *ss;
 
@@ -338,9 +340,14 @@ static uint32_t sstack_get(struct tracker *t, uint32_t site, int32_t stack_id)
 		return UINT32_MAX;
 	if (stack_id < 0)
 		stack_id = -1;
+	last = t->sites[site].sstack_last;
+	if (last != UINT32_MAX && t->sstacks[last].stack_id == stack_id)
+		return last;
 	v = hmap__get(&t->sstack_idx, site, (uint32_t)stack_id);
-	if (v)
+	if (v) {
+		t->sites[site].sstack_last = (uint32_t)*v;
 		return (uint32_t)*v;
+	}
 	if (vec_grow((void **)&t->sstacks, &t->cap_sstacks, t->nr_sstacks, sizeof(*t->sstacks)))
 		return UINT32_MAX;
 	if (hmap__put(&t->sstack_idx, site, (uint32_t)stack_id, t->nr_sstacks))
@@ -351,6 +358,7 @@ static uint32_t sstack_get(struct tracker *t, uint32_t site, int32_t stack_id)
 	ss->stack_id = stack_id;
 	ss->next = t->sites[site].sstacks;
 	t->sites[site].sstacks = (uint32_t)t->nr_sstacks;
+	t->sites[site].sstack_last = (uint32_t)t->nr_sstacks;
 	return (uint32_t)t->nr_sstacks++;
 }
 

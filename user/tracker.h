@@ -79,6 +79,7 @@ struct site {
 	uint64_t unsized;	/* live allocations of unknown bytes (counted, 0 bytes) */
 	uint32_t label;		/* WebGPU label (tracker labels index + 1), 0: none */
 	uint32_t sstacks;	/* first sstack (index), then their next; UINT32_MAX: none */
+	uint32_t sstack_last;	/* the sstack used last: most calls of a site share a stack */
 	uint64_t allocs;
 	uint64_t alloc_bytes;
 	uint64_t frees;
