@@ -41,6 +41,8 @@ struct step_stat {
 	uint64_t live, persistent, pending, suspect;	/* bytes at the end of the step */
 	uint64_t allocated, freed;			/* bytes during the step */
 	uint64_t allocs, frees;
+	uint64_t requests;	/* --request: requests completed during the step */
+	uint64_t inflight;	/* and in flight at its end */
 };
 
 /* A growth leak found at one site. */
@@ -51,6 +53,7 @@ struct growth {
 	uint64_t start_bytes, end_bytes;
 	double slope_per_step;	/* bytes/step, least squares from first_step */
 	double slope_per_s;	/* bytes/s, against step end times */
+	double per_request;	/* bytes per request completed while it grew (--request), or 0 */
 	double r2;		/* goodness of that fit */
 };
 
