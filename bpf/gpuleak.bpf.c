@@ -757,13 +757,15 @@ static __always_inline __u32 task_tgid(struct task_struct *t)
 	return 0;
 }
 
-static __always_inline struct gl_task_rec *task_rec(__u32 pid, __u32 event,
+/* A record about process pid; a loss is charged to `charge` (the parent, for a fork). */
+static __always_inline struct gl_task_rec *task_rec(__u32 pid, __u32 charge, __u32 event,
 						    struct task_struct *t)
 {
 	struct gl_task_rec *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 
 	if (!r) {
-		count_loss(pid, GL_STAT_RB_FULL, 1);
+		count_loss(charge, GL_STAT_RB_FULL, 1);
+		count_loss(charge, GL_STAT_LOST_TASKS, 1);
 		return NULL;
 	}
 	r->hdr.size = sizeof(*r);
@@ -804,7 +806,7 @@ int gl_fork(__u64 *ctx)
 		return 0;
 	}
 	/* The record first: a child stopped without user space knowing would stay stopped. */
-	r = task_rec(pid, GL_TASK_FORK, child);
+	r = task_rec(pid, ppid, GL_TASK_FORK, child);
 	if (!r)
 		return 0;
 	r->ppid = ppid;
@@ -828,7 +830,7 @@ int gl_exec(__u64 *ctx)
 
 	if (!follow_children || !pid || !bpf_map_lookup_elem(&traced, &pid))
 		return 0;
-	r = task_rec(pid, GL_TASK_EXEC, p);
+	r = task_rec(pid, pid, GL_TASK_EXEC, p);
 	if (!r)
 		return 0;
 	/* The new program has not run yet: it stops before ld.so's first instruction. */
@@ -852,7 +854,7 @@ int gl_task_exit(__u64 *ctx)
 	if (!pid || !bpf_map_lookup_elem(&traced, &pid))
 		return 0;
 	bpf_map_delete_elem(&traced, &pid);
-	r = task_rec(pid, GL_TASK_EXIT, p);
+	r = task_rec(pid, pid, GL_TASK_EXIT, p);
 	if (!r)
 		return 0;
 	r->exit_code = BPF_CORE_READ(p, exit_code);

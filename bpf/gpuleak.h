@@ -172,6 +172,8 @@ enum gl_stat {
 	GL_STAT_LOST_ALLOC_BYTES = 9,
 	GL_STAT_LOST_ALLOCS_UNSIZED = 10,
 	GL_STAT_LOST_FREES = 11,
+	GL_STAT_LOST_TASKS = 12,	/* fork/exec/exit records lost: a child not followed, an
+					 * exit status unknown (charged to the parent on fork) */
 	GL_STAT_MAX = 16,
 };
 

@@ -983,6 +983,7 @@ static const char *const loss_names[GL_STAT_MAX] = {
 	[GL_STAT_LOST_ALLOC_BYTES] = "lost_alloc_bytes",
 	[GL_STAT_LOST_ALLOCS_UNSIZED] = "lost_allocs_unsized",
 	[GL_STAT_LOST_FREES] = "lost_frees",
+	[GL_STAT_LOST_TASKS] = "lost_process_events",
 };
 
 /* The error bounds of a verdict: how far live bytes may be from the truth. */
@@ -1019,7 +1020,8 @@ static void print_uncertainty(struct report *r, const struct tproc *p)
 		return;
 	fprintf(r->out, "LOST (results approximate):");
 	for (k = 0; k < GL_STAT_MAX; k++)
-		if (loss_names[k] && p->loss[k] && k < GL_STAT_LOST_ALLOCS)
+		if (loss_names[k] && p->loss[k] &&
+		    (k < GL_STAT_LOST_ALLOCS || k > GL_STAT_LOST_FREES))
 			fprintf(r->out, " %s=%" PRIu64, loss_names[k], p->loss[k]);
 	fputc('\n', r->out);
 	if (!u.allocs_missed && !u.frees_missed)
