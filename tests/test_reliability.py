@@ -1,0 +1,471 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""Reliability and scale: losses counted and bounded, faults survived (a target killed, gpuleak
+signalled), PID reuse refused, the tracer's memory flat in a soak, many processes (-p lists,
+--follow across fork and exec, rank skew), containers (pid namespaces, other roots), and the
+fleet endpoint scraped by real clients (curl, promtool, Prometheus' own OpenMetrics parser)."""
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+import harness
+from harness import (ROOT, Attached, Fail, Proc, check, check_sanitizers, eq, env_for_targets,
+                     gpuleak_env, leak_sites, read_ndjson, run_gpuleak, run_plain, scenario, test,
+                     tmpfile)
+from test_capture import report, same_verdict
+
+MiB = 1 << 20
+KiB = 1 << 10
+
+
+def gl():
+    return harness.GPULEAK
+
+
+def summaries(records):
+    return [r for r in records if r.get("type") == "summary"]
+
+
+def by_comm_rank(verdicts):
+    """Verdicts of processes that allocated, by pid."""
+    return {v["pid"]: v for v in verdicts if v["allocs"]}
+
+
+# ---- loss ----------------------------------------------------------------------------------
+
+FLOOD_N, FLOOD_SIZE, FLOOD_K = 20000, 4096, 8
+
+
+def flood(ringbuf=None):
+    """flood, attached after its warm-up: exactly 4N + 2K traced calls (tests/scenarios)."""
+    gl_args = ["--ringbuf-size", ringbuf] if ringbuf else []
+    a = Attached("flood", [FLOOD_N, FLOOD_SIZE, FLOOD_K], gl_args=gl_args)
+    try:
+        a.wait_attached()
+        a.target.send()
+        a.target.wait_line("^done")
+        a.target.send()
+        res = a.finish()
+    finally:
+        a.cleanup()
+    return res
+
+
+@test
+def flood_losses_add_up_to_what_was_issued():
+    """A 4 KiB ring buffer and a burst of 80k records: every record is either received or
+    counted lost, the cost of each lost one is known (allocation or free, bytes), and the
+    verdict's bounds hold the true live bytes."""
+    issued = 4 * FLOOD_N + 2 * FLOOD_K
+    res = flood("4KiB")
+    v = res.verdict()
+    lost = v["losses"]["ringbuf_full"]
+    check(lost > 0, f"the burst overran the ring buffer: {v['losses']}")
+    # The exit record can be lost too when the target exits into a full ring buffer.
+    eq(v["calls"] + lost - v["losses"]["lost_process_events"], issued,
+       "received + lost = issued")
+    eq(v["losses"]["lost_allocs"] + v["losses"]["lost_frees"] +
+       v["losses"]["lost_process_events"], lost,
+       "every lost record was an allocation or a free")
+    eq(v["losses"]["lost_allocs_unsized"], 0, "the size of every lost allocation is known")
+    eq(v["approximate"], True, "approximate")
+    u = v["uncertainty"]
+    eq((u["records_lost"], u["allocs_missed"], u["frees_missed"]),
+       (lost, v["losses"]["lost_allocs"], v["losses"]["lost_frees"]), "uncertainty counts")
+    eq(u["alloc_bytes_missed"] % FLOOD_SIZE, 0, "missed bytes are whole allocations")
+    check(0 < u["alloc_bytes_missed"] <= (FLOOD_N + FLOOD_K) * FLOOD_SIZE,
+          f"missed bytes: outermost allocations only: {u}")
+    truth = FLOOD_K * FLOOD_SIZE
+    check(u["live_bytes_min"] <= truth <= u["live_bytes_max"],
+          f"the true live bytes ({truth}) lie within the verdict's bounds: {u}, "
+          f"live_bytes {v['live_bytes']}")
+    check(u["live_bytes_min"] <= v["live_bytes"] <= u["live_bytes_max"], "bounds around live")
+    m = re.search(r"^LOST \(results approximate\): ringbuf_full=(\d+)( |$)", res.out, re.M)
+    check(m and int(m.group(1)) == lost, f"LOST line with the count: {res.out}")
+    check(re.search(r"^  missed: %d allocations \(.*\), %d frees; live bytes are between "
+                    % (u["allocs_missed"], u["frees_missed"]), res.out, re.M),
+          f"by how much, in the text: {res.out}")
+
+
+@test
+def no_loss_means_exact():
+    """The same burst into the default ring buffer: nothing lost, nothing approximate."""
+    v = flood().verdict()
+    eq(v["calls"], 4 * FLOOD_N + 2 * FLOOD_K, "every call received")
+    eq(v["losses"]["ringbuf_full"], 0, "nothing lost")
+    eq(v["approximate"], False, "exact")
+    eq((v["uncertainty"]["live_bytes_min"], v["uncertainty"]["live_bytes_max"]),
+       (FLOOD_K * FLOOD_SIZE, FLOOD_K * FLOOD_SIZE), "bounds collapse to the value")
+    eq(leak_sites(v), {("cudaMalloc", "keep"): (FLOOD_K * FLOOD_SIZE, FLOOD_K)}, "leaks")
+
+
+# ---- faults ---------------------------------------------------------------------------------
+
+def proc_state(pid):
+    """The state letter of /proc/PID/stat (R, S, T ...), None when gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+def start_ticks(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[19])
+
+
+class Recording:
+    """`gpuleak record -p PID` of a scenario started with the sync handshake, running."""
+
+    def __init__(self, name, args, extra=()):
+        self.cap, self.live = tmpfile(".glc"), tmpfile(".ndjson")
+        self.target = Proc([scenario(name)] + [str(a) for a in args],
+                           env=env_for_targets({"SCENARIO_SYNC": "1"}))
+        self.target.wait_line(r"ready (\d+)")
+        self.gl = Proc([gl(), "record", "-o", self.cap, "--json", self.live, "--interval", "0",
+                        "-p", str(self.target.pid)] + list(extra), env=gpuleak_env(),
+                       stdin=False)
+        self.gl.wait_line(r"tracing pid %d" % self.target.pid, stream="err")
+        self.target.send()
+
+    def finish(self, expect_rc=0):
+        rc = self.gl.finish()
+        err = self.gl.text("err")
+        check_sanitizers(err)
+        eq(rc, expect_rc, f"gpuleak exit code (stderr: {err})")
+        return read_ndjson(self.live)
+
+    def cleanup(self):
+        self.target.kill()
+        self.gl.kill()
+        for p in (self.cap, self.live):
+            if os.path.exists(p):
+                os.unlink(p)
+
+
+def verdicts_only(path):
+    """The verdict records of an NDJSON file, validated; the rest (a soak's hundreds of
+    thousands of step records) is not read."""
+    import json
+    out = []
+    with open(path) as f:
+        for line in f:
+            if line.startswith('{"type":"verdict"'):
+                rec = json.loads(line)
+                errors = list(harness.validator().iter_errors(rec))
+                check(not errors, f"verdict does not match the schema: {errors[:1]}")
+                out.append(rec)
+    return out
+
+
+def one_verdict(records):
+    vs = [r for r in records if r.get("type") == "verdict"]
+    check(len(vs) == 1, f"one verdict, got {len(vs)}")
+    return vs[0]
+
+
+@test
+def target_killed_mid_run_keeps_report_and_capture():
+    """SIGKILL to the target mid-run: gpuleak reports it exited by that signal, with
+    everything it saw, and the capture gives the same verdict offline."""
+    r = Recording("loop", [100000, 65536])
+    try:
+        time.sleep(0.5)
+        os.kill(r.target.pid, signal.SIGKILL)
+        live = one_verdict(r.finish())
+        eq((live["state"], live["exit_status"]), ("exited", 128 + signal.SIGKILL),
+           "killed by SIGKILL, status from the kernel")
+        check(re.search(r"^pid %d \(loop\): exited with status 137 " % r.target.pid,
+                        r.gl.text("out"), re.M), f"text report: {r.gl.text('out')}")
+        sites = leak_sites(live)
+        eq(sites[("cudaMalloc", "kv_cache_init")], (64 * MiB, 1), "the KV cache")
+        b, n = sites[("cudaMalloc", "leaky_sampler")]
+        check(n >= 5, f"it ran for a while: {n} steps")
+        eq(b, n * 65536, "one leak per step")
+        eq(live["approximate"], False, "nothing lost")
+        off = report(r.cap).verdict()
+        same_verdict(live, off)
+        eq((off["capture"]["finished"], off["capture"]["truncated"]), (True, False),
+           "capture finished")
+    finally:
+        r.cleanup()
+
+
+@test
+def signals_to_gpuleak_detach_flush_report():
+    """SIGINT, SIGTERM, SIGHUP: detach, drain, report, a finished capture, and the target
+    runs on, not stopped. SIGKILL: the capture reads up to its last block, and the target
+    still runs on."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL):
+        r = Recording("loop", [100000, 4096])
+        try:
+            time.sleep(1.3)     # at least one block written (every second)
+            r.gl.p.send_signal(sig)
+            recs = r.finish(expect_rc=-signal.SIGKILL if sig == signal.SIGKILL else 0)
+            time.sleep(0.1)
+            check(proc_state(r.target.pid) not in (None, "T", "t", "Z"),
+                  f"{sig.name}: the target runs on ({proc_state(r.target.pid)})")
+            off = report(r.cap).verdict()
+            if sig == signal.SIGKILL:
+                eq(recs, [], "killed: no verdict")
+                eq((off["capture"]["finished"], off["capture"]["truncated"]), (False, True),
+                   "a capture cut short")
+                check(off["allocs"] > 0, f"what the last whole block holds: {off['allocs']}")
+                continue
+            live = one_verdict(recs)
+            eq(live["state"], "detached", f"{sig.name}: detached from a running target")
+            same_verdict(live, off)
+            eq(off["capture"]["finished"], True, f"{sig.name}: capture finished")
+            n = leak_sites(live)[("cudaMalloc", "leaky_sampler")][1]
+            check(n >= 10, f"{sig.name}: traced for a while ({n} steps)")
+        finally:
+            r.cleanup()
+
+
+@test
+def pid_reuse_is_refused():
+    """-p PID@TICKS: a pid now held by another process (made to reuse it through
+    ns_last_pid) is refused with one line; the right one is traced."""
+    first = Proc(["sleep", "60"], stdin=False)
+    pid, ticks = first.pid, start_ticks(first.pid)
+    first.kill()
+    first.p.wait()
+    time.sleep(0.05)    # start times have a 10 ms resolution: be a few ticks later
+    second = None
+    for _ in range(200):
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(pid - 1))
+        p = Proc([scenario("basic"), "2", "0", "4096"],
+                 env=env_for_targets({"SCENARIO_SYNC": "1"}))
+        if p.pid == pid:
+            second = p
+            break
+        p.kill()
+        p.p.wait()
+    if second is None:
+        raise Fail(f"could not get pid {pid} reused")
+    try:
+        second.wait_line("ready")
+        check(start_ticks(pid) != ticks, "the two processes started at different ticks")
+        p = run_plain([gl(), "attach", "-p", f"{pid}@{ticks}"])
+        eq(p.returncode, 1, f"exit code ({p.stderr})")
+        eq(p.stderr.strip().splitlines(),
+           [f"gpuleak: pid {pid} is not the process asked for: it started at "
+            f"{start_ticks(pid)} (clock ticks after boot), not {ticks}; the pid was reused"],
+           "one line")
+        # The process that does have the pid, named with its own start time.
+        json_path = tmpfile(".ndjson")
+        gl_p = Proc([gl(), "attach", "-p", f"{pid}@{start_ticks(pid)}", "--json", json_path,
+                     "--interval", "0"], env=gpuleak_env(), stdin=False)
+        gl_p.wait_line(r"tracing pid %d" % pid, stream="err")
+        second.send()
+        second.wait_line("^done")
+        second.send()
+        eq(gl_p.finish(), 0, f"exit code ({gl_p.text('err')})")
+        v = one_verdict(read_ndjson(json_path))
+        os.unlink(json_path)
+        eq(leak_sites(v), {("cudaMalloc", "alloc_buffers"): (2 * 4096, 2)}, "traced")
+    finally:
+        second.kill()
+
+
+@test
+def soak_keeps_the_tracers_memory_flat():
+    """Hundreds of thousands of steps (--step sync) at ~40k steps and ~800k traced calls a
+    second, with a constant live set: the tracer's resident memory does not grow once it
+    is warm, nothing is lost, and the verdict is exact. The plain build: ASan's quarantine
+    would be what grows. (The step history is bounded; unbounded it grows ~100 B a step.)"""
+    seconds = 8
+    plain = os.path.join(ROOT, "gpuleak")
+    json_path = tmpfile(".ndjson")
+    g = Proc([plain, "run", "--step", "sync", "--interval", "1s", "--json", json_path, "--",
+              scenario("soak"), str(seconds)], env=gpuleak_env(), stdin=False)
+    rss = []
+    try:
+        g.wait_line(r"tracing pid", stream="err")
+        t0 = time.time()
+        while g.p.poll() is None:
+            try:
+                with open(f"/proc/{g.pid}/status") as f:
+                    kb = int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+                rss.append((time.time() - t0, kb))
+            except (FileNotFoundError, AttributeError):
+                break
+            time.sleep(0.2)
+        eq(g.finish(), 0, f"exit code ({g.text('err')})")
+    finally:
+        g.kill()
+    v = one_verdict(verdicts_only(json_path))
+    os.unlink(json_path)
+    steps = int(re.search(r"^steps (\d+)$", g.text("out"), re.M).group(1))
+    check(steps > 4 * 16384, f"many more steps than the timeline keeps: {steps}")
+    eq(v["calls"], 4 + 18 * steps, "every call: 2 at start-up, the KV cache, 18 per step")
+    eq(v["losses"]["ringbuf_full"], 0, "nothing lost")
+    eq(v["steps"], steps + 1, "every step counted, the ones no longer kept included")
+    eq(leak_sites(v), {("cudaMalloc", "kv_cache_init"): (64 * MiB, 1)}, "live set")
+    warm = [kb for t, kb in rss if seconds * 0.25 <= t]
+    check(len(warm) >= 10, f"RSS sampled through the run: {rss}")
+    grew = max(warm) - warm[0]
+    check(grew <= 1024, f"RSS grew {grew} KiB after warm-up ({warm[0]} KiB to {max(warm)} "
+          f"KiB over {steps} steps): {rss}")
+
+
+@test
+def soak_under_sanitizers():
+    """The same bounded history, forgotten and refitted under ASan/UBSan."""
+    json_path = tmpfile(".ndjson")
+    p = run_plain([gl(), "run", "--step", "sync", "--interval", "0", "--json", json_path, "--",
+                   scenario("soak"), "2"])
+    check_sanitizers(p.stderr)
+    eq(p.returncode, 0, f"exit code ({p.stderr})")
+    v = one_verdict(verdicts_only(json_path))
+    os.unlink(json_path)
+    check(v["steps"] > 2 * 16384, f"steps beyond the bound: {v['steps']}")
+    eq(leak_sites(v), {("cudaMalloc", "kv_cache_init"): (64 * MiB, 1)}, "live set")
+    eq(v["growth"], [], "nothing grows")
+
+
+# ---- many processes --------------------------------------------------------------------------
+
+RANK_STEPS, RANK_LEAK = 12, MiB
+STEP_OPTS = ["--step", "sym:ranks:decode_step", "--warmup-steps", "1", "--min-growth-steps", "3"]
+
+
+def check_ranks(res, n, leaky, parent_pid=None, parent_attached=True):
+    """What `ranks MODE n leaky 12 1M` leaves: a verdict per rank, one leaking, and a summary
+    naming it as the skewed rank."""
+    vs = res.verdicts()
+    ranks = {v["pid"]: v for v in vs if v["allocs"]}
+    eq(len(ranks), n, f"a verdict per rank: {[(v['pid'], v['comm'], v['allocs']) for v in vs]}")
+    leakers = []
+    for pid, v in ranks.items():
+        eq(v["state"], "exited", "rank exited")
+        eq(v["exit_status"], 0, "rank status")
+        if parent_pid:
+            eq(v["ppid"], parent_pid, "followed from the parent")
+        eq(v["comm"], "ranks", "comm")
+        sites = leak_sites(v)
+        eq(sites[("cudaMalloc", "kv_cache_init")], (16 * MiB, 1), f"rank {pid}: KV cache")
+        eq(v["allocs"], 1 + 2 * RANK_STEPS + (RANK_STEPS if ("cudaMalloc", "leaky_sampler")
+                                               in sites else 0), f"rank {pid}: allocations")
+        eq(v["frees"], 2 * RANK_STEPS, f"rank {pid}: frees")
+        eq(v["steps"], RANK_STEPS + 1, f"rank {pid}: a step per decode_step")
+        if ("cudaMalloc", "leaky_sampler") in sites:
+            leakers.append(pid)
+            eq(sites[("cudaMalloc", "leaky_sampler")], (RANK_STEPS * RANK_LEAK, RANK_STEPS),
+               "the leak")
+            eq([(g["site"].split("+")[0], round(g["slope_bytes_per_step"])) for g in v["growth"]],
+               [("leaky_sampler", RANK_LEAK)], "growth of the leaking rank")
+        else:
+            eq(v["growth"], [], f"rank {pid} is flat")
+    eq(len(leakers), 1, "one leaking rank")
+    if parent_pid and parent_attached:
+        parent = [v for v in vs if v["pid"] == parent_pid]
+        eq(len(parent), 1, "the parent has a verdict")
+        eq((parent[0]["allocs"], parent[0]["state"]), (0, "exited"), "the parent")
+    s = summaries(res.records)
+    eq(len(s), 1, "one summary record")
+    s = s[0]
+    eq(s["processes"], len(vs), "summary covers every verdict")
+    eq(s["live_bytes"], sum(v["live_bytes"] for v in vs), "summed live bytes")
+    eq([(k["pid"], k["peers"], k["peer_median_bytes_per_s"]) for k in s["skew"]],
+       [(leakers[0], n - 1, 0.0)], "rank skew: the leaking rank, against flat peers")
+    check(re.search(r"^rank skew: pid %d \(ranks\) grows .*/s while its %d peers stay flat"
+                    % (leakers[0], n - 1), res.out, re.M), f"skew in the text: {res.out}")
+    check(re.search(r"^across %d processes:$" % len(vs), res.out, re.M), "summary table")
+
+
+@test
+def follow_forked_ranks():
+    """run --follow: ranks forked from a parent that maps the runtime, each stopped at its
+    fork until its probes are in place, traced to its exit; one leaks."""
+    res = run_gpuleak(["run", "--follow", "--interval", "0"] + STEP_OPTS +
+                      ["--", scenario("ranks"), "fork", "3", "1", str(RANK_STEPS), "1M"])
+    parent = [v for v in res.verdicts() if not v["allocs"]][0]["pid"]
+    check_ranks(res, 3, 1, parent)
+
+
+@test
+def follow_execed_ranks():
+    """run --follow: ranks that exec a new program: stopped at the exec, attached as their
+    libraries load (held at ld.so's rendezvous), one verdict each for the new program."""
+    res = run_gpuleak(["run", "--follow", "--interval", "0"] + STEP_OPTS +
+                      ["--", scenario("ranks"), "exec", "4", "2", str(RANK_STEPS), "1M"])
+    parent = [v for v in res.verdicts() if not v["allocs"]][0]["pid"]
+    check_ranks(res, 4, 2, parent)
+    check(re.search(r"tracing pid \d+ \(after exec\) \(child of %d\)" % parent, res.err),
+          f"said: {res.err}")
+
+
+@test
+def attach_follow_a_running_server():
+    """attach -p PARENT --follow: a server already running when gpuleak comes, forking its
+    ranks afterwards."""
+    json_path = tmpfile(".ndjson")
+    t = Proc([scenario("ranks"), "fork", "2", "0", str(RANK_STEPS), "1M"],
+             env=env_for_targets({"SCENARIO_SYNC": "1"}))
+    try:
+        t.wait_line("ready")
+        g = Proc([gl(), "attach", "-p", str(t.pid), "--follow", "--interval", "0", "--json",
+                  json_path] + STEP_OPTS, env=gpuleak_env(), stdin=False)
+        g.wait_line(r"tracing pid %d" % t.pid, stream="err")
+        t.send()
+        t.wait_line("^done")
+        t.send()
+        eq(g.finish(), 0, f"exit code ({g.text('err')})")
+        check_sanitizers(g.text("err"))
+    finally:
+        t.kill()
+    res = harness.Result(0, g.text("out"), g.text("err"), read_ndjson(json_path))
+    os.unlink(json_path)
+    check_ranks(res, 2, 0, t.pid)
+
+
+@test
+def pid_list_traces_each_process():
+    """-p A,B (and -p C): a verdict per process with its own numbers, and the summary."""
+    json_path = tmpfile(".ndjson")
+    shapes = [(3, 1, 4096), (5, 5, 8192), (2, 0, 65536)]
+    ts = [Proc([scenario("basic")] + [str(x) for x in s],
+               env=env_for_targets({"SCENARIO_SYNC": "1"})) for s in shapes]
+    try:
+        for t in ts:
+            t.wait_line("ready")
+        g = Proc([gl(), "attach", "-p", f"{ts[0].pid},{ts[1].pid}", "-p", str(ts[2].pid),
+                  "--interval", "0", "--json", json_path], env=gpuleak_env(), stdin=False)
+        for t in ts:
+            g.wait_line(r"tracing pid %d" % t.pid, stream="err")
+        for t in ts:
+            t.send()
+            t.wait_line("^done")
+            t.send()
+        eq(g.finish(), 0, f"exit code ({g.text('err')})")
+        check_sanitizers(g.text("err"))
+    finally:
+        for t in ts:
+            t.kill()
+    recs = read_ndjson(json_path)
+    os.unlink(json_path)
+    vs = {v["pid"]: v for v in recs if v.get("type") == "verdict"}
+    eq(sorted(vs), sorted(t.pid for t in ts), "a verdict per pid")
+    for t, (n, m, size) in zip(ts, shapes):
+        v = vs[t.pid]
+        eq((v["state"], v["exit_status"], v["ppid"]), ("exited", 0, 0), "exited")
+        eq(leak_sites(v), {("cudaMalloc", "alloc_buffers"): ((n - m) * size, n - m)}
+           if n > m else {}, f"pid {t.pid}: what basic {n} {m} {size} leaves")
+        eq((v["allocs"], v["frees"]), (n, m), "calls")
+    s = summaries(recs)
+    eq(len(s), 1, "summary")
+    eq(s[0]["live_bytes"], 2 * 4096 + 2 * 65536, "summed")
+    eq(s[0]["skew"], [], "no skew: nothing grows")
+    # A bad pid in a list attaches nothing.
+    with open("/proc/sys/kernel/pid_max") as f:
+        bad = int(f.read()) + 1
+    p = run_plain([gl(), "attach", "-p", f"{os.getpid()},{bad}"])
+    eq(p.returncode, 1, "exit code")
+    eq(p.stderr.strip().splitlines(), [f"gpuleak: no such process: {bad}"], "one line")
