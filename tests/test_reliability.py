@@ -469,3 +469,362 @@ def pid_list_traces_each_process():
     p = run_plain([gl(), "attach", "-p", f"{os.getpid()},{bad}"])
     eq(p.returncode, 1, "exit code")
     eq(p.stderr.strip().splitlines(), [f"gpuleak: no such process: {bad}"], "one line")
+
+
+# ---- containers ------------------------------------------------------------------------------
+
+def container_root(scenario_name):
+    """A root directory holding a scenario, the stand-in libraries it loads and the C library:
+    copies, at other inodes than the files the host traces, as in a container image."""
+    root = tempfile.mkdtemp(prefix="gpuleak-root-")
+    for d in ("bin", "lib", "lib64", "lib/x86_64-linux-gnu", "proc"):
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    shutil.copy(scenario(scenario_name), os.path.join(root, "bin"))
+    for lib in ("libcudart.so.13", "libcuda.so.1"):
+        shutil.copy(os.path.join(harness.LIB, lib), os.path.join(root, "lib"))
+    shutil.copy("/lib/x86_64-linux-gnu/libc.so.6", os.path.join(root, "lib/x86_64-linux-gnu"))
+    shutil.copy("/lib64/ld-linux-x86-64.so.2", os.path.join(root, "lib64"))
+    return root
+
+
+def need_unshare():
+    if not shutil.which("unshare"):
+        return "skip"
+    return None
+
+
+@test
+def target_in_a_container():
+    """A target in its own pid namespace (pid 1 there) and root directory, its libraries
+    copies the host never mapped: attach by its host pid; probes go on its own files, the
+    step marker is named by its path inside the container."""
+    if need_unshare():
+        return "skip"
+    steps, size = 6, 65536
+    root = container_root("loop")
+    json_path = tmpfile(".ndjson")
+    t = Proc(["unshare", "--pid", "--fork", "--mount-proc", f"--root={root}", "/bin/loop",
+              str(steps), str(size)], env=env_for_targets({"SCENARIO_SYNC": "1"}))
+    try:
+        t.wait_line(r"^ready 1$")
+        with open(f"/proc/{t.pid}/task/{t.pid}/children") as f:
+            pid = int(f.read().split()[0])
+        g = Proc([gl(), "attach", "-p", str(pid), "--interval", "0", "--json", json_path,
+                  "--step", "sym:/bin/loop:decode_step"], env=gpuleak_env(), stdin=False)
+        g.wait_line(r"tracing pid %d \(pid 1 in its namespace\)" % pid, stream="err")
+        t.send()
+        t.wait_line("^done")
+        t.send()
+        eq(g.finish(), 0, f"exit code ({g.text('err')})")
+        check_sanitizers(g.text("err"))
+    finally:
+        t.kill()
+        shutil.rmtree(root)
+    v = one_verdict(read_ndjson(json_path))
+    os.unlink(json_path)
+    eq((v["pid"], v["ns_pid"]), (pid, 1), "host pid, and its pid in the container")
+    # What loop leaves (test_capture.loop_expected) but the count of calls: attached to a
+    # running process, the driver's first calls after the runtime dlopen()s it come before
+    # the probes on it (run mode and --follow hold the process there; attach does not).
+    eq((v["live_bytes"], v["live_count"]), (64 * MiB + steps * size, 1 + steps), "live")
+    eq((v["allocs"], v["frees"], v["pending_bytes"]), (1 + 3 * steps, 2 * steps, 0), "calls")
+    eq(leak_sites(v), {("cudaMalloc", "kv_cache_init"): (64 * MiB, 1),
+                       ("cudaMalloc", "leaky_sampler"): (steps * size, steps)}, "leak sites")
+    eq({l["module"] for l in v["leaks"]}, {"loop"}, "sites named from the container's files")
+    eq((v["step_source"], v["steps"]), ("sym", steps + 1), "marker found inside its root")
+    check(re.search(r"^pid %d \(loop, pid 1 in its namespace\): exited" % pid, g.text("out"),
+                    re.M), f"text: {g.text('out')}")
+
+
+@test
+def gpuleak_in_its_own_pid_namespace():
+    """gpuleak itself in a container with its own pid namespace (a sidecar): the kernel's pids
+    are translated to the ones it sees, for probes and for followed children."""
+    if need_unshare():
+        return "skip"
+    from test_capture import loop_expected
+    steps, size = 6, 65536
+    json_path = tmpfile(".ndjson")
+    p = run_plain(["unshare", "--pid", "--fork", "--mount-proc", gl(), "run", "--interval", "0",
+                   "--json", json_path, "--", scenario("loop"), str(steps), str(size)])
+    check_sanitizers(p.stderr)
+    eq(p.returncode, 0, f"exit code ({p.stderr})")
+    v = one_verdict(read_ndjson(json_path))
+    check(v["pid"] < 10, f"a pid of its namespace: {v['pid']}")
+    loop_expected(v, steps, size)
+    p = run_plain(["unshare", "--pid", "--fork", "--mount-proc", gl(), "run", "--follow",
+                   "--interval", "0", "--json", json_path] + STEP_OPTS +
+                  ["--", scenario("ranks"), "fork", "3", "0", str(RANK_STEPS), "1M"])
+    check_sanitizers(p.stderr)
+    eq(p.returncode, 0, f"exit code ({p.stderr})")
+    res = harness.Result(0, p.stdout, p.stderr, read_ndjson(json_path))
+    os.unlink(json_path)
+    parent = [v for v in res.verdicts() if not v["allocs"]][0]["pid"]
+    check(parent < 10, f"pids of its namespace: {parent}")
+    check_ranks(res, 3, 0, parent)
+
+
+# ---- privileges and the kernel ---------------------------------------------------------------
+
+@test
+def capabilities_short_of_bpf_and_perfmon():
+    """CAP_BPF without CAP_PERFMON (and the reverse), not root: the same one actionable line."""
+    for caps in ("+bpf", "+perfmon"):
+        p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                            f"--inh-caps={caps}", f"--ambient-caps={caps}", gl(), "attach", "-p",
+                            str(os.getpid())], capture_output=True, text=True, timeout=30)
+        eq(p.returncode, 1, f"{caps}: exit code ({p.stderr})")
+        eq(p.stderr.strip().splitlines(),
+           ["gpuleak: loading BPF programs and attaching uprobes needs root, or CAP_BPF and "
+            "CAP_PERFMON: run it with sudo"], f"{caps}: one line")
+
+
+# ---- the fleet endpoint ----------------------------------------------------------------------
+
+CONTRIB = os.path.join(ROOT, "contrib", "prometheus")
+METRICS_OPTS = ["--step", "sync", "--warmup-steps", "1", "--min-growth-steps", "3",
+                "--rule", "persistent site=kv_cache_init"]
+
+
+def curl(url, accept=None):
+    cmd = ["curl", "-sS", "--max-time", "10", "-D", "-", url]
+    if accept:
+        cmd[1:1] = ["-H", f"Accept: {accept}"]
+    p = run_plain(cmd)
+    eq(p.returncode, 0, f"curl {url}: {p.stderr}")
+    head, _, body = p.stdout.replace("\r\n", "\n").partition("\n\n")
+    return head, body
+
+
+def parse_prometheus_text(body):
+    """{(name, frozenset(labels)): value} of the 0.0.4 text format, by its own rules."""
+    out = {}
+    rx = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+    for line in body.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = rx.match(line)
+        check(m, f"sample line: {line!r}")
+        labels = frozenset(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or ""))
+        out[(m.group(1), labels)] = float(m.group(3))
+    return out
+
+
+def total(samples, name, **want):
+    """Sum of a metric's samples whose labels include want."""
+    return sum(v for (n, labels), v in samples.items()
+               if n == name and set(want.items()) <= {(k, v) for k, v in labels})
+
+
+class Served:
+    """A scenario held at "done", traced by gpuleak attach --metrics 127.0.0.1:0."""
+
+    def __init__(self, name, args, extra=()):
+        self.json_path = tmpfile(".ndjson")
+        self.target = Proc([scenario(name)] + [str(a) for a in args],
+                           env=env_for_targets({"SCENARIO_SYNC": "1"}))
+        self.target.wait_line("ready")
+        self.gl = Proc([gl(), "attach", "-p", str(self.target.pid), "--metrics", ":0",
+                        "--interval", "0", "--json", self.json_path] + list(extra),
+                       env=gpuleak_env(), stdin=False)
+        self.url = self.gl.wait_line(r"serving metrics on (http://\S+)", stream="err").group(1)
+        self.gl.wait_line(r"tracing pid %d" % self.target.pid, stream="err")
+
+    def run_to_done(self):
+        self.target.send()
+        self.target.wait_line("^done")
+        time.sleep(0.3)     # drained: the ring buffer is read every 50 ms
+
+    def finish(self):
+        self.target.send()
+        rc = self.gl.finish()
+        check_sanitizers(self.gl.text("err"))
+        eq(rc, 0, f"gpuleak exit code ({self.gl.text('err')})")
+        recs = read_ndjson(self.json_path)
+        os.unlink(self.json_path)
+        return one_verdict(recs)
+
+    def cleanup(self):
+        self.target.kill()
+        self.gl.kill()
+
+
+@test
+def metrics_endpoint_scraped_by_real_clients():
+    """curl scrapes both formats; promtool lints the Prometheus text, Prometheus' Python
+    client parses the OpenMetrics; the values are the verdict's."""
+    steps, size = 12, 65536
+    s = Served("loop", [steps, size], METRICS_OPTS)
+    try:
+        check(s.url.startswith("http://127.0.0.1:"), f"loopback unless told otherwise: {s.url}")
+        s.run_to_done()
+        head, text = curl(s.url)
+        check("Content-Type: text/plain; version=0.0.4" in head, f"0.0.4 by default: {head}")
+        lint = subprocess.run(["promtool", "check", "metrics"], input=text, text=True,
+                              capture_output=True, timeout=30)
+        eq(lint.returncode, 0, f"promtool check metrics: {lint.stdout}{lint.stderr}")
+        head, om = curl(s.url, "application/openmetrics-text; version=1.0.0; charset=utf-8")
+        check("Content-Type: application/openmetrics-text; version=1.0.0" in head, head)
+        check(om.endswith("# EOF\n"), "OpenMetrics ends with # EOF")
+        from prometheus_client.openmetrics.parser import text_string_to_metric_families
+        fams = {f.name: f for f in text_string_to_metric_families(om)}
+        for name, typ in (("gpuleak_live_bytes", "gauge"), ("gpuleak_dropped", "counter"),
+                          ("gpuleak_build", "info"), ("gpuleak_allocations", "counter")):
+            eq(fams[name].type, typ, f"{name} type")
+        om_samples = {(x.name, frozenset(x.labels.items())): x.value
+                      for f in fams.values() for x in f.samples}
+        samples = parse_prometheus_text(text)
+        # (Records analysed grow between two scrapes: time passing is a record too.)
+        moving = ("gpuleak_build", "gpuleak_records")
+        eq({k: v for k, v in om_samples.items() if not k[0].startswith(moving)},
+           {k: v for k, v in samples.items() if not k[0].startswith(moving)},
+           "both formats carry the same samples")
+        v = s.finish()
+    finally:
+        s.cleanup()
+    pid = str(v["pid"])
+    for metric, key in (("gpuleak_live_bytes", "live_bytes"),
+                        ("gpuleak_live_allocations", "live_count"),
+                        ("gpuleak_persistent_bytes", "persistent_bytes"),
+                        ("gpuleak_pending_bytes", "pending_bytes"),
+                        ("gpuleak_allocations_total", "allocs"),
+                        ("gpuleak_frees_total", "frees"),
+                        ("gpuleak_failed_calls_total", "failed_calls")):
+        eq(total(samples, metric, pid=pid), v[key], f"{metric} = verdict {key}")
+    eq(v["persistent_bytes"], 64 * MiB, "the KV cache is persistent by rule")
+    eq(total(samples, "gpuleak_live_bytes", pid=pid, api="cudaMalloc", device="0"),
+       64 * MiB + steps * size, "per API and device")
+    growth = {g["site"].split("+")[0]: g for g in v["growth"]}
+    eq(sorted(growth), ["leaky_sampler"], "the verdict's growth leak")
+    eq(total(samples, "gpuleak_suspect_bytes", pid=pid), growth["leaky_sampler"]["bytes"],
+       "suspect bytes: the growing site's live bytes")
+    check(abs(total(samples, "gpuleak_growth_bytes_per_step", pid=pid) -
+              growth["leaky_sampler"]["slope_bytes_per_step"]) < 0.01 * size,
+          "growth per step as the verdict fits it")
+    eq(total(samples, "gpuleak_findings", pid=pid, kind="growth_leaks"), len(v["growth"]),
+       "growth leaks found")
+    eq(total(samples, "gpuleak_findings", pid=pid, kind="leak_sites"), len(v["leaks"]),
+       "leaking sites")
+    for reason, n in v["losses"].items():
+        if reason != "lost_alloc_bytes":
+            eq(total(samples, "gpuleak_dropped_total", pid=pid, reason=reason), n,
+               f"dropped {reason}")
+    eq(total(samples, "gpuleak_approximate", pid=pid), 0, "exact")
+
+
+@test
+def metrics_never_hold_tracing_up():
+    """Clients that connect and send nothing, or stop reading, fill every connection slot:
+    tracing goes on, exact, a real client is answered once they are dropped (5 s), and a
+    malformed or taken address is one line."""
+    s = Served("flood", [2000, 4096, 4])
+    idle = []
+    try:
+        for _ in range(12):
+            c = socket.create_connection(("127.0.0.1", int(s.url.split(":")[2].split("/")[0])))
+            idle.append(c)
+        s.run_to_done()
+        time.sleep(5.5)
+        head, text = curl(s.url)
+        check(head.startswith("HTTP/1.1 200"), head)
+        v = s.finish()
+    finally:
+        for c in idle:
+            c.close()
+        s.cleanup()
+    eq(v["calls"], 4 * 2000 + 2 * 4, "every call traced while the endpoint was busy")
+    eq(leak_sites(v), {("cudaMalloc", "keep"): (4 * 4096, 4)}, "exact")
+    p = run_plain([gl(), "run", "--metrics", "localhost", "--", "true"])
+    eq((p.returncode, p.stderr.strip().splitlines()),
+       (1, ["gpuleak: --metrics localhost: not an address: give PORT, :PORT, ADDR:PORT or "
+            "[IPv6]:PORT"]), "malformed")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        p = run_plain([gl(), "run", "--metrics", f":{port}", "--", "true"])
+    eq(p.returncode, 1, "exit code")
+    eq(p.stderr.strip().splitlines(),
+       [f"gpuleak: --metrics :{port}: cannot listen on 127.0.0.1 port {port}: Address already "
+        "in use"], "port taken")
+
+
+@test
+def prometheus_files_check_and_their_alerts_fire():
+    """The sample scrape configuration and rules load in promtool, and the rules' own unit
+    tests (time series in, alerts out) pass."""
+    if not shutil.which("promtool"):
+        return "skip"
+    for args in (["check", "config", "prometheus.yml"], ["check", "rules", "gpuleak.rules.yml"],
+                 ["test", "rules", "gpuleak.rules.test.yml"]):
+        p = subprocess.run(["promtool"] + args, cwd=CONTRIB, capture_output=True, text=True,
+                           timeout=60)
+        eq(p.returncode, 0, f"promtool {' '.join(args)}: {p.stdout}{p.stderr}")
+
+
+@test
+def prometheus_scrapes_gpuleak():
+    """A real Prometheus server, with the sample rules, scrapes gpuleak: the target is up
+    (it negotiated OpenMetrics and parsed it), and its stored values are the verdict's."""
+    prom = shutil.which("prometheus")
+    if not prom:
+        return "skip"
+    import json
+    import urllib.parse
+    import urllib.request
+    steps, size = 12, 65536
+    s = Served("loop", [steps, size], METRICS_OPTS)
+    work = tempfile.mkdtemp(prefix="gpuleak-prom-")
+    server = None
+    try:
+        s.run_to_done()
+        target = s.url.split("/")[2]
+        shutil.copy(os.path.join(CONTRIB, "gpuleak.rules.yml"), work)
+        with open(os.path.join(CONTRIB, "prometheus.yml")) as f:
+            conf = f.read()
+        # The sample, pointed at this gpuleak, scraped every second.
+        conf = re.sub(r"(?s)      - targets:.*?\n        labels:", f"      - targets: ['{target}']"
+                      "\n        labels:", conf)
+        conf = conf.replace("scrape_interval: 15s", "scrape_interval: 1s").replace(
+            "scrape_timeout: 10s", "scrape_timeout: 1s")
+        with open(os.path.join(work, "prometheus.yml"), "w") as f:
+            f.write(conf)
+        with socket.socket() as sk:
+            sk.bind(("127.0.0.1", 0))
+            port = sk.getsockname()[1]
+        server = Proc([prom, f"--config.file={work}/prometheus.yml",
+                       f"--storage.tsdb.path={work}/data", f"--web.listen-address=127.0.0.1:{port}"],
+                      stdin=False)
+        api = f"http://127.0.0.1:{port}/api/v1/"
+
+        def query(q):
+            with urllib.request.urlopen(api + "query?query=" + urllib.parse.quote(q),
+                                        timeout=5) as r:
+                return json.load(r)["data"]["result"]
+
+        deadline, got = time.time() + 30, []
+        while time.time() < deadline:
+            try:
+                got = query('sum by (pid) (gpuleak_live_bytes{job="gpuleak"})')
+                if got:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.5)
+        check(got, f"Prometheus stored gpuleak's samples; its log: {server.text('err')[-2000:]}")
+        with urllib.request.urlopen(api + "targets", timeout=5) as r:
+            tg = json.load(r)["data"]["activeTargets"]
+        eq([(t["health"], t["lastError"]) for t in tg], [("up", "")], "scrape health")
+        persistent = query('sum(gpuleak_persistent_bytes{job="gpuleak"})')
+        findings = query('gpuleak_findings{kind="growth_leaks"}')
+        v = s.finish()
+    finally:
+        if server:
+            server.kill(signal.SIGTERM)
+            server.finish()
+        s.cleanup()
+        shutil.rmtree(work, ignore_errors=True)
+    eq([(r["metric"]["pid"], float(r["value"][1])) for r in got],
+       [(str(v["pid"]), float(v["live_bytes"]))], "live bytes stored by Prometheus")
+    eq(float(persistent[0]["value"][1]), float(v["persistent_bytes"]), "persistent bytes")
+    eq(float(findings[0]["value"][1]), float(len(v["growth"])), "growth leaks")
