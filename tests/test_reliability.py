@@ -828,3 +828,24 @@ def prometheus_scrapes_gpuleak():
        [(str(v["pid"]), float(v["live_bytes"]))], "live bytes stored by Prometheus")
     eq(float(persistent[0]["value"][1]), float(v["persistent_bytes"]), "persistent bytes")
     eq(float(findings[0]["value"][1]), float(len(v["growth"])), "growth leaks")
+
+
+@test
+def recorded_ranks_give_the_live_verdicts_and_summary():
+    """record --follow: the capture holds every rank (their command lines, maps, records);
+    gpuleak report gives each rank's verdict and the summary as they were live."""
+    from test_capture import record
+    r = record(["--follow"] + STEP_OPTS + ["--", scenario("ranks"), "exec", "3", "1",
+                                           str(RANK_STEPS), "1M"])
+    try:
+        live = {v["pid"]: v for v in r.records if v.get("type") == "verdict"}
+        eq(len(live), 4, "the parent and three ranks")
+        rep = report(r.path, STEP_OPTS)
+        off = {v["pid"]: v for v in rep.records if v.get("type") == "verdict"}
+        eq(sorted(off), sorted(live), "the same processes offline")
+        for pid in live:
+            same_verdict(live[pid], off[pid])
+        eq(summaries(rep.records), summaries(r.records), "the same summary")
+        check(re.search(r"^rank skew: pid \d+ \(ranks\) grows", rep.out, re.M), rep.out)
+    finally:
+        r.cleanup()

@@ -252,6 +252,8 @@ static const char *owner_kind_name(uint8_t k)
 	}
 }
 
+static bool reported(const struct tproc *p);
+
 void report__interval(struct report *r, uint64_t now_ns)
 {
 	struct tracker *t = r->t;
@@ -264,7 +266,7 @@ void report__interval(struct report *r, uint64_t now_ns)
 		size_t nrows, nsites;
 		uint32_t *top;
 
-		if (p->exited && p->last_ts_ns < now_ns - (uint64_t)1e9)
+		if ((p->exited && p->last_ts_ns < now_ns - (uint64_t)1e9) || !reported(p))
 			continue;
 		nrows = sum_by_api(t, p->pid, rows, 32);
 		fprintf(r->out, "[%7.2fs] pid %d: live %s in %" PRIu64 ", pending %s; %" PRIu64
