@@ -41,13 +41,20 @@ FLOOD_N, FLOOD_SIZE, FLOOD_K = 20000, 4096, 8
 
 
 def flood(ringbuf=None):
-    """flood, attached after its warm-up: exactly 4N + 2K traced calls (tests/scenarios)."""
+    """flood, attached after its warm-up: exactly 4N + 2K traced calls (tests/scenarios),
+    issued while gpuleak is stopped (a tracer starved of CPU): only the ring buffer holds
+    them until it runs again."""
     gl_args = ["--ringbuf-size", ringbuf] if ringbuf else []
     a = Attached("flood", [FLOOD_N, FLOOD_SIZE, FLOOD_K], gl_args=gl_args)
     try:
         a.wait_attached()
-        a.target.send()
-        a.target.wait_line("^done")
+        os.kill(a.gl.pid, signal.SIGSTOP)
+        try:
+            a.target.send()
+            a.target.wait_line("^done")
+        finally:
+            os.kill(a.gl.pid, signal.SIGCONT)
+        time.sleep(0.3)     # drained before the target's exit record comes
         a.target.send()
         res = a.finish()
     finally:
@@ -57,19 +64,17 @@ def flood(ringbuf=None):
 
 @test
 def flood_losses_add_up_to_what_was_issued():
-    """A 4 KiB ring buffer and a burst of 80k records: every record is either received or
-    counted lost, the cost of each lost one is known (allocation or free, bytes), and the
-    verdict's bounds hold the true live bytes."""
+    """A 4 KiB ring buffer and a burst of 80k records while the tracer cannot run: every
+    record is either received or counted lost, the cost of each lost one is known
+    (allocation or free, bytes), and the verdict's bounds hold the true live bytes."""
     issued = 4 * FLOOD_N + 2 * FLOOD_K
     res = flood("4KiB")
     v = res.verdict()
     lost = v["losses"]["ringbuf_full"]
-    check(lost > 0, f"the burst overran the ring buffer: {v['losses']}")
-    # The exit record can be lost too when the target exits into a full ring buffer.
-    eq(v["calls"] + lost - v["losses"]["lost_process_events"], issued,
-       "received + lost = issued")
-    eq(v["losses"]["lost_allocs"] + v["losses"]["lost_frees"] +
-       v["losses"]["lost_process_events"], lost,
+    check(lost > issued - 4096 // 72, f"all but what 4 KiB holds was lost: {v['losses']}")
+    eq(v["losses"]["lost_process_events"], 0, "the exit record came after the drain")
+    eq(v["calls"] + lost, issued, "received + lost = issued")
+    eq(v["losses"]["lost_allocs"] + v["losses"]["lost_frees"], lost,
        "every lost record was an allocation or a free")
     eq(v["losses"]["lost_allocs_unsized"], 0, "the size of every lost allocation is known")
     eq(v["approximate"], True, "approximate")
@@ -93,7 +98,8 @@ def flood_losses_add_up_to_what_was_issued():
 
 @test
 def no_loss_means_exact():
-    """The same burst into the default ring buffer: nothing lost, nothing approximate."""
+    """The same burst into the default ring buffer (64 MiB): it holds the whole burst until
+    the tracer runs again; nothing lost, nothing approximate."""
     v = flood().verdict()
     eq(v["calls"], 4 * FLOOD_N + 2 * FLOOD_K, "every call received")
     eq(v["losses"]["ringbuf_full"], 0, "nothing lost")

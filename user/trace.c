@@ -469,6 +469,9 @@ static int bpf_open_load(struct trace *tr)
 		skel->rodata->pidns_dev = ns_dev;
 		skel->rodata->pidns_ino = ns_ino;
 	}
+	/* A small ring buffer must wake us before it is full, not at the default threshold. */
+	if (skel->rodata->wakeup_bytes > tr->o->ringbuf_bytes / 4)
+		skel->rodata->wakeup_bytes = tr->o->ringbuf_bytes / 4;
 	err = bpf_map__set_max_entries(skel->maps.events, tr->o->ringbuf_bytes);
 	if (err)
 		goto fail;
