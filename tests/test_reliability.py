@@ -404,7 +404,7 @@ def follow_execed_ranks():
                       ["--", scenario("ranks"), "exec", "4", "2", str(RANK_STEPS), "1M"])
     parent = [v for v in res.verdicts() if not v["allocs"]][0]["pid"]
     check_ranks(res, 4, 2, parent)
-    check(re.search(r"tracing pid \d+ \(after exec\) \(child of %d\)" % parent, res.err),
+    check(re.search(r"tracing pid \d+ \(child of %d, after exec\)" % parent, res.err),
           f"said: {res.err}")
 
 

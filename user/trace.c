@@ -659,15 +659,19 @@ static void announce(struct trace *tr, struct target *t, uint64_t ts_ns)
 
 static void say_tracing(struct trace *tr, const struct target *t)
 {
-	fprintf(stderr, "gpuleak: tracing pid %d", t->pid);
-	if (t->execs)
-		fprintf(stderr, " (after exec)");
+	char about[96] = "";
+	int n = 0;
+
 	if (t->ppid)
-		fprintf(stderr, " (child of %d)", t->ppid);
+		n += snprintf(about + n, sizeof(about) - n, "%schild of %d", n ? ", " : " (",
+			      t->ppid);
+	if (t->execs)
+		n += snprintf(about + n, sizeof(about) - n, "%safter exec", n ? ", " : " (");
 	if (t->ns_pid)
-		fprintf(stderr, " (pid %u in its namespace)", t->ns_pid);
-	fprintf(stderr, ": %zu probes in %zu objects\n", attach__nr_probes(tr->att, t->pid),
-		attach__nr_objects(tr->att, t->pid));
+		n += snprintf(about + n, sizeof(about) - n, "%spid %u in its namespace",
+			      n ? ", " : " (", t->ns_pid);
+	fprintf(stderr, "gpuleak: tracing pid %d%s%s: %zu probes in %zu objects\n", t->pid, about,
+		n ? ")" : "", attach__nr_probes(tr->att, t->pid), attach__nr_objects(tr->att, t->pid));
 }
 
 /* Look at t's mappings and attach to anything new. */
