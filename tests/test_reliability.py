@@ -799,8 +799,8 @@ def prometheus_scrapes_gpuleak():
             sk.bind(("127.0.0.1", 0))
             port = sk.getsockname()[1]
         server = Proc([prom, f"--config.file={work}/prometheus.yml",
-                       f"--storage.tsdb.path={work}/data", f"--web.listen-address=127.0.0.1:{port}"],
-                      stdin=False)
+                       f"--storage.tsdb.path={work}/data",
+                       f"--web.listen-address=127.0.0.1:{port}"], stdin=False)
         api = f"http://127.0.0.1:{port}/api/v1/"
 
         def query(q):

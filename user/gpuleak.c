@@ -127,8 +127,8 @@ static const struct argp_option analysis_options[] = {
 
 static const struct argp_option trace_options[] = {
 	{ "pid", 'p', "PID[,PID...]", 0,
-	  "Processes to attach to (attach, record; repeatable). PID@TICKS: only if PID is still the "
-	  "process that started TICKS clock ticks after boot (field 22 of /proc/PID/stat), "
+	  "Processes to attach to (attach, record; repeatable). PID@TICKS: only if PID is still "
+	  "the process that started TICKS clock ticks after boot (field 22 of /proc/PID/stat), "
 	  "against a PID reused since it was found", 0 },
 	{ "follow", OPT_FOLLOW, NULL, 0,
 	  "Also trace every process the targets fork, and what they exec (multi-process "

@@ -248,9 +248,10 @@ static void respond(struct metrics *m, struct conn *c)
 		conn_close(c);
 		return;
 	}
+	if (strncmp(status, "200", 3))
+		type = "text/plain";
 	fprintf(f, "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-		"Connection: close\r\n\r\n", status, strncmp(status, "200", 3) ? "text/plain" : type,
-		body_len);
+		"Connection: close\r\n\r\n", status, type, body_len);
 	if (!head)
 		fwrite(body, 1, body_len, f);
 	fclose(f);

@@ -244,8 +244,8 @@ int process__check_kernel(const char *sysfs_root, char *why, size_t why_len)
 	}
 	snprintf(path, sizeof(path), "%s/bus/event_source/devices/uprobe/type", sysfs_root);
 	if (access(path, R_OK)) {
-		snprintf(why, why_len, "this kernel has no uprobes (%s is missing): gpuleak needs a "
-			 "kernel built with CONFIG_UPROBES=y and CONFIG_UPROBE_EVENTS=y", path);
+		snprintf(why, why_len, "this kernel has no uprobes (%s is missing): gpuleak needs "
+			 "a kernel built with CONFIG_UPROBES=y and CONFIG_UPROBE_EVENTS=y", path);
 		return -ENOENT;
 	}
 	return 0;

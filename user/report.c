@@ -1323,7 +1323,8 @@ static void print_summary(struct report *r, uint64_t now_ns)
 		leaked += v[i].leaked;
 		fprintf(r->out, "  %7d  %-15s %-8s %10s %10s %10s/s %7zu%s\n", p->pid,
 			p->comm[0] ? p->comm : "?", proc_state(p),
-			fmt_bytes(p->live_bytes, b1, sizeof(b1)), fmt_bytes(v[i].leaked, b2, sizeof(b2)),
+			fmt_bytes(p->live_bytes, b1, sizeof(b1)),
+			fmt_bytes(v[i].leaked, b2, sizeof(b2)),
 			fmt_bytes((uint64_t)(v[i].growth_per_s + 0.5), b3, sizeof(b3)),
 			v[i].growth_sites, tproc__dropped(p) ? "  (approximate)" : "");
 	}
@@ -1347,24 +1348,26 @@ static void print_summary(struct report *r, uint64_t now_ns)
 		for (i = 0; i < n; i++) {
 			const struct tproc *p = v[i].p;
 
-			fprintf(r->json, "%s{\"pid\":%d,\"ppid\":%d,\"comm\":", i ? "," : "", p->pid,
-				p->ppid);
+			fprintf(r->json, "%s{\"pid\":%d,\"ppid\":%d,\"comm\":", i ? "," : "",
+				p->pid, p->ppid);
 			json_str(r->json, p->comm);
 			fprintf(r->json, ",\"state\":\"%s\",\"live_bytes\":%" PRIu64
 				",\"leaked_bytes\":%" PRIu64 ",\"growth_bytes_per_s\":%.1f"
 				",\"growth_bytes_per_step\":%.1f,\"growth_sites\":%zu,\"steps\":%zu"
 				",\"approximate\":%s}", proc_state(p), p->live_bytes, v[i].leaked,
-				v[i].growth_per_s, v[i].growth_per_step, v[i].growth_sites, v[i].nsteps,
-				tproc__dropped(p) ? "true" : "false");
+				v[i].growth_per_s, v[i].growth_per_step, v[i].growth_sites,
+				v[i].nsteps, tproc__dropped(p) ? "true" : "false");
 		}
 		fputs("],\"skew\":[", r->json);
 		for (i = 0, nskew = 0; i < n; i++) {
 			if (!skewed(v, n, i, &median, &npeers))
 				continue;
-			fprintf(r->json, "%s{\"pid\":%d,\"comm\":", nskew++ ? "," : "", v[i].p->pid);
+			fprintf(r->json, "%s{\"pid\":%d,\"comm\":", nskew++ ? "," : "",
+				v[i].p->pid);
 			json_str(r->json, v[i].p->comm);
 			fprintf(r->json, ",\"growth_bytes_per_s\":%.1f,\"peers\":%zu"
-				",\"peer_median_bytes_per_s\":%.1f}", v[i].growth_per_s, npeers, median);
+				",\"peer_median_bytes_per_s\":%.1f}", v[i].growth_per_s, npeers,
+				median);
 		}
 		fputs("]}\n", r->json);
 	}
@@ -1463,7 +1466,8 @@ static void family(FILE *out, bool om, const char *name, enum mtype type, const 
 	const char *tname = type == M_GAUGE ? "gauge" : type == M_COUNTER ? "counter" : "info";
 
 	if (om) {
-		fprintf(out, "# TYPE gpuleak_%s %s\n# HELP gpuleak_%s %s\n", name, tname, name, help);
+		fprintf(out, "# TYPE gpuleak_%s %s\n# HELP gpuleak_%s %s\n", name, tname, name,
+			help);
 	} else {
 		fprintf(out, "# HELP gpuleak_%s%s %s\n# TYPE gpuleak_%s%s %s\n", name, suffix, help,
 			name, suffix, type == M_COUNTER ? "counter" : "gauge");
@@ -1549,7 +1553,8 @@ void report__metrics(struct report *r, FILE *out, bool om)
 			continue;
 		sample(out, "time_to_oom_seconds", M_GAUGE, v[i].p);
 		fprintf(out, ",device=\"%s%d\"} %.1f\n", v[i].pr.webgpu ? "wgpu#" : "",
-			v[i].pr.webgpu ? v[i].pr.device + 1 : v[i].pr.device, v[i].pr.seconds_to_oom);
+			v[i].pr.webgpu ? v[i].pr.device + 1 : v[i].pr.device,
+			v[i].pr.seconds_to_oom);
 	}
 	family(out, om, "findings", M_GAUGE,
 	       "What the verdict would say now: call sites leaking, growing, rules violated.");
@@ -1589,7 +1594,8 @@ void report__metrics(struct report *r, FILE *out, bool om)
 			if (!loss_names[k] || k == GL_STAT_LOST_ALLOC_BYTES)
 				continue;
 			sample(out, "dropped", M_COUNTER, v[i].p);
-			fprintf(out, ",reason=\"%s\"} %" PRIu64 "\n", loss_names[k], v[i].p->loss[k]);
+			fprintf(out, ",reason=\"%s\"} %" PRIu64 "\n", loss_names[k],
+				v[i].p->loss[k]);
 		}
 	family(out, om, "dropped_alloc_bytes", M_COUNTER,
 	       "Bytes of allocations whose records were lost (outermost calls of known size).");
@@ -1597,7 +1603,8 @@ void report__metrics(struct report *r, FILE *out, bool om)
 		sample(out, "dropped_alloc_bytes", M_COUNTER, v[i].p);
 		fprintf(out, "} %" PRIu64 "\n", v[i].p->loss[GL_STAT_LOST_ALLOC_BYTES]);
 	}
-	family(out, om, "approximate", M_GAUGE, "1 when losses make this process's numbers approximate.");
+	family(out, om, "approximate", M_GAUGE,
+	       "1 when losses make this process's numbers approximate.");
 	for (i = 0; i < n; i++) {
 		struct uncertainty u = { .approximate = true };
 

@@ -189,12 +189,13 @@ static void capture_failed(struct trace *tr, int err)
 
 /* ---- the traced processes ---- */
 
+/* The live target with this pid (an exited one kept for reaping may share it). */
 static struct target *target_find(const struct trace *tr, pid_t pid)
 {
 	size_t i;
 
 	for (i = 0; i < tr->nr_tgts; i++)
-		if (tr->tgts[i]->pid == pid)
+		if (tr->tgts[i]->pid == pid && !tr->tgts[i]->gone)
 			return tr->tgts[i];
 	return NULL;
 }
@@ -508,8 +509,8 @@ static int attach_tracepoints(struct trace *tr)
 
 			/* Without them gpuleak still sees exits through pidfds. */
 			if (!tr->o->follow) {
-				pr_info("no exit tracepoint (%s): exit status of attached processes "
-					"unknown\n", strerror(-err));
+				pr_info("no exit tracepoint (%s): exit status of attached "
+					"processes unknown\n", strerror(-err));
 				return 0;
 			}
 			pr_err("cannot attach to the scheduler's fork/exec/exit tracepoints: %s "
@@ -670,8 +671,9 @@ static void say_tracing(struct trace *tr, const struct target *t)
 	if (t->ns_pid)
 		n += snprintf(about + n, sizeof(about) - n, "%spid %u in its namespace",
 			      n ? ", " : " (", t->ns_pid);
-	fprintf(stderr, "gpuleak: tracing pid %d%s%s: %zu probes in %zu objects\n", t->pid, about,
-		n ? ")" : "", attach__nr_probes(tr->att, t->pid), attach__nr_objects(tr->att, t->pid));
+	fprintf(stderr, "gpuleak: tracing pid %d%s%s: %zu probes in %zu objects\n", t->pid,
+		about, n ? ")" : "", attach__nr_probes(tr->att, t->pid),
+		attach__nr_objects(tr->att, t->pid));
 }
 
 /* Look at t's mappings and attach to anything new. */
@@ -777,9 +779,9 @@ static int start_attach_one(struct trace *tr, const struct trace_pid *tp)
 		uint64_t ticks = 0;
 
 		process__start_ticks(pid, &ticks);
-		pr_err("pid %d is not the process asked for: it started at %" PRIu64 " (clock ticks "
-		       "after boot), not %" PRIu64 "; the pid was reused\n", pid, ticks,
-		       tp->start_ticks);
+		pr_err("pid %d is not the process asked for: it started at %" PRIu64
+		       " (clock ticks after boot), not %" PRIu64 "; the pid was reused\n", pid,
+		       ticks, tp->start_ticks);
 		return err;
 	}
 	if (err) {
@@ -1017,11 +1019,15 @@ static void on_exec(struct trace *tr, const struct gl_task_rec *r)
 {
 	struct target *t = target_find(tr, r->hdr.pid);
 	bool stopped = r->flags & GL_TF_STOPPED;
+	__u32 key = r->hdr.pid;
 	int err;
 
-	if (!t || t->gone) {
-		if (stopped && t)
-			target_resume(t);
+	if (!t) {
+		/* In the kernel's table but not ours (we could not take it on): never leave
+		 * it stopped, and do not follow it further. */
+		bpf_map__delete_elem(tr->skel->maps.traced, &key, sizeof(key), 0);
+		if (stopped)
+			kill(r->hdr.pid, SIGCONT);
 		return;
 	}
 	if (t->launch_exec) {
@@ -1117,7 +1123,7 @@ static bool handle_signal(struct trace *tr)
 		return false;
 	/* In run mode Ctrl-C reached the child too: trace its shutdown (its frees) unless
 	 * asked twice. */
-	if (t && si.ssi_signo == SIGINT && !t->gone && ++tr->sigints == 1) {
+	if (t && si.ssi_signo == SIGINT && ++tr->sigints == 1) {
 		fprintf(stderr, "gpuleak: waiting for pid %d to exit (Ctrl-C again to stop now)\n",
 			t->pid);
 		return false;
@@ -1156,9 +1162,11 @@ static int loop(struct trace *tr)
 		nr_metrics = tr->metrics ? metrics__pollfds(tr->metrics, fds + 2, METRICS_MAX_FDS)
 					 : 0;
 		nfds = 2 + nr_metrics;
-		for (i = 0; i < tr->nr_tgts; i++)
-			fds[nfds++] = (struct pollfd){ .fd = tr->tgts[i]->gone ? -1 : tr->tgts[i]->pidfd,
+		for (i = 0; i < tr->nr_tgts; i++) {
+			t = tr->tgts[i];
+			fds[nfds++] = (struct pollfd){ .fd = t->gone ? -1 : t->pidfd,
 						       .events = POLLIN };
+		}
 		if (next_interval - now < wait_ns && next_interval > now)
 			wait_ns = next_interval - now;
 		if (deadline > now && deadline - now < wait_ns)
@@ -1198,7 +1206,8 @@ static int loop(struct trace *tr)
 			if (t->gone)
 				continue;
 			pending = t->rescan_pending;
-			if (pending || (!t->has_rendezvous && now - t->last_rescan_ns >= RESCAN_NS)) {
+			if (pending ||
+			    (!t->has_rendezvous && now - t->last_rescan_ns >= RESCAN_NS)) {
 				err = scan_target(tr, t);
 				if (err)
 					pr_warn("attaching to newly mapped objects of pid %d: %s\n",
