@@ -186,7 +186,6 @@ static void capture_failed(struct trace *tr, int err)
 	       st.bytes, st.records);
 }
 
-
 /* ---- the traced processes ---- */
 
 /* The live target with this pid (an exited one kept for reaping may share it). */
@@ -380,7 +379,6 @@ static void capture_names(struct trace *tr, bool final)
 			tr->cap_named = i + 1;
 	}
 }
-
 
 static void emit_proc_at(struct trace *tr, struct target *t, enum gl_proc_event ev, int status,
 			uint64_t ts_ns)
@@ -886,7 +884,6 @@ static int nvtx_inject_path(char *buf, size_t len)
 	return -ENOENT;
 }
 
-
 static int start_run_mode(struct trace *tr)
 {
 	static char inject_env[4200];
@@ -1255,7 +1252,6 @@ static void finish_capture(struct trace *tr)
 		" bytes (%.1f bytes/record)\n", capture__path(tr->cap), st.records, st.blocks,
 		st.bytes, st.records ? (double)st.bytes / st.records : 0.0);
 }
-
 
 static void finish(struct trace *tr)
 {
