@@ -5,7 +5,7 @@
 #   make test     install dependencies, build (+ ASan/UBSan build), run the test suite
 #   make bench    the benchmark (not part of make test)
 #   make bench-capture   capture size and `gpuleak report` speed (bench/capture_bench.sh)
-#   make fuzz     fuzz the capture reader for FUZZ_TIME seconds (default 600)
+#   make fuzz     fuzz the capture reader and the rules parser, FUZZ_TIME seconds each (600)
 
 OUTPUT := .output
 CLANG ?= clang
@@ -126,9 +126,12 @@ $(CAPTURE_GEN): bench/capture_gen.c $(LIB_OBJ)
 bench-capture: gpuleak $(CAPTURE_GEN) standins
 	@bench/capture_bench.sh
 
-# libFuzzer target for the capture reader: everything `gpuleak report` runs, from bytes.
+# libFuzzer targets for the files users hand us: tests/fuzz/fuzz_NAME.c, with its seeds,
+# corpus and dictionary in tests/fuzz/NAME/. capture: everything `gpuleak report` runs, from
+# bytes; rules: the rules parser and matchers.
 FUZZ_CC ?= clang
-FUZZ_BIN := $(OUTPUT)/fuzz/fuzz_capture
+FUZZ_TARGETS := capture rules
+FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 FUZZ_SRC := $(addprefix user/,replay.c capture_reader.c capture_codec.c analysis.c tracker.c \
 	timeline.c rules.c units.c report.c symbolize.c probe_catalog.c hmap.c log.c elf_syms.c \
 	modules.c proc_maps.c wgpu.c)
@@ -136,21 +139,27 @@ FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefine
 	-fno-sanitize-recover=undefined $(WARN) -std=gnu11 -D_GNU_SOURCE \
 	-DGPULEAK_VERSION='"$(VERSION)"' -Ibpf -Iuser
 FUZZ_TIME ?= 600
-FUZZ_ARGS := -timeout=10 -rss_limit_mb=2048 -dict=tests/fuzz/capture.dict
+FUZZ_ARGS = -timeout=10 -rss_limit_mb=2048 -dict=tests/fuzz/$*/dict
 
-$(FUZZ_BIN): tests/fuzz/fuzz_capture.c $(FUZZ_SRC) $(USER_HDR)
+$(OUTPUT)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) $(USER_HDR)
 	@mkdir -p $(@D)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(FUZZ_SRC) -lelf -lz -o $@
 
-fuzz-build: $(FUZZ_BIN)
+fuzz-build: $(FUZZ_BINS)
 
-# New inputs go to .output/fuzz/corpus; `make fuzz-merge` keeps what adds coverage in the
-# committed corpus.
-fuzz: $(FUZZ_BIN)
-	@mkdir -p $(OUTPUT)/fuzz/corpus
-	$(FUZZ_BIN) $(FUZZ_ARGS) -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
-		$(OUTPUT)/fuzz/corpus tests/fuzz/corpus tests/fuzz/seeds
+# `make fuzz` runs every target for FUZZ_TIME seconds each, `make fuzz-NAME` one of them.
+# New inputs go to .output/fuzz/NAME; `make fuzz-merge` keeps what adds coverage in the
+# committed corpora.
+fuzz: $(addprefix fuzz-,$(FUZZ_TARGETS))
 
-fuzz-merge: $(FUZZ_BIN)
-	$(FUZZ_BIN) $(FUZZ_ARGS) -merge=1 tests/fuzz/corpus tests/fuzz/seeds $(OUTPUT)/fuzz/corpus
+fuzz-%: $(OUTPUT)/fuzz/fuzz_%
+	@mkdir -p $(OUTPUT)/fuzz/$*
+	$< $(FUZZ_ARGS) -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
+		$(OUTPUT)/fuzz/$* tests/fuzz/$*/corpus tests/fuzz/$*/seeds
+
+fuzz-merge: $(addprefix fuzz-merge-,$(FUZZ_TARGETS))
+
+fuzz-merge-%: $(OUTPUT)/fuzz/fuzz_%
+	@mkdir -p tests/fuzz/$*/corpus
+	$< $(FUZZ_ARGS) -merge=1 tests/fuzz/$*/corpus tests/fuzz/$*/seeds $(OUTPUT)/fuzz/$*

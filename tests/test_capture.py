@@ -17,8 +17,6 @@ from harness import (OUT, Fail, Proc, check, check_sanitizers, eq, gpuleak_env, 
                      read_ndjson, run_plain, scenario, test, tmpfile, env_for_targets)
 
 MiB = 1 << 20
-FUZZ = os.path.join(OUT, "fuzz", "fuzz_capture")
-FUZZ_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fuzz")
 
 
 def gl():
@@ -515,18 +513,4 @@ def report_intervals_from_recorded_time():
 @test
 def fuzz_capture_reader_short():
     """30 s of libFuzzer over the committed corpus (`make fuzz` runs it for long)."""
-    check(os.path.exists(FUZZ), f"fuzzer not built ({FUZZ}): make fuzz-build")
-    work = tempfile.mkdtemp(prefix="gpuleak-fuzz-")
-    try:
-        p = subprocess.run([FUZZ, "-max_total_time=30", "-timeout=10", "-rss_limit_mb=2048",
-                            "-dict=" + os.path.join(FUZZ_DIR, "capture.dict"),
-                            "-artifact_prefix=" + work + "/", work,
-                            os.path.join(FUZZ_DIR, "corpus"), os.path.join(FUZZ_DIR, "seeds")],
-                           capture_output=True, text=True, timeout=120)
-        if p.returncode:
-            raise Fail(f"fuzzer found a problem (artifacts in {work}):\n{p.stderr[-3000:]}")
-        check(re.search(r"Done \d+ runs", p.stderr), f"fuzzer ran: {p.stderr[-500:]}")
-    finally:
-        if not os.listdir(work) or all(not f.startswith(("crash", "leak", "timeout", "oom"))
-                                       for f in os.listdir(work)):
-            shutil.rmtree(work, ignore_errors=True)
+    harness.run_fuzzer("capture", 30)

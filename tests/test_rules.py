@@ -197,3 +197,11 @@ def label_rules_on_real_dawn():
        "the per-step logits buffers are the leak")
     eq([g["site"].split("+")[0] for g in v["growth"]], ["leaky_logits"], "and the growth")
     eq(v["persistent_bytes"], 32 * MiB, "persistent bytes")
+
+
+@test
+def fuzz_rules_parser_short():
+    """20 s of libFuzzer on the rules parser over its committed seeds and corpus: no crash,
+    a rejected file adds nothing and names LINE:COL, an accepted rule parses back to itself
+    (`make fuzz-rules` runs it for long)."""
+    harness.run_fuzzer("rules", 20)

@@ -3,16 +3,17 @@
 slopes; sawtooth requests; a leak that starts late; time to OOM; the CI gate's exit codes.
 Every NDJSON record is checked against docs/gpuleak.schema.json by the harness."""
 import harness
-from harness import Attached, check, eq, run_gpuleak, run_plain, scenario, test
+from harness import Attached, check, eq, leak_sites, run_gpuleak, run_plain, scenario, test
 
 MiB = 1 << 20
 SYM = ["--step", "sym:timeline:step_boundary"]
 
 
-def timeline(gl_args, steps, leak_a, leak_b=0, start_b=0, req=0, gap=5, expect_rc=0):
+def timeline(gl_args, steps, leak_a, leak_b=0, start_b=0, req=0, gap=5, expect_rc=0,
+             req_leak=0):
     args = ["run", "--interval", "0"] + gl_args + [
         "--", scenario("timeline"), str(steps), str(leak_a), str(leak_b), str(start_b), str(req),
-        str(gap)]
+        str(gap), "0", str(req_leak)]
     return run_gpuleak(args, expect_rc=expect_rc)
 
 
@@ -60,6 +61,34 @@ def two_sites_at_different_rates_one_from_step_30():
 def sawtooth_requests_are_not_leaks():
     v = timeline(SYM, 40, 0, req=5).verdict()
     eq(v["growth"], [], "growth inside a request that returns to baseline is no leak")
+
+
+REQ = ["--request", "sym:timeline:request_begin,request_end"]
+
+
+@test
+def requests_sample_sites_between_requests():
+    """--request: a request's working set (1 MiB per step, freed at its end) never enters
+    the step series; what requests leave behind (3 MiB each) is a leak with its bytes per
+    request. Without --request the working set shows in the suspect column mid-request."""
+    res = timeline(SYM + REQ, 40, 0, req=5, req_leak=3 * MiB)
+    v = res.verdict()
+    steps = [r for r in res.records if r["type"] == "step"]
+    eq(v["requests"], 8, "requests completed: 40 steps of 5-step requests")
+    eq(sum(s["requests"] for s in steps), 8, "requests over the step records")
+    eq([s["requests_in_flight"] for s in steps[1:6]], [1, 1, 1, 1, 0],
+       "in flight during a request, none after its end")
+    eq(sorted(growth(v)), ["request_leak"], "only what requests leave behind grows")
+    within(growth(v)["request_leak"]["bytes_per_request"], 3 * MiB, 0.001, "bytes per request")
+    eq(leak_sites(v)[("cudaMalloc", "request_leak")], (24 * MiB, 8), "leaked by requests")
+    check(all(s["suspect_bytes"] % (3 * MiB) == 0 for s in steps),
+          f"suspect bytes are request leaks only: {[s['suspect_bytes'] for s in steps]}")
+    check(any(s["suspect_bytes"] for s in steps), "and they are suspect")
+    res = timeline(SYM, 40, 0, req=5, req_leak=3 * MiB)
+    steps = [r for r in res.records if r["type"] == "step"]
+    eq(res.verdict()["requests"], 0, "no requests without --request")
+    check(any(s["suspect_bytes"] % (3 * MiB) for s in steps),
+          "without --request the working set of requests shows as suspect mid-request")
 
 
 @test

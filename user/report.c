@@ -544,6 +544,8 @@ static void json_growth_fields(FILE *f, const struct growth *g)
 	fprintf(f, ",\"slope_bytes_per_step\":%.1f,\"slope_bytes_per_s\":%.1f,\"r2\":%.4f,"
 		"\"first_step\":%" PRId64 ",\"growth_steps\":%" PRId64, g->slope_per_step,
 		g->slope_per_s, g->r2, g->first_step, g->growth_steps);
+	if (g->per_request > 0)
+		fprintf(f, ",\"bytes_per_request\":%.1f", g->per_request);
 }
 
 static void json_site(struct report *r, uint32_t idx, enum site_sel k, const char *kind,
@@ -797,10 +799,12 @@ void report__step(struct report *r, pid_t pid, const struct step_stat *st)
 		",\"live_bytes\":%" PRIu64 ",\"persistent_bytes\":%" PRIu64
 		",\"pending_bytes\":%" PRIu64 ",\"suspect_bytes\":%" PRIu64
 		",\"allocated_bytes\":%" PRIu64 ",\"freed_bytes\":%" PRIu64 ",\"allocs\":%" PRIu64
-		",\"frees\":%" PRIu64 "}\n",
+		",\"frees\":%" PRIu64 ",\"requests\":%" PRIu64 ",\"requests_in_flight\":%" PRIu64
+		"}\n",
 		pid, st->step, secs(r, st->t_end_ns),
 		(double)(st->t_end_ns - st->t_start_ns) / 1e9, st->live, st->persistent, st->pending,
-		st->suspect, st->allocated, st->freed, st->allocs, st->frees);
+		st->suspect, st->allocated, st->freed, st->allocs, st->frees, st->requests,
+		st->inflight);
 }
 
 /* ▁▂▃▄▅▆▇█ over the last steps' live bytes, scaled to their range. */
@@ -855,6 +859,12 @@ static void fmt_duration(double s, char *buf, size_t len)
 		snprintf(buf, len, "%.1f days", s / 86400);
 }
 
+/* Requests completed by pid, over its closed steps (those no longer kept included). */
+static uint64_t requests_of(const struct report *r, pid_t pid)
+{
+	return timeline__nr_requests(r->tl, pid);
+}
+
 static void print_growth(struct report *r, const struct tproc *p, const struct growth *g,
 			 size_t n, const struct projection *pr, size_t steps)
 {
@@ -862,6 +872,8 @@ static void print_growth(struct report *r, const struct tproc *p, const struct g
 	size_t i;
 
 	fprintf(r->out, "steps: %zu (%s)", steps, step_source_name(r->tl));
+	if (timeline__opts(r->tl)->requests)
+		fprintf(r->out, ", %" PRIu64 " requests", requests_of(r, p->pid));
 	if (!n) {
 		fprintf(r->out, "; no site grows step over step\n");
 		return;
@@ -872,11 +884,15 @@ static void print_growth(struct report *r, const struct tproc *p, const struct g
 	for (i = 0; i < n; i++) {
 		const struct site *s = &r->t->sites[g[i].site];
 
-		fprintf(r->out, "  %10s/st %10s/s %6.3f %6" PRId64 " %10s  %s (%s)\n",
+		fprintf(r->out, "  %10s/st %10s/s %6.3f %6" PRId64 " %10s  %s (%s)",
 			fmt_bytes((uint64_t)(g[i].slope_per_step + 0.5), b1, sizeof(b1)),
 			fmt_bytes((uint64_t)(g[i].slope_per_s + 0.5), b2, sizeof(b2)), g[i].r2,
 			g[i].first_step, fmt_bytes(g[i].end_bytes, b3, sizeof(b3)), site_name(r, s),
 			cat_api_name(s->api));
+		if (g[i].per_request > 0)
+			fprintf(r->out, ", %s per request",
+				fmt_bytes((uint64_t)(g[i].per_request + 0.5), b1, sizeof(b1)));
+		fputc('\n', r->out);
 	}
 	if (pr->known) {
 		fmt_duration(pr->seconds_to_oom, d, sizeof(d));
@@ -894,7 +910,6 @@ static void print_growth(struct report *r, const struct tproc *p, const struct g
 		fprintf(r->out, "time to OOM: device size unknown (no NVML reading): pass "
 			"--device-mem SIZE\n");
 	}
-	(void)p;
 }
 
 /* Leaked bytes at the end: live memory not meant to stay. */
@@ -1040,13 +1055,13 @@ static void print_uncertainty(struct report *r, const struct tproc *p)
 									   sizeof(b3)));
 }
 
-static void json_growth(struct report *r, const struct growth *g, size_t n,
+static void json_growth(struct report *r, pid_t pid, const struct growth *g, size_t n,
 			const struct projection *pr, size_t steps)
 {
 	size_t i;
 
-	fprintf(r->json, ",\"steps\":%zu,\"step_source\":\"%s\",\"growth\":[", steps,
-		step_source_name(r->tl));
+	fprintf(r->json, ",\"steps\":%zu,\"step_source\":\"%s\",\"requests\":%" PRIu64
+		",\"growth\":[", steps, step_source_name(r->tl), requests_of(r, pid));
 	for (i = 0; i < n; i++) {
 		const struct site *s = &r->t->sites[g[i].site];
 
@@ -1107,7 +1122,7 @@ static void json_verdict(struct report *r, const struct tproc *p, uint64_t now_n
 	json_site_array(r, p, SEL_RETAINED, "retained");
 	json_site_array(r, p, SEL_IGNORED, "ignored");
 	json_violations(r, p);
-	json_growth(r, g, ng, pr, steps);
+	json_growth(r, p->pid, g, ng, pr, steps);
 	gate_check(r, p, g, ng, true);
 	json_site_array(r, p, SEL_PENDING, "pending");
 	json_site_array(r, p, SEL_FAILED, "failures");

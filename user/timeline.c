@@ -24,9 +24,13 @@ struct trend {
 	uint64_t floor;		/* lowest value seen after the warm-up */
 	bool floor_set;
 	bool flagged;
+	/* Live bytes at the last quiescent point (no request in flight), not yet sampled. */
+	uint64_t settled;
+	bool in_settled;
 };
 
 #define MAX_DEVICES 16
+#define BUSY_STEPS 8
 
 /*
  * Steps a process keeps: when full, the older half goes, with the site samples before it.
@@ -51,6 +55,12 @@ struct ptl {
 	size_t nr_tr, cap_tr;
 	struct hmap tr_idx;	/* site -> index into tr */
 	uint64_t suspect;
+	/* Requests (--request): in flight now, completed, completed when the step began. */
+	int64_t inflight;
+	uint64_t requests, requests0;
+	int busy_steps;		/* consecutive steps that ended with a request in flight */
+	uint32_t *settled;	/* trends (indexes into tr) with a settled value to sample */
+	size_t nr_settled, cap_settled;
 	struct {
 		bool known;
 		bool proc_known;
@@ -96,6 +106,7 @@ void timeline__free(struct timeline *tl)
 			free(p->tr[j].v);
 		free(p->tr);
 		free(p->steps);
+		free(p->settled);
 		hmap__free(&p->tr_idx);
 		free(p);
 	}
@@ -236,14 +247,16 @@ static void forget_old_steps(struct ptl *p)
 	}
 }
 
-static void close_step(struct timeline *tl, struct ptl *p, uint64_t ts_ns)
+/*
+ * A quiescent point: no request in flight. The sites that changed since the last one take
+ * their live bytes now as the value their step will be sampled with. Without --request every
+ * step end is one; with it, the sites changed by a request still in flight at a step end keep
+ * the value of the last quiescent point (a request's working set is never a step's growth).
+ */
+static void settle(struct timeline *tl, struct ptl *p, struct tproc *tp)
 {
-	struct tproc *tp = tracker__proc(tl->t, p->pid);
-	struct step_stat st = { .step = p->step, .t_start_ns = p->step_start_ns, .t_end_ns = ts_ns };
 	size_t i;
 
-	if (!tp)
-		return;
 	for (i = 0; i < tp->nr_dirty; i++) {
 		struct site *s = &tl->t->sites[tp->dirty[i]];
 		struct trend *tr;
@@ -252,10 +265,49 @@ static void close_step(struct timeline *tl, struct ptl *p, uint64_t ts_ns)
 		if (!candidate(s))
 			continue;
 		tr = trend_get(p, tp->dirty[i]);
-		if (tr)
-			sample(tl, p, tr, s->live_bytes);
+		if (!tr)
+			continue;
+		tr->settled = s->live_bytes;
+		if (tr->in_settled)
+			continue;
+		if (p->nr_settled == p->cap_settled) {
+			size_t cap = p->cap_settled ? 2 * p->cap_settled : 32;
+			uint32_t *v = realloc(p->settled, cap * sizeof(*v));
+
+			if (!v)
+				continue;
+			p->settled = v;
+			p->cap_settled = cap;
+		}
+		tr->in_settled = true;
+		p->settled[p->nr_settled++] = (uint32_t)(tr - p->tr);
 	}
 	tp->nr_dirty = 0;
+}
+
+static void close_step(struct timeline *tl, struct ptl *p, uint64_t ts_ns)
+{
+	struct tproc *tp = tracker__proc(tl->t, p->pid);
+	struct step_stat st = { .step = p->step, .t_start_ns = p->step_start_ns, .t_end_ns = ts_ns };
+	size_t i;
+
+	if (!tp)
+		return;
+	/* Requests that overlap without a pause are never quiescent: after BUSY_STEPS such
+	 * steps, sample anyway (the floor test still tells a sawtooth from a leak). */
+	p->busy_steps = p->inflight > 0 ? p->busy_steps + 1 : 0;
+	if (p->inflight <= 0 || p->busy_steps >= BUSY_STEPS)
+		settle(tl, p, tp);
+	for (i = 0; i < p->nr_settled; i++) {
+		struct trend *tr = &p->tr[p->settled[i]];
+
+		tr->in_settled = false;
+		sample(tl, p, tr, tr->settled);
+	}
+	p->nr_settled = 0;
+	st.requests = p->requests - p->requests0;
+	st.inflight = p->inflight > 0 ? (uint64_t)p->inflight : 0;
+	p->requests0 = p->requests;
 	st.live = tp->live_bytes;
 	st.persistent = tp->persistent_bytes;
 	st.pending = tp->pending_bytes;
@@ -411,6 +463,20 @@ int timeline__on_record(struct timeline *tl, const struct gl_hdr *h)
 	if (!p->started)
 		start(tl, p, h->ts_ns);
 	advance_interval(tl, p, h->ts_ns);
+	if (h->kind == GL_REC_NOTIFY && h->api == GL_API_MARKER_REQ_BEGIN) {
+		struct tproc *tp = tracker__proc(tl->t, h->pid);
+
+		/* Before the first request of a burst: what the last one left is settled. The
+		 * end marker fires at the entry of END, before the request's frees. */
+		if (p->inflight <= 0 && tp)
+			settle(tl, p, tp);
+		p->inflight++;
+	} else if (h->kind == GL_REC_NOTIFY && h->api == GL_API_MARKER_REQ_END) {
+		/* An END without its BEGIN: a request in flight at attach. */
+		if (p->inflight > 0)
+			p->inflight--;
+		p->requests++;
+	}
 	if (is_boundary(tl, h)) {
 		tl->boundaries++;
 		close_step(tl, p, h->ts_ns);
@@ -428,6 +494,14 @@ size_t timeline__nr_steps(const struct timeline *tl, pid_t pid)
 	struct ptl *p = ptl_find(tl, pid);
 
 	return p ? p->forgotten + p->nr_steps : 0;
+}
+
+uint64_t timeline__nr_requests(const struct timeline *tl, pid_t pid)
+{
+	struct ptl *p = ptl_find(tl, pid);
+
+	/* Up to the last closed step, as the steps' own counts add up. */
+	return p ? p->requests0 : 0;
 }
 
 const struct step_stat *timeline__steps(const struct timeline *tl, pid_t pid, size_t *n)
@@ -615,6 +689,16 @@ static bool analyse(const struct timeline *tl, const struct ptl *p, const struct
 	g->end_bytes = v[n - 1];
 	g->slope_per_step = fit(x, y, k, &g->r2);
 	g->slope_per_s = fit(xt, y, k, &r2t);
+	g->per_request = 0;
+	if (tl->o.requests) {
+		uint64_t reqs = 0;
+
+		for (i = 0; i < p->nr_steps; i++)
+			if (p->steps[i].step >= g->first_step)
+				reqs += p->steps[i].requests;
+		if (reqs && g->end_bytes > g->start_bytes)
+			g->per_request = (double)(g->end_bytes - g->start_bytes) / reqs;
+	}
 	free(x);
 	free(xt);
 	free(y);

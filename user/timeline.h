@@ -41,6 +41,8 @@ struct step_stat {
 	uint64_t live, persistent, pending, suspect;	/* bytes at the end of the step */
 	uint64_t allocated, freed;			/* bytes during the step */
 	uint64_t allocs, frees;
+	uint64_t requests;	/* --request: requests completed during the step */
+	uint64_t inflight;	/* and in flight at its end */
 };
 
 /* A growth leak found at one site. */
@@ -51,6 +53,7 @@ struct growth {
 	uint64_t start_bytes, end_bytes;
 	double slope_per_step;	/* bytes/step, least squares from first_step */
 	double slope_per_s;	/* bytes/s, against step end times */
+	double per_request;	/* bytes per request completed while it grew (--request), or 0 */
 	double r2;		/* goodness of that fit */
 };
 
@@ -83,6 +86,8 @@ void timeline__finish(struct timeline *tl, pid_t pid, uint64_t ts_ns);
 const struct step_stat *timeline__steps(const struct timeline *tl, pid_t pid, size_t *n);
 /* How many steps pid closed in all, those no longer kept included. */
 size_t timeline__nr_steps(const struct timeline *tl, pid_t pid);
+/* Requests completed in pid's closed steps, those no longer kept included. */
+uint64_t timeline__nr_requests(const struct timeline *tl, pid_t pid);
 /* Growth leaks of pid, largest slope first. Caller frees *out. */
 int timeline__growth(struct timeline *tl, pid_t pid, struct growth **out, size_t *n);
 /* Time to OOM of pid's most pressed device, given its growth leaks. */

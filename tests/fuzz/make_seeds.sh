@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
-# Rebuild the seed corpus in tests/fuzz/seeds/ (committed; run as root after `make` and
+# Rebuild the seed corpus in tests/fuzz/capture/seeds/ (committed; run as root after `make` and
 # `make standins`): small real captures of the test scenarios, the same re-encoded with
 # stored blocks (the fuzzer then mutates record columns directly), a generated capture,
 # and the edge cases a reader must handle: a header alone, a file cut inside a block, a
 # file cut inside its header.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-out=tests/fuzz/seeds
+out=tests/fuzz/capture/seeds
 bin=.output/tests/bin
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

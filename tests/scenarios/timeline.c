@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * timeline STEPS LEAK_A LEAK_B START_B REQ_STEPS [GAP_MS [KV_STEPS]]
+ * timeline STEPS LEAK_A LEAK_B START_B REQ_STEPS [GAP_MS [KV_STEPS [REQ_LEAK]]]
  *
  * A decode loop with known growth, for the timeline tests. Each step calls step_boundary()
  * (a named step marker) and opens an NVTX range "step" (NVTX v3, header-only: it reaches a
@@ -10,7 +10,9 @@
  *   leak_b         from step START_B on, cudaMalloc(LEAK_B), kept (LEAK_B 0: never)
  *   request_state  cudaMalloc(1 MiB) kept until the end of the request: REQ_STEPS steps
  *                  make a request, whose last step frees them all (a sawtooth, not a leak;
- *                  REQ_STEPS 0: none)
+ *                  REQ_STEPS 0: none). request_begin and request_end mark the request
+ *                  (gpuleak --request sym:timeline:request_begin,request_end); request_end
+ *                  also calls request_leak: cudaMalloc(REQ_LEAK) kept (default 0: none)
  *   kv_cache_grow  during the first KV_STEPS steps (default 0), cudaMalloc(8 MiB) kept: a KV
  *                  cache that fills at the first tokens and then stays (a persistent class)
  * before the first step, kv_cache_init allocates 64 MiB once (kept).
@@ -88,23 +90,39 @@ static SCENARIO_SITE void *request_state(void)
 	return p;
 }
 
-static SCENARIO_SITE void request_end(void **blocks, unsigned long long n)
+static SCENARIO_SITE void *request_leak(size_t size)
+{
+	void *p;
+
+	SCENARIO_OK(cudaMalloc(&p, size));
+	return p;
+}
+
+/* The request markers. */
+SCENARIO_SITE void request_begin(unsigned long long step)
+{
+	SCENARIO_OPAQUE(step);
+}
+
+SCENARIO_SITE void request_end(void **blocks, unsigned long long n, size_t leak)
 {
 	unsigned long long i;
 
 	for (i = 0; i < n; i++)
 		SCENARIO_OK(cudaFree(blocks[i]));
+	if (leak)
+		request_leak(leak);
 }
 
 int main(int argc, char **argv)
 {
-	unsigned long long steps, a, b, start_b, req, gap_ms = 10, kv = 0, i, open = 0;
+	unsigned long long steps, a, b, start_b, req, gap_ms = 10, kv = 0, req_leak = 0, i, open = 0;
 	struct timespec gap;
 	void **reqs;
 
-	if (argc < 6 || argc > 8) {
+	if (argc < 6 || argc > 9) {
 		fprintf(stderr, "usage: timeline STEPS LEAK_A LEAK_B START_B REQ_STEPS "
-			"[GAP_MS [KV_STEPS]]\n");
+			"[GAP_MS [KV_STEPS [REQ_LEAK]]]\n");
 		return 2;
 	}
 	steps = scenario_bytes(argv[1], "STEPS");
@@ -116,6 +134,8 @@ int main(int argc, char **argv)
 		gap_ms = scenario_bytes(argv[6], "GAP_MS");
 	if (argc > 7)
 		kv = scenario_bytes(argv[7], "KV_STEPS");
+	if (argc > 8)
+		req_leak = scenario_bytes(argv[8], "REQ_LEAK");
 	gap = (struct timespec){ .tv_sec = gap_ms / 1000, .tv_nsec = (gap_ms % 1000) * 1000000 };
 	reqs = calloc(req ? req : 1, sizeof(*reqs));
 	if (!reqs)
@@ -133,9 +153,11 @@ int main(int argc, char **argv)
 		if (b && i >= start_b)
 			leak_b(b);
 		if (req) {
+			if (!open)
+				request_begin(i);
 			reqs[open++] = request_state();
 			if (open == req) {
-				request_end(reqs, open);
+				request_end(reqs, open, req_leak);
 				open = 0;
 			}
 		}
