@@ -141,7 +141,8 @@ static const struct argp_option trace_options[] = {
 	{ "interval", 'i', "DURATION", 0,
 	  "Print a compact table every DURATION (default 5s; 0 disables)", 0 },
 	{ "json", OPT_JSON, "FILE", 0,
-	  "Write NDJSON: one record per interval, one verdict per process", 0 },
+	  "Write NDJSON: one record per interval, one verdict per process, a summary across "
+	  "processes", 0 },
 	{ "top", OPT_TOP, "N", 0, "Sites listed in interval tables (default 5)", 0 },
 	{ "wait", OPT_WAIT, NULL, 0,
 	  "Attach even if no GPU library is loaded yet, and trace it once it is", 0 },
@@ -789,7 +790,7 @@ int main(int argc, char **argv)
 	snprintf(name, sizeof(name), "gpuleak %s", cmd);
 	argv[1] = name;
 	if (!strcmp(cmd, "attach")) {
-		sub.args_doc = "-p PID";
+		sub.args_doc = "-p PID[,PID...]";
 		sub.doc = attach_doc;
 	} else if (!strcmp(cmd, "run")) {
 		sub.args_doc = "[OPTIONS] -- CMD [ARGS...]";
