@@ -161,18 +161,19 @@ enum gl_stat {
 	GL_STAT_RET_NO_ENTRY = 4,	/* a return probe found no matching entry */
 	GL_STAT_STALE_FRAMES = 5,	/* entries whose return never came (longjmp, throw) */
 	GL_STAT_STACK_FAIL = 6,		/* stack capture failed (stack id < 0) */
-	GL_STAT_MAP_FULL = 7,		/* a BPF map had no room (a followed child, a process) */
+	/* 7: reserved for stack capture (a stack that fits neither stack map) */
+	GL_STAT_MAP_FULL = 8,		/* a BPF map had no room (a followed child, a process) */
 	/*
 	 * What the losses above cost, for the verdict's error bounds (each is also counted
 	 * above): allocations that succeeded but never reached user space, the bytes of those
 	 * made at depth 0 (a lost lower layer is the same memory as its outer call), those of
 	 * unknown size (return without entry), and frees lost.
 	 */
-	GL_STAT_LOST_ALLOCS = 8,
-	GL_STAT_LOST_ALLOC_BYTES = 9,
-	GL_STAT_LOST_ALLOCS_UNSIZED = 10,
-	GL_STAT_LOST_FREES = 11,
-	GL_STAT_LOST_TASKS = 12,	/* fork/exec/exit records lost: a child not followed, an
+	GL_STAT_LOST_ALLOCS = 9,
+	GL_STAT_LOST_ALLOC_BYTES = 10,
+	GL_STAT_LOST_ALLOCS_UNSIZED = 11,
+	GL_STAT_LOST_FREES = 12,
+	GL_STAT_LOST_TASKS = 13,	/* fork/exec/exit records lost: a child not followed, an
 					 * exit status unknown (charged to the parent on fork) */
 	GL_STAT_MAX = 16,
 };
