@@ -24,7 +24,8 @@ enum gl_rec_kind {
 	GL_REC_LABEL = 7,	/* struct gl_label_rec: a label for a handle */
 	GL_REC_CODE = 8,	/* a code pointer seen in an argument (a callback) that user
 				 * space has not probed yet: addr; flags may have GL_HF_HELD */
-	GL_REC_TASK = 9,	/* struct gl_task_rec: a traced process forked, exec'd or
+	/* 9, 10: reserved (compact allocation and free records, ring buffer only) */
+	GL_REC_TASK = 11,	/* struct gl_task_rec: a traced process forked, exec'd or
 				 * exited (scheduler tracepoints) */
 
 	GL_REC_TICK = 64,	/* user space: time advanced to hdr.ts_ns (no events meanwhile) */
