@@ -11,6 +11,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 #include "gpuleak.h"
 #include "gpuleak.bpf.h"
 
@@ -24,6 +25,19 @@ const volatile struct gl_api_spec specs[GL_API_MAX] = {};
 const volatile __u64 wakeup_bytes = 256 * 1024;
 /* Frames of a user stack kept (--stack-depth); 0: no stacks. */
 const volatile __u32 stack_depth = 0;
+/* --follow: processes forked by a traced process are traced too. */
+const volatile bool follow_children = false;
+/*
+ * gpuleak's own pid namespace when it is not the initial one (gpuleak in a container): pids
+ * in records are then the ones gpuleak sees in /proc. 0: the initial namespace, no
+ * translation (the common, cheaper case).
+ */
+const volatile __u64 pidns_dev = 0;
+const volatile __u64 pidns_ino = 0;
+
+/* Since Linux 6.13; without it a forked child is not stopped before it runs (weak). */
+extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type,
+				__u64 value) __weak __ksym;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -140,6 +154,18 @@ struct {
 	__type(value, __u8);
 } code_seen SEC(".maps");
 
+/*
+ * Traced processes (tgid as gpuleak sees it) -> 1: the scheduler tracepoints report their
+ * exits, and with follow_children their forks and execs. Children are added here by BPF,
+ * at fork, so none is missed while user space catches up.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u8);
+} traced SEC(".maps");
+
 /* Processes to stop at the ld.so rendezvous until user space has attached (run mode). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -166,6 +192,19 @@ static __always_inline void count_loss(__u32 pid, enum gl_stat s, __u64 n)
 			return;
 	}
 	__sync_fetch_and_add(&l->counts[k & (GL_STAT_MAX - 1)], n);
+}
+
+/* bpf_get_current_pid_tgid() in gpuleak's pid namespace. */
+static __always_inline __u64 cur_pid_tgid(void)
+{
+	struct bpf_pidns_info ns;
+
+	if (!pidns_ino)
+		return bpf_get_current_pid_tgid();
+	/* Fails only for a task gpuleak cannot see: never one of its targets. */
+	if (bpf_get_ns_current_pid_tgid(pidns_dev, pidns_ino, &ns, sizeof(ns)))
+		return 0;
+	return (__u64)ns.tgid << 32 | ns.pid;
 }
 
 static __always_inline __u64 rb_flags(__u8 spec_flags)
@@ -357,7 +396,7 @@ static __always_inline __s32 stack_get(struct pt_regs *ctx, __u32 pid)
 /* Entry of a call whose result matters: remember its arguments until the return probe. */
 static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_api_spec s)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 pid_tgid = cur_pid_tgid();
 	struct tstate *st = tstate_get(true);
 	struct frame *f;
 	__u32 d;
@@ -490,7 +529,7 @@ static __always_inline int emit_entry_desc(struct pt_regs *ctx, __u16 api, struc
 /* Entry-only calls (frees, markers): the record is complete at entry. */
 static __always_inline int emit_entry(struct pt_regs *ctx, __u16 api, struct gl_api_spec s)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 pid_tgid = cur_pid_tgid();
 	struct tstate *st = tstate_get(false);
 	struct gl_call_rec *r;
 	__u8 kind = s.shape == GL_SHAPE_NOTIFY ? GL_REC_NOTIFY : GL_REC_FREE;
@@ -504,8 +543,12 @@ static __always_inline int emit_entry(struct pt_regs *ctx, __u16 api, struct gl_
 		return emit_entry_desc(ctx, api, s, pid_tgid, st ? st->depth : 0);
 
 	r = rec_reserve(pid_tgid >> 32);
-	if (!r)
+	if (!r) {
+		/* A lost free leaves its allocation live: the verdict bounds what that adds. */
+		if (kind == GL_REC_FREE && gl_arg(ctx, s.arg_addr))
+			count_loss(pid_tgid >> 32, GL_STAT_LOST_FREES, 1);
 		return 0;
+	}
 	rec_header(r, kind, st ? st->depth : 0, api, pid_tgid, bpf_ktime_get_ns());
 	r->addr = gl_arg(ctx, s.arg_addr);
 	r->size = gl_arg(ctx, s.arg_size);
@@ -619,11 +662,39 @@ static __always_inline void fill_exit(struct pt_regs *ctx, struct gl_api_spec s,
 	}
 }
 
+/* Whether an allocation call returning now succeeded (false for other shapes). */
+static __always_inline bool alloc_succeeded(struct pt_regs *ctx, struct gl_api_spec s)
+{
+	__u64 rc = PT_REGS_RC(ctx);
+
+	if (s.shape == GL_SHAPE_ALLOC_OUTPTR)
+		return (__s32)rc == 0;
+	if (s.shape == GL_SHAPE_ALLOC_RET)
+		return (s.flags & GL_SPEC_FAIL_IS_NEG1) ? rc != (__u64)-1 : rc != 0;
+	return false;
+}
+
+/* The record of a successful allocation was lost: count it, and its bytes at depth 0. */
+static __always_inline void count_lost_alloc(struct pt_regs *ctx, struct gl_api_spec s,
+					     struct frame *f, __u32 pid, __u32 depth)
+{
+	__u64 size = f->size * f->mul;
+
+	if (!alloc_succeeded(ctx, s))
+		return;
+	count_loss(pid, GL_STAT_LOST_ALLOCS, 1);
+	/* Pitch sizes are read through a pointer at return: not worth it for a lost record. */
+	if (s.flags & GL_SPEC_SIZE_BY_PTR)
+		count_loss(pid, GL_STAT_LOST_ALLOCS_UNSIZED, 1);
+	else if (!depth)
+		count_loss(pid, GL_STAT_LOST_ALLOC_BYTES, size);
+}
+
 SEC("uretprobe.multi")
 int gl_exit(struct pt_regs *ctx)
 {
 	__u64 api = bpf_get_attach_cookie(ctx);
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 pid_tgid = cur_pid_tgid();
 	__u32 pid = pid_tgid >> 32;
 	__u64 entry_sp = GL_RET_SP_TO_ENTRY_SP(PT_REGS_SP(ctx));
 	struct gl_api_spec s;
@@ -642,6 +713,10 @@ int gl_exit(struct pt_regs *ctx)
 	st = tstate_get(false);
 	if (!st) {
 		count_loss(pid, GL_STAT_RET_NO_ENTRY, 1);
+		if (alloc_succeeded(ctx, s)) {
+			count_loss(pid, GL_STAT_LOST_ALLOCS, 1);
+			count_loss(pid, GL_STAT_LOST_ALLOCS_UNSIZED, 1);
+		}
 		return 0;
 	}
 	d = st->depth;
@@ -657,6 +732,12 @@ int gl_exit(struct pt_regs *ctx)
 	}
 	if (!found) {
 		count_loss(pid, GL_STAT_RET_NO_ENTRY, 1);
+		/* An allocation that began before attach, or whose entry was not kept: its
+		 * memory is never seen, and its size was an argument. */
+		if (alloc_succeeded(ctx, s)) {
+			count_loss(pid, GL_STAT_LOST_ALLOCS, 1);
+			count_loss(pid, GL_STAT_LOST_ALLOCS_UNSIZED, 1);
+		}
 		return 0;
 	}
 	/* The slot stays intact until this thread's next traced call: no copy needed. */
@@ -670,6 +751,7 @@ int gl_exit(struct pt_regs *ctx)
 		r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 		if (!r) {
 			count_loss(pid, GL_STAT_RB_FULL, 1);
+			count_lost_alloc(ctx, s, f, pid, i);
 			return 0;
 		}
 		fill_exit(ctx, s, api, pid_tgid, i, stale, f, r);
@@ -680,6 +762,7 @@ int gl_exit(struct pt_regs *ctx)
 	dr = bpf_ringbuf_reserve(&events, sizeof(*dr), 0);
 	if (!dr) {
 		count_loss(pid, GL_STAT_RB_FULL, 1);
+		count_lost_alloc(ctx, s, f, pid, i);
 		return 0;
 	}
 	fill_exit(ctx, s, api, pid_tgid, i, stale, f, &dr->call);
@@ -706,5 +789,142 @@ int gl_exit(struct pt_regs *ctx)
 	if (label)
 		emit_label(api, pid_tgid, i, handle, st->label[i], st->label_len[i],
 			   st->label_trunc[i], s.flags);
+	return 0;
+}
+
+/* ---- process lifecycle: scheduler tracepoints, for traced processes only ---- */
+
+/* Deepest pid namespace level looked at for gpuleak's own (containers nest a few deep). */
+#define GL_MAX_PIDNS_LEVEL 8
+
+/* A task's process id in gpuleak's pid namespace, 0 when it has none there. */
+static __always_inline __u32 task_tgid(struct task_struct *t)
+{
+	struct pid *p;
+	struct upid up;
+	__u32 level;
+
+	if (!pidns_ino)
+		return BPF_CORE_READ(t, tgid);
+	p = BPF_CORE_READ(t, group_leader, thread_pid);
+	if (!p)
+		return 0;
+	level = BPF_CORE_READ(p, level);
+	/* numbers[] has one entry per level down to the task's own namespace. */
+	for (__u32 i = 0; i < GL_MAX_PIDNS_LEVEL; i++) {
+		if (i > level)
+			break;
+		if (bpf_probe_read_kernel(&up, sizeof(up), (void *)p +
+					  bpf_core_field_offset(p->numbers) +
+					  i * bpf_core_type_size(struct upid)))
+			return 0;
+		if (up.ns && BPF_CORE_READ(up.ns, ns.inum) == pidns_ino)
+			return up.nr;
+	}
+	return 0;
+}
+
+/* A record about process pid; a loss is charged to `charge` (the parent, for a fork). */
+static __always_inline struct gl_task_rec *task_rec(__u32 pid, __u32 charge, __u32 event,
+						    struct task_struct *t)
+{
+	struct gl_task_rec *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+
+	if (!r) {
+		count_loss(charge, GL_STAT_RB_FULL, 1);
+		count_loss(charge, GL_STAT_LOST_TASKS, 1);
+		return NULL;
+	}
+	r->hdr.size = sizeof(*r);
+	r->hdr.kind = GL_REC_TASK;
+	r->hdr.depth = 0;
+	r->hdr.api = 0;
+	r->hdr.flags = 0;
+	r->hdr.pid = pid;
+	r->hdr.tid = pid;
+	r->hdr.ts_ns = bpf_ktime_get_ns();
+	r->event = event;
+	r->flags = 0;
+	r->ppid = 0;
+	r->exit_code = 0;
+	r->start_ns = BPF_CORE_READ(t, group_leader, start_boottime);
+	BPF_CORE_READ_STR_INTO(&r->comm, t, comm);
+	return r;
+}
+
+/* tp_btf arguments come typed through ctx: the verifier knows them as task pointers. */
+SEC("tp_btf/sched_process_fork")
+int gl_fork(__u64 *ctx)
+{
+	struct task_struct *parent = (void *)ctx[0], *child = (void *)ctx[1];
+	__u32 ppid, pid;
+	struct gl_task_rec *r;
+	__u8 one = 1;
+
+	if (!follow_children)
+		return 0;
+	ppid = task_tgid(parent);
+	pid = task_tgid(child);
+	/* A new thread shares its parent's tgid: only new processes are followed. */
+	if (!pid || pid == ppid || !bpf_map_lookup_elem(&traced, &ppid))
+		return 0;
+	if (bpf_map_update_elem(&traced, &pid, &one, BPF_ANY)) {
+		count_loss(ppid, GL_STAT_MAP_FULL, 1);
+		return 0;
+	}
+	/* The record first: a child stopped without user space knowing would stay stopped. */
+	r = task_rec(pid, ppid, GL_TASK_FORK, child);
+	if (!r)
+		return 0;
+	r->ppid = ppid;
+	/*
+	 * Stop the child before its first instruction, so nothing it does happens before its
+	 * probes are in place (it shares the parent's libraries, but the probes filter by pid).
+	 */
+	if (bpf_ksym_exists(bpf_send_signal_task) &&
+	    !bpf_send_signal_task(child, SIGSTOP, PIDTYPE_TGID, 0))
+		r->flags |= GL_TF_STOPPED;
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int gl_exec(__u64 *ctx)
+{
+	struct task_struct *p = (void *)ctx[0];
+	__u32 pid = task_tgid(p);
+	struct gl_task_rec *r;
+
+	if (!follow_children || !pid || !bpf_map_lookup_elem(&traced, &pid))
+		return 0;
+	r = task_rec(pid, pid, GL_TASK_EXEC, p);
+	if (!r)
+		return 0;
+	/* The new program has not run yet: it stops before ld.so's first instruction. */
+	if (!bpf_send_signal(SIGSTOP))
+		r->flags |= GL_TF_STOPPED;
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int gl_task_exit(__u64 *ctx)
+{
+	struct task_struct *p = (void *)ctx[0];
+	bool group_dead = ctx[1];
+	__u32 pid;
+	struct gl_task_rec *r;
+
+	if (!group_dead)
+		return 0;
+	pid = task_tgid(p);
+	if (!pid || !bpf_map_lookup_elem(&traced, &pid))
+		return 0;
+	bpf_map_delete_elem(&traced, &pid);
+	r = task_rec(pid, pid, GL_TASK_EXIT, p);
+	if (!r)
+		return 0;
+	r->exit_code = BPF_CORE_READ(p, exit_code);
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }

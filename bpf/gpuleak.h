@@ -24,6 +24,9 @@ enum gl_rec_kind {
 	GL_REC_LABEL = 7,	/* struct gl_label_rec: a label for a handle */
 	GL_REC_CODE = 8,	/* a code pointer seen in an argument (a callback) that user
 				 * space has not probed yet: addr; flags may have GL_HF_HELD */
+	/* 9, 10: reserved (compact allocation and free records, ring buffer only) */
+	GL_REC_TASK = 11,	/* struct gl_task_rec: a traced process forked, exec'd or
+				 * exited (scheduler tracepoints) */
 
 	GL_REC_TICK = 64,	/* user space: time advanced to hdr.ts_ns (no events meanwhile) */
 	GL_REC_PROC = 65,	/* user space: struct gl_proc_rec, a process was attached/exited */
@@ -111,6 +114,7 @@ enum gl_proc_event {
 	GL_PROC_ATTACH = 1,	/* tracing of pid began (start_ns: its start time) */
 	GL_PROC_EXIT = 2,	/* pid exited; status is the wait status or -1 if unknown */
 	GL_PROC_DETACH = 3,	/* tracing stopped while pid was alive (Ctrl-C, --duration) */
+	GL_PROC_EXEC = 4,	/* pid replaced its program: what follows is another process */
 };
 
 struct gl_proc_rec {
@@ -118,6 +122,32 @@ struct gl_proc_rec {
 	__u32 event;		/* enum gl_proc_event */
 	__s32 status;
 	__u64 start_ticks;	/* /proc/PID/stat starttime: tells a reused PID apart */
+	char comm[16];
+	/* Not in records of gpuleak 0.1 (GL_PROC_REC_V1_SIZE): zero when absent. */
+	__u32 ppid;		/* ATTACH: the traced process it was followed from, 0: none */
+	__u32 ns_pid;		/* ATTACH: its pid in its own pid namespace, 0: the same */
+};
+
+#define GL_PROC_REC_V1_SIZE 56
+
+/* GL_REC_TASK events: what the scheduler tracepoints saw of a traced process. */
+enum gl_task_event {
+	GL_TASK_FORK = 1,	/* pid was forked by ppid (followed: --follow) */
+	GL_TASK_EXEC = 2,	/* pid exec'd a new program */
+	GL_TASK_EXIT = 3,	/* pid's last thread exited: exit_code is its wait status */
+};
+
+enum gl_task_flags {
+	GL_TF_STOPPED = 1 << 0,	/* BPF sent pid SIGSTOP: user space attaches, then resumes it */
+};
+
+struct gl_task_rec {
+	struct gl_hdr hdr;	/* pid: the process the event is about (a fork's child) */
+	__u32 event;		/* enum gl_task_event */
+	__u32 flags;		/* enum gl_task_flags */
+	__u32 ppid;		/* FORK: the parent */
+	__s32 exit_code;	/* EXIT: wait status (exit code << 8, or the signal) */
+	__u64 start_ns;		/* when the process started, ns after boot (its start time) */
 	char comm[16];
 };
 
@@ -146,13 +176,29 @@ enum gl_stat {
 	GL_STAT_STACK_FAIL = 6,		/* stack capture failed: map full, unwalkable */
 	GL_STAT_STACK_COLLISION = 7,	/* a stack's bucket held another stack in both maps:
 					 * the call is recorded without its stack */
-	GL_STAT_MAX = 8,
+	GL_STAT_MAP_FULL = 8,		/* a BPF map had no room (a followed child, a process) */
+	/*
+	 * What the losses above cost, for the verdict's error bounds (each is also counted
+	 * above): allocations that succeeded but never reached user space, the bytes of those
+	 * made at depth 0 (a lost lower layer is the same memory as its outer call), those of
+	 * unknown size (return without entry), and frees lost.
+	 */
+	GL_STAT_LOST_ALLOCS = 9,
+	GL_STAT_LOST_ALLOC_BYTES = 10,
+	GL_STAT_LOST_ALLOCS_UNSIZED = 11,
+	GL_STAT_LOST_FREES = 12,
+	GL_STAT_LOST_TASKS = 13,	/* fork/exec/exit records lost: a child not followed, an
+					 * exit status unknown (charged to the parent on fork) */
+	GL_STAT_MAX = 16,
 };
 
 struct gl_loss_rec {
 	struct gl_hdr hdr;
 	__u64 counts[GL_STAT_MAX];	/* cumulative per pid, indexed by enum gl_stat */
 };
+
+/* gpuleak 0.1 wrote 8 counters: readers take what a record has. */
+#define GL_LOSS_REC_V1_SIZE 88
 
 /*
  * Call shapes: one generic BPF handler each. The shape and argument positions of every API

@@ -13,6 +13,11 @@
 # None runs an install script (--ignore-scripts: webgpu's only clears a macOS attribute,
 # onnxruntime-node's would download more binaries). About 3 s and 460 MB, once.
 #
+# The fleet endpoint's tests scrape it with curl, lint it with promtool, parse it with
+# Prometheus' own Python client, and run a real Prometheus server on it (Debian's prometheus
+# package has both binaries). Only the binaries are wanted: the package's service is neither
+# started by the install nor enabled at boot (see install_quiet_services).
+#
 # libbpf 1.4.6 / bpftool 7.5 come from bookworm-backports: bookworm's libbpf 1.1.2 has no
 # uprobe_multi API, and a single-uprobe link costs ~108 ms to detach here (40 probes: 4 s of
 # Ctrl-C). The backports suite is added by reusing the URIs of the machine's own Debian source,
@@ -22,7 +27,8 @@ set -euo pipefail
 # librsvg2-bin and fonts-dejavu-core: the tests render --svg to PNG (rsvg-convert) and look
 # at it; without a font its text would not be drawn.
 want_pkgs=(clang llvm make gcc pkg-config libelf-dev zlib1g-dev libbpf-dev bpftool python3-jsonschema
-	   libclang-rt-14-dev librsvg2-bin fonts-dejavu-core python3)
+	   libclang-rt-14-dev librsvg2-bin fonts-dejavu-core python3 curl util-linux
+	   python3-prometheus-client prometheus)
 quiet=${GPULEAK_DEPS_QUIET:-0}
 say() { [ "$quiet" = 1 ] || echo "install-deps: $*" >&2; }
 warn() { echo "install-deps: warning: $*" >&2; }
@@ -191,8 +197,31 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
 fi
 
+# Install packages without starting the services they ship (prometheus): a policy-rc.d
+# that denies every start, for this install only, as Debian does in chroots; then the
+# service is disabled, so a reboot does not start it either.
+install_quiet_services() {
+	local prc=/usr/sbin/policy-rc.d ours=0 rc=0 had_prom=0
+
+	# A Prometheus someone installed and runs on purpose is left alone.
+	dpkg-query -W -f='${Status}' prometheus 2>/dev/null | grep -q "install ok installed" &&
+		had_prom=1
+	if [ ! -e "$prc" ]; then
+		printf '#!/bin/sh\nexit 101\n' > "$prc" && chmod +x "$prc" && ours=1
+	fi
+	apt-get install -y -qq --no-install-recommends "$@" >/dev/null || rc=$?
+	if [ "$ours" = 1 ]; then
+		rm -f "$prc"
+	fi
+	if [ "$had_prom" = 0 ] && command -v systemctl >/dev/null && [ -d /run/systemd/system ]
+	then
+		systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+	fi
+	return $rc
+}
+
 apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${want_pkgs[@]}" >/dev/null
+install_quiet_services "${want_pkgs[@]}"
 apt-get install -y -qq --no-install-recommends -t bookworm-backports libbpf-dev bpftool >/dev/null
 have_libbpf_146 || { echo "install-deps: libbpf-dev >= 1.4 did not install" >&2; exit 1; }
 say "installed: libbpf-dev $(dpkg-query -W -f='${Version}' libbpf-dev)," \

@@ -65,7 +65,8 @@ STANDIN_LIBS := $(STANDIN_LIBCUDA) $(STANDIN_LIBCUDART)
 STANDIN_LIBNCCL := $(STANDIN_LIBDIR)/libnccl.so.2
 
 # Linked against the stand-in runtime.
-SCENARIOS_CUDART := basic leak3 apis fail prealloc threads loop timeline hostleak asyncfree runtime_over_driver
+SCENARIOS_CUDART := basic leak3 apis fail prealloc threads loop timeline hostleak asyncfree \
+	runtime_over_driver flood ranks soak
 # Linked against the stand-in driver alone.
 SCENARIOS_DRIVER := driver_alloc vmm
 SCENARIO_BINS := $(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_CUDART) $(SCENARIOS_DRIVER) \

@@ -5,6 +5,7 @@ Tests are plain functions registered with @test; each asserts exact numbers from
 verdict gpuleak writes. Helpers here start targets, wait for handshake lines and parse
 NDJSON. Nothing here imitates any part of gpuleak.
 """
+import codecs
 import json
 import os
 import re
@@ -159,17 +160,26 @@ class Proc:
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                   bufsize=1, env=env, start_new_session=True)
         self.lines = {"out": [], "err": []}
+        self.partial = {"out": "", "err": ""}
+        self.decoders = {k: codecs.getincrementaldecoder("utf-8")(errors="replace")
+                         for k in ("out", "err")}
         self.pid = self.p.pid
 
     def _pump(self, timeout):
+        # Raw reads, split here: a buffered readline() can pull two lines off the pipe and
+        # leave the second in its buffer, where select() never reports it.
         streams = {self.p.stdout: "out", self.p.stderr: "err"}
-        r, _, _ = select.select(list(streams), [], [], timeout)
+        r, _, _ = select.select([s for s in streams if not s.closed], [], [], timeout)
         got = False
         for s in r:
-            line = s.readline()
-            if line:
-                self.lines[streams[s]].append(line)
-                got = True
+            name = streams[s]
+            data = os.read(s.fileno(), 65536)
+            if not data:
+                continue
+            got = True
+            text = self.partial[name] + self.decoders[name].decode(data)
+            *done, self.partial[name] = text.split("\n")
+            self.lines[name] += [line + "\n" for line in done]
         return got
 
     def wait_line(self, pattern, stream="out", timeout=20):
@@ -204,8 +214,9 @@ class Proc:
         except subprocess.TimeoutExpired:
             self.kill()
             raise Fail("process did not exit in time")
-        self.lines["out"].append(out or "")
-        self.lines["err"].append(err or "")
+        self.lines["out"].append(self.partial["out"] + (out or ""))
+        self.lines["err"].append(self.partial["err"] + (err or ""))
+        self.partial = {"out": "", "err": ""}
         return self.p.returncode
 
     def text(self, stream):

@@ -19,6 +19,7 @@ struct attached {
 	struct bpf_link *exit;
 	size_t nr_probes;
 	bool marker;		/* a step/request marker, not the module's catalog probes */
+	unsigned int marker_api;
 };
 
 /* A probe on code found at run time (a callback), one link each. */
@@ -67,6 +68,28 @@ void attach__free(struct attach *a)
 	free(a->v);
 	free(a->code);
 	free(a);
+}
+
+void attach__forget(struct attach *a, pid_t pid)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < a->n; i++) {
+		if (a->v[i].pid != pid) {
+			a->v[n++] = a->v[i];
+			continue;
+		}
+		bpf_link__destroy(a->v[i].enter);
+		bpf_link__destroy(a->v[i].exit);
+	}
+	a->n = n;
+	for (i = 0, n = 0; i < a->nr_code; i++) {
+		if (a->code[i].pid != pid)
+			a->code[n++] = a->code[i];
+		else
+			bpf_link__destroy(a->code[i].link);
+	}
+	a->nr_code = n;
 }
 
 static struct attached *find(const struct attach *a, pid_t pid, const struct module *mod)
@@ -360,12 +383,13 @@ size_t attach__nr_links(const struct attach *a)
 	return n;
 }
 
-size_t attach__nr_probes(const struct attach *a)
+size_t attach__nr_probes(const struct attach *a, pid_t pid)
 {
 	size_t i, n = 0;
 
 	for (i = 0; i < a->n; i++)
-		n += a->v[i].nr_probes;
+		if (!pid || a->v[i].pid == pid)
+			n += a->v[i].nr_probes;
 	return n;
 }
 
@@ -428,6 +452,11 @@ int attach__marker(struct attach *a, pid_t pid, const struct proc_maps *m, const
 	}
 	if (!mod->elf)
 		return mod->open_err ? mod->open_err : -ENOEXEC;
+	/* Probes follow the task across exec: the same file exec'd again is covered already. */
+	for (i = 0; i < a->n; i++)
+		if (a->v[i].marker && a->v[i].pid == pid && a->v[i].mod == mod &&
+		    a->v[i].marker_api == api)
+			return 0;
 	elf_obj__for_each_func(mod->elf, find_sym_cb, &fs);
 	if (!fs.found || elf_obj__vaddr_to_off(mod->elf, fs.vaddr, &foff)) {
 		pr_err("%s: no function %s\n", mod->path, symbol);
@@ -445,7 +474,8 @@ int attach__marker(struct attach *a, pid_t pid, const struct proc_maps *m, const
 	off = foff;
 	LIBBPF_OPTS(bpf_uprobe_multi_opts, opts, .offsets = &off, .cookies = &cookie, .cnt = 1);
 	at = &a->v[a->n];
-	*at = (struct attached){ .pid = pid, .mod = mod, .nr_probes = 1, .marker = true };
+	*at = (struct attached){ .pid = pid, .mod = mod, .nr_probes = 1, .marker = true,
+				 .marker_api = api };
 	at->enter = bpf_program__attach_uprobe_multi(a->enter_prog, pid, path, NULL, &opts);
 	if (!at->enter)
 		return -errno;

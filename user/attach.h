@@ -35,6 +35,8 @@ int attach__scan(struct attach *a, const struct proc_maps *m, int *nr_new);
  */
 int attach__code(struct attach *a, pid_t pid, uint64_t addr, unsigned int api, char *why,
 		 size_t why_len);
+/* Detach everything attached for pid (it exited: its probes can only fire for a reused pid). */
+void attach__forget(struct attach *a, pid_t pid);
 /* Attach to one file by path for pid, before pid has mapped it (run mode, pre-exec). */
 int attach__path(struct attach *a, pid_t pid, const char *path);
 /*
@@ -52,7 +54,8 @@ void attach__print_objects(const struct attach *a, pid_t pid, const struct proc_
 /* Print the attached probes (gpuleak -v and `gpuleak probes`). */
 void attach__print(const struct attach *a, FILE *out);
 size_t attach__nr_links(const struct attach *a);
-size_t attach__nr_probes(const struct attach *a);
+/* Probes attached for pid, 0: for every process. */
+size_t attach__nr_probes(const struct attach *a, pid_t pid);
 /* Number of objects attached for pid. */
 size_t attach__nr_objects(const struct attach *a, pid_t pid);
 

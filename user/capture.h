@@ -215,8 +215,8 @@ const char *capture_reader__error(const struct capture_reader *r);
 const struct capture_info *capture_reader__info(const struct capture_reader *r);
 /*
  * Read every block to the end, calling v; again from the start on every call. A visitor
- * without a record callback skips RECORDS payloads unread (a pass for names before the
- * records). Returns 0 when the file ended cleanly or was cut
+ * without a record callback checks RECORDS payloads but does not decode them (a pass for
+ * names before the records). Returns 0 when the file ended cleanly or was cut
  * short (capture_reader__truncated), -errno on a corrupt file or a callback's error.
  */
 int capture_reader__read(struct capture_reader *r, const struct capture_visitor *v, void *ctx);

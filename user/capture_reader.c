@@ -640,19 +640,20 @@ static int read_block(struct capture_reader *r, const struct capture_block_info 
 	const uint8_t *stored, *p;
 	int err;
 
-	/* A pass for names only: records are neither checked nor decoded (the next pass does). */
-	if (b->type == CB_RECORDS && !v->record) {
-		if (v->block && (err = v->block(ctx, b)))
-			return fail(r, err, b->offset, "%s", strerror(-err));
-		r->records += b->count;
-		return 0;
-	}
 	stored = view(r, b->offset + CAPTURE_BLOCK_HDR_SIZE, b->stored_len, &r->io);
 	if (!stored)
 		return -EIO;
 	if (!(r->flags & CAPTURE_R_NO_CRC) && crc32(0, stored, b->stored_len) != b->payload_crc)
 		return fail(r, -EINVAL, b->offset, "%s block: payload CRC mismatch (corrupt data)",
 			    capture_block_name(b->type));
+	/* A pass for names only: records are checked (a corrupt file is refused before any
+	 * output) but not decoded (the next pass does). */
+	if (b->type == CB_RECORDS && !v->record) {
+		if (v->block && (err = v->block(ctx, b)))
+			return fail(r, err, b->offset, "%s", strerror(-err));
+		r->records += b->count;
+		return 0;
+	}
 	p = payload(r, b, stored);
 	if (!p)
 		return -EINVAL;

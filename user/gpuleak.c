@@ -60,6 +60,8 @@ enum opt_key {
 	OPT_FOLDED,
 	OPT_PERFETTO,
 	OPT_SVG,
+	OPT_FOLLOW,
+	OPT_METRICS,
 };
 
 struct cli {
@@ -68,6 +70,8 @@ struct cli {
 	struct analysis_opts a;	/* attach, run, record and report: copied into t or r */
 	const char *lib;
 	const char *cmd;
+	pid_t probe_pid;	/* gpuleak probes -p */
+	size_t cap_pids;
 	struct rules *rules;
 	int rules_err;		/* a rule did not parse: exit 2 before attaching */
 	int nr_rule_args;
@@ -78,7 +82,7 @@ static const char top_doc[] =
 	"gpuleak -- find GPU memory leaks in running processes with eBPF uprobes\n"
 	"\n"
 	"USAGE:\n"
-	"  gpuleak attach -p PID [OPTIONS]     trace a running process\n"
+	"  gpuleak attach -p PID[,PID...] [OPTIONS]  trace running processes\n"
 	"  gpuleak run [OPTIONS] -- CMD ARGS   start CMD with the probes in place\n"
 	"  gpuleak probes (-p PID | --lib PATH) list the traced APIs found, without attaching\n"
 	"  gpuleak record -o FILE (-p PID | -- CMD ARGS)  trace and write a capture file\n"
@@ -86,6 +90,7 @@ static const char top_doc[] =
 	"\n"
 	"EXAMPLES:\n"
 	"  sudo gpuleak attach -p 4242 --interval 10s\n"
+	"  sudo gpuleak attach -p 4242,4243 --follow --metrics :9464\n"
 	"  sudo gpuleak run --json verdict.ndjson -- python3 serve.py\n"
 	"  gpuleak probes --lib /usr/local/cuda/lib64/libcudart.so.13\n"
 	"  sudo gpuleak record -o incident.glc -p 4242 --duration 60s\n"
@@ -134,13 +139,23 @@ static const struct argp_option analysis_options[] = {
 };
 
 static const struct argp_option trace_options[] = {
-	{ "pid", 'p', "PID", 0, "Process to attach to (attach)", 0 },
+	{ "pid", 'p', "PID[,PID...]", 0,
+	  "Processes to attach to (attach, record; repeatable). PID@TICKS: only if PID is still "
+	  "the process that started TICKS clock ticks after boot (field 22 of /proc/PID/stat), "
+	  "against a PID reused since it was found", 0 },
+	{ "follow", OPT_FOLLOW, NULL, 0,
+	  "Also trace every process the targets fork, and what they exec (multi-process "
+	  "servers, one process per rank)", 0 },
+	{ "metrics", OPT_METRICS, "[ADDR]:PORT", 0,
+	  "Serve OpenMetrics (Prometheus) on http://ADDR:PORT/metrics while tracing; ADDR "
+	  "defaults to 127.0.0.1", 0 },
 	{ "duration", 'd', "DURATION", 0,
 	  "Stop after DURATION (e.g. 30s, 5m) and report; the target keeps running", 0 },
 	{ "interval", 'i', "DURATION", 0,
 	  "Print a compact table every DURATION (default 5s; 0 disables)", 0 },
 	{ "json", OPT_JSON, "FILE", 0,
-	  "Write NDJSON: one record per interval, one verdict per process", 0 },
+	  "Write NDJSON: one record per interval, one verdict per process, a summary across "
+	  "processes", 0 },
 	{ "top", OPT_TOP, "N", 0, "Sites listed in interval tables (default 5)", 0 },
 	{ "wait", OPT_WAIT, NULL, 0,
 	  "Attach even if no GPU library is loaded yet, and trace it once it is", 0 },
@@ -164,12 +179,18 @@ static const struct argp_option trace_options[] = {
 };
 
 static const char attach_doc[] =
-	"Trace a running process until it exits, Ctrl-C or --duration, then print the "
-	"allocations still live, grouped by call site.\v"
+	"Trace running processes until they exit, Ctrl-C or --duration, then print the "
+	"allocations still live, grouped by call site, per process, and a summary across "
+	"processes.\v"
 	"EXAMPLES:\n"
 	"  sudo gpuleak attach -p 4242\n"
 	"  sudo gpuleak attach -p 4242 --duration 60s --json /tmp/verdict.ndjson\n"
 	"  sudo gpuleak attach -p 4242 --folded live.folded --svg timeline.svg\n"
+	"  sudo gpuleak attach -p 4242,4243,4244 --interval 30s\n"
+	"  sudo gpuleak attach -p $(pgrep -d, -f vllm) --follow --metrics 0.0.0.0:9464\n"
+	"\n"
+	"SIGINT, SIGTERM and SIGHUP detach, drain and report; a target that exits or crashes "
+	"is reported with its exit status.\n"
 	"\n"
 	"EXIT STATUS: 0 done, 1 runtime error, 2 usage error, 3 --fail-on-leak found leaks.";
 
@@ -262,6 +283,45 @@ static const char probes_doc[] =
 	"  gpuleak probes --lib /usr/local/cuda/lib64/libcudart.so.13\n"
 	"\n"
 	"EXIT STATUS: 0 found, 1 nothing traceable or runtime error, 2 usage error.";
+
+/* -p PID[@TICKS][,PID[@TICKS]...], appended to the list. */
+static void parse_pid_list(const char *arg, struct argp_state *state, struct cli *c)
+{
+	const char *p = arg;
+
+	while (*p) {
+		struct trace_pid tp = { 0 };
+		char *end;
+		long v;
+
+		errno = 0;
+		v = strtol(p, &end, 10);
+		if (errno || end == p || v <= 0 || v > INT_MAX)
+			argp_error(state, "invalid PID '%s'", arg);
+		tp.pid = (pid_t)v;
+		if (*end == '@') {
+			p = end + 1;
+			errno = 0;
+			tp.start_ticks = strtoull(p, &end, 10);
+			if (errno || end == p || *p == '-' || !tp.start_ticks)
+				argp_error(state, "invalid PID@TICKS '%s' (TICKS: field 22 of "
+					   "/proc/PID/stat)", arg);
+		}
+		if (*end && *end != ',')
+			argp_error(state, "invalid PID '%s'", arg);
+		if (c->t.nr_pids == c->cap_pids) {
+			size_t cap = c->cap_pids ? 2 * c->cap_pids : 4;
+			struct trace_pid *nv = realloc(c->t.pids, cap * sizeof(*nv));
+
+			if (!nv)
+				argp_failure(state, EXIT_RUNTIME, ENOMEM, "-p");
+			c->t.pids = nv;
+			c->cap_pids = cap;
+		}
+		c->t.pids[c->t.nr_pids++] = tp;
+		p = *end ? end + 1 : end;
+	}
+}
 
 static int parse_pid(const char *arg, struct argp_state *state, pid_t *pid)
 {
@@ -423,7 +483,14 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 		parse_webgpu_abi(arg, state, &c->t.webgpu_abi);
 		break;
 	case 'p':
-		return parse_pid(arg, state, &c->t.pid);
+		parse_pid_list(arg, state, c);
+		break;
+	case OPT_FOLLOW:
+		c->t.follow = true;
+		break;
+	case OPT_METRICS:
+		c->t.metrics_addr = arg;
+		break;
 	case 'd':
 		if (parse_duration_ns(arg, &c->t.duration_ns) || !c->t.duration_ns)
 			argp_error(state, "invalid duration '%s' (e.g. 500ms, 30s, 5m)", arg);
@@ -481,15 +548,15 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 		state->next = state->argc;
 		break;
 	case ARGP_KEY_END:
-		if (!strcmp(c->cmd, "attach") && c->t.pid <= 0)
+		if (!strcmp(c->cmd, "attach") && !c->t.nr_pids)
 			argp_error(state, "attach needs -p PID");
 		if (!strcmp(c->cmd, "attach") && c->t.argv)
 			argp_error(state, "attach takes -p PID, not a command (use 'gpuleak run')");
 		if (!strcmp(c->cmd, "run") && !c->t.argv)
 			argp_error(state, "run needs a command: gpuleak run [OPTIONS] -- CMD ARGS");
-		if (!strcmp(c->cmd, "run") && c->t.pid)
+		if (!strcmp(c->cmd, "run") && c->t.nr_pids)
 			argp_error(state, "run starts its own process; use 'gpuleak attach -p PID'");
-		if (!strcmp(c->cmd, "record") && !c->t.pid == !c->t.argv)
+		if (!strcmp(c->cmd, "record") && !c->t.nr_pids == !c->t.argv)
 			argp_error(state, "record needs -p PID or a command: "
 				   "gpuleak record -o FILE (-p PID | -- CMD ARGS)");
 		break;
@@ -597,7 +664,7 @@ static error_t parse_probes(int key, char *arg, struct argp_state *state)
 
 	switch (key) {
 	case 'p':
-		return parse_pid(arg, state, &c->t.pid);
+		return parse_pid(arg, state, &c->probe_pid);
 	case OPT_LIB:
 		c->lib = arg;
 		break;
@@ -611,7 +678,7 @@ static error_t parse_probes(int key, char *arg, struct argp_state *state)
 		argp_error(state, "unexpected argument '%s'", arg);
 		break;
 	case ARGP_KEY_END:
-		if (!c->lib == !c->t.pid)
+		if (!c->lib == !c->probe_pid)
 			argp_error(state, "give exactly one of -p PID or --lib PATH");
 		break;
 	default:
@@ -685,10 +752,10 @@ static int cmd_probes(struct cli *c)
 				"symbols (static and stripped): its WebGPU calls cannot be traced by "
 				"name\n", c->lib);
 	} else {
-		err = proc_maps__load(c->t.pid, &m);
+		err = proc_maps__load(c->probe_pid, &m);
 		if (err) {
 			fprintf(stderr, "gpuleak: %s: %d\n",
-				err == -ESRCH ? "no such process" : strerror(-err), c->t.pid);
+				err == -ESRCH ? "no such process" : strerror(-err), c->probe_pid);
 			goto cleanup;
 		}
 		for (i = 0; i < m->n; i++) {
@@ -702,7 +769,7 @@ static int cmd_probes(struct cli *c)
 				      m->v[j].ino == m->v[i].ino && m->v[j].exec;
 			if (dup)
 				continue;
-			mod = modules__get(mods, c->t.pid, &m->v[i]);
+			mod = modules__get(mods, c->probe_pid, &m->v[i]);
 			if (!mod) {
 				err = -ENOMEM;
 				goto cleanup;
@@ -718,7 +785,7 @@ static int cmd_probes(struct cli *c)
 			for (j = 0; j < i && !dup; j++)
 				dup = m->v[j].path && m->v[j].dev == m->v[i].dev &&
 				      m->v[j].ino == m->v[i].ino && m->v[j].exec;
-			mod = dup ? NULL : modules__get(mods, c->t.pid, &m->v[i]);
+			mod = dup ? NULL : modules__get(mods, c->probe_pid, &m->v[i]);
 			if (mod)
 				print_wgpu_abi(mod);
 		}
@@ -779,7 +846,7 @@ int main(int argc, char **argv)
 	snprintf(name, sizeof(name), "gpuleak %s", cmd);
 	argv[1] = name;
 	if (!strcmp(cmd, "attach")) {
-		sub.args_doc = "-p PID";
+		sub.args_doc = "-p PID[,PID...]";
 		sub.doc = attach_doc;
 	} else if (!strcmp(cmd, "run")) {
 		sub.args_doc = "[OPTIONS] -- CMD [ARGS...]";
@@ -843,5 +910,6 @@ int main(int argc, char **argv)
 cleanup:
 	rules__free(c.rules);
 	free(c.req_spec);
+	free(c.t.pids);
 	return ret;
 }

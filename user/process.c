@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -138,6 +140,115 @@ int process__pidfd(pid_t pid)
 	int fd = syscall(SYS_pidfd_open, pid, 0);
 
 	return fd < 0 ? -errno : fd;
+}
+
+bool process__pidfd_exited(int pidfd)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP));
+}
+
+int process__pidfd_signal(int pidfd, int sig)
+{
+	return syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0) ? -errno : 0;
+}
+
+/* The numbers of a "Key:\tn\tn..." line of /proc/PID/status; returns how many (<= max). */
+static int status_numbers(pid_t pid, const char *key, uint64_t *v, int max)
+{
+	char path[64], line[512], *p, *end;
+	size_t klen = strlen(key);
+	int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), pid ? "/proc/%d/status" : "/proc/self/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, key, klen) || line[klen] != ':')
+			continue;
+		for (p = line + klen + 1; n < max; p = end) {
+			v[n] = strtoull(p, &end, 10);
+			if (end == p)
+				break;
+			n++;
+		}
+		break;
+	}
+	fclose(f);
+	return n;
+}
+
+bool process__in_other_root(pid_t pid)
+{
+	struct stat ours, theirs;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/root", pid);
+	if (stat("/", &ours) || stat(path, &theirs))
+		return false;
+	return ours.st_dev != theirs.st_dev || ours.st_ino != theirs.st_ino;
+}
+
+uint32_t process__ns_pid(pid_t pid)
+{
+	uint64_t v[32];
+	int n = status_numbers(pid, "NSpid", v, 32);
+
+	/* One number: the process is in our namespace; the last is its innermost pid. */
+	return n > 1 ? (uint32_t)v[n - 1] : 0;
+}
+
+uint64_t process__boot_ns_to_ticks(uint64_t ns)
+{
+	long tck = sysconf(_SC_CLK_TCK);
+
+	/* The kernel's nsec_to_clock_t: truncating, as /proc/PID/stat prints it. */
+	return tck > 0 ? ns / (1000000000ULL / tck) : 0;
+}
+
+int process__pidns(uint64_t *dev, uint64_t *ino, bool *initial)
+{
+	char link[64];
+	struct stat st;
+	ssize_t n;
+
+	/* The kernel compares the namespace's own number (what the link names; st_ino may be
+	 * another number) and the device of nsfs. */
+	if (stat("/proc/self/ns/pid", &st))
+		return -errno;
+	n = readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
+	if (n <= 0)
+		return -errno;
+	link[n] = 0;
+	if (sscanf(link, "pid:[%" SCNu64 "]", ino) != 1)
+		return -EINVAL;
+	*dev = st.st_dev;
+	/* PROC_PID_INIT_INO: the initial namespace, where BPF's pids are ours already. */
+	*initial = *ino == 0xEFFFFFFCULL;
+	return 0;
+}
+
+int process__check_kernel(const char *sysfs_root, char *why, size_t why_len)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/kernel/btf/vmlinux", sysfs_root);
+	if (access(path, R_OK)) {
+		snprintf(why, why_len, "this kernel has no BTF (%s is missing): gpuleak needs a "
+			 "kernel built with CONFIG_DEBUG_INFO_BTF=y (standard in distribution "
+			 "kernels since 5.x)", path);
+		return -ENOENT;
+	}
+	snprintf(path, sizeof(path), "%s/bus/event_source/devices/uprobe/type", sysfs_root);
+	if (access(path, R_OK)) {
+		snprintf(why, why_len, "this kernel has no uprobes (%s is missing): gpuleak needs "
+			 "a kernel built with CONFIG_UPROBES=y and CONFIG_UPROBE_EVENTS=y", path);
+		return -ENOENT;
+	}
+	return 0;
 }
 
 int process__check_privileges(void)

@@ -3,6 +3,7 @@
 #ifndef GPULEAK_PROCESS_H
 #define GPULEAK_PROCESS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -20,8 +21,30 @@ uint64_t process__start_realtime_ns(uint64_t start_ticks);
 void process__comm(pid_t pid, char *buf, size_t len);
 /* A pidfd that polls readable when pid exits; -errno. */
 int process__pidfd(pid_t pid);
+/* Whether the process of a pidfd has exited (the pidfd polls readable). */
+bool process__pidfd_exited(int pidfd);
+/* Send sig to the process of a pidfd: never to another process that reused its pid. -errno. */
+int process__pidfd_signal(int pidfd, int sig);
+/* Whether pid sees another root directory than we do (a container): its files are then
+ * reached through /proc/PID/root. */
+bool process__in_other_root(pid_t pid);
+/* pid's pid in its own (innermost) pid namespace (NSpid), 0 when unknown. */
+uint32_t process__ns_pid(pid_t pid);
+/* A start time in ns after boot (BPF's task start_boottime) as /proc starttime ticks. */
+uint64_t process__boot_ns_to_ticks(uint64_t ns);
+/*
+ * This process's pid namespace: the nsfs device and the namespace's number, and whether it
+ * is the initial namespace (where BPF's pids need no translation). 0 or -errno.
+ */
+int process__pidns(uint64_t *dev, uint64_t *ino, bool *initial);
 /* Whether this process may load BPF and attach uprobes (root, or CAP_BPF + CAP_PERFMON). */
 int process__check_privileges(void);
+/*
+ * Whether the kernel has what gpuleak needs, read from sysfs under sysfs_root ("/sys"):
+ * BTF (kernel/btf/vmlinux) and uprobes (the uprobe PMU, bus/event_source/devices/uprobe).
+ * 0, or -ENOENT with an actionable sentence in why.
+ */
+int process__check_kernel(const char *sysfs_root, char *why, size_t why_len);
 
 /* A child forked and held before exec until launch__release. */
 struct launch {

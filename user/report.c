@@ -267,6 +267,8 @@ static const char *owner_kind_name(uint8_t k)
 	}
 }
 
+static bool reported(const struct tproc *p);
+
 void report__interval(struct report *r, uint64_t now_ns)
 {
 	struct tracker *t = r->t;
@@ -279,7 +281,7 @@ void report__interval(struct report *r, uint64_t now_ns)
 		size_t nrows, nsites;
 		uint32_t *top;
 
-		if (p->exited && p->last_ts_ns < now_ns - (uint64_t)1e9)
+		if ((p->exited && p->last_ts_ns < now_ns - (uint64_t)1e9) || !reported(p))
 			continue;
 		nrows = sum_by_api(t, p->pid, rows, 32);
 		fprintf(r->out, "[%7.2fs] pid %d: live %s in %" PRIu64 ", pending %s; %" PRIu64
@@ -336,7 +338,18 @@ void report__interval(struct report *r, uint64_t now_ns)
 
 static const char *proc_state(const struct tproc *p)
 {
-	return p->exited ? "exited" : p->detached ? "detached" : "running";
+	return p->execed ? "exec" : p->exited ? "exited" : p->detached ? "detached" : "running";
+}
+
+/*
+ * Processes in the report: those attached, and any other that did something (a followed
+ * child is announced at its first traced call; a record from one never announced still
+ * counts). Shells and helpers a server forks, which call nothing traced, stay out.
+ */
+static bool reported(const struct tproc *p)
+{
+	return p->attached || p->c.allocs || p->c.frees || p->c.failed_calls || p->live_count ||
+	       tproc__dropped(p);
 }
 
 /* Lower layers of the allocations at site idx: other sites whose owner it is. */
@@ -938,17 +951,10 @@ static void fmt_duration(double s, char *buf, size_t len)
 		snprintf(buf, len, "%.1f days", s / 86400);
 }
 
-/* Requests completed by pid, over its closed steps. */
+/* Requests completed by pid, over its closed steps (those no longer kept included). */
 static uint64_t requests_of(const struct report *r, pid_t pid)
 {
-	const struct step_stat *st;
-	uint64_t sum = 0;
-	size_t i, n;
-
-	st = timeline__steps(r->tl, pid, &n);
-	for (i = 0; i < n; i++)
-		sum += st[i].requests;
-	return sum;
+	return timeline__nr_requests(r->tl, pid);
 }
 
 static void print_growth(struct report *r, const struct tproc *p, const struct growth *g,
@@ -1082,7 +1088,65 @@ static const char *const loss_names[GL_STAT_MAX] = {
 	[GL_STAT_STALE_FRAMES] = "stale_frames",
 	[GL_STAT_STACK_FAIL] = "stack_fail",
 	[GL_STAT_STACK_COLLISION] = "stack_collision",
+	[GL_STAT_MAP_FULL] = "map_full",
+	[GL_STAT_LOST_ALLOCS] = "lost_allocs",
+	[GL_STAT_LOST_ALLOC_BYTES] = "lost_alloc_bytes",
+	[GL_STAT_LOST_ALLOCS_UNSIZED] = "lost_allocs_unsized",
+	[GL_STAT_LOST_FREES] = "lost_frees",
+	[GL_STAT_LOST_TASKS] = "lost_process_events",
 };
+
+/* The error bounds of a verdict: how far live bytes may be from the truth. */
+static void json_uncertainty(struct report *r, const struct tproc *p)
+{
+	struct uncertainty u;
+
+	if (tproc__uncertainty(r->t, p, &u)) {
+		fputs(",\"approximate\":true,\"uncertainty\":null", r->json);
+		return;
+	}
+	fprintf(r->json, ",\"approximate\":%s,\"uncertainty\":{\"records_lost\":%" PRIu64
+		",\"allocs_missed\":%" PRIu64 ",\"alloc_bytes_missed\":%" PRIu64
+		",\"allocs_missed_unsized\":%" PRIu64 ",\"frees_missed\":%" PRIu64
+		",\"live_bytes_min\":%" PRIu64 ",\"live_bytes_max\":",
+		u.approximate ? "true" : "false", p->loss[GL_STAT_RB_FULL], u.allocs_missed,
+		u.alloc_bytes_missed, u.allocs_missed_unsized, u.frees_missed,
+		p->live_bytes - u.live_overstated_max);
+	if (u.under_known)
+		fprintf(r->json, "%" PRIu64, p->live_bytes + u.live_understated_max);
+	else
+		fputs("null", r->json);
+	fputc('}', r->json);
+}
+
+/* "LOST (results approximate): ..." and by how much: the line every lossy verdict ends with. */
+static void print_uncertainty(struct report *r, const struct tproc *p)
+{
+	struct uncertainty u;
+	char b1[32], b2[32], b3[32];
+	int k;
+
+	if (tproc__uncertainty(r->t, p, &u) || !u.approximate)
+		return;
+	fprintf(r->out, "LOST (results approximate):");
+	for (k = 0; k < GL_STAT_MAX; k++)
+		if (loss_names[k] && p->loss[k] &&
+		    (k < GL_STAT_LOST_ALLOCS || k > GL_STAT_LOST_FREES))
+			fprintf(r->out, " %s=%" PRIu64, loss_names[k], p->loss[k]);
+	fputc('\n', r->out);
+	if (!u.allocs_missed && !u.frees_missed)
+		return;
+	fprintf(r->out, "  missed: %" PRIu64 " allocations (%s%s), %" PRIu64 " frees; live bytes "
+		"are between %s and ", u.allocs_missed, fmt_bytes(u.alloc_bytes_missed, b1,
+		sizeof(b1)), u.allocs_missed_unsized ? " and some of unknown size" : "",
+		u.frees_missed, fmt_bytes(p->live_bytes - u.live_overstated_max, b2, sizeof(b2)));
+	if (u.under_known)
+		fprintf(r->out, "%s\n", fmt_bytes(p->live_bytes + u.live_understated_max, b3,
+						  sizeof(b3)));
+	else
+		fprintf(r->out, "an unknown amount above %s\n", fmt_bytes(p->live_bytes, b3,
+									   sizeof(b3)));
+}
 
 static void json_growth(struct report *r, pid_t pid, const struct growth *g, size_t n,
 			const struct projection *pr, size_t steps)
@@ -1119,7 +1183,8 @@ static void json_verdict(struct report *r, const struct tproc *p, uint64_t now_n
 	uint64_t end = p->exited || p->detached ? p->last_ts_ns : now_ns;
 	int k;
 
-	fprintf(r->json, "{\"type\":\"verdict\",\"pid\":%d,\"comm\":", p->pid);
+	fprintf(r->json, "{\"type\":\"verdict\",\"pid\":%d,\"ppid\":%d,\"ns_pid\":%u,\"comm\":",
+		p->pid, p->ppid, p->ns_pid);
 	json_str(r->json, p->comm);
 	fprintf(r->json,
 		",\"state\":\"%s\",\"exit_status\":%d,\"duration_s\":%.3f,\"live_bytes\":%" PRIu64
@@ -1145,6 +1210,7 @@ static void json_verdict(struct report *r, const struct tproc *p, uint64_t now_n
 		if (loss_names[k])
 			fprintf(r->json, "%s\"%s\":%" PRIu64, k ? "," : "", loss_names[k], p->loss[k]);
 	fputc('}', r->json);
+	json_uncertainty(r, p);
 	json_site_array(r, p, SEL_MEMORY, "leaks");
 	json_site_array(r, p, SEL_RETAINED, "retained");
 	json_site_array(r, p, SEL_IGNORED, "ignored");
@@ -1161,11 +1227,12 @@ static void json_verdict(struct report *r, const struct tproc *p, uint64_t now_n
 	fputs("}\n", r->json);
 }
 
+static void print_summary(struct report *r, uint64_t now_ns);
+
 void report__final(struct report *r, uint64_t now_ns)
 {
 	struct tracker *t = r->t;
 	size_t i;
-	int k;
 
 	for (i = 0; i < t->nr_procs; i++) {
 		const struct tproc *p = t->procs[i];
@@ -1175,16 +1242,22 @@ void report__final(struct report *r, uint64_t now_ns)
 		struct projection pr = { 0 };
 		size_t ng = 0, nsteps = 0;
 
+		if (!reported(p))
+			continue;
 		if (r->tl) {
-			timeline__steps(r->tl, p->pid, &nsteps);
+			nsteps = timeline__nr_steps(r->tl, p->pid);
 			if (!timeline__growth(r->tl, p->pid, &g, &ng))
 				timeline__project(r->tl, p->pid, g, ng, &pr);
 		}
 		cur_growth = g;
 		cur_nr_growth = ng;
 
-		fprintf(r->out, "\npid %d (%s): %s", p->pid, p->comm[0] ? p->comm : "?",
-			proc_state(p));
+		fprintf(r->out, "\npid %d (%s", p->pid, p->comm[0] ? p->comm : "?");
+		if (p->ppid)
+			fprintf(r->out, ", child of %d", p->ppid);
+		if (p->ns_pid)
+			fprintf(r->out, ", pid %u in its namespace", p->ns_pid);
+		fprintf(r->out, "): %s", proc_state(p));
 		if (p->exited && p->exit_status >= 0)
 			fprintf(r->out, " with status %d", p->exit_status);
 		fprintf(r->out, " after %.2f s traced; %" PRIu64 " allocations (%s), %" PRIu64
@@ -1227,22 +1300,444 @@ void report__final(struct report *r, uint64_t now_ns)
 				"more)\n",
 				p->loss[GL_STAT_STACK_FAIL] + p->loss[GL_STAT_STACK_COLLISION],
 				p->loss[GL_STAT_STACK_FAIL], p->loss[GL_STAT_STACK_COLLISION]);
-		if (tproc__dropped(p) || p->loss[GL_STAT_READ_FAIL]) {
-			fprintf(r->out, "LOST (results approximate):");
-			for (k = 0; k < GL_STAT_MAX; k++)
-				if (loss_names[k] && p->loss[k])
-					fprintf(r->out, " %s=%" PRIu64, loss_names[k], p->loss[k]);
-			fputc('\n', r->out);
-		}
+		print_uncertainty(r, p);
 		if (r->json)
 			json_verdict(r, p, now_ns, g, ng, &pr, nsteps);
 		free(g);
 		cur_growth = NULL;
 		cur_nr_growth = 0;
 	}
+	print_summary(r, now_ns);
 	if (t->bad_records)
 		fprintf(r->out, "undecodable records skipped: %" PRIu64 "\n", t->bad_records);
 	fflush(r->out);
 	if (r->json)
 		fflush(r->json);
+}
+
+/* ---- across processes: the summary, and the fleet endpoint's view ---- */
+
+/* One process as the summary and the metrics see it. */
+struct proc_view {
+	const struct tproc *p;
+	uint64_t leaked;		/* live memory not meant to stay */
+	double growth_per_s;		/* summed slopes of its growth leaks */
+	double growth_per_step;
+	size_t growth_sites;
+	size_t nsteps;
+	struct projection pr;
+	struct growth *g;		/* its growth leaks (caller frees) */
+};
+
+static void proc_view(struct report *r, const struct tproc *p, struct proc_view *v)
+{
+	size_t i;
+
+	memset(v, 0, sizeof(*v));
+	v->p = p;
+	v->leaked = leaked_bytes(r->t, p->pid);
+	if (!r->tl)
+		return;
+	v->nsteps = timeline__nr_steps(r->tl, p->pid);
+	if (timeline__growth(r->tl, p->pid, &v->g, &v->growth_sites))
+		return;
+	timeline__project(r->tl, p->pid, v->g, v->growth_sites, &v->pr);
+	for (i = 0; i < v->growth_sites; i++) {
+		v->growth_per_s += v->g[i].slope_per_s;
+		v->growth_per_step += v->g[i].slope_per_step;
+	}
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Rank skew: a process whose memory grows while its peers' does not, the shape of one
+ * misbehaving rank among identical workers. Peers are the other processes that allocated
+ * anything (a launcher that only waits for its ranks is none); "does not" is a median growth
+ * under a tenth of this one's. Sets *median and *npeers.
+ */
+#define SKEW_PEER_FRACTION 0.1
+
+static bool skewed(const struct proc_view *v, size_t n, size_t i, double *median,
+		   size_t *npeers)
+{
+	double *peers;
+	size_t j, k = 0;
+	bool ret;
+
+	*median = 0;
+	*npeers = 0;
+	if (n < 2 || v[i].growth_per_s <= 0)
+		return false;
+	peers = malloc((n - 1) * sizeof(*peers));
+	if (!peers)
+		return false;
+	for (j = 0; j < n; j++)
+		if (j != i && v[j].p->c.allocs)
+			peers[k++] = v[j].growth_per_s > 0 ? v[j].growth_per_s : 0;
+	*npeers = k;
+	if (!k) {
+		free(peers);
+		return false;
+	}
+	qsort(peers, k, sizeof(*peers), cmp_double);
+	*median = k % 2 ? peers[k / 2] : (peers[k / 2 - 1] + peers[k / 2]) / 2;
+	ret = *median <= SKEW_PEER_FRACTION * v[i].growth_per_s;
+	free(peers);
+	return ret;
+}
+
+/* The reported processes' views; caller frees each g and the array. */
+static struct proc_view *proc_views(struct report *r, size_t *n)
+{
+	struct proc_view *v = calloc(r->t->nr_procs ? r->t->nr_procs : 1, sizeof(*v));
+	size_t i;
+
+	*n = 0;
+	for (i = 0; v && i < r->t->nr_procs; i++)
+		if (reported(r->t->procs[i]))
+			proc_view(r, r->t->procs[i], &v[(*n)++]);
+	return v;
+}
+
+static void free_views(struct proc_view *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; v && i < n; i++)
+		free(v[i].g);
+	free(v);
+}
+
+/* More than one process: a table comparing them, rank skew, and its NDJSON record. */
+static void print_summary(struct report *r, uint64_t now_ns)
+{
+	char b1[32], b2[32], b3[32];
+	struct proc_view *v;
+	uint64_t live = 0, leaked = 0;
+	size_t n, i, nskew = 0, npeers;
+	double median;
+
+	(void)now_ns;
+	v = proc_views(r, &n);
+	if (!v || n < 2) {
+		free_views(v, n);
+		return;
+	}
+	fprintf(r->out, "\nacross %zu processes:\n", n);
+	fprintf(r->out, "  %7s  %-15s %-8s %10s %10s %12s %7s\n", "PID", "COMM", "STATE", "LIVE",
+		"LEAKED", "GROWTH/S", "GROWING");
+	for (i = 0; i < n; i++) {
+		const struct tproc *p = v[i].p;
+
+		live += p->live_bytes;
+		leaked += v[i].leaked;
+		fprintf(r->out, "  %7d  %-15s %-8s %10s %10s %10s/s %7zu%s\n", p->pid,
+			p->comm[0] ? p->comm : "?", proc_state(p),
+			fmt_bytes(p->live_bytes, b1, sizeof(b1)),
+			fmt_bytes(v[i].leaked, b2, sizeof(b2)),
+			fmt_bytes((uint64_t)(v[i].growth_per_s + 0.5), b3, sizeof(b3)),
+			v[i].growth_sites, tproc__dropped(p) ? "  (approximate)" : "");
+	}
+	fprintf(r->out, "  %7s  %-15s %-8s %10s %10s\n", "", "total", "",
+		fmt_bytes(live, b1, sizeof(b1)), fmt_bytes(leaked, b2, sizeof(b2)));
+	for (i = 0; i < n; i++) {
+		if (!skewed(v, n, i, &median, &npeers))
+			continue;
+		nskew++;
+		fprintf(r->out, "rank skew: pid %d (%s) grows %s/s while its %zu peers %s (median "
+			"%s/s)\n", v[i].p->pid, v[i].p->comm,
+			fmt_bytes((uint64_t)(v[i].growth_per_s + 0.5), b1, sizeof(b1)), npeers,
+			median > 0 ? "grow far less" : "stay flat",
+			fmt_bytes((uint64_t)(median + 0.5), b2, sizeof(b2)));
+	}
+	if (!nskew)
+		fprintf(r->out, "rank skew: none (no process grows while its peers stay flat)\n");
+	if (r->json) {
+		fprintf(r->json, "{\"type\":\"summary\",\"processes\":%zu,\"live_bytes\":%" PRIu64
+			",\"leaked_bytes\":%" PRIu64 ",\"per_process\":[", n, live, leaked);
+		for (i = 0; i < n; i++) {
+			const struct tproc *p = v[i].p;
+
+			fprintf(r->json, "%s{\"pid\":%d,\"ppid\":%d,\"comm\":", i ? "," : "",
+				p->pid, p->ppid);
+			json_str(r->json, p->comm);
+			fprintf(r->json, ",\"state\":\"%s\",\"live_bytes\":%" PRIu64
+				",\"leaked_bytes\":%" PRIu64 ",\"growth_bytes_per_s\":%.1f"
+				",\"growth_bytes_per_step\":%.1f,\"growth_sites\":%zu,\"steps\":%zu"
+				",\"approximate\":%s}", proc_state(p), p->live_bytes, v[i].leaked,
+				v[i].growth_per_s, v[i].growth_per_step, v[i].growth_sites,
+				v[i].nsteps, tproc__dropped(p) ? "true" : "false");
+		}
+		fputs("],\"skew\":[", r->json);
+		for (i = 0, nskew = 0; i < n; i++) {
+			if (!skewed(v, n, i, &median, &npeers))
+				continue;
+			fprintf(r->json, "%s{\"pid\":%d,\"comm\":", nskew++ ? "," : "",
+				v[i].p->pid);
+			json_str(r->json, v[i].p->comm);
+			fprintf(r->json, ",\"growth_bytes_per_s\":%.1f,\"peers\":%zu"
+				",\"peer_median_bytes_per_s\":%.1f}", v[i].growth_per_s, npeers,
+				median);
+		}
+		fputs("]}\n", r->json);
+	}
+	free_views(v, n);
+}
+
+/* One row of the metrics: a process's memory of one API on one device. */
+struct metric_row {
+	uint16_t api;
+	char dev[16];
+	uint64_t live, count, persistent, pending, suspect;
+	double growth_per_s, growth_per_step;
+};
+
+#define METRIC_ROWS 64
+
+static struct metric_row *row_of(struct metric_row *rows, size_t *n, uint16_t api,
+				 const char *dev)
+{
+	size_t i;
+
+	for (i = 0; i < *n; i++)
+		if (rows[i].api == api && !strcmp(rows[i].dev, dev))
+			return &rows[i];
+	if (*n == METRIC_ROWS)
+		return NULL;
+	memset(&rows[*n], 0, sizeof(rows[0]));
+	rows[*n].api = api;
+	snprintf(rows[*n].dev, sizeof(rows[0].dev), "%s", dev);
+	return &rows[(*n)++];
+}
+
+static size_t metric_rows(struct report *r, const struct proc_view *v, struct metric_row *rows)
+{
+	const struct tracker *t = r->t;
+	size_t i, n = 0;
+	char dev[16];
+
+	for (i = 0; i < t->nr_sites; i++) {
+		const struct site *s = &t->sites[i];
+		struct metric_row *row;
+
+		if (s->pid != v->p->pid || !s->counts || (!s->live_count && !s->pending_count))
+			continue;
+		site_dev_str(t, s, dev, sizeof(dev));
+		row = row_of(rows, &n, s->api, dev);
+		if (!row)
+			continue;
+		row->live += s->live_bytes;
+		row->count += s->live_count;
+		row->pending += s->pending_bytes;
+		if (s->cls == CLS_PERSISTENT)
+			row->persistent += s->live_bytes;
+	}
+	for (i = 0; i < v->growth_sites; i++) {
+		const struct site *s = &t->sites[v->g[i].site];
+		struct metric_row *row;
+
+		site_dev_str(t, s, dev, sizeof(dev));
+		row = row_of(rows, &n, s->api, dev);
+		if (!row)
+			continue;
+		row->suspect += s->live_bytes;
+		row->growth_per_s += v->g[i].slope_per_s;
+		row->growth_per_step += v->g[i].slope_per_step;
+	}
+	return n;
+}
+
+enum mtype { M_GAUGE, M_COUNTER, M_INFO };
+
+/* A label value, quoted: backslash, double quote and newline escaped (both formats). */
+static void metrics_label(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s; s++) {
+		if (*s == '\\')
+			fputs("\\\\", out);
+		else if (*s == '"')
+			fputs("\\\"", out);
+		else if (*s == '\n')
+			fputs("\\n", out);
+		else
+			fputc(*s, out);
+	}
+	fputc('"', out);
+}
+
+/*
+ * A metric family's HELP and TYPE. OpenMetrics names a counter family without _total and
+ * has an info type; Prometheus 0.0.4 names the family as its samples and knows neither.
+ */
+static void family(FILE *out, bool om, const char *name, enum mtype type, const char *help)
+{
+	const char *suffix = type == M_COUNTER ? "_total" : type == M_INFO ? "_info" : "";
+	const char *tname = type == M_GAUGE ? "gauge" : type == M_COUNTER ? "counter" : "info";
+
+	if (om) {
+		fprintf(out, "# TYPE gpuleak_%s %s\n# HELP gpuleak_%s %s\n", name, tname, name,
+			help);
+	} else {
+		fprintf(out, "# HELP gpuleak_%s%s %s\n# TYPE gpuleak_%s%s %s\n", name, suffix, help,
+			name, suffix, type == M_COUNTER ? "counter" : "gauge");
+	}
+}
+
+/* The start of a sample: its name and the labels every per-process sample has. */
+static void sample(FILE *out, const char *name, enum mtype type, const struct tproc *p)
+{
+	fprintf(out, "gpuleak_%s%s{pid=\"%d\",comm=", name,
+		type == M_COUNTER ? "_total" : type == M_INFO ? "_info" : "", p->pid);
+	metrics_label(out, p->comm);
+}
+
+static void row_metric(FILE *out, bool om, const struct proc_view *v, size_t nv,
+		       struct metric_row **rows, const size_t *nrows, const char *name,
+		       const char *help, int field)
+{
+	size_t i, j;
+
+	family(out, om, name, M_GAUGE, help);
+	for (i = 0; i < nv; i++)
+		for (j = 0; j < nrows[i]; j++) {
+			const struct metric_row *m = &rows[i][j];
+
+			sample(out, name, M_GAUGE, v[i].p);
+			fprintf(out, ",api=\"%s\",device=", cat_api_name(m->api));
+			metrics_label(out, m->dev);
+			switch (field) {
+			case 0: fprintf(out, "} %" PRIu64 "\n", m->live); break;
+			case 1: fprintf(out, "} %" PRIu64 "\n", m->count); break;
+			case 2: fprintf(out, "} %" PRIu64 "\n", m->persistent); break;
+			case 3: fprintf(out, "} %" PRIu64 "\n", m->pending); break;
+			case 4: fprintf(out, "} %" PRIu64 "\n", m->suspect); break;
+			case 5: fprintf(out, "} %.1f\n", m->growth_per_s); break;
+			default: fprintf(out, "} %.1f\n", m->growth_per_step); break;
+			}
+		}
+}
+
+void report__metrics(struct report *r, FILE *out, bool om)
+{
+	static const struct {
+		const char *name, *help;
+	} rowm[] = {
+		{ "live_bytes", "Bytes of traced allocations still live (all classes)." },
+		{ "live_allocations", "Traced allocations still live." },
+		{ "persistent_bytes", "Live bytes a persistent rule says are meant to stay." },
+		{ "pending_bytes", "Bytes freed asynchronously whose stream has not completed." },
+		{ "suspect_bytes", "Live bytes at call sites whose memory grows step over step." },
+		{ "growth_bytes_per_second", "Growth rate of the growing call sites (bytes/s)." },
+		{ "growth_bytes_per_step", "Growth of the growing call sites per step (bytes)." },
+	};
+	struct metric_row **rows;
+	struct proc_view *v;
+	size_t n, i, k, *nrows, npeers;
+	double median;
+
+	v = proc_views(r, &n);
+	rows = calloc(n ? n : 1, sizeof(*rows));
+	nrows = calloc(n ? n : 1, sizeof(*nrows));
+	if (!v || !rows || !nrows)
+		goto out;
+	for (i = 0; i < n; i++) {
+		rows[i] = calloc(METRIC_ROWS, sizeof(**rows));
+		if (!rows[i])
+			goto out;
+		nrows[i] = metric_rows(r, &v[i], rows[i]);
+	}
+	family(out, om, "build", M_INFO, "gpuleak's version.");
+	fprintf(out, "gpuleak_build_info{version=\"%s\"} 1\n", GPULEAK_VERSION);
+	family(out, om, "process", M_INFO, "A traced process: its name, parent and state.");
+	for (i = 0; i < n; i++) {
+		sample(out, "process", M_INFO, v[i].p);
+		fprintf(out, ",ppid=\"%d\",state=\"%s\"} 1\n", v[i].p->ppid, proc_state(v[i].p));
+	}
+	for (k = 0; k < sizeof(rowm) / sizeof(rowm[0]); k++)
+		row_metric(out, om, v, n, rows, nrows, rowm[k].name, rowm[k].help, (int)k);
+	family(out, om, "time_to_oom_seconds", M_GAUGE,
+	       "Projected time until the most pressed device runs out, at the current growth.");
+	for (i = 0; i < n; i++) {
+		if (!v[i].pr.known)
+			continue;
+		sample(out, "time_to_oom_seconds", M_GAUGE, v[i].p);
+		fprintf(out, ",device=\"%s%d\"} %.1f\n", v[i].pr.webgpu ? "wgpu#" : "",
+			v[i].pr.webgpu ? v[i].pr.device + 1 : v[i].pr.device,
+			v[i].pr.seconds_to_oom);
+	}
+	family(out, om, "findings", M_GAUGE,
+	       "What the verdict would say now: call sites leaking, growing, rules violated.");
+	for (i = 0; i < n; i++) {
+		size_t nleak;
+		uint32_t *s = sorted_sites(r->t, v[i].p->pid, SEL_MEMORY, &nleak);
+
+		free(s);
+		sample(out, "findings", M_GAUGE, v[i].p);
+		fprintf(out, ",kind=\"leak_sites\"} %zu\n", nleak);
+		sample(out, "findings", M_GAUGE, v[i].p);
+		fprintf(out, ",kind=\"growth_leaks\"} %zu\n", v[i].growth_sites);
+		sample(out, "findings", M_GAUGE, v[i].p);
+		fprintf(out, ",kind=\"rule_violations\"} %zu\n", v[i].p->nr_viols);
+		sample(out, "findings", M_GAUGE, v[i].p);
+		fprintf(out, ",kind=\"rank_skew\"} %d\n", skewed(v, n, i, &median, &npeers));
+	}
+	family(out, om, "allocations", M_COUNTER, "Traced allocations made.");
+	for (i = 0; i < n; i++) {
+		sample(out, "allocations", M_COUNTER, v[i].p);
+		fprintf(out, "} %" PRIu64 "\n", v[i].p->c.allocs);
+	}
+	family(out, om, "frees", M_COUNTER, "Traced frees.");
+	for (i = 0; i < n; i++) {
+		sample(out, "frees", M_COUNTER, v[i].p);
+		fprintf(out, "} %" PRIu64 "\n", v[i].p->c.frees);
+	}
+	family(out, om, "failed_calls", M_COUNTER, "Traced calls that returned an error.");
+	for (i = 0; i < n; i++) {
+		sample(out, "failed_calls", M_COUNTER, v[i].p);
+		fprintf(out, "} %" PRIu64 "\n", v[i].p->c.failed_calls);
+	}
+	family(out, om, "dropped", M_COUNTER,
+	       "Events lost or not tracked in the kernel, by reason (the verdict's losses).");
+	for (i = 0; i < n; i++)
+		for (k = 0; k < GL_STAT_MAX; k++) {
+			if (!loss_names[k] || k == GL_STAT_LOST_ALLOC_BYTES)
+				continue;
+			sample(out, "dropped", M_COUNTER, v[i].p);
+			fprintf(out, ",reason=\"%s\"} %" PRIu64 "\n", loss_names[k],
+				v[i].p->loss[k]);
+		}
+	family(out, om, "dropped_alloc_bytes", M_COUNTER,
+	       "Bytes of allocations whose records were lost (outermost calls of known size).");
+	for (i = 0; i < n; i++) {
+		sample(out, "dropped_alloc_bytes", M_COUNTER, v[i].p);
+		fprintf(out, "} %" PRIu64 "\n", v[i].p->loss[GL_STAT_LOST_ALLOC_BYTES]);
+	}
+	family(out, om, "approximate", M_GAUGE,
+	       "1 when losses make this process's numbers approximate.");
+	for (i = 0; i < n; i++) {
+		struct uncertainty u = { .approximate = true };
+
+		tproc__uncertainty(r->t, v[i].p, &u);
+		sample(out, "approximate", M_GAUGE, v[i].p);
+		fprintf(out, "} %d\n", u.approximate);
+	}
+	family(out, om, "records", M_COUNTER, "Records analysed (all processes).");
+	fprintf(out, "gpuleak_records_total %" PRIu64 "\n", r->t->records);
+	family(out, om, "undecodable_records", M_COUNTER, "Records skipped as undecodable.");
+	fprintf(out, "gpuleak_undecodable_records_total %" PRIu64 "\n", r->t->bad_records);
+	if (om)
+		fputs("# EOF\n", out);
+out:
+	for (i = 0; rows && i < n; i++)
+		free(rows[i]);
+	free(rows);
+	free(nrows);
+	free_views(v, n);
 }

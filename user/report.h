@@ -45,8 +45,13 @@ void report__interval(struct report *r, uint64_t now_ns);
 void report__step(struct report *r, pid_t pid, const struct step_stat *st);
 /* A closed step: one terminal line with a sparkline of live bytes. */
 void report__step_line(struct report *r, pid_t pid, const struct step_stat *st);
-/* The final report and the verdict records, one per traced process. */
+/*
+ * The final report and the verdict records, one per traced process; with several processes,
+ * a summary across them (rank skew) and its NDJSON record.
+ */
 void report__final(struct report *r, uint64_t now_ns);
+/* The fleet endpoint's exposition: OpenMetrics (om) or Prometheus text 0.0.4. */
+void report__metrics(struct report *r, FILE *out, bool om);
 
 struct site;
 /* Whether a site's live memory is a leak at the end (not persistent or ignored by rule). */

@@ -32,6 +32,14 @@ struct trend {
 #define MAX_DEVICES 16
 #define BUSY_STEPS 8
 
+/*
+ * Steps a process keeps: when full, the older half goes, with the site samples before it.
+ * Decode loops close tens of steps a second; without a bound a tracer left on a server for
+ * days would grow by ~100 bytes a step. Growth is judged on the steps kept (at least half of
+ * this), which is also what matters: what the process does now.
+ */
+#define TL_MAX_STEPS 16384
+
 struct ptl {
 	pid_t pid;
 	bool started;
@@ -42,6 +50,7 @@ struct ptl {
 	uint64_t abytes0, fbytes0, allocs0, frees0;
 	struct step_stat *steps;
 	size_t nr_steps, cap_steps;
+	size_t forgotten;	/* steps dropped from the front (TL_MAX_STEPS) */
 	struct trend *tr;
 	size_t nr_tr, cap_tr;
 	struct hmap tr_idx;	/* site -> index into tr */
@@ -213,6 +222,32 @@ static void sample(struct timeline *tl, struct ptl *p, struct trend *tr, uint64_
 }
 
 /*
+ * Drop the older half of p's steps, and every site sample older than the first step kept
+ * but the last one (the value the site had when the kept steps begin).
+ */
+static void forget_old_steps(struct ptl *p)
+{
+	size_t keep = TL_MAX_STEPS / 2, i, j, k;
+	int64_t first;
+
+	memmove(p->steps, p->steps + (p->nr_steps - keep), keep * sizeof(*p->steps));
+	p->forgotten += p->nr_steps - keep;
+	p->nr_steps = keep;
+	first = p->steps[0].step;
+	for (i = 0; i < p->nr_tr; i++) {
+		struct trend *tr = &p->tr[i];
+
+		for (j = 0; j + 1 < tr->n && tr->v[j + 1].step <= first; j++)
+			;
+		if (!j)
+			continue;
+		for (k = 0; j < tr->n; j++, k++)
+			tr->v[k] = tr->v[j];
+		tr->n = k;
+	}
+}
+
+/*
  * A quiescent point: no request in flight. The sites that changed since the last one take
  * their live bytes now as the value their step will be sampled with. Without --request every
  * step end is one; with it, the sites changed by a request still in flight at a step end keep
@@ -281,6 +316,8 @@ static void close_step(struct timeline *tl, struct ptl *p, uint64_t ts_ns)
 	st.freed = tp->c.freed_bytes - p->fbytes0;
 	st.allocs = tp->c.allocs - p->allocs0;
 	st.frees = tp->c.frees - p->frees0;
+	if (p->nr_steps == TL_MAX_STEPS)
+		forget_old_steps(p);
 	if (p->nr_steps == p->cap_steps) {
 		size_t cap = p->cap_steps ? 2 * p->cap_steps : 64;
 		struct step_stat *v = realloc(p->steps, cap * sizeof(*v));
@@ -387,7 +424,7 @@ int timeline__on_record(struct timeline *tl, const struct gl_hdr *h)
 	if (h->kind == GL_REC_PROC) {
 		const struct gl_proc_rec *r = (const struct gl_proc_rec *)h;
 
-		if (h->size < sizeof(*r))
+		if (h->size < GL_PROC_REC_V1_SIZE)
 			return 0;
 		if (r->event == GL_PROC_ATTACH) {
 			p = ptl_get(tl, h->pid);
@@ -450,6 +487,21 @@ int timeline__on_record(struct timeline *tl, const struct gl_hdr *h)
 uint64_t timeline__boundaries(const struct timeline *tl)
 {
 	return tl->boundaries;
+}
+
+size_t timeline__nr_steps(const struct timeline *tl, pid_t pid)
+{
+	struct ptl *p = ptl_find(tl, pid);
+
+	return p ? p->forgotten + p->nr_steps : 0;
+}
+
+uint64_t timeline__nr_requests(const struct timeline *tl, pid_t pid)
+{
+	struct ptl *p = ptl_find(tl, pid);
+
+	/* Up to the last closed step, as the steps' own counts add up. */
+	return p ? p->requests0 : 0;
 }
 
 const struct step_stat *timeline__steps(const struct timeline *tl, pid_t pid, size_t *n)
@@ -553,6 +605,9 @@ static bool analyse(const struct timeline *tl, const struct ptl *p, const struct
 	double *x, *xt, *y, r2t;
 	size_t i, k;
 
+	/* Steps forgotten (TL_MAX_STEPS) are no part of the judgement. */
+	if (w < p->steps[0].step)
+		w = p->steps[0].step;
 	if (last - w < 2)
 		return false;
 	v = dense(tr, w, last);

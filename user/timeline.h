@@ -82,8 +82,12 @@ int timeline__on_record(struct timeline *tl, const struct gl_hdr *h);
 /* Close the step in progress of pid (session end), so its last step counts. */
 void timeline__finish(struct timeline *tl, pid_t pid, uint64_t ts_ns);
 
-/* Steps closed so far for pid. */
+/* Steps closed so far for pid, the most recent ones kept (a bounded number). */
 const struct step_stat *timeline__steps(const struct timeline *tl, pid_t pid, size_t *n);
+/* How many steps pid closed in all, those no longer kept included. */
+size_t timeline__nr_steps(const struct timeline *tl, pid_t pid);
+/* Requests completed in pid's closed steps, those no longer kept included. */
+uint64_t timeline__nr_requests(const struct timeline *tl, pid_t pid);
 /* Growth leaks of pid, largest slope first. Caller frees *out. */
 int timeline__growth(struct timeline *tl, pid_t pid, struct growth **out, size_t *n);
 /* Time to OOM of pid's most pressed device, given its growth leaks. */

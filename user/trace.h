@@ -16,9 +16,19 @@
 #include "capture.h"
 #include "wgpu.h"
 
+/* A process named on the command line (-p PID[@TICKS]). */
+struct trace_pid {
+	pid_t pid;
+	uint64_t start_ticks;	/* PID@TICKS: it must still be the process that started then
+				 * (field 22 of /proc/PID/stat), 0: whichever has the pid */
+};
+
 struct trace_opts {
-	pid_t pid;		/* attach mode when > 0 */
+	struct trace_pid *pids;	/* attach mode when nr_pids > 0 */
+	size_t nr_pids;
 	char **argv;		/* run mode when non-NULL */
+	bool follow;		/* --follow: trace the processes the targets fork, and execs */
+	const char *metrics_addr;	/* --metrics ADDR:PORT, NULL: no endpoint */
 	uint64_t duration_ns;	/* 0: until the target exits or a signal */
 	uint64_t interval_ns;	/* 0: no periodic tables */
 	const char *json_path;

@@ -373,6 +373,52 @@ uint64_t tproc__dropped(const struct tproc *p)
 	       p->loss[GL_STAT_DEPTH_OVERFLOW] + p->loss[GL_STAT_RET_NO_ENTRY];
 }
 
+static int cmp_desc_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x == y ? 0 : x > y ? -1 : 1;
+}
+
+int tproc__uncertainty(const struct tracker *t, const struct tproc *p, struct uncertainty *u)
+{
+	uint64_t lost_frees = p->loss[GL_STAT_LOST_FREES], *sizes;
+	size_t i, n = 0;
+
+	memset(u, 0, sizeof(*u));
+	u->approximate = tproc__dropped(p) || p->loss[GL_STAT_READ_FAIL] ||
+			 p->loss[GL_STAT_MAP_FULL];
+	u->allocs_missed = p->loss[GL_STAT_LOST_ALLOCS];
+	u->alloc_bytes_missed = p->loss[GL_STAT_LOST_ALLOC_BYTES];
+	u->allocs_missed_unsized = p->loss[GL_STAT_LOST_ALLOCS_UNSIZED];
+	u->frees_missed = lost_frees;
+	/* Allocations missed can only have made live bytes look smaller, by at most their
+	 * bytes; one of unknown size leaves that side open. */
+	u->under_known = !u->allocs_missed_unsized;
+	u->live_understated_max = u->alloc_bytes_missed;
+	/* Each free missed left one allocation looking live: at worst the largest ones. */
+	if (!lost_frees)
+		return 0;
+	if (lost_frees >= p->live_count) {
+		u->live_overstated_max = p->live_bytes;
+		return 0;
+	}
+	sizes = malloc(p->live_count * sizeof(*sizes));
+	if (!sizes)
+		return -ENOMEM;
+	for (i = 0; i < p->allocs.cap && n < p->live_count; i++) {
+		const struct alloc *a = &p->allocs.slots[i];
+
+		if (a->addr && !(a->flags & AF_PENDING) && t->sites[tracker__alloc_site(t, a)].counts)
+			sizes[n++] = a->size;
+	}
+	qsort(sizes, n, sizeof(*sizes), cmp_desc_u64);
+	for (i = 0; i < n && i < lost_frees; i++)
+		u->live_overstated_max += sizes[i];
+	free(sizes);
+	return 0;
+}
+
 /*
  * Streams as the tracker names them. The per-thread default stream (cudaStreamPerThread,
  * or stream 0 in a _ptsz call) is one per thread; tid << 32 lies above every user address,
@@ -2045,8 +2091,20 @@ static void apply_proc(struct tracker *t, const struct gl_proc_rec *r)
 		p->start_ticks = r->start_ticks;
 		memcpy(p->comm, r->comm, sizeof(p->comm));
 		p->comm[sizeof(p->comm) - 1] = 0;
+		if (r->hdr.size >= sizeof(*r)) {
+			p->ppid = r->ppid;
+			p->ns_pid = r->ns_pid;
+		}
 		if (!p->first_ts_ns)
 			p->first_ts_ns = r->hdr.ts_ns;
+		break;
+	case GL_PROC_EXEC:
+		/* Its memory went with its old program: the same end as an exit. */
+		flush_threads(t, p);
+		tracker__end_checks(t, p, r->hdr.ts_ns);
+		p->exited = true;
+		p->execed = true;
+		p->exit_status = -1;
 		break;
 	case GL_PROC_EXIT:
 		flush_threads(t, p);
@@ -2095,21 +2153,30 @@ int tracker__apply(struct tracker *t, const struct gl_hdr *h)
 		return 0;
 	case GL_REC_TICK:
 		return 0;
+	case GL_REC_TASK:
+		/* What it means (a child to trace, an exit status) reaches the analysis as
+		 * GL_REC_PROC from user space, once acted on. */
+		return 0;
 	case GL_REC_PROC:
-		if (h->size < sizeof(struct gl_proc_rec))
+		if (h->size < GL_PROC_REC_V1_SIZE)
 			break;
 		apply_proc(t, (const struct gl_proc_rec *)h);
 		return 0;
-	case GL_REC_LOSS:
-		if (h->size < sizeof(struct gl_loss_rec))
+	case GL_REC_LOSS: {
+		size_t n = h->size - sizeof(*h);
+
+		if (h->size < GL_LOSS_REC_V1_SIZE)
 			break;
 		p = tracker__proc(t, h->pid);
 		if (!p)
 			p = proc_get(t, h->pid);
 		if (!p)
 			return -ENOMEM;
-		memcpy(p->loss, ((const struct gl_loss_rec *)h)->counts, sizeof(p->loss));
+		/* Older records have fewer counters, newer ones more: take those we know. */
+		memcpy(p->loss, ((const struct gl_loss_rec *)h)->counts,
+		       n < sizeof(p->loss) ? n : sizeof(p->loss));
 		return 0;
+	}
 	default:
 		break;
 	}

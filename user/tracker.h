@@ -226,8 +226,11 @@ struct proc_counters {
 
 struct tproc {
 	pid_t pid;
+	pid_t ppid;		/* the traced process it was followed from, 0: none */
+	uint32_t ns_pid;	/* its pid in its own pid namespace, 0: the same as pid */
 	bool attached;
 	bool exited;
+	bool execed;		/* ended by exec: the pid lives on as another process */
 	bool detached;
 	int exit_status;
 	uint64_t start_ticks;
@@ -322,6 +325,25 @@ struct tproc *tracker__proc(struct tracker *t, pid_t pid);
 
 /* Records lost or calls untracked in BPF for this process. */
 uint64_t tproc__dropped(const struct tproc *p);
+
+/*
+ * How far a process's live bytes can be from the truth because of what was lost: the true
+ * value lies in [live_bytes - live_overstated_max, live_bytes + live_understated_max]
+ * (upper end open when !under_known).
+ */
+struct uncertainty {
+	bool approximate;		/* anything was lost or could not be read */
+	bool under_known;		/* every missed allocation's size is known */
+	uint64_t allocs_missed;		/* successful allocations never seen */
+	uint64_t alloc_bytes_missed;	/* their bytes (outermost calls, sized ones) */
+	uint64_t allocs_missed_unsized;	/* of those, size unknown (return without entry) */
+	uint64_t frees_missed;		/* frees never seen: their memory looks live */
+	uint64_t live_overstated_max;	/* the frees_missed largest live allocations */
+	uint64_t live_understated_max;	/* alloc_bytes_missed */
+};
+
+/* The error bounds of p's live bytes. 0 or -ENOMEM. */
+int tproc__uncertainty(const struct tracker *t, const struct tproc *p, struct uncertainty *u);
 /* The live (or pending) allocation of p at (ns, addr), or NULL. */
 const struct alloc *tracker__alloc(const struct tproc *p, uint8_t ns, uint64_t addr);
 /* The site (index into sites) of an allocation. */

@@ -6,8 +6,8 @@
  * is cudaMallocAsync(1 MiB) at async_alloc, each free cudaFreeAsync at async_free.
  *   late_sync  alloc, free, print "freed", wait for a line (SCENARIO_SYNC=1) or 300 ms, then
  *              cudaStreamSynchronize(S) at late_sync: pending until then, then freed
- *   never      alloc, free, never synchronized: still pending at exit (the stand-in's
- *              stream never runs the free)
+ *   never      alloc, free, never synchronized, exit 300 ms later: still pending at exit
+ *              (the stand-in's stream never runs the free), and pending that long
  *   double     alloc, free, free again (the stand-in reports an error for the second: its
  *              return is not checked), sync: one free, one double free
  *   reuse      alloc A, free A, alloc B of the same size on S: the stand-in hands back A's
@@ -59,6 +59,7 @@ int main(int argc, char **argv)
 		late_sync(s);
 	} else if (!strcmp(argv[1], "never")) {
 		SCENARIO_OK(async_free(a, s));
+		nanosleep(&pause, NULL);
 	} else if (!strcmp(argv[1], "double")) {
 		SCENARIO_OK(async_free(a, s));
 		async_free(a, s);
