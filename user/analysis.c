@@ -41,3 +41,8 @@ int analysis__feed(struct analysis *a, const struct gl_hdr *h)
 		return err;
 	return timeline__on_record(a->tl, h);
 }
+
+void analysis__prefetch(const struct analysis *a, const struct gl_hdr *h)
+{
+	tracker__prefetch(a->t, h);
+}

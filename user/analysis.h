@@ -39,5 +39,7 @@ int analysis__new(const struct analysis_opts *o, frames_fn frames, void *frames_
 void analysis__free(struct analysis *a);
 /* One record, in stream order. */
 int analysis__feed(struct analysis *a, const struct gl_hdr *h);
+/* A record that will be fed soon: start loading what it touches (tracker__prefetch). */
+void analysis__prefetch(const struct analysis *a, const struct gl_hdr *h);
 
 #endif
