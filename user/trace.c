@@ -183,6 +183,13 @@ static int on_record(void *ctx, const struct gl_hdr *h)
 	return analysis__feed(tr->an, h);
 }
 
+static void on_prefetch(void *ctx, const struct gl_hdr *h)
+{
+	struct trace *tr = ctx;
+
+	analysis__prefetch(tr->an, h);
+}
+
 /* The target's executable mappings, for naming addresses the capture has no symbol for. */
 static void capture_maps(struct trace *tr, const struct proc_maps *m)
 {
@@ -837,6 +844,8 @@ int trace__run(const struct trace_opts *o)
 		err = analysis__new(&o->a, symbolizer__site_frames, tr.sym, &tr.an);
 	if (!err)
 		err = ringbuf__new(bpf_map__fd(tr.skel->maps.events), on_record, &tr, &tr.rb);
+	if (!err)
+		ringbuf__set_prefetch(tr.rb, on_prefetch);
 	if (err) {
 		pr_err("setting up: %s\n", strerror(-err));
 		goto cleanup;
