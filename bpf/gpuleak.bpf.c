@@ -44,8 +44,7 @@ struct frame {
 	__u64 aux;
 	__u64 aux2;
 	__u64 mul;
-	__u64 caller;
-	__u64 ts_ns;
+	__u64 ts_ns;		/* entry time, syncs only */
 	__s32 stack_id;
 	__u32 api;
 	__u32 hflags;		/* enum gl_hdr_flags found at entry */
@@ -147,11 +146,20 @@ static __always_inline void count_loss(__u32 pid, enum gl_stat s, __u64 n)
 	__sync_fetch_and_add(&l->counts[k & (GL_STAT_MAX - 1)], n);
 }
 
-static __always_inline __u64 rb_flags(__u8 spec_flags)
+/*
+ * Wake the consumer when this record (already reserved: counted in the ring's unread bytes)
+ * takes the unread bytes past a multiple of wakeup_bytes: once per wakeup_bytes written, not
+ * on every record while that much is unread. A wakeup is an irq_work, a self-IPI: microseconds
+ * on a VM, and a consumer that is slow to run would otherwise make every record pay one.
+ */
+static __always_inline __u64 rb_flags(__u8 spec_flags, __u32 size)
 {
+	__u64 unread;
+
 	if (spec_flags & GL_SPEC_WAKEUP)
 		return BPF_RB_FORCE_WAKEUP;
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+	unread = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	if (unread >= size && (unread - size) / wakeup_bytes != unread / wakeup_bytes)
 		return BPF_RB_FORCE_WAKEUP;
 	return BPF_RB_NO_WAKEUP;
 }
@@ -307,8 +315,9 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 	f->aux = gl_arg(ctx, s.arg_aux);
 	f->aux2 = gl_arg(ctx, s.arg_aux2);
 	f->mul = s.arg_mul ? gl_arg(ctx, s.arg_mul) : 1;
-	f->caller = gl_entry_caller(ctx);
-	f->ts_ns = bpf_ktime_get_ns();
+	/* No caller here: the return probe has it for free (gl_return_caller). Only a sync
+	 * needs its entry time; a clock read costs ~25 ns on a VM. */
+	f->ts_ns = s.shape == GL_SHAPE_SYNC ? bpf_ktime_get_ns() : 0;
 	f->api = api;
 	f->stack_id = -1;
 	f->hflags = 0;
@@ -365,7 +374,7 @@ static __always_inline void emit_label(__u16 api, __u64 pid_tgid, __u8 depth, __
 	r->len = len;
 	r->truncated = trunc;
 	__builtin_memcpy(r->label, label, GL_LABEL_MAX);
-	bpf_ringbuf_submit(r, rb_flags(spec_flags));
+	bpf_ringbuf_submit(r, rb_flags(spec_flags, sizeof(*r)));
 }
 
 /* SetLabel-style calls: (handle, data, len) or (handle, const char *) in the arguments. */
@@ -416,7 +425,7 @@ static __always_inline int emit_entry_desc(struct pt_regs *ctx, __u16 api, struc
 		/* Before the call record: user space learns of the callback first. */
 		code_ptr_check(api, s, dr->desc, pid_tgid, depth);
 	}
-	bpf_ringbuf_submit(dr, rb_flags(s.flags));
+	bpf_ringbuf_submit(dr, rb_flags(s.flags, sizeof(*dr)));
 	return 0;
 }
 
@@ -447,7 +456,7 @@ static __always_inline int emit_entry(struct pt_regs *ctx, __u16 api, struct gl_
 	r->caller = gl_entry_caller(ctx);
 	r->ret = 0;
 	r->stack_id = -1;
-	bpf_ringbuf_submit(r, rb_flags(s.flags));
+	bpf_ringbuf_submit(r, rb_flags(s.flags, sizeof(*r)));
 	return 0;
 }
 
@@ -531,7 +540,7 @@ static __always_inline void fill_exit(struct pt_regs *ctx, struct gl_api_spec s,
 	r->hdr.flags = f->hflags;
 	if (stale)
 		r->hdr.flags |= GL_HF_STALE_FRAMES;
-	r->caller = f->caller;
+	r->caller = gl_return_caller(ctx);
 	r->stack_id = f->stack_id;
 	switch (s.shape) {
 	case GL_SHAPE_ALLOC_OUTPTR:
@@ -606,7 +615,7 @@ int gl_exit(struct pt_regs *ctx)
 			return 0;
 		}
 		fill_exit(ctx, s, api, pid_tgid, i, stale, f, r);
-		bpf_ringbuf_submit(r, rb_flags(s.flags));
+		bpf_ringbuf_submit(r, rb_flags(s.flags, sizeof(*r)));
 		return 0;
 	}
 	/* Separate reservations of constant size: the verifier needs to see which it is. */
@@ -634,7 +643,7 @@ int gl_exit(struct pt_regs *ctx)
 	/* A created object's label, or a call's (an NVTX range name): not a failed one's. */
 	label = (dr->call.hdr.kind == GL_REC_ALLOC || dr->call.hdr.kind == GL_REC_CALL) &&
 		st->label_len[i] != ~0U;
-	bpf_ringbuf_submit(dr, rb_flags(s.flags));
+	bpf_ringbuf_submit(dr, rb_flags(s.flags, sizeof(*dr)));
 	/* The handle exists only now: a label read at entry follows its allocation. */
 	if (label)
 		emit_label(api, pid_tgid, i, handle, st->label[i], st->label_len[i],
