@@ -487,6 +487,7 @@ static int start_attach_mode(struct trace *tr)
 {
 	struct proc_maps *m = NULL;
 	pid_t pid = tr->o->pid;
+	uint64_t t0;
 	int err, nr_new;
 
 	tr->tgt.pid = pid;
@@ -501,6 +502,7 @@ static int start_attach_mode(struct trace *tr)
 		pr_err("cannot watch pid %d: %s\n", pid, strerror(-err));
 		return err;
 	}
+	t0 = now_ns();
 	err = proc_maps__load(pid, &m);
 	if (err) {
 		pr_err("cannot read /proc/%d/maps: %s\n", pid, strerror(-err));
@@ -513,6 +515,9 @@ static int start_attach_mode(struct trace *tr)
 	err = attach__scan(tr->att, m, &nr_new);
 	if (err)
 		goto cleanup;
+	/* What `make bench` reports as attach time: maps, ELF scans, links. */
+	pr_info("pid %d: attach took %.1f ms (%zu probes in %zu objects)\n", pid,
+		(now_ns() - t0) / 1e6, attach__nr_probes(tr->att), attach__nr_objects(tr->att, pid));
 	tr->has_rendezvous = has_rendezvous_probe(tr, m);
 	tr->tgt.last_rescan_ns = now_ns();
 	if (attach_markers(tr, m))
@@ -774,9 +779,12 @@ static void finish_capture(struct trace *tr)
 
 static void finish(struct trace *tr)
 {
+	uint64_t t0 = now_ns();
+
 	/* Detach first, then drain what was submitted before the links went away. */
 	attach__free(tr->att);
 	tr->att = NULL;
+	pr_info("detach took %.1f ms\n", (now_ns() - t0) / 1e6);
 	tr->nr_code = 0;
 	if (tr->tgt.held && !tr->tgt.gone)
 		kill(tr->tgt.pid, SIGCONT);
