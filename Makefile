@@ -126,6 +126,8 @@ $(CAPTURE_GEN): bench/capture_gen.c $(LIB_OBJ)
 bench-capture: gpuleak $(CAPTURE_GEN) standins
 	@bench/capture_bench.sh
 
+include bench/bench.mk
+
 # libFuzzer target for the capture reader: everything `gpuleak report` runs, from bytes.
 FUZZ_CC ?= clang
 FUZZ_BIN := $(OUTPUT)/fuzz/fuzz_capture
