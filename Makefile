@@ -133,7 +133,7 @@ FUZZ_CC ?= clang
 FUZZ_BIN := $(OUTPUT)/fuzz/fuzz_capture
 FUZZ_SRC := $(addprefix user/,replay.c capture_reader.c capture_codec.c analysis.c tracker.c \
 	timeline.c rules.c units.c report.c symbolize.c probe_catalog.c hmap.c log.c elf_syms.c \
-	modules.c proc_maps.c wgpu.c)
+	modules.c proc_maps.c wgpu.c insn.c)
 FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined $(WARN) -std=gnu11 -D_GNU_SOURCE \
 	-DGPULEAK_VERSION='"$(VERSION)"' -Ibpf -Iuser

@@ -780,7 +780,18 @@ static void finish_capture(struct trace *tr)
 static void finish(struct trace *tr)
 {
 	uint64_t t0 = now_ns();
+	char *extra = NULL;
+	size_t extra_len;
+	FILE *f = tr->json ? open_memstream(&extra, &extra_len) : NULL;
 
+	/* Where the probes sat, for the verdict: known only while attached. */
+	if (f) {
+		attach__placement_json(tr->att, tr->tgt.pid, f);
+		if (fclose(f)) {
+			free(extra);
+			extra = NULL;
+		}
+	}
 	/* Detach first, then drain what was submitted before the links went away. */
 	attach__free(tr->att);
 	tr->att = NULL;
@@ -795,7 +806,10 @@ static void finish(struct trace *tr)
 	else
 		emit_proc(tr, GL_PROC_DETACH, 0);
 	capture_names(tr, true);
+	tr->rep.verdict_extra = extra;
 	report__final(&tr->rep, now_ns());
+	tr->rep.verdict_extra = NULL;
+	free(extra);
 	if (ringbuf__bad(tr->rb))
 		pr_warn("%" PRIu64 " ring buffer records had an unexpected size (mismatched BPF "
 			"object?)\n", ringbuf__bad(tr->rb));
@@ -844,6 +858,8 @@ int trace__run(const struct trace_opts *o)
 		modules__trace_libc(tr.mods, o->libc);
 	if (!err)
 		modules__set_wgpu_abi(tr.mods, &o->webgpu_abi);
+	if (!err)
+		modules__move_probes(tr.mods, !o->probe_at_entry);
 	if (!err)
 		err = attach__new(tr.skel->progs.gl_enter, tr.skel->progs.gl_exit, tr.mods, &tr.att);
 	if (!err)

@@ -25,6 +25,7 @@ struct trace_opts {
 	int top;
 	bool wait_for_lib;	/* attach even if no CUDA library is mapped yet */
 	bool libc;		/* also trace the C library's allocator */
+	bool probe_at_entry;	/* never move a probe past its function's entry */
 	uint64_t ringbuf_bytes;
 	struct analysis_opts a;	/* rules, steps, gate: shared with gpuleak report */
 	struct wgpu_abi webgpu_abi;	/* --webgpu-abi; labels == 0: detect per object */
