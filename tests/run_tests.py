@@ -18,6 +18,7 @@ import test_driver_nccl  # noqa: E402,F401
 import test_rules  # noqa: E402,F401
 import test_timeline  # noqa: E402,F401
 import test_capture  # noqa: E402,F401
+import test_probes  # noqa: E402,F401
 import test_unit  # noqa: E402,F401
 
 if __name__ == "__main__":
