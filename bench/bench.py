@@ -318,34 +318,15 @@ def bench_attach(a, tmp):
     return {"attach_ms": stats(att), "startup_ms": stats(start), "detach_ms": stats(det)}
 
 
-def slow_sites(pid):
-    """`gpuleak probes -p PID`: the sites still slow, and the moved ones."""
-    out = subprocess.run([GPULEAK, "probes", "-p", str(pid)], capture_output=True, text=True,
-                         timeout=60)
-    if out.returncode:
-        raise BenchError(f"gpuleak probes: {out.stderr.strip()}")
-    slow, moved = [], []
-    for l in out.stdout.splitlines()[1:]:
-        f = l.split()
-        if len(f) < 6:
-            continue
-        site = f"{os.path.basename(f[-1])}:{f[0]}"
-        if f[4] == "slow":
-            slow.append(site)
-        elif f[4].startswith("entry+"):
-            moved.append(f"{site}{f[4][5:]}")
-    return slow, moved, out.stdout
-
-
 def placement_run(extra, n):
+    """ncclCommRegister n times under gpuleak: ns per call, and gpuleak's verdict."""
     target = Proc([REALTARGET, "register", str(n)])
-    jp = tempfile.mktemp(prefix="gpuleak-bench-", suffix=".ndjson")
+    fd, jp = tempfile.mkstemp(prefix="gpuleak-bench-", suffix=".ndjson")
+    os.close(fd)
     tracer = None
     try:
         target.line("out", lambda l: l.startswith("ready"))
-        tracer = Proc([GPULEAK, "attach", "-p", str(target.pid), "--interval", "0", "--json",
-                       jp, *extra], stdin=False, stderr_pipe=True)
-        tracer.line("err", lambda l: "tracing pid" in l)
+        tracer = start_tracer("gpuleak", target.pid, jp, extra)
         target.send("go\n")
         res = json.loads(target.line("out", lambda l: l.startswith("{"), timeout=300))
         target.wait()
@@ -357,29 +338,30 @@ def placement_run(extra, n):
         target.kill()
         if tracer:
             tracer.kill()
-        if os.path.exists(jp):
-            os.unlink(jp)
-    return res["ns_per_call"]
+        os.unlink(jp)
+    return res["ns_per_call"], v
+
+
+def site_names(sites):
+    return [f"{s['module']}:{s['api']}" + (f"+{s['moved_bytes']}" if "moved_bytes" in s else "")
+            for s in sites]
 
 
 def bench_placement(a, tmp):
     if not os.path.exists(REALTARGET):
         raise BenchError(f"{REALTARGET} not built ({REAL_NCCL} missing?)")
-    target = Proc([REALTARGET, "wait"])
-    try:
-        target.line("out", lambda l: l.startswith("ready"))
-        slow, moved, listing = slow_sites(target.pid)
-        target.send("\n")
-        target.wait()
-    finally:
-        target.kill()
-    at_entry, at_moved = [], []
+    at_entry, at_moved, v = [], [], None
     for rep in range(a.placement_reps):
-        at_entry.append(placement_run(["--probe-at-entry"], a.placement_calls))
-        at_moved.append(placement_run([], a.placement_calls))
+        ns, _ = placement_run(["--probe-at-entry"], a.placement_calls)
+        at_entry.append(ns)
+        ns, v = placement_run([], a.placement_calls)
+        at_moved.append(ns)
         log(f"placement {rep + 1}/{a.placement_reps}: ncclCommRegister probed at its entry "
             f"{at_entry[-1]:.0f} ns/call, moved {at_moved[-1]:.0f} ns/call")
-    return {"slow_probe_sites": slow, "moved_probe_sites": moved,
+    # Sites of a process mapping NVIDIA's libcudart.so.13 and libnccl.so.2, as gpuleak's
+    # verdict lists them (the ld.so rendezvous, hit once per dlopen, is left out there).
+    return {"slow_probe_sites": site_names(v["slow_probe_sites"]),
+            "moved_probe_sites": site_names(v["moved_probe_sites"]),
             "ncclCommRegister_ns_probe_at_entry": stats(at_entry),
             "ncclCommRegister_ns_probe_moved": stats(at_moved)}
 

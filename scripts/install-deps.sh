@@ -19,8 +19,9 @@
 # so a mirror configured by the image keeps working.
 set -euo pipefail
 
+# bpftrace: the peer `make bench` compares gpuleak's cost with (bench/bench.py).
 want_pkgs=(clang llvm make gcc pkg-config libelf-dev zlib1g-dev libbpf-dev bpftool python3-jsonschema
-	   libclang-rt-14-dev librsvg2-bin python3)
+	   libclang-rt-14-dev librsvg2-bin python3 bpftrace)
 quiet=${GPULEAK_DEPS_QUIET:-0}
 say() { [ "$quiet" = 1 ] || echo "install-deps: $*" >&2; }
 warn() { echo "install-deps: warning: $*" >&2; }
