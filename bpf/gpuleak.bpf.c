@@ -429,6 +429,30 @@ static __always_inline int emit_entry_desc(struct pt_regs *ctx, __u16 api, struc
 	return 0;
 }
 
+/* A free with nothing but a pointer (cudaFree, ...): its short record (gl_small_rec). */
+static __always_inline int emit_small_free(struct pt_regs *ctx, __u16 api, struct gl_api_spec s,
+					   __u64 pid_tgid, __u8 depth)
+{
+	struct gl_small_rec *r = bpf_ringbuf_reserve(&events, GL_SMALL_FREE_SIZE, 0);
+
+	if (!r) {
+		count_loss(pid_tgid >> 32, GL_STAT_RB_FULL, 1);
+		return 0;
+	}
+	r->hdr.size = GL_SMALL_FREE_SIZE;
+	r->hdr.kind = GL_REC_FREE_SMALL;
+	r->hdr.depth = depth;
+	r->hdr.api = api;
+	r->hdr.flags = 0;
+	r->hdr.pid = pid_tgid >> 32;
+	r->hdr.tid = (__u32)pid_tgid;
+	r->hdr.ts_ns = bpf_ktime_get_ns();
+	r->addr = gl_arg(ctx, s.arg_addr);
+	r->caller = gl_entry_caller(ctx);
+	bpf_ringbuf_submit(r, rb_flags(s.flags, GL_SMALL_FREE_SIZE));
+	return 0;
+}
+
 /* Entry-only calls (frees, markers): the record is complete at entry. */
 static __always_inline int emit_entry(struct pt_regs *ctx, __u16 api, struct gl_api_spec s)
 {
@@ -436,6 +460,7 @@ static __always_inline int emit_entry(struct pt_regs *ctx, __u16 api, struct gl_
 	struct tstate *st = tstate_get(false);
 	struct gl_call_rec *r;
 	__u8 kind = s.shape == GL_SHAPE_NOTIFY ? GL_REC_NOTIFY : GL_REC_FREE;
+	__u64 size, aux, aux2;
 
 	if ((s.flags & GL_SPEC_HOLD) && bpf_map_lookup_elem(&held, &(__u32){ pid_tgid >> 32 }))
 		/* Queued before the record is visible, so user space's SIGCONT cannot precede it. */
@@ -445,14 +470,19 @@ static __always_inline int emit_entry(struct pt_regs *ctx, __u16 api, struct gl_
 	if (s.arg_desc)
 		return emit_entry_desc(ctx, api, s, pid_tgid, st ? st->depth : 0);
 
+	size = gl_arg(ctx, s.arg_size);
+	aux = gl_arg(ctx, s.arg_aux);
+	aux2 = gl_arg(ctx, s.arg_aux2);
+	if (kind == GL_REC_FREE && !size && !aux && !aux2)
+		return emit_small_free(ctx, api, s, pid_tgid, st ? st->depth : 0);
 	r = rec_reserve(pid_tgid >> 32);
 	if (!r)
 		return 0;
 	rec_header(r, kind, st ? st->depth : 0, api, pid_tgid, bpf_ktime_get_ns());
 	r->addr = gl_arg(ctx, s.arg_addr);
-	r->size = gl_arg(ctx, s.arg_size);
-	r->aux = gl_arg(ctx, s.arg_aux);
-	r->aux2 = gl_arg(ctx, s.arg_aux2);
+	r->size = size;
+	r->aux = aux;
+	r->aux2 = aux2;
 	r->caller = gl_entry_caller(ctx);
 	r->ret = 0;
 	r->stack_id = -1;
@@ -561,6 +591,38 @@ static __always_inline void fill_exit(struct pt_regs *ctx, struct gl_api_spec s,
 	}
 }
 
+/* A return without a descriptor: the short record when it says all (gl_small_rec). */
+static __always_inline int emit_exit(struct pt_regs *ctx, struct gl_api_spec s, __u16 api,
+				     __u64 pid_tgid, __u32 depth, __u32 stale, struct frame *f)
+{
+	struct gl_call_rec c, *r;
+	struct gl_small_rec *sr;
+
+	fill_exit(ctx, s, api, pid_tgid, depth, stale, f, &c);
+	if (c.hdr.kind == GL_REC_ALLOC && !c.aux && !c.aux2 && !c.ret && c.stack_id < 0) {
+		sr = bpf_ringbuf_reserve(&events, GL_SMALL_ALLOC_SIZE, 0);
+		if (!sr)
+			goto lost;
+		sr->hdr = c.hdr;
+		sr->hdr.size = GL_SMALL_ALLOC_SIZE;
+		sr->hdr.kind = GL_REC_ALLOC_SMALL;
+		sr->addr = c.addr;
+		sr->caller = c.caller;
+		sr->size = c.size;
+		bpf_ringbuf_submit(sr, rb_flags(s.flags, GL_SMALL_ALLOC_SIZE));
+		return 0;
+	}
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r)
+		goto lost;
+	*r = c;
+	bpf_ringbuf_submit(r, rb_flags(s.flags, sizeof(*r)));
+	return 0;
+lost:
+	count_loss(pid_tgid >> 32, GL_STAT_RB_FULL, 1);
+	return 0;
+}
+
 SEC("uretprobe.multi")
 int gl_exit(struct pt_regs *ctx)
 {
@@ -569,7 +631,6 @@ int gl_exit(struct pt_regs *ctx)
 	__u32 pid = pid_tgid >> 32;
 	__u64 entry_sp = GL_RET_SP_TO_ENTRY_SP(PT_REGS_SP(ctx));
 	struct gl_api_spec s;
-	struct gl_call_rec *r;
 	struct gl_desc_rec *dr;
 	struct tstate *st;
 	struct frame *f;
@@ -608,16 +669,8 @@ int gl_exit(struct pt_regs *ctx)
 	if (stale)
 		count_loss(pid, GL_STAT_STALE_FRAMES, stale);
 
-	if (!s.arg_desc) {
-		r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
-		if (!r) {
-			count_loss(pid, GL_STAT_RB_FULL, 1);
-			return 0;
-		}
-		fill_exit(ctx, s, api, pid_tgid, i, stale, f, r);
-		bpf_ringbuf_submit(r, rb_flags(s.flags, sizeof(*r)));
-		return 0;
-	}
+	if (!s.arg_desc)
+		return emit_exit(ctx, s, api, pid_tgid, i, stale, f);
 	/* Separate reservations of constant size: the verifier needs to see which it is. */
 	dr = bpf_ringbuf_reserve(&events, sizeof(*dr), 0);
 	if (!dr) {

@@ -10,6 +10,7 @@
  *   - records are looked at PREFETCH_AHEAD records before they are applied, so the cache
  *     misses of the allocation table (a million live allocations do not fit in any cache)
  *     overlap instead of adding up, without copying records out of the ring.
+ * Short records (struct gl_small_rec) are expanded here: the sink only sees full ones.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -25,11 +26,15 @@
 #define PREFETCH_AHEAD 12
 #define PUBLISH_EVERY 256
 
-/* A record gathered but not applied yet: its header (NULL when discarded) and its end. */
+/*
+ * A record gathered but not applied yet: its header (NULL when discarded) and its end. A
+ * short record (gl_small_rec) is expanded into full, which h then points to.
+ */
 struct pending {
 	const struct gl_hdr *h;
 	uint32_t len;
 	uint64_t next_pos;
+	struct gl_call_rec full;
 };
 
 struct ringbuf {
@@ -121,6 +126,21 @@ int ringbuf__fd(const struct ringbuf *rb)
 	return rb->epoll_fd;
 }
 
+/* The record a short one stands for: what nobody but BPF and this file should know. */
+static void expand(const struct gl_small_rec *s, uint32_t len, struct pending *e)
+{
+	bool alloc = s->hdr.kind == GL_REC_ALLOC_SMALL;
+
+	if (len < (alloc ? GL_SMALL_ALLOC_SIZE : GL_SMALL_FREE_SIZE) || s->hdr.size > len)
+		return;		/* left as it is: counted as bad by the caller */
+	e->full = (struct gl_call_rec){ .hdr = s->hdr, .addr = s->addr, .caller = s->caller,
+					.size = alloc ? s->size : 0, .stack_id = -1 };
+	e->full.hdr.size = sizeof(e->full);
+	e->full.hdr.kind = alloc ? GL_REC_ALLOC : GL_REC_FREE;
+	e->h = &e->full.hdr;
+	e->len = sizeof(e->full);
+}
+
 /* The record at pos if BPF has submitted (or discarded) it; false while it is being written. */
 static bool gather(struct ringbuf *rb, uint64_t pos, struct pending *e)
 {
@@ -134,6 +154,9 @@ static bool gather(struct ringbuf *rb, uint64_t pos, struct pending *e)
 	e->h = (len & BPF_RINGBUF_DISCARD_BIT) ? NULL
 					       : (const struct gl_hdr *)((const uint8_t *)hdr +
 									BPF_RINGBUF_HDR_SZ);
+	if (e->h && e->len >= sizeof(*e->h) &&
+	    (e->h->kind == GL_REC_ALLOC_SMALL || e->h->kind == GL_REC_FREE_SMALL))
+		expand((const struct gl_small_rec *)e->h, e->len, e);
 	return true;
 }
 
