@@ -7,7 +7,9 @@ Sections (--only picks some):
              target itself: untraced, with empty BPF programs on the same probes (the trap
              floor), under gpuleak, under an equivalent bpftrace script. The variants take
              turns within each repetition, so drift on a shared machine hits all of them;
-             ratios are taken within a repetition, then the median over repetitions.
+             ratios are taken within a repetition, then the median over repetitions. A run's
+             ns per pair is its median chunk of 1000 pairs (chunks where the thread lost its
+             CPU are outliers); the whole-run means are in bench.json too.
   consumer   records decoded and applied per second by one thread, 1 M allocations live
   memory     analysis heap per live allocation at 10 M live
   drops      records lost with a target making 1 M traced calls per second
@@ -203,29 +205,36 @@ def pair_run(variant, pairs, warmup, json_path):
         if v["calls"] != want or v["dropped_events"]:
             raise BenchError(f"gpuleak saw {v['calls']} of {want} calls, "
                              f"{v['dropped_events']} dropped: {v['losses']}")
-    return res["ns_per_pair"]
+    return res["ns_per_pair"], res["mean_ns_per_pair"]
 
 
 def bench_pairs(a, tmp):
     variants = ["none", "bare", "gpuleak", "bpftrace"]
     ns = {v: [] for v in variants}
-    r_bare, r_bt = [], []
+    mean = {v: [] for v in variants}
+    r_bare, r_bt, rm_bare, rm_bt = [], [], [], []
     jp = os.path.join(tmp, "pairs.ndjson")
     for rep in range(a.reps):
         # Rotate the order: no variant always runs first after a quiet moment.
         order = variants[rep % 4:] + variants[:rep % 4]
-        got = {}
+        got, gotm = {}, {}
         for v in order:
-            got[v] = pair_run(v, a.pairs, a.warmup, jp)
+            got[v], gotm[v] = pair_run(v, a.pairs, a.warmup, jp)
             ns[v].append(got[v])
+            mean[v].append(gotm[v])
         r_bare.append(got["gpuleak"] / got["bare"])
         r_bt.append(got["gpuleak"] / got["bpftrace"])
+        rm_bare.append(gotm["gpuleak"] / gotm["bare"])
+        rm_bt.append(gotm["gpuleak"] / gotm["bpftrace"])
         log(f"pairs {rep + 1}/{a.reps}: " +
-            ", ".join(f"{v} {got[v]:.0f} ns" for v in variants) +
+            ", ".join(f"{v} {got[v]:.0f} ns (mean {gotm[v]:.0f})" for v in variants) +
             f"; gpuleak/bare {r_bare[-1]:.3f}, gpuleak/bpftrace {r_bt[-1]:.3f}")
     res = {f"pair_ns_{v}": stats(ns[v]) for v in variants}
+    res.update({f"pair_mean_ns_{v}": stats(mean[v]) for v in variants})
     res["ratio_vs_bare"] = stats(r_bare)
     res["ratio_vs_bpftrace"] = stats(r_bt)
+    res["mean_ratio_vs_bare"] = stats(rm_bare)
+    res["mean_ratio_vs_bpftrace"] = stats(rm_bt)
     return res
 
 
@@ -397,6 +406,8 @@ ROWS = [  # key, label, unit, scale, format
     ("pair_ns_bpftrace", "pair, bpftrace", "ns", 1, "{:.0f}"),
     ("ratio_vs_bare", "gpuleak / floor", "", 1, "{:.3f}"),
     ("ratio_vs_bpftrace", "gpuleak / bpftrace", "", 1, "{:.3f}"),
+    ("mean_ratio_vs_bare", "  the same, whole-run means", "", 1, "{:.3f}"),
+    ("mean_ratio_vs_bpftrace", "  the same, whole-run means", "", 1, "{:.3f}"),
     ("consumer_events_per_s", "consumer, 1 M live, one thread", "M/s", 1e-6, "{:.2f}"),
     ("drops_at_1m_per_s", "records lost at 1 M calls/s", "", 1, "{:.0f}"),
     ("drops_rate_calls_per_s", "  rate reached", "M/s", 1e-6, "{:.3f}"),
