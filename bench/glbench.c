@@ -61,6 +61,19 @@ static int usage(void)
 	return 2;
 }
 
+static struct bench_bpf *load_bpf(void)
+{
+	struct bench_bpf *skel = bench_bpf__open_and_load();
+
+	if (!skel) {
+		int err = errno;
+
+		fprintf(stderr, "glbench: loading BPF: %s\n", strerror(err));
+		errno = err;
+	}
+	return skel;
+}
+
 /* ---- bare: the trap floor ---- */
 
 struct find_fn {
@@ -120,10 +133,9 @@ static int cmd_bare(int argc, char **argv)
 		fprintf(stderr, "glbench: %s: no cudaMalloc/cudaFree: %s\n", lib, strerror(-err));
 		goto cleanup;
 	}
-	skel = bench_bpf__open_and_load();
+	skel = load_bpf();
 	if (!skel) {
 		err = -errno;
-		fprintf(stderr, "glbench: loading BPF: %s\n", strerror(-err));
 		goto cleanup;
 	}
 	/* As gpuleak does: one entry link for both functions, one return link. */
@@ -276,10 +288,9 @@ static int cmd_consumer(int argc, char **argv)
 		fprintf(stderr, "glbench: setting up the analysis: %s\n", strerror(-err));
 		goto cleanup;
 	}
-	skel = bench_bpf__open_and_load();
+	skel = load_bpf();
 	if (!skel) {
 		err = -errno;
-		fprintf(stderr, "glbench: loading BPF: %s\n", strerror(-err));
 		goto cleanup;
 	}
 	err = ringbuf__new(bpf_map__fd(skel->maps.events), sink, s.an, &rb);

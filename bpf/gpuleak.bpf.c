@@ -173,17 +173,23 @@ static __always_inline struct gl_call_rec *rec_reserve(__u32 pid)
 	return r;
 }
 
+static __always_inline void hdr_fill(struct gl_hdr *h, __u16 size, __u8 kind, __u8 depth,
+				     __u16 api, __u64 pid_tgid, __u64 ts_ns)
+{
+	h->size = size;
+	h->kind = kind;
+	h->depth = depth;
+	h->api = api;
+	h->flags = 0;
+	h->pid = pid_tgid >> 32;
+	h->tid = (__u32)pid_tgid;
+	h->ts_ns = ts_ns;
+}
+
 static __always_inline void rec_header(struct gl_call_rec *r, __u8 kind, __u8 depth, __u16 api,
 				       __u64 pid_tgid, __u64 ts_ns)
 {
-	r->hdr.size = sizeof(*r);
-	r->hdr.kind = kind;
-	r->hdr.depth = depth;
-	r->hdr.api = api;
-	r->hdr.flags = 0;
-	r->hdr.pid = pid_tgid >> 32;
-	r->hdr.tid = (__u32)pid_tgid;
-	r->hdr.ts_ns = ts_ns;
+	hdr_fill(&r->hdr, sizeof(*r), kind, depth, api, pid_tgid, ts_ns);
 }
 
 static __always_inline struct tstate *tstate_get(bool create)
@@ -439,14 +445,8 @@ static __always_inline int emit_small_free(struct pt_regs *ctx, __u16 api, struc
 		count_loss(pid_tgid >> 32, GL_STAT_RB_FULL, 1);
 		return 0;
 	}
-	r->hdr.size = GL_SMALL_FREE_SIZE;
-	r->hdr.kind = GL_REC_FREE_SMALL;
-	r->hdr.depth = depth;
-	r->hdr.api = api;
-	r->hdr.flags = 0;
-	r->hdr.pid = pid_tgid >> 32;
-	r->hdr.tid = (__u32)pid_tgid;
-	r->hdr.ts_ns = bpf_ktime_get_ns();
+	hdr_fill(&r->hdr, GL_SMALL_FREE_SIZE, GL_REC_FREE_SMALL, depth, api, pid_tgid,
+		 bpf_ktime_get_ns());
 	r->addr = gl_arg(ctx, s.arg_addr);
 	r->caller = gl_entry_caller(ctx);
 	bpf_ringbuf_submit(r, rb_flags(s.flags, GL_SMALL_FREE_SIZE));
