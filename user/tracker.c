@@ -245,11 +245,16 @@ static struct tproc *proc_get(struct tracker *t, pid_t pid)
 
 static struct tthread *thread_get(struct tproc *p, uint32_t tid)
 {
-	uint64_t *v = hmap__get(&p->threads, tid, 0);
+	uint64_t *v;
 	struct tthread *th;
 
+	/* Looked up several times per record: the thread of the last one first. Threads live
+	 * as long as their process, so the pointer stays valid. */
+	if (p->last_thread && p->last_thread->tid == tid)
+		return p->last_thread;
+	v = hmap__get(&p->threads, tid, 0);
 	if (v)
-		return (struct tthread *)(uintptr_t)*v;
+		return p->last_thread = (struct tthread *)(uintptr_t)*v;
 	th = calloc(1, sizeof(*th));
 	if (!th)
 		return NULL;
@@ -258,7 +263,7 @@ static struct tthread *thread_get(struct tproc *p, uint32_t tid)
 		free(th);
 		return NULL;
 	}
-	return th;
+	return p->last_thread = th;
 }
 
 static int16_t thread_device(struct tproc *p, uint32_t tid)
@@ -290,7 +295,7 @@ static bool site_matches(const struct site *s, const struct site_key *k)
 	       s->label == k->label;
 }
 
-static uint32_t site_get(struct tracker *t, const struct site_key *k)
+static uint32_t site_lookup(struct tracker *t, const struct site_key *k)
 {
 	uint64_t k0 = (uint64_t)(uint32_t)k->pid << 32 | (uint64_t)k->api << 16 | (uint16_t)k->device;
 	uint64_t k1 = (k->stack_id >= 0 ? 1ULL << 63 | (uint32_t)k->stack_id : k->caller) ^
@@ -335,6 +340,20 @@ static uint32_t site_get(struct tracker *t, const struct site_key *k)
 									: CLS_IGNORED;
 	s->counts = api && cat_mem_counts(api->mem) && k->owner_kind != OWNER_LAYER;
 	return t->nr_sites++;
+}
+
+static uint32_t site_get(struct tracker *t, const struct site_key *k)
+{
+	/* A few busy sites make most calls: their indexes by caller, before any hashing. */
+	uint32_t *c = &t->site_cache[(k->caller >> 2 ^ k->api) % TRACKER_SITE_CACHE];
+	uint32_t idx;
+
+	if (*c && site_matches(&t->sites[*c - 1], k))
+		return *c - 1;
+	idx = site_lookup(t, k);
+	if (idx != UINT32_MAX)
+		*c = idx + 1;
+	return idx;
 }
 
 const struct alloc *tracker__alloc(const struct tproc *p, uint8_t ns, uint64_t addr)

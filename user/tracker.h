@@ -248,6 +248,7 @@ struct tproc {
 	size_t nr_viols, cap_viols;
 	uint32_t *dirty;	/* sites whose live bytes changed since the last step */
 	size_t nr_dirty, cap_dirty;
+	struct tthread *last_thread;	/* of the last record: most come from one thread */
 };
 
 struct rules;
@@ -259,6 +260,8 @@ struct rules;
 typedef int (*frames_fn)(void *ctx, pid_t pid, uint64_t caller, int32_t stack_id,
 			 const char **syms, const char **mods, int max);
 
+#define TRACKER_SITE_CACHE 64
+
 struct tracker {
 	const struct rules *rules;
 	frames_fn frames;
@@ -268,6 +271,7 @@ struct tracker {
 	struct site *sites;
 	size_t nr_sites, cap_sites;
 	struct hmap site_idx;
+	uint32_t site_cache[TRACKER_SITE_CACHE];	/* site index + 1 by caller, 0: none */
 	char **labels;		/* interned label strings; tobj.label is index + 1 */
 	size_t nr_labels, cap_labels;
 	struct hmap label_idx;	/* (hash, length) -> index */
