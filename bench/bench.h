@@ -24,4 +24,16 @@ struct bench_produce {
 	__s64 produced;		/* out: bpf_loop's return, records written or -errno */
 };
 
+/*
+ * What bare_enter/bare_exit do besides trapping: one kind of work gpuleak does per traced
+ * call per bit, at the places gpuleak does it.
+ */
+enum bench_cost {
+	COST_STASH = 1 << 0,	/* allocation entry: arguments into task storage */
+	COST_READ = 1 << 1,	/* a user-memory read: [sp] at a free, the out-pointer at return */
+	COST_CLOCK = 1 << 2,	/* a clock read per record */
+	COST_RECORD = 1 << 3,	/* a 72-byte record per call (allocation return, free) */
+	COST_SHORT = 1 << 4,	/* ... of 48 and 40 bytes instead (gl_small_rec) */
+};
+
 #endif

@@ -10,6 +10,8 @@ Sections (--only picks some):
              ratios are taken within a repetition, then the median over repetitions. A run's
              ns per pair is its median chunk of 1000 pairs (chunks where the thread lost its
              CPU are outliers); the whole-run means are in bench.json too.
+  breakdown  the same loop under programs doing one kind of gpuleak's per-call work each
+             (bench/bench.bpf.c, enum bench_cost): what each adds to the floor
   consumer   records decoded and applied per second by one thread, 1 M allocations live
   memory     analysis heap per live allocation at 10 M live
   drops      records lost with a target making 1 M traced calls per second
@@ -155,8 +157,9 @@ def start_tracer(variant, pid, json_path, extra=()):
     """Starts a tracer on pid and returns once its probes are in place (or None)."""
     if variant == "none":
         return None
-    if variant == "bare":
-        t = Proc([GLBENCH, "bare", "-p", str(pid), BENCH_LIB], stdin=False)
+    if variant == "bare" or variant.startswith("cost:"):
+        cost = variant[5:] if variant.startswith("cost:") else "0"
+        t = Proc([GLBENCH, "bare", "-p", str(pid), "--cost", cost, BENCH_LIB], stdin=False)
         t.line("out", lambda l: l.startswith("attached"))
         return t
     if variant == "gpuleak":
@@ -238,16 +241,55 @@ def bench_pairs(a, tmp):
     return res
 
 
+# enum bench_cost (bench/bench.h): what each step of the breakdown adds to the floor.
+COST_STEPS = [
+    ("stash", 1, "+ stash in task storage",
+     "arguments into task storage at the allocation's entry"),
+    ("read", 2, "+ 2 user-memory reads",
+     "the out-pointer at return, the free's return address"),
+    ("clock", 4, "+ 2 clock reads", "one per record"),
+    ("record72", 8, "+ 2 records of 72 B", "ring buffer records, drained as gpuleak does"),
+    ("record_short", 8 | 16, "+ 2 records of 48/40 B", "the same, short records"),
+    ("all72", 1 | 2 | 4 | 8, "+ all, 72 B records", "all of the above"),
+    ("all_short", 1 | 2 | 4 | 8 | 16, "+ all, short records",
+     "all of the above with short records: the work gpuleak does per pair"),
+]
+
+
+def bench_breakdown(a, tmp):
+    """What each kind of per-call work gpuleak does adds to the floor, alone."""
+    variants = ["bare"] + [f"cost:{bits}" for _, bits, _, _ in COST_STEPS]
+    ns = {v: [] for v in variants}
+    for rep in range(a.breakdown_reps):
+        order = variants[rep % len(variants):] + variants[:rep % len(variants)]
+        for v in order:
+            ns[v].append(pair_run(v, a.pairs, a.warmup, None)[0])
+        log(f"breakdown {rep + 1}/{a.breakdown_reps}: " +
+            ", ".join(f"{v} {ns[v][-1]:.0f}" for v in variants))
+    base = statistics.median(ns["bare"])
+    res = {}
+    for name, bits, _, _ in COST_STEPS:
+        res[f"cost_ns_{name}"] = stats([x - base for x in ns[f"cost:{bits}"]])
+    return res
+
+
+def consumer_run(*extra):
+    out = subprocess.run([GLBENCH, "consumer", *extra], capture_output=True, text=True,
+                         timeout=600)
+    if out.returncode:
+        raise BenchError(f"glbench consumer: {out.stderr.strip()}")
+    return json.loads(out.stdout)["events_per_s"]
+
+
 def bench_consumer(a, tmp):
-    vals = []
+    vals, cold = [], []
     for rep in range(a.consumer_reps):
-        out = subprocess.run([GLBENCH, "consumer", "-l", "1M", "-n", a.consumer_events],
-                             capture_output=True, text=True, timeout=600)
-        if out.returncode:
-            raise BenchError(f"glbench consumer: {out.stderr.strip()}")
-        vals.append(json.loads(out.stdout)["events_per_s"])
-        log(f"consumer {rep + 1}/{a.consumer_reps}: {vals[-1] / 1e6:.2f} M events/s")
-    return {"consumer_events_per_s": stats(vals)}
+        vals.append(consumer_run("-l", "1M", "-n", a.consumer_events))
+        # every free of the oldest allocation: a cache miss per record, the worst case
+        cold.append(consumer_run("-l", "1M", "-n", a.consumer_events, "--cold"))
+        log(f"consumer {rep + 1}/{a.consumer_reps}: {vals[-1] / 1e6:.2f} M events/s, "
+            f"worst case {cold[-1] / 1e6:.2f} M")
+    return {"consumer_events_per_s": stats(vals), "consumer_cold_events_per_s": stats(cold)}
 
 
 def bench_memory(a, tmp):
@@ -359,9 +401,9 @@ def site_names(sites):
 def bench_placement(a, tmp):
     if not os.path.exists(REALTARGET):
         raise BenchError(f"{REALTARGET} not built ({REAL_NCCL} missing?)")
-    at_entry, at_moved, v = [], [], None
+    at_entry, at_moved, v, v_entry = [], [], None, None
     for rep in range(a.placement_reps):
-        ns, _ = placement_run(["--probe-at-entry"], a.placement_calls)
+        ns, v_entry = placement_run(["--probe-at-entry"], a.placement_calls)
         at_entry.append(ns)
         ns, v = placement_run([], a.placement_calls)
         at_moved.append(ns)
@@ -371,6 +413,7 @@ def bench_placement(a, tmp):
     # verdict lists them (the ld.so rendezvous, hit once per dlopen, is left out there).
     return {"slow_probe_sites": site_names(v["slow_probe_sites"]),
             "moved_probe_sites": site_names(v["moved_probe_sites"]),
+            "slow_probe_sites_at_entry": site_names(v_entry["slow_probe_sites"]),
             "ncclCommRegister_ns_probe_at_entry": stats(at_entry),
             "ncclCommRegister_ns_probe_moved": stats(at_moved)}
 
@@ -395,7 +438,8 @@ def bench_capture(a, tmp):
             "report_calls": vals["calls"]}
 
 
-SECTIONS = {"pairs": bench_pairs, "consumer": bench_consumer, "memory": bench_memory,
+SECTIONS = {"pairs": bench_pairs, "breakdown": bench_breakdown,
+            "consumer": bench_consumer, "memory": bench_memory,
             "drops": bench_drops, "attach": bench_attach, "placement": bench_placement,
             "capture": bench_capture}
 
@@ -408,7 +452,9 @@ ROWS = [  # key, label, unit, scale, format
     ("ratio_vs_bpftrace", "gpuleak / bpftrace", "", 1, "{:.3f}"),
     ("mean_ratio_vs_bare", "  the same, whole-run means", "", 1, "{:.3f}"),
     ("mean_ratio_vs_bpftrace", "  the same, whole-run means", "", 1, "{:.3f}"),
+] + [(f"cost_ns_{n}", f"  {label}", "ns", 1, "{:.0f}") for n, _, label, _ in COST_STEPS] + [
     ("consumer_events_per_s", "consumer, 1 M live, one thread", "M/s", 1e-6, "{:.2f}"),
+    ("consumer_cold_events_per_s", "  every free a cache miss", "M/s", 1e-6, "{:.2f}"),
     ("drops_at_1m_per_s", "records lost at 1 M calls/s", "", 1, "{:.0f}"),
     ("drops_rate_calls_per_s", "  rate reached", "M/s", 1e-6, "{:.3f}"),
     ("bytes_per_live_alloc", "heap per live allocation, 10 M live", "B", 1, "{:.1f}"),
@@ -443,7 +489,7 @@ def print_table(res):
                       ("met" if met(key, s["median"]) else "MISSED"))
         print(f"{label + (' (' + unit + ')' if unit else ''):<40} {f(s['median']):>9} "
               f"{f(s['min']):>9} {f(s['max']):>9} {s['n']:>3}  {target}")
-    for key in ("slow_probe_sites", "moved_probe_sites"):
+    for key in ("slow_probe_sites", "moved_probe_sites", "slow_probe_sites_at_entry"):
         if key in res:
             print(f"{key}: {', '.join(res[key]) or 'none'}")
 
@@ -476,7 +522,8 @@ def main():
     a.reps = a.reps or (3 if q else 9)
     a.pairs = a.pairs or (100000 if q else 500000)
     a.warmup = 20000
-    a.consumer_reps = 3 if q else 7
+    a.breakdown_reps = 3 if q else 5
+    a.consumer_reps = 3 if q else 5
     a.consumer_events = "4M" if q else "20M"
     a.memory_live = "2M" if q else "10M"
     a.drop_reps = 1 if q else 3
@@ -500,7 +547,8 @@ def main():
     doc = {"machine": info,
            "command": "make bench" + (" BENCH_ARGS='" + " ".join(sys.argv[1:]) + "'"
                                       if sys.argv[1:] else ""),
-           "config": {k: getattr(a, k) for k in ("reps", "pairs", "warmup", "consumer_reps",
+           "config": {k: getattr(a, k) for k in ("reps", "pairs", "warmup", "breakdown_reps",
+                                                  "consumer_reps",
                                                   "consumer_events", "memory_live", "drop_reps",
                                                   "drop_seconds", "attach_reps",
                                                   "placement_reps", "placement_calls")},
