@@ -36,6 +36,8 @@ struct {
 } stashes SEC(".maps");
 
 /* A record of one of gpuleak's sizes, with its wakeup rule (once per 256 KiB written). */
+#define WAKEUP (256 << 10)
+
 static __always_inline void record(__u32 size, __u64 addr, __u64 caller, __u64 ts_ns)
 {
 	struct gl_small_rec *r;
@@ -54,8 +56,8 @@ static __always_inline void record(__u32 size, __u64 addr, __u64 caller, __u64 t
 	r->addr = addr;
 	r->caller = caller;	/* within the 40 bytes of the shortest record */
 	unread = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
-	bpf_ringbuf_submit(r, unread >= size && (unread - size) / (256 << 10) != unread / (256 << 10)
-			      ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+	bpf_ringbuf_submit(r, unread >= size && (unread - size) / WAKEUP != unread / WAKEUP ?
+			      BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 }
 
 /* The attach cookie: 0 on cudaMalloc, 1 on cudaFree. */

@@ -440,17 +440,17 @@ void module__print_placement(const struct module *m, FILE *out)
 		const char *api = cat_api_name(s->api->api);
 
 		if (s->place.place == PLACE_MOVED)
-			fprintf(out, "  %s in %s: probe moved %u bytes past its entry's %s, which "
-				"the kernel single-steps; what it skips changes no argument, no stack "
-				"or frame pointer, no memory\n", api, m->name, s->place.moved,
-				s->place.first);
+			fprintf(out, "  %s in %s: probe moved %u bytes past its entry's %s, "
+				"which the kernel single-steps; what it skips changes no argument, "
+				"no stack or frame pointer, no memory\n", api, m->name,
+				s->place.moved, s->place.first);
 		else if (s->place.place == PLACE_SLOW)
-			fprintf(out, "  %s in %s: probe on %s, which the kernel single-steps (~20 us "
-				"per call on a VM), not moved: %s\n", api, m->name, s->place.first,
-				s->place.why);
+			fprintf(out, "  %s in %s: probe on %s, which the kernel single-steps "
+				"(~20 us per call on a VM), not moved: %s\n", api, m->name,
+				s->place.first, s->place.why);
 		else if (s->place.place == PLACE_REFUSED)
-			fprintf(out, "  %s in %s: the kernel refuses a probe on %s, not traced: %s\n",
-				api, m->name, s->place.first, s->place.why);
+			fprintf(out, "  %s in %s: the kernel refuses a probe on %s, not traced: "
+				"%s\n", api, m->name, s->place.first, s->place.why);
 	}
 }
 

@@ -149,7 +149,8 @@ int insn__decode(const uint8_t *code, size_t len, uint64_t vaddr, struct insn *o
 
 	switch (opc) {
 	case 0x0f:
-		if (opc2 == 0x1e && d.pf3 && d.i < len && (code[d.i] == 0xfa || code[d.i] == 0xfb)) {
+		if (opc2 == 0x1e && d.pf3 && d.i < len &&
+		    (code[d.i] == 0xfa || code[d.i] == 0xfb)) {
 			d.i++;		/* endbr64/endbr32: a nop unless IBT is on */
 			name(out, code[d.i - 1] == 0xfa ? "endbr64" : "endbr32");
 			break;

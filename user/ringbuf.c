@@ -195,7 +195,8 @@ int64_t ringbuf__drain(struct ringbuf *rb)
 			head = (head + 1) % PREFETCH_AHEAD;
 			n--;
 			if (h) {
-				if (e->len < sizeof(*h) || h->size > e->len || h->size < sizeof(*h)) {
+				if (e->len < sizeof(*h) || h->size > e->len ||
+				    h->size < sizeof(*h)) {
 					rb->bad++;
 				} else {
 					err = rb->sink(rb->ctx, h);
