@@ -127,6 +127,8 @@ $(CAPTURE_GEN): bench/capture_gen.c $(LIB_OBJ)
 bench-capture: gpuleak $(CAPTURE_GEN) standins
 	@bench/capture_bench.sh
 
+include bench/bench.mk
+
 # libFuzzer targets for the files users hand us: tests/fuzz/fuzz_NAME.c, with its seeds,
 # corpus and dictionary in tests/fuzz/NAME/. capture: everything `gpuleak report` runs, from
 # bytes; rules: the rules parser and matchers.
@@ -135,7 +137,7 @@ FUZZ_TARGETS := capture rules
 FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 FUZZ_SRC := $(addprefix user/,replay.c capture_reader.c capture_codec.c analysis.c tracker.c \
 	timeline.c rules.c units.c report.c symbolize.c probe_catalog.c hmap.c log.c elf_syms.c \
-	modules.c proc_maps.c wgpu.c stacks.c graph.c series.c outputs.c perfetto.c svg.c)
+	modules.c proc_maps.c wgpu.c stacks.c graph.c series.c outputs.c perfetto.c svg.c insn.c)
 FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined $(WARN) -std=gnu11 -D_GNU_SOURCE \
 	-DGPULEAK_VERSION='"$(VERSION)"' -Ibpf -Iuser

@@ -8,7 +8,8 @@
 #   - wall time of `gpuleak report` on the 10 M-call capture, best of 3.
 # Targets (issue 7): <= 12 bytes per event, report of 10 M events <= 3 s.
 #
-# CALLS=N changes the generated stream's size; KEEP=1 keeps the files in $BENCH_DIR.
+# CALLS=N changes the generated stream's size; KEEP=1 keeps the files in $BENCH_DIR;
+# BENCH_KV=FILE also writes key=value lines for bench/bench.py (make bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GPULEAK=${GPULEAK:-./gpuleak}
@@ -47,6 +48,9 @@ fi
 f="$dir/gen.glc"
 "$GEN" -o "$f" -n "$CALLS" >/dev/null
 row "generated, $CALLS calls" "$CALLS" "$f"
+[ -z "${BENCH_KV:-}" ] ||
+	awk -v c="$CALLS" -v s="$(stat -c %s "$f")" \
+		'BEGIN { printf "calls=%d\nbytes_per_event=%.3f\n", c, s / c }' > "$BENCH_KV"
 
 times=
 for _ in 1 2 3; do
@@ -54,6 +58,7 @@ for _ in 1 2 3; do
 	"$GPULEAK" report "$f" >/dev/null
 	times="$times $t0 $(date +%s.%N)"
 done
-echo "$times" | awk -v c="$CALLS" -v cpus="$(nproc)" '{
+echo "$times" | awk -v c="$CALLS" -v cpus="$(nproc)" -v kv="${BENCH_KV:-}" '{
 	for (i = 1; i < NF; i += 2) { t = $(i + 1) - $i; if (!best || t < best) best = t }
-	printf "gpuleak report of %d calls: %.2f s (best of 3, %d CPUs)\n", c, best, cpus }'
+	printf "gpuleak report of %d calls: %.2f s (best of 3, %d CPUs)\n", c, best, cpus
+	if (kv != "") printf "report_s=%.3f\n", best >> kv }'

@@ -79,8 +79,7 @@ struct frame {
 	__u64 aux;
 	__u64 aux2;
 	__u64 mul;
-	__u64 caller;
-	__u64 ts_ns;
+	__u64 ts_ns;		/* entry time, syncs only */
 	__s32 stack_id;
 	__u32 api;
 	__u32 hflags;		/* enum gl_hdr_flags found at entry */
@@ -207,11 +206,20 @@ static __always_inline __u64 cur_pid_tgid(void)
 	return (__u64)ns.tgid << 32 | ns.pid;
 }
 
-static __always_inline __u64 rb_flags(__u8 spec_flags)
+/*
+ * Wake the consumer when this record (already reserved: counted in the ring's unread bytes)
+ * takes the unread bytes past a multiple of wakeup_bytes: once per wakeup_bytes written, not
+ * on every record while that much is unread. A wakeup is an irq_work, a self-IPI: microseconds
+ * on a VM, and a consumer that is slow to run would otherwise make every record pay one.
+ */
+static __always_inline __u64 rb_flags(__u8 spec_flags, __u32 size)
 {
+	__u64 unread;
+
 	if (spec_flags & GL_SPEC_WAKEUP)
 		return BPF_RB_FORCE_WAKEUP;
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+	unread = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	if (unread >= size && (unread - size) / wakeup_bytes != unread / wakeup_bytes)
 		return BPF_RB_FORCE_WAKEUP;
 	return BPF_RB_NO_WAKEUP;
 }
@@ -225,17 +233,23 @@ static __always_inline struct gl_call_rec *rec_reserve(__u32 pid)
 	return r;
 }
 
+static __always_inline void hdr_fill(struct gl_hdr *h, __u16 size, __u8 kind, __u8 depth,
+				     __u16 api, __u64 pid_tgid, __u64 ts_ns)
+{
+	h->size = size;
+	h->kind = kind;
+	h->depth = depth;
+	h->api = api;
+	h->flags = 0;
+	h->pid = pid_tgid >> 32;
+	h->tid = (__u32)pid_tgid;
+	h->ts_ns = ts_ns;
+}
+
 static __always_inline void rec_header(struct gl_call_rec *r, __u8 kind, __u8 depth, __u16 api,
 				       __u64 pid_tgid, __u64 ts_ns)
 {
-	r->hdr.size = sizeof(*r);
-	r->hdr.kind = kind;
-	r->hdr.depth = depth;
-	r->hdr.api = api;
-	r->hdr.flags = 0;
-	r->hdr.pid = pid_tgid >> 32;
-	r->hdr.tid = (__u32)pid_tgid;
-	r->hdr.ts_ns = ts_ns;
+	hdr_fill(&r->hdr, sizeof(*r), kind, depth, api, pid_tgid, ts_ns);
 }
 
 static __always_inline struct tstate *tstate_get(bool create)
@@ -417,8 +431,9 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 	f->aux = gl_arg(ctx, s.arg_aux);
 	f->aux2 = gl_arg(ctx, s.arg_aux2);
 	f->mul = s.arg_mul ? gl_arg(ctx, s.arg_mul) : 1;
-	f->caller = gl_entry_caller(ctx);
-	f->ts_ns = bpf_ktime_get_ns();
+	/* No caller here: the return probe has it for free (gl_return_caller). Only a sync
+	 * needs its entry time; a clock read costs ~25 ns on a VM. */
+	f->ts_ns = s.shape == GL_SHAPE_SYNC ? bpf_ktime_get_ns() : 0;
 	f->api = api;
 	f->stack_id = -1;
 	f->hflags = 0;
@@ -471,7 +486,7 @@ static __always_inline void emit_label(__u16 api, __u64 pid_tgid, __u8 depth, __
 	r->len = len;
 	r->truncated = trunc;
 	__builtin_memcpy(r->label, label, GL_LABEL_MAX);
-	bpf_ringbuf_submit(r, rb_flags(spec_flags));
+	bpf_ringbuf_submit(r, rb_flags(spec_flags, sizeof(*r)));
 }
 
 /* SetLabel-style calls: (handle, data, len) or (handle, const char *) in the arguments. */
@@ -522,7 +537,28 @@ static __always_inline int emit_entry_desc(struct pt_regs *ctx, __u16 api, struc
 		/* Before the call record: user space learns of the callback first. */
 		code_ptr_check(api, s, dr->desc, pid_tgid, depth);
 	}
-	bpf_ringbuf_submit(dr, rb_flags(s.flags));
+	bpf_ringbuf_submit(dr, rb_flags(s.flags, sizeof(*dr)));
+	return 0;
+}
+
+/* A free with nothing but a pointer (cudaFree, ...): its short record (gl_small_rec). */
+static __always_inline int emit_small_free(struct pt_regs *ctx, __u16 api, struct gl_api_spec s,
+					   __u64 pid_tgid, __u8 depth)
+{
+	struct gl_small_rec *r = bpf_ringbuf_reserve(&events, GL_SMALL_FREE_SIZE, 0);
+
+	if (!r) {
+		/* A lost free leaves its allocation live: the verdict bounds what that adds. */
+		count_loss(pid_tgid >> 32, GL_STAT_RB_FULL, 1);
+		if (gl_arg(ctx, s.arg_addr))
+			count_loss(pid_tgid >> 32, GL_STAT_LOST_FREES, 1);
+		return 0;
+	}
+	hdr_fill(&r->hdr, GL_SMALL_FREE_SIZE, GL_REC_FREE_SMALL, depth, api, pid_tgid,
+		 bpf_ktime_get_ns());
+	r->addr = gl_arg(ctx, s.arg_addr);
+	r->caller = gl_entry_caller(ctx);
+	bpf_ringbuf_submit(r, rb_flags(s.flags, GL_SMALL_FREE_SIZE));
 	return 0;
 }
 
@@ -533,6 +569,7 @@ static __always_inline int emit_entry(struct pt_regs *ctx, __u16 api, struct gl_
 	struct tstate *st = tstate_get(false);
 	struct gl_call_rec *r;
 	__u8 kind = s.shape == GL_SHAPE_NOTIFY ? GL_REC_NOTIFY : GL_REC_FREE;
+	__u64 size, aux, aux2;
 
 	if ((s.flags & GL_SPEC_HOLD) && bpf_map_lookup_elem(&held, &(__u32){ pid_tgid >> 32 }))
 		/* Queued before the record is visible, so user space's SIGCONT cannot precede it. */
@@ -542,6 +579,11 @@ static __always_inline int emit_entry(struct pt_regs *ctx, __u16 api, struct gl_
 	if (s.arg_desc)
 		return emit_entry_desc(ctx, api, s, pid_tgid, st ? st->depth : 0);
 
+	size = gl_arg(ctx, s.arg_size);
+	aux = gl_arg(ctx, s.arg_aux);
+	aux2 = gl_arg(ctx, s.arg_aux2);
+	if (kind == GL_REC_FREE && !size && !aux && !aux2)
+		return emit_small_free(ctx, api, s, pid_tgid, st ? st->depth : 0);
 	r = rec_reserve(pid_tgid >> 32);
 	if (!r) {
 		/* A lost free leaves its allocation live: the verdict bounds what that adds. */
@@ -551,13 +593,13 @@ static __always_inline int emit_entry(struct pt_regs *ctx, __u16 api, struct gl_
 	}
 	rec_header(r, kind, st ? st->depth : 0, api, pid_tgid, bpf_ktime_get_ns());
 	r->addr = gl_arg(ctx, s.arg_addr);
-	r->size = gl_arg(ctx, s.arg_size);
-	r->aux = gl_arg(ctx, s.arg_aux);
-	r->aux2 = gl_arg(ctx, s.arg_aux2);
+	r->size = size;
+	r->aux = aux;
+	r->aux2 = aux2;
 	r->caller = gl_entry_caller(ctx);
 	r->ret = 0;
 	r->stack_id = -1;
-	bpf_ringbuf_submit(r, rb_flags(s.flags));
+	bpf_ringbuf_submit(r, rb_flags(s.flags, sizeof(*r)));
 	return 0;
 }
 
@@ -641,7 +683,7 @@ static __always_inline void fill_exit(struct pt_regs *ctx, struct gl_api_spec s,
 	r->hdr.flags = f->hflags;
 	if (stale)
 		r->hdr.flags |= GL_HF_STALE_FRAMES;
-	r->caller = f->caller;
+	r->caller = gl_return_caller(ctx);
 	r->stack_id = f->stack_id;
 	switch (s.shape) {
 	case GL_SHAPE_ALLOC_OUTPTR:
@@ -690,6 +732,39 @@ static __always_inline void count_lost_alloc(struct pt_regs *ctx, struct gl_api_
 		count_loss(pid, GL_STAT_LOST_ALLOC_BYTES, size);
 }
 
+/* A return without a descriptor: the short record when it says all (gl_small_rec). */
+static __always_inline int emit_exit(struct pt_regs *ctx, struct gl_api_spec s, __u16 api,
+				     __u64 pid_tgid, __u32 depth, __u32 stale, struct frame *f)
+{
+	struct gl_call_rec c, *r;
+	struct gl_small_rec *sr;
+
+	fill_exit(ctx, s, api, pid_tgid, depth, stale, f, &c);
+	if (c.hdr.kind == GL_REC_ALLOC && !c.aux && !c.aux2 && !c.ret && c.stack_id < 0) {
+		sr = bpf_ringbuf_reserve(&events, GL_SMALL_ALLOC_SIZE, 0);
+		if (!sr)
+			goto lost;
+		sr->hdr = c.hdr;
+		sr->hdr.size = GL_SMALL_ALLOC_SIZE;
+		sr->hdr.kind = GL_REC_ALLOC_SMALL;
+		sr->addr = c.addr;
+		sr->caller = c.caller;
+		sr->size = c.size;
+		bpf_ringbuf_submit(sr, rb_flags(s.flags, GL_SMALL_ALLOC_SIZE));
+		return 0;
+	}
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r)
+		goto lost;
+	*r = c;
+	bpf_ringbuf_submit(r, rb_flags(s.flags, sizeof(*r)));
+	return 0;
+lost:
+	count_loss(pid_tgid >> 32, GL_STAT_RB_FULL, 1);
+	count_lost_alloc(ctx, s, f, pid_tgid >> 32, depth);
+	return 0;
+}
+
 SEC("uretprobe.multi")
 int gl_exit(struct pt_regs *ctx)
 {
@@ -698,7 +773,6 @@ int gl_exit(struct pt_regs *ctx)
 	__u32 pid = pid_tgid >> 32;
 	__u64 entry_sp = GL_RET_SP_TO_ENTRY_SP(PT_REGS_SP(ctx));
 	struct gl_api_spec s;
-	struct gl_call_rec *r;
 	struct gl_desc_rec *dr;
 	struct tstate *st;
 	struct frame *f;
@@ -747,17 +821,8 @@ int gl_exit(struct pt_regs *ctx)
 	if (stale)
 		count_loss(pid, GL_STAT_STALE_FRAMES, stale);
 
-	if (!s.arg_desc) {
-		r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
-		if (!r) {
-			count_loss(pid, GL_STAT_RB_FULL, 1);
-			count_lost_alloc(ctx, s, f, pid, i);
-			return 0;
-		}
-		fill_exit(ctx, s, api, pid_tgid, i, stale, f, r);
-		bpf_ringbuf_submit(r, rb_flags(s.flags));
-		return 0;
-	}
+	if (!s.arg_desc)
+		return emit_exit(ctx, s, api, pid_tgid, i, stale, f);
 	/* Separate reservations of constant size: the verifier needs to see which it is. */
 	dr = bpf_ringbuf_reserve(&events, sizeof(*dr), 0);
 	if (!dr) {
@@ -784,7 +849,7 @@ int gl_exit(struct pt_regs *ctx)
 	/* A created object's label, or a call's (an NVTX range name): not a failed one's. */
 	label = (dr->call.hdr.kind == GL_REC_ALLOC || dr->call.hdr.kind == GL_REC_CALL) &&
 		st->label_len[i] != ~0U;
-	bpf_ringbuf_submit(dr, rb_flags(s.flags));
+	bpf_ringbuf_submit(dr, rb_flags(s.flags, sizeof(*dr)));
 	/* The handle exists only now: a label read at entry follows its allocation. */
 	if (label)
 		emit_label(api, pid_tgid, i, handle, st->label[i], st->label_len[i],

@@ -71,6 +71,17 @@ static __always_inline __u64 gl_byval_addr(struct pt_regs *ctx, int n)
 #error "gpuleak: unsupported BPF target architecture"
 #endif
 
+/*
+ * The call site, in a return probe: before running return handlers the kernel puts the
+ * caller's return address back into the instruction pointer (uprobes' handle_trampoline), so
+ * it costs no read of the stack at entry. Also right for a call made as a tail call from
+ * another probed function, where the stack at entry holds the return trampoline instead.
+ */
+static __always_inline __u64 gl_return_caller(struct pt_regs *ctx)
+{
+	return PT_REGS_IP(ctx);
+}
+
 /* Argument n (1-based) at function entry; 0 when the position is unused. */
 static __always_inline __u64 gl_arg(struct pt_regs *ctx, int n)
 {

@@ -63,6 +63,9 @@ STANDIN_LIBCUDA := $(STANDIN_LIBDIR)/libcuda.so.1
 STANDIN_LIBCUDART := $(STANDIN_LIBDIR)/libcudart.so.13
 STANDIN_LIBS := $(STANDIN_LIBCUDA) $(STANDIN_LIBCUDART)
 STANDIN_LIBNCCL := $(STANDIN_LIBDIR)/libnccl.so.2
+# The probe-placement runtime (reloc.S): a libcudart.so.13 of its own, in its own folder.
+RELOC_LIBDIR := $(TESTS_OUTPUT)/lib-reloc
+RELOC_LIBCUDART := $(RELOC_LIBDIR)/libcudart.so.13
 
 # Linked against the stand-in runtime.
 SCENARIOS_CUDART := basic leak3 apis fail prealloc threads loop timeline hostleak asyncfree \
@@ -70,9 +73,10 @@ SCENARIOS_CUDART := basic leak3 apis fail prealloc threads loop timeline hostlea
 # Linked against the stand-in driver alone.
 SCENARIOS_DRIVER := driver_alloc vmm
 SCENARIO_BINS := $(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_CUDART) $(SCENARIOS_DRIVER) \
-	nccl_comm dlopen realcudart realdriver stacks)
+	nccl_comm dlopen realcudart realdriver stacks reloc)
 STANDIN_SELFTEST := $(SCENARIO_BINDIR)/standin_selftest
-STANDIN_ALL := $(STANDIN_LIBS) $(STANDIN_LIBNCCL) $(SCENARIO_BINS) $(STANDIN_SELFTEST)
+STANDIN_ALL := $(STANDIN_LIBS) $(STANDIN_LIBNCCL) $(RELOC_LIBCUDART) $(SCENARIO_BINS) \
+	$(STANDIN_SELFTEST)
 
 # Real Dawn: libwebgpu_wrapper.so (no SONAME) from the npm cache install-deps.sh fills.
 GPULEAK_DEPS ?= /var/cache/gpuleak
@@ -116,7 +120,7 @@ standins-check: standins
 	$(STANDIN_SELFTEST)
 	GPULEAK_REAL_LIBCUDA=$(GPULEAK_REAL_LIBCUDA) tests/scenarios/smoke.sh $(SCENARIO_BINDIR)
 
-$(STANDIN_LIBDIR) $(SCENARIO_BINDIR):
+$(STANDIN_LIBDIR) $(SCENARIO_BINDIR) $(RELOC_LIBDIR):
 	mkdir -p $@
 
 # The driver stand-in is unversioned like the real libcuda.so.1; the map only hides
@@ -142,6 +146,19 @@ $(STANDIN_LIBNCCL): tests/standin/nccl.c tests/standin/libnccl.map $(CUDA_INCLUD
 	$(TESTS_CC) $(STANDIN_CFLAGS) $(STANDIN_ENTRY_CFLAGS) $(STANDIN_LDFLAGS) -o $@ $< \
 		-Wl,-soname,libnccl.so.2 -Wl,--version-script=tests/standin/libnccl.map \
 		-Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN' -ldl
+
+# Assembly entries (reloc.S) whose first instructions the kernel single-steps; stripped like
+# the others, their symbol sizes stay in .dynsym.
+$(RELOC_LIBCUDART): tests/standin/reloc.S tests/standin/reloc_impl.c \
+		tests/standin/libcudart_reloc.map $(TESTS_BUILD_MK) | $(RELOC_LIBDIR)
+	$(TESTS_CC) $(STANDIN_CFLAGS) $(STANDIN_LDFLAGS) -o $@ tests/standin/reloc.S \
+		tests/standin/reloc_impl.c -Wl,-soname,libcudart.so.13 \
+		-Wl,--version-script=tests/standin/libcudart_reloc.map
+
+$(SCENARIO_BINDIR)/reloc: tests/scenarios/reloc.c tests/scenarios/scenario.h $(RELOC_LIBCUDART) \
+		$(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< $(RELOC_LIBCUDART) -Wl,--disable-new-dtags \
+		-Wl,-rpath,'$$ORIGIN/../lib-reloc'
 
 # Naming the library file records its soname as NEEDED, so the real libcudart.so.13 (in the
 # loader cache) can never be picked up at link time.

@@ -261,6 +261,12 @@ class Attached:
         self.gl.kill(signal.SIGTERM)
 
 
+def probe_rows(stdout):
+    """The table rows of `gpuleak probes` (split), without the notes that follow it."""
+    return [f for f in (l.split() for l in stdout.splitlines()[1:])
+            if len(f) >= 6 and f[2].startswith("0x")]
+
+
 def leak_sites(verdict, api=None):
     """{(api, function): (bytes, count)} from a verdict's leaks, function = symbol only."""
     out = {}

@@ -20,6 +20,7 @@ import test_timeline  # noqa: E402,F401
 import test_capture  # noqa: E402,F401
 import test_stacks  # noqa: E402,F401
 import test_reliability  # noqa: E402,F401
+import test_probes  # noqa: E402,F401
 import test_unit  # noqa: E402,F401
 
 if __name__ == "__main__":

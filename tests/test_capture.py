@@ -80,11 +80,18 @@ def report(path, extra=(), expect_rc=0):
     return res
 
 
+LIVE_ONLY = ("slow_probe_sites", "moved_probe_sites")
+
+
 def same_verdict(live, offline):
     """The whole verdict object is the same live and offline, except "capture": only a
-    report of a capture has it (which file, host, whether it was cut short)."""
+    report of a capture has it (which file, host, whether it was cut short), and where the
+    probes sat (LIVE_ONLY), a property of the tracing session, not of its records."""
     check("capture" not in live, "a live verdict has no capture member")
     check("capture" in offline, "an offline verdict says which capture it comes from")
+    for k in LIVE_ONLY:
+        check(k in live and k not in offline, f"{k} in live verdicts only")
+    live = {k: v for k, v in live.items() if k not in LIVE_ONLY}
     off = {k: v for k, v in offline.items() if k != "capture"}
     if live != off:
         diff = {k: (live.get(k), off.get(k)) for k in set(live) | set(off)

@@ -71,7 +71,8 @@ def flood_losses_add_up_to_what_was_issued():
     res = flood("4KiB")
     v = res.verdict()
     lost = v["losses"]["ringbuf_full"]
-    check(lost > issued - 4096 // 72, f"all but what 4 KiB holds was lost: {v['losses']}")
+    # the ring's smallest record: a 40-byte short free behind its 8-byte ring header
+    check(lost >= issued - 4096 // 48, f"all but what 4 KiB holds was lost: {v['losses']}")
     eq(v["losses"]["lost_process_events"], 0, "the exit record came after the drain")
     eq(v["calls"] + lost, issued, "received + lost = issued")
     eq(v["losses"]["lost_allocs"] + v["losses"]["lost_frees"], lost,

@@ -55,3 +55,8 @@ int analysis__write_outputs(struct analysis *a, struct report *r, uint64_t end_n
 {
 	return outputs__write(a->out, r, end_ns);
 }
+
+void analysis__prefetch(const struct analysis *a, const struct gl_hdr *h)
+{
+	tracker__prefetch(a->t, h);
+}

@@ -54,5 +54,7 @@ int analysis__feed(struct analysis *a, const struct gl_hdr *h);
 /* Write the files of --folded, --perfetto and --svg as of end_ns (after report__final, with
  * its report). 0 or -errno, said on stderr. */
 int analysis__write_outputs(struct analysis *a, struct report *r, uint64_t end_ns);
+/* A record that will be fed soon: start loading what it touches (tracker__prefetch). */
+void analysis__prefetch(const struct analysis *a, const struct gl_hdr *h);
 
 #endif

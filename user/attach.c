@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
 #include <bpf/libbpf.h>
 #include "attach.h"
 #include "elf_syms.h"
+#include "json.h"
 #include "log.h"
 #include "modules.h"
 #include "probe_catalog.h"
@@ -53,18 +55,79 @@ int attach__new(struct bpf_program *enter, struct bpf_program *exit, struct modu
 	return 0;
 }
 
+/* Up to this many links are destroyed at once (one thread each). */
+#define DETACH_THREADS 16
+
+struct detach_job {
+	struct bpf_link **links;
+	size_t n, first, step;
+};
+
+static void *detach_thread(void *arg)
+{
+	struct detach_job *j = arg;
+	size_t i;
+
+	for (i = j->first; i < j->n; i += j->step)
+		bpf_link__destroy(j->links[i]);
+	return NULL;
+}
+
+/*
+ * Destroying a uprobe link waits for RCU grace periods (~50 ms here, whatever the number of
+ * probes in it): one after the other, five links made Ctrl-C take 300 ms. Destroyed from
+ * several threads at once, their waits overlap.
+ */
+static void links_destroy(struct bpf_link **links, size_t n)
+{
+	struct detach_job jobs[DETACH_THREADS];
+	pthread_t tids[DETACH_THREADS];
+	bool own[DETACH_THREADS];
+	size_t i, nr_threads = n < DETACH_THREADS ? n : DETACH_THREADS, started = 0;
+
+	for (i = 0; i < nr_threads; i++) {
+		jobs[i] = (struct detach_job){ links, n, i, nr_threads };
+		/* The first share is this thread's; a thread that cannot start leaves its
+		 * share to this one too. */
+		own[i] = !i || pthread_create(&tids[started], NULL, detach_thread, &jobs[i]);
+		if (!own[i])
+			started++;
+	}
+	for (i = 0; i < nr_threads; i++)
+		if (own[i])
+			detach_thread(&jobs[i]);
+	for (i = 0; i < started; i++)
+		pthread_join(tids[i], NULL);
+}
+
 void attach__free(struct attach *a)
 {
-	size_t i;
+	struct bpf_link **links;
+	size_t i, n = 0;
 
 	if (!a)
 		return;
+	links = calloc(2 * a->n + a->nr_code + 1, sizeof(*links));
 	for (i = 0; i < a->n; i++) {
-		bpf_link__destroy(a->v[i].enter);
-		bpf_link__destroy(a->v[i].exit);
+		if (!links) {
+			bpf_link__destroy(a->v[i].enter);
+			bpf_link__destroy(a->v[i].exit);
+			continue;
+		}
+		if (a->v[i].enter)
+			links[n++] = a->v[i].enter;
+		if (a->v[i].exit)
+			links[n++] = a->v[i].exit;
 	}
-	for (i = 0; i < a->nr_code; i++)
-		bpf_link__destroy(a->code[i].link);
+	for (i = 0; i < a->nr_code; i++) {
+		if (links)
+			links[n++] = a->code[i].link;
+		else
+			bpf_link__destroy(a->code[i].link);
+	}
+	if (links)
+		links_destroy(links, n);
+	free(links);
 	free(a->v);
 	free(a->code);
 	free(a);
@@ -116,6 +179,9 @@ static struct bpf_link *link_multi(struct bpf_program *prog, pid_t pid, const ch
 	for (i = 0; i < mod->nr_sites; i++) {
 		if (ret && cat_entry_only(mod->sites[i].api))
 			continue;
+		/* One refused probe would fail the whole link (warn_slow_sites says so). */
+		if (mod->sites[i].place.place == PLACE_REFUSED)
+			continue;
 		offs[n] = mod->sites[i].offset;
 		cookies[n] = mod->sites[i].api->api;
 		n++;
@@ -139,26 +205,43 @@ cleanup:
 /* Say once per object which probes cost a single-step per hit (glibc's free, some nccl*). */
 static void warn_slow_sites(struct module *mod)
 {
-	char names[256];
-	size_t i, len = 0, n = 0;
+	char names[256], refused[256];
+	size_t i, len = 0, rlen = 0, n = 0, nr = 0, moved = 0;
 
 	if (mod->warned)
 		return;
 	mod->warned = true;
-	names[0] = 0;
+	names[0] = refused[0] = 0;
 	for (i = 0; i < mod->nr_sites; i++) {
+		const struct probe_site *s = &mod->sites[i];
+
+		moved += s->place.place == PLACE_MOVED;
+		if (s->place.place == PLACE_REFUSED) {
+			if (rlen < sizeof(refused) - 1)
+				rlen += snprintf(refused + rlen, sizeof(refused) - rlen, "%s%s (%s)",
+						 nr ? ", " : "", s->api->name, s->place.first);
+			nr++;
+		}
 		/* The rendezvous fires once per dlopen: its cost does not matter. */
-		if (!mod->sites[i].slow || mod->sites[i].api->op == OP_RENDEZVOUS)
+		if (s->place.place != PLACE_SLOW || s->api->op == OP_RENDEZVOUS)
 			continue;
 		if (len < sizeof(names) - 1)
-			len += snprintf(names + len, sizeof(names) - len, "%s%s", n ? ", " : "",
-					mod->sites[i].api->name);
+			len += snprintf(names + len, sizeof(names) - len, "%s%s (%s)", n ? ", " : "",
+					s->api->name, s->place.first);
 		n++;
 	}
+	if (moved)
+		pr_info("%zu probe%s in %s moved past a first instruction the kernel "
+			"single-steps (gpuleak probes --lib %s says where)\n", moved,
+			moved > 1 ? "s" : "", mod->name, mod->path);
 	if (n)
 		pr_warn("%zu probe%s in %s sit%s on an instruction the kernel single-steps "
 			"(several us per call, ~20 us on a nested VM): %s\n",
 			n, n > 1 ? "s" : "", mod->name, n > 1 ? "" : "s", names);
+	if (nr)
+		pr_warn("%zu function%s in %s start%s with an instruction the kernel refuses to "
+			"probe, not traced: %s\n", nr, nr > 1 ? "s" : "", mod->name,
+			nr > 1 ? "" : "s", refused);
 }
 
 /* Attach one module for pid through open_path (any path that reaches its inode). */
@@ -357,10 +440,40 @@ void module__print_sites(const struct module *m, FILE *out)
 
 	for (i = 0; i < m->nr_sites; i++) {
 		const struct probe_site *s = &m->sites[i];
+		char probe[16];
 
-		fprintf(out, "%-32s %-7s 0x%-10" PRIx64 " %-6s %s\n", cat_api_name(s->api->api),
-			cat_family_name(GL_API_FAMILY(s->api->api)), s->offset,
-			s->local ? "local" : "global", m->path);
+		if (s->place.place == PLACE_MOVED)
+			snprintf(probe, sizeof(probe), "entry+%u", s->place.moved);
+		else
+			snprintf(probe, sizeof(probe), "%s", s->place.place == PLACE_SLOW ? "slow" :
+				 s->place.place == PLACE_REFUSED ? "refused" : "entry");
+		fprintf(out, "%-32s %-7s 0x%-10" PRIx64 " %-6s %-8s %s\n",
+			cat_api_name(s->api->api), cat_family_name(GL_API_FAMILY(s->api->api)),
+			s->offset, s->local ? "local" : "global", probe, m->path);
+	}
+}
+
+void module__print_placement(const struct module *m, FILE *out)
+{
+	size_t i;
+
+	/* Indented: not table rows, nor the path-prefixed lines about the whole object. */
+	for (i = 0; i < m->nr_sites; i++) {
+		const struct probe_site *s = &m->sites[i];
+		const char *api = cat_api_name(s->api->api);
+
+		if (s->place.place == PLACE_MOVED)
+			fprintf(out, "  %s in %s: probe moved %u bytes past its entry's %s, "
+				"which the kernel single-steps; what it skips changes no argument, "
+				"no stack or frame pointer, no memory\n", api, m->name,
+				s->place.moved, s->place.first);
+		else if (s->place.place == PLACE_SLOW)
+			fprintf(out, "  %s in %s: probe on %s, which the kernel single-steps "
+				"(~20 us per call on a VM), not moved: %s\n", api, m->name,
+				s->place.first, s->place.why);
+		else if (s->place.place == PLACE_REFUSED)
+			fprintf(out, "  %s in %s: the kernel refuses a probe on %s, not traced: "
+				"%s\n", api, m->name, s->place.first, s->place.why);
 	}
 }
 
@@ -481,4 +594,47 @@ int attach__marker(struct attach *a, pid_t pid, const struct proc_maps *m, const
 		return -errno;
 	a->n++;
 	return 0;
+}
+
+/* One array member: sites of pid's modules whose probe sits where `place` says. */
+static void placement_array(const struct attach *a, pid_t pid, FILE *f, const char *key,
+			    enum probe_place place)
+{
+	size_t i, j, n = 0;
+
+	fprintf(f, "\"%s\":[", key);
+	for (i = 0; i < a->n; i++) {
+		const struct module *m = a->v[i].mod;
+
+		if (a->v[i].pid != pid || a->v[i].marker)
+			continue;
+		for (j = 0; j < m->nr_sites; j++) {
+			const struct probe_site *s = &m->sites[j];
+
+			/* The rendezvous fires once per dlopen: its cost does not matter. */
+			if (s->place.place != place || s->api->op == OP_RENDEZVOUS)
+				continue;
+			fputs(n++ ? ",{\"api\":" : "{\"api\":", f);
+			json_str(f, cat_api_name(s->api->api));
+			fputs(",\"module\":", f);
+			json_str(f, m->name);
+			fputs(",\"insn\":", f);
+			json_str(f, s->place.first);
+			if (place == PLACE_MOVED)
+				fprintf(f, ",\"moved_bytes\":%u", s->place.moved);
+			else {
+				fputs(",\"why\":", f);
+				json_str(f, s->place.why);
+			}
+			fputc('}', f);
+		}
+	}
+	fputc(']', f);
+}
+
+void attach__placement_json(const struct attach *a, pid_t pid, FILE *f)
+{
+	placement_array(a, pid, f, "slow_probe_sites", PLACE_SLOW);
+	fputc(',', f);
+	placement_array(a, pid, f, "moved_probe_sites", PLACE_MOVED);
 }

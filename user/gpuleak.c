@@ -62,6 +62,7 @@ enum opt_key {
 	OPT_SVG,
 	OPT_FOLLOW,
 	OPT_METRICS,
+	OPT_PROBE_AT_ENTRY,
 };
 
 struct cli {
@@ -174,6 +175,10 @@ static const struct argp_option trace_options[] = {
 	{ "webgpu-abi", OPT_WEBGPU_ABI, "GEN", 0,
 	  "webgpu.h generation of WebGPU libraries when it cannot be detected: sv, sv-tier1 "
 	  "or cstr", 0 },
+	{ "probe-at-entry", OPT_PROBE_AT_ENTRY, NULL, 0,
+	  "Put every probe on its function's first instruction, even one the kernel "
+	  "single-steps (by default such probes move past instructions that cannot matter to "
+	  "them: gpuleak probes shows where)", 0 },
 	{ "verbose", 'v', NULL, 0, "More diagnostics on stderr (-vv: libbpf debug)", 0 },
 	{},
 };
@@ -271,13 +276,17 @@ static const struct argp_option probes_options[] = {
 	{ "lib", OPT_LIB, "PATH", 0, "List the traced APIs in the ELF file PATH", 0 },
 	{ "webgpu-abi", OPT_WEBGPU_ABI, "GEN", 0,
 	  "webgpu.h generation of WebGPU libraries: sv, sv-tier1 or cstr", 0 },
+	{ "probe-at-entry", OPT_PROBE_AT_ENTRY, NULL, 0,
+	  "Show the probes as --probe-at-entry places them", 0 },
 	{ "verbose", 'v', NULL, 0, "Also list objects without traced APIs", 0 },
 	{},
 };
 
 static const char probes_doc[] =
-	"List the traced APIs found in a process or a file: name, family, file offset, binding "
-	"and object. Attaches nothing.\v"
+	"List the traced APIs found in a process or a file: name, family, file offset of the "
+	"probe, binding, where the probe sits (entry; entry+N: moved past a first instruction the "
+	"kernel single-steps; slow: single-stepped, could not be moved; refused) and object, "
+	"then why each probe not at a plain entry is where it is. Attaches nothing.\v"
 	"EXAMPLES:\n"
 	"  gpuleak probes -p 4242\n"
 	"  gpuleak probes --lib /usr/local/cuda/lib64/libcudart.so.13\n"
@@ -513,6 +522,9 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 	case OPT_LIBC:
 		c->t.libc = true;
 		break;
+	case OPT_PROBE_AT_ENTRY:
+		c->t.probe_at_entry = true;
+		break;
 	case OPT_RINGBUF:
 		if (parse_bytes(arg, &v) || v < 4096 || (v & (v - 1)) || v > (1ULL << 31))
 			argp_error(state, "--ringbuf-size must be a power of two, 4KiB..2GiB");
@@ -668,6 +680,9 @@ static error_t parse_probes(int key, char *arg, struct argp_state *state)
 	case OPT_LIB:
 		c->lib = arg;
 		break;
+	case OPT_PROBE_AT_ENTRY:
+		c->t.probe_at_entry = true;
+		break;
 	case OPT_WEBGPU_ABI:
 		parse_webgpu_abi(arg, state, &c->t.webgpu_abi);
 		break;
@@ -699,7 +714,8 @@ static int print_module(struct module *m, bool *header)
 		return 0;
 	}
 	if (!*header) {
-		printf("%-32s %-7s %-12s %-6s %s\n", "API", "FAMILY", "OFFSET", "BIND", "OBJECT");
+		printf("%-32s %-7s %-12s %-6s %-8s %s\n", "API", "FAMILY", "OFFSET", "BIND", "PROBE",
+		       "OBJECT");
 		*header = true;
 	}
 	module__print_sites(m, stdout);
@@ -731,6 +747,7 @@ static int cmd_probes(struct cli *c)
 	if (err)
 		goto cleanup;
 	modules__set_wgpu_abi(mods, &c->t.webgpu_abi);
+	modules__move_probes(mods, !c->t.probe_at_entry);
 	if (c->lib) {
 		struct module *mod = modules__get_path(mods, c->lib);
 
@@ -746,6 +763,7 @@ static int cmd_probes(struct cli *c)
 			goto cleanup;
 		}
 		found = print_module(mod, &header);
+		module__print_placement(mod, stdout);
 		print_wgpu_abi(mod);
 		if (!found && module__has_hidden_dawn(mod))
 			fprintf(stderr, "gpuleak: %s has Dawn (WebGPU) linked in but no wgpu* "
@@ -786,6 +804,8 @@ static int cmd_probes(struct cli *c)
 				dup = m->v[j].path && m->v[j].dev == m->v[i].dev &&
 				      m->v[j].ino == m->v[i].ino && m->v[j].exec;
 			mod = dup ? NULL : modules__get(mods, c->probe_pid, &m->v[i]);
+			if (mod)
+				module__print_placement(mod, stdout);
 			if (mod)
 				print_wgpu_abi(mod);
 		}

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include "elf_syms.h"
 #include "modules.h"
@@ -13,6 +14,7 @@ struct modules {
 	size_t n, cap;
 	bool libc;
 	bool nvtx;
+	bool fixed_probes;	/* --probe-at-entry */
 	struct wgpu_abi wgpu_abi;	/* --webgpu-abi; labels == 0: detect per object */
 };
 
@@ -24,6 +26,11 @@ void modules__trace_libc(struct modules *ms, bool on)
 void modules__trace_nvtx(struct modules *ms, bool on)
 {
 	ms->nvtx = on;
+}
+
+void modules__move_probes(struct modules *ms, bool on)
+{
+	ms->fixed_probes = !on;
 }
 
 void modules__set_wgpu_abi(struct modules *ms, const struct wgpu_abi *abi)
@@ -171,6 +178,41 @@ struct scan_ctx {
 	struct wgpu_marks marks;
 };
 
+/* Functions bigger than this keep their probes at the entry (the whole body is read). */
+#define PLACE_MAX_BYTES (256 * 1024)
+
+/*
+ * Put the site's probe on the function's first instruction the kernel emulates when the
+ * ones before it provably do not matter (insn.h); say why not otherwise. The whole function
+ * is read: no branch in it may land between the entry and the probe.
+ */
+static void place_probe(struct module *m, const struct elf_func *f, struct probe_site *s)
+{
+#if defined(__x86_64__)
+	bool whole = f->size && f->size <= PLACE_MAX_BYTES;
+	size_t len = whole ? f->size : 16;
+	uint8_t small[16], *code = len > sizeof(small) ? malloc(len) : small;
+	const char *fixed = NULL;
+	ssize_t n;
+
+	if (!code)
+		return;		/* left at the entry, unclassified */
+	n = elf_obj__read(m->elf, s->offset, code, len);
+	if (n > 0) {
+		if (m->ms->fixed_probes)
+			fixed = "--probe-at-entry";
+		else if (!whole || (size_t)n != len)
+			fixed = "function size unknown";
+		s->offset += insn__place_probe(code, n, f->vaddr, fixed, &s->place);
+		s->slow = s->place.place == PLACE_SLOW || s->place.place == PLACE_REFUSED;
+	}
+	if (code != small)
+		free(code);
+#else
+	(void)m, (void)f, (void)s;	/* not classified on this architecture */
+#endif
+}
+
 static int add_site(struct scan_ctx *sc, const struct cat_api *a, uint64_t off,
 		    const struct elf_func *f)
 {
@@ -190,7 +232,7 @@ static int add_site(struct scan_ctx *sc, const struct cat_api *a, uint64_t off,
 	 * generations are all kept until the generation is known.
 	 */
 	for (i = 0; i < m->nr_sites; i++)
-		if (m->sites[i].offset == off &&
+		if (m->sites[i].entry_offset == off &&
 		    (m->sites[i].api == a || strcmp(m->sites[i].api->name, a->name)))
 			return 0;
 	if (m->nr_sites == sc->cap) {
@@ -204,13 +246,10 @@ static int add_site(struct scan_ctx *sc, const struct cat_api *a, uint64_t off,
 		m->sites = v;
 		sc->cap = cap;
 	}
-	{
-		uint8_t insn[16];
-		ssize_t n = elf_obj__read(m->elf, off, insn, sizeof(insn));
-
-		m->sites[m->nr_sites++] = (struct probe_site){
-			a, off, f->vaddr, f->local, n > 0 && insn_single_stepped(insn, n) };
-	}
+	m->sites[m->nr_sites] = (struct probe_site){ .api = a, .offset = off, .vaddr = f->vaddr,
+						     .local = f->local, .entry_offset = off };
+	place_probe(m, f, &m->sites[m->nr_sites]);
+	m->nr_sites++;
 	return 0;
 }
 
@@ -303,40 +342,6 @@ int module__scan(struct module *m)
 	if (!sc.err)
 		wgpu_filter(m, &sc.marks);
 	return sc.err;
-}
-
-bool insn_single_stepped(const uint8_t *b, size_t len)
-{
-#if defined(__x86_64__)
-	size_t i = 0;
-
-	if (!len)
-		return false;
-	/* push %r64 (with REX.B for r8-r15): emulated */
-	if (b[0] == 0x41 && len > 1)
-		i = 1;
-	if (b[i] >= 0x50 && b[i] <= 0x57)
-		return false;
-	if (i)
-		return true;
-	switch (b[0]) {
-	case 0x90:			/* nop */
-	case 0xe8:			/* call rel32 */
-	case 0xe9:			/* jmp rel32 */
-	case 0xeb:			/* jmp rel8 */
-		return false;
-	case 0x66:			/* xchg %ax,%ax and 66-prefixed long nops */
-		return !(len > 1 && (b[1] == 0x90 || (len > 2 && b[1] == 0x0f && b[2] == 0x1f)));
-	case 0x0f:			/* long nop, jcc rel32 */
-		return !(len > 1 && (b[1] == 0x1f || (b[1] >= 0x80 && b[1] <= 0x8f)));
-	default:
-		return !(b[0] >= 0x70 && b[0] <= 0x7f);	/* jcc rel8 */
-	}
-#else
-	(void)b;
-	(void)len;
-	return false;	/* not classified on this architecture */
-#endif
 }
 
 bool module__has_hidden_dawn(struct module *m)

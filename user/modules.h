@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "insn.h"
 #include "proc_maps.h"
 #include "wgpu.h"
 
@@ -22,7 +23,9 @@ struct probe_site {
 	uint64_t offset;	/* file offset: where the uprobe goes */
 	uint64_t vaddr;
 	bool local;		/* found only in .symtab (static cudart, stripped .dynsym) */
-	bool slow;		/* first instruction is single-stepped by the kernel, not emulated */
+	bool slow;		/* the probe's instruction is single-stepped by the kernel */
+	uint64_t entry_offset;	/* file offset of the function's entry (offset - moved) */
+	struct probe_placement place;	/* why the probe is where it is (insn.h) */
 };
 
 struct modules;
@@ -58,6 +61,11 @@ void modules__trace_libc(struct modules *ms, bool on);
 /* Trace NVTX range entry points (--step nvtx:) in modules registered from now on. */
 void modules__trace_nvtx(struct modules *ms, bool on);
 /*
+ * Whether entry probes may move past single-stepped first instructions (insn.h; default on).
+ * Off: every probe at its function's entry (--probe-at-entry), for modules scanned from now.
+ */
+void modules__move_probes(struct modules *ms, bool on);
+/*
  * The module of a mapping of pid, opened through /proc/PID/map_files on first sight (works
  * across mount namespaces and for deleted files). Never NULL except on -ENOMEM (errno).
  */
@@ -66,12 +74,6 @@ struct module *modules__get(struct modules *ms, pid_t pid, const struct pmap_ent
 struct module *modules__get_path(struct modules *ms, const char *path);
 /* Find the catalog's functions in a module (cached: done once per module). */
 int module__scan(struct module *m);
-/*
- * Whether the kernel must single-step an instruction placed under a uprobe instead of
- * emulating it (x86-64: push, nop and branches are emulated). Single-stepping costs ~20 us
- * per hit on a nested VM instead of ~0.6 us.
- */
-bool insn_single_stepped(const uint8_t *b, size_t len);
 /* Use this webgpu.h generation for every WebGPU object instead of detecting it. */
 void modules__set_wgpu_abi(struct modules *ms, const struct wgpu_abi *abi);
 /*

@@ -1224,6 +1224,8 @@ static void json_verdict(struct report *r, const struct tproc *p, uint64_t now_n
 	json_comms(r, p);
 	if (r->verdict_extra)
 		fprintf(r->json, ",%s", r->verdict_extra);
+	if (r->verdict_more)
+		r->verdict_more(r->verdict_more_ctx, p->pid, r->json);
 	fputs("}\n", r->json);
 }
 

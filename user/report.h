@@ -37,6 +37,9 @@ struct report {
 	struct gate gate;
 	bool step_header;
 	const char *verdict_extra;	/* "key":value members appended to each verdict, or NULL */
+	/* Members of one process's verdict only (where its probes sat), or NULL. */
+	void (*verdict_more)(void *ctx, pid_t pid, FILE *json);
+	void *verdict_more_ctx;
 };
 
 /* One interval: a compact table per process with activity. */

@@ -110,6 +110,13 @@ struct trace {
 	size_t cap_named;	/* tracker sites before this one have their name in the capture */
 	size_t cap_stacks;	/* stacks before this one are in the capture, frames named */
 	bool out_err;		/* --folded, --perfetto or --svg could not be written */
+	/* Where each traced process's probes sat ("slow_probe_sites", ...), kept at detach for
+	 * its verdict: JSON members by pid. */
+	struct placement {
+		pid_t pid;
+		char *json;
+	} *placements;
+	size_t nr_placements, cap_placements;
 	uint64_t stack_buf[GL_STACK_DEPTH_MAX + 2];
 };
 
@@ -227,6 +234,51 @@ static struct target *target_add(struct trace *tr, pid_t pid, pid_t ppid)
 	return t;
 }
 
+/* Keep where t's probes sat for its verdict, before they are detached (--json only). */
+static void target_placement(struct trace *tr, struct target *t)
+{
+	struct placement *pl;
+	size_t len;
+	FILE *f;
+
+	if (!tr->json || !t->announced)
+		return;
+	if (tr->nr_placements == tr->cap_placements) {
+		size_t cap = tr->cap_placements ? 2 * tr->cap_placements : 8;
+
+		pl = realloc(tr->placements, cap * sizeof(*pl));
+		if (!pl)
+			return;
+		tr->placements = pl;
+		tr->cap_placements = cap;
+	}
+	pl = &tr->placements[tr->nr_placements];
+	pl->pid = t->pid;
+	pl->json = NULL;
+	f = open_memstream(&pl->json, &len);
+	if (!f)
+		return;
+	attach__placement_json(tr->att, t->pid, f);
+	if (fclose(f)) {
+		free(pl->json);
+		return;
+	}
+	tr->nr_placements++;
+}
+
+/* report's verdict_more: the placement kept for pid, the latest (a reused pid is newer). */
+static void verdict_placement(void *ctx, pid_t pid, FILE *json)
+{
+	struct trace *tr = ctx;
+	size_t i = tr->nr_placements;
+
+	while (i--)
+		if (tr->placements[i].pid == pid) {
+			fprintf(json, ",%s", tr->placements[i].json);
+			return;
+		}
+}
+
 /* Forget a target whose end was reported: a server forking workers all day stays small. */
 static void target_drop(struct trace *tr, struct target *t)
 {
@@ -336,6 +388,13 @@ static int on_record(void *ctx, const struct gl_hdr *h)
 	if (h->kind == GL_REC_TASK && h->size >= sizeof(struct gl_task_rec))
 		task_event(tr, (const struct gl_task_rec *)h);
 	return err;
+}
+
+static void on_prefetch(void *ctx, const struct gl_hdr *h)
+{
+	struct trace *tr = ctx;
+
+	analysis__prefetch(tr->an, h);
 }
 
 /* The target's executable mappings, for naming addresses the capture has no symbol for. */
@@ -856,6 +915,7 @@ static int start_attach_one(struct trace *tr, const struct trace_pid *tp)
 	struct proc_maps *m = NULL;
 	pid_t pid = tp->pid;
 	struct target *t;
+	uint64_t t0;
 	int err, nr_new;
 
 	t = target_add(tr, pid, 0);
@@ -875,6 +935,7 @@ static int start_attach_one(struct trace *tr, const struct trace_pid *tp)
 		pr_err("no such process: %d\n", pid);
 		return err;
 	}
+	t0 = now_ns();
 	err = proc_maps__load(pid, &m);
 	if (err) {
 		pr_err("cannot read /proc/%d/maps: %s\n", pid, strerror(-err));
@@ -889,6 +950,9 @@ static int start_attach_one(struct trace *tr, const struct trace_pid *tp)
 	err = attach__scan(tr->att, m, &nr_new);
 	if (err)
 		goto cleanup;
+	/* What `make bench` reports as attach time: maps, ELF scans, links. */
+	pr_info("pid %d: attach took %.1f ms (%zu probes in %zu objects)\n", pid,
+		(now_ns() - t0) / 1e6, attach__nr_probes(tr->att, pid), attach__nr_objects(tr->att, pid));
 	t->has_rendezvous = has_rendezvous_probe(tr, m);
 	t->last_rescan_ns = now_ns();
 	if (attach_markers(tr, t, m))
@@ -1159,8 +1223,10 @@ static void target_exited(struct trace *tr, struct target *t, int status, uint64
 	bpf_map__delete_elem(tr->skel->maps.pid_loss, &key, sizeof(key), 0);
 	bpf_map__delete_elem(tr->skel->maps.traced, &key, sizeof(key), 0);
 	/* Its probes filter on its pid: they could only ever fire for a reused one. */
-	if (!tr->finishing)
+	if (!tr->finishing) {
+		target_placement(tr, t);
 		attach__forget(tr->att, t->pid);
+	}
 	/* A child gpuleak started stays in the table until reaped (run mode's exit status). */
 	if (!(tr->run_mode && t->pid == tr->child.pid && !t->ppid))
 		target_drop(tr, t);
@@ -1344,7 +1410,7 @@ static void finish_capture(struct trace *tr)
 
 static void finish(struct trace *tr)
 {
-	uint64_t end_ns;
+	uint64_t end_ns, t0;
 	size_t i;
 
 	/* Exits the loop did not get to (a signal, --duration): whoever exited while traced
@@ -1360,15 +1426,21 @@ static void finish(struct trace *tr)
 			i++;
 		}
 	}
+	/* Where the probes sat, for the verdicts: known only while attached. */
+	for (i = 0; i < tr->nr_tgts; i++)
+		if (!tr->tgts[i]->gone)
+			target_placement(tr, tr->tgts[i]);
 	/*
 	 * Detach, then drain what was submitted before the links went away. The tracepoints go
 	 * first: no child is stopped after that, those stopped already are resumed as their
 	 * records come in (finishing), and a target exiting from now on was detached from.
 	 */
+	t0 = now_ns();
 	tr->finishing = true;
 	detach_tracepoints(tr);
 	attach__free(tr->att);
 	tr->att = NULL;
+	pr_info("detach took %.1f ms\n", (now_ns() - t0) / 1e6);
 	tr->nr_code = 0;
 	for (i = 0; i < tr->nr_tgts; i++)
 		if (tr->tgts[i]->held && !tr->tgts[i]->gone)
@@ -1484,6 +1556,8 @@ int trace__run(const struct trace_opts *o)
 	if (!err)
 		modules__set_wgpu_abi(tr.mods, &o->webgpu_abi);
 	if (!err)
+		modules__move_probes(tr.mods, !o->probe_at_entry);
+	if (!err)
 		err = attach__new(tr.skel->progs.gl_enter, tr.skel->progs.gl_exit, tr.mods, &tr.att);
 	if (!err)
 		err = symbolizer__new(tr.mods, &tr.sym);
@@ -1491,13 +1565,16 @@ int trace__run(const struct trace_opts *o)
 		err = analysis__new(&o->a, symbolizer__site_frames, tr.sym, &tr.an);
 	if (!err)
 		err = ringbuf__new(bpf_map__fd(tr.skel->maps.events), on_record, &tr, &tr.rb);
+	if (!err)
+		ringbuf__set_prefetch(tr.rb, on_prefetch);
 	if (err) {
 		pr_err("setting up: %s\n", strerror(-err));
 		goto cleanup;
 	}
 	tr.rep = (struct report){ .t = tr.an->t, .tl = tr.an->tl, .sym = tr.sym, .out = stdout,
 				  .json = tr.json, .top = o->top, .t0_ns = now_ns(),
-				  .gate = o->a.gate };
+				  .gate = o->a.gate, .verdict_more = verdict_placement,
+				  .verdict_more_ctx = &tr };
 	if (tr.cap)
 		tr.rep.t0_ns = capture__t0_ns(tr.cap);
 	if (o->metrics_addr) {
@@ -1535,6 +1612,9 @@ cleanup:
 	metrics__free(tr.metrics);
 	analysis__free(tr.an);
 	free(tr.code);
+	for (i = 0; i < tr.nr_placements; i++)
+		free(tr.placements[i].json);
+	free(tr.placements);
 	symbolizer__free(tr.sym);
 	modules__free(tr.mods);
 	gpuleak_bpf__destroy(tr.skel);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include "probe_catalog.h"
 #include "rules.h"
 #include "tracker.h"
@@ -27,13 +28,35 @@ static struct alloc *at_find(const struct alloc_table *t, uint8_t ns, uint64_t a
 	return NULL;
 }
 
+/*
+ * Slots of a big table on transparent huge pages: every lookup lands on a random slot, and
+ * with 4 KiB pages each one is a TLB miss as well as a cache miss (a two-level page walk
+ * under virtualization). Small tables stay on the ordinary heap.
+ */
+#define AT_HUGE_BYTES (2UL << 20)
+
+static struct alloc *at_slots_alloc(size_t cap)
+{
+	size_t bytes = cap * sizeof(struct alloc);
+	void *p;
+
+	if (bytes < AT_HUGE_BYTES)
+		return calloc(cap, sizeof(struct alloc));
+	if (posix_memalign(&p, AT_HUGE_BYTES, bytes))
+		return NULL;
+	/* Advice only: without THP the table works the same, slower. */
+	madvise(p, bytes, MADV_HUGEPAGE);
+	memset(p, 0, bytes);
+	return p;
+}
+
 static int at_grow(struct alloc_table *t)
 {
 	size_t cap = t->cap ? 2 * t->cap : 1024, i;
 	struct alloc *old = t->slots;
 	size_t old_cap = t->cap;
 
-	t->slots = calloc(cap, sizeof(*t->slots));
+	t->slots = at_slots_alloc(cap);
 	if (!t->slots) {
 		t->slots = old;
 		return -ENOMEM;
@@ -231,11 +254,16 @@ static struct tproc *proc_get(struct tracker *t, pid_t pid)
 
 static struct tthread *thread_get(struct tproc *p, uint32_t tid)
 {
-	uint64_t *v = hmap__get(&p->threads, tid, 0);
+	uint64_t *v;
 	struct tthread *th;
 
+	/* Looked up several times per record: the thread of the last one first. Threads live
+	 * as long as their process, so the pointer stays valid. */
+	if (p->last_thread && p->last_thread->tid == tid)
+		return p->last_thread;
+	v = hmap__get(&p->threads, tid, 0);
 	if (v)
-		return (struct tthread *)(uintptr_t)*v;
+		return p->last_thread = (struct tthread *)(uintptr_t)*v;
 	th = calloc(1, sizeof(*th));
 	if (!th)
 		return NULL;
@@ -244,7 +272,7 @@ static struct tthread *thread_get(struct tproc *p, uint32_t tid)
 		free(th);
 		return NULL;
 	}
-	return th;
+	return p->last_thread = th;
 }
 
 static int16_t thread_device(struct tproc *p, uint32_t tid)
@@ -276,7 +304,7 @@ static bool site_matches(const struct site *s, const struct site_key *k)
 	       s->label == k->label;
 }
 
-static uint32_t site_get(struct tracker *t, const struct site_key *k)
+static uint32_t site_lookup(struct tracker *t, const struct site_key *k)
 {
 	uint64_t k0 = (uint64_t)(uint32_t)k->pid << 32 | (uint64_t)k->api << 16 | (uint16_t)k->device;
 	uint64_t k1 = k->caller ^
@@ -360,6 +388,20 @@ static uint32_t sstack_get(struct tracker *t, uint32_t site, int32_t stack_id)
 	t->sites[site].sstacks = (uint32_t)t->nr_sstacks;
 	t->sites[site].sstack_last = (uint32_t)t->nr_sstacks;
 	return (uint32_t)t->nr_sstacks++;
+}
+
+static uint32_t site_get(struct tracker *t, const struct site_key *k)
+{
+	/* A few busy sites make most calls: their indexes by caller, before any hashing. */
+	uint32_t *c = &t->site_cache[(k->caller >> 2 ^ k->api) % TRACKER_SITE_CACHE];
+	uint32_t idx;
+
+	if (*c && site_matches(&t->sites[*c - 1], k))
+		return *c - 1;
+	idx = site_lookup(t, k);
+	if (idx != UINT32_MAX)
+		*c = idx + 1;
+	return idx;
 }
 
 const struct alloc *tracker__alloc(const struct tproc *p, uint8_t ns, uint64_t addr)
@@ -2119,6 +2161,29 @@ static void apply_proc(struct tracker *t, const struct gl_proc_rec *r)
 		break;
 	}
 	p->last_ts_ns = r->hdr.ts_ns;
+}
+
+void tracker__prefetch(const struct tracker *t, const struct gl_hdr *h)
+{
+	const struct gl_call_rec *r = (const struct gl_call_rec *)h;
+	const struct cat_api *api;
+	const struct tproc *p = NULL;
+	size_t i;
+
+	if ((h->kind != GL_REC_ALLOC && h->kind != GL_REC_FREE) || h->size < sizeof(*r))
+		return;
+	for (i = t->nr_procs; i-- && !p;)
+		if (t->procs[i]->pid == (pid_t)h->pid)
+			p = t->procs[i];
+	api = cat_by_api(h->api);
+	if (!p || !api || !p->allocs.cap)
+		return;
+	i = at_home(&p->allocs, (uint8_t)api->ns, r->addr);
+	/* The probe run goes on past the home slot (a lookup of a new address ends at the next
+	 * empty slot, a removal shifts the run back): the slot after it too, in the next cache
+	 * line when the home slot ends its line. */
+	__builtin_prefetch(&p->allocs.slots[i]);
+	__builtin_prefetch(&p->allocs.slots[(i + 1) & (p->allocs.cap - 1)]);
 }
 
 int tracker__apply(struct tracker *t, const struct gl_hdr *h)

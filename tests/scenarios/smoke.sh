@@ -45,7 +45,7 @@ vmm_modes="clean leak_handle release_while_mapped release_then_unmap leak_range 
 	   double_map_live"
 nccl_modes="clean leak abort all split register memalloc config window threads group errors"
 scenarios=("basic 5 2 4096" "leak3" "apis" "fail" "prealloc 3" "threads 10" "loop 3 4096"
-	   "dlopen" "realcudart" "driver_alloc" "runtime_over_driver")
+	   "dlopen" "realcudart" "driver_alloc" "runtime_over_driver" "reloc 3 4096")
 for m in $vmm_modes; do scenarios+=("vmm $m"); done
 for m in $nccl_modes; do scenarios+=("nccl_comm $m"); done
 [ -x "$bindir/realnccl" ] && scenarios+=("realnccl")

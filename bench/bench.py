@@ -1,0 +1,587 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""make bench: what tracing costs, measured side by side in one run.
+
+Sections (--only picks some):
+  pairs      ns per cudaMalloc+cudaFree pair in a tight loop (bench/pairloop), timed by the
+             target itself: untraced, with empty BPF programs on the same probes (the trap
+             floor), under gpuleak, under an equivalent bpftrace script. The variants take
+             turns within each repetition, so drift on a shared machine hits all of them;
+             ratios are taken within a repetition, then the median over repetitions. A run's
+             ns per pair is its median chunk of 1000 pairs (chunks where the thread lost its
+             CPU are outliers); the whole-run means are in bench.json too.
+  breakdown  the same loop under programs doing one kind of gpuleak's per-call work each
+             (bench/bench.bpf.c, enum bench_cost): what each adds to the floor
+  consumer   records decoded and applied per second by one thread, 1 M allocations live
+  memory     analysis heap per live allocation at 10 M live
+  drops      records lost with a target making 1 M traced calls per second
+  attach     attach to a process mapping NVIDIA's libcudart.so.13 and libnccl.so.2; Ctrl-C
+             to exit with every probe attached
+  placement  probe sites whose first instruction the kernel single-steps, and what moving
+             the probe gains on the real libnccl.so.2
+  capture    bench/capture_bench.sh: bytes per captured event, `gpuleak report` of 10 M
+
+Prints a table (median, spread min..max, target) and writes .output/bench.json.
+Needs root (BPF) and what `make bench` builds.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import select
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, ".output")
+BENCH = os.path.join(OUT, "bench")
+GPULEAK = os.path.join(ROOT, "gpuleak")
+PAIRLOOP = os.path.join(BENCH, "bin", "pairloop")
+REALTARGET = os.path.join(BENCH, "bin", "realtarget")
+GLBENCH = os.path.join(BENCH, "glbench")
+BENCH_LIB = os.path.realpath(os.path.join(BENCH, "lib", "libcudart.so.13"))
+REAL_CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
+REAL_NCCL = "/usr/local/cuda/lib/libnccl.so.2"
+
+# (key, target, "le" or "ge") for the table and bench.json's "met".
+TARGETS = {
+    "ratio_vs_bare": (1.10, "le"),
+    "ratio_vs_bpftrace": (0.90, "le"),
+    "consumer_events_per_s": (10e6, "ge"),
+    "drops_at_1m_per_s": (0, "le"),
+    "bytes_per_live_alloc": (64, "le"),
+    "attach_ms": (30, "le"),
+    "detach_ms": (100, "le"),
+    "report_10m_s": (3.0, "le"),
+    "capture_bytes_per_event": (12, "le"),
+}
+
+# What a user would write with bpftrace instead: the live table in a BPF map, keyed by
+# address, like gpuleak's (sizes from the entry, addresses through the out-pointer at return).
+BPFTRACE_SCRIPT = """
+BEGIN { printf("attached\\n"); }
+uprobe:LIB:cudaMalloc { @ptr[tid] = arg0; @size[tid] = arg1; }
+uretprobe:LIB:cudaMalloc /@ptr[tid]/ {
+	if (retval == 0) { @live[*(uint64 *)uptr(@ptr[tid])] = @size[tid]; }
+	delete(@ptr[tid]); delete(@size[tid]);
+}
+uprobe:LIB:cudaFree { delete(@live[arg0]); }
+END { clear(@live); clear(@ptr); clear(@size); }
+"""
+
+
+class BenchError(Exception):
+    pass
+
+
+def log(msg):
+    print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+
+class Proc:
+    """A child with line-wise access to its stdout (and optionally stderr)."""
+
+    def __init__(self, argv, stdin=True, stderr_pipe=False, env=None):
+        self.argv = argv
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE if stderr_pipe else subprocess.DEVNULL,
+                                  env=env)
+        self.pid = self.p.pid
+        self.bufs = {}
+
+    def line(self, stream, pred, timeout=60):
+        """Read lines of stream until pred(line) holds; returns that line."""
+        f = self.p.stdout if stream == "out" else self.p.stderr
+        fd = f.fileno()
+        buf = self.bufs.setdefault(stream, b"")
+        end = time.monotonic() + timeout
+        seen = []
+        while True:
+            # Our own buffer: select() knows nothing of what a file object has read ahead.
+            while b"\n" in buf:
+                raw, buf = buf.split(b"\n", 1)
+                line = raw.decode(errors="replace") + "\n"
+                seen.append(line)
+                if pred(line):
+                    self.bufs[stream] = buf
+                    return line
+            left = end - time.monotonic()
+            r, _, _ = select.select([fd], [], [], max(0.0, left))
+            if not r:
+                break
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            buf += chunk
+        self.bufs[stream] = buf
+        raise BenchError(f"{os.path.basename(self.argv[0])}: expected output not seen; got "
+                         f"{''.join(seen[-5:])!r}")
+
+    def send(self, text):
+        self.p.stdin.write(text.encode())
+        self.p.stdin.flush()
+
+    def wait(self, timeout=120):
+        return self.p.wait(timeout=timeout)
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
+def stats(values):
+    v = sorted(values)
+    return {"median": statistics.median(v), "min": v[0], "max": v[-1], "n": len(v)}
+
+
+def read_verdict(path, pid):
+    with open(path) as f:
+        for line in f:
+            rec = json.loads(line)
+            if rec.get("type") == "verdict" and rec.get("pid") == pid:
+                return rec
+    raise BenchError(f"no verdict for pid {pid} in {path}")
+
+
+# ---- tracers around a target that printed "ready PID" and waits for a line ----
+
+def start_tracer(variant, pid, json_path, extra=()):
+    """Starts a tracer on pid and returns once its probes are in place (or None)."""
+    if variant == "none":
+        return None
+    if variant == "bare" or variant.startswith("cost:"):
+        cost = variant[5:] if variant.startswith("cost:") else "0"
+        t = Proc([GLBENCH, "bare", "-p", str(pid), "--cost", cost, BENCH_LIB], stdin=False)
+        t.line("out", lambda l: l.startswith("attached"))
+        return t
+    if variant == "gpuleak":
+        t = Proc([GPULEAK, "attach", "-p", str(pid), "--interval", "0", "--json", json_path,
+                  *extra], stdin=False, stderr_pipe=True)
+        t.line("err", lambda l: "tracing pid" in l)
+        return t
+    if variant == "bpftrace":
+        script = BPFTRACE_SCRIPT.replace("LIB", BENCH_LIB)
+        t = Proc(["bpftrace", "-p", str(pid), "-e", script], stdin=False)
+        # BEGIN runs once every probe is attached
+        t.line("out", lambda l: l.startswith("attached"))
+        return t
+    raise ValueError(variant)
+
+
+def stop_tracer(t):
+    if t is None:
+        return
+    try:
+        t.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        t.kill()
+        raise BenchError(f"{os.path.basename(t.argv[0])} did not exit with its target")
+
+
+def pair_run(variant, pairs, warmup, json_path):
+    target = Proc([PAIRLOOP, "--sync", "-n", str(pairs), "-w", str(warmup)])
+    tracer = None
+    try:
+        target.line("out", lambda l: l.startswith("ready"))
+        tracer = start_tracer(variant, target.pid, json_path)
+        target.send("go\n")
+        res = json.loads(target.line("out", lambda l: l.startswith("{"), timeout=300))
+        if target.wait() != 0:
+            raise BenchError("pairloop failed")
+        stop_tracer(tracer)
+    finally:
+        target.kill()
+        if tracer:
+            tracer.kill()
+    if variant == "gpuleak":
+        v = read_verdict(json_path, target.pid)
+        want = 2 * (pairs + warmup)
+        # A result is only worth reporting if gpuleak saw every call.
+        if v["calls"] != want or v["dropped_events"]:
+            raise BenchError(f"gpuleak saw {v['calls']} of {want} calls, "
+                             f"{v['dropped_events']} dropped: {v['losses']}")
+    return res["ns_per_pair"], res["mean_ns_per_pair"]
+
+
+def bench_pairs(a, tmp):
+    variants = ["none", "bare", "gpuleak", "bpftrace"]
+    ns = {v: [] for v in variants}
+    mean = {v: [] for v in variants}
+    r_bare, r_bt, rm_bare, rm_bt = [], [], [], []
+    jp = os.path.join(tmp, "pairs.ndjson")
+    for rep in range(a.reps):
+        # Rotate the order: no variant always runs first after a quiet moment.
+        order = variants[rep % 4:] + variants[:rep % 4]
+        got, gotm = {}, {}
+        for v in order:
+            got[v], gotm[v] = pair_run(v, a.pairs, a.warmup, jp)
+            ns[v].append(got[v])
+            mean[v].append(gotm[v])
+        r_bare.append(got["gpuleak"] / got["bare"])
+        r_bt.append(got["gpuleak"] / got["bpftrace"])
+        rm_bare.append(gotm["gpuleak"] / gotm["bare"])
+        rm_bt.append(gotm["gpuleak"] / gotm["bpftrace"])
+        log(f"pairs {rep + 1}/{a.reps}: " +
+            ", ".join(f"{v} {got[v]:.0f} ns (mean {gotm[v]:.0f})" for v in variants) +
+            f"; gpuleak/bare {r_bare[-1]:.3f}, gpuleak/bpftrace {r_bt[-1]:.3f}")
+    res = {f"pair_ns_{v}": stats(ns[v]) for v in variants}
+    res.update({f"pair_mean_ns_{v}": stats(mean[v]) for v in variants})
+    res["ratio_vs_bare"] = stats(r_bare)
+    res["ratio_vs_bpftrace"] = stats(r_bt)
+    res["mean_ratio_vs_bare"] = stats(rm_bare)
+    res["mean_ratio_vs_bpftrace"] = stats(rm_bt)
+    return res
+
+
+# enum bench_cost (bench/bench.h): what each step of the breakdown adds to the floor.
+COST_STEPS = [
+    ("stash", 1, "+ stash in task storage",
+     "arguments into task storage at the allocation's entry"),
+    ("read", 2, "+ 2 user-memory reads",
+     "the out-pointer at return, the free's return address"),
+    ("clock", 4, "+ 2 clock reads", "one per record"),
+    ("record72", 8, "+ 2 records of 72 B", "ring buffer records, drained as gpuleak does"),
+    ("record_short", 8 | 16, "+ 2 records of 48/40 B", "the same, short records"),
+    ("all72", 1 | 2 | 4 | 8, "+ all, 72 B records", "all of the above"),
+    ("all_short", 1 | 2 | 4 | 8 | 16, "+ all, short records",
+     "all of the above with short records: the work gpuleak does per pair"),
+]
+
+
+def bench_breakdown(a, tmp):
+    """What each kind of per-call work gpuleak does adds to the floor, alone."""
+    variants = ["bare"] + [f"cost:{bits}" for _, bits, _, _ in COST_STEPS]
+    ns = {v: [] for v in variants}
+    for rep in range(a.breakdown_reps):
+        order = variants[rep % len(variants):] + variants[:rep % len(variants)]
+        for v in order:
+            ns[v].append(pair_run(v, a.pairs, a.warmup, None)[0])
+        log(f"breakdown {rep + 1}/{a.breakdown_reps}: " +
+            ", ".join(f"{v} {ns[v][-1]:.0f}" for v in variants))
+    base = statistics.median(ns["bare"])
+    res = {}
+    for name, bits, _, _ in COST_STEPS:
+        res[f"cost_ns_{name}"] = stats([x - base for x in ns[f"cost:{bits}"]])
+    return res
+
+
+def consumer_run(*extra):
+    out = subprocess.run([GLBENCH, "consumer", *extra], capture_output=True, text=True,
+                         timeout=600)
+    if out.returncode:
+        raise BenchError(f"glbench consumer: {out.stderr.strip()}")
+    return json.loads(out.stdout)["events_per_s"]
+
+
+def bench_consumer(a, tmp):
+    vals, cold = [], []
+    for rep in range(a.consumer_reps):
+        vals.append(consumer_run("-l", "1M", "-n", a.consumer_events))
+        # every free of the oldest allocation: a cache miss per record, the worst case
+        cold.append(consumer_run("-l", "1M", "-n", a.consumer_events, "--cold"))
+        log(f"consumer {rep + 1}/{a.consumer_reps}: {vals[-1] / 1e6:.2f} M events/s, "
+            f"worst case {cold[-1] / 1e6:.2f} M")
+    return {"consumer_events_per_s": stats(vals), "consumer_cold_events_per_s": stats(cold)}
+
+
+def bench_memory(a, tmp):
+    out = subprocess.run([GLBENCH, "memory", "-l", a.memory_live], capture_output=True,
+                         text=True, timeout=600)
+    if out.returncode:
+        raise BenchError(f"glbench memory: {out.stderr.strip()}")
+    m = json.loads(out.stdout)
+    log(f"memory: {m}")
+    return {"bytes_per_live_alloc": stats([m["bytes_per_live_alloc"]]),
+            "rss_bytes_per_live_alloc": stats([m["rss_bytes_per_live_alloc"]]),
+            "peak_rss_bytes_per_live_alloc": stats([m["peak_rss_bytes_per_live_alloc"]])}
+
+
+def bench_drops(a, tmp):
+    drops, rates = [], []
+    jp = os.path.join(tmp, "drops.ndjson")
+    for rep in range(a.drop_reps):
+        target = Proc([PAIRLOOP, "--sync", "-r", "1000000", "-d", str(a.drop_seconds)])
+        tracer = None
+        try:
+            target.line("out", lambda l: l.startswith("ready"))
+            tracer = start_tracer("gpuleak", target.pid, jp)
+            target.send("go\n")
+            res = json.loads(target.line("out", lambda l: l.startswith("{"),
+                                         timeout=a.drop_seconds + 60))
+            target.wait()
+            stop_tracer(tracer)
+        finally:
+            target.kill()
+            if tracer:
+                tracer.kill()
+        v = read_verdict(jp, target.pid)
+        want = 2 * (res["pairs"] + res["warmup"])
+        lost = v["dropped_events"] + (want - v["calls"])
+        drops.append(lost)
+        rates.append(res["calls_per_s"])
+        log(f"drops {rep + 1}/{a.drop_reps}: {res['calls_per_s'] / 1e6:.3f} M calls/s for "
+            f"{res['elapsed_s']:.1f} s: {lost} lost ({v['losses']})")
+    return {"drops_at_1m_per_s": stats(drops), "drops_rate_calls_per_s": stats(rates)}
+
+
+def no_realtarget(section):
+    """Without NVIDIA's libraries these sections cannot run: said, not fatal."""
+    if os.path.exists(REALTARGET):
+        return False
+    log(f"{section}: skipped: {REALTARGET} not built (it needs {REAL_CUDART} and {REAL_NCCL})")
+    return True
+
+
+def bench_attach(a, tmp):
+    if no_realtarget("attach"):
+        return {}
+    att, start, det = [], [], []
+    for rep in range(a.attach_reps):
+        target = Proc([REALTARGET, "wait"])
+        tracer = None
+        try:
+            target.line("out", lambda l: l.startswith("ready"))
+            t0 = time.monotonic()
+            tracer = Proc([GPULEAK, "attach", "-p", str(target.pid), "--interval", "0", "-v"],
+                          stdin=False, stderr_pipe=True)
+            line = tracer.line("err", lambda l: "attach took" in l)
+            tracer.line("err", lambda l: "tracing pid" in l)
+            start.append((time.monotonic() - t0) * 1e3)
+            att.append(float(re.search(r"attach took ([0-9.]+) ms", line).group(1)))
+            time.sleep(0.2)
+            # Wake on the exit itself: Popen.wait(timeout) polls with growing sleeps.
+            pfd = os.pidfd_open(tracer.pid)
+            t0 = time.monotonic()
+            tracer.p.send_signal(signal.SIGINT)
+            if not select.select([pfd], [], [], 30)[0]:
+                raise BenchError("gpuleak did not exit on SIGINT")
+            det.append((time.monotonic() - t0) * 1e3)
+            os.close(pfd)
+            tracer.wait(timeout=30)
+            target.send("\n")
+            target.wait()
+        finally:
+            target.kill()
+            if tracer:
+                tracer.kill()
+        log(f"attach {rep + 1}/{a.attach_reps}: attach {att[-1]:.1f} ms (start to tracing "
+            f"{start[-1]:.0f} ms), Ctrl-C to exit {det[-1]:.0f} ms")
+    return {"attach_ms": stats(att), "startup_ms": stats(start), "detach_ms": stats(det)}
+
+
+def placement_run(extra, n):
+    """ncclCommRegister n times under gpuleak: ns per call, and gpuleak's verdict."""
+    target = Proc([REALTARGET, "register", str(n)])
+    fd, jp = tempfile.mkstemp(prefix="gpuleak-bench-", suffix=".ndjson")
+    os.close(fd)
+    tracer = None
+    try:
+        target.line("out", lambda l: l.startswith("ready"))
+        tracer = start_tracer("gpuleak", target.pid, jp, extra)
+        target.send("go\n")
+        res = json.loads(target.line("out", lambda l: l.startswith("{"), timeout=300))
+        target.wait()
+        stop_tracer(tracer)
+        v = read_verdict(jp, target.pid)
+        if v["calls"] != n + 1000:
+            raise BenchError(f"gpuleak saw {v['calls']} of {n + 1000} ncclCommRegister calls")
+    finally:
+        target.kill()
+        if tracer:
+            tracer.kill()
+        os.unlink(jp)
+    return res["ns_per_call"], v
+
+
+def site_names(sites):
+    return [f"{s['module']}:{s['api']}" + (f"+{s['moved_bytes']}" if "moved_bytes" in s else "")
+            for s in sites]
+
+
+def bench_placement(a, tmp):
+    if no_realtarget("placement"):
+        return {}
+    at_entry, at_moved, v, v_entry = [], [], None, None
+    for rep in range(a.placement_reps):
+        ns, v_entry = placement_run(["--probe-at-entry"], a.placement_calls)
+        at_entry.append(ns)
+        ns, v = placement_run([], a.placement_calls)
+        at_moved.append(ns)
+        log(f"placement {rep + 1}/{a.placement_reps}: ncclCommRegister probed at its entry "
+            f"{at_entry[-1]:.0f} ns/call, moved {at_moved[-1]:.0f} ns/call")
+    # Sites of a process mapping NVIDIA's libcudart.so.13 and libnccl.so.2, as gpuleak's
+    # verdict lists them (the ld.so rendezvous, hit once per dlopen, is left out there).
+    return {"slow_probe_sites": site_names(v["slow_probe_sites"]),
+            "moved_probe_sites": site_names(v["moved_probe_sites"]),
+            "slow_probe_sites_at_entry": site_names(v_entry["slow_probe_sites"]),
+            "ncclCommRegister_ns_probe_at_entry": stats(at_entry),
+            "ncclCommRegister_ns_probe_moved": stats(at_moved)}
+
+
+def bench_capture(a, tmp):
+    kv = os.path.join(tmp, "capture.kv")
+    env = dict(os.environ, BENCH_KV=kv, GPULEAK=GPULEAK)
+    if a.quick:
+        env["CALLS"] = "1000000"
+    p = subprocess.run([os.path.join(ROOT, "bench", "capture_bench.sh")], env=env,
+                       capture_output=True, text=True, timeout=1200)
+    if p.returncode:
+        raise BenchError(f"capture_bench.sh: {p.stderr.strip()}")
+    sys.stderr.write(p.stdout)
+    vals = {}
+    with open(kv) as f:
+        for line in f:
+            k, v = line.strip().split("=", 1)
+            vals[k] = float(v)
+    return {"report_10m_s": stats([vals["report_s"]]),
+            "capture_bytes_per_event": stats([vals["bytes_per_event"]]),
+            "report_calls": vals["calls"]}
+
+
+SECTIONS = {"pairs": bench_pairs, "breakdown": bench_breakdown,
+            "consumer": bench_consumer, "memory": bench_memory,
+            "drops": bench_drops, "attach": bench_attach, "placement": bench_placement,
+            "capture": bench_capture}
+
+ROWS = [  # key, label, unit, scale, format
+    ("pair_ns_none", "pair, untraced", "ns", 1, "{:.0f}"),
+    ("pair_ns_bare", "pair, empty BPF programs (floor)", "ns", 1, "{:.0f}"),
+    ("pair_ns_gpuleak", "pair, gpuleak", "ns", 1, "{:.0f}"),
+    ("pair_ns_bpftrace", "pair, bpftrace", "ns", 1, "{:.0f}"),
+    ("ratio_vs_bare", "gpuleak / floor", "", 1, "{:.3f}"),
+    ("ratio_vs_bpftrace", "gpuleak / bpftrace", "", 1, "{:.3f}"),
+    ("mean_ratio_vs_bare", "  the same, whole-run means", "", 1, "{:.3f}"),
+    ("mean_ratio_vs_bpftrace", "  the same, whole-run means", "", 1, "{:.3f}"),
+] + [(f"cost_ns_{n}", f"  {label}", "ns", 1, "{:.0f}") for n, _, label, _ in COST_STEPS] + [
+    ("consumer_events_per_s", "consumer, 1 M live, one thread", "M/s", 1e-6, "{:.2f}"),
+    ("consumer_cold_events_per_s", "  every free a cache miss", "M/s", 1e-6, "{:.2f}"),
+    ("drops_at_1m_per_s", "records lost at 1 M calls/s", "", 1, "{:.0f}"),
+    ("drops_rate_calls_per_s", "  rate reached", "M/s", 1e-6, "{:.3f}"),
+    ("bytes_per_live_alloc", "heap per live allocation, 10 M live", "B", 1, "{:.1f}"),
+    ("rss_bytes_per_live_alloc", "  RSS per live allocation", "B", 1, "{:.1f}"),
+    ("attach_ms", "attach (libcudart + libnccl)", "ms", 1, "{:.1f}"),
+    ("startup_ms", "  command start to tracing", "ms", 1, "{:.0f}"),
+    ("detach_ms", "Ctrl-C to exit", "ms", 1, "{:.0f}"),
+    ("ncclCommRegister_ns_probe_at_entry", "ncclCommRegister, probe at entry", "ns", 1,
+     "{:.0f}"),
+    ("ncclCommRegister_ns_probe_moved", "ncclCommRegister, probe moved", "ns", 1, "{:.0f}"),
+    ("report_10m_s", "report of 10 M events", "s", 1, "{:.2f}"),
+    ("capture_bytes_per_event", "capture bytes per event", "B", 1, "{:.2f}"),
+]
+
+
+def met(key, value):
+    t, how = TARGETS[key]
+    return value <= t if how == "le" else value >= t
+
+
+def print_table(res):
+    print(f"{'METRIC':<40} {'MEDIAN':>9} {'MIN':>9} {'MAX':>9} {'N':>3}  TARGET")
+    for key, label, unit, scale, fmt in ROWS:
+        if key not in res:
+            continue
+        s = res[key]
+        f = lambda x: fmt.format(x * scale)
+        target = ""
+        if key in TARGETS:
+            t, how = TARGETS[key]
+            target = (f"{'<=' if how == 'le' else '>='} {fmt.format(t * scale)} " +
+                      ("met" if met(key, s["median"]) else "MISSED"))
+        print(f"{label + (' (' + unit + ')' if unit else ''):<40} {f(s['median']):>9} "
+              f"{f(s['min']):>9} {f(s['max']):>9} {s['n']:>3}  {target}")
+    for key in ("slow_probe_sites", "moved_probe_sites", "slow_probe_sites_at_entry"):
+        if key in res:
+            print(f"{key}: {', '.join(res[key]) or 'none'}")
+
+
+def machine():
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")),
+                         "")
+    except OSError:
+        pass
+    return {"host": platform.node(), "kernel": platform.release(), "cpus": os.cpu_count(),
+            "cpu_model": model, "loadavg_start": os.getloadavg()[0],
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="short runs, for development")
+    ap.add_argument("--only", help="comma-separated sections: " + ",".join(SECTIONS))
+    ap.add_argument("--reps", type=int, help="repetitions of the pair variants")
+    ap.add_argument("--pairs", type=int, help="timed pairs per run")
+    ap.add_argument("--out", default=os.path.join(OUT, "bench.json"))
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        print("bench: needs root (BPF programs, uprobes): sudo make bench", file=sys.stderr)
+        return 1
+    q = a.quick
+    a.reps = a.reps or (3 if q else 9)
+    a.pairs = a.pairs or (100000 if q else 500000)
+    a.warmup = 20000
+    a.breakdown_reps = 3 if q else 5
+    a.consumer_reps = 3 if q else 5
+    a.consumer_events = "4M" if q else "20M"
+    a.memory_live = "2M" if q else "10M"
+    a.drop_reps = 1 if q else 3
+    a.drop_seconds = 2 if q else 5
+    a.attach_reps = 3 if q else 7
+    a.placement_reps = 2 if q else 5
+    a.placement_calls = 20000 if q else 100000
+    only = a.only.split(",") if a.only else list(SECTIONS)
+    for s in only:
+        if s not in SECTIONS:
+            print(f"bench: unknown section {s} ({', '.join(SECTIONS)})", file=sys.stderr)
+            return 2
+    info = machine()
+    res = {}
+    with tempfile.TemporaryDirectory(prefix="gpuleak-bench-") as tmp:
+        for s in only:
+            log(f"section {s}")
+            res.update(SECTIONS[s](a, tmp))
+    info["loadavg_end"] = os.getloadavg()[0]
+    print_table(res)
+    doc = {"machine": info,
+           "command": "make bench" + (" BENCH_ARGS='" + " ".join(sys.argv[1:]) + "'"
+                                      if sys.argv[1:] else ""),
+           "config": {k: getattr(a, k) for k in ("reps", "pairs", "warmup", "breakdown_reps",
+                                                  "consumer_reps",
+                                                  "consumer_events", "memory_live", "drop_reps",
+                                                  "drop_seconds", "attach_reps",
+                                                  "placement_reps", "placement_calls")},
+           "spread": {}, "targets": {}}
+    for k, v in res.items():
+        if isinstance(v, dict):
+            doc[k] = v["median"]
+            doc["spread"][k] = v
+            if k in TARGETS:
+                doc["targets"][k] = {"target": TARGETS[k][0], "op": TARGETS[k][1],
+                                     "met": met(k, v["median"])}
+        else:
+            doc[k] = v
+    os.makedirs(os.path.dirname(a.out), exist_ok=True)
+    with open(a.out, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    print(f"wrote {os.path.relpath(a.out, ROOT)} ({info['cpus']} CPUs, load average "
+          f"{info['loadavg_start']:.2f} at start, {info['loadavg_end']:.2f} at end)")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BenchError as e:
+        print(f"bench: {e}", file=sys.stderr)
+        sys.exit(1)

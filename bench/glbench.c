@@ -1,0 +1,474 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * glbench: the parts of `make bench` that need C (bench/bench.py runs them).
+ *
+ *   glbench bare -p PID [--cost BITS] LIB
+ *                                  empty BPF programs on LIB's cudaMalloc (entry + return)
+ *                                  and cudaFree (entry) for PID, attached as gpuleak attaches
+ *                                  its own (uprobe_multi, pid-filtered): the trap floor.
+ *                                  --cost: do some of gpuleak's work in them (enum
+ *                                  bench_cost), draining the records as gpuleak does.
+ *                                  Prints "attached", holds until PID exits.
+ *   glbench consumer [-l LIVE] [-n EVENTS] [-b BATCH] [--cold]
+ *                                  records decoded and applied per second by one thread:
+ *                                  a BPF program fills a real ring buffer with BATCH
+ *                                  allocate/free records, then gpuleak's ring buffer consumer
+ *                                  drains it into the analysis, which holds LIVE allocations.
+ *                                  Each free releases the allocation made 16 pairs earlier
+ *                                  (short-lived buffers beside a big resident set); --cold:
+ *                                  the oldest one, so every free misses the cache.
+ *                                  events_per_s: the median over batches (default 100000
+ *                                  records); mean_events_per_s: over the whole run.
+ *   glbench memory [-l LIVE]       heap bytes the analysis holds per live allocation, with
+ *                                  LIVE allocations live.
+ *
+ * consumer and memory link gpuleak's own objects: what is measured is gpuleak's code.
+ * Results are one JSON line on stdout.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <malloc.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "analysis.h"
+#include "bench.h"
+#include "bench.skel.h"
+#include "elf_syms.h"
+#include "gpuleak.h"
+#include "ringbuf.h"
+#include "rules.h"
+
+#define PID 4242
+#define BASE 0x700000000000ULL
+#define CALLER 0x555555556000ULL
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: glbench bare -p PID [--cost BITS] LIB\n"
+			"       glbench consumer [-l LIVE] [-n EVENTS] [-b BATCH] [--cold]\n"
+			"       glbench memory [-l LIVE]\n");
+	return 2;
+}
+
+static struct bench_bpf *load_bpf(void)
+{
+	struct bench_bpf *skel = bench_bpf__open_and_load();
+
+	if (!skel) {
+		int err = errno;
+
+		fprintf(stderr, "glbench: loading BPF: %s\n", strerror(err));
+		errno = err;
+	}
+	return skel;
+}
+
+/* ---- bare: the trap floor ---- */
+
+struct find_fn {
+	const char *name;
+	uint64_t vaddr;
+};
+
+static int find_fn_cb(const struct elf_func *f, void *ctx)
+{
+	struct find_fn *ff = ctx;
+	size_t n = strlen(ff->name);
+
+	/* cudaMalloc, or cudaMalloc@@libcudart.so.13 in .symtab */
+	if (strncmp(f->name, ff->name, n) || (f->name[n] && f->name[n] != '@'))
+		return 0;
+	ff->vaddr = f->vaddr;
+	return 1;
+}
+
+static int func_offset(struct elf_obj *o, const char *name, unsigned long *off)
+{
+	struct find_fn ff = { .name = name };
+	uint64_t foff;
+
+	elf_obj__for_each_func(o, find_fn_cb, &ff);
+	if (!ff.vaddr || elf_obj__vaddr_to_off(o, ff.vaddr, &foff))
+		return -ENOENT;
+	*off = foff;
+	return 0;
+}
+
+static int no_sink(void *ctx, const struct gl_hdr *h)
+{
+	(void)ctx, (void)h;
+	return 0;
+}
+
+static int cmd_bare(int argc, char **argv)
+{
+	static const struct option longopts[] = { { "cost", required_argument, NULL, 'c' }, {} };
+	struct bench_bpf *skel = NULL;
+	struct bpf_link *enter = NULL, *exit_link = NULL;
+	struct elf_obj *o = NULL;
+	struct ringbuf *rb = NULL;
+	unsigned long offs[2];
+	__u64 cookies[2] = { 0, 1 };
+	struct pollfd pfd[2] = { { .fd = -1, .events = POLLIN }, { .fd = -1, .events = POLLIN } };
+	unsigned int cost = 0;
+	pid_t pid = 0;
+	const char *lib;
+	int opt, err;
+
+	while ((opt = getopt_long(argc, argv, "p:", longopts, NULL)) != -1) {
+		if (opt == 'p')
+			pid = atoi(optarg);
+		else if (opt == 'c')
+			cost = strtoul(optarg, NULL, 0);
+		else
+			return usage();
+	}
+	if (pid <= 0 || optind != argc - 1)
+		return usage();
+	lib = argv[optind];
+	err = elf_obj__open(lib, &o);
+	if (!err)
+		err = func_offset(o, "cudaMalloc", &offs[0]);
+	if (!err)
+		err = func_offset(o, "cudaFree", &offs[1]);
+	if (err) {
+		fprintf(stderr, "glbench: %s: no cudaMalloc/cudaFree: %s\n", lib, strerror(-err));
+		goto cleanup;
+	}
+	skel = bench_bpf__open();
+	if (!skel) {
+		err = -errno;
+		fprintf(stderr, "glbench: opening BPF: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	skel->rodata->cost = cost;
+	err = bench_bpf__load(skel);
+	if (err) {
+		fprintf(stderr, "glbench: loading BPF: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	/* gpuleak's own consumer, reading the records into nothing */
+	err = ringbuf__new(bpf_map__fd(skel->maps.events), no_sink, NULL, &rb);
+	if (err)
+		goto cleanup;
+	/* As gpuleak does: one entry link for both functions, one return link. */
+	LIBBPF_OPTS(bpf_uprobe_multi_opts, eo, .offsets = offs, .cookies = cookies, .cnt = 2);
+	LIBBPF_OPTS(bpf_uprobe_multi_opts, xo, .offsets = offs, .cookies = cookies, .cnt = 1,
+		    .retprobe = true);
+	enter = bpf_program__attach_uprobe_multi(skel->progs.bare_enter, pid, lib, NULL, &eo);
+	exit_link = enter ? bpf_program__attach_uprobe_multi(skel->progs.bare_exit, pid, lib,
+							      NULL, &xo) : NULL;
+	if (!exit_link) {
+		err = -errno;
+		fprintf(stderr, "glbench: attaching to %s for pid %d: %s\n", lib, pid,
+			strerror(-err));
+		goto cleanup;
+	}
+	pfd[0].fd = syscall(SYS_pidfd_open, pid, 0);
+	if (pfd[0].fd < 0) {
+		err = -errno;
+		fprintf(stderr, "glbench: pid %d: %s\n", pid, strerror(-err));
+		goto cleanup;
+	}
+	pfd[1].fd = ringbuf__fd(rb);
+	printf("attached\n");
+	fflush(stdout);
+	/* gpuleak's loop: drain when woken, and every 50 ms */
+	while (!(pfd[0].revents & POLLIN)) {
+		if (poll(pfd, 2, 50) < 0 && errno != EINTR)
+			break;
+		ringbuf__drain(rb);
+	}
+cleanup:
+	if (pfd[0].fd >= 0)
+		close(pfd[0].fd);
+	ringbuf__free(rb);
+	bpf_link__destroy(exit_link);
+	bpf_link__destroy(enter);
+	bench_bpf__destroy(skel);
+	elf_obj__free(o);
+	return err ? 1 : 0;
+}
+
+/* ---- the analysis, set up as a live session sets it up ---- */
+
+static int no_frames(void *ctx, pid_t pid, uint64_t caller, int32_t stack_id, const char **syms,
+		     const char **mods, int max)
+{
+	(void)ctx, (void)pid, (void)caller, (void)stack_id, (void)syms, (void)mods, (void)max;
+	return 0;
+}
+
+struct session {
+	struct rules *rules;
+	struct analysis *an;
+};
+
+static int session_new(struct session *s)
+{
+	struct analysis_opts o = { .steps = { .source = STEP_INTERVAL,
+					      .interval_ns = 1000000000ULL,
+					      .warmup_steps = 3, .min_growth_steps = 5 } };
+	struct gl_proc_rec p = { .hdr = { .size = sizeof(p), .kind = GL_REC_PROC, .pid = PID,
+					  .tid = PID, .ts_ns = 1 },
+				 .event = GL_PROC_ATTACH, .comm = "bench" };
+	int err;
+
+	err = rules__new(&s->rules);
+	if (!err)
+		err = rules__add_builtins(s->rules);
+	o.rules = s->rules;
+	if (!err)
+		err = analysis__new(&o, no_frames, NULL, &s->an);
+	if (!err)
+		err = analysis__feed(s->an, &p.hdr);
+	return err;
+}
+
+static void session_free(struct session *s)
+{
+	analysis__free(s->an);
+	rules__free(s->rules);
+}
+
+/* Allocations 0 .. live - 1, as the produce program numbers them. */
+static int prefill(struct session *s, uint64_t live)
+{
+	struct gl_call_rec r = { .hdr = { .size = sizeof(r), .kind = GL_REC_ALLOC,
+					  .api = GL_API_CUDA_MALLOC, .pid = PID, .tid = PID },
+				 .stack_id = -1 };
+	uint64_t i;
+	int err;
+
+	for (i = 0; i < live; i++) {
+		r.hdr.ts_ns = 2 + i;
+		r.addr = BASE + i * 256;
+		r.size = 4096 << (i & 7);
+		r.caller = CALLER + (i & 15) * 0x40;
+		err = analysis__feed(s->an, &r.hdr);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static uint64_t opt_count(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	/* 10M, 1M, 500k */
+	if (*end == 'M')
+		v *= 1e6;
+	else if (*end == 'k')
+		v *= 1e3;
+	return (uint64_t)v;
+}
+
+/* ---- consumer: records decoded and applied per second ---- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int sink(void *ctx, const struct gl_hdr *h)
+{
+	return analysis__feed(ctx, h);
+}
+
+static void prefetch(void *ctx, const struct gl_hdr *h)
+{
+	analysis__prefetch(ctx, h);
+}
+
+static int cmd_consumer(int argc, char **argv)
+{
+	uint64_t live = 1000000, events = 10000000, batch = 100000, done = 0, drain_ns = 0;
+	uint64_t *rates = NULL;
+	size_t nr_rates = 0;
+	bool cold = false;
+	struct session s = {};
+	struct bench_bpf *skel = NULL;
+	struct ringbuf *rb = NULL;
+	struct bench_produce a;
+	int opt, err, prog_fd;
+
+	static const struct option longopts[] = { { "cold", no_argument, NULL, 'c' }, {} };
+
+	while ((opt = getopt_long(argc, argv, "l:n:b:", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'l': live = opt_count(optarg); break;
+		case 'n': events = opt_count(optarg); break;
+		case 'b': batch = opt_count(optarg); break;
+		case 'c': cold = true; break;
+		default: return usage();
+		}
+	}
+	/* 80 bytes a record in the 64 MiB ring: a batch must fit whole. */
+	if (!batch || batch > 800000 || live < 16)
+		return usage();
+	err = session_new(&s);
+	if (!err)
+		err = prefill(&s, live);
+	if (err) {
+		fprintf(stderr, "glbench: setting up the analysis: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	skel = load_bpf();
+	if (!skel) {
+		err = -errno;
+		goto cleanup;
+	}
+	err = ringbuf__new(bpf_map__fd(skel->maps.events), sink, s.an, &rb);
+	if (err)
+		goto cleanup;
+	ringbuf__set_prefetch(rb, prefetch);
+	rates = calloc(events / batch + 1, sizeof(*rates));
+	if (!rates) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	prog_fd = bpf_program__fd(skel->progs.produce);
+	a = (struct bench_produce){ .live = live, .lag = cold ? live : 16, .base = BASE,
+				    .caller = CALLER,
+				    .ts0_ns = 2 + live, .pid = PID };
+	while (done < events) {
+		LIBBPF_OPTS(bpf_test_run_opts, topts, .ctx_in = &a, .ctx_size_in = sizeof(a));
+		uint64_t t0;
+		int64_t n;
+
+		a.first = done;
+		a.count = events - done < batch ? events - done : batch;
+		err = bpf_prog_test_run_opts(prog_fd, &topts);
+		if (!err && a.produced != (int64_t)a.count)
+			err = a.produced < 0 ? (int)a.produced : -ENOSPC;
+		if (err) {
+			fprintf(stderr, "glbench: producing records: %s\n", strerror(-err));
+			goto cleanup;
+		}
+		/* Only the drain is timed: decode, validation, the analysis. */
+		t0 = now_ns();
+		n = ringbuf__drain(rb);
+		t0 = now_ns() - t0;
+		drain_ns += t0;
+		rates[nr_rates++] = a.count * 1000000000ULL / (t0 ? t0 : 1);
+		if (n != (int64_t)a.count) {
+			err = n < 0 ? (int)n : -EIO;
+			fprintf(stderr, "glbench: drained %" PRId64 " of %" PRIu64 " records\n", n,
+				(uint64_t)a.count);
+			goto cleanup;
+		}
+		done += a.count;
+	}
+	if (s.an->t->procs[0]->live_count != live) {
+		fprintf(stderr, "glbench: %" PRIu64 " live at the end, expected %" PRIu64 "\n",
+			s.an->t->procs[0]->live_count, live);
+		err = -EIO;
+		goto cleanup;
+	}
+	/* A batch during which another tenant had the CPU is an outlier, not our speed. */
+	qsort(rates, nr_rates, sizeof(*rates), cmp_u64);
+	printf("{\"live\":%" PRIu64 ",\"cold\":%s,\"events\":%" PRIu64 ",\"drain_s\":%.4f,"
+	       "\"events_per_s\":%" PRIu64 ",\"mean_events_per_s\":%.0f}\n", live,
+	       cold ? "true" : "false", done, drain_ns / 1e9, rates[nr_rates / 2],
+	       done * 1e9 / drain_ns);
+cleanup:
+	free(rates);
+	ringbuf__free(rb);
+	bench_bpf__destroy(skel);
+	session_free(&s);
+	return err ? 1 : 0;
+}
+
+/* ---- memory: bytes per live allocation ---- */
+
+/* Heap bytes in use: small chunks plus mmap()ed ones (the big tables). */
+static uint64_t heap_bytes(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
+static uint64_t status_kib(const char *key)
+{
+	char line[256];
+	uint64_t v = 0;
+	size_t n = strlen(key);
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, n) && line[n] == ':')
+			v = strtoull(line + n + 1, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+static int cmd_memory(int argc, char **argv)
+{
+	uint64_t live = 10000000, heap0, rss0, hwm0;
+	struct session s = {};
+	int opt, err;
+
+	while ((opt = getopt(argc, argv, "l:")) != -1) {
+		if (opt != 'l')
+			return usage();
+		live = opt_count(optarg);
+	}
+	if (!live)
+		return usage();
+	heap0 = heap_bytes();
+	rss0 = status_kib("VmRSS");
+	hwm0 = status_kib("VmHWM");
+	err = session_new(&s);
+	if (!err)
+		err = prefill(&s, live);
+	if (err) {
+		fprintf(stderr, "glbench: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	/* The heap is what the analysis asked for; RSS also shows what the allocator adds. */
+	printf("{\"live\":%" PRIu64 ",\"bytes_per_live_alloc\":%.1f,\"rss_bytes_per_live_alloc\":"
+	       "%.1f,\"peak_rss_bytes_per_live_alloc\":%.1f}\n", live,
+	       (double)(heap_bytes() - heap0) / live,
+	       (status_kib("VmRSS") - rss0) * 1024.0 / live,
+	       (status_kib("VmHWM") - hwm0) * 1024.0 / live);
+cleanup:
+	session_free(&s);
+	return err ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc < 2)
+		return usage();
+	if (!strcmp(argv[1], "bare"))
+		return cmd_bare(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "consumer"))
+		return cmd_consumer(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "memory"))
+		return cmd_memory(argc - 1, argv + 1);
+	return usage();
+}

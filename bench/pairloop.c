@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * pairloop: the benchmark's target. Calls cudaMalloc + cudaFree (the benchmark's own
+ * libcudart.so.13, see libcudart_bench.c) in a tight loop and times the pairs with its own
+ * clock: what a traced process pays per allocate/free pair.
+ *
+ *   pairloop [--sync] [-n PAIRS] [-w WARMUP] [-s SIZE]        as fast as it can
+ *   pairloop [--sync] -r CALLS_PER_S -d SECONDS [-s SIZE]     paced (2 calls per pair)
+ *
+ * --sync: print "ready PID" and wait for a line on stdin before the warm-up, so a tracer can
+ * attach first. The warm-up pairs (default 20000) are not timed: the first hits of a probe
+ * map the kernel's trampolines and fault pages in. Prints one JSON line at the end.
+ *
+ * ns_per_pair is the median over chunks of CHUNK pairs: on a shared machine a chunk in which
+ * the thread lost its CPU (to another tenant, or to the tracer's consumer when cores are
+ * few) is an outlier, not the cost of a call; mean_ns_per_pair keeps everything.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cuda_runtime_api.h>
+
+static unsigned long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* One call site for every pair, as a hot loop in an inference server has. */
+static __attribute__((noinline)) int pair(size_t size)
+{
+	void *p;
+
+	if (cudaMalloc(&p, size) || cudaFree(p))
+		return -1;
+	return 0;
+}
+
+static int pairs(unsigned long long n, size_t size)
+{
+	for (unsigned long long i = 0; i < n; i++)
+		if (pair(size))
+			return -1;
+	return 0;
+}
+
+#define CHUNK 1000
+
+static int cmp_u64(const void *a, const void *b)
+{
+	unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* n pairs in chunks; *median_ns: the median chunk's ns per pair. */
+static int timed_pairs(unsigned long long n, size_t size, double *median_ns)
+{
+	unsigned long long nr = (n + CHUNK - 1) / CHUNK, i;
+	unsigned long long *ns = calloc(nr ? nr : 1, sizeof(*ns));
+
+	if (!ns)
+		return -1;
+	for (i = 0; i < nr; i++) {
+		unsigned long long k = i + 1 < nr || !(n % CHUNK) ? CHUNK : n % CHUNK;
+		unsigned long long t0 = now_ns();
+
+		if (pairs(k, size)) {
+			free(ns);
+			return -1;
+		}
+		/* per pair, scaled to a full chunk so a short last chunk compares */
+		ns[i] = (now_ns() - t0) * CHUNK / k;
+	}
+	qsort(ns, nr, sizeof(*ns), cmp_u64);
+	*median_ns = nr ? (double)ns[nr / 2] / CHUNK : 0;
+	free(ns);
+	return 0;
+}
+
+static void wait_line(void)
+{
+	char c;
+
+	while (read(STDIN_FILENO, &c, 1) == 1 && c != '\n')
+		;
+}
+
+/*
+ * CALLS_PER_S for SECONDS: batches of 64 pairs, each started no earlier than its due time.
+ * A batch that is late starts at once: the loop catches up instead of lowering the rate.
+ */
+static int paced(double calls_per_s, double seconds, size_t size, unsigned long long *done)
+{
+	const unsigned long long batch = 64;
+	double ns_per_batch = 2.0 * batch * 1e9 / calls_per_s;
+	unsigned long long t0 = now_ns(), end = t0 + (unsigned long long)(seconds * 1e9), b;
+
+	for (b = 0;; b++) {
+		unsigned long long due = t0 + (unsigned long long)(b * ns_per_batch), t = now_ns();
+
+		if (t >= end)
+			break;
+		if (due > t) {
+			struct timespec ts = { .tv_sec = due / 1000000000ULL,
+					       .tv_nsec = due % 1000000000ULL };
+
+			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+		}
+		if (pairs(batch, size))
+			return -1;
+		*done += batch;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = { { "sync", no_argument, NULL, 'S' }, {} };
+	unsigned long long n = 200000, warmup = 20000, done = 0, t0, t1;
+	double rate = 0, seconds = 0, median_ns = 0;
+	size_t size = 4096;
+	int sync = 0, opt;
+
+	while ((opt = getopt_long(argc, argv, "n:w:s:r:d:", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'S': sync = 1; break;
+		case 'n': n = strtoull(optarg, NULL, 0); break;
+		case 'w': warmup = strtoull(optarg, NULL, 0); break;
+		case 's': size = strtoull(optarg, NULL, 0); break;
+		case 'r': rate = strtod(optarg, NULL); break;
+		case 'd': seconds = strtod(optarg, NULL); break;
+		default:
+			fprintf(stderr, "usage: pairloop [--sync] [-n PAIRS] [-w WARMUP] [-s SIZE] "
+				"[-r CALLS_PER_S -d SECONDS]\n");
+			return 2;
+		}
+	}
+	if (!size || (rate > 0) != (seconds > 0)) {
+		fprintf(stderr, "pairloop: SIZE must be > 0; -r and -d go together\n");
+		return 2;
+	}
+	if (sync) {
+		printf("ready %d\n", (int)getpid());
+		fflush(stdout);
+		wait_line();
+	}
+	if (pairs(warmup, size))
+		goto fail;
+	t0 = now_ns();
+	if (rate > 0) {
+		if (paced(rate, seconds, size, &done))
+			goto fail;
+	} else {
+		if (timed_pairs(n, size, &median_ns))
+			goto fail;
+		done = n;
+	}
+	t1 = now_ns();
+	if (!median_ns)
+		median_ns = done ? (double)(t1 - t0) / done : 0.0;
+	printf("{\"pairs\":%llu,\"warmup\":%llu,\"ns_per_pair\":%.1f,\"mean_ns_per_pair\":%.1f,"
+	       "\"elapsed_s\":%.4f,\"calls_per_s\":%.0f}\n", done, warmup, median_ns,
+	       done ? (double)(t1 - t0) / done : 0.0, (t1 - t0) / 1e9,
+	       2.0 * done * 1e9 / (double)(t1 - t0));
+	return 0;
+fail:
+	fprintf(stderr, "pairloop: a call failed\n");
+	return 1;
+}

@@ -1,0 +1,98 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""Probe placement: entries whose first instruction the kernel single-steps under a uprobe
+(~20 us a hit on a VM, against ~0.6 us). gpuleak moves such a probe past instructions that
+provably do not matter to it and reports the others; tests/standin/reloc.S has one entry of
+each kind, in assembly (real libraries: libnccl.so.2 and glibc's free in
+test_driver_nccl.py)."""
+import os
+import re
+import subprocess
+
+import harness
+from harness import check, eq, leak_sites, run_gpuleak, run_plain, scenario, test
+
+RELOC_LIB = os.path.join(harness.OUT, "tests", "lib-reloc", "libcudart.so.13")
+MiB = 1 << 20
+
+
+def entry_offsets(lib):
+    """File offsets of the library's exported functions, from binutils (not gpuleak)."""
+    loads = []
+    for l in subprocess.run(["readelf", "-lW", lib], capture_output=True, text=True,
+                            check=True).stdout.splitlines():
+        f = l.split()
+        if f and f[0] == "LOAD":
+            loads.append((int(f[1], 16), int(f[2], 16), int(f[4], 16)))  # off, vaddr, filesz
+    out = {}
+    for l in subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True,
+                            text=True, check=True).stdout.splitlines():
+        addr, kind, name = l.split()
+        if kind != "T":
+            continue
+        for off, vaddr, size in loads:
+            if vaddr <= int(addr, 16) < vaddr + size:
+                out[name.split("@")[0]] = int(addr, 16) - vaddr + off
+    return out
+
+
+def probes(*args):
+    p = run_plain([harness.GPULEAK, "probes", "--lib", RELOC_LIB, *args])
+    eq(p.returncode, 0, f"probes exit code ({p.stderr})")
+    return {r[0]: (int(r[2], 16), r[4]) for r in harness.probe_rows(p.stdout)}, p.stdout
+
+
+def check_exact(v):
+    """What the reloc scenario did, seen through whatever probes: nothing lost or extra."""
+    eq(leak_sites(v), {("cudaMalloc", "device_buffers"): (2 * MiB, 2),
+                       ("cudaMallocHost", "host_buffers"): (4096, 1)}, "live by site")
+    eq((v["allocs"], v["frees"], v["calls"]), (5, 2, 7), "allocations, frees, calls")
+    eq((v["unknown_frees"], v["double_frees"], v["dropped_events"]), (0, 0, 0),
+       "no free of an unknown pointer (a probe passed twice), none lost")
+
+
+@test
+def moved_probes_record_exact_arguments():
+    res = run_gpuleak(["run", "--interval", "0", "--", scenario("reloc"), "3", "1M"])
+    v = res.verdict()
+    check_exact(v)
+    eq(sorted((s["api"], s["insn"], s["moved_bytes"]) for s in v["moved_probe_sites"]),
+       [("cudaFree", "movabs", 10), ("cudaMalloc", "endbr64", 4)], "moved probes")
+    eq(sorted((s["api"], s["insn"], s["why"]) for s in v["slow_probe_sites"]),
+       [("cudaFreeHost", "xor", "a branch in the function lands after it"),
+        ("cudaMallocHost", "sub", "sub cannot be skipped")], "probes left on slow entries")
+    check(re.search(r"2 probes in libcudart\.so\.13 sit on an instruction the kernel "
+                    r"single-steps.*cudaMallocHost \(sub\)", res.err) and
+          "cudaFreeHost (xor)" in res.err, f"warns about the two left: {res.err}")
+
+
+@test
+def probes_shows_where_each_probe_sits():
+    entries = entry_offsets(RELOC_LIB)
+    rows, out = probes()
+    eq(rows, {"cudaMalloc": (entries["cudaMalloc"] + 4, "entry+4"),
+              "cudaFree": (entries["cudaFree"] + 10, "entry+10"),
+              "cudaMallocHost": (entries["cudaMallocHost"], "slow"),
+              "cudaFreeHost": (entries["cudaFreeHost"], "slow")}, "probe offsets")
+    for needle in ("  cudaMalloc in libcudart.so.13: probe moved 4 bytes past its entry's endbr64",
+                   "  cudaFree in libcudart.so.13: probe moved 10 bytes past its entry's movabs",
+                   "  cudaMallocHost in libcudart.so.13: probe on sub, which the kernel "
+                   "single-steps",
+                   "  cudaFreeHost in libcudart.so.13: probe on xor, which the kernel "
+                   "single-steps (~20 us per call on a VM), not moved: a branch in the "
+                   "function lands after it"):
+        check(needle in out, f"'{needle}' in:\n{out}")
+
+
+@test
+def probe_at_entry_keeps_every_probe_at_its_entry():
+    entries = entry_offsets(RELOC_LIB)
+    rows, _ = probes("--probe-at-entry")
+    eq(rows, {n: (entries[n], "slow") for n in
+              ("cudaMalloc", "cudaFree", "cudaMallocHost", "cudaFreeHost")}, "probe offsets")
+    v = run_gpuleak(["run", "--probe-at-entry", "--interval", "0", "--", scenario("reloc"),
+                     "3", "1M"]).verdict()
+    check_exact(v)
+    eq(v["moved_probe_sites"], [], "nothing moved")
+    eq(sorted((s["api"], s["why"]) for s in v["slow_probe_sites"]),
+       [(n, "--probe-at-entry") for n in
+        ("cudaFree", "cudaFreeHost", "cudaMalloc", "cudaMallocHost")], "all four at entry")
