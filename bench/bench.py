@@ -53,6 +53,7 @@ REAL_NCCL = "/usr/local/cuda/lib/libnccl.so.2"
 TARGETS = {
     "ratio_vs_bare": (1.10, "le"),
     "ratio_vs_bpftrace": (0.90, "le"),
+    "ratio_stacks_vs_bpftrace_ustack": (0.90, "le"),
     "consumer_events_per_s": (10e6, "ge"),
     "drops_at_1m_per_s": (0, "le"),
     "bytes_per_live_alloc": (64, "le"),
@@ -73,6 +74,23 @@ uretprobe:LIB:cudaMalloc /@ptr[tid]/ {
 }
 uprobe:LIB:cudaFree { delete(@live[arg0]); }
 END { clear(@live); clear(@ptr); clear(@size); }
+"""
+
+# The same with the allocation's user stack kept beside it, as gpuleak's default does (bpftrace
+# interns ustack in a stack map too, and stores its id).
+BPFTRACE_USTACK_SCRIPT = """
+BEGIN { printf("attached\\n"); }
+uprobe:LIB:cudaMalloc { @ptr[tid] = arg0; @size[tid] = arg1; @stk[tid] = ustack(32); }
+uretprobe:LIB:cudaMalloc /@ptr[tid]/ {
+	if (retval == 0) {
+		$a = *(uint64 *)uptr(@ptr[tid]);
+		@live[$a] = @size[tid];
+		@where[$a] = @stk[tid];
+	}
+	delete(@ptr[tid]); delete(@size[tid]); delete(@stk[tid]);
+}
+uprobe:LIB:cudaFree { delete(@live[arg0]); delete(@where[arg0]); }
+END { clear(@live); clear(@where); clear(@ptr); clear(@size); clear(@stk); }
 """
 
 
@@ -162,13 +180,17 @@ def start_tracer(variant, pid, json_path, extra=()):
         t = Proc([GLBENCH, "bare", "-p", str(pid), "--cost", cost, BENCH_LIB], stdin=False)
         t.line("out", lambda l: l.startswith("attached"))
         return t
-    if variant == "gpuleak":
+    if variant in ("gpuleak", "gpuleak_stacks"):
+        # "gpuleak": call sites only, like for like with the bpftrace script; "gpuleak_stacks":
+        # the default, a user stack per allocation (--stack-depth 32).
+        depth = ["--stack-depth", "0"] if variant == "gpuleak" else []
         t = Proc([GPULEAK, "attach", "-p", str(pid), "--interval", "0", "--json", json_path,
-                  *extra], stdin=False, stderr_pipe=True)
+                  *depth, *extra], stdin=False, stderr_pipe=True)
         t.line("err", lambda l: "tracing pid" in l)
         return t
-    if variant == "bpftrace":
-        script = BPFTRACE_SCRIPT.replace("LIB", BENCH_LIB)
+    if variant in ("bpftrace", "bpftrace_ustack"):
+        script = (BPFTRACE_SCRIPT if variant == "bpftrace" else
+                  BPFTRACE_USTACK_SCRIPT).replace("LIB", BENCH_LIB)
         t = Proc(["bpftrace", "-p", str(pid), "-e", script], stdin=False)
         # BEGIN runs once every probe is attached
         t.line("out", lambda l: l.startswith("attached"))
@@ -201,7 +223,7 @@ def pair_run(variant, pairs, warmup, json_path):
         target.kill()
         if tracer:
             tracer.kill()
-    if variant == "gpuleak":
+    if variant.startswith("gpuleak"):
         v = read_verdict(json_path, target.pid)
         want = 2 * (pairs + warmup)
         # A result is only worth reporting if gpuleak saw every call.
@@ -212,14 +234,16 @@ def pair_run(variant, pairs, warmup, json_path):
 
 
 def bench_pairs(a, tmp):
-    variants = ["none", "bare", "gpuleak", "bpftrace"]
+    variants = ["none", "bare", "gpuleak", "bpftrace", "gpuleak_stacks", "bpftrace_ustack"]
     ns = {v: [] for v in variants}
     mean = {v: [] for v in variants}
     r_bare, r_bt, rm_bare, rm_bt = [], [], [], []
+    rs_bare, rs_bt = [], []
     jp = os.path.join(tmp, "pairs.ndjson")
     for rep in range(a.reps):
         # Rotate the order: no variant always runs first after a quiet moment.
-        order = variants[rep % 4:] + variants[:rep % 4]
+        k = rep % len(variants)
+        order = variants[k:] + variants[:k]
         got, gotm = {}, {}
         for v in order:
             got[v], gotm[v] = pair_run(v, a.pairs, a.warmup, jp)
@@ -229,6 +253,8 @@ def bench_pairs(a, tmp):
         r_bt.append(got["gpuleak"] / got["bpftrace"])
         rm_bare.append(gotm["gpuleak"] / gotm["bare"])
         rm_bt.append(gotm["gpuleak"] / gotm["bpftrace"])
+        rs_bare.append(got["gpuleak_stacks"] / got["bare"])
+        rs_bt.append(got["gpuleak_stacks"] / got["bpftrace_ustack"])
         log(f"pairs {rep + 1}/{a.reps}: " +
             ", ".join(f"{v} {got[v]:.0f} ns (mean {gotm[v]:.0f})" for v in variants) +
             f"; gpuleak/bare {r_bare[-1]:.3f}, gpuleak/bpftrace {r_bt[-1]:.3f}")
@@ -238,6 +264,8 @@ def bench_pairs(a, tmp):
     res["ratio_vs_bpftrace"] = stats(r_bt)
     res["mean_ratio_vs_bare"] = stats(rm_bare)
     res["mean_ratio_vs_bpftrace"] = stats(rm_bt)
+    res["ratio_stacks_vs_bare"] = stats(rs_bare)
+    res["ratio_stacks_vs_bpftrace_ustack"] = stats(rs_bt)
     return res
 
 
@@ -454,12 +482,16 @@ SECTIONS = {"pairs": bench_pairs, "breakdown": bench_breakdown,
 ROWS = [  # key, label, unit, scale, format
     ("pair_ns_none", "pair, untraced", "ns", 1, "{:.0f}"),
     ("pair_ns_bare", "pair, empty BPF programs (floor)", "ns", 1, "{:.0f}"),
-    ("pair_ns_gpuleak", "pair, gpuleak", "ns", 1, "{:.0f}"),
+    ("pair_ns_gpuleak", "pair, gpuleak, call sites", "ns", 1, "{:.0f}"),
     ("pair_ns_bpftrace", "pair, bpftrace", "ns", 1, "{:.0f}"),
     ("ratio_vs_bare", "gpuleak / floor", "", 1, "{:.3f}"),
     ("ratio_vs_bpftrace", "gpuleak / bpftrace", "", 1, "{:.3f}"),
     ("mean_ratio_vs_bare", "  the same, whole-run means", "", 1, "{:.3f}"),
     ("mean_ratio_vs_bpftrace", "  the same, whole-run means", "", 1, "{:.3f}"),
+    ("pair_ns_gpuleak_stacks", "pair, gpuleak, stacks (default)", "ns", 1, "{:.0f}"),
+    ("pair_ns_bpftrace_ustack", "pair, bpftrace with ustack", "ns", 1, "{:.0f}"),
+    ("ratio_stacks_vs_bare", "gpuleak stacks / floor", "", 1, "{:.3f}"),
+    ("ratio_stacks_vs_bpftrace_ustack", "gpuleak stacks / bpftrace ustack", "", 1, "{:.3f}"),
 ] + [(f"cost_ns_{n}", f"  {label}", "ns", 1, "{:.0f}") for n, _, label, _ in COST_STEPS] + [
     ("consumer_events_per_s", "consumer, 1 M live, one thread", "M/s", 1e-6, "{:.2f}"),
     ("consumer_cold_events_per_s", "  every free a cache miss", "M/s", 1e-6, "{:.2f}"),
