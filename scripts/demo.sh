@@ -19,7 +19,8 @@ bin=.output/tests/bin
 # Steps are the calls of decode_step; the KV caches are declared persistent (retained at the
 # end, never a growth leak); the device is given a size so the time to OOM can be projected.
 run() {
-	echo "\$ sudo ./gpuleak run $*" >&2
+	# quoted as a shell would need it: the line can be pasted
+	echo "\$ sudo ./gpuleak run ${*@Q}" | sed "s/'\([^' ]*\)'/\1/g" >&2
 	./gpuleak run "$@"
 }
 run --step sym:loop:decode_step --interval 250ms --device-mem 2GiB \

@@ -29,7 +29,7 @@ set -euo pipefail
 # compares gpuleak's cost with (bench/bench.py).
 want_pkgs=(clang llvm make gcc pkg-config libelf-dev zlib1g-dev libbpf-dev bpftool python3-jsonschema
 	   libclang-rt-14-dev librsvg2-bin fonts-dejavu-core python3 curl util-linux
-	   python3-prometheus-client prometheus bpftrace)
+	   python3-prometheus-client prometheus bpftrace groff-base)
 quiet=${GPULEAK_DEPS_QUIET:-0}
 say() { [ "$quiet" = 1 ] || echo "install-deps: $*" >&2; }
 warn() { echo "install-deps: warning: $*" >&2; }

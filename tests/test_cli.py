@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """Command line and bad input: one actionable line, the documented exit code."""
 import os
+import re
 import subprocess
 
 from harness import Proc, check, eq, run_plain, scenario, test, env_for_targets
@@ -66,7 +67,8 @@ def missing_privileges():
                         gl(), "run", "--", "true"], capture_output=True, text=True,
                        timeout=30)
     eq(p.returncode, 1, f"exit code ({p.stderr})")
-    check("needs root, or CAP_BPF and CAP_PERFMON" in p.stderr, f"message: {p.stderr!r}")
+    check("needs root, or CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN" in p.stderr,
+          f"message: {p.stderr!r}")
     eq(len(p.stderr.strip().splitlines()), 1, "one line")
 
 
@@ -89,3 +91,20 @@ def probes_of_a_running_process():
     eq(p.returncode, 0, f"exit code ({p.stderr})")
     objs = {l.split()[-1] for l in p.stdout.splitlines()[1:]}
     check(any(o.endswith("/libcudart.so.13") for o in objs), f"libcudart listed: {objs}")
+
+
+@test
+def man_page_documents_every_option():
+    """docs/gpuleak.1 names every long option of every command's --help, and groff renders it
+    without a warning."""
+    man = open(os.path.join(harness.ROOT, "docs", "gpuleak.1")).read().replace("\\-", "-")
+    documented = set(re.findall(r"--[a-z][a-z-]*", man))
+    for cmd in ("attach", "run", "record", "report", "probes"):
+        p = run_plain([gl(), cmd, "--help"])
+        eq(p.returncode, 0, f"{cmd} --help")
+        opts = set(re.findall(r"^\s+(?:-\w, )?(--[a-z][a-z-]*)", p.stdout, re.M))
+        check(len(opts) > 5, f"{cmd}: options found in --help: {opts}")
+        missing = opts - documented - {"--help", "--usage", "--version"}
+        eq(sorted(missing), [], f"{cmd}: options missing from the man page")
+    p = run_plain(["groff", "-man", "-ww", "-z", os.path.join(harness.ROOT, "docs", "gpuleak.1")])
+    eq((p.returncode, p.stderr), (0, ""), "groff renders the man page without warnings")

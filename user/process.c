@@ -266,8 +266,9 @@ int process__check_privileges(void)
 		if (sscanf(line, "CapEff: %llx", &eff) == 1)
 			break;
 	fclose(f);
-	/* CAP_PERFMON = 38, CAP_BPF = 39 */
-	return (eff & (1ULL << 38)) && (eff & (1ULL << 39)) ? 0 : -EPERM;
+	/* CAP_SYS_ADMIN = 21, CAP_PERFMON = 38, CAP_BPF = 39. uprobe_multi links need
+	 * CAP_SYS_ADMIN on top of the other two (the kernel refuses them with EPERM). */
+	return (eff & (1ULL << 21)) && (eff & (1ULL << 38)) && (eff & (1ULL << 39)) ? 0 : -EPERM;
 }
 
 static int resolve_exe(const char *cmd, char *out, size_t len)

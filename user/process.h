@@ -37,7 +37,8 @@ uint64_t process__boot_ns_to_ticks(uint64_t ns);
  * is the initial namespace (where BPF's pids need no translation). 0 or -errno.
  */
 int process__pidns(uint64_t *dev, uint64_t *ino, bool *initial);
-/* Whether this process may load BPF and attach uprobes (root, or CAP_BPF + CAP_PERFMON). */
+/* Whether this process may load BPF and attach uprobes (root, or CAP_BPF + CAP_PERFMON +
+ * CAP_SYS_ADMIN: uprobe_multi links need the last). */
 int process__check_privileges(void);
 /*
  * Whether the kernel has what gpuleak needs, read from sysfs under sysfs_root ("/sys"):

@@ -1521,8 +1521,8 @@ int trace__run(const struct trace_opts *o)
 	libbpf_set_print(libbpf_print);
 	err = process__check_privileges();
 	if (err) {
-		pr_err("loading BPF programs and attaching uprobes needs root, or CAP_BPF and "
-		       "CAP_PERFMON: run it with sudo\n");
+		pr_err("loading BPF programs and attaching uprobes needs root, or CAP_BPF, "
+		       "CAP_PERFMON and CAP_SYS_ADMIN: run it with sudo\n");
 		return 1;
 	}
 	if (check_kernel())
