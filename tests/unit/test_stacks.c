@@ -184,22 +184,28 @@ cleanup:
  */
 static void objects_in_another_mount_namespace(void)
 {
-	char helper[PATH_MAX], cmd[PATH_MAX + 512], line[128];
+	char helper[PATH_MAX], cmd[3 * PATH_MAX + 512], line[128];
+	char dir[] = "/tmp/gpuleak-ns.XXXXXX", inside[sizeof(dir) + 16];
 	struct elf_obj *same = NULL;
 	struct modules *mods = NULL;
 	struct module *mod;
-	struct pmap_ent e = { .start = 0x1000, .end = 0x2000, .exec = true,
-			      .path = "/tmp/gpuleak-ns/libinside.so" };
+	struct pmap_ent e = { .start = 0x1000, .end = 0x2000, .exec = true, .path = inside };
 	unsigned long long ino = 0;
 	FILE *p = NULL;
 	int pid = 0;
 
 	if (!CHECK(!lib_path("libstackhelper.so", helper, sizeof(helper)), "path"))
 		return;
-	/* A tmpfs over /tmp in a private mount namespace: the path does not exist out here. */
+	if (!CHECK(mkdtemp(dir), "mkdtemp"))
+		return;
+	snprintf(inside, sizeof(inside), "%s/libinside.so", dir);
+	/*
+	 * A tmpfs over a new, empty directory in a private mount namespace: the path does not
+	 * exist out here. (Not over /tmp: the checkout, and the helper, may be under it.)
+	 */
 	snprintf(cmd, sizeof(cmd), "exec unshare -m --propagation private sh -c 'mount -t tmpfs "
-		 "none /tmp && mkdir /tmp/gpuleak-ns && cp %s %s && echo $$ $(stat -c %%i %s) && "
-		 "exec sleep 30'", helper, e.path, e.path);
+		 "none %s && cp %s %s && echo $$ $(stat -c %%i %s) && exec sleep 30'", dir, helper,
+		 inside, inside);
 	p = popen(cmd, "r");
 	if (!CHECK(p && fgets(line, sizeof(line), p) && sscanf(line, "%d %llu", &pid, &ino) == 2,
 		   "a process in its own mount namespace"))
@@ -227,6 +233,7 @@ cleanup:
 		kill(pid, SIGKILL);
 	if (p)
 		pclose(p);
+	rmdir(dir);
 }
 
 int main(void)
