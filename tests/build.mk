@@ -212,13 +212,18 @@ $(SCENARIO_BINDIR)/static_cudart: tests/scenarios/static_cudart.cu tests/scenari
 	$(NVCC) -O1 -g -Xcompiler -fno-omit-frame-pointer,-Wall,-Wextra,-Werror -o $@ $<
 
 # The `stacks` scenario and its two libraries: libstackhelper.so stripped to .dynsym like a
-# vendor library, libnofp.so without frame pointers like most distribution libraries.
+# vendor library, libnofp.so without frame pointers like most distribution libraries. The
+# helper's symbols and DWARF are kept apart in libstackhelper.so.debug, as a distribution's
+# -dbgsym package keeps them (objcopy --only-keep-debug, the same build-id).
 STACKS_HELPER := $(STANDIN_LIBDIR)/libstackhelper.so
 STACKS_NOFP := $(STANDIN_LIBDIR)/libnofp.so
 
 $(STACKS_HELPER): tests/scenarios/stacks_lib.c $(TESTS_BUILD_MK) | $(STANDIN_LIBDIR)
-	$(TESTS_CC) $(SCENARIO_CFLAGS) -fPIC -shared -fvisibility=hidden -Wl,--strip-all \
-		-Wl,-soname,libstackhelper.so -o $@ $<
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -fPIC -shared -fvisibility=hidden -Wl,--build-id \
+		-Wl,-soname,libstackhelper.so -o $@.full $<
+	objcopy --only-keep-debug $@.full $@.debug
+	objcopy --strip-all $@.full $@
+	rm -f $@.full
 
 $(STACKS_NOFP): tests/scenarios/stacks_nofp.c $(TESTS_BUILD_MK) | $(STANDIN_LIBDIR)
 	$(TESTS_CC) -std=gnu11 -O2 -fomit-frame-pointer $(TESTS_WARN) -fPIC -shared \

@@ -115,6 +115,98 @@ def stripped_library_falls_back_to_dynsym_then_offset():
     check(GROW + " (libstackhelper.so)" in res.out, f"the graph names it too:\n{res.out}")
 
 
+def build_id(path):
+    p = run_plain(["readelf", "-n", path])
+    m = re.search(r"Build ID: ([0-9a-f]+)", p.stdout)
+    return m.group(1) if m else None
+
+
+def hidden_frame(v):
+    """Frame 1 of the stack at grow_cb: grow_hidden, the helper's static function."""
+    st = stacks_of(v, "grow_cb")
+    eq(len(st), 1, "one stack at grow_cb")
+    fr = st[0]["frames"]
+    eq(fr[0]["function"], "grow_cb", "the callback")
+    eq((fr[2]["function"], fr[3]["function"]), (GROW, "main"), "the export, then main")
+    return fr[1]
+
+
+@test
+def debug_file_by_build_id_names_stripped_code():
+    bid = build_id(HELPER)
+    check(bid and bid == build_id(HELPER + ".debug"), "the helper and its debug file share a build-id")
+    d = tempfile.mkdtemp(prefix="gpuleak-debug-")
+    try:
+        dest = os.path.join(d, ".build-id", bid[:2], bid[2:] + ".debug")
+        os.makedirs(os.path.dirname(dest))
+        # another build under this build-id's name is refused, never used for names
+        other = os.path.join(d, "other.debug")
+        run_plain(["objcopy", "--only-keep-debug", os.path.join(LIB, "libnofp.so"), other],
+                  ).check_returncode()
+        os.rename(other, dest)
+        res, v = run_stacks("--debug-dir", d, "-v")
+        eq(hidden_frame(v)["function"], None, "a debug file of another build names nothing")
+        check(f"not naming libstackhelper.so from {dest}: another build of it" in res.err,
+              f"the refusal is said with -v:\n{res.err}")
+        shutil.copy(HELPER + ".debug", dest)
+        res, v = run_stacks("--debug-dir", d, "-v")
+        fr = hidden_frame(v)
+        eq((fr["function"], fr["module"]), ("grow_hidden", "libstackhelper.so"),
+           "the static function, named from the debug file's .symtab")
+        check(re.fullmatch(r"grow_hidden\+0x[0-9a-f]+ \(libstackhelper\.so\)", fr["name"]),
+              f"name: {fr['name']}")
+        check(f"naming libstackhelper.so from its debug file {dest}" in res.err,
+              f"-v says which file:\n{res.err}")
+        check("grow_hidden (libstackhelper.so)" in res.out, f"the graph names it:\n{res.out}")
+        # without --debug-dir it stays an offset, as before
+        res, v = run_stacks()
+        eq(hidden_frame(v)["function"], None, "no debug file: no name")
+    finally:
+        shutil.rmtree(d)
+
+
+@test
+def debug_file_by_debuglink_beside_the_object():
+    """An object without build-id finds its debug file by .gnu_debuglink in .debug/ beside
+    it, only when the file's CRC-32 is the one the link names."""
+    d = tempfile.mkdtemp(prefix="gpuleak-debuglink-")
+    try:
+        lib, bindir = os.path.join(d, "lib"), os.path.join(d, "bin")
+        os.makedirs(os.path.join(lib, ".debug"))
+        os.makedirs(bindir)
+        # the scenario's rpath is $ORIGIN/../lib: a copy of it finds the libraries of d/lib
+        for name in os.listdir(LIB):
+            if not name.startswith(("libstackhelper.so", ".")):
+                os.symlink(os.path.join(LIB, name), os.path.join(lib, name))
+        shutil.copy(scenario("stacks"), bindir)
+        dbg = os.path.join(lib, ".debug", "libstackhelper.so.debug")
+        shutil.copy(HELPER + ".debug", dbg)
+        run_plain(["objcopy", "--remove-section", ".note.gnu.build-id",
+                   "--add-gnu-debuglink=" + dbg, HELPER, os.path.join(lib, "libstackhelper.so")]
+                  ).check_returncode()
+        eq(build_id(os.path.join(lib, "libstackhelper.so")), None, "the copy has no build-id")
+        stacks = os.path.join(bindir, "stacks")
+
+        def run_copy():
+            res = run_gpuleak(["run", "-v", "--interval", "0", "--", stacks])
+            v = res.verdict()
+            stacks_expected(v)
+            return res, hidden_frame(v)
+
+        res, fr = run_copy()
+        eq((fr["function"], fr["module"]), ("grow_hidden", "libstackhelper.so"),
+           "named through .gnu_debuglink")
+        check(re.search(r"naming libstackhelper\.so from its debug file (/proc/\d+/root)?"
+                        + re.escape(dbg) + "\n", res.err), f"-v names the file:\n{res.err}")
+        with open(dbg, "ab") as f:
+            f.write(b"\0")
+        res, fr = run_copy()
+        eq(fr["function"], None, "a debug file whose CRC differs names nothing")
+        check("another build of it" in res.err, f"the refusal is said:\n{res.err}")
+    finally:
+        shutil.rmtree(d)
+
+
 @test
 def walk_without_frame_pointers_is_marked():
     res, v = run_stacks()

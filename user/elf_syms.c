@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 #include "elf_syms.h"
 
 struct seg {
@@ -38,6 +39,8 @@ struct elf_obj {
 	bool syms_built;
 	char *interp;
 	char build_id[2 * 64 + 1];
+	struct elf_obj *debug;	/* a separate debug file whose .symtab names this code */
+	bool debug_asked;
 };
 
 static int elf_version_once(void)
@@ -161,6 +164,7 @@ void elf_obj__free(struct elf_obj *o)
 		elf_end(o->elf);
 	if (o->fd >= 0)
 		close(o->fd);
+	elf_obj__free(o->debug);
 	free(o->segs);
 	free(o->syms);
 	free(o->interp);
@@ -211,6 +215,9 @@ int elf_obj__for_each_func(struct elf_obj *o, int (*fn)(const struct elf_func *f
 		ret = walk_table(o, o->dynsym, true, fn, ctx);
 	if (!ret && o->symtab)
 		ret = walk_table(o, o->symtab, false, fn, ctx);
+	/* Same addresses: a debug file keeps the section addresses of the object it was split from. */
+	if (!ret && o->debug && o->debug->symtab)
+		ret = walk_table(o->debug, o->debug->symtab, false, fn, ctx);
 	return ret > 0 ? 0 : ret;
 }
 
@@ -242,6 +249,27 @@ int elf_obj__off_to_vaddr(const struct elf_obj *o, uint64_t off, uint64_t *vaddr
 		}
 	}
 	return -ENOENT;
+}
+
+/* The data of the PROGBITS section called name, or NULL. */
+static Elf_Data *progbits(struct elf_obj *o, const char *section)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(o->elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(o->elf, scn))) {
+		const char *name;
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
+			continue;
+		name = elf_strptr(o->elf, shstrndx, sh.sh_name);
+		if (name && !strcmp(name, section))
+			return elf_getdata(scn, NULL);
+	}
+	return NULL;
 }
 
 struct sym_vec {
@@ -345,6 +373,93 @@ bool elf_obj__has_symtab(const struct elf_obj *o)
 	return o->has_symtab;
 }
 
+bool elf_obj__needs_debug(struct elf_obj *o)
+{
+	if (o->has_symtab || o->debug_asked)
+		return false;
+	o->debug_asked = true;
+	return true;
+}
+
+const char *elf_obj__debuglink(struct elf_obj *o, uint32_t *crc)
+{
+	/* A file name, NUL, padding to 4 bytes, then the CRC-32 of the debug file. */
+	Elf_Data *d = progbits(o, ".gnu_debuglink");
+	const char *name;
+	size_t len;
+
+	if (!d || !d->d_buf || d->d_size < 8)
+		return NULL;
+	name = d->d_buf;
+	len = strnlen(name, d->d_size);
+	/* A name with a path in it would let the file pick where we look: refused. */
+	if (!len || strchr(name, '/') || (len + 4) / 4 * 4 + 4 > d->d_size)
+		return NULL;
+	memcpy(crc, (char *)d->d_buf + (len + 4) / 4 * 4, sizeof(*crc));
+	return name;
+}
+
+static int file_crc32(int fd, uint32_t *out)
+{
+	unsigned char buf[1 << 16];
+	uLong crc = crc32(0, Z_NULL, 0);
+	off_t off = 0;
+	ssize_t n;
+
+	while ((n = pread(fd, buf, sizeof(buf), off)) > 0) {
+		crc = crc32(crc, buf, (uInt)n);
+		off += n;
+	}
+	if (n < 0)
+		return -errno;
+	*out = (uint32_t)crc;
+	return 0;
+}
+
+int elf_obj__add_debug(struct elf_obj *o, const char *path)
+{
+	struct elf_obj *d;
+	uint32_t want, got;
+	int err;
+
+	if (o->debug)
+		return -EEXIST;
+	err = elf_obj__open(path, &d);
+	if (err)
+		return err;
+	err = -ENODATA;
+	if (!d->symtab || d->machine != o->machine)
+		goto cleanup;
+	/*
+	 * The same build: by build-id when the object has one, else by the CRC its
+	 * .gnu_debuglink names. A debug file of another build would name wrong functions.
+	 */
+	err = -ESTALE;
+	if (o->build_id[0]) {
+		if (strcmp(o->build_id, d->build_id))
+			goto cleanup;
+	} else if (!elf_obj__debuglink(o, &want)) {
+		goto cleanup;
+	} else {
+		err = file_crc32(d->fd, &got);
+		if (!err && got != want)
+			err = -ESTALE;
+		if (err)
+			goto cleanup;
+	}
+	o->debug = d;
+	o->has_symtab = true;
+	/* Names from now on come from both: the table is rebuilt on the next lookup. */
+	free(o->syms);
+	o->syms = NULL;
+	o->nr_syms = 0;
+	o->syms_built = false;
+	return 0;
+cleanup:
+	elf_obj__free(d);
+	return err;
+}
+
 const char *elf_obj__interp(const struct elf_obj *o)
 {
 	return o->interp;
@@ -352,25 +467,9 @@ const char *elf_obj__interp(const struct elf_obj *o)
 
 bool elf_obj__section_has(struct elf_obj *o, const char *section, const char *needle)
 {
-	size_t shstrndx;
-	Elf_Scn *scn = NULL;
+	Elf_Data *d = progbits(o, section);
 
-	if (elf_getshdrstrndx(o->elf, &shstrndx))
-		return false;
-	while ((scn = elf_nextscn(o->elf, scn))) {
-		const char *name;
-		Elf_Data *d;
-		GElf_Shdr sh;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
-			continue;
-		name = elf_strptr(o->elf, shstrndx, sh.sh_name);
-		if (!name || strcmp(name, section))
-			continue;
-		d = elf_getdata(scn, NULL);
-		return d && d->d_buf && memmem(d->d_buf, d->d_size, needle, strlen(needle));
-	}
-	return false;
+	return d && d->d_buf && memmem(d->d_buf, d->d_size, needle, strlen(needle));
 }
 
 ssize_t elf_obj__read(const struct elf_obj *o, uint64_t off, void *buf, size_t len)

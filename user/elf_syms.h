@@ -44,6 +44,16 @@ const char *elf_obj__build_id(const struct elf_obj *o);
 bool elf_obj__is_exec(const struct elf_obj *o);	/* ET_EXEC: absolute addresses */
 bool elf_obj__has_symtab(const struct elf_obj *o);
 uint16_t elf_obj__machine(const struct elf_obj *o);	/* e_machine: EM_X86_64, EM_AARCH64 */
+/*
+ * Separate debug files (Debian's -dbgsym packages, `objcopy --only-keep-debug`): whether one
+ * should be looked for (true once, for an object without .symtab), the .gnu_debuglink file
+ * name and CRC-32 (NULL when none), and attaching one: 0, or -ESTALE when it is of another
+ * build (build-id, else the debuglink CRC), -ENODATA when it has no .symtab, -errno when it
+ * cannot be opened. Once attached, its .symtab names the object's code beside .dynsym.
+ */
+bool elf_obj__needs_debug(struct elf_obj *o);
+const char *elf_obj__debuglink(struct elf_obj *o, uint32_t *crc);
+int elf_obj__add_debug(struct elf_obj *o, const char *path);
 /* The PT_INTERP path (dynamic linker) or NULL. */
 const char *elf_obj__interp(const struct elf_obj *o);
 /* Whether the named section contains the bytes of needle (a string, without its NUL). */

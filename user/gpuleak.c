@@ -63,6 +63,7 @@ enum opt_key {
 	OPT_FOLLOW,
 	OPT_METRICS,
 	OPT_PROBE_AT_ENTRY,
+	OPT_DEBUG_DIR,
 };
 
 struct cli {
@@ -172,6 +173,10 @@ static const struct argp_option trace_options[] = {
 	{ "stack-entries", OPT_STACK_ENTRIES, "N", 0,
 	  "Distinct stacks each of the two kernel stack maps holds (default 16384; each costs "
 	  "(depth + 2) x 8 bytes of kernel memory)", 0 },
+	{ "debug-dir", OPT_DEBUG_DIR, "DIR", 0,
+	  "Also look for separate debug files of stripped libraries in DIR "
+	  "(DIR/.build-id/xx/yyyy.debug, or the .gnu_debuglink name under DIR), before "
+	  "/usr/lib/debug; repeatable", 0 },
 	{ "webgpu-abi", OPT_WEBGPU_ABI, "GEN", 0,
 	  "webgpu.h generation of WebGPU libraries when it cannot be detected: sv, sv-tier1 "
 	  "or cstr", 0 },
@@ -540,6 +545,13 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 		c->t.stack_depth = (unsigned int)n;
 		break;
 	}
+	case OPT_DEBUG_DIR:
+		if (c->t.nr_debug_dirs == SYMBOLIZER_MAX_DEBUG_DIRS)
+			argp_error(state, "at most %d --debug-dir", SYMBOLIZER_MAX_DEBUG_DIRS);
+		if (!*arg)
+			argp_error(state, "empty --debug-dir");
+		c->t.debug_dirs[c->t.nr_debug_dirs++] = arg;
+		break;
 	case OPT_STACK_ENTRIES: {
 		char *end;
 		long n = strtol(arg, &end, 10);

@@ -2,11 +2,13 @@
 #include <elf.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "elf_syms.h"
 #include "hmap.h"
+#include "log.h"
 #include "modules.h"
 #include "stacks.h"
 #include "symbolize.h"
@@ -69,6 +71,8 @@ struct symbolizer {
 	size_t nr_bids, cap_bids;
 	struct obj_fp *objfp;
 	size_t nr_objfp, cap_objfp;
+	const char *const *debug_dirs;	/* --debug-dir, searched before /usr/lib/debug */
+	size_t nr_debug_dirs;
 	struct symbolizer_stats st;
 };
 
@@ -85,6 +89,12 @@ int symbolizer__new(struct modules *mods, struct symbolizer **out)
 	s->mods = mods;
 	*out = s;
 	return 0;
+}
+
+void symbolizer__set_debug_dirs(struct symbolizer *s, const char *const *dirs, size_t n)
+{
+	s->debug_dirs = dirs;
+	s->nr_debug_dirs = n;
 }
 
 static void info_free(struct sym_info *si)
@@ -209,6 +219,76 @@ static char *format_name(const struct sym_info *si, uint64_t addr)
 	return n < 0 ? NULL : out;
 }
 
+#define DEBUG_ROOT "/usr/lib/debug"
+
+/* Whether path is a debug file of elf (and now names its code). */
+static bool try_debug(struct symbolizer *s, struct elf_obj *elf, const char *obj,
+		      const char *path)
+{
+	int err = elf_obj__add_debug(elf, path);
+
+	if (!err) {
+		s->st.debug_files++;
+		pr_info("naming %s from its debug file %s\n", obj, path);
+		return true;
+	}
+	if (err != -ENOENT && err != -ENOTDIR)
+		pr_info("not naming %s from %s: %s\n", obj, path,
+			 err == -ESTALE ? "another build of it" : strerror(-err));
+	return false;
+}
+
+/*
+ * A separate debug file for a mapped object without .symtab, where gdb looks: by build-id
+ * under each debug directory (--debug-dir, then /usr/lib/debug as the target sees it, then
+ * as we do), then by its .gnu_debuglink name beside the object, in .debug/ beside it, and
+ * under each debug directory followed by the object's directory. A file of another build
+ * is never used (elf_obj__add_debug checks).
+ */
+static void find_debug(struct symbolizer *s, const struct seen_map *m, struct elf_obj *elf)
+{
+	const char *bid = elf_obj__build_id(elf), *dirs[SYMBOLIZER_MAX_DEBUG_DIRS + 2];
+	const char *roots[2], *link, *slash;
+	char root[48], target_debug[64], path[2 * PATH_MAX];
+	size_t i, n = 0, dir_len;
+	uint32_t crc;
+
+	for (i = 0; i < s->nr_debug_dirs && i < SYMBOLIZER_MAX_DEBUG_DIRS; i++)
+		dirs[n++] = s->debug_dirs[i];
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)m->pid);
+	snprintf(target_debug, sizeof(target_debug), "%s%s", root, DEBUG_ROOT);
+	dirs[n++] = target_debug;
+	dirs[n++] = DEBUG_ROOT;
+	if (strlen(bid) > 2)
+		for (i = 0; i < n; i++) {
+			snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", dirs[i], bid,
+				 bid + 2);
+			if (try_debug(s, elf, m->name, path))
+				return;
+		}
+	link = elf_obj__debuglink(elf, &crc);
+	slash = m->path ? strrchr(m->path, '/') : NULL;
+	if (!link || m->path[0] != '/' || !slash)
+		return;
+	dir_len = (size_t)(slash - m->path);
+	roots[0] = root;
+	roots[1] = "";
+	for (i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s%.*s/%s", roots[i], (int)dir_len, m->path, link);
+		if (try_debug(s, elf, m->name, path))
+			return;
+		snprintf(path, sizeof(path), "%s%.*s/.debug/%s", roots[i], (int)dir_len, m->path,
+			 link);
+		if (try_debug(s, elf, m->name, path))
+			return;
+	}
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s%.*s/%s", dirs[i], (int)dir_len, m->path, link);
+		if (try_debug(s, elf, m->name, path))
+			return;
+	}
+}
+
 /*
  * The ELF object that names the code of mapping m: the first object opened with the same
  * build-id, so every copy of a library (another path, another container) has its symbol
@@ -227,6 +307,8 @@ static struct elf_obj *map_elf(struct symbolizer *s, struct seen_map *m)
 	if (!elf)
 		return NULL;
 	s->st.objects++;
+	if (elf_obj__needs_debug(elf))
+		find_debug(s, m, elf);
 	bid = elf_obj__build_id(elf);
 	if (!bid[0])
 		return elf;

@@ -36,6 +36,13 @@ struct sym_info {
 /* mods NULL: offline, names only from symbolizer__set and symbolizer__add_map. */
 int symbolizer__new(struct modules *mods, struct symbolizer **out);
 void symbolizer__free(struct symbolizer *s);
+
+/*
+ * Directories searched for separate debug files of stripped objects, before
+ * /usr/lib/debug (as the target sees it, then as we do); dirs must outlive s.
+ */
+#define SYMBOLIZER_MAX_DEBUG_DIRS 8
+void symbolizer__set_debug_dirs(struct symbolizer *s, const char *const *dirs, size_t n);
 /* Remember pid's current mappings (call at attach and whenever they change). */
 int symbolizer__add_maps(struct symbolizer *s, const struct proc_maps *m);
 /* Remember one executable mapping by path, without opening it (a capture's snapshot). */
@@ -92,6 +99,7 @@ struct symbolizer_stats {
 	unsigned int shared;	/* of them, named by an earlier object with their build-id */
 	uint64_t resolved;	/* addresses looked up in a mapping */
 	uint64_t batches;	/* symbolizer__resolve calls */
+	unsigned int debug_files;	/* separate debug files that name stripped objects */
 };
 void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st);
 

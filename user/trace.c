@@ -1562,6 +1562,8 @@ int trace__run(const struct trace_opts *o)
 	if (!err)
 		err = symbolizer__new(tr.mods, &tr.sym);
 	if (!err)
+		symbolizer__set_debug_dirs(tr.sym, o->debug_dirs, o->nr_debug_dirs);
+	if (!err)
 		err = analysis__new(&o->a, symbolizer__site_frames, tr.sym, &tr.an);
 	if (!err)
 		err = ringbuf__new(bpf_map__fd(tr.skel->maps.events), on_record, &tr, &tr.rb);

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 #include "analysis.h"
 #include "capture.h"
+#include "symbolize.h"
 #include "wgpu.h"
 
 /* A process named on the command line (-p PID[@TICKS]). */
@@ -39,6 +40,8 @@ struct trace_opts {
 	uint64_t ringbuf_bytes;
 	unsigned int stack_depth;	/* frames of allocation stacks kept; 0: no stacks */
 	unsigned int stack_entries;	/* distinct stacks each kernel stack map holds */
+	const char *debug_dirs[SYMBOLIZER_MAX_DEBUG_DIRS];	/* --debug-dir */
+	size_t nr_debug_dirs;
 	struct analysis_opts a;	/* rules, steps, gate: shared with gpuleak report */
 	struct wgpu_abi webgpu_abi;	/* --webgpu-abi; labels == 0: detect per object */
 	const char *capture_path;	/* gpuleak record: also write every record here */
