@@ -862,16 +862,12 @@ int gl_exit(struct pt_regs *ctx)
 /* Deepest pid namespace level looked at for gpuleak's own (containers nest a few deep). */
 #define GL_MAX_PIDNS_LEVEL 8
 
-/* A task's process id in gpuleak's pid namespace, 0 when it has none there. */
-static __always_inline __u32 task_tgid(struct task_struct *t)
+/* The number of pid p in gpuleak's pid namespace, 0 when it has none there. */
+static __always_inline __u32 pid_in_ns(struct pid *p)
 {
-	struct pid *p;
 	struct upid up;
 	__u32 level;
 
-	if (!pidns_ino)
-		return BPF_CORE_READ(t, tgid);
-	p = BPF_CORE_READ(t, group_leader, thread_pid);
 	if (!p)
 		return 0;
 	level = BPF_CORE_READ(p, level);
@@ -887,6 +883,22 @@ static __always_inline __u32 task_tgid(struct task_struct *t)
 			return up.nr;
 	}
 	return 0;
+}
+
+/* A task's process id in gpuleak's pid namespace, 0 when it has none there. */
+static __always_inline __u32 task_tgid(struct task_struct *t)
+{
+	if (!pidns_ino)
+		return BPF_CORE_READ(t, tgid);
+	return pid_in_ns(BPF_CORE_READ(t, group_leader, thread_pid));
+}
+
+/* A task's thread id, as records carry it (gl_hdr.tid). */
+static __always_inline __u32 task_tid(struct task_struct *t)
+{
+	if (!pidns_ino)
+		return BPF_CORE_READ(t, pid);
+	return pid_in_ns(BPF_CORE_READ(t, thread_pid));
 }
 
 /* A record about process pid; a loss is charged to `charge` (the parent, for a fork). */
@@ -917,6 +929,47 @@ static __always_inline struct gl_task_rec *task_rec(__u32 pid, __u32 charge, __u
 	return r;
 }
 
+/*
+ * A thread of a traced process made inside a traced call that hands its work to threads
+ * (GL_SPEC2_ADOPT_THREADS): NCCL initialises the communicators of one ncclCommInitAll or
+ * group on one new thread each and joins them before returning. What those threads
+ * allocate is the call's, and user space can only tell them apart from any other thread by
+ * this record. The innermost such call open on the parent is the one that made it.
+ */
+static __always_inline int thread_made(struct task_struct *parent, struct task_struct *child,
+				       __u32 pid)
+{
+	struct gl_task_rec *r;
+	struct tstate *st;
+	__u32 d, k, api = 0;
+
+	if (!bpf_map_lookup_elem(&traced, &pid))
+		return 0;
+	st = bpf_task_storage_get(&tstates, parent, 0, 0);
+	if (!st)
+		return 0;
+	d = st->depth;
+	for (__u32 i = 0; i < GL_MAX_DEPTH; i++) {
+		if (i >= d)
+			return 0;
+		k = (d - 1 - i) & (GL_MAX_DEPTH - 1);
+		api = st->f[k].api;
+		if (api < GL_API_MAX && (specs[api].flags2 & GL_SPEC2_ADOPT_THREADS))
+			break;
+		if (i == GL_MAX_DEPTH - 1)
+			return 0;
+	}
+	r = task_rec(pid, pid, GL_TASK_THREAD, child);
+	if (!r)
+		return 0;
+	r->hdr.tid = task_tid(child);
+	r->hdr.api = api;
+	r->hdr.depth = k;
+	r->ppid = task_tid(parent);
+	bpf_ringbuf_submit(r, rb_flags(0, sizeof(*r)));
+	return 0;
+}
+
 /* tp_btf arguments come typed through ctx: the verifier knows them as task pointers. */
 SEC("tp_btf/sched_process_fork")
 int gl_fork(__u64 *ctx)
@@ -926,12 +979,14 @@ int gl_fork(__u64 *ctx)
 	struct gl_task_rec *r;
 	__u8 one = 1;
 
-	if (!follow_children)
-		return 0;
 	ppid = task_tgid(parent);
 	pid = task_tgid(child);
+	if (!pid)
+		return 0;
 	/* A new thread shares its parent's tgid: only new processes are followed. */
-	if (!pid || pid == ppid || !bpf_map_lookup_elem(&traced, &ppid))
+	if (pid == ppid)
+		return thread_made(parent, child, pid);
+	if (!follow_children || !bpf_map_lookup_elem(&traced, &ppid))
 		return 0;
 	if (bpf_map_update_elem(&traced, &pid, &one, BPF_ANY)) {
 		count_loss(ppid, GL_STAT_MAP_FULL, 1);

@@ -154,6 +154,12 @@ enum gl_task_event {
 	GL_TASK_FORK = 1,	/* pid was forked by ppid (followed: --follow) */
 	GL_TASK_EXEC = 2,	/* pid exec'd a new program */
 	GL_TASK_EXIT = 3,	/* pid's last thread exited: exit_code is its wait status */
+	/*
+	 * Thread hdr.tid of pid was made by thread ppid while ppid was inside the traced call
+	 * hdr.api at depth hdr.depth, an API that hands its work to threads it joins before
+	 * returning (GL_SPEC2_ADOPT_THREADS: NCCL's group launch). Not a process event.
+	 */
+	GL_TASK_THREAD = 4,
 };
 
 enum gl_task_flags {
@@ -250,6 +256,15 @@ enum gl_spec_flags {
 					 * are its layers (cudaMalloc -> cuMemAlloc): no stack */
 };
 
+/* More flags of struct gl_api_spec. */
+enum gl_spec_flags2 {
+	/*
+	 * Threads made while it runs do its work (NCCL runs each communicator's init on a
+	 * thread of its own when a call makes several): a GL_TASK_THREAD record says so.
+	 */
+	GL_SPEC2_ADOPT_THREADS = 1 << 0,
+};
+
 /* Where a call's label string is (struct gl_label_rec is emitted for it). */
 enum gl_label_kind {
 	GL_LABEL_NONE = 0,
@@ -275,7 +290,7 @@ struct gl_api_spec {
 	__u8 label_off;		/* offset of the label in the copied bytes */
 	__u8 desc_off;		/* the copy starts this many bytes into the struct */
 	__u8 code_off;		/* GL_SPEC_CODE_PTR: offset of the code pointer in the copy */
-	__u8 pad;
+	__u8 flags2;		/* enum gl_spec_flags2 */
 };
 
 /*
@@ -374,6 +389,8 @@ enum gl_api {
 	GL_API_NCCL_COMM_SPLIT = 0x409,
 	GL_API_NCCL_COMM_DESTROY = 0x40a,
 	GL_API_NCCL_COMM_ABORT = 0x40b,
+	GL_API_NCCL_GROUP_START = 0x40c,
+	GL_API_NCCL_GROUP_END = 0x40d,
 	GL_API_NCCL_LAST,
 
 	/* libc (--libc): host memory beside the GPU */

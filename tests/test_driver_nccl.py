@@ -16,8 +16,8 @@ COMM_DEVICE = 4 * MiB + 2 * MiB        # 4 channel buffers + one VMM handle per 
 COMM_HOST = 65536                      # the pinned proxy buffer
 
 
-def verdict(args):
-    return run_gpuleak(["run", "--interval", "0", "--"] + args).verdict()
+def verdict(args, env=None):
+    return run_gpuleak(["run", "--interval", "0", "--"] + args, env=env).verdict()
 
 
 def by_kind(v, key):
@@ -123,6 +123,42 @@ def nccl_init_all_split_and_memalloc():
     eq(layers, {"cuMemCreate": (4 * MiB, 1), "cuMemAddressReserve": (4 * MiB, 1)},
        "its VMM layers")
     eq(v["unknown_frees"], 0, "ncclMemFree's unmap/release/free found their layers")
+
+
+def init_threads_expected(v, what):
+    """C0 destroyed, C1 left with all of its memory, made on a libnccl thread, on device 1."""
+    eq(comms(v), [("destroyed", 0, 0, 0), ("live", COMM_DEVICE + COMM_HOST, 6, 0)],
+       f"{what}: each communicator owns what its thread allocated")
+    eq(v["live_bytes"], COMM_DEVICE + COMM_HOST, f"{what}: live")
+    handle = v["communicators"][1]["handle"]
+    for l in v["leaks"]:
+        eq(l["owner"], {"kind": "communicator", "handle": handle}, f"{what}: {l['api']} owner")
+    eq({l["device"] for l in v["leaks"] if l["memory"] == "device"}, {1}, f"{what}: device")
+    eq(v["unknown_frees"], 0, f"{what}: C0's memory freed by its destroy, found")
+
+
+@test
+def nccl_init_on_helper_threads_belongs_to_the_communicators():
+    """As NCCL 2.28 does, the stand-in initialises the communicators of one ncclCommInitAll,
+    or of a group (ncclCommInitRank x 2 between ncclGroupStart/End), on one new thread
+    each: a scheduler tracepoint sees each thread made inside the call, and what it
+    allocates before the call returns is the communicator's of its device."""
+    env = harness.gpuleak_env()
+    env["GPULEAK_STANDIN_NCCL_INITALL_THREADS"] = "1"
+    init_threads_expected(verdict([scenario("nccl_comm"), "all"], env=env), "InitAll, threads")
+    init_threads_expected(verdict([scenario("nccl_comm"), "group"]), "group")
+
+
+@test
+def nccl_helper_threads_offline_as_live():
+    from test_capture import record, report, same_verdict
+    r = record(["--", scenario("nccl_comm"), "group"])
+    try:
+        live = r.verdict()
+        init_threads_expected(live, "group, live")
+        same_verdict(live, report(r.path).verdict())
+    finally:
+        os.unlink(r.path)
 
 
 @test

@@ -20,6 +20,10 @@
 #define FREE_ASYNC(a, stream) SPEC(GL_SHAPE_FREE_ASYNC, a, 0, stream, 0, 0, 0)
 #define SYNC(x)		      SPEC(GL_SHAPE_SYNC, 0, 0, x, 0, 0, 0)
 #define CALL(a, x)	      SPEC(GL_SHAPE_CALL, a, 0, x, 0, 0, 0)
+/* The same shapes for a call that may hand its work to threads it makes and joins */
+#define OUTPTR_ADOPT(a, s, x, x2)                                                                  \
+	SPEC(GL_SHAPE_ALLOC_OUTPTR, a, s, x, x2, 0, 0, .flags2 = GL_SPEC2_ADOPT_THREADS)
+#define CALL_ADOPT(a, x)      SPEC(GL_SHAPE_CALL, a, 0, x, 0, 0, 0, .flags2 = GL_SPEC2_ADOPT_THREADS)
 /* f(args...): entry only, arg a in the record's addr */
 #define NOTIFY(a)	      SPEC(GL_SHAPE_NOTIFY, a, 0, 0, 0, 0, 0)
 /*
@@ -178,18 +182,27 @@ const struct cat_api cat_apis[] = {
     API("ncclCommWindowDeregister", GL_API_NCCL_COMM_WINDOW_DEREGISTER,
 	SPEC(GL_SHAPE_FREE, 2, 0, 1, 0, 0, 0), OP_FREE, MEM_REG, 0, .ns = NS_NCCL_WIN),
     /* Communicator creation: (ncclComm_t *comm, ...). ncclUniqueId is a 128-byte struct
-     * passed on the stack; the out-pointer is the first register argument either way. */
-    API("ncclCommInitRank", GL_API_NCCL_COMM_INIT_RANK, OUTPTR(1, 0, 0, 0), OP_COMM_INIT, MEM_NONE,
-	0),
+     * passed on the stack; the out-pointer is the first register argument either way. Each
+     * may run the init on threads it makes (ADOPT): what they allocate is the call's. */
+    API("ncclCommInitRank", GL_API_NCCL_COMM_INIT_RANK, OUTPTR_ADOPT(1, 0, 0, 0), OP_COMM_INIT,
+	MEM_NONE, 0),
     /* ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist) */
     API("ncclCommInitAll", GL_API_NCCL_COMM_INIT_ALL,
 	SPEC(GL_SHAPE_ALLOC_OUTPTR, 1, 0, 2, 0, 0, GL_SPEC_DESC_AT_RETURN, .arg_desc = 1,
-	     .desc_len = 64),
+	     .desc_len = 64, .flags2 = GL_SPEC2_ADOPT_THREADS),
 	OP_COMM_INIT, MEM_NONE, 0),
-    API("ncclCommInitRankConfig", GL_API_NCCL_COMM_INIT_RANK_CONFIG, OUTPTR(1, 0, 0, 0),
+    API("ncclCommInitRankConfig", GL_API_NCCL_COMM_INIT_RANK_CONFIG, OUTPTR_ADOPT(1, 0, 0, 0),
 	OP_COMM_INIT, MEM_NONE, 0),
     /* ncclCommSplit(comm, int color, int key, ncclComm_t *newcomm, config) */
-    API("ncclCommSplit", GL_API_NCCL_COMM_SPLIT, OUTPTR(4, 0, 1, 0), OP_COMM_INIT, MEM_NONE, 0),
+    API("ncclCommSplit", GL_API_NCCL_COMM_SPLIT, OUTPTR_ADOPT(4, 0, 1, 0), OP_COMM_INIT,
+	MEM_NONE, 0),
+    /*
+     * Inside ncclGroupStart/ncclGroupEnd, ncclCommInitRank(Config) and ncclCommSplit return
+     * their communicator at once; the outermost ncclGroupEnd initialises them, one on its
+     * own thread, several on one thread each: that memory is theirs, by device.
+     */
+    API("ncclGroupStart", GL_API_NCCL_GROUP_START, CALL(0, 0), OP_GROUP_START, MEM_NONE, 0),
+    API("ncclGroupEnd", GL_API_NCCL_GROUP_END, CALL_ADOPT(0, 0), OP_GROUP_END, MEM_NONE, 0),
     API("ncclCommDestroy", GL_API_NCCL_COMM_DESTROY, CALL(1, 0), OP_COMM_DESTROY, MEM_NONE, 0),
     API("ncclCommAbort", GL_API_NCCL_COMM_ABORT, CALL(1, 0), OP_COMM_DESTROY, MEM_NONE, 0),
 

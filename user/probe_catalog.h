@@ -37,6 +37,8 @@ enum cat_op {
 	OP_VMM_UNMAP,		/* mappings in [addr, addr + size) removed */
 	OP_COMM_INIT,		/* NCCL communicator addr created: inner allocations are its */
 	OP_COMM_DESTROY,	/* NCCL communicator addr destroyed or aborted */
+	OP_GROUP_START,		/* NCCL group opened: inits return their communicator at once */
+	OP_GROUP_END,		/* the outermost one initialises them: inner memory is theirs */
 	OP_MARKER,		/* a step or request marker; NVTX ranges carry their name as label */
 	/*
 	 * Refcounted objects that hold memory (WebGPU buffers and textures) and the objects

@@ -640,13 +640,14 @@ fail_quiet:
 
 /*
  * The scheduler tracepoints: exits of traced processes (their exit status, and the end of
- * their records in the ring buffer), and with --follow their forks and execs.
+ * their records in the ring buffer), the threads their calls make to do their work (NCCL's
+ * group launch), and with --follow their forks and execs.
  */
 static int attach_tracepoints(struct trace *tr)
 {
 	struct bpf_program *progs[3] = { tr->skel->progs.gl_task_exit, tr->skel->progs.gl_fork,
 					 tr->skel->progs.gl_exec };
-	int i, n = tr->o->follow ? 3 : 1;
+	int i, n = tr->o->follow ? 3 : 2;
 
 	for (i = 0; i < n; i++) {
 		tr->task_links[i] = bpf_program__attach(progs[i]);
@@ -655,8 +656,10 @@ static int attach_tracepoints(struct trace *tr)
 
 			/* Without them gpuleak still sees exits through pidfds. */
 			if (!tr->o->follow) {
-				pr_info("no exit tracepoint (%s): exit status of attached "
-					"processes unknown\n", strerror(-err));
+				pr_info("no %s tracepoint (%s): %s\n", i ? "fork" : "exit",
+					strerror(-err), i ? "memory NCCL's init threads make is "
+					"not its communicators'" : "exit status of attached "
+					"processes unknown");
 				return 0;
 			}
 			pr_err("cannot attach to the scheduler's fork/exec/exit tracepoints: %s "

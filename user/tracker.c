@@ -116,6 +116,9 @@ static void at_remove(struct alloc_table *t, struct alloc *slot)
  * here until the outermost call returns: only then is it known whether they are layers of
  * one allocation, memory a communicator made, or calls of their own.
  */
+/* Communicators one NCCL group initialises: NCCL's own limit is far above any node's GPUs. */
+#define MAX_GROUP_COMMS 16
+
 struct tthread {
 	uint32_t tid;
 	int16_t device;
@@ -130,6 +133,24 @@ struct tthread {
 		uint8_t family;	/* of the free that expects it: only a lower layer matches */
 	} expect[NR_EXPECT];
 	unsigned int nr_expect;
+	/*
+	 * A thread a traced call made to do its work (GL_TASK_THREAD: NCCL's group launch):
+	 * its finished calls, held[0, adopt_ready), wait until that call returns on thread
+	 * adopter, and are then applied as made inside it.
+	 */
+	uint32_t adopter;	/* 0: not adopted */
+	uint8_t adopt_depth;
+	size_t adopt_ready;
+	/* The adopter's side: threads made inside its call at adoptees_depth. */
+	unsigned int nr_adoptees;
+	uint8_t adoptees_depth;
+	/* ncclGroupStart nesting; the communicators inits returned inside it, by device */
+	unsigned int group_depth;
+	struct group_comm {
+		uint64_t comm;
+		int16_t device;
+	} group_comms[MAX_GROUP_COMMS];
+	unsigned int nr_group_comms;
 };
 
 /* A thread that never leaves its outer call must not grow without bound. */
@@ -1822,6 +1843,12 @@ static int apply_op(struct tracker *t, struct tproc *p, const struct cat_api *ap
 	case OP_VMM_UNMAP:
 		vmm_unmap(t, p, r);
 		break;
+	case OP_GROUP_START:
+		th = thread_get(p, r->hdr.tid);
+		if (!th)
+			return -ENOMEM;
+		th->group_depth++;
+		break;
 	case OP_COMM_DESTROY: {
 		size_t i;
 
@@ -1925,6 +1952,7 @@ static int apply_comm_init(struct tracker *t, struct tproc *p, struct node *node
 			      r->stack_id, OWNER_NONE, 0, 0, 0 };
 	uint32_t site = site_get(t, &k);
 	uint64_t comms[GL_DESC_MAX / 8] = { r->addr };
+	struct tthread *th;
 	size_t nr = 1, i, j;
 	int err;
 
@@ -1940,6 +1968,12 @@ static int apply_comm_init(struct tracker *t, struct tproc *p, struct node *node
 	for (i = 0; i < nr; i++)
 		if (comms[i] && comm_add(p, comms[i], site, r->hdr.ts_ns))
 			return -ENOMEM;
+	th = thread_get(p, r->hdr.tid);
+	if (!th)
+		return -ENOMEM;
+	/* Inside a group it only queued: the outermost ncclGroupEnd initialises it. */
+	if (th->group_depth && nr == 1 && th->nr_group_comms < MAX_GROUP_COMMS)
+		th->group_comms[th->nr_group_comms++] = (struct group_comm){ r->addr, k.device };
 	for (j = nodes[self].first_child; j < self; j++) {
 		struct placement comm = { .owner_kind = OWNER_COMM, .owner = comms[0] };
 		int16_t dev = thread_device(p, nodes[j].r->hdr.tid);
@@ -1955,6 +1989,51 @@ static int apply_comm_init(struct tracker *t, struct tproc *p, struct node *node
 	return 0;
 }
 
+/* The communicator of a group made on device dev; the only one when the group made one. */
+static uint64_t group_comm(const struct tthread *th, int16_t dev)
+{
+	unsigned int i;
+
+	for (i = 0; i < th->nr_group_comms; i++)
+		if (th->group_comms[i].device == dev)
+			return th->group_comms[i].comm;
+	return th->nr_group_comms == 1 ? th->group_comms[0].comm : 0;
+}
+
+/*
+ * The outermost ncclGroupEnd initialises the communicators the group's inits returned at
+ * once: what is allocated inside it, on this thread or on the threads it made (adopted), is
+ * the communicator's of the device the allocating thread was on. It ends the group even
+ * when it fails.
+ */
+static int apply_group_end(struct tracker *t, struct tproc *p, struct node *nodes, size_t self,
+			   const struct placement *scope, const struct placement *layer,
+			   bool outermost)
+{
+	const struct gl_call_rec *r = nodes[self].r;
+	struct tthread *th = thread_get(p, r->hdr.tid);
+	size_t j;
+	int err = 0;
+
+	if (!th)
+		return -ENOMEM;
+	if (th->group_depth != 1 || !th->nr_group_comms) {
+		err = apply_children(t, p, nodes, self, scope, layer, NULL);
+	} else {
+		for (j = nodes[self].first_child; j < self && !err; j++) {
+			struct placement comm = { .owner_kind = OWNER_COMM };
+
+			if (nodes[j].parent != self)
+				continue;
+			comm.owner = group_comm(th, thread_device(p, nodes[j].r->hdr.tid));
+			err = apply_tree(t, p, nodes, j, comm.owner ? &comm : scope, NULL, false);
+		}
+	}
+	if (th->group_depth && !--th->group_depth)
+		th->nr_group_comms = 0;
+	return err ? err : apply_op(t, p, nodes[self].api, r, scope, outermost);
+}
+
 static int apply_tree(struct tracker *t, struct tproc *p, struct node *nodes, size_t self,
 		      const struct placement *scope, const struct placement *layer,
 		      bool outermost)
@@ -1968,6 +2047,8 @@ static int apply_tree(struct tracker *t, struct tproc *p, struct node *nodes, si
 		return apply_children(t, p, nodes, self, scope, layer, NULL);
 	if (r->hdr.kind == GL_REC_ALLOC && api->op == OP_COMM_INIT && r->addr)
 		return apply_comm_init(t, p, nodes, self);
+	if (api->op == OP_GROUP_END)
+		return apply_group_end(t, p, nodes, self, scope, layer, outermost);
 	if (r->hdr.kind != GL_REC_ALLOC || api->op != OP_ALLOC) {
 		/* Any other call: what happened inside it first, then the call itself. */
 		err = apply_children(t, p, nodes, self, scope, layer, NULL);
@@ -2041,8 +2122,10 @@ static int apply_held(struct tracker *t, struct tproc *p, struct tthread *th,
 		err = apply_tree(t, p, nodes, stack[i], &none, NULL, true);
 	}
 cleanup:
-	if (th)
+	if (th) {
 		th->nr_held = 0;
+		th->adopt_ready = 0;
+	}
 	free(nodes);
 	free(stack);
 	return err;
@@ -2067,6 +2150,81 @@ static int hold(struct tthread *th, const struct gl_hdr *h)
 	return 0;
 }
 
+static int cmp_tid(const void *a, const void *b)
+{
+	const struct tthread *x = *(struct tthread *const *)a, *y = *(struct tthread *const *)b;
+
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/*
+ * The call that made threads to do its work returns on th: the calls those threads finished
+ * meanwhile join th's held records, one thread after the other in the order they were made,
+ * one level below that call, so that its tree owns them (a communicator's memory, by the
+ * device each thread was on). What they do afterwards is their own.
+ */
+static int adopt(struct tproc *p, struct tthread *th)
+{
+	const struct hmap_slot *s;
+	struct tthread **v;
+	size_t i, k, n = 0;
+	int err = 0;
+
+	v = calloc(th->nr_adoptees, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; n < th->nr_adoptees && hmap__next(&p->threads, &i, &s);) {
+		struct tthread *c = (struct tthread *)(uintptr_t)s->val;
+
+		if (c != th && c->adopter == th->tid)
+			v[n++] = c;
+	}
+	qsort(v, n, sizeof(*v), cmp_tid);
+	for (i = 0; i < n && !err; i++) {
+		struct tthread *c = v[i];
+
+		for (k = 0; k < c->adopt_ready && !err; k++) {
+			struct gl_desc_rec rec = c->held[k];
+
+			rec.call.hdr.depth += th->adoptees_depth + 1;
+			err = hold(th, &rec.call.hdr);
+		}
+		if (err)
+			break;
+		memmove(c->held, c->held + c->adopt_ready,
+			(c->nr_held - c->adopt_ready) * sizeof(*c->held));
+		c->nr_held -= c->adopt_ready;
+		c->adopt_ready = 0;
+		c->adopter = 0;
+	}
+	th->nr_adoptees = 0;
+	free(v);
+	return err;
+}
+
+/* GL_TASK_THREAD: thread tid was made by ppid inside a call that hands it its work. */
+static int apply_thread_made(struct tracker *t, const struct gl_task_rec *r)
+{
+	struct tproc *p = proc_get(t, r->hdr.pid);
+	struct tthread *c, *parent;
+
+	if (!p)
+		return -ENOMEM;
+	c = thread_get(p, r->hdr.tid);
+	parent = thread_get(p, r->ppid);
+	if (!c || !parent)
+		return -ENOMEM;
+	/* One adopting call per thread at a time: the innermost BPF saw open. */
+	if (c == parent || c->adopter || c->nr_held ||
+	    (parent->nr_adoptees && parent->adoptees_depth != r->hdr.depth))
+		return 0;
+	c->adopter = r->ppid;
+	c->adopt_depth = r->hdr.depth;
+	parent->adoptees_depth = r->hdr.depth;
+	parent->nr_adoptees++;
+	return 0;
+}
+
 static int apply_call(struct tracker *t, struct tproc *p, const struct gl_call_rec *r)
 {
 	const struct cat_api *api = cat_by_api(r->hdr.api);
@@ -2084,6 +2242,19 @@ static int apply_call(struct tracker *t, struct tproc *p, const struct gl_call_r
 	 * frees do not outlive the thread's next allocation. */
 	if (th->nr_expect && r->hdr.kind == GL_REC_ALLOC && !r->hdr.depth)
 		th->nr_expect = 0;
+	if (th->nr_adoptees && r->hdr.depth == th->adoptees_depth) {
+		err = adopt(p, th);
+		if (err)
+			return err;
+	}
+	if (th->adopter && th->nr_held >= MAX_HELD)
+		th->adopter = 0;	/* never returns: take it as the thread's own */
+	if (th->adopter && !r->hdr.depth) {
+		/* Finished on a thread made to do another call's work: it waits for that call. */
+		err = hold(th, &r->hdr);
+		th->adopt_ready = th->nr_held;
+		return err;
+	}
 	if (r->hdr.depth) {
 		if (th->nr_held < MAX_HELD)
 			return hold(th, &r->hdr);
@@ -2093,7 +2264,8 @@ static int apply_call(struct tracker *t, struct tproc *p, const struct gl_call_r
 			return err;
 		return hold(th, &r->hdr);
 	}
-	if (th->nr_held || (r->hdr.kind == GL_REC_ALLOC && api->op == OP_COMM_INIT))
+	if (th->nr_held || (r->hdr.kind == GL_REC_ALLOC && api->op == OP_COMM_INIT) ||
+	    api->op == OP_GROUP_END)
 		err = apply_held(t, p, th, r);
 	else	/* the common case, nothing nested: no tree to build */
 		err = apply_op(t, p, api, r, &(struct placement){ 0 }, true);
@@ -2219,8 +2391,12 @@ int tracker__apply(struct tracker *t, const struct gl_hdr *h)
 	case GL_REC_TICK:
 		return 0;
 	case GL_REC_TASK:
-		/* What it means (a child to trace, an exit status) reaches the analysis as
-		 * GL_REC_PROC from user space, once acted on. */
+		/* What it means for a process (a child to trace, an exit status) reaches the
+		 * analysis as GL_REC_PROC from user space, once acted on; a thread made to do a
+		 * call's work is the tracker's own business. */
+		if (h->size >= sizeof(struct gl_task_rec) &&
+		    ((const struct gl_task_rec *)h)->event == GL_TASK_THREAD)
+			return apply_thread_made(t, (const struct gl_task_rec *)h);
 		return 0;
 	case GL_REC_PROC:
 		if (h->size < GL_PROC_REC_V1_SIZE)
