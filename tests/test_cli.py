@@ -16,6 +16,10 @@ def gl():
 def usage_errors_exit_2():
     for args, needle in ((["attach"], "attach needs -p PID"),
                          (["attach", "-p", "abc"], "invalid PID"),
+                         (["attach", "-p", "12,abc"],
+                          "invalid PID 'abc' (element at character 4 of '12,abc')"),
+                         (["attach", "-p", "12", "-p", "7,5@x"],
+                          "invalid PID@TICKS '5@x' (element at character 3 of '7,5@x'"),
                          (["run"], "run needs a command"),
                          (["bogus"], "unknown command"),
                          (["attach", "-p", "1", "--duration", "xyz"], "invalid duration"),

@@ -305,24 +305,29 @@ static void parse_pid_list(const char *arg, struct argp_state *state, struct cli
 
 	while (*p) {
 		struct trace_pid tp = { 0 };
+		/* The bad element and where it starts: "-p 12,abc" names "abc", at 4. */
+		int at = (int)(p - arg) + 1, len = (int)strcspn(p, ",");
 		char *end;
 		long v;
 
 		errno = 0;
 		v = strtol(p, &end, 10);
 		if (errno || end == p || v <= 0 || v > INT_MAX)
-			argp_error(state, "invalid PID '%s'", arg);
+			argp_error(state, "invalid PID '%.*s' (element at character %d of '%s')",
+				   len, p, at, arg);
 		tp.pid = (pid_t)v;
 		if (*end == '@') {
 			p = end + 1;
 			errno = 0;
 			tp.start_ticks = strtoull(p, &end, 10);
 			if (errno || end == p || *p == '-' || !tp.start_ticks)
-				argp_error(state, "invalid PID@TICKS '%s' (TICKS: field 22 of "
-					   "/proc/PID/stat)", arg);
+				argp_error(state, "invalid PID@TICKS '%.*s' (element at character "
+					   "%d of '%s'; TICKS: field 22 of /proc/PID/stat)",
+					   len, arg + at - 1, at, arg);
 		}
 		if (*end && *end != ',')
-			argp_error(state, "invalid PID '%s'", arg);
+			argp_error(state, "invalid PID '%.*s' (element at character %d of '%s')",
+				   len, arg + at - 1, at, arg);
 		if (c->t.nr_pids == c->cap_pids) {
 			size_t cap = c->cap_pids ? 2 * c->cap_pids : 4;
 			struct trace_pid *nv = realloc(c->t.pids, cap * sizeof(*nv));
