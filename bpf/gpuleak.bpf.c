@@ -187,8 +187,14 @@ static __always_inline void count_loss(__u32 pid, enum gl_stat s, __u64 n)
 
 		bpf_map_update_elem(&pid_loss, &pid, &zero, BPF_NOEXIST);
 		l = bpf_map_lookup_elem(&pid_loss, &pid);
-		if (!l)
+		if (!l) {
+			/* Counted globally only: say why, or the loss has no process. */
+			k = GL_STAT_MAP_FULL;
+			v = bpf_map_lookup_elem(&stats, &k);
+			if (v)
+				*v += 1;
 			return;
+		}
 	}
 	__sync_fetch_and_add(&l->counts[k & (GL_STAT_MAX - 1)], n);
 }
@@ -272,6 +278,8 @@ static __always_inline __u32 read_label(__u64 data, __u64 len, bool cstr, char *
 		return ~0U;
 	if (cstr || len == ~0ULL) {
 		n = bpf_probe_read_user_str(buf, GL_LABEL_MAX, (void *)data);
+		if (n < 0)
+			count_loss(cur_pid_tgid() >> 32, GL_STAT_READ_FAIL, 1);
 		if (n <= 0)
 			return ~0U;
 		/* _str counts the NUL it wrote; a full buffer may mean a longer label. */
@@ -282,8 +290,11 @@ static __always_inline __u32 read_label(__u64 data, __u64 len, bool cstr, char *
 		len = GL_LABEL_MAX;
 		*trunc = 1;
 	}
-	if (bpf_probe_read_user(buf, len & (2 * GL_LABEL_MAX - 1), (void *)data))
+	if (bpf_probe_read_user(buf, len & (2 * GL_LABEL_MAX - 1), (void *)data)) {
+		/* The object is still traced, without its label: a read failure, counted. */
+		count_loss(cur_pid_tgid() >> 32, GL_STAT_READ_FAIL, 1);
 		return ~0U;
+	}
 	return len;
 }
 
@@ -360,6 +371,35 @@ static __always_inline void code_ptr_check(__u16 api, struct gl_api_spec s, cons
 static __always_inline bool is_alloc(struct gl_api_spec s)
 {
 	return s.shape == GL_SHAPE_ALLOC_OUTPTR || s.shape == GL_SHAPE_ALLOC_RET;
+}
+
+/*
+ * Frames above the one a return matched are calls whose return never came: entered while
+ * gpuleak attached its entry link but not yet its return link, or left by a longjmp or an
+ * exception. An allocation among them may have succeeded unseen: a missed allocation of the
+ * size its arguments said (unsized when that was a pointer, or a descriptor's).
+ */
+static __always_inline void count_stale(struct tstate *st, __u32 i, __u32 stale, __u32 pid)
+{
+	count_loss(pid, GL_STAT_STALE_FRAMES, stale);
+	for (__u32 k = 1; k < GL_MAX_DEPTH; k++) {
+		struct frame *sf;
+		struct gl_api_spec s;
+
+		if (k > stale)
+			break;
+		sf = &st->f[(i + k) & (GL_MAX_DEPTH - 1)];
+		if (sf->api >= GL_API_MAX)
+			continue;
+		s = specs[sf->api];
+		if (!is_alloc(s))
+			continue;
+		count_loss(pid, GL_STAT_LOST_ALLOCS, 1);
+		if (!s.arg_size || (s.flags & GL_SPEC_SIZE_BY_PTR))
+			count_loss(pid, GL_STAT_LOST_ALLOCS_UNSIZED, 1);
+		else
+			count_loss(pid, GL_STAT_LOST_ALLOC_BYTES, sf->size * sf->mul);
+	}
 }
 
 /*
@@ -819,7 +859,7 @@ int gl_exit(struct pt_regs *ctx)
 	stale = d - 1 - i;
 	st->depth = i;
 	if (stale)
-		count_loss(pid, GL_STAT_STALE_FRAMES, stale);
+		count_stale(st, i, stale, pid);
 
 	if (!s.arg_desc)
 		return emit_exit(ctx, s, api, pid_tgid, i, stale, f);
@@ -840,8 +880,10 @@ int gl_exit(struct pt_regs *ctx)
 		if (len > GL_DESC_MAX)
 			len = GL_DESC_MAX;
 		__builtin_memset(dr->desc, 0, GL_DESC_MAX);
-		if (bpf_probe_read_user(dr->desc, len, (void *)f->addr))
+		if (bpf_probe_read_user(dr->desc, len, (void *)f->addr)) {
 			dr->call.hdr.flags |= GL_HF_DESC_READ_FAIL;
+			count_loss(pid_tgid >> 32, GL_STAT_READ_FAIL, 1);
+		}
 	} else {
 		__builtin_memcpy(dr->desc, st->desc[i], GL_DESC_MAX);
 	}

@@ -451,10 +451,13 @@ int tproc__uncertainty(const struct tracker *t, const struct tproc *p, struct un
 	memset(u, 0, sizeof(*u));
 	u->approximate = tproc__dropped(p) || p->loss[GL_STAT_READ_FAIL] ||
 			 p->loss[GL_STAT_MAP_FULL];
-	u->allocs_missed = p->loss[GL_STAT_LOST_ALLOCS];
-	u->alloc_bytes_missed = p->loss[GL_STAT_LOST_ALLOC_BYTES];
+	/* Lost in the ring, or arrived without the address its out-pointer should have held. */
+	u->allocs_missed = p->loss[GL_STAT_LOST_ALLOCS] + p->c.unaddressed_allocs;
+	u->alloc_bytes_missed = p->loss[GL_STAT_LOST_ALLOC_BYTES] + p->c.unaddressed_bytes;
 	u->allocs_missed_unsized = p->loss[GL_STAT_LOST_ALLOCS_UNSIZED];
 	u->frees_missed = lost_frees;
+	/* Also a call whose return never came (stale frames), or an unreadable address. */
+	u->approximate |= u->allocs_missed || u->allocs_missed_unsized || lost_frees;
 	/* Allocations missed can only have made live bytes look smaller, by at most their
 	 * bytes; one of unknown size leaves that side open. */
 	u->under_known = !u->allocs_missed_unsized;
@@ -789,8 +792,14 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 	struct tthread *th;
 	uint32_t site, ss;
 
+	/* Memory exists, but not where: the verdict's bounds take it (tproc__uncertainty). */
+	if (r->hdr.flags & GL_HF_ADDR_READ_FAIL) {
+		p->c.unaddressed_allocs++;
+		p->c.unaddressed_bytes += r->size;
+		return 0;
+	}
 	/* cudaMalloc(&p, 0) succeeds with a NULL pointer: a call, not memory. */
-	if (!r->addr || (r->hdr.flags & GL_HF_ADDR_READ_FAIL))
+	if (!r->addr)
 		return 0;
 	/* Only anonymous mappings are memory; file mappings are the program's files. */
 	if (api->ns == NS_MMAP && !(r->aux & 0x20 /* MAP_ANONYMOUS */))

@@ -222,6 +222,9 @@ struct proc_counters {
 	uint64_t error_objects;	/* creations that returned an error object (not memory) */
 	uint64_t unknown_refs;	/* AddRef/Release/Destroy of objects never seen created */
 	uint64_t unmatched_done; /* completion callbacks matching no registration */
+	/* Successful allocations whose out-pointer BPF could not read: size known, not where */
+	uint64_t unaddressed_allocs;
+	uint64_t unaddressed_bytes;
 };
 
 struct tproc {

@@ -88,6 +88,43 @@ static void bounds_of_lost_records(void)
 	tracker__free(t);
 }
 
+/* An allocation whose out-pointer could not be read is missed memory of a known size. */
+static void unreadable_out_pointer_is_a_missed_allocation(void)
+{
+	uint64_t counts[GL_STAT_MAX] = { 0 };
+	struct gl_call_rec r;
+	struct uncertainty u;
+	struct tracker *t;
+	struct tproc *p;
+
+	if (!CHECK(!tracker__new(&t), "new"))
+		return;
+	call(t, GL_REC_ALLOC, GL_API_CUDA_MALLOC, 0x10000, 100);
+	memset(&r, 0, sizeof(r));
+	r.hdr.size = sizeof(r);
+	r.hdr.kind = GL_REC_ALLOC;
+	r.hdr.api = GL_API_CUDA_MALLOC;
+	r.hdr.flags = GL_HF_ADDR_READ_FAIL;
+	r.hdr.pid = PID;
+	r.hdr.tid = TID;
+	r.hdr.ts_ns = clock_ns += 10;
+	r.size = 1 << 20;
+	r.stack_id = -1;
+	CHECK(!tracker__apply(t, &r.hdr), "record with an unread address");
+	counts[GL_STAT_READ_FAIL] = 1;
+	loss(t, sizeof(struct gl_loss_rec), counts, GL_STAT_MAX);
+	p = tracker__proc(t, PID);
+	if (!CHECK(p, "process"))
+		goto cleanup;
+	CHECK_U64(p->live_bytes, 100, "not live: it has no address to free it by");
+	CHECK(!tproc__uncertainty(t, p, &u), "bounds");
+	CHECK(u.approximate && u.under_known, "approximate, bounded");
+	CHECK_U64(u.allocs_missed, 1, "one allocation missed");
+	CHECK_U64(u.live_understated_max, 1 << 20, "by its bytes");
+cleanup:
+	tracker__free(t);
+}
+
 /* gpuleak 0.1 wrote 8 loss counters and 56-byte process records: still read. */
 static void records_of_the_previous_format(void)
 {
@@ -221,6 +258,8 @@ int main(void)
 {
 	static const struct unit_test tests[] = {
 		{ "reliability_bounds_of_lost_records", bounds_of_lost_records },
+		{ "reliability_unreadable_out_pointer_is_a_missed_allocation",
+		  unreadable_out_pointer_is_a_missed_allocation },
 		{ "reliability_records_of_the_previous_format", records_of_the_previous_format },
 		{ "reliability_bounded_step_history", bounded_step_history },
 		{ "reliability_kernel_checks", kernel_checks },
