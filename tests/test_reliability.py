@@ -204,6 +204,30 @@ def target_killed_mid_run_keeps_report_and_capture():
 
 
 @test
+def target_that_crashes_is_reported_with_its_fault():
+    """A real fault (a write through a null pointer, SIGSEGV), in a process gpuleak started
+    and in one it attached to: the exit status is the kernel's, and what it left is the
+    verdict, exactly."""
+    def expected(v, out, pid, how):
+        eq((v["state"], v["exit_status"]), ("exited", 128 + signal.SIGSEGV), f"{how}: status")
+        eq(leak_sites(v), {("cudaMalloc", "alloc_before_crash"): (2 * MiB, 1)}, f"{how}: leaks")
+        eq((v["allocs"], v["frees"], v["approximate"]), (1, 0, False), f"{how}: counts")
+        check(re.search(r"^pid %d \(crash\): exited with status 139 " % pid, out, re.M),
+              f"{how}: text report:\n{out}")
+
+    res = run_gpuleak(["run", "--interval", "0", "--", scenario("crash")])
+    v = res.verdict()
+    expected(v, res.out, v["pid"], "run")
+    a = Attached("crash")
+    try:
+        a.wait_attached()
+        res = a.finish()
+        expected(res.verdict(), res.out, a.target.pid, "attach")
+    finally:
+        a.cleanup()
+
+
+@test
 def signals_to_gpuleak_detach_flush_report():
     """SIGINT, SIGTERM, SIGHUP: detach, drain, report, a finished capture, and the target
     runs on, not stopped. SIGKILL: the capture reads up to its last block, and the target
