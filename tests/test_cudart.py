@@ -62,6 +62,20 @@ def every_runtime_allocation_api():
 
 
 @test
+def device_reset_releases_all_but_pool_memory():
+    """cudaDeviceReset (the runtime resets the primary context with the driver underneath):
+    the cudaMalloc before it is released by its owner, the cudaMallocAsync block stays
+    (cuda_runtime_api.h: the reset "will not destroy" it), what comes after is live."""
+    v = run_gpuleak(["run", "--interval", "0", "--", scenario("reset")]).verdict()
+    eq(leak_sites(v), {("cudaMalloc", "after_reset"): (4 * MiB, 1),
+                       ("cudaMallocAsync", "pool_before_reset"): (2 * MiB, 1)}, "live by site")
+    eq((v["live_bytes"], v["live_count"]), (6 * MiB, 2), "live")
+    eq((v["allocs"], v["frees"], v["released_by_owner"]), (3, 1, 1),
+       "the reset freed one allocation, as its owner")
+    eq((v["unknown_frees"], v["failed_calls"]), (0, 0), "nothing unexpected")
+
+
+@test
 def failed_allocation_is_not_memory():
     v = run_gpuleak(["run", "--", scenario("fail")]).verdict()
     eq(v["live_bytes"], 4096, "live bytes: only the successful allocation")

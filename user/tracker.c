@@ -810,8 +810,11 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 		k.owner = r->aux;
 	}
 	/* A driver-level allocation made directly belongs to the thread's current context:
-	 * destroying the context releases it. */
-	if (k.owner_kind == OWNER_NONE && GL_API_FAMILY(r->hdr.api) == GL_FAM_CUDA) {
+	 * destroying the context releases it. Stream-ordered pool memory belongs to the
+	 * device's pool, not to a context (cuda.h, cuCtxDestroy: it "need[s] to be destroyed
+	 * explicitly"), like VMM handles. */
+	if (k.owner_kind == OWNER_NONE && GL_API_FAMILY(r->hdr.api) == GL_FAM_CUDA &&
+	    !(api->flags & CAT_STREAM_POOL)) {
 		th = thread_get(p, r->hdr.tid);
 		if (th && th->ctx) {
 			k.owner_kind = OWNER_CTX;
@@ -1105,7 +1108,6 @@ static void release_where(struct tracker *t, struct tproc *p,
 struct dev_match {
 	int16_t device;
 	uint64_t ctx;		/* also this context's own allocations, 0: none */
-	bool keep_pool;
 };
 
 static bool on_device(const struct tracker *t, const struct alloc *a, void *ctx)
@@ -1120,8 +1122,9 @@ static bool on_device(const struct tracker *t, const struct alloc *a, void *ctx)
 		return false;
 	if (GL_API_FAMILY(s->api) != GL_FAM_CUDART && GL_API_FAMILY(s->api) != GL_FAM_CUDA)
 		return false;
-	/* cudaDeviceReset leaves stream-ordered pool memory alone (cuda_runtime_api.h). */
-	return !(m->keep_pool && (api->flags & CAT_STREAM_POOL));
+	/* A reset leaves stream-ordered pool memory alone (cuda_runtime_api.h, cudaDeviceReset:
+	 * it "will not destroy memory allocations by cudaMallocAsync()"). */
+	return !(api->flags & CAT_STREAM_POOL);
 }
 
 static bool of_ctx(const struct tracker *t, const struct alloc *a, void *ctx)
@@ -1131,9 +1134,9 @@ static bool of_ctx(const struct tracker *t, const struct alloc *a, void *ctx)
 	return s->owner_kind == OWNER_CTX && s->owner == *(uint64_t *)ctx;
 }
 
-static void device_reset(struct tracker *t, struct tproc *p, int16_t device, bool keep_pool)
+static void device_reset(struct tracker *t, struct tproc *p, int16_t device)
 {
-	struct dev_match m = { .device = device, .keep_pool = keep_pool };
+	struct dev_match m = { .device = device };
 	size_t i;
 
 	for (i = 0; i < p->nr_ctxs; i++)
@@ -1802,7 +1805,7 @@ static int apply_op(struct tracker *t, struct tproc *p, const struct cat_api *ap
 		th->device = (int16_t)r->aux;
 		break;
 	case OP_DEVICE_RESET:
-		device_reset(t, p, thread_device(p, r->hdr.tid), true);
+		device_reset(t, p, thread_device(p, r->hdr.tid));
 		break;
 	case OP_CTX_CREATE:
 	case OP_CTX_RETAIN:
@@ -1842,7 +1845,8 @@ static int apply_op(struct tracker *t, struct tproc *p, const struct cat_api *ap
 				return 0;
 			}
 			c->refs = 0;
-			device_reset(t, p, c->device, false);
+			/* Like cudaDeviceReset, which is this underneath: pool memory stays. */
+			device_reset(t, p, c->device);
 			c->destroyed = true;
 		}
 		break;
