@@ -6,12 +6,16 @@
  *   host_leak      malloc(100000) x3, kept
  *   host_calloc    calloc(1000, 10), kept
  *   host_aligned   posix_memalign(4096, 65536), kept
+ *   host_aligned2  aligned_alloc(256, 8192) and memalign(512, 4096), kept (in glibc 2.36
+ *                  both are one function: its probe names it once, see the test)
  *   host_realloc   malloc(1000) then realloc to 300000 (moves), kept: 300000 at host_realloc
  *   host_temp      malloc(5000) x4, freed
  *   host_mmap      mmap 1 MiB anonymous, kept; mmap 2 MiB anonymous, munmapped
  *   gpu_leak       cudaMalloc(1 MiB), kept
- * Expected live at those sites: 300000, 10000, 65536, 300000, 0, 1048576 and 1 MiB device.
+ * Expected live at those sites: 300000, 10000, 65536, 12288, 300000, 0, 1048576 and 1 MiB
+ * device.
  */
+#include <malloc.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <cuda_runtime_api.h>
@@ -42,6 +46,12 @@ static SCENARIO_SITE void host_aligned(void)
 	if (posix_memalign(&p, 4096, 65536))
 		exit(1);
 	keep[nkeep++] = p;
+}
+
+static SCENARIO_SITE void host_aligned2(void)
+{
+	keep[nkeep++] = aligned_alloc(256, 8192);
+	keep[nkeep++] = memalign(512, 4096);
 }
 
 static SCENARIO_SITE void host_realloc(void)
@@ -92,6 +102,7 @@ int main(void)
 	host_leak();
 	host_calloc();
 	host_aligned();
+	host_aligned2();
 	host_realloc();
 	host_temp();
 	host_mmap();
