@@ -30,7 +30,11 @@
  * textures          one texture per case at make_texture, told apart by label (bytes):
  *                   rgba8-mips 349524, r32f-3d 299008, rgba16f-array 491520,
  *                   bgra8-msaa4 120000, depth32f 1228800, rg16f-1d 4000, rgba8-odd 168,
- *                   d24s8 (size implementation-defined: unknown, 0 bytes)
+ *                   d24s8 (size implementation-defined: unknown, 0 bytes). Then references:
+ *                   rgba8-odd gets one at tex_hold never given back and its creator's is
+ *                   released (live, addref site tex_hold); depth32f gets one at tex_borrow,
+ *                   given back, and both are released (freed); rg16f-1d is destroyed at
+ *                   tex_destroy, then released (freed at the destroy). 6 live, 2 frees.
  * errors SIZE       make_good: one valid buffer (SIZE, live); make_bad_buffer: 2 buffers with
  *                   usage MapRead|Storage; make_bad_texture: format 0x7777; make_bad_scoped:
  *                   MapRead|Storage inside a validation error scope. 4 error objects, none
@@ -406,10 +410,29 @@ static SCENARIO_SITE WGPUTexture make_texture(const char *label, uint32_t dim, u
 	return t;
 }
 
+static SCENARIO_SITE void tex_hold(WGPUTexture t)
+{
+	wgpuTextureAddRef(t);
+	SCENARIO_OPAQUE(t);
+}
+
+static SCENARIO_SITE void tex_borrow(WGPUTexture t)
+{
+	wgpuTextureAddRef(t);
+	SCENARIO_OPAQUE(t);
+}
+
+static SCENARIO_SITE void tex_destroy(WGPUTexture t)
+{
+	wgpuTextureDestroy(t);
+	SCENARIO_OPAQUE(t);
+}
+
 static void textures(int argc, char **argv)
 {
 	const WGPUTextureUsage sampled = WGPUTextureUsage_CopyDst | WGPUTextureUsage_TextureBinding;
 	const WGPUTextureUsage target = WGPUTextureUsage_RenderAttachment;
+	WGPUTexture depth, rg16, odd;
 
 	scenario_usage(argc, 2, "wgpu textures");
 	(void)argv;
@@ -422,14 +445,21 @@ static void textures(int argc, char **argv)
 		     64, 6, 2, 1, sampled);
 	make_texture("bgra8-msaa4", WGPUTextureDimension_2D, WGPUTextureFormat_BGRA8Unorm, 100, 75,
 		     1, 1, 4, target);
-	make_texture("depth32f", WGPUTextureDimension_2D, WGPUTextureFormat_Depth32Float, 640, 480,
-		     1, 1, 1, target);
-	make_texture("rg16f-1d", WGPUTextureDimension_1D, WGPUTextureFormat_RG16Float, 1000, 1, 1,
-		     1, 1, sampled);
-	make_texture("rgba8-odd", WGPUTextureDimension_2D, WGPUTextureFormat_RGBA8Unorm, 7, 5, 1,
-		     3, 1, sampled);
+	depth = make_texture("depth32f", WGPUTextureDimension_2D, WGPUTextureFormat_Depth32Float,
+			     640, 480, 1, 1, 1, target);
+	rg16 = make_texture("rg16f-1d", WGPUTextureDimension_1D, WGPUTextureFormat_RG16Float, 1000,
+			    1, 1, 1, 1, sampled);
+	odd = make_texture("rgba8-odd", WGPUTextureDimension_2D, WGPUTextureFormat_RGBA8Unorm, 7,
+			   5, 1, 3, 1, sampled);
 	make_texture("d24s8", WGPUTextureDimension_2D, WGPUTextureFormat_Depth24PlusStencil8, 64,
 		     64, 1, 1, 1, target);
+	tex_hold(odd);
+	wgpuTextureRelease(odd);
+	tex_borrow(depth);
+	wgpuTextureRelease(depth);
+	wgpuTextureRelease(depth);
+	tex_destroy(rg16);
+	wgpuTextureRelease(rg16);
 	scenario_done();
 }
 
