@@ -538,6 +538,58 @@ def svg_timeline_renders_with_leaks_highlighted():
 
 
 @test
+def svg_timeline_by_step_with_persistent_and_pending_lines():
+    """With steps from the program (--step sync) the x axis is steps; a rule's persistent
+    bytes and the pending frees have lines of their own, one point per step."""
+    if not shutil.which("rsvg-convert"):
+        raise Fail("rsvg-convert missing (librsvg2-bin: scripts/install-deps.sh)")
+    svg, png = tmpfile(".svg"), tmpfile(".png")
+    try:
+        run_gpuleak(["run", "--interval", "0", "--step", "sync", "--rule",
+                     "persistent site=kv_cache_init", "--svg", svg, "--",
+                     scenario("loop"), "10", str(MiB)])
+        doc = ET.parse(svg).getroot()
+        ns = "{http://www.w3.org/2000/svg}"
+        texts = ["".join(t.itertext()) for t in doc.iter(ns + "text")]
+        check("step" in texts and "time since the trace began (s)" not in texts,
+              f"a step axis: {texts}")
+        check([str(i) for i in range(0, 10, 2)] == [t for t in texts if t.isdigit()],
+              f"integer step ticks: {texts}")
+        for legend in ("live", "persistent (by rule)", "pending frees",
+                       "grows 1.00 MiB/step: "):
+            check(any(t.startswith(legend) for t in texts), f"legend {legend!r}: {texts}")
+        lines = {}
+        for pl in doc.iter(ns + "polyline"):
+            pts = [tuple(float(c) for c in p.split(",")) for p in pl.get("points").split()]
+            lines[pl.get("stroke")] = (pts, pl.get("stroke-dasharray"))
+        live, _ = lines["#1f77b4"]
+        persistent, _ = lines["#7f7f7f"]
+        pending, dash = lines["#ff7f0e"]
+        eq([len(live), len(persistent), len(pending)], [11, 11, 11], "one point per step")
+        eq(len({y for _, y in persistent}), 1, "persistent: the KV cache, flat")
+        eq(persistent[0][1], live[0][1], "at step 0 everything live is the KV cache")
+        bottom = max(y for _, y in pending)
+        check(all(y == bottom for _, y in pending) and dash == "5,3",
+              "pending frees: dashed, at zero (each sync completes them)")
+        # 64 MiB of KV cache, then 1 MiB more live per step: 10 MiB over the panel
+        rise = live[0][1] - live[-1][1]
+        check(abs(rise / (bottom - persistent[0][1]) - 10 / 64) < 0.01,
+              f"live rises 10 MiB over 64 MiB: {rise} px")
+        p = run_plain(["rsvg-convert", svg, "-o", png])
+        eq(p.returncode, 0, f"rsvg-convert: {p.stderr}")
+        _, _, rows = png_pixels(png)
+        y = round(persistent[0][1])
+        band = [px for r in rows[y - 2:y + 3] for px in r[int(persistent[0][0]):
+                                                             int(persistent[-1][0])]]
+        grey = sum(1 for px in band if 0x60 <= px[0] <= 0x9f and px[0] == px[1] == px[2])
+        check(grey > 700, f"the persistent line is drawn in grey along its row ({grey} px)")
+    finally:
+        for f in (svg, png):
+            if os.path.exists(f):
+                os.unlink(f)
+
+
+@test
 def capture_reports_the_same_stacks_and_pictures_without_the_binaries():
     tmp = tempfile.mkdtemp(prefix="gpuleak-stacks-")
     outs = {k: os.path.join(tmp, k) for k in ("live.folded", "live.json", "live.svg",

@@ -228,6 +228,22 @@ def webgpu_labels_in_report_and_json():
 
 
 @test
+def webgpu_graph_groups_by_device():
+    """The allocation graph's top level for WebGPU memory is its device, named and labelled,
+    with everything the device owns under it by stack."""
+    need(DAWN)
+    res = run_gpuleak(["run", "--interval", "0", "--", scenario("wgpu"), "labels", "4096"])
+    lines = res.out.splitlines()
+    i = lines.index("allocation graph (live bytes by stack, outermost caller first):")
+    eq(lines[i + 2].split(None, 2), ["48.0", "KiB", '9  WebGPU device wgpu#1 "llm-device"'],
+       "one group: the device, all 9 objects (48 KiB)")
+    tree = "\n".join(lines[i + 3:i + 17])
+    for want in ("└─ labels (wgpu)", "├─ alloc_tex+0x", "│  └─ wgpuDeviceCreateTexture",
+                 "├─ alloc_kv+0x", "└─ alloc_long+0x"):
+        check(want in tree, f"{want!r} under the device:\n{tree}")
+
+
+@test
 def webgpu_texture_bytes_by_format_and_mip_chain():
     v = wgpu("textures")
     got = {l["label"]: (l["bytes"], l["count"], l["unsized"]) for l in v["leaks"]}
