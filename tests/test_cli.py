@@ -31,6 +31,49 @@ def usage_errors_exit_2():
 
 
 @test
+def duration_and_interval_tables():
+    """--duration stops tracing (the target runs on, detached); --interval prints a table
+    per period on the terminal and an interval record in the NDJSON, the same numbers:
+    live by API and device, and the top sites, largest first."""
+    a = harness.Attached("loop", [100000, 65536],
+                         gl_args=["--interval", "300ms", "--duration", "1s"])
+    try:
+        a.wait_attached()
+        a.target.send()
+        eq(a.gl.finish(), 0, f"gpuleak exits by itself: {a.gl.text('err')}")
+        out = a.gl.text("out")
+        records = harness.read_ndjson(a.json_path)
+        check(a.target.p.poll() is None, "the target runs on")
+        v = [r for r in records if r.get("type") == "verdict"][0]
+        eq(v["state"], "detached", "stopped by --duration, not by the target")
+        check(0.9 <= v["duration_s"] < 3, f"traced for about 1 s: {v['duration_s']}")
+        ivs = [r for r in records if r.get("type") == "interval"]
+        heads = re.findall(r"^\[\s*([\d.]+)s\] pid %d: live (.+) in (\d+), pending 0 B; "
+                           r"(\d+) allocs, (\d+) frees, 0 failed$" % v["pid"], out, re.M)
+        check(len(ivs) >= 2, f"an interval record every 300 ms: {len(ivs)}")
+        eq(len(heads), len(ivs), "one terminal table per interval record")
+        check(sum(1 for iv in ivs if iv["live_count"]) >= 2, "two periods with memory")
+        for iv, head in zip(ivs, heads):
+            eq((int(head[2]), int(head[3]), int(head[4])),
+               (iv["live_count"], iv["allocs"], iv["frees"]), "table and record agree")
+            if not iv["live_count"]:    # the target not started yet (a loaded machine)
+                eq((iv["by_api"], iv["top_sites"]), ([], []), "nothing live, nothing listed")
+                continue
+            eq(iv["by_api"], [{"api": "cudaMalloc", "device": 0, "bytes": iv["live_bytes"],
+                               "count": iv["live_count"]}], "live by API and device")
+            n = iv["live_count"] - 1
+            eq([(t["site"].split("+")[0], t["bytes"], t["count"]) for t in iv["top_sites"]],
+               [("kv_cache_init", 64 << 20, 1), ("leaky_sampler", n * 65536, n)],
+               "top sites, largest first")
+            check(f"    top   64.0 MiB     1  {iv['top_sites'][0]['site']}" in out,
+                  "the top site on the terminal")
+    finally:
+        a.cleanup()
+        if os.path.exists(a.json_path):
+            os.unlink(a.json_path)
+
+
+@test
 def help_has_usage_and_examples():
     p = run_plain([gl(), "--help"])
     eq(p.returncode, 0, "exit code")
