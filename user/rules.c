@@ -117,10 +117,9 @@ static int next_token(struct lexer *lx, struct token *t)
 		lx->p = p;
 		return 0;
 	}
-	for (s = p; s < lx->end && !is_space(*s) && *s != '\n' && *s != '#'; s++)
-		if (*s == '"')
-			break;
-	cap = (size_t)(lx->end - p) + 1;
+	/* A token ends at its line: the rest of a large file is no bound to allocate per token. */
+	s = memchr(p, '\n', (size_t)(lx->end - p));
+	cap = (size_t)((s ? s : lx->end) - p) + 1;
 	out = malloc(cap);
 	if (!out)
 		return -ENOMEM;
