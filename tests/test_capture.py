@@ -263,6 +263,25 @@ def record_attached_process():
 
 
 @test
+def recorded_webgpu_labels_give_the_live_violations():
+    """A capture keeps what says a label follows a creation (GL_HF_LABEL): offline, the
+    WebGPU classes are checked as live."""
+    if not os.path.exists(os.path.join(harness.BIN, "wgpu_decode")):
+        return "skip"
+    rules = ["--rule", "persistent label=kv_cache* once", "--rule",
+             "persistent label=logits max=1MiB"]
+    r = record(["--", scenario("wgpu_decode"), "5"], extra=rules)
+    try:
+        live = r.verdict()
+        eq([(x["kind"], x["site"].split("+")[0], x["bytes"]) for x in live["violations"]],
+           [("once", "kv_cache_init", 8 * MiB)] * 3 + [("max", "leaky_logits", 2 * MiB)],
+           "live violations")
+        same_verdict(live, report(r.path, rules).verdict())
+    finally:
+        r.cleanup()
+
+
+@test
 def capture_file_is_private_and_never_clobbered():
     r = record(["--", scenario("leak3")])
     try:

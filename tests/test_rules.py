@@ -205,3 +205,51 @@ def fuzz_rules_parser_short():
     a rejected file adds nothing and names LINE:COL, an accepted rule parses back to itself
     (`make fuzz-rules` runs it for long)."""
     harness.run_fuzzer("rules", 20)
+
+
+@test
+def once_and_max_on_real_dawn():
+    """WebGPU creations are held to once= and max= like CUDA allocations: the label that
+    follows a creation decides the class, and the class is checked then."""
+    if not os.path.exists(os.path.join(harness.BIN, "wgpu_decode")):
+        return "skip"
+    v = run_gpuleak(["run", "--interval", "0",
+                     "--rule", "persistent label=kv_cache* once",
+                     "--rule", "persistent label=logits max=1MiB", "--",
+                     scenario("wgpu_decode"), "20"]).verdict()
+    eq([(x["kind"], x["site"].split("+")[0], x["bytes"], x["count"], x["source"])
+        for x in v["violations"]],
+       [("once", "kv_cache_init", 8 * MiB, 1, "--rule #1:1")] * 3 +
+       [("max", "leaky_logits", 2 * MiB, 2, "--rule #2:1")],
+       "kv_cache buffers 2, 3 and 4 break once; the second logits buffer crosses 1 MiB")
+    eq(v["persistent_bytes"], 32 * MiB + 20 * MiB, "persistent bytes")
+    # A creation is judged with its label, not before it arrives: the kv_cache buffers
+    # would otherwise pass through the big-buffer class while weights (16 MiB) is live.
+    v = run_gpuleak(["run", "--interval", "0",
+                     "--rule", "persistent label=kv_cache*",
+                     "--rule", "persistent api=wgpuDeviceCreateBuffer size>=8MiB once", "--",
+                     scenario("wgpu_decode"), "3"]).verdict()
+    eq(v["violations"], [], "no violation of a class a buffer never stays in")
+    eq([(r["label"], r["bytes"], r["count"]) for r in v["retained"]],
+       [("kv_cache", 32 * MiB, 4)], "the kv_cache class")
+
+
+@test
+def once_and_max_when_the_label_is_set_later_on_real_dawn():
+    """wgpu labels: a buffer labelled by wgpuBufferSetLabel, and a texture by
+    wgpuTextureSetLabel, after creation, join their class then and are checked then."""
+    if not os.path.exists(os.path.join(harness.BIN, "wgpu")):
+        return "skip"
+    size = 4096
+    v = run_gpuleak(["run", "--interval", "0",
+                     "--rule", "persistent label=renamed max=1KiB",
+                     "--rule", "persistent label=*e* once", "--",
+                     scenario("wgpu"), "labels", str(size)]).verdict()
+    eq([(x["kind"], x["api"], x["site"].split("+")[0], x["bytes"], x["count"])
+        for x in v["violations"]], [
+        ("once", "wgpuDeviceCreateBuffer", "alloc_kv", size, 1),
+        ("once", "wgpuDeviceCreateBuffer", "alloc_kv", size, 1),
+        ("max", "wgpuDeviceCreateBuffer", "alloc_late", size, 1),     # wgpuBufferSetLabel
+        ("once", "wgpuDeviceCreateBuffer", "alloc_long", size, 1),
+        ("once", "wgpuDeviceCreateTexture", "alloc_tex", 16384, 1),   # wgpuTextureSetLabel
+    ], "violations in order, with the classes SetLabel gave")

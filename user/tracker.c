@@ -701,6 +701,36 @@ static int add_violation(struct tproc *p, enum violation_kind kind, uint16_t rul
 	return 0;
 }
 
+/*
+ * Allocation a has just joined the class of its site's rule (and is counted in it): a `once`
+ * class now holding two, or a class whose live bytes just went over its max=, is a violation.
+ * Every path that puts memory into a class ends here: a CUDA, NCCL or host allocation, a
+ * WebGPU creation, a WebGPU object moved by its label. 0 or -ENOMEM.
+ */
+static int class_check(struct tracker *t, struct tproc *p, const struct alloc *a,
+		       uint64_t ts_ns)
+{
+	uint32_t site = tracker__alloc_site(t, a);
+	uint16_t rule = t->sites[site].rule;
+	const struct rule *ru;
+	struct rule_live *rl;
+
+	/* A pending free's memory is not in its class any more (account leaves it out). */
+	if (!rule || !p->rule_live || (a->flags & AF_PENDING))
+		return 0;
+	ru = &t->rules->v[rule - 1];
+	rl = &p->rule_live[rule - 1];
+	if (ru->once && rl->count > 1 &&
+	    add_violation(p, VIOL_ONCE, rule - 1, site, a->size, 1, ts_ns))
+		return -ENOMEM;
+	if (ru->max_bytes && !rl->over_max && rl->bytes > ru->max_bytes) {
+		/* Reported once per excursion: account() closes it when the class is back. */
+		rl->over_max = true;
+		return add_violation(p, VIOL_MAX, rule - 1, site, rl->bytes, rl->count, ts_ns);
+	}
+	return 0;
+}
+
 /* Frames of a stack rules look at: all of them at the deepest --stack-depth. */
 #define MAX_FRAMES 128
 
@@ -822,25 +852,12 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 	a = (struct alloc){ .addr = r->addr, .size = r->size, .ts_ns = r->hdr.ts_ns,
 			    .sstack = ss, .ns = ns,
 			    .flags = pl->owner_kind == OWNER_LAYER ? AF_LAYER : 0 };
-	/* once: a second allocation of the class while one is live */
-	if (k.rule && p->rule_live && t->rules->v[k.rule - 1].once &&
-	    p->rule_live[k.rule - 1].count &&
-	    add_violation(p, VIOL_ONCE, k.rule - 1, site, r->size, 1, r->hdr.ts_ns))
-		return -ENOMEM;
 	ins = at_insert(&p->allocs, &a);
 	if (!ins)
 		return -ENOMEM;
 	account(t, p, ins, 1);
-	if (k.rule && p->rule_live && t->rules->v[k.rule - 1].max_bytes) {
-		struct rule_live *rl = &p->rule_live[k.rule - 1];
-
-		if (!rl->over_max && rl->bytes > t->rules->v[k.rule - 1].max_bytes) {
-			rl->over_max = true;
-			if (add_violation(p, VIOL_MAX, k.rule - 1, site, rl->bytes, rl->count,
-					  r->hdr.ts_ns))
-				return -ENOMEM;
-		}
-	}
+	if (class_check(t, p, ins, r->hdr.ts_ns))
+		return -ENOMEM;
 	t->sites[site].allocs++;
 	t->sites[site].alloc_bytes += r->size;
 	if (t->sites[site].counts) {
@@ -1485,6 +1502,15 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	if (!ins)
 		return -ENOMEM;
 	account(t, p, ins, 1);
+	/*
+	 * A label in the descriptor comes in the next record and may put the object in another
+	 * class (label= rules): checking the class it has without it would report a violation
+	 * of a class it never stays in. apply_label checks it then.
+	 */
+	if (r->hdr.flags & GL_HF_LABEL)
+		o->flags |= TOBJ_CLASS_OWED;
+	else if (class_check(t, p, ins, r->hdr.ts_ns))
+		return -ENOMEM;
 	t->sites[site].allocs++;
 	t->sites[site].alloc_bytes += d.bytes;
 	if (t->sites[site].counts) {
@@ -1653,6 +1679,7 @@ static int apply_label(struct tracker *t, const struct gl_label_rec *r)
 {
 	const struct cat_api *api = cat_by_api(r->hdr.api);
 	struct tproc *p = proc_get(t, r->hdr.pid);
+	bool joined;
 	struct tobj *o;
 	struct alloc *a;
 	size_t len;
@@ -1671,8 +1698,13 @@ static int apply_label(struct tracker *t, const struct gl_label_rec *r)
 		len = utf8_trim(r->label, len);
 	/* SetLabel(NULL) or "" clears it. */
 	o->label = len ? label_intern(t, r->label, len) : 0;
+	/* Its creation left the class check to its label (obj_create). */
+	joined = o->flags & TOBJ_CLASS_OWED;
+	o->flags &= (uint8_t)~TOBJ_CLASS_OWED;
 	a = at_find(&p->allocs, o->ns, o->handle);
-	if (a && !(a->flags & AF_LAYER) && t->sites[tracker__alloc_site(t, a)].label != o->label) {
+	if (!a || (a->flags & AF_LAYER))
+		return 0;
+	if (t->sites[tracker__alloc_site(t, a)].label != o->label) {
 		uint32_t from = tracker__alloc_site(t, a);
 		int32_t stack_id = t->sstacks[a->sstack].stack_id;
 		const struct site *old = &t->sites[from];
@@ -1694,8 +1726,10 @@ static int apply_label(struct tracker *t, const struct gl_label_rec *r)
 		t->sites[site].allocs++;
 		t->sites[site].alloc_bytes += a->size;
 		account(t, p, a, 1);
+		/* Moving within its class is not a new member of it. */
+		joined |= t->sites[from].rule != k.rule;
 	}
-	return 0;
+	return joined ? class_check(t, p, a, r->hdr.ts_ns) : 0;
 }
 
 /* One record with its meaning; pl says where allocations go in the graph. */

@@ -128,6 +128,8 @@ enum tobj_flags {
 	TOBJ_OWNER = 1 << 0,	/* owns other objects (a device) */
 	TOBJ_DESTROYED = 1 << 1, /* its memory is gone, the handle is still referenced */
 	TOBJ_ERROR = 1 << 2,	/* an error object: never memory */
+	TOBJ_CLASS_OWED = 1 << 3, /* its label is on the way: its class is checked once it
+				   * is in (rule once=, max=) */
 };
 
 #define TOBJ_ADDREF_SITES 4
