@@ -124,6 +124,53 @@ def once_and_max_violations():
 
 
 @test
+def rules_beyond_the_64th_are_used():
+    """Classes are matched with every rule: the 70th decides here, for persistent and for
+    ignore, and its constraint (max=) holds."""
+    path = harness.tmpfile(".rules")
+    with open(path, "w") as f:
+        for i in range(68):
+            f.write(f"persistent site=no_such_function_{i}\n")
+        f.write("ignore site=leak_a\n")
+        f.write("persistent site=kv_cache_* max=100MiB\n")
+    try:
+        v = timeline_run(["--rules", path]).verdict()
+    finally:
+        os.unlink(path)
+    eq(v["leaks"], [], "leak_a ignored by rule 69, the KV cache persistent by rule 70")
+    eq(v["ignored_bytes"], 24 * MiB, "ignored by rule 69")
+    eq(v["persistent_bytes"], 144 * MiB, "persistent by rule 70")
+    eq([(x["kind"], x["source"], x["bytes"], x["count"]) for x in v["violations"]],
+       [("max", f"{path}:70", 104 * MiB, 6)],
+       "the 70th rule's max=: 64 MiB init + 5 x 8 MiB steps crosses 100 MiB")
+
+
+@test
+def too_many_rules_is_an_error_naming_the_first_one_over():
+    path = harness.tmpfile(".rules")
+    limit = 65527  # RULES_USER_MAX: 16-bit rule numbers, 8 kept for the built-ins
+    with open(path, "w") as f:
+        f.write("# one more than the limit, spread over a file and --rule\n")
+        for i in range(limit - 1):
+            f.write(f"ignore site=f{i}\n")
+        f.write("  ignore site=the_last_one_that_fits\n")
+        f.write("  ignore site=one_too_many\n")
+    try:
+        p = run_plain([harness.GPULEAK, "run", "--rules", path, "--", "true"])
+        eq(p.returncode, 2, "usage error")
+        eq(p.stderr.splitlines()[0],
+           f"gpuleak: {path}:{limit + 2}:3: too many rules: at most {limit} in all "
+           "(--rules, --rule and --preset together)", "FILE:LINE:COL of the first one over")
+        # the limit counts every source: one --rule before the file leaves no room for its last
+        p = run_plain([harness.GPULEAK, "run", "--rule", "ignore site=x", "--rules", path,
+                       "--", "true"])
+        eq(p.returncode, 2, "usage error with a --rule first")
+        check(f"{path}:{limit + 1}:3: too many rules" in p.stderr, p.stderr)
+    finally:
+        os.unlink(path)
+
+
+@test
 def release_at_session_end():
     v = timeline_run([], rules=["persistent site=kv_cache_grow release=session-end"]).verdict()
     kinds = [(x["kind"], x["bytes"], x["count"]) for x in v["violations"]]

@@ -203,6 +203,7 @@ void tracker__free(struct tracker *t)
 	hmap__free(&t->site_idx);
 	free(t->sstacks);
 	hmap__free(&t->sstack_idx);
+	free(t->cands);
 	for (i = 0; i < t->nr_labels; i++)
 		free(t->labels[i]);
 	free(t->labels);
@@ -752,39 +753,53 @@ static void subject_of(struct tracker *t, pid_t pid, uint16_t api, uint64_t call
 
 /*
  * The persistent/ignore rule (index + 1) for an allocation at base sstack b (its site
- * without a rule, its stack), or 0. What depends on the call site and stack is matched once
- * per sstack and kept as a bit mask; per allocation only size, label and phase are looked at.
+ * without a rule, its stack) in *rule, 0: none. What depends on the call site and stack is
+ * matched once per sstack: the rules that hold there are kept as a list of indexes, in rule
+ * order, in t->cands; per allocation only their size, label and phase are looked at. Any
+ * number of rules. 0 or -ENOMEM.
  */
-static uint16_t classify(struct tracker *t, struct tproc *p, uint32_t b, uint64_t size,
-			 const char *label)
+static int classify(struct tracker *t, struct tproc *p, uint32_t b, uint64_t size,
+		    const char *label, uint16_t *rule)
 {
 	const struct rules *rs = t->rules;
 	struct site_stack *ss = &t->sstacks[b];
 	const struct site *st = &t->sites[ss->site];
-	size_t i, n;
+	size_t i;
 
+	*rule = 0;
 	if (!rs || !rs->n)
 		return 0;
-	n = rs->n < 64 ? rs->n : 64;
 	if (!ss->cand_valid) {
 		const char *syms[MAX_FRAMES], *mods[MAX_FRAMES];
 		struct rule_subject sub;
 		bool need_frames = false;
 
-		for (i = 0; i < n; i++)
+		for (i = 0; i < rs->n; i++)
 			need_frames |= rs->v[i].kind != RULE_DEFERRED && rule__needs_frames(&rs->v[i]);
 		subject_of(t, st->pid, st->api, st->caller, ss->stack_id, need_frames, &sub, syms,
 			   mods);
-		ss->cand = 0;
-		for (i = 0; i < n; i++)
-			if (rs->v[i].kind != RULE_DEFERRED && rule__match_static(&rs->v[i], &sub))
-				ss->cand |= 1ULL << i;
+		ss->cand_first = (uint32_t)t->nr_cands;
+		for (i = 0; i < rs->n; i++) {
+			if (rs->v[i].kind == RULE_DEFERRED || !rule__match_static(&rs->v[i], &sub))
+				continue;
+			if (vec_grow((void **)&t->cands, &t->cap_cands, t->nr_cands,
+				     sizeof(*t->cands))) {
+				t->nr_cands = ss->cand_first;
+				return -ENOMEM;
+			}
+			t->cands[t->nr_cands++] = (uint32_t)i;
+		}
+		ss->nr_cand = (uint32_t)(t->nr_cands - ss->cand_first);
 		ss->cand_valid = true;
 	}
-	for (i = 0; i < n; i++)
-		if ((ss->cand & (1ULL << i)) &&
-		    rule__match_dynamic(&rs->v[i], size, label, p->step))
-			return (uint16_t)(i + 1);
+	for (i = 0; i < ss->nr_cand; i++) {
+		uint32_t c = t->cands[ss->cand_first + i];
+
+		if (rule__match_dynamic(&rs->v[c], size, label, p->step)) {
+			*rule = (uint16_t)(c + 1);
+			return 0;
+		}
+	}
 	return 0;
 }
 
@@ -822,7 +837,8 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 	ss = sstack_get(t, site, r->stack_id);
 	if (ss == UINT32_MAX)
 		return -ENOMEM;
-	k.rule = k.owner_kind == OWNER_LAYER ? 0 : classify(t, p, ss, r->size, NULL);
+	if (k.owner_kind != OWNER_LAYER && classify(t, p, ss, r->size, NULL, &k.rule))
+		return -ENOMEM;
 	if (k.rule) {
 		site = site_get(t, &k);
 		ss = sstack_get(t, site, r->stack_id);
@@ -1481,7 +1497,8 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	ss = sstack_get(t, site, r->stack_id);
 	if (ss == UINT32_MAX)
 		return -ENOMEM;
-	k.rule = classify(t, p, ss, d.bytes, NULL);
+	if (classify(t, p, ss, d.bytes, NULL, &k.rule))
+		return -ENOMEM;
 	if (k.rule) {
 		site = site_get(t, &k);
 		ss = sstack_get(t, site, r->stack_id);
@@ -1712,9 +1729,9 @@ static int apply_label(struct tracker *t, const struct gl_label_rec *r)
 				      old->owner_kind, old->owner, 0, o->label };
 		uint32_t base = sstack_get(t, site_get(t, &k), stack_id), site, ss;
 
-		if (base == UINT32_MAX)
+		if (base == UINT32_MAX ||
+		    classify(t, p, base, a->size, tracker__label(t, o->label), &k.rule))
 			return -ENOMEM;
-		k.rule = classify(t, p, base, a->size, tracker__label(t, o->label));
 		ss = k.rule ? sstack_get(t, site_get(t, &k), stack_id) : base;
 		if (ss == UINT32_MAX)
 			return -ENOMEM;
