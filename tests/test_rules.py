@@ -104,13 +104,29 @@ def pending_free_past_its_window():
     eq(v["pending_bytes"], MiB, "a stream sync does not complete a device-sync free")
 
 
+def error_class_line(out):
+    """The summary line of the error classes, as numbers by name."""
+    lines = [l for l in out.splitlines() if l.startswith("frees of untracked pointers")]
+    check(len(lines) == 1, f"one error-class line in the summary: {out}")
+    return dict((name.strip(), int(n)) for name, n in
+                (part.rsplit(":", 1) for part in lines[0].split(";")))
+
+
 @test
 def error_classes_are_counted():
-    v = run_gpuleak(["run", "--interval", "0", "--", scenario("asyncfree"), "double"]).verdict()
+    res = run_gpuleak(["run", "--interval", "0", "--", scenario("asyncfree"), "double"])
+    v = res.verdict()
     eq((v["double_frees"], v["frees"], v["pending_bytes"]), (1, 1, 0), "double free")
-    v = run_gpuleak(["run", "--interval", "0", "--", scenario("asyncfree"), "reuse"]).verdict()
+    eq(error_class_line(res.out)["double frees"], 1, "double free in the summary")
+    res = run_gpuleak(["run", "--interval", "0", "--", scenario("asyncfree"), "reuse"])
+    v = res.verdict()
     eq((v["async_reuse"], v["double_frees"], v["live_bytes"], v["pending_bytes"]), (1, 0, 0, 0),
        "stream-ordered reuse closes the pending free")
+    # the terminal says so too, beside the other classes, as the JSON counts it
+    eq(error_class_line(res.out), {
+        "frees of untracked pointers (allocated before attach)": 0, "double frees": 0,
+        "live address returned again": 0,
+        "pending free's block reused by its stream (legal)": 1}, "summary line")
 
 
 @test

@@ -1290,10 +1290,12 @@ void report__final(struct report *r, uint64_t now_ns)
 		print_sites(r, p, SEL_REG, "registrations never deregistered:");
 		print_comms(r, p);
 		print_sites(r, p, SEL_FAILED, "failed calls:");
-		if (p->c.unknown_frees || p->c.double_frees || p->c.addr_reuse)
+		if (p->c.unknown_frees || p->c.double_frees || p->c.addr_reuse || p->c.async_reuse)
 			fprintf(r->out, "frees of untracked pointers (allocated before attach): %" PRIu64
-				"; double frees: %" PRIu64 "; live address returned again: %" PRIu64 "\n",
-				p->c.unknown_frees, p->c.double_frees, p->c.addr_reuse);
+				"; double frees: %" PRIu64 "; live address returned again: %" PRIu64
+				"; pending free's block reused by its stream (legal): %" PRIu64 "\n",
+				p->c.unknown_frees, p->c.double_frees, p->c.addr_reuse,
+				p->c.async_reuse);
 		gate_check(r, p, g, ng, false);
 		if (p->loss[GL_STAT_STACK_FAIL] + p->loss[GL_STAT_STACK_COLLISION])
 			fprintf(r->out, "stacks lost: %" PRIu64 " allocation calls recorded "
