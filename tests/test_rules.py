@@ -276,16 +276,19 @@ def once_and_max_on_real_dawn():
     follows a creation decides the class, and the class is checked then."""
     if not os.path.exists(os.path.join(harness.BIN, "wgpu_decode")):
         return "skip"
-    v = run_gpuleak(["run", "--interval", "0",
-                     "--rule", "persistent label=kv_cache* once",
-                     "--rule", "persistent label=logits max=1MiB", "--",
-                     scenario("wgpu_decode"), "20"]).verdict()
+    res = run_gpuleak(["run", "--interval", "0", "--fail-on-leak",
+                       "--rule", "persistent label=kv_cache* once",
+                       "--rule", "persistent label=logits max=1MiB", "--",
+                       scenario("wgpu_decode"), "20"], expect_rc=3)
+    v = res.verdict()
     eq([(x["kind"], x["site"].split("+")[0], x["bytes"], x["count"], x["source"])
         for x in v["violations"]],
        [("once", "kv_cache_init", 8 * MiB, 1, "--rule #1:1")] * 3 +
        [("max", "leaky_logits", 2 * MiB, 2, "--rule #2:1")],
        "kv_cache buffers 2, 3 and 4 break once; the second logits buffer crosses 1 MiB")
     eq(v["persistent_bytes"], 32 * MiB + 20 * MiB, "persistent bytes")
+    eq([(g["violation"], g["site"].split("+")[0]) for g in v["gate"]["violations"]],
+       [("once", "kv_cache_init")] * 3 + [("max", "leaky_logits")], "the gate names them")
     # A creation is judged with its label, not before it arrives: the kv_cache buffers
     # would otherwise pass through the big-buffer class while weights (16 MiB) is live.
     v = run_gpuleak(["run", "--interval", "0",
