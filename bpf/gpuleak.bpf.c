@@ -891,6 +891,9 @@ int gl_exit(struct pt_regs *ctx)
 	/* A created object's label, or a call's (an NVTX range name): not a failed one's. */
 	label = (dr->call.hdr.kind == GL_REC_ALLOC || dr->call.hdr.kind == GL_REC_CALL) &&
 		st->label_len[i] != ~0U;
+	/* User space waits for the label before judging what the handle is (its rule). */
+	if (label)
+		dr->call.hdr.flags |= GL_HF_LABEL;
 	bpf_ringbuf_submit(dr, rb_flags(s.flags, sizeof(*dr)));
 	/* The handle exists only now: a label read at entry follows its allocation. */
 	if (label)

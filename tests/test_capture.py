@@ -263,6 +263,44 @@ def record_attached_process():
 
 
 @test
+def record_exit_status_3_when_the_gate_fails():
+    """record is run with a gate: 3 when it fails, with the capture complete, and --help
+    says so."""
+    r = record(["--", scenario("leak3")], extra=["--fail-on-leak", "--max-live-at-exit", "0"],
+               expect_rc=3)
+    try:
+        eq([(x["kind"], x["bytes"]) for x in r.verdict()["gate"]["violations"]],
+           [("live_at_exit", 3 * MiB)], "the live verdict's gate")
+        check("incomplete" not in r.err, f"the capture was finished: {r.err}")
+        rep = report(r.path, ["--fail-on-leak", "--max-live-at-exit", "0"], expect_rc=3)
+        same_verdict(r.verdict(), rep.verdict())
+    finally:
+        r.cleanup()
+    p = run_plain([gl(), "record", "--help"])
+    check("2 usage error, 3 --fail-on-leak found leaks" in " ".join(p.stdout.split()),
+          f"exit status 3 in record --help: {p.stdout}")
+
+
+@test
+def recorded_webgpu_labels_give_the_live_violations():
+    """A capture keeps what says a label follows a creation (GL_HF_LABEL): offline, the
+    WebGPU classes are checked as live."""
+    if not os.path.exists(os.path.join(harness.BIN, "wgpu_decode")):
+        return "skip"
+    rules = ["--rule", "persistent label=kv_cache* once", "--rule",
+             "persistent label=logits max=1MiB"]
+    r = record(["--", scenario("wgpu_decode"), "5"], extra=rules)
+    try:
+        live = r.verdict()
+        eq([(x["kind"], x["site"].split("+")[0], x["bytes"]) for x in live["violations"]],
+           [("once", "kv_cache_init", 8 * MiB)] * 3 + [("max", "leaky_logits", 2 * MiB)],
+           "live violations")
+        same_verdict(live, report(r.path, rules).verdict())
+    finally:
+        r.cleanup()
+
+
+@test
 def capture_file_is_private_and_never_clobbered():
     r = record(["--", scenario("leak3")])
     try:

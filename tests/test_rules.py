@@ -104,13 +104,29 @@ def pending_free_past_its_window():
     eq(v["pending_bytes"], MiB, "a stream sync does not complete a device-sync free")
 
 
+def error_class_line(out):
+    """The summary line of the error classes, as numbers by name."""
+    lines = [l for l in out.splitlines() if l.startswith("frees of untracked pointers")]
+    check(len(lines) == 1, f"one error-class line in the summary: {out}")
+    return dict((name.strip(), int(n)) for name, n in
+                (part.rsplit(":", 1) for part in lines[0].split(";")))
+
+
 @test
 def error_classes_are_counted():
-    v = run_gpuleak(["run", "--interval", "0", "--", scenario("asyncfree"), "double"]).verdict()
+    res = run_gpuleak(["run", "--interval", "0", "--", scenario("asyncfree"), "double"])
+    v = res.verdict()
     eq((v["double_frees"], v["frees"], v["pending_bytes"]), (1, 1, 0), "double free")
-    v = run_gpuleak(["run", "--interval", "0", "--", scenario("asyncfree"), "reuse"]).verdict()
+    eq(error_class_line(res.out)["double frees"], 1, "double free in the summary")
+    res = run_gpuleak(["run", "--interval", "0", "--", scenario("asyncfree"), "reuse"])
+    v = res.verdict()
     eq((v["async_reuse"], v["double_frees"], v["live_bytes"], v["pending_bytes"]), (1, 0, 0, 0),
        "stream-ordered reuse closes the pending free")
+    # the terminal says so too, beside the other classes, as the JSON counts it
+    eq(error_class_line(res.out), {
+        "frees of untracked pointers (allocated before attach)": 0, "double frees": 0,
+        "live address returned again": 0,
+        "pending free's block reused by its stream (legal)": 1}, "summary line")
 
 
 @test
@@ -121,6 +137,53 @@ def once_and_max_violations():
     eq(kinds, [("once", "kv_cache_grow", 8 * MiB)] * 9 + [("max", "leak_a", 11 * MiB)],
        "every second kv allocation breaks once; leak_a crosses 10 MiB once")
     eq(v["violations"][-1]["source"], "--rule #2:1", "the rule's source")
+
+
+@test
+def rules_beyond_the_64th_are_used():
+    """Classes are matched with every rule: the 70th decides here, for persistent and for
+    ignore, and its constraint (max=) holds."""
+    path = harness.tmpfile(".rules")
+    with open(path, "w") as f:
+        for i in range(68):
+            f.write(f"persistent site=no_such_function_{i}\n")
+        f.write("ignore site=leak_a\n")
+        f.write("persistent site=kv_cache_* max=100MiB\n")
+    try:
+        v = timeline_run(["--rules", path]).verdict()
+    finally:
+        os.unlink(path)
+    eq(v["leaks"], [], "leak_a ignored by rule 69, the KV cache persistent by rule 70")
+    eq(v["ignored_bytes"], 24 * MiB, "ignored by rule 69")
+    eq(v["persistent_bytes"], 144 * MiB, "persistent by rule 70")
+    eq([(x["kind"], x["source"], x["bytes"], x["count"]) for x in v["violations"]],
+       [("max", f"{path}:70", 104 * MiB, 6)],
+       "the 70th rule's max=: 64 MiB init + 5 x 8 MiB steps crosses 100 MiB")
+
+
+@test
+def too_many_rules_is_an_error_naming_the_first_one_over():
+    path = harness.tmpfile(".rules")
+    limit = 65527  # RULES_USER_MAX: 16-bit rule numbers, 8 kept for the built-ins
+    with open(path, "w") as f:
+        f.write("# one more than the limit, spread over a file and --rule\n")
+        for i in range(limit - 1):
+            f.write(f"ignore site=f{i}\n")
+        f.write("  ignore site=the_last_one_that_fits\n")
+        f.write("  ignore site=one_too_many\n")
+    try:
+        p = run_plain([harness.GPULEAK, "run", "--rules", path, "--", "true"])
+        eq(p.returncode, 2, "usage error")
+        eq(p.stderr.splitlines()[0],
+           f"gpuleak: {path}:{limit + 2}:3: too many rules: at most {limit} in all "
+           "(--rules, --rule and --preset together)", "FILE:LINE:COL of the first one over")
+        # the limit counts every source: one --rule before the file leaves no room for its last
+        p = run_plain([harness.GPULEAK, "run", "--rule", "ignore site=x", "--rules", path,
+                       "--", "true"])
+        eq(p.returncode, 2, "usage error with a --rule first")
+        check(f"{path}:{limit + 1}:3: too many rules" in p.stderr, p.stderr)
+    finally:
+        os.unlink(path)
 
 
 @test
@@ -205,3 +268,54 @@ def fuzz_rules_parser_short():
     a rejected file adds nothing and names LINE:COL, an accepted rule parses back to itself
     (`make fuzz-rules` runs it for long)."""
     harness.run_fuzzer("rules", 20)
+
+
+@test
+def once_and_max_on_real_dawn():
+    """WebGPU creations are held to once= and max= like CUDA allocations: the label that
+    follows a creation decides the class, and the class is checked then."""
+    if not os.path.exists(os.path.join(harness.BIN, "wgpu_decode")):
+        return "skip"
+    res = run_gpuleak(["run", "--interval", "0", "--fail-on-leak",
+                       "--rule", "persistent label=kv_cache* once",
+                       "--rule", "persistent label=logits max=1MiB", "--",
+                       scenario("wgpu_decode"), "20"], expect_rc=3)
+    v = res.verdict()
+    eq([(x["kind"], x["site"].split("+")[0], x["bytes"], x["count"], x["source"])
+        for x in v["violations"]],
+       [("once", "kv_cache_init", 8 * MiB, 1, "--rule #1:1")] * 3 +
+       [("max", "leaky_logits", 2 * MiB, 2, "--rule #2:1")],
+       "kv_cache buffers 2, 3 and 4 break once; the second logits buffer crosses 1 MiB")
+    eq(v["persistent_bytes"], 32 * MiB + 20 * MiB, "persistent bytes")
+    eq([(g["violation"], g["site"].split("+")[0]) for g in v["gate"]["violations"]],
+       [("once", "kv_cache_init")] * 3 + [("max", "leaky_logits")], "the gate names them")
+    # A creation is judged with its label, not before it arrives: the kv_cache buffers
+    # would otherwise pass through the big-buffer class while weights (16 MiB) is live.
+    v = run_gpuleak(["run", "--interval", "0",
+                     "--rule", "persistent label=kv_cache*",
+                     "--rule", "persistent api=wgpuDeviceCreateBuffer size>=8MiB once", "--",
+                     scenario("wgpu_decode"), "3"]).verdict()
+    eq(v["violations"], [], "no violation of a class a buffer never stays in")
+    eq([(r["label"], r["bytes"], r["count"]) for r in v["retained"]],
+       [("kv_cache", 32 * MiB, 4)], "the kv_cache class")
+
+
+@test
+def once_and_max_when_the_label_is_set_later_on_real_dawn():
+    """wgpu labels: a buffer labelled by wgpuBufferSetLabel, and a texture by
+    wgpuTextureSetLabel, after creation, join their class then and are checked then."""
+    if not os.path.exists(os.path.join(harness.BIN, "wgpu")):
+        return "skip"
+    size = 4096
+    v = run_gpuleak(["run", "--interval", "0",
+                     "--rule", "persistent label=renamed max=1KiB",
+                     "--rule", "persistent label=*e* once", "--",
+                     scenario("wgpu"), "labels", str(size)]).verdict()
+    eq([(x["kind"], x["api"], x["site"].split("+")[0], x["bytes"], x["count"])
+        for x in v["violations"]], [
+        ("once", "wgpuDeviceCreateBuffer", "alloc_kv", size, 1),
+        ("once", "wgpuDeviceCreateBuffer", "alloc_kv", size, 1),
+        ("max", "wgpuDeviceCreateBuffer", "alloc_late", size, 1),     # wgpuBufferSetLabel
+        ("once", "wgpuDeviceCreateBuffer", "alloc_long", size, 1),
+        ("once", "wgpuDeviceCreateTexture", "alloc_tex", 16384, 1),   # wgpuTextureSetLabel
+    ], "violations in order, with the classes SetLabel gave")

@@ -159,8 +159,16 @@ def ci_gate_exit_codes():
     eq(res.rc, 0, "clean run passes the gate")
     res = timeline(SYM + ["--fail-on-leak", "--rule", "persistent site=kv_cache_init once",
                           "--rule", "persistent site=leak_a max=4MiB"], 12, MiB, expect_rc=3)
-    check("rule" in [x["kind"] for x in res.verdict()["gate"]["violations"]],
-          "a rule violation fails the gate")
+    gate = res.verdict()["gate"]["violations"]
+    eq([{k: x[k] for k in ("kind", "violation", "rule", "source", "api", "bytes", "count")}
+        for x in gate],
+       [{"kind": "rule", "violation": "max", "rule": "persistent site=leak_a max=4MiB",
+         "source": "--rule #2:1", "api": "cudaMalloc", "bytes": 5 * MiB, "count": 5}],
+       "a rule violation fails the gate, naming its rule")
+    check(gate[0]["site"].startswith("leak_a+0x"), f"and its site: {gate[0]['site']}")
+    gate_lines = [l for l in res.out.splitlines() if l.startswith("GATE:")]
+    eq(gate_lines, [f"GATE: rule violation: max, 5.00 MiB at {gate[0]['site']} "
+                    "[--rule #2:1: persistent site=leak_a max=4MiB]"], "on stdout too")
     p = run_plain([harness.GPULEAK, "run", "--help"])
     check("3 --fail-on-leak found leaks" in " ".join(p.stdout.split()), "exit codes in --help")
 

@@ -242,7 +242,7 @@ static const char record_doc[] =
 	"are written at least every second: if gpuleak is killed, FILE keeps all but the last "
 	"second.\n"
 	"EXIT STATUS: 0 done, 1 runtime error (also when FILE could not be written completely), "
-	"2 usage error.";
+	"2 usage error, 3 --fail-on-leak found leaks (FILE is complete).";
 
 static const struct argp_option report_options[] = {
 	{ "json", OPT_JSON, "FILE", 0, "Write NDJSON: the verdict per process (and intervals)", 0 },

@@ -825,6 +825,11 @@ static const char *viol_name(uint8_t kind)
 	return "?";
 }
 
+static const char *viol_site(struct report *r, const struct violation *v)
+{
+	return v->site < r->t->nr_sites ? site_name(r, &r->t->sites[v->site]) : "?";
+}
+
 static void print_violations(struct report *r, const struct tproc *p)
 {
 	const struct tracker *t = r->t;
@@ -839,31 +844,38 @@ static void print_violations(struct report *r, const struct tproc *p)
 		const struct rule *ru = &t->rules->v[v->rule];
 
 		fprintf(r->out, "  %-28s %10s %5" PRIu64 "  %s  [%s: %s]\n", viol_name(v->kind),
-			fmt_bytes(v->bytes, b, sizeof(b)), v->count,
-			v->site < t->nr_sites ? site_name(r, &t->sites[v->site]) : "?", ru->source,
+			fmt_bytes(v->bytes, b, sizeof(b)), v->count, viol_site(r, v), ru->source,
 			ru->text);
 	}
 }
 
-static void json_violations(struct report *r, const struct tproc *p)
+/* What a violation is of: its rule, where, how much. In the verdict's list and the gate's. */
+static void json_violation_fields(struct report *r, const struct violation *v)
 {
 	const struct tracker *t = r->t;
+	const struct rule *ru = &t->rules->v[v->rule];
+	const struct site *s = v->site < t->nr_sites ? &t->sites[v->site] : NULL;
+
+	fputs("\"rule\":", r->json);
+	json_str(r->json, ru->text);
+	fputs(",\"source\":", r->json);
+	json_str(r->json, ru->source);
+	fprintf(r->json, ",\"api\":\"%s\",\"site\":", s ? cat_api_name(s->api) : "?");
+	json_str(r->json, viol_site(r, v));
+	fprintf(r->json, ",\"bytes\":%" PRIu64 ",\"count\":%" PRIu64, v->bytes, v->count);
+}
+
+static void json_violations(struct report *r, const struct tproc *p)
+{
 	size_t i;
 
 	fputs(",\"violations\":[", r->json);
-	for (i = 0; t->rules && i < p->nr_viols; i++) {
+	for (i = 0; r->t->rules && i < p->nr_viols; i++) {
 		const struct violation *v = &p->viols[i];
-		const struct rule *ru = &t->rules->v[v->rule];
-		const struct site *s = v->site < t->nr_sites ? &t->sites[v->site] : NULL;
 
-		fprintf(r->json, "%s{\"kind\":\"%s\",\"rule\":", i ? "," : "", viol_name(v->kind));
-		json_str(r->json, ru->text);
-		fputs(",\"source\":", r->json);
-		json_str(r->json, ru->source);
-		fprintf(r->json, ",\"api\":\"%s\",\"site\":", s ? cat_api_name(s->api) : "?");
-		json_str(r->json, s ? site_name(r, s) : "?");
-		fprintf(r->json, ",\"bytes\":%" PRIu64 ",\"count\":%" PRIu64 ",\"step\":%" PRId64
-			",\"t_s\":%.3f}", v->bytes, v->count, v->step, secs(r, v->ts_ns));
+		fprintf(r->json, "%s{\"kind\":\"%s\",", i ? "," : "", viol_name(v->kind));
+		json_violation_fields(r, v);
+		fprintf(r->json, ",\"step\":%" PRId64 ",\"t_s\":%.3f}", v->step, secs(r, v->ts_ns));
 	}
 	fputc(']', r->json);
 }
@@ -1063,14 +1075,22 @@ static void gate_check(struct report *r, const struct tproc *p, const struct gro
 		}
 		r->gate.failed |= r->gate.on;
 	}
-	for (i = 0; i < p->nr_viols; i++) {
+	for (i = 0; r->t->rules && i < p->nr_viols; i++) {
+		const struct violation *v = &p->viols[i];
+		const struct rule *ru = &r->t->rules->v[v->rule];
+
+		/* Which rule, where: a CI log must say what to fix without the verdict file. */
 		if (!json && r->gate.on)
-			fprintf(r->out, "GATE: rule violation: %s\n", viol_name(p->viols[i].kind));
+			fprintf(r->out, "GATE: rule violation: %s, %s at %s [%s: %s]\n",
+				viol_name(v->kind), fmt_bytes(v->bytes, b1, sizeof(b1)),
+				viol_site(r, v), ru->source, ru->text);
 		if (json) {
 			if (first)
 				fputs("true,\"violations\":[", r->json);
-			fprintf(r->json, "%s{\"kind\":\"rule\",\"violation\":\"%s\"}",
-				first ? "" : ",", viol_name(p->viols[i].kind));
+			fprintf(r->json, "%s{\"kind\":\"rule\",\"violation\":\"%s\",",
+				first ? "" : ",", viol_name(v->kind));
+			json_violation_fields(r, v);
+			fputc('}', r->json);
 			first = false;
 		}
 		r->gate.failed |= r->gate.on;
@@ -1290,10 +1310,12 @@ void report__final(struct report *r, uint64_t now_ns)
 		print_sites(r, p, SEL_REG, "registrations never deregistered:");
 		print_comms(r, p);
 		print_sites(r, p, SEL_FAILED, "failed calls:");
-		if (p->c.unknown_frees || p->c.double_frees || p->c.addr_reuse)
+		if (p->c.unknown_frees || p->c.double_frees || p->c.addr_reuse || p->c.async_reuse)
 			fprintf(r->out, "frees of untracked pointers (allocated before attach): %" PRIu64
-				"; double frees: %" PRIu64 "; live address returned again: %" PRIu64 "\n",
-				p->c.unknown_frees, p->c.double_frees, p->c.addr_reuse);
+				"; double frees: %" PRIu64 "; live address returned again: %" PRIu64
+				"; pending free's block reused by its stream (legal): %" PRIu64 "\n",
+				p->c.unknown_frees, p->c.double_frees, p->c.addr_reuse,
+				p->c.async_reuse);
 		gate_check(r, p, g, ng, false);
 		if (p->loss[GL_STAT_STACK_FAIL] + p->loss[GL_STAT_STACK_COLLISION])
 			fprintf(r->out, "stacks lost: %" PRIu64 " allocation calls recorded "

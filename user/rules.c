@@ -117,10 +117,9 @@ static int next_token(struct lexer *lx, struct token *t)
 		lx->p = p;
 		return 0;
 	}
-	for (s = p; s < lx->end && !is_space(*s) && *s != '\n' && *s != '#'; s++)
-		if (*s == '"')
-			break;
-	cap = (size_t)(lx->end - p) + 1;
+	/* A token ends at its line: the rest of a large file is no bound to allocate per token. */
+	s = memchr(p, '\n', (size_t)(lx->end - p));
+	cap = (size_t)((s ? s : lx->end) - p) + 1;
 	out = malloc(cap);
 	if (!out)
 		return -ENOMEM;
@@ -335,8 +334,11 @@ static int add_rule(struct rules *rs, struct rule *r)
 	return 0;
 }
 
-/* One line; returns 0 for blank/comment lines and for a parsed rule, -errno otherwise. */
-static int parse_line(struct lexer *lx, struct rules *rs, struct rule *out, bool *got)
+/*
+ * One line; returns 0 for blank/comment lines and for a parsed rule, -errno otherwise. room:
+ * how many more rules may be added (see RULES_MAX).
+ */
+static int parse_line(struct lexer *lx, size_t room, struct rule *out, bool *got)
 {
 	struct rule r = {};
 	struct token t;
@@ -371,6 +373,9 @@ static int parse_line(struct lexer *lx, struct rules *rs, struct rule *out, bool
 	    !r.has_size_min && !r.has_size_max && !r.phase && !r.pid)
 		ret = fail(lx, start, "a %s rule needs at least one matcher (api=, lib=, site=, "
 			   "label=, size, phase=, pid=)", rule_kind_name(r.kind));
+	if (!ret && !room)
+		ret = fail(lx, start, "too many rules: at most %d in all (--rules, --rule and "
+			   "--preset together)", RULES_USER_MAX);
 	if (!ret) {
 		const char *eol = memchr(start, '\n', (size_t)(lx->end - start));
 		size_t len = (size_t)((eol ? eol : lx->end) - start);
@@ -385,14 +390,14 @@ static int parse_line(struct lexer *lx, struct rules *rs, struct rule *out, bool
 		rule_free(&r);
 		return ret;
 	}
-	(void)rs;
 	*out = r;
 	*got = true;
 	return 0;
 }
 
-int rules__parse(struct rules *rs, const char *text, size_t len, const char *src, char *err,
-		 size_t errlen)
+/* rules__parse with at most max rules in rs afterwards. */
+static int parse_upto(struct rules *rs, const char *text, size_t len, const char *src,
+		      char *err, size_t errlen, size_t max)
 {
 	struct lexer lx = { .p = text, .end = text + len, .line_start = text, .src = src,
 			    .line = 1, .err = err, .errlen = errlen };
@@ -406,7 +411,7 @@ int rules__parse(struct rules *rs, const char *text, size_t len, const char *src
 		struct rule r;
 		bool got;
 
-		ret = parse_line(&lx, rs, &r, &got);
+		ret = parse_line(&lx, rs->n + n < max ? max - rs->n - n : 0, &r, &got);
 		if (ret)
 			break;
 		if (got) {
@@ -447,6 +452,12 @@ int rules__parse(struct rules *rs, const char *text, size_t len, const char *src
 		snprintf(err, errlen, "%s: out of memory", src);
 	free(parsed);
 	return ret;
+}
+
+int rules__parse(struct rules *rs, const char *text, size_t len, const char *src, char *err,
+		 size_t errlen)
+{
+	return parse_upto(rs, text, len, src, err, errlen, RULES_USER_MAX);
 }
 
 int rules__load_file(struct rules *r, const char *path, char *err, size_t errlen)
@@ -539,7 +550,7 @@ int rules__add_builtins(struct rules *rs)
 	char err[256];
 	int ret;
 
-	ret = rules__parse(rs, defaults, strlen(defaults), "built-in", err, sizeof(err));
+	ret = parse_upto(rs, defaults, strlen(defaults), "built-in", err, sizeof(err), RULES_MAX);
 	rs->nr_user = user;
 	for (i = before; i < rs->n; i++)
 		rs->v[i].builtin = true;

@@ -62,6 +62,15 @@ struct rule {
 	char *text;		/* the rule as written */
 };
 
+/*
+ * Where the tracker keeps a rule (sites, pending frees, violations) it is a 16-bit index + 1,
+ * 0 for none: at most RULES_MAX rules, RULES_BUILTIN_MAX of them kept for the built-ins. A
+ * rule beyond that is a parse error, never silently unused.
+ */
+#define RULES_MAX 65535
+#define RULES_BUILTIN_MAX 8
+#define RULES_USER_MAX (RULES_MAX - RULES_BUILTIN_MAX)
+
 struct rules {
 	struct rule *v;
 	size_t n, cap;
@@ -86,7 +95,8 @@ int rules__new(struct rules **out);
 void rules__free(struct rules *r);
 /*
  * Parse rules from text (a file's content or one --rule). src names the origin in messages.
- * On a syntax error: -EINVAL and err = "SRC:LINE:COL: what is wrong"; nothing is added.
+ * On a syntax error, or a rule beyond RULES_USER_MAX in all: -EINVAL and
+ * err = "SRC:LINE:COL: what is wrong"; nothing is added.
  */
 int rules__parse(struct rules *r, const char *text, size_t len, const char *src, char *err,
 		 size_t errlen);

@@ -224,6 +224,7 @@ void tracker__free(struct tracker *t)
 	hmap__free(&t->site_idx);
 	free(t->sstacks);
 	hmap__free(&t->sstack_idx);
+	free(t->cands);
 	for (i = 0; i < t->nr_labels; i++)
 		free(t->labels[i]);
 	free(t->labels);
@@ -725,6 +726,36 @@ static int add_violation(struct tproc *p, enum violation_kind kind, uint16_t rul
 	return 0;
 }
 
+/*
+ * Allocation a has just joined the class of its site's rule (and is counted in it): a `once`
+ * class now holding two, or a class whose live bytes just went over its max=, is a violation.
+ * Every path that puts memory into a class ends here: a CUDA, NCCL or host allocation, a
+ * WebGPU creation, a WebGPU object moved by its label. 0 or -ENOMEM.
+ */
+static int class_check(struct tracker *t, struct tproc *p, const struct alloc *a,
+		       uint64_t ts_ns)
+{
+	uint32_t site = tracker__alloc_site(t, a);
+	uint16_t rule = t->sites[site].rule;
+	const struct rule *ru;
+	struct rule_live *rl;
+
+	/* A pending free's memory is not in its class any more (account leaves it out). */
+	if (!rule || !p->rule_live || (a->flags & AF_PENDING))
+		return 0;
+	ru = &t->rules->v[rule - 1];
+	rl = &p->rule_live[rule - 1];
+	if (ru->once && rl->count > 1 &&
+	    add_violation(p, VIOL_ONCE, rule - 1, site, a->size, 1, ts_ns))
+		return -ENOMEM;
+	if (ru->max_bytes && !rl->over_max && rl->bytes > ru->max_bytes) {
+		/* Reported once per excursion: account() closes it when the class is back. */
+		rl->over_max = true;
+		return add_violation(p, VIOL_MAX, rule - 1, site, rl->bytes, rl->count, ts_ns);
+	}
+	return 0;
+}
+
 /* Frames of a stack rules look at: all of them at the deepest --stack-depth. */
 #define MAX_FRAMES 128
 
@@ -746,39 +777,53 @@ static void subject_of(struct tracker *t, pid_t pid, uint16_t api, uint64_t call
 
 /*
  * The persistent/ignore rule (index + 1) for an allocation at base sstack b (its site
- * without a rule, its stack), or 0. What depends on the call site and stack is matched once
- * per sstack and kept as a bit mask; per allocation only size, label and phase are looked at.
+ * without a rule, its stack) in *rule, 0: none. What depends on the call site and stack is
+ * matched once per sstack: the rules that hold there are kept as a list of indexes, in rule
+ * order, in t->cands; per allocation only their size, label and phase are looked at. Any
+ * number of rules. 0 or -ENOMEM.
  */
-static uint16_t classify(struct tracker *t, struct tproc *p, uint32_t b, uint64_t size,
-			 const char *label)
+static int classify(struct tracker *t, struct tproc *p, uint32_t b, uint64_t size,
+		    const char *label, uint16_t *rule)
 {
 	const struct rules *rs = t->rules;
 	struct site_stack *ss = &t->sstacks[b];
 	const struct site *st = &t->sites[ss->site];
-	size_t i, n;
+	size_t i;
 
+	*rule = 0;
 	if (!rs || !rs->n)
 		return 0;
-	n = rs->n < 64 ? rs->n : 64;
 	if (!ss->cand_valid) {
 		const char *syms[MAX_FRAMES], *mods[MAX_FRAMES];
 		struct rule_subject sub;
 		bool need_frames = false;
 
-		for (i = 0; i < n; i++)
+		for (i = 0; i < rs->n; i++)
 			need_frames |= rs->v[i].kind != RULE_DEFERRED && rule__needs_frames(&rs->v[i]);
 		subject_of(t, st->pid, st->api, st->caller, ss->stack_id, need_frames, &sub, syms,
 			   mods);
-		ss->cand = 0;
-		for (i = 0; i < n; i++)
-			if (rs->v[i].kind != RULE_DEFERRED && rule__match_static(&rs->v[i], &sub))
-				ss->cand |= 1ULL << i;
+		ss->cand_first = (uint32_t)t->nr_cands;
+		for (i = 0; i < rs->n; i++) {
+			if (rs->v[i].kind == RULE_DEFERRED || !rule__match_static(&rs->v[i], &sub))
+				continue;
+			if (vec_grow((void **)&t->cands, &t->cap_cands, t->nr_cands,
+				     sizeof(*t->cands))) {
+				t->nr_cands = ss->cand_first;
+				return -ENOMEM;
+			}
+			t->cands[t->nr_cands++] = (uint32_t)i;
+		}
+		ss->nr_cand = (uint32_t)(t->nr_cands - ss->cand_first);
 		ss->cand_valid = true;
 	}
-	for (i = 0; i < n; i++)
-		if ((ss->cand & (1ULL << i)) &&
-		    rule__match_dynamic(&rs->v[i], size, label, p->step))
-			return (uint16_t)(i + 1);
+	for (i = 0; i < ss->nr_cand; i++) {
+		uint32_t c = t->cands[ss->cand_first + i];
+
+		if (rule__match_dynamic(&rs->v[c], size, label, p->step)) {
+			*rule = (uint16_t)(c + 1);
+			return 0;
+		}
+	}
 	return 0;
 }
 
@@ -825,7 +870,8 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 	ss = sstack_get(t, site, r->stack_id);
 	if (ss == UINT32_MAX)
 		return -ENOMEM;
-	k.rule = k.owner_kind == OWNER_LAYER ? 0 : classify(t, p, ss, r->size, NULL);
+	if (k.owner_kind != OWNER_LAYER && classify(t, p, ss, r->size, NULL, &k.rule))
+		return -ENOMEM;
 	if (k.rule) {
 		site = site_get(t, &k);
 		ss = sstack_get(t, site, r->stack_id);
@@ -855,25 +901,12 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 	a = (struct alloc){ .addr = r->addr, .size = r->size, .ts_ns = r->hdr.ts_ns,
 			    .sstack = ss, .ns = ns,
 			    .flags = pl->owner_kind == OWNER_LAYER ? AF_LAYER : 0 };
-	/* once: a second allocation of the class while one is live */
-	if (k.rule && p->rule_live && t->rules->v[k.rule - 1].once &&
-	    p->rule_live[k.rule - 1].count &&
-	    add_violation(p, VIOL_ONCE, k.rule - 1, site, r->size, 1, r->hdr.ts_ns))
-		return -ENOMEM;
 	ins = at_insert(&p->allocs, &a);
 	if (!ins)
 		return -ENOMEM;
 	account(t, p, ins, 1);
-	if (k.rule && p->rule_live && t->rules->v[k.rule - 1].max_bytes) {
-		struct rule_live *rl = &p->rule_live[k.rule - 1];
-
-		if (!rl->over_max && rl->bytes > t->rules->v[k.rule - 1].max_bytes) {
-			rl->over_max = true;
-			if (add_violation(p, VIOL_MAX, k.rule - 1, site, rl->bytes, rl->count,
-					  r->hdr.ts_ns))
-				return -ENOMEM;
-		}
-	}
+	if (class_check(t, p, ins, r->hdr.ts_ns))
+		return -ENOMEM;
 	t->sites[site].allocs++;
 	t->sites[site].alloc_bytes += r->size;
 	if (t->sites[site].counts) {
@@ -1497,7 +1530,8 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	ss = sstack_get(t, site, r->stack_id);
 	if (ss == UINT32_MAX)
 		return -ENOMEM;
-	k.rule = classify(t, p, ss, d.bytes, NULL);
+	if (classify(t, p, ss, d.bytes, NULL, &k.rule))
+		return -ENOMEM;
 	if (k.rule) {
 		site = site_get(t, &k);
 		ss = sstack_get(t, site, r->stack_id);
@@ -1518,6 +1552,15 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	if (!ins)
 		return -ENOMEM;
 	account(t, p, ins, 1);
+	/*
+	 * A label in the descriptor comes in the next record and may put the object in another
+	 * class (label= rules): checking the class it has without it would report a violation
+	 * of a class it never stays in. apply_label checks it then.
+	 */
+	if (r->hdr.flags & GL_HF_LABEL)
+		o->flags |= TOBJ_CLASS_OWED;
+	else if (class_check(t, p, ins, r->hdr.ts_ns))
+		return -ENOMEM;
 	t->sites[site].allocs++;
 	t->sites[site].alloc_bytes += d.bytes;
 	if (t->sites[site].counts) {
@@ -1686,6 +1729,7 @@ static int apply_label(struct tracker *t, const struct gl_label_rec *r)
 {
 	const struct cat_api *api = cat_by_api(r->hdr.api);
 	struct tproc *p = proc_get(t, r->hdr.pid);
+	bool joined;
 	struct tobj *o;
 	struct alloc *a;
 	size_t len;
@@ -1704,8 +1748,13 @@ static int apply_label(struct tracker *t, const struct gl_label_rec *r)
 		len = utf8_trim(r->label, len);
 	/* SetLabel(NULL) or "" clears it. */
 	o->label = len ? label_intern(t, r->label, len) : 0;
+	/* Its creation left the class check to its label (obj_create). */
+	joined = o->flags & TOBJ_CLASS_OWED;
+	o->flags &= (uint8_t)~TOBJ_CLASS_OWED;
 	a = at_find(&p->allocs, o->ns, o->handle);
-	if (a && !(a->flags & AF_LAYER) && t->sites[tracker__alloc_site(t, a)].label != o->label) {
+	if (!a || (a->flags & AF_LAYER))
+		return 0;
+	if (t->sites[tracker__alloc_site(t, a)].label != o->label) {
 		uint32_t from = tracker__alloc_site(t, a);
 		int32_t stack_id = t->sstacks[a->sstack].stack_id;
 		const struct site *old = &t->sites[from];
@@ -1713,9 +1762,9 @@ static int apply_label(struct tracker *t, const struct gl_label_rec *r)
 				      old->owner_kind, old->owner, 0, o->label };
 		uint32_t base = sstack_get(t, site_get(t, &k), stack_id), site, ss;
 
-		if (base == UINT32_MAX)
+		if (base == UINT32_MAX ||
+		    classify(t, p, base, a->size, tracker__label(t, o->label), &k.rule))
 			return -ENOMEM;
-		k.rule = classify(t, p, base, a->size, tracker__label(t, o->label));
 		ss = k.rule ? sstack_get(t, site_get(t, &k), stack_id) : base;
 		if (ss == UINT32_MAX)
 			return -ENOMEM;
@@ -1727,8 +1776,10 @@ static int apply_label(struct tracker *t, const struct gl_label_rec *r)
 		t->sites[site].allocs++;
 		t->sites[site].alloc_bytes += a->size;
 		account(t, p, a, 1);
+		/* Moving within its class is not a new member of it. */
+		joined |= t->sites[from].rule != k.rule;
 	}
-	return 0;
+	return joined ? class_check(t, p, a, r->hdr.ts_ns) : 0;
 }
 
 /* One record with its meaning; pl says where allocations go in the graph. */

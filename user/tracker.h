@@ -96,7 +96,8 @@ struct site_stack {
 	uint32_t site;		/* index into tracker sites */
 	uint32_t next;		/* the site's next sstack, UINT32_MAX: none */
 	int32_t stack_id;	/* gl_call_rec.stack_id, -1: none */
-	uint64_t cand;		/* persistent/ignore rules whose site=/lib= hold here */
+	uint32_t cand_first;	/* persistent/ignore rules whose site=/lib= hold here: */
+	uint32_t nr_cand;	/* tracker cands[cand_first ...], nr_cand of them */
 	bool cand_valid;
 	uint64_t live_bytes, live_count;
 	uint64_t pending_bytes, pending_count;
@@ -128,6 +129,8 @@ enum tobj_flags {
 	TOBJ_OWNER = 1 << 0,	/* owns other objects (a device) */
 	TOBJ_DESTROYED = 1 << 1, /* its memory is gone, the handle is still referenced */
 	TOBJ_ERROR = 1 << 2,	/* an error object: never memory */
+	TOBJ_CLASS_OWED = 1 << 3, /* its label is on the way: its class is checked once it
+				   * is in (rule once=, max=) */
 };
 
 #define TOBJ_ADDREF_SITES 4
@@ -304,6 +307,8 @@ struct tracker {
 	struct site_stack *sstacks;
 	size_t nr_sstacks, cap_sstacks;
 	struct hmap sstack_idx;	/* (site, stack id) -> index into sstacks */
+	uint32_t *cands;	/* rule indexes, a run per sstack (site_stack.cand_first) */
+	size_t nr_cands, cap_cands;
 	uint32_t site_cache[TRACKER_SITE_CACHE];	/* site index + 1 by caller, 0: none */
 	char **labels;		/* interned label strings; tobj.label is index + 1 */
 	size_t nr_labels, cap_labels;
