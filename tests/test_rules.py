@@ -118,6 +118,12 @@ def error_classes_are_counted():
     v = res.verdict()
     eq((v["double_frees"], v["frees"], v["pending_bytes"]), (1, 1, 0), "double free")
     eq(error_class_line(res.out)["double frees"], 1, "double free in the summary")
+    # freed again after the free completed, and a plain cudaFree twice: double, not unknown
+    res = run_gpuleak(["run", "--interval", "0", "--", scenario("asyncfree"), "double_after"])
+    v = res.verdict()
+    eq((v["double_frees"], v["unknown_frees"], v["frees"], v["live_bytes"]), (2, 0, 2, 0),
+       "frees of pointers already freed")
+    eq(error_class_line(res.out)["double frees"], 2, "in the summary")
     res = run_gpuleak(["run", "--interval", "0", "--", scenario("asyncfree"), "reuse"])
     v = res.verdict()
     eq((v["async_reuse"], v["double_frees"], v["live_bytes"], v["pending_bytes"]), (1, 0, 0, 0),

@@ -197,6 +197,7 @@ static void proc_free(struct tproc *p)
 	hmap__free(&p->threads);
 	hmap__free(&p->events);
 	hmap__free(&p->regrefs);
+	free(p->freed);
 	hmap__free(&p->objs);
 	hmap__free(&p->queues);
 	free(p->watch);
@@ -1025,6 +1026,45 @@ static void expect_lower_free(struct tproc *p, const struct gl_call_rec *r, unsi
 		expect_free(p, r->hdr.tid, fam, NS_VMM_RANGE, r->addr);
 }
 
+/*
+ * Recently freed addresses, direct-mapped: a free of one that is not live again is a double
+ * free (had it been allocated again by a traced call, it would be live). A slot keeps the
+ * last free that hashed to it, so the window is the last few thousand frees, for one store
+ * per free and no work per allocation. An address the program got again from something
+ * untraced and freed twice reads as a double free too, which it is from the trace's view.
+ */
+#define FREED_SLOTS 4096
+
+struct freed_slot {
+	uint64_t addr;
+	uint8_t ns;
+};
+
+static struct freed_slot *freed_slot(struct tproc *p, uint8_t ns, uint64_t addr)
+{
+	uint64_t h = (addr ^ ((uint64_t)ns << 56)) * 0x9e3779b97f4a7c15ULL;
+
+	if (!p->freed)
+		p->freed = calloc(FREED_SLOTS, sizeof(*p->freed));
+	return p->freed ? &p->freed[h >> (64 - 12)] : NULL;
+}
+
+static void remember_freed(struct tproc *p, uint8_t ns, uint64_t addr)
+{
+	struct freed_slot *f = freed_slot(p, ns, addr);
+
+	/* Without memory for the window a double free reads as an unknown free: counted. */
+	if (f)
+		*f = (struct freed_slot){ addr, ns };
+}
+
+static bool freed_before(struct tproc *p, uint8_t ns, uint64_t addr)
+{
+	struct freed_slot *f = freed_slot(p, ns, addr);
+
+	return f && f->addr == addr && f->ns == ns;
+}
+
 static int do_free(struct tracker *t, struct tproc *p, const struct cat_api *api,
 		   const struct gl_call_rec *r)
 {
@@ -1044,7 +1084,7 @@ static int do_free(struct tracker *t, struct tproc *p, const struct cat_api *api
 			p->c.layers++;
 			return 0;
 		}
-		if (a)
+		if (a || freed_before(p, ns, r->addr))
 			p->c.double_frees++;
 		/* Mappings the program did not make with mmap (libraries, ld.so's) are
 		 * unmapped too: not a free of anything traced. */
@@ -1062,6 +1102,7 @@ static int do_free(struct tracker *t, struct tproc *p, const struct cat_api *api
 			return 0;
 		}
 	}
+	remember_freed(p, ns, r->addr);
 	rule = deferred_rule(t, r);
 	/* Without rules (unit tests, old captures) async frees keep their built-in meaning. */
 	if (rule || (!t->rules && api->op == OP_FREE_ASYNC))

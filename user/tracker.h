@@ -216,7 +216,7 @@ struct proc_counters {
 	uint64_t failed_calls;
 	uint64_t unknown_frees;	/* pointer never seen: allocated before attach, or untraced */
 	uint64_t null_frees;	/* free(NULL): legal no-op */
-	uint64_t double_frees;	/* freed again while its async free was pending */
+	uint64_t double_frees;	/* freed again: while its async free was pending, or after */
 	uint64_t addr_reuse;	/* allocation returned an address still live here */
 	uint64_t async_reuse;	/* stream-ordered reuse of a pending block: legal */
 	uint64_t calls;		/* every traced call seen */
@@ -250,6 +250,7 @@ struct tproc {
 	struct hmap threads;	/* tid -> struct tthread * */
 	struct hmap events;	/* cudaEvent/CUevent -> stream key of its last record */
 	struct hmap regrefs;	/* NCCL registration handle -> references beyond the first */
+	struct freed_slot *freed;	/* recently freed addresses (FREED_SLOTS), or NULL */
 	struct hmap objs;	/* (ns, handle) -> struct tobj * */
 	struct hmap queues;	/* queue handle -> struct tqueue * */
 	struct queue_watch *watch;	/* in registration order */

@@ -12,6 +12,9 @@
  *              return is not checked), sync: one free, one double free
  *   reuse      alloc A, free A, alloc B of the same size on S: the stand-in hands back A's
  *              block (stream-ordered reuse), free B, sync: nothing left, one reuse
+ *   double_after  alloc, free, sync (completed), free again (an error, unchecked), sync;
+ *              then cudaMalloc(4096) at sync_alloc, cudaFree at sync_free twice: two frees,
+ *              two double frees (of pointers already freed, not pending), nothing unknown
  */
 #include <string.h>
 #include <time.h>
@@ -34,6 +37,22 @@ static SCENARIO_SITE cudaError_t async_free(void *p, cudaStream_t s)
 	return e;
 }
 
+static SCENARIO_SITE void *sync_alloc(void)
+{
+	void *p;
+
+	SCENARIO_OK(cudaMalloc(&p, 4096));
+	return p;
+}
+
+static SCENARIO_SITE cudaError_t sync_free(void *p)
+{
+	cudaError_t e = cudaFree(p);
+
+	SCENARIO_OPAQUE(e);
+	return e;
+}
+
 static SCENARIO_SITE void late_sync(cudaStream_t s)
 {
 	SCENARIO_OK(cudaStreamSynchronize(s));
@@ -45,7 +64,7 @@ int main(int argc, char **argv)
 	cudaStream_t s;
 	void *a, *b;
 
-	scenario_usage(argc, 2, "asyncfree late_sync|never|double|reuse");
+	scenario_usage(argc, 2, "asyncfree late_sync|never|double|reuse|double_after");
 	SCENARIO_OK(cudaStreamCreate(&s));
 	scenario_ready();
 	a = async_alloc(s);
@@ -64,6 +83,14 @@ int main(int argc, char **argv)
 		SCENARIO_OK(async_free(a, s));
 		async_free(a, s);
 		late_sync(s);
+	} else if (!strcmp(argv[1], "double_after")) {
+		SCENARIO_OK(async_free(a, s));
+		late_sync(s);
+		async_free(a, s);
+		late_sync(s);
+		b = sync_alloc();
+		SCENARIO_OK(sync_free(b));
+		sync_free(b);
 	} else if (!strcmp(argv[1], "reuse")) {
 		SCENARIO_OK(async_free(a, s));
 		b = async_alloc(s);
