@@ -233,11 +233,14 @@ class Attached:
     """A scenario started with the sync handshake, and gpuleak attached to it."""
 
     def __init__(self, name, args=(), gl_args=(), env=None):
+        """gl_args: gpuleak's options, or a function of the target's pid that returns them."""
         self.json_path = tmpfile(".ndjson")
         self.target = Proc([scenario(name)] + [str(a) for a in args],
                            env=env_for_targets(dict(SCENARIO_SYNC="1", **(env or {}))))
         m = self.target.wait_line(r"ready (\d+)")
         eq(int(m.group(1)), self.target.pid, "scenario pid")
+        if callable(gl_args):
+            gl_args = gl_args(self.target.pid)
         self.gl = Proc([GPULEAK, "attach", "-p", str(self.target.pid), "--json", self.json_path,
                         "--interval", "0"] + list(gl_args), env=gpuleak_env(), stdin=False)
 

@@ -136,6 +136,51 @@ def error_classes_are_counted():
 
 
 @test
+def rule_matchers_phase_size_api_pid():
+    """Every matcher, end to end: phase=init (before the first step), phase=steps<N,
+    size>=/size<=, api= globs, site=, and pid= for one process of several."""
+    v = timeline_run([], rules=[
+        "persistent phase=init",
+        "persistent phase=steps<5 api=cudaMalloc size>=8MiB size<=8MiB",
+        "ignore api=cudaMal* size<=1MiB site=leak_a"]).verdict()
+    by = lambda key: {(e["site"].split("+")[0]): (e["bytes"], e["count"]) for e in v[key]}
+    eq(by("retained"), {"kv_cache_init": (64 * MiB, 1), "kv_cache_grow": (5 * 8 * MiB, 5)},
+       "the 64 MiB before the first step, and the 8 MiB blocks of steps 0..4")
+    eq(by("leaks"), {"kv_cache_grow": (5 * 8 * MiB, 5)}, "steps 5..9 of the KV cache")
+    eq(by("ignored"), {"leak_a": (24 * MiB, 24)}, "leak_a: api glob, size and site")
+    eq((v["persistent_bytes"], v["ignored_bytes"]), (104 * MiB, 24 * MiB), "totals")
+    # pid=: only the process named; another pid leaves the same process's leak alone
+    for other, want in ((False, {}), (True, {("cudaMalloc", "leak_one_mib"): (3 * MiB, 3)})):
+        a = Attached("leak3", gl_args=lambda pid, o=other: [
+            "--rule", f"ignore pid={pid + 1 if o else pid} site=leak_one_mib"])
+        try:
+            a.wait_attached()
+            v = a.finish().verdict()
+            eq(leak_sites(v), want, f"pid= {'another' if other else 'this'} process")
+        finally:
+            a.cleanup()
+
+
+@test
+def deferred_until_event_stream_or_device_sync():
+    """until= says what completes a deferred free. `asyncfree event`: A freed on S, an
+    event recorded on S and synchronized; B freed on S, S synchronized."""
+    def run(*rules):
+        args = ["run", "--interval", "0"]
+        for r in rules:
+            args += ["--rule", r]
+        v = run_gpuleak(args + ["--", scenario("asyncfree"), "event"]).verdict()
+        return v["frees"], v["pending_bytes"], v["async_reuse"]
+    eq(run(), (2, 0, 0), "built in: the event completes A, the stream B")
+    eq(run("deferred api=cudaFreeAsync* until=event-sync"), (1, MiB, 0),
+       "event-sync: A by its event; B's stream sync is no event: pending at exit")
+    eq(run("deferred api=cudaFreeAsync* until=stream-sync"), (2, 0, 0),
+       "stream-sync: an event recorded on the stream after the free is the stream's")
+    eq(run("deferred api=cudaFreeAsync* until=device-sync"), (1, MiB, 1),
+       "device-sync: neither; B reuses A's block (stream-ordered reuse closes A), B pending")
+
+
+@test
 def once_and_max_violations():
     v = timeline_run([], rules=["persistent site=kv_cache_grow once",
                                 "persistent site=leak_a max=10MiB"]).verdict()

@@ -12,6 +12,9 @@
  *              return is not checked), sync: one free, one double free
  *   reuse      alloc A, free A, alloc B of the same size on S: the stand-in hands back A's
  *              block (stream-ordered reuse), free B, sync: nothing left, one reuse
+ *   event      alloc A, free A, cudaEventRecord(E, S) at record_event, cudaEventSynchronize(E)
+ *              at event_sync: A's free completes by the event; alloc B, free B,
+ *              cudaStreamSynchronize(S) at late_sync: B's by the stream
  *   double_after  alloc, free, sync (completed), free again (an error, unchecked), sync;
  *              then cudaMalloc(4096) at sync_alloc, cudaFree at sync_free twice: two frees,
  *              two double frees (of pointers already freed, not pending), nothing unknown
@@ -53,6 +56,16 @@ static SCENARIO_SITE cudaError_t sync_free(void *p)
 	return e;
 }
 
+static SCENARIO_SITE void record_event(cudaEvent_t e, cudaStream_t s)
+{
+	SCENARIO_OK(cudaEventRecord(e, s));
+}
+
+static SCENARIO_SITE void event_sync(cudaEvent_t e)
+{
+	SCENARIO_OK(cudaEventSynchronize(e));
+}
+
 static SCENARIO_SITE void late_sync(cudaStream_t s)
 {
 	SCENARIO_OK(cudaStreamSynchronize(s));
@@ -64,7 +77,7 @@ int main(int argc, char **argv)
 	cudaStream_t s;
 	void *a, *b;
 
-	scenario_usage(argc, 2, "asyncfree late_sync|never|double|reuse|double_after");
+	scenario_usage(argc, 2, "asyncfree late_sync|never|double|reuse|event|double_after");
 	SCENARIO_OK(cudaStreamCreate(&s));
 	scenario_ready();
 	a = async_alloc(s);
@@ -82,6 +95,16 @@ int main(int argc, char **argv)
 	} else if (!strcmp(argv[1], "double")) {
 		SCENARIO_OK(async_free(a, s));
 		async_free(a, s);
+		late_sync(s);
+	} else if (!strcmp(argv[1], "event")) {
+		cudaEvent_t e;
+
+		SCENARIO_OK(cudaEventCreate(&e));
+		SCENARIO_OK(async_free(a, s));
+		record_event(e, s);
+		event_sync(e);
+		b = async_alloc(s);
+		SCENARIO_OK(async_free(b, s));
 		late_sync(s);
 	} else if (!strcmp(argv[1], "double_after")) {
 		SCENARIO_OK(async_free(a, s));
