@@ -332,32 +332,41 @@ def bench_memory(a, tmp):
             "peak_rss_bytes_per_live_alloc": stats([m["peak_rss_bytes_per_live_alloc"]])}
 
 
+def drops_run(a, variant, jp):
+    """Records lost by `variant` on a target making 1 M calls/s for drop_seconds."""
+    target = Proc([PAIRLOOP, "--sync", "-r", "1000000", "-d", str(a.drop_seconds)])
+    tracer = None
+    try:
+        target.line("out", lambda l: l.startswith("ready"))
+        tracer = start_tracer(variant, target.pid, jp)
+        target.send("go\n")
+        res = json.loads(target.line("out", lambda l: l.startswith("{"),
+                                     timeout=a.drop_seconds + 60))
+        target.wait()
+        stop_tracer(tracer)
+    finally:
+        target.kill()
+        if tracer:
+            tracer.kill()
+    v = read_verdict(jp, target.pid)
+    want = 2 * (res["pairs"] + res["warmup"])
+    lost = v["dropped_events"] + (want - v["calls"])
+    log(f"drops, {variant}: {res['calls_per_s'] / 1e6:.3f} M calls/s for "
+        f"{res['elapsed_s']:.1f} s: {lost} lost ({v['losses']})")
+    return lost, res["calls_per_s"]
+
+
 def bench_drops(a, tmp):
-    drops, rates = [], []
+    """Call sites only (like for like with the pair ratios), and the default, with stacks."""
     jp = os.path.join(tmp, "drops.ndjson")
-    for rep in range(a.drop_reps):
-        target = Proc([PAIRLOOP, "--sync", "-r", "1000000", "-d", str(a.drop_seconds)])
-        tracer = None
-        try:
-            target.line("out", lambda l: l.startswith("ready"))
-            tracer = start_tracer("gpuleak", target.pid, jp)
-            target.send("go\n")
-            res = json.loads(target.line("out", lambda l: l.startswith("{"),
-                                         timeout=a.drop_seconds + 60))
-            target.wait()
-            stop_tracer(tracer)
-        finally:
-            target.kill()
-            if tracer:
-                tracer.kill()
-        v = read_verdict(jp, target.pid)
-        want = 2 * (res["pairs"] + res["warmup"])
-        lost = v["dropped_events"] + (want - v["calls"])
-        drops.append(lost)
-        rates.append(res["calls_per_s"])
-        log(f"drops {rep + 1}/{a.drop_reps}: {res['calls_per_s'] / 1e6:.3f} M calls/s for "
-            f"{res['elapsed_s']:.1f} s: {lost} lost ({v['losses']})")
-    return {"drops_at_1m_per_s": stats(drops), "drops_rate_calls_per_s": stats(rates)}
+    out = {}
+    for variant, key in (("gpuleak", "drops_at_1m_per_s"),
+                         ("gpuleak_stacks", "drops_stacks_at_1m_per_s")):
+        runs = [drops_run(a, variant, jp) for _ in range(a.drop_reps)]
+        out[key] = stats([lost for lost, _ in runs])
+        out[key.replace("drops_", "drops_rate_").replace("_at_1m_per_s", "_calls_per_s")] = \
+            stats([rate for _, rate in runs])
+    return out
 
 
 def no_realtarget(section):
@@ -497,8 +506,11 @@ ROWS = [  # key, label, unit, scale, format
     ("consumer_cold_events_per_s", "  every free a cache miss", "M/s", 1e-6, "{:.2f}"),
     ("drops_at_1m_per_s", "records lost at 1 M calls/s", "", 1, "{:.0f}"),
     ("drops_rate_calls_per_s", "  rate reached", "M/s", 1e-6, "{:.3f}"),
+    ("drops_stacks_at_1m_per_s", "  the same, with stacks (default)", "", 1, "{:.0f}"),
+    ("drops_rate_stacks_calls_per_s", "  rate reached", "M/s", 1e-6, "{:.3f}"),
     ("bytes_per_live_alloc", "heap per live allocation, 10 M live", "B", 1, "{:.1f}"),
     ("rss_bytes_per_live_alloc", "  RSS per live allocation", "B", 1, "{:.1f}"),
+    ("peak_rss_bytes_per_live_alloc", "  peak RSS per live allocation", "B", 1, "{:.1f}"),
     ("attach_ms", "attach (libcudart + libnccl)", "ms", 1, "{:.1f}"),
     ("startup_ms", "  command start to tracing", "ms", 1, "{:.0f}"),
     ("detach_ms", "Ctrl-C to exit", "ms", 1, "{:.0f}"),
