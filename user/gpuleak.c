@@ -113,8 +113,9 @@ static const struct argp_option analysis_options[] = {
 	  1 },
 	{ NULL, 0, NULL, 0, "Steps and leak timelines:", 2 },
 	{ "step", OPT_STEP, "SPEC", 0,
-	  "Step boundaries: interval:DURATION (default interval:1s), sync, sym:FILE:SYMBOL "
-	  "(each call of a function), nvtx:NAME (each NVTX range of that name)", 2 },
+	  "Step boundaries: interval:DURATION (default interval:1s), sync (CUDA syncs, WebGPU "
+	  "queue submits), sym:FILE:SYMBOL (each call of a function), nvtx:NAME (each NVTX "
+	  "range of that name)", 2 },
 	{ "request", OPT_REQUEST, "sym:FILE:BEGIN,END", 0,
 	  "Request boundaries: calls of BEGIN and END in FILE", 2 },
 	{ "warmup-steps", OPT_WARMUP, "N", 0, "Steps before growth counts (default 3)", 2 },

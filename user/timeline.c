@@ -380,7 +380,19 @@ static bool is_boundary(const struct timeline *tl, const struct gl_hdr *h)
 
 	switch (tl->o.source) {
 	case STEP_SYNC:
-		return h->kind == GL_REC_SYNC && !((const struct gl_call_rec *)h)->ret && !h->depth;
+		/* Outermost calls only: a sync made inside another traced call is part of it. */
+		if (h->depth)
+			return false;
+		if (h->kind == GL_REC_SYNC)
+			return !((const struct gl_call_rec *)h)->ret;
+		/*
+		 * A WebGPU queue submit (entry-only, size = commandCount). Every queue counts, as
+		 * every CUDA stream does: a WebGPU device has exactly one queue, so a queue is a
+		 * device, and steps are per process. An empty submit carries no work: engines
+		 * issue them to flush or poll (Dawn's device tick), not once per step.
+		 */
+		return h->kind == GL_REC_NOTIFY && h->size >= sizeof(struct gl_call_rec) && api &&
+		       api->op == OP_QUEUE_SUBMIT && ((const struct gl_call_rec *)h)->size;
 	case STEP_MARKER:
 		return h->kind == GL_REC_NOTIFY && h->api == GL_API_MARKER_STEP;
 	case STEP_NVTX: {
