@@ -127,6 +127,65 @@ def steps_from_syncs_and_time():
     within(g["slope_bytes_per_s"], 100 * MiB, 0.5, "~1 MiB per 10 ms")
 
 
+def step_sites(step):
+    """{(function, api): (live, allocated, freed, net)} of a step record's sites."""
+    return {(x["site"].split("+")[0], x["api"]): (x["live_bytes"], x["allocated_bytes"],
+                                                 x["freed_bytes"], x["net_bytes"])
+            for x in step["sites"]}
+
+
+NO_OTHERS = {"count": 0, "allocated_bytes": 0, "freed_bytes": 0, "net_bytes": 0}
+
+
+@test
+def step_records_name_the_sites_that_changed():
+    """loop 6 1MiB with a step per cudaStreamSynchronize: each step allocates and frees 2 x
+    2 MiB at decode_step (completed by the sync that ends it) and leaks 1 MiB at
+    leaky_sampler after it; the init step holds the 64 MiB KV cache."""
+    steps = [r for r in run_gpuleak(["run", "--interval", "0", "--step", "sync", "--",
+                                     scenario("loop"), "6", str(MiB)]).records
+             if r["type"] == "step"]
+    eq([s["step"] for s in steps], list(range(-1, 6)), "init + 6 steps")
+    eq(step_sites(steps[0]), {("kv_cache_init", "cudaMalloc"): (64 * MiB, 64 * MiB, 0, 64 * MiB),
+                              ("decode_step", "cudaMallocAsync"): (0, 4 * MiB, 4 * MiB, 0)},
+       "init step: the KV cache, one step's activations")
+    for k in range(1, 6):
+        eq(step_sites(steps[k]), {
+            ("leaky_sampler", "cudaMalloc"): (k * MiB, MiB, 0, MiB),
+            ("decode_step", "cudaMallocAsync"): (0, 4 * MiB, 4 * MiB, 0)},
+            f"step {k - 1}: the leak first (largest net), then the activations")
+        eq([x["site"].split("+")[0] for x in steps[k]["sites"]], ["leaky_sampler", "decode_step"],
+           f"step {k - 1}: order")
+    eq(step_sites(steps[6]), {("leaky_sampler", "cudaMalloc"): (6 * MiB, MiB, 0, MiB)},
+       "last step: the leak after the last sync")
+    for s in steps:
+        eq(s["other_sites"], NO_OTHERS, f"step {s['step']}: no other sites")
+        eq((sum(x["allocated_bytes"] for x in s["sites"]),
+            sum(x["freed_bytes"] for x in s["sites"])),
+           (s["allocated_bytes"], s["freed_bytes"]), f"step {s['step']}: sites add up")
+
+
+@test
+def step_records_list_eight_sites_and_sum_the_rest():
+    """apis: 9 allocation sites, all in one step (no boundary within the run). The 8 of
+    largest |net| are named; alloc_host (3000 B allocated and freed) is the rest."""
+    res = run_gpuleak(["run", "--interval", "0", "--step", "interval:1h", "--",
+                       scenario("apis")])
+    steps = [r for r in res.records if r["type"] == "step"]
+    eq(len(steps), 1, "one step")
+    st = steps[0]
+    eq([(x["site"].split("+")[0], x["net_bytes"]) for x in st["sites"]],
+       [("alloc_pitch", 10240), ("alloc_on_device1", 8000), ("alloc_from_pool", 6000),
+        ("alloc_host_alloc", 4000), ("alloc_managed", 2000), ("alloc_malloc", 1000),
+        ("alloc_async_ptsz", 0), ("alloc_async", 0)],
+       "largest |net| first, then most allocated + freed")
+    eq(step_sites(st)[("alloc_async_ptsz", "cudaMallocAsync_ptsz")], (0, 7000, 7000, 0),
+       "allocated and freed in the step")
+    eq(st["other_sites"], {"count": 1, "allocated_bytes": 3000, "freed_bytes": 3000,
+                           "net_bytes": 0}, "the ninth site, summed")
+    eq((st["allocated_bytes"], st["freed_bytes"]), (46240, 15000), "the step's own totals")
+
+
 @test
 def time_to_oom_projection():
     v = timeline(SYM + ["--device-mem", "2GiB"], 20, 10 * MiB).verdict()

@@ -882,6 +882,44 @@ static const char *step_source_name(const struct timeline *tl)
 	}
 }
 
+/* A signed difference of two byte counts. */
+static void json_net(FILE *f, uint64_t allocated, uint64_t freed)
+{
+	if (allocated >= freed)
+		fprintf(f, ",\"net_bytes\":%" PRIu64, allocated - freed);
+	else
+		fprintf(f, ",\"net_bytes\":-%" PRIu64, freed - allocated);
+}
+
+/* A step's memory sites: those that changed most by name, the others summed. */
+static void json_step_sites(struct report *r, const struct step_sites *ss)
+{
+	size_t i;
+
+	fputs(",\"sites\":[", r->json);
+	for (i = 0; i < ss->n; i++) {
+		const struct step_site *v = &ss->top[i];
+		const struct site *s = &r->t->sites[v->site];
+
+		fprintf(r->json, "%s{\"api\":\"%s\",\"site\":", i ? "," : "",
+			cat_api_name(s->api));
+		json_str(r->json, site_name(r, s));
+		fputs(",\"label\":", r->json);
+		if (s->label)
+			json_str(r->json, tracker__label(r->t, s->label));
+		else
+			fputs("null", r->json);
+		fprintf(r->json, ",\"live_bytes\":%" PRIu64 ",\"allocated_bytes\":%" PRIu64
+			",\"freed_bytes\":%" PRIu64, v->live, v->allocated, v->freed);
+		json_net(r->json, v->allocated, v->freed);
+		fputc('}', r->json);
+	}
+	fprintf(r->json, "],\"other_sites\":{\"count\":%" PRIu64 ",\"allocated_bytes\":%" PRIu64
+		",\"freed_bytes\":%" PRIu64, ss->rest, ss->rest_allocated, ss->rest_freed);
+	json_net(r->json, ss->rest_allocated, ss->rest_freed);
+	fputc('}', r->json);
+}
+
 void report__step(struct report *r, pid_t pid, const struct step_stat *st)
 {
 	if (!r->json)
@@ -891,12 +929,14 @@ void report__step(struct report *r, pid_t pid, const struct step_stat *st)
 		",\"live_bytes\":%" PRIu64 ",\"persistent_bytes\":%" PRIu64
 		",\"pending_bytes\":%" PRIu64 ",\"suspect_bytes\":%" PRIu64
 		",\"allocated_bytes\":%" PRIu64 ",\"freed_bytes\":%" PRIu64 ",\"allocs\":%" PRIu64
-		",\"frees\":%" PRIu64 ",\"requests\":%" PRIu64 ",\"requests_in_flight\":%" PRIu64
-		"}\n",
+		",\"frees\":%" PRIu64 ",\"requests\":%" PRIu64 ",\"requests_in_flight\":%" PRIu64,
 		pid, st->step, secs(r, st->t_end_ns),
 		(double)(st->t_end_ns - st->t_start_ns) / 1e9, st->live, st->persistent, st->pending,
 		st->suspect, st->allocated, st->freed, st->allocs, st->frees, st->requests,
 		st->inflight);
+	if (st->sites)
+		json_step_sites(r, st->sites);
+	fputs("}\n", r->json);
 }
 
 /* ▁▂▃▄▅▆▇█ over the last steps' live bytes, scaled to their range. */

@@ -187,6 +187,7 @@ static void proc_free(struct tproc *p)
 	free(p->rule_live);
 	free(p->viols);
 	free(p->dirty);
+	free(p->step_sites);
 	free(p);
 }
 
@@ -566,6 +567,57 @@ static void mark_dirty(struct tproc *p, struct site *s, uint32_t idx)
 	s->dirty = true;
 }
 
+/*
+ * The entry of memory site idx in p's step_sites, added at its first change in the step
+ * (before the change: live0 is where the step found it). -1 without room. A site's slot is
+ * checked against the entry: a pid reused by a new process shares the old one's sites.
+ */
+static ssize_t step_slot(struct tproc *p, struct site *s, uint32_t idx)
+{
+	uint32_t slot = s->step_slot;
+
+	if (slot && slot <= p->nr_step_sites && p->step_sites[slot - 1].site == idx)
+		return slot - 1;
+	if (vec_grow((void **)&p->step_sites, &p->cap_step_sites, p->nr_step_sites,
+		     sizeof(*p->step_sites)))
+		return -1;
+	p->step_sites[p->nr_step_sites] = (struct site_step){ .site = idx, .live0 = s->live_bytes };
+	s->step_slot = (uint32_t)++p->nr_step_sites;
+	return (ssize_t)p->nr_step_sites - 1;
+}
+
+/* Bytes allocated or freed at a memory site, for the step's numbers per site. */
+static void step_note(struct tracker *t, struct tproc *p, uint32_t idx, uint64_t allocated,
+		      uint64_t freed)
+{
+	ssize_t i = step_slot(p, &t->sites[idx], idx);
+
+	if (i < 0)
+		return;
+	p->step_sites[i].allocated += allocated;
+	p->step_sites[i].freed += freed;
+}
+
+/*
+ * An allocation moved to another site (a label came): not an allocation, except that one
+ * made in this step was made at its new site as far as the step's numbers go. After the
+ * move is accounted, so both sites have their entries.
+ */
+static void step_move(struct tracker *t, struct tproc *p, uint32_t from, uint32_t to,
+		      const struct alloc *a)
+{
+	ssize_t f, e;
+
+	if (!t->sites[from].counts || !t->sites[to].counts || a->ts_ns < p->step_ts_ns)
+		return;
+	f = step_slot(p, &t->sites[from], from);
+	e = step_slot(p, &t->sites[to], to);
+	if (f < 0 || e < 0 || p->step_sites[f].allocated < a->size)
+		return;
+	p->step_sites[f].allocated -= a->size;
+	p->step_sites[e].allocated += a->size;
+}
+
 static void account(struct tracker *t, struct tproc *p, struct alloc *a, int sign)
 {
 	struct site_stack *ss = &t->sstacks[a->sstack];
@@ -573,6 +625,8 @@ static void account(struct tracker *t, struct tproc *p, struct alloc *a, int sig
 	uint64_t b = a->size;
 
 	mark_dirty(p, s, ss->site);
+	if (s->counts)
+		step_slot(p, s, ss->site);
 
 	if (a->flags & AF_PENDING) {
 		ss->pending_bytes += sign * b;
@@ -627,6 +681,7 @@ static void release(struct tracker *t, struct tproc *p, struct alloc *a)
 	if (t->sites[site].counts) {
 		p->c.frees++;
 		p->c.freed_bytes += a->size;
+		step_note(t, p, site, 0, a->size);
 	}
 	at_remove(&p->allocs, a);
 }
@@ -846,6 +901,7 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 	if (t->sites[site].counts) {
 		p->c.allocs++;
 		p->c.alloc_bytes += r->size;
+		step_note(t, p, site, r->size, 0);
 	}
 	return 0;
 }
@@ -1490,6 +1546,7 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	if (t->sites[site].counts) {
 		p->c.allocs++;
 		p->c.alloc_bytes += d.bytes;
+		step_note(t, p, site, d.bytes, 0);
 	}
 	return 0;
 }
@@ -1694,6 +1751,7 @@ static int apply_label(struct tracker *t, const struct gl_label_rec *r)
 		t->sites[site].allocs++;
 		t->sites[site].alloc_bytes += a->size;
 		account(t, p, a, 1);
+		step_move(t, p, from, site, a);
 	}
 	return 0;
 }
@@ -2252,10 +2310,15 @@ int tracker__apply(struct tracker *t, const struct gl_hdr *h)
 void tracker__set_step(struct tracker *t, pid_t pid, int64_t step, uint64_t ts_ns)
 {
 	struct tproc *p = tracker__proc(t, pid);
+	size_t i;
 
 	if (!p || p->exited)
 		return;
 	p->step = step;
+	p->step_ts_ns = ts_ns;
+	for (i = 0; i < p->nr_step_sites; i++)
+		t->sites[p->step_sites[i].site].step_slot = 0;
+	p->nr_step_sites = 0;
 	tracker__window_checks(t, p, ts_ns);
 }
 

@@ -429,6 +429,27 @@ static void context_teardown_releases(void)
 	tracker__free(t);
 }
 
+static void step_sites_per_step(void)
+{
+	struct tracker *t;
+	struct tproc *p;
+
+	if (!CHECK(!tracker__new(&t), "new"))
+		return;
+	alloc(t, GL_API_CUDA_MALLOC, TID, 0x1000, 1 << 20, 0);
+	p = tracker__proc(t, PID);
+	CHECK_U64(p->nr_step_sites, 1, "the first step's one site");
+	CHECK_U64(p->step_sites[0].allocated, 1 << 20, "allocated in the first step");
+	tracker__set_step(t, PID, 0, clock_ns);
+	CHECK_U64(p->nr_step_sites, 0, "a boundary forgets the step's sites");
+	feed(t, rec(GL_REC_FREE, GL_API_CUDA_FREE, TID, 0x1000, 0, 0));
+	CHECK_U64(p->nr_step_sites, 1, "one site changed in step 0");
+	CHECK_U64(p->step_sites[0].freed, 1 << 20, "step 0: freed");
+	CHECK_U64(p->step_sites[0].allocated, 0, "step 0: nothing allocated");
+	CHECK_U64(p->step_sites[0].live0, 1 << 20, "the site held 1 MiB when the step began");
+	tracker__free(t);
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -447,6 +468,7 @@ int main(void)
 		{ "tracker_nccl_comm_owns_init_memory", nccl_comm_owns_init_memory },
 		{ "tracker_nccl_mem_alloc_layers", nccl_mem_alloc_layers },
 		{ "tracker_context_teardown_releases", context_teardown_releases },
+		{ "tracker_step_sites_per_step", step_sites_per_step },
 	};
 
 	return run_unit_tests(tests, sizeof(tests) / sizeof(tests[0]));
