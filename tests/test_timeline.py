@@ -2,6 +2,8 @@
 """Leak timelines: steps from a symbol, NVTX, syncs and time; per-site growth with exact
 slopes; sawtooth requests; a leak that starts late; time to OOM; the CI gate's exit codes.
 Every NDJSON record is checked against docs/gpuleak.schema.json by the harness."""
+import re
+
 import harness
 from harness import Attached, check, eq, leak_sites, run_gpuleak, run_plain, scenario, test
 
@@ -146,6 +148,9 @@ def step_records_name_the_sites_that_changed():
                                      scenario("loop"), "6", str(MiB)]).records
              if r["type"] == "step"]
     eq([s["step"] for s in steps], list(range(-1, 6)), "init + 6 steps")
+    eq([(x["site"].split("+")[0], x["class"]) for x in steps[0]["sites"]],
+       [("kv_cache_init", "init"), ("decode_step", "init")], "made before the first sync")
+    eq({x["class"] for s in steps[1:] for x in s["sites"]}, {"none"}, "made in steps")
     eq(step_sites(steps[0]), {("kv_cache_init", "cudaMalloc"): (64 * MiB, 64 * MiB, 0, 64 * MiB),
                               ("decode_step", "cudaMallocAsync"): (0, 4 * MiB, 4 * MiB, 0)},
        "init step: the KV cache, one step's activations")
@@ -213,15 +218,64 @@ def ci_gate_exit_codes():
                    12, MiB, expect_rc=3)
     eq([x["kind"] for x in res.verdict()["gate"]["violations"]], ["live_at_exit"],
        "bytes leaked at exit")
-    res = timeline(SYM + ["--fail-on-leak", "--max-live-at-exit", "0", "--rule",
-                          "persistent site=kv_cache_init"], 12, 0)
-    eq(res.rc, 0, "clean run passes the gate")
+    res = timeline(SYM + ["--fail-on-leak", "--max-live-at-exit", "0"], 12, 0)
+    eq(res.rc, 0, "clean run passes the gate: the KV cache, made before the first step, is "
+       "retained by init")
     res = timeline(SYM + ["--fail-on-leak", "--rule", "persistent site=kv_cache_init once",
                           "--rule", "persistent site=leak_a max=4MiB"], 12, MiB, expect_rc=3)
     check("rule" in [x["kind"] for x in res.verdict()["gate"]["violations"]],
           "a rule violation fails the gate")
     p = run_plain([harness.GPULEAK, "run", "--help"])
     check("3 --fail-on-leak found leaks" in " ".join(p.stdout.split()), "exit codes in --help")
+
+
+def retained(v):
+    """{(function, retained_by): (bytes, count)} of a verdict's retained entries."""
+    return {(r["site"].split("+")[0], r["retained_by"]): (r["bytes"], r["count"])
+            for r in v["retained"]}
+
+
+@test
+def memory_made_before_the_first_step_is_retained_by_init():
+    """timeline 12 1MiB: kv_cache_init allocates 64 MiB before the first step_boundary and
+    keeps it. With steps the program marks (sym:, nvtx:, sync) that is init, not a leak,
+    unless a rule decides; time slices mark no phase of the program."""
+    gate = ["--fail-on-leak", "--max-growth", "2MiB", "--max-live-at-exit", "12MiB"]
+    res = timeline(SYM + gate, 12, MiB)
+    v = res.verdict()
+    eq(leak_sites(v), {("cudaMalloc", "leak_a"): (12 * MiB, 12)}, "leaks: made in steps")
+    eq(retained(v), {("kv_cache_init", "init"): (64 * MiB, 1)}, "retained by init")
+    eq((v["init_bytes"], v["init_count"], v["persistent_bytes"]), (64 * MiB, 1, 0),
+       "init bytes, nothing persistent")
+    eq(v["live_bytes"], 76 * MiB, "all of it still live")
+    within(growth(v)["leak_a"]["slope_bytes_per_step"], MiB, 0.01, "growth as before")
+    eq(v["gate"]["failed"], False, "12 MiB leaked, within --max-live-at-exit 12MiB")
+    check("of which made before the first step: 64.0 MiB in 1 (retained by init)" in res.out,
+          f"said in the text report:\n{res.out}")
+    check(re.search(r"64\.0 MiB +1 +cudaMalloc .*kv_cache_init\+0x\w+ \(timeline\) "
+                    r"\(before the first step\)", res.out), f"and listed:\n{res.out}")
+    # NVTX ranges mark steps too
+    v = timeline(["--step", "nvtx:step"], 12, MiB).verdict()
+    eq(retained(v), {("kv_cache_init", "init"): (64 * MiB, 1)}, "nvtx: retained by init")
+    # A rule says otherwise: it must be gone at the end, so it is a leak (and a violation).
+    res = timeline(SYM + gate + ["--rule", "persistent site=kv_cache_init release=session-end"],
+                   12, MiB, expect_rc=3)
+    v = res.verdict()
+    eq(leak_sites(v), {("cudaMalloc", "leak_a"): (12 * MiB, 12),
+                       ("cudaMalloc", "kv_cache_init"): (64 * MiB, 1)}, "the rule decides")
+    eq((v["init_bytes"], v["retained"]), (0, []), "nothing retained by init")
+    eq([x["kind"] for x in v["gate"]["violations"]], ["live_at_exit", "rule"],
+       "76 MiB leaked at exit, and the rule's violation")
+    # A persistent rule, phase=init or not, keeps it as the rule's.
+    v = timeline(SYM + ["--rule", "persistent site=kv_cache_init phase=init"], 12, MiB).verdict()
+    eq(retained(v), {("kv_cache_init", "rule"): (64 * MiB, 1)}, "retained by the rule")
+    eq((v["init_bytes"], v["persistent_bytes"]), (0, 64 * MiB), "persistent, not init")
+    # Time slices: the first slice is no phase of the program.
+    res = timeline(["--step", "interval:50ms"] + gate, 12, MiB, expect_rc=3)
+    v = res.verdict()
+    eq(leak_sites(v), {("cudaMalloc", "leak_a"): (12 * MiB, 12),
+                       ("cudaMalloc", "kv_cache_init"): (64 * MiB, 1)}, "interval: leaks")
+    eq((v["init_bytes"], v["retained"]), (0, []), "interval: no init")
 
 
 @test

@@ -295,6 +295,7 @@ struct site_key {
 	uint64_t owner;
 	uint16_t rule;		/* persistent/ignore rule + 1, 0: none */
 	uint32_t label;		/* WebGPU label + 1, 0: none */
+	bool init;		/* retained by init (CLS_INIT): never with a rule */
 };
 
 static bool site_matches(const struct site *s, const struct site_key *k)
@@ -302,7 +303,7 @@ static bool site_matches(const struct site *s, const struct site_key *k)
 	return s->pid == k->pid && s->api == k->api && s->device == k->device &&
 	       s->caller == k->caller &&
 	       s->owner_kind == k->owner_kind && s->owner == k->owner && s->rule == k->rule &&
-	       s->label == k->label;
+	       s->label == k->label && (s->cls == CLS_INIT) == k->init;
 }
 
 static uint32_t site_lookup(struct tracker *t, const struct site_key *k)
@@ -310,7 +311,7 @@ static uint32_t site_lookup(struct tracker *t, const struct site_key *k)
 	uint64_t k0 = (uint64_t)(uint32_t)k->pid << 32 | (uint64_t)k->api << 16 | (uint16_t)k->device;
 	uint64_t k1 = k->caller ^
 		      hmap_mix(k->owner + k->owner_kind + ((uint64_t)k->rule << 48) +
-			       ((uint64_t)k->label << 24));
+			       ((uint64_t)k->label << 24) + ((uint64_t)k->init << 40));
 	const struct cat_api *api = cat_by_api(k->api);
 	uint64_t *v;
 	struct site *s;
@@ -349,6 +350,8 @@ static uint32_t site_lookup(struct tracker *t, const struct site_key *k)
 	if (k->rule && t->rules)
 		s->cls = t->rules->v[k->rule - 1].kind == RULE_PERSISTENT ? CLS_PERSISTENT
 									: CLS_IGNORED;
+	else if (k->init)
+		s->cls = CLS_INIT;
 	s->counts = api && cat_mem_counts(api->mem) && k->owner_kind != OWNER_LAYER;
 	return t->nr_sites++;
 }
@@ -660,6 +663,9 @@ static void account(struct tracker *t, struct tproc *p, struct alloc *a, int sig
 		} else if (s->cls == CLS_IGNORED) {
 			p->ignored_bytes += sign * b;
 			p->ignored_count += sign;
+		} else if (s->cls == CLS_INIT) {
+			p->init_bytes += sign * b;
+			p->init_count += sign;
 		}
 	}
 	if (s->rule && p->rule_live) {
@@ -778,10 +784,11 @@ static void subject_of(struct tracker *t, pid_t pid, uint16_t api, uint64_t call
 /*
  * The persistent/ignore rule (index + 1) for an allocation at base sstack b (its site
  * without a rule, its stack), or 0. What depends on the call site and stack is matched once
- * per sstack and kept as a bit mask; per allocation only size, label and phase are looked at.
+ * per sstack and kept as a bit mask; per allocation only size, label and phase (step: the
+ * one it was made in) are looked at.
  */
-static uint16_t classify(struct tracker *t, struct tproc *p, uint32_t b, uint64_t size,
-			 const char *label)
+static uint16_t classify(struct tracker *t, uint32_t b, uint64_t size, const char *label,
+			 int64_t step)
 {
 	const struct rules *rs = t->rules;
 	struct site_stack *ss = &t->sstacks[b];
@@ -808,9 +815,19 @@ static uint16_t classify(struct tracker *t, struct tproc *p, uint32_t b, uint64_
 	}
 	for (i = 0; i < n; i++)
 		if ((ss->cand & (1ULL << i)) &&
-		    rule__match_dynamic(&rs->v[i], size, label, p->step))
+		    rule__match_dynamic(&rs->v[i], size, label, step))
 			return (uint16_t)(i + 1);
 	return 0;
+}
+
+/*
+ * Whether memory made before the first step goes to a site retained by init: no rule
+ * decided about it (a rule, phase=init or not, says otherwise), and not a lower layer
+ * (those follow the allocation above them).
+ */
+static bool init_site(const struct tracker *t, bool before_first_step, const struct site_key *k)
+{
+	return t->init_retained && before_first_step && !k->rule && k->owner_kind != OWNER_LAYER;
 }
 
 static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *api,
@@ -818,7 +835,7 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 {
 	uint8_t ns = (uint8_t)api->ns;
 	struct site_key k = { p->pid, r->hdr.api, device_of(p, api, r), r->caller, r->stack_id,
-			      pl->owner_kind, pl->owner, 0, 0 };
+			      pl->owner_kind, pl->owner, 0, 0, false };
 	struct alloc a, *old, *ins;
 	struct tthread *th;
 	uint32_t site, ss;
@@ -847,8 +864,9 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 	ss = sstack_get(t, site, r->stack_id);
 	if (ss == UINT32_MAX)
 		return -ENOMEM;
-	k.rule = k.owner_kind == OWNER_LAYER ? 0 : classify(t, p, ss, r->size, NULL);
-	if (k.rule) {
+	k.rule = k.owner_kind == OWNER_LAYER ? 0 : classify(t, ss, r->size, NULL, p->step);
+	k.init = init_site(t, p->step < 0, &k);
+	if (k.rule || k.init) {
 		site = site_get(t, &k);
 		ss = sstack_get(t, site, r->stack_id);
 		if (ss == UINT32_MAX)
@@ -876,7 +894,8 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 	}
 	a = (struct alloc){ .addr = r->addr, .size = r->size, .ts_ns = r->hdr.ts_ns,
 			    .sstack = ss, .ns = ns,
-			    .flags = pl->owner_kind == OWNER_LAYER ? AF_LAYER : 0 };
+			    .flags = (pl->owner_kind == OWNER_LAYER ? AF_LAYER : 0) |
+				     (p->step < 0 ? AF_INIT : 0) };
 	/* once: a second allocation of the class while one is live */
 	if (k.rule && p->rule_live && t->rules->v[k.rule - 1].once &&
 	    p->rule_live[k.rule - 1].count &&
@@ -1208,7 +1227,7 @@ static void count_failure(struct tracker *t, struct tproc *p, const struct cat_a
 			  const struct gl_call_rec *r)
 {
 	struct site_key k = { p->pid, r->hdr.api, device_of(p, api, r), r->caller, r->stack_id,
-			      OWNER_NONE, 0, 0, 0 };
+			      OWNER_NONE, 0, 0, 0, false };
 	uint32_t site = site_get(t, &k);
 
 	p->c.failed_calls++;
@@ -1483,7 +1502,7 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	uint8_t ns = (uint8_t)api->ns;
 	uint64_t owner = r->aux;
 	struct site_key k = { p->pid, r->hdr.api, -1, r->caller, r->stack_id,
-			      owner ? OWNER_DEVICE : OWNER_NONE, owner, 0, 0 };
+			      owner ? OWNER_DEVICE : OWNER_NONE, owner, 0, 0, false };
 	struct wgpu_desc d = {};
 	struct alloc a, *old, *ins;
 	struct tthread *th;
@@ -1520,8 +1539,9 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	ss = sstack_get(t, site, r->stack_id);
 	if (ss == UINT32_MAX)
 		return -ENOMEM;
-	k.rule = classify(t, p, ss, d.bytes, NULL);
-	if (k.rule) {
+	k.rule = classify(t, ss, d.bytes, NULL, p->step);
+	k.init = init_site(t, p->step < 0, &k);
+	if (k.rule || k.init) {
 		site = site_get(t, &k);
 		ss = sstack_get(t, site, r->stack_id);
 		if (ss == UINT32_MAX)
@@ -1536,7 +1556,8 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 		release(t, p, old);
 	}
 	a = (struct alloc){ .addr = r->addr, .size = d.bytes, .ts_ns = r->hdr.ts_ns, .sstack = ss,
-			    .ns = ns, .flags = d.unknown_format ? AF_UNSIZED : 0 };
+			    .ns = ns, .flags = (d.unknown_format ? AF_UNSIZED : 0) |
+					       (p->step < 0 ? AF_INIT : 0) };
 	ins = at_insert(&p->allocs, &a);
 	if (!ins)
 		return -ENOMEM;
@@ -1597,7 +1618,7 @@ static int apply_obj(struct tracker *t, struct tproc *p, const struct cat_api *a
 		}
 		if (api->op == OP_OBJ_ADDREF) {
 			struct site_key k = { p->pid, r->hdr.api, -1, r->caller, r->stack_id,
-					      o->owner ? OWNER_DEVICE : OWNER_NONE, o->owner, 0, 0 };
+					      o->owner ? OWNER_DEVICE : OWNER_NONE, o->owner, 0, 0, false };
 			uint32_t site = site_get(t, &k);
 
 			if (site == UINT32_MAX)
@@ -1734,13 +1755,17 @@ static int apply_label(struct tracker *t, const struct gl_label_rec *r)
 		int32_t stack_id = t->sstacks[a->sstack].stack_id;
 		const struct site *old = &t->sites[from];
 		struct site_key k = { p->pid, old->api, old->device, old->caller, stack_id,
-				      old->owner_kind, old->owner, 0, o->label };
+				      old->owner_kind, old->owner, 0, o->label, false };
 		uint32_t base = sstack_get(t, site_get(t, &k), stack_id), site, ss;
+		bool init = a->flags & AF_INIT;
 
 		if (base == UINT32_MAX)
 			return -ENOMEM;
-		k.rule = classify(t, p, base, a->size, tracker__label(t, o->label));
-		ss = k.rule ? sstack_get(t, site_get(t, &k), stack_id) : base;
+		/* Rules and init see the allocation as made, in its step, not the label's. */
+		k.rule = classify(t, base, a->size, tracker__label(t, o->label),
+				  init ? -1 : p->step);
+		k.init = init_site(t, init, &k);
+		ss = k.rule || k.init ? sstack_get(t, site_get(t, &k), stack_id) : base;
 		if (ss == UINT32_MAX)
 			return -ENOMEM;
 		site = t->sstacks[ss].site;
@@ -1980,7 +2005,7 @@ static int apply_comm_init(struct tracker *t, struct tproc *p, struct node *node
 {
 	const struct gl_call_rec *r = nodes[self].r;
 	struct site_key k = { p->pid, r->hdr.api, thread_device(p, r->hdr.tid), r->caller,
-			      r->stack_id, OWNER_NONE, 0, 0, 0 };
+			      r->stack_id, OWNER_NONE, 0, 0, 0, false };
 	uint32_t site = site_get(t, &k);
 	uint64_t comms[GL_DESC_MAX / 8] = { r->addr };
 	size_t nr = 1, i, j;
@@ -2320,6 +2345,11 @@ void tracker__set_step(struct tracker *t, pid_t pid, int64_t step, uint64_t ts_n
 		t->sites[p->step_sites[i].site].step_slot = 0;
 	p->nr_step_sites = 0;
 	tracker__window_checks(t, p, ts_ns);
+}
+
+void tracker__set_init_retained(struct tracker *t, bool on)
+{
+	t->init_retained = on;
 }
 
 void tracker__window_checks(struct tracker *t, struct tproc *p, uint64_t ts_ns)

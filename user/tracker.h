@@ -24,6 +24,7 @@ enum alloc_flags {
 	AF_LAYER = 1 << 1,		/* a lower layer of another allocation: not counted */
 	AF_RELEASED_MAPPED = 1 << 2,	/* VMM handle released while still mapped */
 	AF_UNSIZED = 1 << 3,		/* bytes unknown (a texture format without a size) */
+	AF_INIT = 1 << 4,		/* made before the process's first step */
 };
 
 /* One live allocation. 32 bytes: the table is sized for ten million of them. */
@@ -107,6 +108,7 @@ enum site_class {
 	CLS_NONE = 0,
 	CLS_PERSISTENT = 1,	/* meant to stay: never a step-level leak candidate */
 	CLS_IGNORED = 2,	/* counted, kept out of verdicts */
+	CLS_INIT = 3,		/* made before the first step, no rule: retained by init */
 };
 
 /*
@@ -274,6 +276,7 @@ struct tproc {
 	uint64_t step_ts_ns;	/* when it began (0: the first step, begun at attach) */
 	struct site_step *step_sites;	/* memory sites changed in the current step */
 	size_t nr_step_sites, cap_step_sites;
+	uint64_t init_bytes, init_count;	/* live, made before the first step (CLS_INIT) */
 	uint64_t persistent_bytes, persistent_count;
 	uint64_t ignored_bytes, ignored_count;
 	struct rule_live *rule_live;	/* per rule */
@@ -304,6 +307,9 @@ typedef void (*pending_done_fn)(void *ctx, const struct tproc *p, uint32_t site,
 
 struct tracker {
 	const struct rules *rules;
+	/* Allocations made before a process's first step and left to no rule are retained by
+	 * init (CLS_INIT), not leaks: only when steps are the program's own boundaries. */
+	bool init_retained;
 	frames_fn frames;
 	void *frames_ctx;
 	pending_done_fn pend_done;
@@ -331,6 +337,11 @@ void tracker__set_rules(struct tracker *t, const struct rules *rules, frames_fn 
 			void *ctx);
 /* Tell fn about every pending free that ends (the outputs draw them as slices). */
 void tracker__on_pending_done(struct tracker *t, pending_done_fn fn, void *ctx);
+/*
+ * Whether allocations made before a process's first step that no rule classifies are
+ * retained by init rather than leaks (set before the first record).
+ */
+void tracker__set_init_retained(struct tracker *t, bool on);
 /* pid entered step `step` at ts_ns (the timeline calls this at each boundary): the memory
  * sites changed in the step that ended (step_sites) are forgotten. */
 void tracker__set_step(struct tracker *t, pid_t pid, int64_t step, uint64_t ts_ns);
