@@ -91,9 +91,9 @@ static uint64_t key_of(const struct site *s, enum site_sel k)
 			return 0;
 		return live;
 	case SEL_RETAINED:
-		if (!s->counts || (s->cls != CLS_PERSISTENT && s->cls != CLS_INIT) || must_release(s))
+		if (!s->counts || must_release(s))
 			return 0;
-		return live;
+		return s->cls == CLS_PERSISTENT || s->cls == CLS_INIT ? live : 0;
 	case SEL_IGNORED:
 		return s->counts && s->cls == CLS_IGNORED ? live : 0;
 	case SEL_PENDING:

@@ -1618,7 +1618,8 @@ static int apply_obj(struct tracker *t, struct tproc *p, const struct cat_api *a
 		}
 		if (api->op == OP_OBJ_ADDREF) {
 			struct site_key k = { p->pid, r->hdr.api, -1, r->caller, r->stack_id,
-					      o->owner ? OWNER_DEVICE : OWNER_NONE, o->owner, 0, 0, false };
+					      o->owner ? OWNER_DEVICE : OWNER_NONE, o->owner, 0, 0,
+					      false };
 			uint32_t site = site_get(t, &k);
 
 			if (site == UINT32_MAX)
