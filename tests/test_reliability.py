@@ -365,7 +365,9 @@ def check_ranks(res, n, leaky, parent_pid=None, parent_attached=True):
             eq(v["ppid"], parent_pid, "followed from the parent")
         eq(v["comm"], "ranks", "comm")
         sites = leak_sites(v)
-        eq(sites[("cudaMalloc", "kv_cache_init")], (16 * MiB, 1), f"rank {pid}: KV cache")
+        eq(retained_init(v), {"kv_cache_init": (16 * MiB, 1)},
+           f"rank {pid}: KV cache, made before the first decode_step")
+        check(("cudaMalloc", "kv_cache_init") not in sites, f"rank {pid}: the KV cache is no leak")
         eq(v["allocs"], 1 + 2 * RANK_STEPS + (RANK_STEPS if ("cudaMalloc", "leaky_sampler")
                                                in sites else 0), f"rank {pid}: allocations")
         eq(v["frees"], 2 * RANK_STEPS, f"rank {pid}: frees")
@@ -543,9 +545,10 @@ def target_in_a_container():
     # the probes on it (run mode and --follow hold the process there; attach does not).
     eq((v["live_bytes"], v["live_count"]), (64 * MiB + steps * size, 1 + steps), "live")
     eq((v["allocs"], v["frees"], v["pending_bytes"]), (1 + 3 * steps, 2 * steps, 0), "calls")
-    eq(leak_sites(v), {("cudaMalloc", "kv_cache_init"): (64 * MiB, 1),
-                       ("cudaMalloc", "leaky_sampler"): (steps * size, steps)}, "leak sites")
-    eq({l["module"] for l in v["leaks"]}, {"loop"}, "sites named from the container's files")
+    eq(leak_sites(v), {("cudaMalloc", "leaky_sampler"): (steps * size, steps)}, "leak sites")
+    eq(retained_init(v), {"kv_cache_init": (64 * MiB, 1)}, "made before the first step")
+    eq({l["module"] for l in v["leaks"] + v["retained"]}, {"loop"},
+       "sites named from the container's files")
     eq((v["step_source"], v["steps"]), ("sym", steps + 1), "marker found inside its root")
     check(re.search(r"^pid %d \(loop, pid 1 in its namespace\): exited" % pid, g.text("out"),
                     re.M), f"text: {g.text('out')}")
