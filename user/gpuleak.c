@@ -129,7 +129,7 @@ static const struct argp_option analysis_options[] = {
 	{ "max-growth", OPT_MAX_GROWTH, "BYTES", 0,
 	  "Gate: growth per step a site may have (default 0: any growth leak fails)", 3 },
 	{ "max-live-at-exit", OPT_MAX_LIVE, "BYTES", 0,
-	  "Gate: leaked bytes allowed at the end (persistent/ignored by rule excluded)", 3 },
+	  "Gate: leaked bytes allowed at the end (persistent, ignored, init excluded)", 3 },
 	{ NULL, 0, NULL, 0, "Pictures (written at the end):", 4 },
 	{ "folded", OPT_FOLDED, "FILE", 0,
 	  "Live bytes by stack in the folded format of flamegraph.pl and speedscope", 4 },
