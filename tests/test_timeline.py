@@ -2,6 +2,8 @@
 """Leak timelines: steps from a symbol, NVTX, syncs and time; per-site growth with exact
 slopes; sawtooth requests; a leak that starts late; time to OOM; the CI gate's exit codes.
 Every NDJSON record is checked against docs/gpuleak.schema.json by the harness."""
+import re
+
 import harness
 from harness import Attached, check, eq, leak_sites, run_gpuleak, run_plain, scenario, test
 
@@ -127,6 +129,68 @@ def steps_from_syncs_and_time():
     within(g["slope_bytes_per_s"], 100 * MiB, 0.5, "~1 MiB per 10 ms")
 
 
+def step_sites(step):
+    """{(function, api): (live, allocated, freed, net)} of a step record's sites."""
+    return {(x["site"].split("+")[0], x["api"]): (x["live_bytes"], x["allocated_bytes"],
+                                                 x["freed_bytes"], x["net_bytes"])
+            for x in step["sites"]}
+
+
+NO_OTHERS = {"count": 0, "allocated_bytes": 0, "freed_bytes": 0, "net_bytes": 0}
+
+
+@test
+def step_records_name_the_sites_that_changed():
+    """loop 6 1MiB with a step per cudaStreamSynchronize: each step allocates and frees 2 x
+    2 MiB at decode_step (completed by the sync that ends it) and leaks 1 MiB at
+    leaky_sampler after it; the init step holds the 64 MiB KV cache."""
+    steps = [r for r in run_gpuleak(["run", "--interval", "0", "--step", "sync", "--",
+                                     scenario("loop"), "6", str(MiB)]).records
+             if r["type"] == "step"]
+    eq([s["step"] for s in steps], list(range(-1, 6)), "init + 6 steps")
+    eq([(x["site"].split("+")[0], x["class"]) for x in steps[0]["sites"]],
+       [("kv_cache_init", "init"), ("decode_step", "init")], "made before the first sync")
+    eq({x["class"] for s in steps[1:] for x in s["sites"]}, {"none"}, "made in steps")
+    eq(step_sites(steps[0]), {("kv_cache_init", "cudaMalloc"): (64 * MiB, 64 * MiB, 0, 64 * MiB),
+                              ("decode_step", "cudaMallocAsync"): (0, 4 * MiB, 4 * MiB, 0)},
+       "init step: the KV cache, one step's activations")
+    for k in range(1, 6):
+        eq(step_sites(steps[k]), {
+            ("leaky_sampler", "cudaMalloc"): (k * MiB, MiB, 0, MiB),
+            ("decode_step", "cudaMallocAsync"): (0, 4 * MiB, 4 * MiB, 0)},
+            f"step {k - 1}: the leak first (largest net), then the activations")
+        eq([x["site"].split("+")[0] for x in steps[k]["sites"]], ["leaky_sampler", "decode_step"],
+           f"step {k - 1}: order")
+    eq(step_sites(steps[6]), {("leaky_sampler", "cudaMalloc"): (6 * MiB, MiB, 0, MiB)},
+       "last step: the leak after the last sync")
+    for s in steps:
+        eq(s["other_sites"], NO_OTHERS, f"step {s['step']}: no other sites")
+        eq((sum(x["allocated_bytes"] for x in s["sites"]),
+            sum(x["freed_bytes"] for x in s["sites"])),
+           (s["allocated_bytes"], s["freed_bytes"]), f"step {s['step']}: sites add up")
+
+
+@test
+def step_records_list_eight_sites_and_sum_the_rest():
+    """apis: 9 allocation sites, all in one step (no boundary within the run). The 8 of
+    largest |net| are named; alloc_host (3000 B allocated and freed) is the rest."""
+    res = run_gpuleak(["run", "--interval", "0", "--step", "interval:1h", "--",
+                       scenario("apis")])
+    steps = [r for r in res.records if r["type"] == "step"]
+    eq(len(steps), 1, "one step")
+    st = steps[0]
+    eq([(x["site"].split("+")[0], x["net_bytes"]) for x in st["sites"]],
+       [("alloc_pitch", 10240), ("alloc_on_device1", 8000), ("alloc_from_pool", 6000),
+        ("alloc_host_alloc", 4000), ("alloc_managed", 2000), ("alloc_malloc", 1000),
+        ("alloc_async_ptsz", 0), ("alloc_async", 0)],
+       "largest |net| first, then most allocated + freed")
+    eq(step_sites(st)[("alloc_async_ptsz", "cudaMallocAsync_ptsz")], (0, 7000, 7000, 0),
+       "allocated and freed in the step")
+    eq(st["other_sites"], {"count": 1, "allocated_bytes": 3000, "freed_bytes": 3000,
+                           "net_bytes": 0}, "the ninth site, summed")
+    eq((st["allocated_bytes"], st["freed_bytes"]), (46240, 15000), "the step's own totals")
+
+
 @test
 def time_to_oom_projection():
     v = timeline(SYM + ["--device-mem", "2GiB"], 20, 10 * MiB).verdict()
@@ -154,9 +218,9 @@ def ci_gate_exit_codes():
                    12, MiB, expect_rc=3)
     eq([x["kind"] for x in res.verdict()["gate"]["violations"]], ["live_at_exit"],
        "bytes leaked at exit")
-    res = timeline(SYM + ["--fail-on-leak", "--max-live-at-exit", "0", "--rule",
-                          "persistent site=kv_cache_init"], 12, 0)
-    eq(res.rc, 0, "clean run passes the gate")
+    res = timeline(SYM + ["--fail-on-leak", "--max-live-at-exit", "0"], 12, 0)
+    eq(res.rc, 0, "clean run passes the gate: the KV cache, made before the first step, is "
+       "retained by init")
     res = timeline(SYM + ["--fail-on-leak", "--rule", "persistent site=kv_cache_init once",
                           "--rule", "persistent site=leak_a max=4MiB"], 12, MiB, expect_rc=3)
     gate = res.verdict()["gate"]["violations"]
@@ -171,6 +235,55 @@ def ci_gate_exit_codes():
                     "[--rule #2:1: persistent site=leak_a max=4MiB]"], "on stdout too")
     p = run_plain([harness.GPULEAK, "run", "--help"])
     check("3 --fail-on-leak found leaks" in " ".join(p.stdout.split()), "exit codes in --help")
+
+
+def retained(v):
+    """{(function, retained_by): (bytes, count)} of a verdict's retained entries."""
+    return {(r["site"].split("+")[0], r["retained_by"]): (r["bytes"], r["count"])
+            for r in v["retained"]}
+
+
+@test
+def memory_made_before_the_first_step_is_retained_by_init():
+    """timeline 12 1MiB: kv_cache_init allocates 64 MiB before the first step_boundary and
+    keeps it. With steps the program marks (sym:, nvtx:, sync) that is init, not a leak,
+    unless a rule decides; time slices mark no phase of the program."""
+    gate = ["--fail-on-leak", "--max-growth", "2MiB", "--max-live-at-exit", "12MiB"]
+    res = timeline(SYM + gate, 12, MiB)
+    v = res.verdict()
+    eq(leak_sites(v), {("cudaMalloc", "leak_a"): (12 * MiB, 12)}, "leaks: made in steps")
+    eq(retained(v), {("kv_cache_init", "init"): (64 * MiB, 1)}, "retained by init")
+    eq((v["init_bytes"], v["init_count"], v["persistent_bytes"]), (64 * MiB, 1, 0),
+       "init bytes, nothing persistent")
+    eq(v["live_bytes"], 76 * MiB, "all of it still live")
+    within(growth(v)["leak_a"]["slope_bytes_per_step"], MiB, 0.01, "growth as before")
+    eq(v["gate"]["failed"], False, "12 MiB leaked, within --max-live-at-exit 12MiB")
+    check("of which made before the first step: 64.0 MiB in 1 (retained by init)" in res.out,
+          f"said in the text report:\n{res.out}")
+    check(re.search(r"64\.0 MiB +1 +cudaMalloc .*kv_cache_init\+0x\w+ \(timeline\) "
+                    r"\(before the first step\)", res.out), f"and listed:\n{res.out}")
+    # NVTX ranges mark steps too
+    v = timeline(["--step", "nvtx:step"], 12, MiB).verdict()
+    eq(retained(v), {("kv_cache_init", "init"): (64 * MiB, 1)}, "nvtx: retained by init")
+    # A rule says otherwise: it must be gone at the end, so it is a leak (and a violation).
+    res = timeline(SYM + gate + ["--rule", "persistent site=kv_cache_init release=session-end"],
+                   12, MiB, expect_rc=3)
+    v = res.verdict()
+    eq(leak_sites(v), {("cudaMalloc", "leak_a"): (12 * MiB, 12),
+                       ("cudaMalloc", "kv_cache_init"): (64 * MiB, 1)}, "the rule decides")
+    eq((v["init_bytes"], v["retained"]), (0, []), "nothing retained by init")
+    eq([x["kind"] for x in v["gate"]["violations"]], ["live_at_exit", "rule"],
+       "76 MiB leaked at exit, and the rule's violation")
+    # A persistent rule, phase=init or not, keeps it as the rule's.
+    v = timeline(SYM + ["--rule", "persistent site=kv_cache_init phase=init"], 12, MiB).verdict()
+    eq(retained(v), {("kv_cache_init", "rule"): (64 * MiB, 1)}, "retained by the rule")
+    eq((v["init_bytes"], v["persistent_bytes"]), (0, 64 * MiB), "persistent, not init")
+    # Time slices: the first slice is no phase of the program.
+    res = timeline(["--step", "interval:50ms"] + gate, 12, MiB, expect_rc=3)
+    v = res.verdict()
+    eq(leak_sites(v), {("cudaMalloc", "leak_a"): (12 * MiB, 12),
+                       ("cudaMalloc", "kv_cache_init"): (64 * MiB, 1)}, "interval: leaks")
+    eq((v["init_bytes"], v["retained"]), (0, []), "interval: no init")
 
 
 @test

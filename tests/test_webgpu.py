@@ -350,6 +350,82 @@ def webgpu_decode_loop_finds_the_per_step_leak():
         check(word in res.out, f"{word} in the text report:\n{res.out}")
 
 
+def step_sites(step):
+    """[(function, label, class, live, allocated, freed, net)] of a step record, in order."""
+    return [(x["site"].split("+")[0], x["label"], x["class"], x["live_bytes"],
+             x["allocated_bytes"], x["freed_bytes"], x["net_bytes"]) for x in step["sites"]]
+
+
+@test
+def webgpu_queue_submits_end_sync_steps_live_and_offline():
+    """--step sync on real Dawn: each wgpuQueueSubmit with work ends a step, the 2 empty
+    submits each step makes (POLLS) end none. wgpu_decode 12 2: 12 submits, so init + 12
+    steps; the 1 MiB per step at leaky_logits is a growth leak of exactly 1 MiB per step,
+    the KV cache made before the first submit is retained by init. The capture of the run,
+    reported offline, gives the same step records and verdict."""
+    need(DAWN)
+    steps = 12
+    path = tmpfile(".glc")
+    try:
+        live = run_gpuleak(["record", "-o", path, "--interval", "0", "--step", "sync", "--",
+                            scenario("wgpu_decode"), str(steps), "2"])
+        off = run_gpuleak(["report", path, "--step", "sync"])
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
+    for res, how in ((live, "live"), (off, "offline")):
+        v = res.verdict()
+        recs = [r for r in res.records if r["type"] == "step"]
+        eq((v["step_source"], v["steps"]), ("sync", steps + 1), f"{how}: one step per submit")
+        eq([r["step"] for r in recs], list(range(-1, steps)), f"{how}: step records")
+        # init: weights 16 + kv_cache 4 x 8 + the first step's activations 2 x 2 MiB; each
+        # step then frees the last step's activations (at their work-done), makes 2 new ones
+        # and 1 MiB of logits; after the last submit the weights go.
+        eq([(r["allocated_bytes"] // MiB, r["freed_bytes"] // MiB) for r in recs],
+           [(52, 0)] + [(5, 4)] * (steps - 1) + [(1, 20)], f"{how}: MiB allocated, freed")
+        eq([r["live_bytes"] // MiB for r in recs],
+           [52] + [53 + k for k in range(steps - 1)] + [32 + steps], f"{how}: MiB live")
+        g = {x["site"].split("+")[0]: x for x in v["growth"]}
+        eq(sorted(g), ["leaky_logits"], f"{how}: the growth leak")
+        eq((g["leaky_logits"]["slope_bytes_per_step"], g["leaky_logits"]["r2"],
+            g["leaky_logits"]["first_step"]), (float(MiB), 1.0, 0), f"{how}: 1 MiB per submit")
+        eq(by_site(v), {("wgpuDeviceCreateBuffer", "leaky_logits", "logits"): (steps * MiB, steps)},
+           f"{how}: leaks")
+        eq([(x["label"], x["bytes"], x["count"], x["retained_by"]) for x in v["retained"]],
+           [("kv_cache", 32 * MiB, 4, "init")], f"{how}: retained by init")
+        eq((v["init_bytes"], v["init_count"]), (32 * MiB, 4), f"{how}: init bytes")
+        # per site, MiB: (function, label, class, live, allocated, freed, net)
+        eq([(f, l, c, lv // MiB, a // MiB, fr // MiB, n // MiB)
+            for f, l, c, lv, a, fr, n in step_sites(recs[0])],
+           [("kv_cache_init", "kv_cache", "init", 32, 32, 0, 32),
+            ("load_weights", "weights", "init", 16, 16, 0, 16),
+            ("decode_step", "activations", "init", 4, 4, 0, 4)], f"{how}: init step's sites")
+        eq([(f, c, lv // MiB, a // MiB, fr // MiB, n // MiB)
+            for f, l, c, lv, a, fr, n in step_sites(recs[1])],
+           [("decode_step", "none", 4, 4, 0, 4), ("decode_step", "init", 0, 0, 4, -4),
+            ("leaky_logits", "none", 1, 1, 0, 1)], f"{how}: step 0 frees init's activations")
+        for k in range(1, steps - 1):
+            eq([(f, lv // MiB, a // MiB, fr // MiB, n // MiB)
+                for f, l, c, lv, a, fr, n in step_sites(recs[k + 1])],
+               [("leaky_logits", k + 1, 1, 0, 1), ("decode_step", 4, 4, 4, 0)],
+               f"{how}: step {k}: the leak first")
+        eq([(f, c, lv // MiB, a // MiB, fr // MiB, n // MiB)
+            for f, l, c, lv, a, fr, n in step_sites(recs[-1])],
+           [("load_weights", "init", 0, 0, 16, -16), ("decode_step", "none", 0, 0, 4, -4),
+            ("leaky_logits", "none", steps, 1, 0, 1)], f"{how}: the last step")
+    eq([r for r in off.records if r["type"] == "step"],
+       [r for r in live.records if r["type"] == "step"], "every step record as it was live")
+    # The empty submits were traced, and ended no step.
+    v0 = run_gpuleak(["run", "--interval", "0", "--step", "sync", "--",
+                      scenario("wgpu_decode"), str(steps)]).verdict()
+    eq((v0["steps"], live.verdict()["calls"] - v0["calls"]), (steps + 1, 2 * steps),
+       "without the empty submits: 24 calls fewer, the same steps")
+    lv, ov = live.verdict(), off.verdict()
+    same = ("capture", "slow_probe_sites", "moved_probe_sites")
+    eq({k: x for k, x in ov.items() if k not in same},
+       {k: x for k, x in lv.items() if k not in same}, "the verdict as it was live")
+
+
 @test
 def webgpu_node_dawn_node_symtab():
     """A JavaScript workload on dawn.node, whose wgpu* exist only as .symtab LOCALs."""

@@ -24,6 +24,9 @@ int analysis__new(const struct analysis_opts *o, frames_fn frames, void *frames_
 		return err;
 	}
 	tracker__set_rules(a->t, o->rules, frames, frames_ctx);
+	/* Before the first sync, marker call or NVTX range the program was setting up; before
+	 * the first time slice it was doing whatever it does at that time. */
+	tracker__set_init_retained(a->t, o->steps.source != STEP_INTERVAL);
 	*out = a;
 	return 0;
 }

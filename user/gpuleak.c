@@ -113,8 +113,9 @@ static const struct argp_option analysis_options[] = {
 	  1 },
 	{ NULL, 0, NULL, 0, "Steps and leak timelines:", 2 },
 	{ "step", OPT_STEP, "SPEC", 0,
-	  "Step boundaries: interval:DURATION (default interval:1s), sync, sym:FILE:SYMBOL "
-	  "(each call of a function), nvtx:NAME (each NVTX range of that name)", 2 },
+	  "Step boundaries: interval:DURATION (default interval:1s), sync (CUDA syncs, WebGPU "
+	  "queue submits), sym:FILE:SYMBOL (each call of a function), nvtx:NAME (each NVTX "
+	  "range of that name)", 2 },
 	{ "request", OPT_REQUEST, "sym:FILE:BEGIN,END", 0,
 	  "Request boundaries: calls of BEGIN and END in FILE", 2 },
 	{ "warmup-steps", OPT_WARMUP, "N", 0, "Steps before growth counts (default 3)", 2 },
@@ -128,7 +129,7 @@ static const struct argp_option analysis_options[] = {
 	{ "max-growth", OPT_MAX_GROWTH, "BYTES", 0,
 	  "Gate: growth per step a site may have (default 0: any growth leak fails)", 3 },
 	{ "max-live-at-exit", OPT_MAX_LIVE, "BYTES", 0,
-	  "Gate: leaked bytes allowed at the end (persistent/ignored by rule excluded)", 3 },
+	  "Gate: leaked bytes allowed at the end (persistent, ignored, init excluded)", 3 },
 	{ NULL, 0, NULL, 0, "Pictures (written at the end):", 4 },
 	{ "folded", OPT_FOLDED, "FILE", 0,
 	  "Live bytes by stack in the folded format of flamegraph.pl and speedscope", 4 },

@@ -259,8 +259,8 @@ static void warn_no_steps(struct replay *rp, const char *name)
 		pr_warn("%s: no NVTX range '%s' recorded: NVTX ranges are in a capture only when "
 			"it was recorded with --step nvtx:NAME\n", name, o->nvtx_name);
 	else
-		pr_warn("%s: no synchronization recorded: every step is the whole capture\n",
-			name);
+		pr_warn("%s: no synchronization or WebGPU queue submit recorded: every step "
+			"is the whole capture\n", name);
 }
 
 /*

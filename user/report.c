@@ -51,7 +51,7 @@ static enum cat_mem site_mem(const struct site *s)
 /* Which sites a listing shows and by what it sorts them. */
 enum site_sel {
 	SEL_MEMORY,	/* live memory not under another allocation: what leaks */
-	SEL_RETAINED,	/* live memory a persistent rule says is meant to stay */
+	SEL_RETAINED,	/* live memory a persistent rule says is meant to stay, or init's */
 	SEL_IGNORED,	/* live memory an ignore rule keeps out of verdicts */
 	SEL_PENDING,	/* async frees waiting for their stream */
 	SEL_FAILED,	/* calls that returned an error */
@@ -91,7 +91,9 @@ static uint64_t key_of(const struct site *s, enum site_sel k)
 			return 0;
 		return live;
 	case SEL_RETAINED:
-		return s->counts && s->cls == CLS_PERSISTENT && !must_release(s) ? live : 0;
+		if (!s->counts || must_release(s))
+			return 0;
+		return s->cls == CLS_PERSISTENT || s->cls == CLS_INIT ? live : 0;
 	case SEL_IGNORED:
 		return s->counts && s->cls == CLS_IGNORED ? live : 0;
 	case SEL_PENDING:
@@ -402,6 +404,8 @@ static void print_site_row(struct report *r, uint32_t idx, enum site_sel k, bool
 		fprintf(r->out, " [%s 0x%" PRIx64 "]", ok, s->owner);
 	if (s->relmapped_count)
 		fprintf(r->out, " (%" PRIu64 " released while mapped)", s->relmapped_count);
+	if (k == SEL_RETAINED && s->cls == CLS_INIT)
+		fputs(" (before the first step)", r->out);
 	if (s->unsized)
 		fprintf(r->out, " (%" PRIu64 " of unknown size: texture format)", s->unsized);
 	fputc('\n', r->out);
@@ -670,6 +674,8 @@ static void json_site(struct report *r, uint32_t idx, enum site_sel k, const cha
 		fputs(",\"rule\":", r->json);
 		json_str(r->json, r->t->rules->v[s->rule - 1].text);
 	}
+	if (k == SEL_RETAINED)
+		fprintf(r->json, ",\"retained_by\":\"%s\"", s->cls == CLS_INIT ? "init" : "rule");
 	json_owner(r, s);
 	fputs(",\"label\":", r->json);
 	if (s->label)
@@ -894,6 +900,60 @@ static const char *step_source_name(const struct timeline *tl)
 	}
 }
 
+/* What a rule, or the first step, made of a site's memory. */
+static const char *site_class_name(const struct site *s)
+{
+	switch (s->cls) {
+	case CLS_PERSISTENT:
+		return "persistent";
+	case CLS_IGNORED:
+		return "ignored";
+	case CLS_INIT:
+		return "init";
+	default:
+		return "none";
+	}
+}
+
+/* A signed difference of two byte counts. */
+static void json_net(FILE *f, uint64_t allocated, uint64_t freed)
+{
+	if (allocated >= freed)
+		fprintf(f, ",\"net_bytes\":%" PRIu64, allocated - freed);
+	else
+		fprintf(f, ",\"net_bytes\":-%" PRIu64, freed - allocated);
+}
+
+/* A step's memory sites: those that changed most by name, the others summed. */
+static void json_step_sites(struct report *r, const struct step_sites *ss)
+{
+	size_t i;
+
+	fputs(",\"sites\":[", r->json);
+	for (i = 0; i < ss->n; i++) {
+		const struct step_site *v = &ss->top[i];
+		const struct site *s = &r->t->sites[v->site];
+
+		fprintf(r->json, "%s{\"api\":\"%s\",\"site\":", i ? "," : "",
+			cat_api_name(s->api));
+		json_str(r->json, site_name(r, s));
+		fputs(",\"label\":", r->json);
+		if (s->label)
+			json_str(r->json, tracker__label(r->t, s->label));
+		else
+			fputs("null", r->json);
+		fprintf(r->json, ",\"class\":\"%s\",\"live_bytes\":%" PRIu64
+			",\"allocated_bytes\":%" PRIu64 ",\"freed_bytes\":%" PRIu64,
+			site_class_name(s), v->live, v->allocated, v->freed);
+		json_net(r->json, v->allocated, v->freed);
+		fputc('}', r->json);
+	}
+	fprintf(r->json, "],\"other_sites\":{\"count\":%" PRIu64 ",\"allocated_bytes\":%" PRIu64
+		",\"freed_bytes\":%" PRIu64, ss->rest, ss->rest_allocated, ss->rest_freed);
+	json_net(r->json, ss->rest_allocated, ss->rest_freed);
+	fputc('}', r->json);
+}
+
 void report__step(struct report *r, pid_t pid, const struct step_stat *st)
 {
 	if (!r->json)
@@ -903,12 +963,14 @@ void report__step(struct report *r, pid_t pid, const struct step_stat *st)
 		",\"live_bytes\":%" PRIu64 ",\"persistent_bytes\":%" PRIu64
 		",\"pending_bytes\":%" PRIu64 ",\"suspect_bytes\":%" PRIu64
 		",\"allocated_bytes\":%" PRIu64 ",\"freed_bytes\":%" PRIu64 ",\"allocs\":%" PRIu64
-		",\"frees\":%" PRIu64 ",\"requests\":%" PRIu64 ",\"requests_in_flight\":%" PRIu64
-		"}\n",
+		",\"frees\":%" PRIu64 ",\"requests\":%" PRIu64 ",\"requests_in_flight\":%" PRIu64,
 		pid, st->step, secs(r, st->t_end_ns),
 		(double)(st->t_end_ns - st->t_start_ns) / 1e9, st->live, st->persistent, st->pending,
 		st->suspect, st->allocated, st->freed, st->allocs, st->frees, st->requests,
 		st->inflight);
+	if (st->sites)
+		json_step_sites(r, st->sites);
+	fputs("}\n", r->json);
 }
 
 /* ▁▂▃▄▅▆▇█ over the last steps' live bytes, scaled to their range. */
@@ -1214,6 +1276,7 @@ static void json_verdict(struct report *r, const struct tproc *p, uint64_t now_n
 		",\"double_frees\":%" PRIu64 ",\"addr_reuse\":%" PRIu64 ",\"async_reuse\":%" PRIu64
 		",\"persistent_bytes\":%" PRIu64 ",\"persistent_count\":%" PRIu64
 		",\"ignored_bytes\":%" PRIu64 ",\"ignored_count\":%" PRIu64
+		",\"init_bytes\":%" PRIu64 ",\"init_count\":%" PRIu64
 		",\"layers\":%" PRIu64 ",\"released_by_owner\":%" PRIu64
 		",\"error_objects\":%" PRIu64 ",\"unknown_refs\":%" PRIu64
 		",\"unmatched_done\":%" PRIu64 ",\"calls\":%" PRIu64
@@ -1223,7 +1286,8 @@ static void json_verdict(struct report *r, const struct tproc *p, uint64_t now_n
 		p->live_bytes, p->live_count, p->pending_bytes, p->pending_count, p->c.allocs,
 		p->c.alloc_bytes, p->c.frees, p->c.failed_calls, p->c.unknown_frees, p->c.null_frees,
 		p->c.double_frees, p->c.addr_reuse, p->c.async_reuse, p->persistent_bytes,
-		p->persistent_count, p->ignored_bytes, p->ignored_count, p->c.layers,
+		p->persistent_count, p->ignored_bytes, p->ignored_count, p->init_bytes,
+		p->init_count, p->c.layers,
 		p->c.released_by_owner, p->c.error_objects, p->c.unknown_refs, p->c.unmatched_done,
 		p->c.calls, tproc__dropped(p));
 	for (k = 0; k < GL_STAT_MAX; k++)
@@ -1299,8 +1363,13 @@ void report__final(struct report *r, uint64_t now_ns)
 				fmt_bytes(p->persistent_bytes, b1, sizeof(b1)), p->persistent_count,
 				fmt_bytes(p->ignored_bytes, b2, sizeof(b2)), p->ignored_count);
 		print_sites(r, p, SEL_MEMORY, "live allocations by site, largest first:");
+		if (p->init_count)
+			fprintf(r->out, "of which made before the first step: %s in %" PRIu64
+				" (retained by init)\n", fmt_bytes(p->init_bytes, b1, sizeof(b1)),
+				p->init_count);
 		print_sites(r, p, SEL_RETAINED,
-			    "retained at session end (persistent by rule, not leaks):");
+			    "retained at session end (persistent by rule, or made before the first "
+			    "step: not leaks):");
 		graph__print(r->out, t, r->sym, p->pid);
 		print_violations(r, p);
 		if (r->tl)

@@ -76,6 +76,7 @@ struct timeline {
 	size_t nr_p, cap_p;
 	step_fn on_step;
 	void *on_step_ctx;
+	struct step_sites sites;	/* of the step being closed, for on_step */
 	uint64_t boundaries;	/* records that closed a step (sync, marker, NVTX range) */
 };
 
@@ -285,6 +286,54 @@ static void settle(struct timeline *tl, struct ptl *p, struct tproc *tp)
 	tp->nr_dirty = 0;
 }
 
+/* Which of two sites' step activity a step record lists first. */
+static bool step_site_before(const struct step_site *a, const struct step_site *b)
+{
+	uint64_t na = a->allocated > a->freed ? a->allocated - a->freed : a->freed - a->allocated;
+	uint64_t nb = b->allocated > b->freed ? b->allocated - b->freed : b->freed - b->allocated;
+
+	if (na != nb)
+		return na > nb;
+	if (a->allocated + a->freed != b->allocated + b->freed)
+		return a->allocated + a->freed > b->allocated + b->freed;
+	return a->site < b->site;
+}
+
+/* The sites whose memory changed in the step ending now (the tracker's step_sites). */
+static void collect_step_sites(struct timeline *tl, const struct tproc *tp,
+			       struct step_sites *out)
+{
+	size_t i, j;
+
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < tp->nr_step_sites; i++) {
+		const struct site_step *e = &tp->step_sites[i];
+		struct step_site v = { .site = e->site, .live = tl->t->sites[e->site].live_bytes,
+				       .allocated = e->allocated, .freed = e->freed };
+
+		/* Touched and back where it was (a label moved in and out, say): no change. */
+		if (!v.allocated && !v.freed && v.live == e->live0)
+			continue;
+		if (out->n == STEP_TOP_SITES && !step_site_before(&v, &out->top[out->n - 1])) {
+			out->rest++;
+			out->rest_allocated += v.allocated;
+			out->rest_freed += v.freed;
+			continue;
+		}
+		if (out->n == STEP_TOP_SITES) {
+			const struct step_site *last = &out->top[--out->n];
+
+			out->rest++;
+			out->rest_allocated += last->allocated;
+			out->rest_freed += last->freed;
+		}
+		for (j = out->n; j && step_site_before(&v, &out->top[j - 1]); j--)
+			out->top[j] = out->top[j - 1];
+		out->top[j] = v;
+		out->n++;
+	}
+}
+
 static void close_step(struct timeline *tl, struct ptl *p, uint64_t ts_ns)
 {
 	struct tproc *tp = tracker__proc(tl->t, p->pid);
@@ -329,8 +378,11 @@ static void close_step(struct timeline *tl, struct ptl *p, uint64_t ts_ns)
 	}
 	if (p->nr_steps < p->cap_steps)
 		p->steps[p->nr_steps++] = st;
-	if (tl->on_step)
+	if (tl->on_step) {
+		collect_step_sites(tl, tp, &tl->sites);
+		st.sites = &tl->sites;
 		tl->on_step(tl->on_step_ctx, p->pid, &st);
+	}
 	p->step++;
 	p->step_start_ns = ts_ns;
 	p->abytes0 = tp->c.alloc_bytes;
@@ -380,7 +432,19 @@ static bool is_boundary(const struct timeline *tl, const struct gl_hdr *h)
 
 	switch (tl->o.source) {
 	case STEP_SYNC:
-		return h->kind == GL_REC_SYNC && !((const struct gl_call_rec *)h)->ret && !h->depth;
+		/* Outermost calls only: a sync made inside another traced call is part of it. */
+		if (h->depth)
+			return false;
+		if (h->kind == GL_REC_SYNC)
+			return !((const struct gl_call_rec *)h)->ret;
+		/*
+		 * A WebGPU queue submit (entry-only, size = commandCount). Every queue counts, as
+		 * every CUDA stream does: a WebGPU device has exactly one queue, so a queue is a
+		 * device, and steps are per process. An empty submit carries no work: engines
+		 * issue them to flush or poll (Dawn's device tick), not once per step.
+		 */
+		return h->kind == GL_REC_NOTIFY && h->size >= sizeof(struct gl_call_rec) && api &&
+		       api->op == OP_QUEUE_SUBMIT && ((const struct gl_call_rec *)h)->size;
 	case STEP_MARKER:
 		return h->kind == GL_REC_NOTIFY && h->api == GL_API_MARKER_STEP;
 	case STEP_NVTX: {

@@ -34,6 +34,29 @@ struct timeline_opts {
 	uint64_t device_mem;	/* --device-mem, 0: from NVML records or unknown */
 };
 
+/* Memory sites a step record lists by name: the ones whose memory changed most. */
+#define STEP_TOP_SITES 8
+
+/* One memory site in one step. */
+struct step_site {
+	uint32_t site;		/* tracker site index */
+	uint64_t live;		/* bytes at the end of the step */
+	uint64_t allocated;	/* bytes allocated there during the step */
+	uint64_t freed;		/* bytes released there during the step */
+};
+
+/*
+ * The memory sites that changed in a step: the STEP_TOP_SITES largest by |allocated -
+ * freed| (then by allocated + freed), and the sum of the others, so the sites and the rest
+ * add up to the step's own allocated and freed bytes.
+ */
+struct step_sites {
+	struct step_site top[STEP_TOP_SITES];
+	size_t n;
+	uint64_t rest;		/* sites beyond the top */
+	uint64_t rest_allocated, rest_freed;
+};
+
 /* One closed step of one process. */
 struct step_stat {
 	int64_t step;
@@ -43,6 +66,8 @@ struct step_stat {
 	uint64_t allocs, frees;
 	uint64_t requests;	/* --request: requests completed during the step */
 	uint64_t inflight;	/* and in flight at its end */
+	/* Its sites, only while the step callback runs (NULL in timeline__steps). */
+	const struct step_sites *sites;
 };
 
 /* A growth leak found at one site. */

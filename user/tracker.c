@@ -209,6 +209,7 @@ static void proc_free(struct tproc *p)
 	free(p->rule_live);
 	free(p->viols);
 	free(p->dirty);
+	free(p->step_sites);
 	free(p);
 }
 
@@ -317,6 +318,7 @@ struct site_key {
 	uint64_t owner;
 	uint16_t rule;		/* persistent/ignore rule + 1, 0: none */
 	uint32_t label;		/* WebGPU label + 1, 0: none */
+	bool init;		/* retained by init (CLS_INIT): never with a rule */
 };
 
 static bool site_matches(const struct site *s, const struct site_key *k)
@@ -324,7 +326,7 @@ static bool site_matches(const struct site *s, const struct site_key *k)
 	return s->pid == k->pid && s->api == k->api && s->device == k->device &&
 	       s->caller == k->caller &&
 	       s->owner_kind == k->owner_kind && s->owner == k->owner && s->rule == k->rule &&
-	       s->label == k->label;
+	       s->label == k->label && (s->cls == CLS_INIT) == k->init;
 }
 
 static uint32_t site_lookup(struct tracker *t, const struct site_key *k)
@@ -332,7 +334,7 @@ static uint32_t site_lookup(struct tracker *t, const struct site_key *k)
 	uint64_t k0 = (uint64_t)(uint32_t)k->pid << 32 | (uint64_t)k->api << 16 | (uint16_t)k->device;
 	uint64_t k1 = k->caller ^
 		      hmap_mix(k->owner + k->owner_kind + ((uint64_t)k->rule << 48) +
-			       ((uint64_t)k->label << 24));
+			       ((uint64_t)k->label << 24) + ((uint64_t)k->init << 40));
 	const struct cat_api *api = cat_by_api(k->api);
 	uint64_t *v;
 	struct site *s;
@@ -371,6 +373,8 @@ static uint32_t site_lookup(struct tracker *t, const struct site_key *k)
 	if (k->rule && t->rules)
 		s->cls = t->rules->v[k->rule - 1].kind == RULE_PERSISTENT ? CLS_PERSISTENT
 									: CLS_IGNORED;
+	else if (k->init)
+		s->cls = CLS_INIT;
 	s->counts = api && cat_mem_counts(api->mem) && k->owner_kind != OWNER_LAYER;
 	return t->nr_sites++;
 }
@@ -592,6 +596,57 @@ static void mark_dirty(struct tproc *p, struct site *s, uint32_t idx)
 	s->dirty = true;
 }
 
+/*
+ * The entry of memory site idx in p's step_sites, added at its first change in the step
+ * (before the change: live0 is where the step found it). -1 without room. A site's slot is
+ * checked against the entry: a pid reused by a new process shares the old one's sites.
+ */
+static ssize_t step_slot(struct tproc *p, struct site *s, uint32_t idx)
+{
+	uint32_t slot = s->step_slot;
+
+	if (slot && slot <= p->nr_step_sites && p->step_sites[slot - 1].site == idx)
+		return slot - 1;
+	if (vec_grow((void **)&p->step_sites, &p->cap_step_sites, p->nr_step_sites,
+		     sizeof(*p->step_sites)))
+		return -1;
+	p->step_sites[p->nr_step_sites] = (struct site_step){ .site = idx, .live0 = s->live_bytes };
+	s->step_slot = (uint32_t)++p->nr_step_sites;
+	return (ssize_t)p->nr_step_sites - 1;
+}
+
+/* Bytes allocated or freed at a memory site, for the step's numbers per site. */
+static void step_note(struct tracker *t, struct tproc *p, uint32_t idx, uint64_t allocated,
+		      uint64_t freed)
+{
+	ssize_t i = step_slot(p, &t->sites[idx], idx);
+
+	if (i < 0)
+		return;
+	p->step_sites[i].allocated += allocated;
+	p->step_sites[i].freed += freed;
+}
+
+/*
+ * An allocation moved to another site (a label came): not an allocation, except that one
+ * made in this step was made at its new site as far as the step's numbers go. After the
+ * move is accounted, so both sites have their entries.
+ */
+static void step_move(struct tracker *t, struct tproc *p, uint32_t from, uint32_t to,
+		      const struct alloc *a)
+{
+	ssize_t f, e;
+
+	if (!t->sites[from].counts || !t->sites[to].counts || a->ts_ns < p->step_ts_ns)
+		return;
+	f = step_slot(p, &t->sites[from], from);
+	e = step_slot(p, &t->sites[to], to);
+	if (f < 0 || e < 0 || p->step_sites[f].allocated < a->size)
+		return;
+	p->step_sites[f].allocated -= a->size;
+	p->step_sites[e].allocated += a->size;
+}
+
 static void account(struct tracker *t, struct tproc *p, struct alloc *a, int sign)
 {
 	struct site_stack *ss = &t->sstacks[a->sstack];
@@ -599,6 +654,8 @@ static void account(struct tracker *t, struct tproc *p, struct alloc *a, int sig
 	uint64_t b = a->size;
 
 	mark_dirty(p, s, ss->site);
+	if (s->counts)
+		step_slot(p, s, ss->site);
 
 	if (a->flags & AF_PENDING) {
 		ss->pending_bytes += sign * b;
@@ -632,6 +689,9 @@ static void account(struct tracker *t, struct tproc *p, struct alloc *a, int sig
 		} else if (s->cls == CLS_IGNORED) {
 			p->ignored_bytes += sign * b;
 			p->ignored_count += sign;
+		} else if (s->cls == CLS_INIT) {
+			p->init_bytes += sign * b;
+			p->init_count += sign;
 		}
 	}
 	if (s->rule && p->rule_live) {
@@ -653,6 +713,7 @@ static void release(struct tracker *t, struct tproc *p, struct alloc *a)
 	if (t->sites[site].counts) {
 		p->c.frees++;
 		p->c.freed_bytes += a->size;
+		step_note(t, p, site, 0, a->size);
 	}
 	at_remove(&p->allocs, a);
 }
@@ -780,11 +841,11 @@ static void subject_of(struct tracker *t, pid_t pid, uint16_t api, uint64_t call
  * The persistent/ignore rule (index + 1) for an allocation at base sstack b (its site
  * without a rule, its stack) in *rule, 0: none. What depends on the call site and stack is
  * matched once per sstack: the rules that hold there are kept as a list of indexes, in rule
- * order, in t->cands; per allocation only their size, label and phase are looked at. Any
- * number of rules. 0 or -ENOMEM.
+ * order, in t->cands; per allocation only their size, label and phase (step: the one it
+ * was made in) are looked at. Any number of rules. 0 or -ENOMEM.
  */
-static int classify(struct tracker *t, struct tproc *p, uint32_t b, uint64_t size,
-		    const char *label, uint16_t *rule)
+static int classify(struct tracker *t, uint32_t b, uint64_t size, const char *label,
+		    int64_t step, uint16_t *rule)
 {
 	const struct rules *rs = t->rules;
 	struct site_stack *ss = &t->sstacks[b];
@@ -820,7 +881,7 @@ static int classify(struct tracker *t, struct tproc *p, uint32_t b, uint64_t siz
 	for (i = 0; i < ss->nr_cand; i++) {
 		uint32_t c = t->cands[ss->cand_first + i];
 
-		if (rule__match_dynamic(&rs->v[c], size, label, p->step)) {
+		if (rule__match_dynamic(&rs->v[c], size, label, step)) {
 			*rule = (uint16_t)(c + 1);
 			return 0;
 		}
@@ -828,12 +889,22 @@ static int classify(struct tracker *t, struct tproc *p, uint32_t b, uint64_t siz
 	return 0;
 }
 
+/*
+ * Whether memory made before the first step goes to a site retained by init: no rule
+ * decided about it (a rule, phase=init or not, says otherwise), and not a lower layer
+ * (those follow the allocation above them).
+ */
+static bool init_site(const struct tracker *t, bool before_first_step, const struct site_key *k)
+{
+	return t->init_retained && before_first_step && !k->rule && k->owner_kind != OWNER_LAYER;
+}
+
 static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *api,
 		    const struct gl_call_rec *r, const struct placement *pl)
 {
 	uint8_t ns = (uint8_t)api->ns;
 	struct site_key k = { p->pid, r->hdr.api, device_of(p, api, r), r->caller, r->stack_id,
-			      pl->owner_kind, pl->owner, 0, 0 };
+			      pl->owner_kind, pl->owner, 0, 0, false };
 	struct alloc a, *old, *ins;
 	struct tthread *th;
 	uint32_t site, ss;
@@ -871,9 +942,10 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 	ss = sstack_get(t, site, r->stack_id);
 	if (ss == UINT32_MAX)
 		return -ENOMEM;
-	if (k.owner_kind != OWNER_LAYER && classify(t, p, ss, r->size, NULL, &k.rule))
+	if (k.owner_kind != OWNER_LAYER && classify(t, ss, r->size, NULL, p->step, &k.rule))
 		return -ENOMEM;
-	if (k.rule) {
+	k.init = init_site(t, p->step < 0, &k);
+	if (k.rule || k.init) {
 		site = site_get(t, &k);
 		ss = sstack_get(t, site, r->stack_id);
 		if (ss == UINT32_MAX)
@@ -901,7 +973,8 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 	}
 	a = (struct alloc){ .addr = r->addr, .size = r->size, .ts_ns = r->hdr.ts_ns,
 			    .sstack = ss, .ns = ns,
-			    .flags = pl->owner_kind == OWNER_LAYER ? AF_LAYER : 0 };
+			    .flags = (pl->owner_kind == OWNER_LAYER ? AF_LAYER : 0) |
+				     (p->step < 0 ? AF_INIT : 0) };
 	ins = at_insert(&p->allocs, &a);
 	if (!ins)
 		return -ENOMEM;
@@ -913,6 +986,7 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 	if (t->sites[site].counts) {
 		p->c.allocs++;
 		p->c.alloc_bytes += r->size;
+		step_note(t, p, site, r->size, 0);
 	}
 	return 0;
 }
@@ -1259,7 +1333,7 @@ static void count_failure(struct tracker *t, struct tproc *p, const struct cat_a
 			  const struct gl_call_rec *r)
 {
 	struct site_key k = { p->pid, r->hdr.api, device_of(p, api, r), r->caller, r->stack_id,
-			      OWNER_NONE, 0, 0, 0 };
+			      OWNER_NONE, 0, 0, 0, false };
 	uint32_t site = site_get(t, &k);
 
 	p->c.failed_calls++;
@@ -1534,7 +1608,7 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	uint8_t ns = (uint8_t)api->ns;
 	uint64_t owner = r->aux;
 	struct site_key k = { p->pid, r->hdr.api, -1, r->caller, r->stack_id,
-			      owner ? OWNER_DEVICE : OWNER_NONE, owner, 0, 0 };
+			      owner ? OWNER_DEVICE : OWNER_NONE, owner, 0, 0, false };
 	struct wgpu_desc d = {};
 	struct alloc a, *old, *ins;
 	struct tthread *th;
@@ -1571,9 +1645,10 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	ss = sstack_get(t, site, r->stack_id);
 	if (ss == UINT32_MAX)
 		return -ENOMEM;
-	if (classify(t, p, ss, d.bytes, NULL, &k.rule))
+	if (classify(t, ss, d.bytes, NULL, p->step, &k.rule))
 		return -ENOMEM;
-	if (k.rule) {
+	k.init = init_site(t, p->step < 0, &k);
+	if (k.rule || k.init) {
 		site = site_get(t, &k);
 		ss = sstack_get(t, site, r->stack_id);
 		if (ss == UINT32_MAX)
@@ -1588,7 +1663,8 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 		release(t, p, old);
 	}
 	a = (struct alloc){ .addr = r->addr, .size = d.bytes, .ts_ns = r->hdr.ts_ns, .sstack = ss,
-			    .ns = ns, .flags = d.unknown_format ? AF_UNSIZED : 0 };
+			    .ns = ns, .flags = (d.unknown_format ? AF_UNSIZED : 0) |
+					       (p->step < 0 ? AF_INIT : 0) };
 	ins = at_insert(&p->allocs, &a);
 	if (!ins)
 		return -ENOMEM;
@@ -1607,6 +1683,7 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	if (t->sites[site].counts) {
 		p->c.allocs++;
 		p->c.alloc_bytes += d.bytes;
+		step_note(t, p, site, d.bytes, 0);
 	}
 	return 0;
 }
@@ -1657,7 +1734,8 @@ static int apply_obj(struct tracker *t, struct tproc *p, const struct cat_api *a
 		}
 		if (api->op == OP_OBJ_ADDREF) {
 			struct site_key k = { p->pid, r->hdr.api, -1, r->caller, r->stack_id,
-					      o->owner ? OWNER_DEVICE : OWNER_NONE, o->owner, 0, 0 };
+					      o->owner ? OWNER_DEVICE : OWNER_NONE, o->owner, 0, 0,
+					      false };
 			uint32_t site = site_get(t, &k);
 
 			if (site == UINT32_MAX)
@@ -1800,13 +1878,17 @@ static int apply_label(struct tracker *t, const struct gl_label_rec *r)
 		int32_t stack_id = t->sstacks[a->sstack].stack_id;
 		const struct site *old = &t->sites[from];
 		struct site_key k = { p->pid, old->api, old->device, old->caller, stack_id,
-				      old->owner_kind, old->owner, 0, o->label };
+				      old->owner_kind, old->owner, 0, o->label, false };
 		uint32_t base = sstack_get(t, site_get(t, &k), stack_id), site, ss;
+		bool init = a->flags & AF_INIT;
 
+		/* Rules and init see the allocation as made, in its step, not the label's. */
 		if (base == UINT32_MAX ||
-		    classify(t, p, base, a->size, tracker__label(t, o->label), &k.rule))
+		    classify(t, base, a->size, tracker__label(t, o->label), init ? -1 : p->step,
+			     &k.rule))
 			return -ENOMEM;
-		ss = k.rule ? sstack_get(t, site_get(t, &k), stack_id) : base;
+		k.init = init_site(t, init, &k);
+		ss = k.rule || k.init ? sstack_get(t, site_get(t, &k), stack_id) : base;
 		if (ss == UINT32_MAX)
 			return -ENOMEM;
 		site = t->sstacks[ss].site;
@@ -1817,6 +1899,7 @@ static int apply_label(struct tracker *t, const struct gl_label_rec *r)
 		t->sites[site].allocs++;
 		t->sites[site].alloc_bytes += a->size;
 		account(t, p, a, 1);
+		step_move(t, p, from, site, a);
 		/* Moving within its class is not a new member of it. */
 		joined |= t->sites[from].rule != k.rule;
 	}
@@ -2054,7 +2137,7 @@ static int apply_comm_init(struct tracker *t, struct tproc *p, struct node *node
 {
 	const struct gl_call_rec *r = nodes[self].r;
 	struct site_key k = { p->pid, r->hdr.api, thread_device(p, r->hdr.tid), r->caller,
-			      r->stack_id, OWNER_NONE, 0, 0, 0 };
+			      r->stack_id, OWNER_NONE, 0, 0, 0, false };
 	uint32_t site = site_get(t, &k);
 	uint64_t comms[GL_DESC_MAX / 8] = { r->addr };
 	struct tthread *th;
@@ -2533,11 +2616,21 @@ int tracker__apply(struct tracker *t, const struct gl_hdr *h)
 void tracker__set_step(struct tracker *t, pid_t pid, int64_t step, uint64_t ts_ns)
 {
 	struct tproc *p = tracker__proc(t, pid);
+	size_t i;
 
 	if (!p || p->exited)
 		return;
 	p->step = step;
+	p->step_ts_ns = ts_ns;
+	for (i = 0; i < p->nr_step_sites; i++)
+		t->sites[p->step_sites[i].site].step_slot = 0;
+	p->nr_step_sites = 0;
 	tracker__window_checks(t, p, ts_ns);
+}
+
+void tracker__set_init_retained(struct tracker *t, bool on)
+{
+	t->init_retained = on;
 }
 
 void tracker__window_checks(struct tracker *t, struct tproc *p, uint64_t ts_ns)

@@ -24,6 +24,7 @@ enum alloc_flags {
 	AF_LAYER = 1 << 1,		/* a lower layer of another allocation: not counted */
 	AF_RELEASED_MAPPED = 1 << 2,	/* VMM handle released while still mapped */
 	AF_UNSIZED = 1 << 3,		/* bytes unknown (a texture format without a size) */
+	AF_INIT = 1 << 4,		/* made before the process's first step */
 };
 
 /* One live allocation. 32 bytes: the table is sized for ten million of them. */
@@ -80,6 +81,7 @@ struct site {
 	uint32_t label;		/* WebGPU label (tracker labels index + 1), 0: none */
 	uint32_t sstacks;	/* first sstack (index), then their next; UINT32_MAX: none */
 	uint32_t sstack_last;	/* the sstack used last: most calls of a site share a stack */
+	uint32_t step_slot;	/* its entry in the process's step_sites + 1, 0: none (checked) */
 	uint64_t allocs;
 	uint64_t alloc_bytes;
 	uint64_t frees;
@@ -107,6 +109,18 @@ enum site_class {
 	CLS_NONE = 0,
 	CLS_PERSISTENT = 1,	/* meant to stay: never a step-level leak candidate */
 	CLS_IGNORED = 2,	/* counted, kept out of verdicts */
+	CLS_INIT = 3,		/* made before the first step, no rule: retained by init */
+};
+
+/*
+ * A memory site's activity in the step in progress of its process: sites enter the list at
+ * their first change in the step, and the list empties at each step boundary.
+ */
+struct site_step {
+	uint32_t site;		/* index into tracker sites */
+	uint64_t live0;		/* its live bytes when the step began */
+	uint64_t allocated;	/* bytes allocated there during the step */
+	uint64_t freed;		/* bytes released there during the step (frees completed) */
 };
 
 struct pending_free {
@@ -266,6 +280,10 @@ struct tproc {
 	uint64_t loss[GL_STAT_MAX];	/* latest cumulative BPF loss counts */
 	uint64_t records;
 	int64_t step;		/* current step, -1 before the first */
+	uint64_t step_ts_ns;	/* when it began (0: the first step, begun at attach) */
+	struct site_step *step_sites;	/* memory sites changed in the current step */
+	size_t nr_step_sites, cap_step_sites;
+	uint64_t init_bytes, init_count;	/* live, made before the first step (CLS_INIT) */
 	uint64_t persistent_bytes, persistent_count;
 	uint64_t ignored_bytes, ignored_count;
 	struct rule_live *rule_live;	/* per rule */
@@ -296,6 +314,9 @@ typedef void (*pending_done_fn)(void *ctx, const struct tproc *p, uint32_t site,
 
 struct tracker {
 	const struct rules *rules;
+	/* Allocations made before a process's first step and left to no rule are retained by
+	 * init (CLS_INIT), not leaks: only when steps are the program's own boundaries. */
+	bool init_retained;
 	frames_fn frames;
 	void *frames_ctx;
 	pending_done_fn pend_done;
@@ -325,7 +346,13 @@ void tracker__set_rules(struct tracker *t, const struct rules *rules, frames_fn 
 			void *ctx);
 /* Tell fn about every pending free that ends (the outputs draw them as slices). */
 void tracker__on_pending_done(struct tracker *t, pending_done_fn fn, void *ctx);
-/* pid entered step `step` at ts_ns (the timeline calls this at each boundary). */
+/*
+ * Whether allocations made before a process's first step that no rule classifies are
+ * retained by init rather than leaks (set before the first record).
+ */
+void tracker__set_init_retained(struct tracker *t, bool on);
+/* pid entered step `step` at ts_ns (the timeline calls this at each boundary): the memory
+ * sites changed in the step that ended (step_sites) are forgotten. */
 void tracker__set_step(struct tracker *t, pid_t pid, int64_t step, uint64_t ts_ns);
 /* Session end for pid: classes that must be released, deferred frees past their window. */
 void tracker__end_checks(struct tracker *t, struct tproc *p, uint64_t ts_ns);

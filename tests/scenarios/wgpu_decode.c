@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * wgpu_decode STEPS: an LLM decode loop on real Dawn (WebGPU), for the demo and the tests.
+ * wgpu_decode STEPS [POLLS]: an LLM decode loop on real Dawn (WebGPU), for the demo and the tests.
  * On one device labelled "llm-device":
  *   load_weights   one 16 MiB buffer "weights", released before exit
  *   kv_cache_init  4 x 8 MiB buffers "kv_cache" (one per layer), kept for the whole run
@@ -9,6 +9,8 @@
  *                  while it may still run (pending), wgpuQueueOnSubmittedWorkDone and events
  *                  processed until its callback: the frees complete, nothing left
  *   leaky_logits   one 1 MiB buffer "logits" per step, never released: the leak
+ *   POLLS          (default 0) empty wgpuQueueSubmit calls at the start of each step, as
+ *                  engines make to flush or tick a device: no work, not step boundaries
  * Expected at "done": 32 MiB "kv_cache" (4) at kv_cache_init and STEPS MiB "logits" at
  * leaky_logits still live; weights and activations freed.
  */
@@ -49,7 +51,7 @@ static void on_done(uint32_t status, WGPUStringView message, void *userdata1, vo
 	*(int *)userdata1 = 1;
 }
 
-static SCENARIO_SITE void decode_step(void)
+static SCENARIO_SITE void decode_step(unsigned long long polls)
 {
 	WGPUBuffer act[2];
 	WGPUCommandEncoder enc;
@@ -58,6 +60,8 @@ static SCENARIO_SITE void decode_step(void)
 	WGPUQueueWorkDoneCallbackInfo info = { .mode = WGPUCallbackMode_AllowProcessEvents,
 					       .callback = on_done, .userdata1 = &done };
 
+	for (; polls; polls--)
+		wgpuQueueSubmit(ctx.queue, 0, NULL);
 	for (i = 0; i < 2; i++) {
 		SCENARIO_OPAQUE(i);
 		act[i] = wgpu_buffer(ctx.device, 2 * MiB, 0, "activations");
@@ -90,18 +94,23 @@ static SCENARIO_SITE WGPUBuffer leaky_logits(void)
 int main(int argc, char **argv)
 {
 	const struct timespec step_gap = { .tv_nsec = 20 * 1000 * 1000 };
-	unsigned long long steps, i;
+	unsigned long long steps, polls = 0, i;
 	WGPUBuffer weights, kv[4];
 
-	scenario_usage(argc, 2, "wgpu_decode STEPS");
+	if (argc != 2 && argc != 3) {
+		fprintf(stderr, "usage: wgpu_decode STEPS [POLLS]\n");
+		return 2;
+	}
 	steps = scenario_bytes(argv[1], "STEPS");
+	if (argc == 3)
+		polls = scenario_bytes(argv[2], "POLLS");
 	wgpu_setup(&ctx);
 	scenario_ready();
 	wgpuDeviceSetLabel(ctx.device, wgpu_sv("llm-device"));
 	weights = load_weights();
 	kv_cache_init(kv, 4);
 	for (i = 0; i < steps; i++) {
-		decode_step();
+		decode_step(polls);
 		leaky_logits();
 		nanosleep(&step_gap, NULL);
 	}

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "check.h"
 #include "gpuleak.h"
+#include "probe_catalog.h"
 #include "tracker.h"
 
 #define PID 100
@@ -429,6 +430,78 @@ static void context_teardown_releases(void)
 	tracker__free(t);
 }
 
+static void step_sites_per_step(void)
+{
+	struct tracker *t;
+	struct tproc *p;
+
+	if (!CHECK(!tracker__new(&t), "new"))
+		return;
+	alloc(t, GL_API_CUDA_MALLOC, TID, 0x1000, 1 << 20, 0);
+	p = tracker__proc(t, PID);
+	CHECK_U64(p->nr_step_sites, 1, "the first step's one site");
+	CHECK_U64(p->step_sites[0].allocated, 1 << 20, "allocated in the first step");
+	tracker__set_step(t, PID, 0, clock_ns);
+	CHECK_U64(p->nr_step_sites, 0, "a boundary forgets the step's sites");
+	feed(t, rec(GL_REC_FREE, GL_API_CUDA_FREE, TID, 0x1000, 0, 0));
+	CHECK_U64(p->nr_step_sites, 1, "one site changed in step 0");
+	CHECK_U64(p->step_sites[0].freed, 1 << 20, "step 0: freed");
+	CHECK_U64(p->step_sites[0].allocated, 0, "step 0: nothing allocated");
+	CHECK_U64(p->step_sites[0].live0, 1 << 20, "the site held 1 MiB when the step began");
+	tracker__free(t);
+}
+
+/* The site of the live allocation at addr (a CUDA pointer). */
+static const struct site *site_at(struct tracker *t, struct tproc *p, uint64_t addr)
+{
+	const struct alloc *a = tracker__alloc(p, NS_UVA, addr);
+
+	return a ? &t->sites[tracker__alloc_site(t, a)] : NULL;
+}
+
+static void init_retained_before_the_first_step(void)
+{
+	const struct site *s;
+	struct tracker *t;
+	struct tproc *p;
+
+	if (!CHECK(!tracker__new(&t), "new"))
+		return;
+	tracker__set_init_retained(t, true);
+	alloc(t, GL_API_CUDA_MALLOC, TID, 0x1000, 1 << 20, 0);
+	p = tracker__proc(t, PID);
+	s = site_at(t, p, 0x1000);
+	CHECK(s && s->cls == CLS_INIT, "before the first step, no rule: retained by init");
+	CHECK_U64(p->init_bytes, 1 << 20, "init bytes");
+	CHECK_U64(p->nr_step_sites, 1, "the init step's one site");
+	CHECK_U64(p->step_sites[0].allocated, 1 << 20, "allocated in the init step");
+	tracker__set_step(t, PID, 0, clock_ns);
+	CHECK_U64(p->nr_step_sites, 0, "a boundary forgets the step's sites");
+	/* The same call site in a step is another site: ordinary memory. */
+	alloc(t, GL_API_CUDA_MALLOC, TID, 0x2000, 2 << 20, 0);
+	s = site_at(t, p, 0x2000);
+	CHECK(s && s->cls == CLS_NONE, "made in a step: a leak candidate");
+	CHECK(s != site_at(t, p, 0x1000), "two sites for one call site");
+	CHECK_U64(p->init_bytes, 1 << 20, "init bytes unchanged");
+	feed(t, rec(GL_REC_FREE, GL_API_CUDA_FREE, TID, 0x1000, 0, 0));
+	CHECK_U64(p->init_bytes, 0, "init memory freed in a step");
+	CHECK_U64(p->nr_step_sites, 2, "two sites changed in step 0");
+	CHECK_U64(p->step_sites[0].allocated, 2 << 20, "step 0: allocated at the step site");
+	CHECK_U64(p->step_sites[0].live0, 0, "from nothing");
+	CHECK_U64(p->step_sites[1].freed, 1 << 20, "step 0: freed at the init site");
+	CHECK_U64(p->step_sites[1].live0, 1 << 20, "which held 1 MiB when the step began");
+	tracker__free(t);
+	/* Off (interval steps): the first slice is no phase of the program. */
+	if (!CHECK(!tracker__new(&t), "new"))
+		return;
+	alloc(t, GL_API_CUDA_MALLOC, TID, 0x1000, 1 << 20, 0);
+	p = tracker__proc(t, PID);
+	s = site_at(t, p, 0x1000);
+	CHECK(s && s->cls == CLS_NONE, "without init retention: ordinary memory");
+	CHECK_U64(p->init_bytes, 0, "no init bytes");
+	tracker__free(t);
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -447,6 +520,8 @@ int main(void)
 		{ "tracker_nccl_comm_owns_init_memory", nccl_comm_owns_init_memory },
 		{ "tracker_nccl_mem_alloc_layers", nccl_mem_alloc_layers },
 		{ "tracker_context_teardown_releases", context_teardown_releases },
+		{ "tracker_step_sites_per_step", step_sites_per_step },
+		{ "tracker_init_retained_before_the_first_step", init_retained_before_the_first_step },
 	};
 
 	return run_unit_tests(tests, sizeof(tests) / sizeof(tests[0]));
