@@ -136,6 +136,12 @@ enum gl_proc_event {
 	GL_PROC_EXIT = 2,	/* pid exited; status is the wait status or -1 if unknown */
 	GL_PROC_DETACH = 3,	/* tracing stopped while pid was alive (Ctrl-C, --duration) */
 	GL_PROC_EXEC = 4,	/* pid replaced its program: what follows is another process */
+	/*
+	 * pid called its end marker (--end): its session is over, as at a detach, and the
+	 * analysis takes nothing more of it. Made by the analysis from the marker's record,
+	 * live and offline alike; never in the ring buffer or a capture.
+	 */
+	GL_PROC_END = 5,
 };
 
 struct gl_proc_rec {
@@ -459,6 +465,7 @@ enum gl_api {
 	GL_API_NVTX_MARK_A = 0x805,
 	GL_API_NVTX_RANGE_PUSH_EX = 0x806,
 	GL_API_NVTX_RANGE_START_EX = 0x807,
+	GL_API_MARKER_END = 0x808,	/* --end: the session ends at this call */
 	GL_API_MARKER_LAST,
 
 	GL_API_MAX = 0x900,		/* size of the rodata spec table */

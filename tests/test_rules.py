@@ -4,6 +4,7 @@ processes: the four properties a leak gate needs, every error class, rule violat
 and bad rules."""
 import json
 import os
+import re
 import time
 
 import harness
@@ -178,6 +179,51 @@ def deferred_until_event_stream_or_device_sync():
        "stream-sync: an event recorded on the stream after the free is the stream's")
     eq(run("deferred api=cudaFreeAsync* until=device-sync"), (1, MiB, 1),
        "device-sync: neither; B reuses A's block (stream-ordered reuse closes A), B pending")
+
+
+@test
+def end_marker_ends_the_session():
+    """--end sym:FILE:SYMBOL: a process's session ends where it calls SYMBOL, as at a detach:
+    what is live then is judged (release=session-end), nothing after it counts, and the
+    program runs on. Live and from a capture the same."""
+    from test_capture import record, report, same_verdict
+    rule = "persistent site=kv_cache_init release=session-end"
+    v = run_gpuleak(["run", "--interval", "0", "--rule", rule, "--",
+                     scenario("session"), "5"]).verdict()
+    eq(v["state"], "exited", "without --end the session lasts to the exit")
+    eq(leak_sites(v), {("cudaMalloc", "serve_step"): (5 * MiB, 5),
+                       ("cudaMalloc", "after_shutdown"): (2 * MiB, 1)},
+       "the KV cache was freed in the shutdown; what came after it counts")
+    eq(v["violations"], [], "gone at the end: no violation")
+    r = record(["--end", "sym:session:engine_shutdown", "--rule", rule, "--",
+                scenario("session"), "5"])
+    try:
+        live = r.verdict()
+        eq(live["state"], "ended", "ended at its end marker")
+        eq(leak_sites(live), {("cudaMalloc", "serve_step"): (5 * MiB, 5),
+                              ("cudaMalloc", "kv_cache_init"): (64 * MiB, 1)},
+           "as of the marker: the KV cache still live, what followed not counted")
+        eq([(x["kind"], x["site"].split("+")[0], x["bytes"]) for x in live["violations"]],
+           [("not_released_at_session_end", "kv_cache_init", 64 * MiB)],
+           "release=session-end is checked at the marker")
+        check(re.search(r"^pid \d+ \(session\): session ended at its end marker after",
+                        r.out, re.M), f"text report:\n{r.out}")
+        check("session-end marker on engine_shutdown" in r.err, f"the marker said: {r.err}")
+        same_verdict(live, report(r.path, ["--rule", rule]).verdict())
+    finally:
+        r.cleanup()
+    rep = report_missing_end()
+    check("no end marker calls recorded" in rep, f"report --end without markers: {rep}")
+
+
+def report_missing_end():
+    """The stderr of `report --end` on a capture recorded without it."""
+    from test_capture import record, report
+    r = record(["--", scenario("session"), "1"])
+    try:
+        return report(r.path, ["--end", "sym:session:engine_shutdown"]).err
+    finally:
+        r.cleanup()
 
 
 @test

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include "analysis.h"
 #include "outputs.h"
+#include "vec.h"
 
 int analysis__new(const struct analysis_opts *o, frames_fn frames, void *frames_ctx,
 		  struct analysis **out)
@@ -38,10 +39,60 @@ void analysis__free(struct analysis *a)
 	outputs__free(a->out);
 	timeline__free(a->tl);
 	tracker__free(a->t);
+	free(a->ended);
 	free(a);
 }
 
+bool analysis__ended(const struct analysis *a, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < a->nr_ended; i++)
+		if (a->ended[i] == pid)
+			return true;
+	return false;
+}
+
+static int feed(struct analysis *a, const struct gl_hdr *h);
+
+/*
+ * pid called its end marker: its session ends now, as at a detach (persistent memory still
+ * live is retained at session end, release=session-end is checked, its timeline closes).
+ */
+static int end_session(struct analysis *a, const struct gl_hdr *marker)
+{
+	struct tproc *p = tracker__proc(a->t, marker->pid);
+	struct gl_proc_rec r = {
+		.hdr = { .size = sizeof(r), .kind = GL_REC_PROC, .pid = marker->pid,
+			 .tid = marker->tid, .ts_ns = marker->ts_ns },
+		.event = GL_PROC_END,
+		.start_ticks = p ? p->start_ticks : 0,
+	};
+	int err;
+
+	/* The marker itself first: it is a call of the program, counted as one. */
+	err = feed(a, marker);
+	if (err)
+		return err;
+	err = feed(a, &r.hdr);
+	if (err)
+		return err;
+	if (vec_grow((void **)&a->ended, &a->cap_ended, a->nr_ended, sizeof(*a->ended)))
+		return -ENOMEM;
+	a->ended[a->nr_ended++] = marker->pid;
+	return 0;
+}
+
 int analysis__feed(struct analysis *a, const struct gl_hdr *h)
+{
+	if (a->nr_ended && h->pid && analysis__ended(a, (pid_t)h->pid))
+		return 0;
+	if (h->kind == GL_REC_NOTIFY && h->api == GL_API_MARKER_END && h->pid)
+		return end_session(a, h);
+	return feed(a, h);
+}
+
+static int feed(struct analysis *a, const struct gl_hdr *h)
 {
 	int err = tracker__apply(a->t, h);
 

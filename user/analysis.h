@@ -33,6 +33,7 @@ struct analysis_opts {
 	/* sym: markers (live: FILE is a path or the basename of a mapped object) */
 	const char *step_file, *step_sym;
 	const char *req_file, *req_begin, *req_end;
+	const char *end_file, *end_sym;	/* --end sym:FILE:SYMBOL */
 	struct gate gate;		/* --fail-on-leak and its limits; .failed unused */
 	struct output_opts out;
 };
@@ -43,14 +44,21 @@ struct analysis {
 	struct tracker *t;
 	struct timeline *tl;
 	struct outputs *out;	/* --folded, --perfetto, --svg: NULL when none */
+	pid_t *ended;		/* processes past their end marker: nothing more of them */
+	size_t nr_ended, cap_ended;
 };
 
 /* Creates the output files of o->out too: -errno naming the file on stderr when it cannot. */
 int analysis__new(const struct analysis_opts *o, frames_fn frames, void *frames_ctx,
 		  struct analysis **out);
 void analysis__free(struct analysis *a);
-/* One record, in stream order. */
+/*
+ * One record, in stream order. A process's end marker (--end) ends its session there, as a
+ * detach would: the records of it that follow are not taken.
+ */
 int analysis__feed(struct analysis *a, const struct gl_hdr *h);
+/* Whether pid's session ended at its end marker. */
+bool analysis__ended(const struct analysis *a, pid_t pid);
 /* Write the files of --folded, --perfetto and --svg as of end_ns (after report__final, with
  * its report). 0 or -errno, said on stderr. */
 int analysis__write_outputs(struct analysis *a, struct report *r, uint64_t end_ns);

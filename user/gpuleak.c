@@ -64,6 +64,7 @@ enum opt_key {
 	OPT_METRICS,
 	OPT_PROBE_AT_ENTRY,
 	OPT_DEBUG_DIR,
+	OPT_END,
 };
 
 struct cli {
@@ -118,6 +119,9 @@ static const struct argp_option analysis_options[] = {
 	  "range of that name)", 2 },
 	{ "request", OPT_REQUEST, "sym:FILE:BEGIN,END", 0,
 	  "Request boundaries: calls of BEGIN and END in FILE", 2 },
+	{ "end", OPT_END, "sym:FILE:SYMBOL", 0,
+	  "End a process's session when it calls SYMBOL (its shutdown, say): checked as at a "
+	  "detach, then gpuleak lets it go", 2 },
 	{ "warmup-steps", OPT_WARMUP, "N", 0, "Steps before growth counts (default 3)", 2 },
 	{ "min-growth-steps", OPT_MIN_GROWTH, "K", 0,
 	  "Steps a site must grow in to be a growth leak (default 5)", 2 },
@@ -421,6 +425,16 @@ static error_t parse_analysis(int key, char *arg, struct argp_state *state)
 		if (!*c->a.req_file || !*c->a.req_begin || !*c->a.req_end)
 			argp_error(state, "--request takes sym:FILE:BEGIN,END, not '%s'", arg);
 		c->a.steps.requests = true;
+		break;
+	}
+	case OPT_END: {
+		char *colon = strrchr(arg, ':');
+
+		if (strncmp(arg, "sym:", 4) || colon < arg + 4 || colon == arg + 4 || !colon[1])
+			argp_error(state, "--end takes sym:FILE:SYMBOL, not '%s'", arg);
+		*colon = 0;
+		c->a.end_file = arg + 4;
+		c->a.end_sym = colon + 1;
 		break;
 	}
 	case OPT_WARMUP:

@@ -337,6 +337,9 @@ const struct cat_api cat_apis[] = {
 	OP_MARKER, MEM_NONE, CAT_OPTIONAL | CAT_DYNAMIC),
     API("(request end)", GL_API_MARKER_REQ_END, SPEC(GL_SHAPE_NOTIFY, 0, 0, 0, 0, 0, 0),
 	OP_MARKER, MEM_NONE, CAT_OPTIONAL | CAT_DYNAMIC),
+    /* Wakes user space at once: the program goes on after it, gpuleak should not. */
+    API("(session end)", GL_API_MARKER_END, SPEC(GL_SHAPE_NOTIFY, 0, 0, 0, 0, 0, GL_SPEC_WAKEUP),
+	OP_MARKER, MEM_NONE, CAT_OPTIONAL | CAT_DYNAMIC),
     /* NVTX: the range's name becomes a label record. nvtxRangePushA(const char *message) */
     API("nvtxRangePushA", GL_API_NVTX_RANGE_PUSH_A,
 	SPEC(GL_SHAPE_NOTIFY, 0, 0, 1, 0, 0, 0, .label_kind = GL_LABEL_ARGS_CSTR), OP_MARKER,

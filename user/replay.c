@@ -263,6 +263,14 @@ static void warn_no_steps(struct replay *rp, const char *name)
 			"is the whole capture\n", name);
 }
 
+/* --end re-uses the end marker calls of the recording: none means no session ended early. */
+static void warn_no_end(struct replay *rp, const char *name)
+{
+	if (rp->a->end_file && !rp->an->nr_ended)
+		pr_warn("%s: no end marker calls recorded: --end re-uses the markers of the "
+			"recording (record with --end sym:FILE:SYMBOL)\n", name);
+}
+
 /*
  * Read rd to the end into the analysis and print the result. Returns 0, or -errno with the
  * reader's message printed (prefixed by name) when quiet is false.
@@ -310,8 +318,10 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 	for (i = 0; i < t->nr_procs; i++)
 		if (!t->procs[i]->exited && !t->procs[i]->detached)
 			timeline__finish(rp->an->tl, t->procs[i]->pid, t->last_ts_ns);
-	if (!quiet)
+	if (!quiet) {
 		warn_no_steps(rp, name);
+		warn_no_end(rp, name);
+	}
 	extra = verdict_extra(rp, name);
 	rp->rep.verdict_extra = extra;
 	/* "Now" is the last thing the capture saw: a process still running when the recorder

@@ -340,7 +340,8 @@ void report__interval(struct report *r, uint64_t now_ns)
 
 static const char *proc_state(const struct tproc *p)
 {
-	return p->execed ? "exec" : p->exited ? "exited" : p->detached ? "detached" : "running";
+	return p->execed ? "exec" : p->exited ? "exited" : p->ended ? "ended" :
+	       p->detached ? "detached" : "running";
 }
 
 /*
@@ -1343,7 +1344,7 @@ void report__final(struct report *r, uint64_t now_ns)
 			fprintf(r->out, ", child of %d", p->ppid);
 		if (p->ns_pid)
 			fprintf(r->out, ", pid %u in its namespace", p->ns_pid);
-		fprintf(r->out, "): %s", proc_state(p));
+		fprintf(r->out, "): %s", p->ended ? "session ended at its end marker" : proc_state(p));
 		if (p->exited && p->exit_status >= 0)
 			fprintf(r->out, " with status %d", p->exit_status);
 		fprintf(r->out, " after %.2f s traced; %" PRIu64 " allocations (%s), %" PRIu64

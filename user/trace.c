@@ -55,6 +55,8 @@ struct target {
 	bool held;		/* stopped at each ld.so rendezvous until we attached (run mode,
 				 * followed processes) */
 	bool gone;
+	bool end_seen;		/* it called its end marker (--end): let it go */
+	bool ended;		/* gone because of that: it still runs */
 	bool has_lib;		/* a GPU library (CUDA, WebGPU) is attached */
 	bool announced;		/* GL_PROC_ATTACH sent: the analysis reports it */
 	bool rescan_pending;	/* its ld.so rendezvous fired: mappings changed */
@@ -95,7 +97,7 @@ struct trace {
 	struct marker {
 		const char *file, *sym;
 		unsigned int api;
-	} markers[3];
+	} markers[4];
 	int nr_markers;
 	unsigned int markers_said;	/* bit i: "marker on ..." printed */
 	uint64_t last_step_line_ns;
@@ -370,6 +372,8 @@ static int on_record(void *ctx, const struct gl_hdr *h)
 	if (h->kind == GL_REC_NOTIFY && h->api == GL_API_LD_DEBUG_STATE &&
 	    (t = target_find(tr, h->pid)))
 		t->rescan_pending = true;
+	if (h->kind == GL_REC_NOTIFY && h->api == GL_API_MARKER_END && (t = target_find(tr, h->pid)))
+		t->end_seen = true;
 	/* A followed process enters the analysis with its first traced call, just before it. */
 	if (is_activity(h) && (t = target_find(tr, h->pid)) && !t->announced)
 		announce(tr, t, h->ts_ns);
@@ -720,6 +724,9 @@ static void add_markers(struct trace *tr)
 		tr->markers[tr->nr_markers++] = (struct marker){ o->a.req_file, o->a.req_end,
 								 GL_API_MARKER_REQ_END };
 	}
+	if (o->a.end_file)
+		tr->markers[tr->nr_markers++] = (struct marker){ o->a.end_file, o->a.end_sym,
+								 GL_API_MARKER_END };
 }
 
 /*
@@ -752,7 +759,8 @@ static int attach_markers(struct trace *tr, struct target *t, const struct proc_
 			tr->markers_said |= 1U << i;
 			fprintf(stderr, "gpuleak: %s marker on %s in %s\n",
 				mk->api == GL_API_MARKER_STEP ? "step" :
-				mk->api == GL_API_MARKER_REQ_BEGIN ? "request-begin" : "request-end",
+				mk->api == GL_API_MARKER_REQ_BEGIN ? "request-begin" :
+				mk->api == GL_API_MARKER_REQ_END ? "request-end" : "session-end",
 				mk->sym, mk->file);
 		} else if (err != -ENOENT) {
 			pr_err("cannot put a marker on %s in %s: %s\n", mk->sym, mk->file,
@@ -1235,6 +1243,28 @@ static void target_exited(struct trace *tr, struct target *t, int status, uint64
 		target_drop(tr, t);
 }
 
+/*
+ * t called its end marker: the analysis ended its session at that call and takes nothing
+ * more of it; stop tracing it (it runs on, like a target of --duration).
+ */
+static void target_ended(struct trace *tr, struct target *t)
+{
+	__u32 key = t->pid;
+
+	t->gone = true;
+	t->ended = true;
+	bpf_map__delete_elem(tr->skel->maps.held, &key, sizeof(key), 0);
+	bpf_map__delete_elem(tr->skel->maps.pid_loss, &key, sizeof(key), 0);
+	bpf_map__delete_elem(tr->skel->maps.traced, &key, sizeof(key), 0);
+	target_placement(tr, t);
+	attach__forget(tr->att, t->pid);
+	if (t->held)
+		target_resume(t);
+	pr_info("pid %d called its end marker: session ended, detached\n", t->pid);
+	if (!(tr->run_mode && t->pid == tr->child.pid && !t->ppid))
+		target_drop(tr, t);
+}
+
 static void task_event(struct trace *tr, const struct gl_task_rec *r)
 {
 	struct target *t;
@@ -1350,6 +1380,16 @@ static int loop(struct trace *tr)
 					t = tr->tgts[j];
 			if (t)
 				target_exited(tr, t, -1, now_ns());
+		}
+		/* Ended at their end marker: dropping a target shifts the table. */
+		for (i = 0; i < tr->nr_tgts;) {
+			t = tr->tgts[i];
+			if (t->end_seen && !t->gone) {
+				target_ended(tr, t);
+				i = 0;
+			} else {
+				i++;
+			}
 		}
 		now = now_ns();
 		/* New callbacks first: a target may be stopped for both. */
@@ -1625,7 +1665,8 @@ cleanup:
 	gpuleak_bpf__destroy(tr.skel);
 	for (i = 0; i < tr.nr_tgts; i++) {
 		/* Our child, exited: reap it (it may not have been a zombie yet at its exit). */
-		if (tr.run_mode && tr.tgts[i]->pid == tr.child.pid && tr.tgts[i]->gone)
+		if (tr.run_mode && tr.tgts[i]->pid == tr.child.pid && tr.tgts[i]->gone &&
+		    !tr.tgts[i]->ended)
 			waitpid(tr.child.pid, NULL, 0);
 		if (tr.tgts[i]->pidfd >= 0)
 			close(tr.tgts[i]->pidfd);

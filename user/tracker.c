@@ -2515,9 +2515,11 @@ static void apply_proc(struct tracker *t, const struct gl_proc_rec *r)
 		p->exit_status = r->status;
 		break;
 	case GL_PROC_DETACH:
+	case GL_PROC_END:
 		flush_threads(t, p);
 		tracker__end_checks(t, p, r->hdr.ts_ns);
 		p->detached = true;
+		p->ended = r->event == GL_PROC_END;
 		break;
 	}
 	p->last_ts_ns = r->hdr.ts_ns;

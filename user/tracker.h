@@ -252,6 +252,7 @@ struct tproc {
 	bool exited;
 	bool execed;		/* ended by exec: the pid lives on as another process */
 	bool detached;
+	bool ended;		/* detached by its end marker (--end) */
 	int exit_status;
 	uint64_t start_ticks;
 	uint64_t first_ts_ns, last_ts_ns;
