@@ -265,7 +265,7 @@ struct tproc {
 	struct hmap threads;	/* tid -> struct tthread * */
 	struct hmap events;	/* cudaEvent/CUevent -> stream key of its last record */
 	struct hmap regrefs;	/* NCCL registration handle -> references beyond the first */
-	struct freed_slot *freed;	/* recently freed addresses (FREED_SLOTS), or NULL */
+	uint64_t *freed;	/* recently freed addresses (tracker.c: FREED_SLOTS), or NULL */
 	struct hmap objs;	/* (ns, handle) -> struct tobj * */
 	struct hmap queues;	/* queue handle -> struct tqueue * */
 	struct queue_watch *watch;	/* in registration order */
