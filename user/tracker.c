@@ -1103,7 +1103,7 @@ static void expect_lower_free(struct tproc *p, const struct gl_call_rec *r, unsi
 /*
  * Recently freed addresses, direct-mapped: a free of one that is not live again is a double
  * free (had it been allocated again by a traced call, it would be live). A slot keeps the
- * last free that hashed to it, so the window is the last few thousand frees, for one store
+ * last free that hashed to it, so the window is about the last two thousand frees, for one store
  * per free and no work per allocation. An address the program got again from something
  * untraced and freed twice reads as a double free too, which it is from the trace's view.
  */
