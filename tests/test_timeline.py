@@ -206,6 +206,39 @@ def time_to_oom_projection():
 
 
 @test
+def terminal_step_lines_trend_growth_and_oom():
+    """What an engineer watching the terminal sees: a line per step (live, persistent,
+    pending, suspect bytes and a sparkline of live), the growing sites with their slopes,
+    and the time to OOM."""
+    res = run_gpuleak(["run", "--interval", "0"] + SYM +
+                      ["--device-mem", "1GiB", "--rule", "persistent site=kv_cache_grow", "--",
+                       scenario("timeline"), "12", str(MiB), "0", "0", "0", "5", "4"])
+    rows = re.findall(r"^ +[\d.]+s +(\d+) +(-?\d+) +([\d.]+ [KMG]?i?B) +([\d.]+ [KMG]?i?B) +"
+                      r"([\d.]+ [KMG]?i?B) +([\d.]+ [KMG]?i?B) +([▁▂▃▄▅▆▇█]+)$", res.out, re.M)
+    eq([int(r[1]) for r in rows], list(range(-1, 12)), "a line per step, the set-up first")
+    # 64 MiB before the first step; 8 MiB of KV cache per step for 4 steps, 1 MiB of leak_a
+    eq([r[2] for r in rows], ["64.0 MiB", "73.0 MiB", "82.0 MiB", "91.0 MiB"] +
+       [f"{m} MiB" for m in range(100, 109)], "live")
+    eq([r[3] for r in rows], ["0 B", "8.00 MiB", "16.0 MiB", "24.0 MiB"] + ["32.0 MiB"] * 9,
+       "persistent: the KV cache rule")
+    eq({r[4] for r in rows}, {"0 B"}, "nothing pending")
+    # leak_a is suspect once it has grown past the warm-up (3) for min-growth-steps (5)
+    eq([r[5] for r in rows], ["0 B"] * 8 + ["8.00 MiB", "9.00 MiB", "10.0 MiB", "11.0 MiB",
+                                            "12.0 MiB"], "suspect")
+    eq([len(r[6]) for r in rows], list(range(1, 14)), "the sparkline grows a bar per step")
+    check(all(r[6].startswith("▁") and r[6].endswith("█") for r in rows[1:]),
+          "from the lowest step to this one, the highest (live only rises here)")
+    check("    TIME     PID   STEP       LIVE    PERSIST    PENDING    SUSPECT  TREND" in res.out,
+          "the header")
+    m = re.search(r"^ +1\.00 MiB/st +[\d.]+ [KMG]iB/s +1\.000 +0 +12\.0 MiB  "
+                  r"leak_a\+0x[0-9a-f]+ \(timeline\) \(cudaMalloc\)$", res.out, re.M)
+    check(m, f"growing sites: 1 MiB per step, r2 1, from step 0, 12 MiB now:\n{res.out}")
+    check(re.search(r"^device 0: 108 MiB of 1\.00 GiB in use; OOM in ~916 steps \(~[\d.]+ "
+                    r"[a-z]+\)$", res.out, re.M),
+          f"(1024 - 108) MiB left at 1 MiB per step: 916 steps:\n{res.out}")
+
+
+@test
 def ci_gate_exit_codes():
     res = timeline(SYM + ["--fail-on-leak"], 12, MiB, expect_rc=3)
     gate = res.verdict()["gate"]
