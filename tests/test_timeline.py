@@ -239,6 +239,26 @@ def terminal_step_lines_trend_growth_and_oom():
 
 
 @test
+def gate_waits_for_the_warmup():
+    """A KV cache that fills during the first 3 steps (8 MiB each) and then stays: with
+    --warmup-steps 0 its filling is growth and the gate fails; with the warm-up covering
+    those steps it passes. --min-growth-steps 2 so that 3 steps of filling are enough."""
+    def run(warmup, rc):
+        return run_gpuleak(["run", "--interval", "0"] + SYM +
+                           ["--fail-on-leak", "--warmup-steps", str(warmup),
+                            "--min-growth-steps", "2", "--", scenario("timeline"), "12", "0",
+                            "0", "0", "0", "5", "3"], expect_rc=rc)
+    res = run(0, 3)
+    v = res.verdict()
+    eq(sorted(growth(v)), ["kv_cache_grow"], "filling counted as growth without a warm-up")
+    eq([g["kind"] for g in v["gate"]["violations"]], ["growth"], "the gate names it")
+    check(re.search(r"^GATE: kv_cache_grow\+0x[0-9a-f]+ \(timeline\) grows ", res.out, re.M),
+          f"and says so:\n{res.out}")
+    v = run(3, 0).verdict()
+    eq((v["growth"], v["gate"]["failed"]), ([], False), "past the warm-up it is flat: passes")
+
+
+@test
 def ci_gate_exit_codes():
     res = timeline(SYM + ["--fail-on-leak"], 12, MiB, expect_rc=3)
     gate = res.verdict()["gate"]
