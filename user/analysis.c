@@ -53,7 +53,20 @@ bool analysis__ended(const struct analysis *a, pid_t pid)
 	return false;
 }
 
-static int feed(struct analysis *a, const struct gl_hdr *h);
+/* One record into the tracker, the timeline and the outputs: inlined in the hot path. */
+static inline __attribute__((always_inline)) int feed(struct analysis *a,
+						      const struct gl_hdr *h)
+{
+	int err = tracker__apply(a->t, h);
+
+	/* A record the tracker could not decode still advances time for the timeline. */
+	if (err && err != -EINVAL)
+		return err;
+	err = timeline__on_record(a->tl, h);
+	if (!err)
+		err = outputs__on_record(a->out, a->t, h);
+	return err;
+}
 
 /*
  * pid called its end marker: its session ends now, as at a detach (persistent memory still
@@ -92,18 +105,6 @@ int analysis__feed(struct analysis *a, const struct gl_hdr *h)
 	return feed(a, h);
 }
 
-static int feed(struct analysis *a, const struct gl_hdr *h)
-{
-	int err = tracker__apply(a->t, h);
-
-	/* A record the tracker could not decode still advances time for the timeline. */
-	if (err && err != -EINVAL)
-		return err;
-	err = timeline__on_record(a->tl, h);
-	if (!err)
-		err = outputs__on_record(a->out, a->t, h);
-	return err;
-}
 
 int analysis__write_outputs(struct analysis *a, struct report *r, uint64_t end_ns)
 {

@@ -165,9 +165,16 @@ int tracker__new(struct tracker **out)
 void tracker__set_rules(struct tracker *t, const struct rules *rules, frames_fn frames,
 			void *ctx)
 {
+	size_t i;
+
 	t->rules = rules;
 	t->frames = frames;
 	t->frames_ctx = ctx;
+	memset(t->defer_known, 0, sizeof(t->defer_known));
+	t->defer_per_call = false;
+	for (i = 0; rules && i < rules->n; i++)
+		t->defer_per_call |= rules->v[i].kind == RULE_DEFERRED &&
+				     (rule__needs_frames(&rules->v[i]) || rules->v[i].pid);
 }
 
 void tracker__on_pending_done(struct tracker *t, pending_done_fn fn, void *ctx)
@@ -601,12 +608,23 @@ static void mark_dirty(struct tproc *p, struct site *s, uint32_t idx)
  * (before the change: live0 is where the step found it). -1 without room. A site's slot is
  * checked against the entry: a pid reused by a new process shares the old one's sites.
  */
-static ssize_t step_slot(struct tproc *p, struct site *s, uint32_t idx)
+static ssize_t step_slot_add(struct tproc *p, struct site *s, uint32_t idx);
+
+/* Inlined: it runs for every allocation and free (the consumer's hot path). */
+static inline __attribute__((always_inline)) ssize_t step_slot(struct tproc *p, struct site *s,
+								uint32_t idx)
 {
 	uint32_t slot = s->step_slot;
 
-	if (slot && slot <= p->nr_step_sites && p->step_sites[slot - 1].site == idx)
+	if (__builtin_expect(slot && slot <= p->nr_step_sites &&
+			     p->step_sites[slot - 1].site == idx, 1))
 		return slot - 1;
+	return step_slot_add(p, s, idx);
+}
+
+/* A site's first change in the step: a new entry. */
+static ssize_t step_slot_add(struct tproc *p, struct site *s, uint32_t idx)
+{
 	if (vec_grow((void **)&p->step_sites, &p->cap_step_sites, p->nr_step_sites,
 		     sizeof(*p->step_sites)))
 		return -1;
@@ -616,7 +634,7 @@ static ssize_t step_slot(struct tproc *p, struct site *s, uint32_t idx)
 }
 
 /* Bytes allocated or freed at a memory site, for the step's numbers per site. */
-static void step_note(struct tracker *t, struct tproc *p, uint32_t idx, uint64_t allocated,
+static inline __attribute__((always_inline)) void step_note(struct tracker *t, struct tproc *p, uint32_t idx, uint64_t allocated,
 		      uint64_t freed)
 {
 	ssize_t i = step_slot(p, &t->sites[idx], idx);
@@ -1032,34 +1050,25 @@ static void expect_free(struct tproc *p, uint32_t tid, unsigned int family, uint
  */
 static uint16_t deferred_rule(struct tracker *t, const struct gl_call_rec *r)
 {
-	static const struct rules *cached_for;
-	static uint16_t by_api[GL_API_MAX];
-	static uint8_t known[GL_API_MAX];
 	const struct rules *rs = t->rules;
 	const char *syms[MAX_FRAMES], *mods[MAX_FRAMES];
 	struct rule_subject sub;
-	bool per_call = false;
-	size_t i;
+	uint16_t api = r->hdr.api;
 	int m;
 
-	if (!rs || r->hdr.api >= GL_API_MAX)
+	if (!rs || api >= GL_API_MAX)
 		return 0;
-	if (cached_for != rs) {
-		memset(known, 0, sizeof(known));
-		cached_for = rs;
-	}
-	for (i = 0; i < rs->n; i++)
-		per_call |= rs->v[i].kind == RULE_DEFERRED &&
-			    (rule__needs_frames(&rs->v[i]) || rs->v[i].pid);
-	if (!per_call && known[r->hdr.api])
-		return by_api[r->hdr.api];
-	subject_of(t, r->hdr.pid, r->hdr.api, r->caller, r->stack_id, per_call, &sub, syms, mods);
+	/* Without per-call matchers the answer depends on the API alone: looked up once. */
+	if (!t->defer_per_call && t->defer_known[api])
+		return t->defer_by_api[api];
+	subject_of(t, r->hdr.pid, api, r->caller, r->stack_id, t->defer_per_call, &sub, syms,
+		   mods);
 	m = rules__match(rs, RULE_DEFERRED, &sub);
-	if (per_call)
+	if (t->defer_per_call)
 		return (uint16_t)(m + 1);
-	known[r->hdr.api] = 1;
-	by_api[r->hdr.api] = (uint16_t)(m + 1);
-	return by_api[r->hdr.api];
+	t->defer_known[api] = 1;
+	t->defer_by_api[api] = (uint16_t)(m + 1);
+	return t->defer_by_api[api];
 }
 
 static int add_pending(struct tracker *t, struct tproc *p, struct alloc *a,

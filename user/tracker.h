@@ -320,6 +320,10 @@ struct tracker {
 	bool init_retained;
 	frames_fn frames;
 	void *frames_ctx;
+	/* The deferred rule of each API, once known (index + 1, 0: none): frees look it up. */
+	uint16_t defer_by_api[GL_API_MAX];
+	uint8_t defer_known[GL_API_MAX];
+	bool defer_per_call;	/* a deferred rule looks at frames or the pid: every call */
 	pending_done_fn pend_done;
 	void *pend_done_ctx;
 	struct tproc **procs;
