@@ -13,6 +13,7 @@
 #include "modules.h"
 #include "probe_catalog.h"
 #include "proc_maps.h"
+#include "vec.h"
 
 struct attached {
 	pid_t pid;
@@ -262,15 +263,8 @@ static int attach_module(struct attach *a, pid_t pid, struct module *mod, const 
 	}
 	if (err || !mod->nr_sites)
 		return 0;	/* not an ELF object we can read, or nothing to trace in it */
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? 2 * a->cap : 16;
-		struct attached *v = realloc(a->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		a->v = v;
-		a->cap = cap;
-	}
+	if (vec_grow((void **)&a->v, &a->cap, a->n, sizeof(*a->v)))
+		return -ENOMEM;
 	at = &a->v[a->n];
 	*at = (struct attached){ .pid = pid, .mod = mod, .nr_probes = mod->nr_sites };
 	at->enter = link_multi(a->enter_prog, pid, open_path, mod, false);
@@ -575,15 +569,8 @@ int attach__marker(struct attach *a, pid_t pid, const struct proc_maps *m, const
 		pr_err("%s: no function %s\n", mod->path, symbol);
 		return -ESRCH;
 	}
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? 2 * a->cap : 16;
-		struct attached *v = realloc(a->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		a->v = v;
-		a->cap = cap;
-	}
+	if (vec_grow((void **)&a->v, &a->cap, a->n, sizeof(*a->v)))
+		return -ENOMEM;
 	off = foff;
 	LIBBPF_OPTS(bpf_uprobe_multi_opts, opts, .offsets = &off, .cookies = &cookie, .cnt = 1);
 	at = &a->v[a->n];

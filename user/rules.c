@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "rules.h"
 #include "units.h"
+#include "vec.h"
 
 int rules__new(struct rules **out)
 {
@@ -321,15 +322,8 @@ static int parse_item(struct lexer *lx, struct rule *r, const struct token *t, u
 
 static int add_rule(struct rules *rs, struct rule *r)
 {
-	if (rs->n == rs->cap) {
-		size_t cap = rs->cap ? 2 * rs->cap : 16;
-		struct rule *v = realloc(rs->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		rs->v = v;
-		rs->cap = cap;
-	}
+	if (vec_grow((void **)&rs->v, &rs->cap, rs->n, sizeof(*rs->v)))
+		return -ENOMEM;
 	rs->v[rs->n++] = *r;
 	return 0;
 }

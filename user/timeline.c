@@ -7,6 +7,7 @@
 #include "probe_catalog.h"
 #include "timeline.h"
 #include "tracker.h"
+#include "vec.h"
 
 /* A site's live bytes at the end of the steps where it changed (a sparse series). */
 struct sample {
@@ -167,15 +168,8 @@ static struct trend *trend_get(struct ptl *p, uint32_t site)
 
 	if (v)
 		return &p->tr[*v];
-	if (p->nr_tr == p->cap_tr) {
-		size_t cap = p->cap_tr ? 2 * p->cap_tr : 32;
-		struct trend *nv = realloc(p->tr, cap * sizeof(*nv));
-
-		if (!nv)
-			return NULL;
-		p->tr = nv;
-		p->cap_tr = cap;
-	}
+	if (vec_grow((void **)&p->tr, &p->cap_tr, p->nr_tr, sizeof(*p->tr)))
+		return NULL;
 	if (hmap__put(&p->tr_idx, site, 0, p->nr_tr))
 		return NULL;
 	memset(&p->tr[p->nr_tr], 0, sizeof(p->tr[0]));

@@ -354,15 +354,8 @@ static uint32_t site_lookup(struct tracker *t, const struct site_key *k)
 	}
 	if (v)
 		return *v;
-	if (t->nr_sites == t->cap_sites) {
-		size_t cap = t->cap_sites ? 2 * t->cap_sites : 256;
-		struct site *nv = realloc(t->sites, cap * sizeof(*nv));
-
-		if (!nv)
-			return UINT32_MAX;
-		t->sites = nv;
-		t->cap_sites = cap;
-	}
+	if (vec_grow((void **)&t->sites, &t->cap_sites, t->nr_sites, sizeof(*t->sites)))
+		return UINT32_MAX;
 	if (hmap__put(&t->site_idx, k0, k1, t->nr_sites))
 		return UINT32_MAX;
 	s = &t->sites[t->nr_sites];
@@ -534,15 +527,8 @@ static struct tctx *ctx_add(struct tproc *p, uint64_t ctx, int16_t device, bool 
 
 	if (c)
 		return c;
-	if (p->nr_ctxs == p->cap_ctxs) {
-		size_t cap = p->cap_ctxs ? 2 * p->cap_ctxs : 8;
-		struct tctx *v = realloc(p->ctxs, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		p->ctxs = v;
-		p->cap_ctxs = cap;
-	}
+	if (vec_grow((void **)&p->ctxs, &p->cap_ctxs, p->nr_ctxs, sizeof(*p->ctxs)))
+		return NULL;
 	c = &p->ctxs[p->nr_ctxs++];
 	*c = (struct tctx){ .ctx = ctx, .device = device, .primary = primary };
 	return c;
@@ -560,15 +546,8 @@ const struct tcomm *tproc__comm(const struct tproc *p, uint64_t comm)
 
 static int comm_add(struct tproc *p, uint64_t comm, uint32_t site, uint64_t ts_ns)
 {
-	if (p->nr_comms == p->cap_comms) {
-		size_t cap = p->cap_comms ? 2 * p->cap_comms : 8;
-		struct tcomm *v = realloc(p->comms, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		p->comms = v;
-		p->cap_comms = cap;
-	}
+	if (vec_grow((void **)&p->comms, &p->cap_comms, p->nr_comms, sizeof(*p->comms)))
+		return -ENOMEM;
 	p->comms[p->nr_comms++] = (struct tcomm){ .comm = comm, .init_site = site, .ts_ns = ts_ns };
 	return 0;
 }
@@ -791,15 +770,8 @@ static int16_t device_of(struct tproc *p, const struct cat_api *api, const struc
 static int add_violation(struct tproc *p, enum violation_kind kind, uint16_t rule,
 			 uint32_t site, uint64_t bytes, uint64_t count, uint64_t ts_ns)
 {
-	if (p->nr_viols == p->cap_viols) {
-		size_t cap = p->cap_viols ? 2 * p->cap_viols : 16;
-		struct violation *v = realloc(p->viols, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		p->viols = v;
-		p->cap_viols = cap;
-	}
+	if (vec_grow((void **)&p->viols, &p->cap_viols, p->nr_viols, sizeof(*p->viols)))
+		return -ENOMEM;
 	p->viols[p->nr_viols++] = (struct violation){ .kind = kind, .rule = rule, .site = site,
 						      .bytes = bytes, .count = count,
 						      .ts_ns = ts_ns, .step = p->step };
@@ -1074,15 +1046,8 @@ static uint16_t deferred_rule(struct tracker *t, const struct gl_call_rec *r)
 static int add_pending(struct tracker *t, struct tproc *p, struct alloc *a,
 		       const struct cat_api *api, const struct gl_call_rec *r, uint16_t rule)
 {
-	if (p->nr_pend == p->cap_pend) {
-		size_t cap = p->cap_pend ? 2 * p->cap_pend : 64;
-		struct pending_free *v = realloc(p->pend, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		p->pend = v;
-		p->cap_pend = cap;
-	}
+	if (vec_grow((void **)&p->pend, &p->cap_pend, p->nr_pend, sizeof(*p->pend)))
+		return -ENOMEM;
 	p->pend[p->nr_pend++] = (struct pending_free){
 		.addr = a->addr, .ns = a->ns, .ts_ns = r->hdr.ts_ns,
 		.stream = stream_key(api, r->hdr.tid, r->aux),
@@ -1304,15 +1269,8 @@ static void device_reset(struct tracker *t, struct tproc *p, int16_t device)
 
 static int vmm_map(struct tproc *p, const struct gl_call_rec *r)
 {
-	if (p->nr_maps == p->cap_maps) {
-		size_t cap = p->cap_maps ? 2 * p->cap_maps : 16;
-		struct tmapping *v = realloc(p->maps, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		p->maps = v;
-		p->cap_maps = cap;
-	}
+	if (vec_grow((void **)&p->maps, &p->cap_maps, p->nr_maps, sizeof(*p->maps)))
+		return -ENOMEM;
 	p->maps[p->nr_maps++] = (struct tmapping){ .va = r->addr, .size = r->size, .handle = r->aux };
 	return 0;
 }
@@ -1516,15 +1474,8 @@ static int obj_free_memory(struct tracker *t, struct tproc *p, struct tobj *o,
 		release(t, p, a);
 		return 0;
 	}
-	if (p->nr_pend == p->cap_pend) {
-		size_t cap = p->cap_pend ? 2 * p->cap_pend : 64;
-		struct pending_free *v = realloc(p->pend, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		p->pend = v;
-		p->cap_pend = cap;
-	}
+	if (vec_grow((void **)&p->pend, &p->cap_pend, p->nr_pend, sizeof(*p->pend)))
+		return -ENOMEM;
 	p->pend[p->nr_pend++] = (struct pending_free){
 		.addr = o->handle, .ns = o->ns, .ts_ns = r->hdr.ts_ns, .stream = q->handle,
 		.serial = q->submitted, .until = UNTIL_QUEUE_DONE, .rule = deferred_rule(t, r),
@@ -1801,15 +1752,8 @@ static int apply_obj(struct tracker *t, struct tproc *p, const struct cat_api *a
 		q = queue_get(p, r->addr);
 		if (!q)
 			return -ENOMEM;
-		if (p->nr_watch == p->cap_watch) {
-			size_t cap = p->cap_watch ? 2 * p->cap_watch : 16;
-			struct queue_watch *v = realloc(p->watch, cap * sizeof(*v));
-
-			if (!v)
-				return -ENOMEM;
-			p->watch = v;
-			p->cap_watch = cap;
-		}
+		if (vec_grow((void **)&p->watch, &p->cap_watch, p->nr_watch, sizeof(*p->watch)))
+			return -ENOMEM;
 		/* WGPUQueueWorkDoneCallbackInfo: userdata1 @24, userdata2 @32 */
 		p->watch[p->nr_watch] = (struct queue_watch){ .queue = q->handle,
 							      .serial = q->submitted };
@@ -2331,15 +2275,8 @@ static int hold(struct tthread *th, const struct gl_hdr *h)
 {
 	size_t len = h->size < sizeof(struct gl_desc_rec) ? h->size : sizeof(struct gl_desc_rec);
 
-	if (th->nr_held == th->cap_held) {
-		size_t cap = th->cap_held ? 2 * th->cap_held : 16;
-		struct gl_desc_rec *v = realloc(th->held, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		th->held = v;
-		th->cap_held = cap;
-	}
+	if (vec_grow((void **)&th->held, &th->cap_held, th->nr_held, sizeof(*th->held)))
+		return -ENOMEM;
 	memset(&th->held[th->nr_held], 0, sizeof(th->held[0]));
 	memcpy(&th->held[th->nr_held], h, len);
 	th->nr_held++;
