@@ -889,6 +889,24 @@ static bool init_site(const struct tracker *t, bool before_first_step, const str
 	return t->init_retained && before_first_step && !k->rule && k->owner_kind != OWNER_LAYER;
 }
 
+/*
+ * The site stack a new allocation of size bytes goes to: its call site and stack (key k),
+ * then the class a rule (classified, unless a lower layer's) or init puts it in, which
+ * k->rule and k->init say. UINT32_MAX without memory.
+ */
+static uint32_t place(struct tracker *t, struct tproc *p, struct site_key *k, int32_t stack_id,
+		      uint64_t size, bool classified)
+{
+	uint32_t ss = sstack_get(t, site_get(t, k), stack_id);
+
+	if (ss == UINT32_MAX)
+		return UINT32_MAX;
+	if (classified && classify(t, ss, size, NULL, p->step, &k->rule))
+		return UINT32_MAX;
+	k->init = init_site(t, p->step < 0, k);
+	return k->rule || k->init ? sstack_get(t, site_get(t, k), stack_id) : ss;
+}
+
 static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *api,
 		    const struct gl_call_rec *r, const struct placement *pl)
 {
@@ -928,19 +946,10 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 			k.owner = th->ctx;
 		}
 	}
-	site = site_get(t, &k);
-	ss = sstack_get(t, site, r->stack_id);
+	ss = place(t, p, &k, r->stack_id, r->size, k.owner_kind != OWNER_LAYER);
 	if (ss == UINT32_MAX)
 		return -ENOMEM;
-	if (k.owner_kind != OWNER_LAYER && classify(t, ss, r->size, NULL, p->step, &k.rule))
-		return -ENOMEM;
-	k.init = init_site(t, p->step < 0, &k);
-	if (k.rule || k.init) {
-		site = site_get(t, &k);
-		ss = sstack_get(t, site, r->stack_id);
-		if (ss == UINT32_MAX)
-			return -ENOMEM;
-	}
+	site = t->sstacks[ss].site;
 	old = at_find(&p->allocs, ns, r->addr);
 	/* NCCL's registration cache hands out the same handle for the same buffer again,
 	 * with one more reference: each needs its own deregister. */
@@ -1600,19 +1609,10 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	    (r->hdr.flags & GL_HF_DESC_READ_FAIL) ||
 	    api->decode(dr->desc, api->spec.desc_len, &d))
 		d.unknown_format = true;
-	site = site_get(t, &k);
-	ss = sstack_get(t, site, r->stack_id);
+	ss = place(t, p, &k, r->stack_id, d.bytes, true);
 	if (ss == UINT32_MAX)
 		return -ENOMEM;
-	if (classify(t, ss, d.bytes, NULL, p->step, &k.rule))
-		return -ENOMEM;
-	k.init = init_site(t, p->step < 0, &k);
-	if (k.rule || k.init) {
-		site = site_get(t, &k);
-		ss = sstack_get(t, site, r->stack_id);
-		if (ss == UINT32_MAX)
-			return -ENOMEM;
-	}
+	site = t->sstacks[ss].site;
 	old = at_find(&p->allocs, ns, r->addr);
 	if (old) {
 		/* A handle value reused after an untraced release. */
