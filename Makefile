@@ -31,17 +31,29 @@ WARN := -Wall -Wextra -Werror
 CFLAGS ?= -O2 -g
 CFLAGS += $(WARN) -std=gnu11 -D_GNU_SOURCE -DGPULEAK_VERSION='"$(VERSION)"' \
 	  -Ibpf -Iuser -I$(OUTPUT) -fno-omit-frame-pointer
-# libstdc++.so.6 by its soname: __cxa_demangle (user/symbolize.c), no -dev package needed.
+# libstdc++.so.6 by its soname: __cxa_demangle (user/symbols/symbolizer.c), no -dev package needed.
 LDLIBS := -lbpf -lelf -lz -lm -ldl -l:libstdc++.so.6
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
 BPF_SRC := bpf/gpuleak.bpf.c
 BPF_OBJ := $(OUTPUT)/gpuleak.bpf.o
 SKEL := $(OUTPUT)/gpuleak.skel.h
-USER_SRC := $(wildcard user/*.c)
-USER_HDR := $(wildcard user/*.h) bpf/gpuleak.h
+
+# user/ is one folder per stage of the data path (HACKING.md). Everything but live/ and cli/
+# is the engine that needs no libbpf: what `gpuleak report`, the unit tests, the fuzzers and
+# the capture generator link. Derived from the folders, never listed by hand.
+ENGINE_DIRS := lib probe symbols engine output capture
+LIVE_DIRS := live cli
+ENGINE_SRC := $(foreach d,$(ENGINE_DIRS),$(wildcard user/$(d)/*.c))
+LIVE_SRC := $(foreach d,$(LIVE_DIRS),$(wildcard user/$(d)/*.c))
+USER_SRC := $(ENGINE_SRC) $(LIVE_SRC)
 USER_OBJ := $(patsubst user/%.c,$(OUTPUT)/obj/%.o,$(USER_SRC))
 ASAN_OBJ := $(patsubst user/%.c,$(OUTPUT)/asan/%.o,$(USER_SRC))
+ENGINE_OBJ := $(patsubst user/%.c,$(OUTPUT)/obj/%.o,$(ENGINE_SRC))
+ENGINE_ASAN_OBJ := $(patsubst user/%.c,$(OUTPUT)/asan/%.o,$(ENGINE_SRC))
+# Header dependencies come from the compiler (-MMD); only the skeleton is named, since the
+# live session includes a generated header that must exist before its first compile.
+DEPFLAGS = -MMD -MP
 
 .PHONY: all deps test demo bench bench-capture fuzz fuzz-build fuzz-merge clean standins \
 	check-deps
@@ -50,7 +62,7 @@ all: gpuleak
 deps:
 	@scripts/install-deps.sh
 
-$(OUTPUT) $(OUTPUT)/obj $(OUTPUT)/asan:
+$(OUTPUT):
 	@mkdir -p $@
 
 $(BPF_OBJ): $(BPF_SRC) bpf/gpuleak.h bpf/gpuleak.bpf.h $(VMLINUX) | $(OUTPUT)
@@ -62,13 +74,21 @@ $(SKEL): $(BPF_OBJ)
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name gpuleak_bpf > $@.tmp && mv $@.tmp $@
 
-$(OUTPUT)/obj/%.o: user/%.c $(USER_HDR) $(SKEL) | $(OUTPUT)/obj
+$(OUTPUT)/obj/%.o: user/%.c
+	@mkdir -p $(@D)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(OUTPUT)/asan/%.o: user/%.c $(USER_HDR) $(SKEL) | $(OUTPUT)/asan
+$(OUTPUT)/asan/%.o: user/%.c
+	@mkdir -p $(@D)
 	$(call msg,CC-ASAN,$@)
-	$(Q)$(CC) $(CFLAGS) $(SAN) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(SAN) $(DEPFLAGS) -c $< -o $@
+
+# Only the live session includes the skeleton.
+$(patsubst user/%.c,$(OUTPUT)/obj/%.o,$(LIVE_SRC)) \
+$(patsubst user/%.c,$(OUTPUT)/asan/%.o,$(LIVE_SRC)): $(SKEL)
+
+-include $(USER_OBJ:.o=.d) $(ASAN_OBJ:.o=.d)
 
 gpuleak: $(USER_OBJ) $(OUTPUT)/libgpuleak_nvtx.so
 	$(call msg,LINK,$@)
@@ -77,7 +97,7 @@ gpuleak: $(USER_OBJ) $(OUTPUT)/libgpuleak_nvtx.so
 # Loaded into targets by NVTX (run --step nvtx:): self-contained. -O0 so every entry starts
 # with push %rbp, which the kernel emulates under a uprobe (optimizers make these empty
 # functions start with xor/ret, which it must single-step).
-$(OUTPUT)/libgpuleak_nvtx.so: user/inject/nvtx_inject.c | $(OUTPUT)
+$(OUTPUT)/libgpuleak_nvtx.so: user/live/inject/nvtx_inject.c | $(OUTPUT)
 	$(call msg,CC-SO,$@)
 	$(Q)$(CC) -O0 -g $(WARN) -fPIC -shared -fvisibility=hidden -fno-omit-frame-pointer \
 		-Wl,-z,defs $< -o $@
@@ -104,9 +124,10 @@ clean:
 # C unit tests: each links the ASan/UBSan objects it needs (everything but main).
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/unit/%,$(UNIT_SRC))
-LIB_ASAN_OBJ := $(filter-out $(OUTPUT)/asan/gpuleak.o,$(ASAN_OBJ))
+# Unit tests link everything but the command line.
+LIB_ASAN_OBJ := $(filter-out $(OUTPUT)/asan/cli/%,$(ASAN_OBJ))
 
-$(OUTPUT)/tests/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_ASAN_OBJ)
+$(OUTPUT)/tests/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_ASAN_OBJ) $(wildcard user/*/*.h)
 	@mkdir -p $(@D)
 	$(call msg,CC-UNIT,$@)
 	$(Q)$(CC) $(CFLAGS) $(SAN) $< $(LIB_ASAN_OBJ) $(LDLIBS) -o $@
@@ -115,7 +136,7 @@ unit: $(UNIT_BIN)
 .PHONY: unit
 
 # Capture benchmark: a generator that writes realistic captures through the real writer.
-LIB_OBJ := $(filter-out $(OUTPUT)/obj/gpuleak.o,$(USER_OBJ))
+LIB_OBJ := $(filter-out $(OUTPUT)/obj/cli/%,$(USER_OBJ))
 CAPTURE_GEN := $(OUTPUT)/bench/capture_gen
 
 $(CAPTURE_GEN): bench/capture_gen.c $(LIB_OBJ)
@@ -135,16 +156,15 @@ include bench/bench.mk
 FUZZ_CC ?= clang
 FUZZ_TARGETS := capture rules
 FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZ_TARGETS))
-FUZZ_SRC := $(addprefix user/,replay.c capture_reader.c capture_codec.c analysis.c tracker.c \
-	timeline.c rules.c units.c report.c symbolize.c probe_catalog.c hmap.c log.c elf_syms.c \
-	modules.c proc_maps.c wgpu.c stacks.c graph.c series.c outputs.c perfetto.c svg.c insn.c)
+# The engine: every libbpf-free folder.
+FUZZ_SRC := $(ENGINE_SRC)
 FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined $(WARN) -std=gnu11 -D_GNU_SOURCE \
 	-DGPULEAK_VERSION='"$(VERSION)"' -Ibpf -Iuser
 FUZZ_TIME ?= 600
 FUZZ_ARGS = -timeout=10 -rss_limit_mb=2048 -dict=tests/fuzz/$*/dict
 
-$(OUTPUT)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) $(USER_HDR)
+$(OUTPUT)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) $(wildcard user/*/*.h) bpf/gpuleak.h
 	@mkdir -p $(@D)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(FUZZ_SRC) -lelf -lz -lm -l:libstdc++.so.6 -o $@

@@ -21,9 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "capture.h"
-#include "proc_maps.h"
-#include "symbolize.h"
+#include "capture/capture.h"
+#include "probe/proc_maps.h"
+#include "symbols/symbolizer.h"
 
 #define PID 4242
 #define NR_SITES 48

@@ -38,13 +38,13 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "analysis.h"
+#include "engine/analysis.h"
 #include "bench.h"
 #include "bench.skel.h"
-#include "elf_syms.h"
+#include "probe/elf_obj.h"
 #include "gpuleak.h"
-#include "ringbuf.h"
-#include "rules.h"
+#include "live/ringbuf.h"
+#include "engine/rules.h"
 
 #define PID 4242
 #define BASE 0x700000000000ULL

@@ -9,9 +9,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include "capture.h"
-#include "replay.h"
-#include "rules.h"
+#include "capture/capture.h"
+#include "capture/replay.h"
+#include "engine/rules.h"
 
 /* Rules of every kind, so that classification, deferred frees and gates all run. */
 static const char fuzz_rules[] =

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "rules.h"
+#include "engine/rules.h"
 
 static bool same_str(const char *a, const char *b)
 {

@@ -8,10 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "capture.h"
-#include "proc_maps.h"
-#include "stacks.h"
-#include "symbolize.h"
+#include "capture/capture.h"
+#include "probe/proc_maps.h"
+#include "symbols/stacks.h"
+#include "symbols/symbolizer.h"
 
 static int on_record(void *ctx, const struct gl_hdr *h)
 {

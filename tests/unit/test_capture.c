@@ -8,11 +8,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "capture.h"
-#include "capture_codec.h"
+#include "capture/capture.h"
+#include "capture/codec.h"
 #include "check.h"
-#include "proc_maps.h"
-#include "symbolize.h"
+#include "probe/proc_maps.h"
+#include "symbols/symbolizer.h"
 
 static unsigned int seed = 12345;
 

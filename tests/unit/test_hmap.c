@@ -2,7 +2,7 @@
 /* hmap against a brute-force reference under random puts and deletes. */
 #include <stdlib.h>
 #include "check.h"
-#include "hmap.h"
+#include "lib/hmap.h"
 
 #define KEYS 4096
 

@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <string.h>
 #include "check.h"
-#include "insn.h"
+#include "probe/insn.h"
 
 #define VADDR 0x1000	/* page-aligned: a 5-byte nop here can be optimized */
 

@@ -12,9 +12,9 @@
 #include <unistd.h>
 #include "check.h"
 #include "gpuleak.h"
-#include "process.h"
-#include "timeline.h"
-#include "tracker.h"
+#include "live/process.h"
+#include "engine/timeline.h"
+#include "engine/tracker.h"
 
 #define PID 200
 #define TID 201

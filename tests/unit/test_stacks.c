@@ -17,11 +17,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "check.h"
-#include "elf_syms.h"
-#include "modules.h"
-#include "proc_maps.h"
-#include "stacks.h"
-#include "symbolize.h"
+#include "probe/elf_obj.h"
+#include "probe/modules.h"
+#include "probe/proc_maps.h"
+#include "symbols/stacks.h"
+#include "symbols/symbolizer.h"
 
 #define GROW_MANGLED "_ZN6gpuapp5cache4growEPFvmEm"
 #define GROW "gpuapp::cache::grow(void (*)(unsigned long), unsigned long)"

@@ -7,8 +7,8 @@
 #include <string.h>
 #include "check.h"
 #include "gpuleak.h"
-#include "probe_catalog.h"
-#include "tracker.h"
+#include "probe/catalog.h"
+#include "engine/tracker.h"
 
 #define PID 100
 #define TID 101

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
 #include "check.h"
-#include "units.h"
+#include "lib/units.h"
 
 static void durations(void)
 {

@@ -9,9 +9,9 @@
 #include <string.h>
 #include "check.h"
 #include "gpuleak.h"
-#include "probe_catalog.h"
-#include "tracker.h"
-#include "wgpu.h"
+#include "probe/catalog.h"
+#include "engine/tracker.h"
+#include "probe/wgpu_abi.h"
 
 #define PID 200
 #define TID 201

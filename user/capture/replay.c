@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "engine/analysis.h"
+#include "capture/capture.h"
+#include "lib/json.h"
+#include "lib/log.h"
+#include "capture/replay.h"
+#include "output/report.h"
+#include "symbols/symbolizer.h"
+#include "engine/tracker.h"
+
+struct replay {
+	struct capture_reader *rd;
+	const struct analysis_opts *a;
+	struct analysis *an;
+	struct symbolizer *sym;
+	struct report rep;
+	uint64_t interval_ns, next_interval_ns;
+	uint64_t last_step_line_ns;
+	struct capture_proc *procs;	/* for the summary; strings owned */
+	size_t nr_procs;
+	FILE *blocks;			/* --blocks: the listing goes here, no analysis */
+};
+
+/* ---- what the reader hands us ---- */
+
+static int on_record(void *ctx, const struct gl_hdr *h)
+{
+	struct replay *rp = ctx;
+	int err;
+
+	/* Interval tables at the record times a live session would have printed them. */
+	if (rp->interval_ns && h->ts_ns >= rp->next_interval_ns) {
+		if (!rp->a->steps_given)
+			report__interval(&rp->rep, h->ts_ns);
+		rp->next_interval_ns += rp->interval_ns;
+		if (rp->next_interval_ns <= h->ts_ns)
+			rp->next_interval_ns = h->ts_ns + rp->interval_ns;
+	}
+	err = analysis__feed(rp->an, h);
+	/* A record the tracker cannot decode is counted there, as live. */
+	return err == -ENOMEM ? err : 0;
+}
+
+/* As live: an NDJSON step record each, a line each when --step is given (at most one per
+ * --interval of record time when steps are faster). */
+static void on_step(void *ctx, pid_t pid, const struct step_stat *st)
+{
+	struct replay *rp = ctx;
+
+	report__step(&rp->rep, pid, st);
+	if (!rp->a->steps_given)
+		return;
+	if (rp->interval_ns && st->t_end_ns - rp->last_step_line_ns < rp->interval_ns &&
+	    rp->last_step_line_ns)
+		return;
+	rp->last_step_line_ns = st->t_end_ns;
+	report__step_line(&rp->rep, pid, st);
+}
+
+static int on_maps(void *ctx, uint32_t pid, const struct capture_map *v, size_t n)
+{
+	struct replay *rp = ctx;
+	size_t i;
+	int err;
+
+	for (i = 0; i < n; i++) {
+		err = symbolizer__add_map(rp->sym, pid, v[i].start, v[i].end, v[i].pgoff,
+					  v[i].path);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int on_symbol(void *ctx, uint32_t pid, uint64_t addr, const struct sym_info *si)
+{
+	struct replay *rp = ctx;
+
+	return symbolizer__set(rp->sym, pid, addr, si);
+}
+
+static int on_stack(void *ctx, const struct capture_stack *st)
+{
+	struct replay *rp = ctx;
+
+	return symbolizer__set_stack(rp->sym, st->pid, st->id, st->caller, st->frames, st->nr,
+				     st->flags, st->nofp_from);
+}
+
+static char *dup_or_empty(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+static int on_process(void *ctx, const struct capture_proc *p)
+{
+	struct replay *rp = ctx;
+	struct capture_proc *c, *v;
+	uint32_t i;
+
+	/* Keep the first four: the summary is for people. */
+	if (rp->nr_procs >= 4)
+		return 0;
+	v = realloc(rp->procs, (rp->nr_procs + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	rp->procs = v;
+	c = &v[rp->nr_procs];
+	*c = *p;
+	c->argc = 0;
+	c->comm = dup_or_empty(p->comm);
+	c->exe = dup_or_empty(p->exe);
+	c->argv = calloc(p->argc + 1, sizeof(*c->argv));
+	rp->nr_procs++;
+	if (!c->comm || !c->exe || !c->argv)
+		return -ENOMEM;
+	for (i = 0; i < p->argc && i < 64; i++) {
+		c->argv[i] = dup_or_empty(p->argv[i]);
+		if (!c->argv[i])
+			return -ENOMEM;
+		c->argc++;
+	}
+	return 0;
+}
+
+static int on_block(void *ctx, const struct capture_block_info *b)
+{
+	struct replay *rp = ctx;
+
+	if (rp->blocks)
+		fprintf(rp->blocks, "%10" PRIu64 "  %-8s %-6s %10u %10u %8u\n", b->offset,
+			capture_block_name(b->type), b->codec == CC_ZLIB ? "zlib" : "stored",
+			b->raw_len, b->stored_len, b->count);
+	return 0;
+}
+
+/* ---- output ---- */
+
+static void fmt_time(char *buf, size_t len, uint64_t realtime_ns)
+{
+	time_t t = realtime_ns / 1000000000ULL;
+	struct tm tm;
+
+	if (!realtime_ns || !gmtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm))
+		snprintf(buf, len, "?");
+}
+
+static void print_summary(struct replay *rp, const char *name, FILE *out)
+{
+	const struct capture_info *in = capture_reader__info(rp->rd);
+	uint64_t records = capture_reader__records(rp->rd), size = capture_reader__size(rp->rd);
+	char when[64];
+	size_t i;
+	uint32_t j;
+
+	fmt_time(when, sizeof(when), in->created_realtime_ns);
+	fprintf(out, "capture %s: recorded %s on %s (%s, Linux %s) by gpuleak %s\n", name, when,
+		in->hostname[0] ? in->hostname : "?", in->arch, in->kernel, in->version);
+	for (i = 0; i < rp->nr_procs; i++) {
+		const struct capture_proc *p = &rp->procs[i];
+
+		fmt_time(when, sizeof(when), p->start_realtime_ns);
+		fprintf(out, "  pid %u (%s) started %s:", p->pid, p->comm, when);
+		for (j = 0; j < p->argc; j++)
+			fprintf(out, " %s", p->argv[j]);
+		fputc('\n', out);
+	}
+	fprintf(out, "  %" PRIu64 " records in %u blocks, %" PRIu64 " bytes (%.1f bytes/record)\n",
+		records, capture_reader__blocks(rp->rd), size,
+		records ? (double)size / records : 0.0);
+}
+
+/* The "capture" member of each verdict: what a live verdict cannot say. */
+static char *verdict_extra(struct replay *rp, const char *name)
+{
+	const struct capture_info *in = capture_reader__info(rp->rd);
+	char when[64], *buf = NULL;
+	uint64_t at;
+	bool cut = capture_reader__truncated(rp->rd, &at);
+	size_t len;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	fmt_time(when, sizeof(when), in->created_realtime_ns);
+	fputs("\"capture\":{\"file\":", f);
+	json_str(f, name);
+	fputs(",\"gpuleak\":", f);
+	json_str(f, in->version);
+	fputs(",\"host\":", f);
+	json_str(f, in->hostname);
+	fputs(",\"arch\":", f);
+	json_str(f, in->arch);
+	fputs(",\"kernel\":", f);
+	json_str(f, in->kernel);
+	fprintf(f, ",\"recorded\":\"%s\",\"records\":%" PRIu64 ",\"blocks\":%u,\"bytes\":%" PRIu64
+		",\"finished\":%s,\"truncated\":%s", when, capture_reader__records(rp->rd),
+		capture_reader__blocks(rp->rd), capture_reader__size(rp->rd),
+		capture_reader__finished(rp->rd) ? "true" : "false", cut ? "true" : "false");
+	if (cut)
+		fprintf(f, ",\"truncated_at\":%" PRIu64, at);
+	fputc('}', f);
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static void replay_free(struct replay *rp)
+{
+	size_t i;
+	uint32_t j;
+
+	for (i = 0; i < rp->nr_procs; i++) {
+		for (j = 0; j < rp->procs[i].argc; j++)
+			free(rp->procs[i].argv[j]);
+		free(rp->procs[i].argv);
+		free(rp->procs[i].comm);
+		free(rp->procs[i].exe);
+	}
+	free(rp->procs);
+	analysis__free(rp->an);
+	symbolizer__free(rp->sym);
+}
+
+/* First pass: the names and processes; RECORDS blocks are skipped unread. */
+static const struct capture_visitor names_visitor = {
+	.maps = on_maps,
+	.symbol = on_symbol,
+	.stack = on_stack,
+	.process = on_process,
+};
+
+/* Second pass: the records, into the analysis. */
+static const struct capture_visitor records_visitor = {
+	.record = on_record,
+	.block = on_block,
+};
+
+/* What a step source needs that only the recording could have put in the capture. */
+static void warn_no_steps(struct replay *rp, const char *name)
+{
+	const struct timeline_opts *o = &rp->a->steps;
+
+	if (!rp->a->steps_given || o->source == STEP_INTERVAL || timeline__boundaries(rp->an->tl))
+		return;
+	if (o->source == STEP_MARKER)
+		pr_warn("%s: no step marker calls recorded: --step sym: re-uses the markers of the "
+			"recording (record with --step sym:FILE:SYMBOL)\n", name);
+	else if (o->source == STEP_NVTX)
+		pr_warn("%s: no NVTX range '%s' recorded: NVTX ranges are in a capture only when "
+			"it was recorded with --step nvtx:NAME\n", name, o->nvtx_name);
+	else
+		pr_warn("%s: no synchronization or WebGPU queue submit recorded: every step "
+			"is the whole capture\n", name);
+}
+
+/* --end re-uses the end marker calls of the recording: none means no session ended early. */
+static void warn_no_end(struct replay *rp, const char *name)
+{
+	if (rp->a->end_file && !rp->an->nr_ended)
+		pr_warn("%s: no end marker calls recorded: --end re-uses the markers of the "
+			"recording (record with --end sym:FILE:SYMBOL)\n", name);
+}
+
+/*
+ * Read rd to the end into the analysis and print the result. Returns 0, or -errno with the
+ * reader's message printed (prefixed by name) when quiet is false.
+ */
+static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *json, int top,
+			 bool quiet)
+{
+	const struct capture_info *in = capture_reader__info(rp->rd);
+	const struct tracker *t;
+	char *extra = NULL;
+	uint64_t at;
+	size_t i;
+	int err;
+
+	err = symbolizer__new(NULL, &rp->sym);
+	if (!err)
+		err = analysis__new(rp->a, symbolizer__site_frames, rp->sym, &rp->an);
+	if (err)
+		return err;
+	t = rp->an->t;
+	rp->rep = (struct report){ .t = rp->an->t, .tl = rp->an->tl, .sym = rp->sym, .out = out,
+				   .json = json, .top = top, .t0_ns = in->monotonic_start_ns,
+				   .gate = rp->a->gate };
+	timeline__on_step(rp->an->tl, on_step, rp);
+	rp->next_interval_ns = in->monotonic_start_ns + rp->interval_ns;
+	err = capture_reader__read(rp->rd, &names_visitor, rp);
+	/* What the capture is comes first, then the analysis as live printed it. */
+	if (!err)
+		print_summary(rp, name, out);
+	if (!err)
+		err = capture_reader__read(rp->rd, &records_visitor, rp);
+	if (err) {
+		if (!quiet)
+			pr_err("%s: %s\n", name, capture_reader__error(rp->rd));
+		return err;
+	}
+	if (capture_reader__truncated(rp->rd, &at) && !quiet)
+		pr_warn("%s: capture truncated at offset %" PRIu64 " (%s); reporting the %" PRIu64
+			" records of the %u whole blocks before it\n", name, at,
+			in->flags & CAPTURE_F_INCOMPLETE ?
+				"incomplete: recorder did not finish" :
+				"the recorder finished, the file was cut short later",
+			capture_reader__records(rp->rd), capture_reader__blocks(rp->rd));
+	/* A capture cut short has no exit or detach record: its last step ends with it. */
+	for (i = 0; i < t->nr_procs; i++)
+		if (!t->procs[i]->exited && !t->procs[i]->detached)
+			timeline__finish(rp->an->tl, t->procs[i]->pid, t->last_ts_ns);
+	if (!quiet) {
+		warn_no_steps(rp, name);
+		warn_no_end(rp, name);
+	}
+	extra = verdict_extra(rp, name);
+	rp->rep.verdict_extra = extra;
+	/* "Now" is the last thing the capture saw: a process still running when the recorder
+	 * stopped short is reported as of then. */
+	report__final(&rp->rep, t->last_ts_ns);
+	free(extra);
+	return analysis__write_outputs(rp->an, &rp->rep, t->last_ts_ns);
+}
+
+int replay__mem(const void *buf, size_t len, unsigned int reader_flags,
+		const struct analysis_opts *a, uint64_t interval_ns, FILE *out, FILE *json)
+{
+	struct replay rp = { .a = a, .interval_ns = interval_ns };
+	int err;
+
+	err = capture_reader__open_mem(buf, len, reader_flags, &rp.rd);
+	if (!err)
+		err = replay_reader(&rp, "mem", out, json, 5, true);
+	replay_free(&rp);
+	capture_reader__free(rp.rd);
+	return err;
+}
+
+static int no_record(void *ctx, const struct gl_hdr *h)
+{
+	(void)ctx;
+	(void)h;
+	return 0;
+}
+
+static int list_blocks(struct replay *rp, const char *name)
+{
+	const struct capture_info *in = capture_reader__info(rp->rd);
+	uint64_t at;
+	int err;
+
+	rp->blocks = stdout;
+	printf("capture %s: format %u.%u, header %u bytes, flags 0x%x%s\n", name, in->major,
+	       in->minor, in->hdr_size, in->flags,
+	       in->flags & CAPTURE_F_INCOMPLETE ? " (incomplete)" : "");
+	printf("%10s  %-8s %-6s %10s %10s %8s\n", "OFFSET", "TYPE", "CODEC", "RAW", "STORED",
+	       "COUNT");
+	/* Every block checked and decoded: the listing is also a check of the file. */
+	err = capture_reader__read(rp->rd, &(struct capture_visitor){ .block = on_block,
+								       .record = no_record }, rp);
+	if (err) {
+		pr_err("%s: %s\n", name, capture_reader__error(rp->rd));
+		return err;
+	}
+	if (capture_reader__truncated(rp->rd, &at))
+		printf("truncated at offset %" PRIu64 " of %" PRIu64 "\n", at,
+		       capture_reader__size(rp->rd));
+	else
+		printf("end at offset %" PRIu64 ": finished\n", capture_reader__size(rp->rd));
+	return 0;
+}
+
+int replay__run(const struct replay_opts *o)
+{
+	struct replay rp = { .a = &o->a, .interval_ns = o->interval_ns };
+	FILE *json = NULL;
+	int err;
+
+	err = capture_reader__open(o->path, 0, &rp.rd);
+	if (err) {
+		pr_err("%s: %s\n", o->path, rp.rd ? capture_reader__error(rp.rd) : strerror(-err));
+		goto cleanup;
+	}
+	if (o->list_blocks) {
+		err = list_blocks(&rp, o->path);
+		goto cleanup;
+	}
+	if (o->json_path) {
+		int fd = open(o->json_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		json = fd >= 0 ? fdopen(fd, "w") : NULL;
+		if (!json) {
+			err = -errno;
+			pr_err("cannot write %s: %s\n", o->json_path, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			goto cleanup;
+		}
+	}
+	err = replay_reader(&rp, o->path, stdout, json, o->top, false);
+	if (err == -ENOMEM)
+		pr_err("out of memory\n");
+cleanup:
+	if (json && fclose(json) && !err) {
+		pr_err("writing %s: %s\n", o->json_path, strerror(errno));
+		err = -EIO;
+	}
+	replay_free(&rp);
+	capture_reader__free(rp.rd);
+	if (err)
+		return 1;
+	return rp.rep.gate.failed ? 3 : 0;
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * `gpuleak report`: the analysis of a capture file. The file is read twice: first its names
+ * (symbols, map snapshots, processes), so that rules see every call site named as live,
+ * then its records, in file order, through the same analysis__feed a live session feeds;
+ * the same report prints the result. Live and offline verdicts of the same records with
+ * the same options are therefore the same, and other options re-analyse them. Site names
+ * come from the capture, never from this machine.
+ */
+#ifndef GPULEAK_REPLAY_H
+#define GPULEAK_REPLAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "engine/analysis.h"
+
+struct replay_opts {
+	const char *path;
+	const char *json_path;		/* NDJSON verdicts (and intervals), or NULL */
+	int top;			/* sites per interval table */
+	uint64_t interval_ns;		/* interval tables every this much record time; 0: none */
+	bool list_blocks;		/* list the file's blocks instead of analysing */
+	struct analysis_opts a;		/* rules, steps, gate: may differ from the recording's */
+};
+
+/* Returns the process exit code: 0 done (also for a truncated capture), 1 error, 3 the
+ * gate (--fail-on-leak) found leaks. */
+int replay__run(const struct replay_opts *o);
+
+/*
+ * The same analysis of a capture held in memory with options a, text to out and verdicts
+ * to json (may be NULL), with interval tables every interval_ns of record time (0: none).
+ * 0, or -errno when the capture is corrupt. The fuzzer's entry point.
+ */
+int replay__mem(const void *buf, size_t len, unsigned int reader_flags,
+		const struct analysis_opts *a, uint64_t interval_ns, FILE *out, FILE *json);
+
+#endif

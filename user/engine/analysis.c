@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <stdlib.h>
+#include "engine/analysis.h"
+#include "output/outputs.h"
+#include "lib/vec.h"
+
+int analysis__new(const struct analysis_opts *o, frames_fn frames, void *frames_ctx,
+		  struct analysis **out)
+{
+	struct analysis *a = calloc(1, sizeof(*a));
+	int err;
+
+	if (!a)
+		return -ENOMEM;
+	err = tracker__new(&a->t);
+	if (!err)
+		err = timeline__new(&o->steps, a->t, &a->tl);
+	if (!err)
+		err = outputs__open(&o->out, &a->out);
+	if (!err)
+		err = outputs__attach(a->out, a->t);
+	if (err) {
+		analysis__free(a);
+		return err;
+	}
+	tracker__set_rules(a->t, o->rules, frames, frames_ctx);
+	/* Before the first sync, marker call or NVTX range the program was setting up; before
+	 * the first time slice it was doing whatever it does at that time. */
+	tracker__set_init_retained(a->t, o->steps.source != STEP_INTERVAL);
+	*out = a;
+	return 0;
+}
+
+void analysis__free(struct analysis *a)
+{
+	if (!a)
+		return;
+	outputs__free(a->out);
+	timeline__free(a->tl);
+	tracker__free(a->t);
+	free(a->ended);
+	free(a);
+}
+
+bool analysis__ended(const struct analysis *a, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < a->nr_ended; i++)
+		if (a->ended[i] == pid)
+			return true;
+	return false;
+}
+
+/* One record into the tracker, the timeline and the outputs: inlined in the hot path. */
+static inline __attribute__((always_inline)) int feed(struct analysis *a,
+						      const struct gl_hdr *h)
+{
+	int err = tracker__apply(a->t, h);
+
+	/* A record the tracker could not decode still advances time for the timeline. */
+	if (err && err != -EINVAL)
+		return err;
+	err = timeline__on_record(a->tl, h);
+	if (!err)
+		err = outputs__on_record(a->out, a->t, h);
+	return err;
+}
+
+/*
+ * pid called its end marker: its session ends now, as at a detach (persistent memory still
+ * live is retained at session end, release=session-end is checked, its timeline closes).
+ */
+static int end_session(struct analysis *a, const struct gl_hdr *marker)
+{
+	struct tproc *p = tracker__proc(a->t, marker->pid);
+	struct gl_proc_rec r = {
+		.hdr = { .size = sizeof(r), .kind = GL_REC_PROC, .pid = marker->pid,
+			 .tid = marker->tid, .ts_ns = marker->ts_ns },
+		.event = GL_PROC_END,
+		.start_ticks = p ? p->start_ticks : 0,
+	};
+	int err;
+
+	/* The marker itself first: it is a call of the program, counted as one. */
+	err = feed(a, marker);
+	if (err)
+		return err;
+	err = feed(a, &r.hdr);
+	if (err)
+		return err;
+	if (vec_grow((void **)&a->ended, &a->cap_ended, a->nr_ended, sizeof(*a->ended)))
+		return -ENOMEM;
+	a->ended[a->nr_ended++] = marker->pid;
+	return 0;
+}
+
+int analysis__feed(struct analysis *a, const struct gl_hdr *h)
+{
+	if (a->nr_ended && h->pid && analysis__ended(a, (pid_t)h->pid))
+		return 0;
+	if (h->kind == GL_REC_NOTIFY && h->api == GL_API_MARKER_END && h->pid)
+		return end_session(a, h);
+	return feed(a, h);
+}
+
+
+int analysis__write_outputs(struct analysis *a, struct report *r, uint64_t end_ns)
+{
+	return outputs__write(a->out, r, end_ns);
+}
+
+void analysis__prefetch(const struct analysis *a, const struct gl_hdr *h)
+{
+	tracker__prefetch(a->t, h);
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The analysis: everything that turns records into verdicts (tracker, rules, timeline), fed
+ * through one function by both the live session and offline replay of a capture, so the two
+ * give the same answer for the same records.
+ */
+#ifndef GPULEAK_ANALYSIS_H
+#define GPULEAK_ANALYSIS_H
+
+#include "gpuleak.h"
+#include "output/report.h"
+#include "engine/timeline.h"
+#include "engine/tracker.h"
+
+struct rules;
+
+/* Files written at the end of a session or of a report (--folded, --perfetto, --svg). */
+struct output_opts {
+	const char *folded_path;
+	const char *perfetto_path;
+	const char *svg_path;
+};
+
+/*
+ * Settings of the analysis itself: the same options, parsed by the same code, configure a
+ * live session and the report of a capture, so a capture can be re-analysed with other
+ * rules, steps or gate limits than it was recorded with.
+ */
+struct analysis_opts {
+	const struct rules *rules;	/* user rules + built-ins */
+	struct timeline_opts steps;
+	bool steps_given;		/* --step: print a line per step */
+	/* sym: markers (live: FILE is a path or the basename of a mapped object) */
+	const char *step_file, *step_sym;
+	const char *req_file, *req_begin, *req_end;
+	const char *end_file, *end_sym;	/* --end sym:FILE:SYMBOL */
+	struct gate gate;		/* --fail-on-leak and its limits; .failed unused */
+	struct output_opts out;
+};
+
+struct outputs;
+
+struct analysis {
+	struct tracker *t;
+	struct timeline *tl;
+	struct outputs *out;	/* --folded, --perfetto, --svg: NULL when none */
+	pid_t *ended;		/* processes past their end marker: nothing more of them */
+	size_t nr_ended, cap_ended;
+};
+
+/* Creates the output files of o->out too: -errno naming the file on stderr when it cannot. */
+int analysis__new(const struct analysis_opts *o, frames_fn frames, void *frames_ctx,
+		  struct analysis **out);
+void analysis__free(struct analysis *a);
+/*
+ * One record, in stream order. A process's end marker (--end) ends its session there, as a
+ * detach would: the records of it that follow are not taken.
+ */
+int analysis__feed(struct analysis *a, const struct gl_hdr *h);
+/* Whether pid's session ended at its end marker. */
+bool analysis__ended(const struct analysis *a, pid_t pid);
+/* Write the files of --folded, --perfetto and --svg as of end_ns (after report__final, with
+ * its report). 0 or -errno, said on stderr. */
+int analysis__write_outputs(struct analysis *a, struct report *r, uint64_t end_ns);
+/* A record that will be fed soon: start loading what it touches (tracker__prefetch). */
+void analysis__prefetch(const struct analysis *a, const struct gl_hdr *h);
+
+#endif

@@ -1,0 +1,627 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <bpf/libbpf.h>
+#include "live/attach.h"
+#include "probe/elf_obj.h"
+#include "lib/json.h"
+#include "lib/log.h"
+#include "probe/modules.h"
+#include "probe/catalog.h"
+#include "probe/proc_maps.h"
+#include "lib/vec.h"
+
+struct attached {
+	pid_t pid;
+	struct module *mod;
+	struct bpf_link *enter;
+	struct bpf_link *exit;
+	size_t nr_probes;
+	bool marker;		/* a step/request marker, not the module's catalog probes */
+	unsigned int marker_api;
+};
+
+/* A probe on code found at run time (a callback), one link each. */
+struct code_probe {
+	pid_t pid;
+	uint64_t addr;
+	struct bpf_link *link;
+};
+
+struct attach {
+	struct bpf_program *enter_prog;
+	struct bpf_program *exit_prog;
+	struct modules *mods;
+	struct attached *v;
+	size_t n, cap;
+	struct code_probe *code;
+	size_t nr_code, cap_code;
+};
+
+int attach__new(struct bpf_program *enter, struct bpf_program *exit, struct modules *mods,
+		struct attach **out)
+{
+	struct attach *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return -ENOMEM;
+	a->enter_prog = enter;
+	a->exit_prog = exit;
+	a->mods = mods;
+	*out = a;
+	return 0;
+}
+
+/* Up to this many links are destroyed at once (one thread each). */
+#define DETACH_THREADS 16
+
+struct detach_job {
+	struct bpf_link **links;
+	size_t n, first, step;
+};
+
+static void *detach_thread(void *arg)
+{
+	struct detach_job *j = arg;
+	size_t i;
+
+	for (i = j->first; i < j->n; i += j->step)
+		bpf_link__destroy(j->links[i]);
+	return NULL;
+}
+
+/*
+ * Destroying a uprobe link waits for RCU grace periods (~50 ms here, whatever the number of
+ * probes in it): one after the other, five links made Ctrl-C take 300 ms. Destroyed from
+ * several threads at once, their waits overlap.
+ */
+static void links_destroy(struct bpf_link **links, size_t n)
+{
+	struct detach_job jobs[DETACH_THREADS];
+	pthread_t tids[DETACH_THREADS];
+	bool own[DETACH_THREADS];
+	size_t i, nr_threads = n < DETACH_THREADS ? n : DETACH_THREADS, started = 0;
+
+	for (i = 0; i < nr_threads; i++) {
+		jobs[i] = (struct detach_job){ links, n, i, nr_threads };
+		/* The first share is this thread's; a thread that cannot start leaves its
+		 * share to this one too. */
+		own[i] = !i || pthread_create(&tids[started], NULL, detach_thread, &jobs[i]);
+		if (!own[i])
+			started++;
+	}
+	for (i = 0; i < nr_threads; i++)
+		if (own[i])
+			detach_thread(&jobs[i]);
+	for (i = 0; i < started; i++)
+		pthread_join(tids[i], NULL);
+}
+
+void attach__free(struct attach *a)
+{
+	struct bpf_link **links;
+	size_t i, n = 0;
+
+	if (!a)
+		return;
+	links = calloc(2 * a->n + a->nr_code + 1, sizeof(*links));
+	for (i = 0; i < a->n; i++) {
+		if (!links) {
+			bpf_link__destroy(a->v[i].enter);
+			bpf_link__destroy(a->v[i].exit);
+			continue;
+		}
+		if (a->v[i].enter)
+			links[n++] = a->v[i].enter;
+		if (a->v[i].exit)
+			links[n++] = a->v[i].exit;
+	}
+	for (i = 0; i < a->nr_code; i++) {
+		if (links)
+			links[n++] = a->code[i].link;
+		else
+			bpf_link__destroy(a->code[i].link);
+	}
+	if (links)
+		links_destroy(links, n);
+	free(links);
+	free(a->v);
+	free(a->code);
+	free(a);
+}
+
+void attach__forget(struct attach *a, pid_t pid)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < a->n; i++) {
+		if (a->v[i].pid != pid) {
+			a->v[n++] = a->v[i];
+			continue;
+		}
+		bpf_link__destroy(a->v[i].enter);
+		bpf_link__destroy(a->v[i].exit);
+	}
+	a->n = n;
+	for (i = 0, n = 0; i < a->nr_code; i++) {
+		if (a->code[i].pid != pid)
+			a->code[n++] = a->code[i];
+		else
+			bpf_link__destroy(a->code[i].link);
+	}
+	a->nr_code = n;
+}
+
+static struct attached *find(const struct attach *a, pid_t pid, const struct module *mod)
+{
+	size_t i;
+
+	for (i = 0; i < a->n; i++)
+		if (a->v[i].pid == pid && a->v[i].mod == mod && !a->v[i].marker)
+			return &a->v[i];
+	return NULL;
+}
+
+static struct bpf_link *link_multi(struct bpf_program *prog, pid_t pid, const char *path,
+				   const struct module *mod, bool ret)
+{
+	size_t i, n = 0;
+	unsigned long *offs = calloc(mod->nr_sites, sizeof(*offs));
+	__u64 *cookies = calloc(mod->nr_sites, sizeof(*cookies));
+	struct bpf_link *link = NULL;
+	int err = -ENOMEM;
+
+	if (!offs || !cookies)
+		goto cleanup;
+	for (i = 0; i < mod->nr_sites; i++) {
+		if (ret && cat_entry_only(mod->sites[i].api))
+			continue;
+		/* One refused probe would fail the whole link (warn_slow_sites says so). */
+		if (mod->sites[i].place.place == PLACE_REFUSED)
+			continue;
+		offs[n] = mod->sites[i].offset;
+		cookies[n] = mod->sites[i].api->api;
+		n++;
+	}
+	err = 0;
+	if (!n)
+		goto cleanup;
+	LIBBPF_OPTS(bpf_uprobe_multi_opts, opts, .offsets = offs, .cookies = cookies, .cnt = n,
+		    .retprobe = ret);
+	link = bpf_program__attach_uprobe_multi(prog, pid, path, NULL, &opts);
+	if (!link)
+		err = -errno;
+cleanup:
+	free(offs);
+	free(cookies);
+	/* errno 0 with no link: nothing needed this direction (entry-only APIs). */
+	errno = -err;
+	return link;
+}
+
+/* Say once per object which probes cost a single-step per hit (glibc's free, some nccl*). */
+static void warn_slow_sites(struct module *mod)
+{
+	char names[256], refused[256];
+	size_t i, len = 0, rlen = 0, n = 0, nr = 0, moved = 0;
+
+	if (mod->warned)
+		return;
+	mod->warned = true;
+	names[0] = refused[0] = 0;
+	for (i = 0; i < mod->nr_sites; i++) {
+		const struct probe_site *s = &mod->sites[i];
+
+		moved += s->place.place == PLACE_MOVED;
+		if (s->place.place == PLACE_REFUSED) {
+			if (rlen < sizeof(refused) - 1)
+				rlen += snprintf(refused + rlen, sizeof(refused) - rlen, "%s%s (%s)",
+						 nr ? ", " : "", s->api->name, s->place.first);
+			nr++;
+		}
+		/* The rendezvous fires once per dlopen: its cost does not matter. */
+		if (s->place.place != PLACE_SLOW || s->api->op == OP_RENDEZVOUS)
+			continue;
+		if (len < sizeof(names) - 1)
+			len += snprintf(names + len, sizeof(names) - len, "%s%s (%s)", n ? ", " : "",
+					s->api->name, s->place.first);
+		n++;
+	}
+	if (moved)
+		pr_info("%zu probe%s in %s moved past a first instruction the kernel "
+			"single-steps (gpuleak probes --lib %s says where)\n", moved,
+			moved > 1 ? "s" : "", mod->name, mod->path);
+	if (n)
+		pr_warn("%zu probe%s in %s sit%s on an instruction the kernel single-steps "
+			"(several us per call, ~20 us on a nested VM): %s\n",
+			n, n > 1 ? "s" : "", mod->name, n > 1 ? "" : "s", names);
+	if (nr)
+		pr_warn("%zu function%s in %s start%s with an instruction the kernel refuses to "
+			"probe, not traced: %s\n", nr, nr > 1 ? "s" : "", mod->name,
+			nr > 1 ? "" : "s", refused);
+}
+
+/* Attach one module for pid through open_path (any path that reaches its inode). */
+static int attach_module(struct attach *a, pid_t pid, struct module *mod, const char *open_path)
+{
+	struct attached *at;
+	int err;
+
+	if (find(a, pid, mod))
+		return 0;
+	err = module__scan(mod);
+	if (!err && mod->nr_wgpu_dropped && !mod->wgpu_warned) {
+		/* Reading descriptors with the wrong layout would invent bytes: say so instead. */
+		mod->wgpu_warned = true;
+		pr_warn("%s: cannot tell which webgpu.h it was built against (%s): its %u "
+			"WebGPU functions are not traced; run with --webgpu-abi=sv, sv-tier1 or "
+			"cstr\n", mod->path, mod->wgpu.why, mod->nr_wgpu_dropped);
+	}
+	if (err || !mod->nr_sites)
+		return 0;	/* not an ELF object we can read, or nothing to trace in it */
+	if (vec_grow((void **)&a->v, &a->cap, a->n, sizeof(*a->v)))
+		return -ENOMEM;
+	at = &a->v[a->n];
+	*at = (struct attached){ .pid = pid, .mod = mod, .nr_probes = mod->nr_sites };
+	at->enter = link_multi(a->enter_prog, pid, open_path, mod, false);
+	if (!at->enter) {
+		err = -errno;
+		goto fail;
+	}
+	at->exit = link_multi(a->exit_prog, pid, open_path, mod, true);
+	if (!at->exit && errno) {
+		err = -errno;
+		bpf_link__destroy(at->enter);
+		goto fail;
+	}
+	a->n++;
+	pr_info("pid %d: attached %zu probes to %s\n", pid, mod->nr_sites, mod->path);
+	if (mod->nr_wgpu_funcs) {
+		char d[128];
+
+		pr_info("pid %d: %s: %s (%s)\n", pid, mod->name,
+			wgpu_abi__describe(&mod->wgpu, d, sizeof(d)), mod->wgpu.why);
+	}
+	warn_slow_sites(mod);
+	return 1;
+fail:
+	pr_err("pid %d: attaching %zu probes to %s failed: %s\n", pid, mod->nr_sites, mod->path,
+	       strerror(-err));
+	return err;
+}
+
+int attach__scan(struct attach *a, const struct proc_maps *m, int *nr_new)
+{
+	int first_err = 0;
+	size_t i;
+
+	*nr_new = 0;
+	for (i = 0; i < m->n; i++) {
+		const struct pmap_ent *e = &m->v[i];
+		struct module *mod;
+		char open_path[96];
+		int ret;
+
+		if (!e->exec || !e->path)
+			continue;
+		mod = modules__get(a->mods, m->pid, e);
+		if (!mod)
+			return -ENOMEM;
+		proc_maps__open_path(m->pid, e, open_path, sizeof(open_path));
+		ret = attach_module(a, m->pid, mod, open_path);
+		if (ret > 0)
+			(*nr_new)++;
+		else if (ret < 0 && !first_err)
+			first_err = ret;
+	}
+	return first_err;
+}
+
+int attach__code(struct attach *a, pid_t pid, uint64_t addr, unsigned int api, char *why,
+		 size_t why_len)
+{
+	const struct pmap_ent *e;
+	struct proc_maps *m = NULL;
+	char open_path[96];
+	unsigned long off;
+	__u64 cookie = api;
+	struct bpf_link *link;
+	size_t i;
+	int err;
+
+	for (i = 0; i < a->nr_code; i++)
+		if (a->code[i].pid == pid && a->code[i].addr == addr)
+			return 0;
+	err = proc_maps__load(pid, &m);
+	if (err) {
+		snprintf(why, why_len, "cannot read /proc/%d/maps: %s", pid, strerror(-err));
+		return err;
+	}
+	e = proc_maps__find(m, addr);
+	if (!e || !e->path || !e->exec) {
+		/* uprobes live on a file's inode: JIT code and anonymous memory have none. */
+		snprintf(why, why_len, "0x%" PRIx64 " is not in a file-backed executable mapping "
+			 "(JIT code?)", addr);
+		err = -ENOEXEC;
+		goto cleanup;
+	}
+	if (a->nr_code == a->cap_code) {
+		size_t cap = a->cap_code ? 2 * a->cap_code : 8;
+		struct code_probe *v = realloc(a->code, cap * sizeof(*v));
+
+		if (!v) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		a->code = v;
+		a->cap_code = cap;
+	}
+	off = addr - e->start + e->pgoff;
+	proc_maps__open_path(pid, e, open_path, sizeof(open_path));
+	LIBBPF_OPTS(bpf_uprobe_multi_opts, opts, .offsets = &off, .cookies = &cookie, .cnt = 1);
+	link = bpf_program__attach_uprobe_multi(a->enter_prog, pid, open_path, NULL, &opts);
+	if (!link) {
+		err = -errno;
+		snprintf(why, why_len, "attaching to %s+0x%lx: %s", e->path, off, strerror(-err));
+		goto cleanup;
+	}
+	a->code[a->nr_code++] = (struct code_probe){ pid, addr, link };
+	pr_info("pid %d: probe on code at 0x%" PRIx64 " (%s+0x%lx) as %s\n", pid, addr, e->path,
+		off, cat_api_name(api));
+cleanup:
+	proc_maps__free(m);
+	return err;
+}
+
+int attach__path(struct attach *a, pid_t pid, const char *path)
+{
+	struct module *mod = modules__get_path(a->mods, path);
+	int ret;
+
+	if (!mod)
+		return -errno;
+	ret = attach_module(a, pid, mod, path);
+	return ret < 0 ? ret : 0;
+}
+
+bool attach__has_required(const struct attach *a, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < a->n; i++)
+		if (a->v[i].pid == pid && !a->v[i].marker && a->v[i].mod->nr_required)
+			return true;
+	return false;
+}
+
+void attach__print_objects(const struct attach *a, pid_t pid, const struct proc_maps *m,
+			   FILE *out)
+{
+	size_t i, j;
+
+	for (i = 0; i < m->n; i++) {
+		const struct pmap_ent *e = &m->v[i];
+		struct module *mod;
+		bool dup = false;
+
+		if (!e->exec || !e->path)
+			continue;
+		for (j = 0; j < i && !dup; j++)
+			dup = m->v[j].exec && m->v[j].dev == e->dev && m->v[j].ino == e->ino;
+		mod = dup ? NULL : modules__get(a->mods, pid, e);
+		if (!mod)
+			continue;
+		module__scan(mod);
+		if (!mod->elf)
+			fprintf(out, "  %s: not readable as ELF (%s)\n", mod->path,
+				strerror(-mod->open_err));
+		else if (module__has_hidden_dawn(mod))
+			fprintf(out, "  %s: Dawn (WebGPU) linked in without wgpu* symbols (static, "
+				"stripped): its WebGPU calls cannot be traced by name\n", mod->path);
+		else
+			fprintf(out, "  %s: %zu traced functions%s\n", mod->path, mod->nr_required,
+				elf_obj__has_symtab(mod->elf) ? "" : " (no .symtab)");
+	}
+}
+
+void module__print_sites(const struct module *m, FILE *out)
+{
+	size_t i;
+
+	for (i = 0; i < m->nr_sites; i++) {
+		const struct probe_site *s = &m->sites[i];
+		char probe[16];
+
+		if (s->place.place == PLACE_MOVED)
+			snprintf(probe, sizeof(probe), "entry+%u", s->place.moved);
+		else
+			snprintf(probe, sizeof(probe), "%s", s->place.place == PLACE_SLOW ? "slow" :
+				 s->place.place == PLACE_REFUSED ? "refused" : "entry");
+		fprintf(out, "%-32s %-7s 0x%-10" PRIx64 " %-6s %-8s %s\n",
+			cat_api_name(s->api->api), cat_family_name(GL_API_FAMILY(s->api->api)),
+			s->offset, s->local ? "local" : "global", probe, m->path);
+	}
+}
+
+void module__print_placement(const struct module *m, FILE *out)
+{
+	size_t i;
+
+	/* Indented: not table rows, nor the path-prefixed lines about the whole object. */
+	for (i = 0; i < m->nr_sites; i++) {
+		const struct probe_site *s = &m->sites[i];
+		const char *api = cat_api_name(s->api->api);
+
+		if (s->place.place == PLACE_MOVED)
+			fprintf(out, "  %s in %s: probe moved %u bytes past its entry's %s, "
+				"which the kernel single-steps; what it skips changes no argument, "
+				"no stack or frame pointer, no memory\n", api, m->name,
+				s->place.moved, s->place.first);
+		else if (s->place.place == PLACE_SLOW)
+			fprintf(out, "  %s in %s: probe on %s, which the kernel single-steps "
+				"(~20 us per call on a VM), not moved: %s\n", api, m->name,
+				s->place.first, s->place.why);
+		else if (s->place.place == PLACE_REFUSED)
+			fprintf(out, "  %s in %s: the kernel refuses a probe on %s, not traced: "
+				"%s\n", api, m->name, s->place.first, s->place.why);
+	}
+}
+
+void attach__print(const struct attach *a, FILE *out)
+{
+	size_t i;
+
+	for (i = 0; i < a->n; i++) {
+		fprintf(out, "pid %d: %s (%zu probes)\n", a->v[i].pid, a->v[i].mod->path,
+			a->v[i].nr_probes);
+	}
+}
+
+size_t attach__nr_links(const struct attach *a)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < a->n; i++)
+		n += !!a->v[i].enter + !!a->v[i].exit;
+	return n;
+}
+
+size_t attach__nr_probes(const struct attach *a, pid_t pid)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < a->n; i++)
+		if (!pid || a->v[i].pid == pid)
+			n += a->v[i].nr_probes;
+	return n;
+}
+
+size_t attach__nr_objects(const struct attach *a, pid_t pid)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < a->n; i++)
+		n += a->v[i].pid == pid;
+	return n;
+}
+
+struct find_sym {
+	const char *name;
+	uint64_t vaddr;
+	bool found;
+};
+
+static int find_sym_cb(const struct elf_func *f, void *ctx)
+{
+	struct find_sym *fs = ctx;
+	size_t n = strlen(fs->name);
+
+	if (strncmp(f->name, fs->name, n) || (f->name[n] && f->name[n] != '@'))
+		return 0;
+	fs->vaddr = f->vaddr;
+	fs->found = true;
+	return 1;
+}
+
+int attach__marker(struct attach *a, pid_t pid, const struct proc_maps *m, const char *file,
+		   const char *symbol, unsigned int api)
+{
+	struct find_sym fs = { .name = symbol };
+	char open_path[96];
+	const char *path = file;
+	struct module *mod = NULL;
+	struct attached *at;
+	unsigned long off;
+	__u64 cookie = api;
+	uint64_t foff;
+	size_t i;
+
+	if (strchr(file, '/')) {
+		mod = modules__get_path(a->mods, file);
+		if (!mod)
+			return errno == ENOENT ? -ESRCH : -errno;
+	} else {
+		for (i = 0; m && i < m->n && !mod; i++) {
+			const char *b = m->v[i].path ? strrchr(m->v[i].path, '/') : NULL;
+
+			if (m->v[i].exec && b && !strcmp(b + 1, file)) {
+				mod = modules__get(a->mods, pid, &m->v[i]);
+				proc_maps__open_path(pid, &m->v[i], open_path, sizeof(open_path));
+				path = open_path;
+			}
+		}
+		if (!mod)
+			return -ENOENT;
+	}
+	if (!mod->elf)
+		return mod->open_err ? mod->open_err : -ENOEXEC;
+	/* Probes follow the task across exec: the same file exec'd again is covered already. */
+	for (i = 0; i < a->n; i++)
+		if (a->v[i].marker && a->v[i].pid == pid && a->v[i].mod == mod &&
+		    a->v[i].marker_api == api)
+			return 0;
+	elf_obj__for_each_func(mod->elf, find_sym_cb, &fs);
+	if (!fs.found || elf_obj__vaddr_to_off(mod->elf, fs.vaddr, &foff)) {
+		pr_err("%s: no function %s\n", mod->path, symbol);
+		return -ESRCH;
+	}
+	if (vec_grow((void **)&a->v, &a->cap, a->n, sizeof(*a->v)))
+		return -ENOMEM;
+	off = foff;
+	LIBBPF_OPTS(bpf_uprobe_multi_opts, opts, .offsets = &off, .cookies = &cookie, .cnt = 1);
+	at = &a->v[a->n];
+	*at = (struct attached){ .pid = pid, .mod = mod, .nr_probes = 1, .marker = true,
+				 .marker_api = api };
+	at->enter = bpf_program__attach_uprobe_multi(a->enter_prog, pid, path, NULL, &opts);
+	if (!at->enter)
+		return -errno;
+	a->n++;
+	return 0;
+}
+
+/* One array member: sites of pid's modules whose probe sits where `place` says. */
+static void placement_array(const struct attach *a, pid_t pid, FILE *f, const char *key,
+			    enum probe_place place)
+{
+	size_t i, j, n = 0;
+
+	fprintf(f, "\"%s\":[", key);
+	for (i = 0; i < a->n; i++) {
+		const struct module *m = a->v[i].mod;
+
+		if (a->v[i].pid != pid || a->v[i].marker)
+			continue;
+		for (j = 0; j < m->nr_sites; j++) {
+			const struct probe_site *s = &m->sites[j];
+
+			/* The rendezvous fires once per dlopen: its cost does not matter. */
+			if (s->place.place != place || s->api->op == OP_RENDEZVOUS)
+				continue;
+			fputs(n++ ? ",{\"api\":" : "{\"api\":", f);
+			json_str(f, cat_api_name(s->api->api));
+			fputs(",\"module\":", f);
+			json_str(f, m->name);
+			fputs(",\"insn\":", f);
+			json_str(f, s->place.first);
+			if (place == PLACE_MOVED)
+				fprintf(f, ",\"moved_bytes\":%u", s->place.moved);
+			else {
+				fputs(",\"why\":", f);
+				json_str(f, s->place.why);
+			}
+			fputc('}', f);
+		}
+	}
+	fputc(']', f);
+}
+
+void attach__placement_json(const struct attach *a, pid_t pid, FILE *f)
+{
+	placement_array(a, pid, f, "slow_probe_sites", PLACE_SLOW);
+	fputc(',', f);
+	placement_array(a, pid, f, "moved_probe_sites", PLACE_MOVED);
+}

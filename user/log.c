@@ -1,4 +1,0 @@
-// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-#include "log.h"
-
-int gl_verbosity;

@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include "output/graph.h"
+#include "probe/catalog.h"
+#include "output/report.h"
+#include "symbols/stacks.h"
+#include "symbols/symbolizer.h"
+#include "engine/tracker.h"
+#include "lib/vec.h"
+
+#define NONE UINT32_MAX
+
+struct node {
+	char *label;
+	uint64_t bytes, count;
+	uint32_t first_child, next;
+};
+
+/* A tree of labels; node 0 is the root (no label). */
+struct graph {
+	struct node *v;
+	size_t n, cap;
+	bool unreliable;	/* a "? " frame is in it */
+	bool truncated;
+};
+
+/* One path from the outermost label to the leaf; labels owned. */
+struct path {
+	char *v[STACK_MAX_FRAMES + 4];
+	int n;
+	bool unreliable, truncated;
+};
+
+enum label_style {
+	LABEL_TREE,	/* "func (module)", the call site as "func+0xoff (module)" */
+	LABEL_FOLDED,	/* "func": frames of one function merge, as flame graphs want */
+};
+
+static void path_free(struct path *p)
+{
+	while (p->n)
+		free(p->v[--p->n]);
+}
+
+/* Append a label (NULL: out of memory, remembered as a failed path). */
+static int path_add(struct path *p, char *label)
+{
+	if (!label)
+		return -ENOMEM;
+	if (p->n == (int)(sizeof(p->v) / sizeof(p->v[0]))) {
+		free(label);
+		return 0;
+	}
+	p->v[p->n++] = label;
+	return 0;
+}
+
+static char *frame_label(struct symbolizer *sym, pid_t pid, uint64_t addr, bool site,
+			 bool unreliable, enum label_style style)
+{
+	const struct sym_info *si = symbolizer__info(sym, pid, addr);
+	const char *q = unreliable ? "? " : "";
+	char *out = NULL;
+	int n;
+
+	if (si && si->func && style == LABEL_FOLDED)
+		n = asprintf(&out, "%s%s", q, si->func);
+	else if (si && si->func && !site)
+		n = asprintf(&out, "%s%s (%s)", q, si->func, si->module ? si->module : "?");
+	else
+		n = asprintf(&out, "%s%s", q, symbolizer__name(sym, pid, addr));
+	return n < 0 ? NULL : out;
+}
+
+/* The allocating API, with the layers its calls went through: "cudaMalloc → cuMemAlloc_v2". */
+static char *leaf_label(const struct tracker *t, uint32_t idx)
+{
+	const struct site *s = &t->sites[idx];
+	char buf[256];
+	size_t o, i;
+
+	o = (size_t)snprintf(buf, sizeof(buf), "%s", cat_api_name(s->api));
+	if (s->layer_count && o < sizeof(buf))
+		o += (size_t)snprintf(buf + o, sizeof(buf) - o, " \u2192 %s",
+				      cat_api_name(s->layer_api));
+	for (i = 0; i < t->nr_sites && o < sizeof(buf); i++) {
+		const struct site *l = &t->sites[i];
+
+		if (l->owner_kind == OWNER_LAYER && l->owner == idx && l->live_count &&
+		    !strstr(buf, cat_api_name(l->api)))
+			o += (size_t)snprintf(buf + o, sizeof(buf) - o, " \u2192 %s",
+					      cat_api_name(l->api));
+	}
+	return strdup(buf);
+}
+
+/* Memory layer of a site: the first level of the tree. */
+static char *group_label(const struct tracker *t, const struct site *s)
+{
+	struct tproc *p = tracker__proc((struct tracker *)t, s->pid);
+	const char *layer;
+	char dev[16], *out = NULL;
+	int n;
+
+	if (s->owner_kind == OWNER_DEVICE) {
+		const struct tobj *o = p ? tproc__obj(p, NS_WGPU, s->owner) : NULL;
+
+		if (o && o->label)
+			n = asprintf(&out, "WebGPU device wgpu#%u \"%s\"", o->ordinal,
+				     tracker__label(t, o->label));
+		else
+			n = asprintf(&out, "WebGPU device wgpu#%u", o ? o->ordinal : 0);
+		return n < 0 ? NULL : out;
+	}
+	switch (GL_API_FAMILY(s->api)) {
+	case GL_FAM_CUDART:
+		layer = "CUDA runtime";
+		break;
+	case GL_FAM_CUDA:
+		layer = "CUDA driver";
+		break;
+	case GL_FAM_VMM:
+		layer = "CUDA VMM";
+		break;
+	case GL_FAM_NCCL:
+		layer = "NCCL";
+		break;
+	case GL_FAM_LIBC:
+		layer = "C library";
+		break;
+	default:
+		layer = cat_family_name(GL_API_FAMILY(s->api));
+		break;
+	}
+	if (s->device < 0)
+		snprintf(dev, sizeof(dev), "host");
+	else
+		snprintf(dev, sizeof(dev), "device %d", s->device);
+	if (s->owner_kind == OWNER_COMM)
+		n = asprintf(&out, "%s: NCCL communicator 0x%" PRIx64 " (%s)", dev, s->owner,
+			     layer);
+	else if (s->owner_kind == OWNER_CTX)
+		n = asprintf(&out, "%s: %s, context 0x%" PRIx64, dev, layer, s->owner);
+	else
+		n = asprintf(&out, "%s: %s", dev, layer);
+	return n < 0 ? NULL : out;
+}
+
+/*
+ * The path of the allocations of sstack ss, outermost first: its stack's frames (the call
+ * site alone without a stack), then the API. "[truncated]" stands for the frames cut at the
+ * depth; "? " marks frames a walk without frame pointers found.
+ */
+static int sstack_path(const struct tracker *t, struct symbolizer *sym,
+		       const struct site_stack *ss, enum label_style style, struct path *p)
+{
+	const struct site *s = &t->sites[ss->site];
+	const struct ustack *st = symbolizer__stack(sym, s->pid, ss->stack_id, s->caller);
+	int i, err = 0;
+
+	if (!st)
+		err = path_add(p, frame_label(sym, s->pid, s->caller, true, false, style));
+	if (st && (st->flags & STACK_TRUNCATED)) {
+		p->truncated = true;
+		err = path_add(p, strdup("[truncated]"));
+	}
+	for (i = st ? st->nr - 1 : -1; !err && i >= 0; i--) {
+		bool q = (st->flags & STACK_NO_FP) && i >= st->nofp_from;
+
+		p->unreliable |= q;
+		err = path_add(p, frame_label(sym, s->pid, st->frames[i], i == 0, q, style));
+	}
+	if (!err)
+		err = path_add(p, leaf_label(t, ss->site));
+	return err;
+}
+
+/* Whether sstack ss holds live memory of pid (any pid when pid is 0). */
+static bool live_memory(const struct tracker *t, const struct site_stack *ss, pid_t pid)
+{
+	const struct site *s = &t->sites[ss->site];
+
+	return ss->live_count && s->counts && (!pid || s->pid == pid);
+}
+
+static uint32_t node_new(struct graph *g, char *label)
+{
+	if (vec_grow((void **)&g->v, &g->cap, g->n, sizeof(*g->v)))
+		return NONE;
+	g->v[g->n] = (struct node){ .label = label, .first_child = NONE, .next = NONE };
+	return (uint32_t)g->n++;
+}
+
+/* Add bytes and count along the path; labels move into the graph when new. */
+static int graph_add(struct graph *g, struct path *p, uint64_t bytes, uint64_t count)
+{
+	uint32_t cur = 0, c;
+	int i;
+
+	g->v[0].bytes += bytes;
+	g->v[0].count += count;
+	for (i = 0; i < p->n; i++) {
+		for (c = g->v[cur].first_child; c != NONE; c = g->v[c].next)
+			if (!strcmp(g->v[c].label, p->v[i]))
+				break;
+		if (c == NONE) {
+			c = node_new(g, p->v[i]);
+			if (c == NONE)
+				return -ENOMEM;
+			p->v[i] = NULL;
+			g->v[c].next = g->v[cur].first_child;
+			g->v[cur].first_child = c;
+		}
+		g->v[c].bytes += bytes;
+		g->v[c].count += count;
+		cur = c;
+	}
+	g->unreliable |= p->unreliable;
+	g->truncated |= p->truncated;
+	return 0;
+}
+
+static void graph_free(struct graph *g)
+{
+	size_t i;
+
+	for (i = 0; i < g->n; i++)
+		free(g->v[i].label);
+	free(g->v);
+}
+
+static const struct graph *sort_g;
+
+static int cmp_nodes(const void *a, const void *b)
+{
+	const struct node *x = &sort_g->v[*(const uint32_t *)a];
+	const struct node *y = &sort_g->v[*(const uint32_t *)b];
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return strcmp(x->label, y->label);
+}
+
+/* Children of n, largest first (ties by name: the same order live and offline). */
+static uint32_t *children(const struct graph *g, uint32_t n, size_t *nr)
+{
+	uint32_t *v, c;
+
+	*nr = 0;
+	for (c = g->v[n].first_child; c != NONE; c = g->v[c].next)
+		(*nr)++;
+	v = malloc((*nr ? *nr : 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	*nr = 0;
+	for (c = g->v[n].first_child; c != NONE; c = g->v[c].next)
+		v[(*nr)++] = c;
+	sort_g = g;
+	qsort(v, *nr, sizeof(*v), cmp_nodes);
+	return v;
+}
+
+/* indent: what the lines above leave open ("│  " per level still going on). */
+static void print_node(FILE *out, const struct graph *g, uint32_t n, char *indent, size_t len,
+		       size_t cap, bool last, bool top)
+{
+	uint32_t *v;
+	size_t nr, i, add;
+	char b[32];
+
+	fprintf(out, "  %10s %6" PRIu64 "  %s%s%s\n", fmt_bytes(g->v[n].bytes, b, sizeof(b)),
+		g->v[n].count, indent, top ? "" : last ? "\u2514\u2500 " : "\u251c\u2500 ",
+		g->v[n].label);
+	v = children(g, n, &nr);
+	if (!v)
+		return;
+	add = top ? 0 : strlen(last ? "   " : "\u2502  ");
+	if (len + add < cap) {
+		memcpy(indent + len, top ? "" : last ? "   " : "\u2502  ", add + 1);
+		for (i = 0; i < nr; i++)
+			print_node(out, g, v[i], indent, len + add, cap, i + 1 == nr, false);
+		indent[len] = 0;
+	}
+	free(v);
+}
+
+void graph__print(FILE *out, const struct tracker *t, struct symbolizer *sym, pid_t pid)
+{
+	struct graph g = {};
+	uint32_t *top = NULL;
+	size_t i, nr;
+	char indent[4 * (STACK_MAX_FRAMES + 8)];
+	bool stacks = false;
+
+	if (node_new(&g, NULL) == NONE)
+		return;
+	for (i = 0; i < t->nr_sstacks; i++) {
+		const struct site_stack *ss = &t->sstacks[i];
+		struct path p = {};
+
+		if (!live_memory(t, ss, pid))
+			continue;
+		stacks |= !!symbolizer__stack(sym, pid, ss->stack_id, t->sites[ss->site].caller);
+		if (path_add(&p, group_label(t, &t->sites[ss->site])) ||
+		    sstack_path(t, sym, ss, LABEL_TREE, &p) ||
+		    graph_add(&g, &p, ss->live_bytes, ss->live_count)) {
+			path_free(&p);
+			goto cleanup;
+		}
+		path_free(&p);
+	}
+	/* Without stacks (--stack-depth 0) the site tables say it all. */
+	if (g.v[0].first_child == NONE || !stacks)
+		goto cleanup;
+	fprintf(out, "allocation graph (live bytes by stack, outermost caller first):\n");
+	if (g.unreliable)
+		fprintf(out, "  (? = found by a frame-pointer walk through code without frame "
+			"pointers: may be wrong, callers may be missing)\n");
+	fprintf(out, "  %10s %6s\n", "BYTES", "COUNT");
+	top = children(&g, 0, &nr);
+	for (i = 0; top && i < nr; i++) {
+		indent[0] = 0;
+		print_node(out, &g, top[i], indent, 0, sizeof(indent), true, true);
+	}
+cleanup:
+	free(top);
+	graph_free(&g);
+}
+
+/* A folded frame may not hold ';' (the separator) or a line break. */
+static void put_folded(FILE *out, const char *s)
+{
+	for (; *s; s++)
+		fputc(*s == ';' ? ':' : *s == '\n' ? ' ' : *s, out);
+}
+
+int graph__folded(FILE *out, const struct tracker *t, struct symbolizer *sym)
+{
+	size_t i;
+	int j, err = 0;
+
+	for (i = 0; i < t->nr_sstacks && !err; i++) {
+		const struct site_stack *ss = &t->sstacks[i];
+		const struct tproc *p;
+		struct path path = {};
+
+		if (!live_memory(t, ss, 0) || !ss->live_bytes)
+			continue;
+		p = tracker__proc((struct tracker *)t, t->sites[ss->site].pid);
+		/* the process first, as perf's stackcollapse does */
+		err = path_add(&path, strdup(p && p->comm[0] ? p->comm : "?"));
+		if (!err)
+			err = sstack_path(t, sym, ss, LABEL_FOLDED, &path);
+		for (j = 0; !err && j < path.n; j++) {
+			if (j)
+				fputc(';', out);
+			put_folded(out, path.v[j]);
+		}
+		if (!err)
+			fprintf(out, " %" PRIu64 "\n", ss->live_bytes);
+		path_free(&path);
+	}
+	if (!err && ferror(out))
+		err = -EIO;
+	return err;
+}

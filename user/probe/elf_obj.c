@@ -1,0 +1,480 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+#include "probe/elf_obj.h"
+
+struct seg {
+	uint64_t vaddr;
+	uint64_t memsz;
+	uint64_t off;
+	uint64_t filesz;
+};
+
+struct sym {
+	uint64_t vaddr;
+	uint64_t size;
+	const char *name;
+	int prio;		/* .symtab over .dynsym, global over local at one address */
+};
+
+struct elf_obj {
+	int fd;
+	Elf *elf;
+	bool is_exec;
+	bool has_symtab;
+	uint16_t machine;
+	Elf_Scn *symtab;
+	Elf_Scn *dynsym;
+	struct seg *segs;
+	size_t nr_segs;
+	struct sym *syms;	/* built on first symbolize */
+	size_t nr_syms;
+	bool syms_built;
+	char *interp;
+	char build_id[2 * 64 + 1];
+	struct elf_obj *debug;	/* a separate debug file whose .symtab names this code */
+	bool debug_asked;
+};
+
+static int elf_version_once(void)
+{
+	static int ok = -1;
+
+	if (ok < 0)
+		ok = elf_version(EV_CURRENT) != EV_NONE;
+	return ok ? 0 : -EINVAL;
+}
+
+static void read_build_id(struct elf_obj *o, Elf_Data *d)
+{
+	size_t off = 0, name_off, desc_off;
+	GElf_Nhdr nh;
+
+	while ((off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+		    !memcmp((char *)d->d_buf + name_off, "GNU", 4)) {
+			const unsigned char *p = (unsigned char *)d->d_buf + desc_off;
+			size_t i, n = nh.n_descsz > 64 ? 64 : nh.n_descsz;
+
+			for (i = 0; i < n; i++)
+				snprintf(o->build_id + 2 * i, 3, "%02x", p[i]);
+			return;
+		}
+	}
+}
+
+static int load_headers(struct elf_obj *o)
+{
+	size_t i, phnum, shstrndx;
+	GElf_Ehdr eh;
+	Elf_Scn *scn = NULL;
+
+	if (!gelf_getehdr(o->elf, &eh))
+		return -EINVAL;
+	o->is_exec = eh.e_type == ET_EXEC;
+	o->machine = eh.e_machine;
+	if (elf_getphdrnum(o->elf, &phnum))
+		return -EINVAL;
+	o->segs = calloc(phnum ? phnum : 1, sizeof(*o->segs));
+	if (!o->segs)
+		return -ENOMEM;
+	for (i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(o->elf, i, &ph))
+			continue;
+		if (ph.p_type == PT_LOAD) {
+			o->segs[o->nr_segs++] = (struct seg){ ph.p_vaddr, ph.p_memsz, ph.p_offset,
+							      ph.p_filesz };
+		} else if (ph.p_type == PT_INTERP && ph.p_filesz > 1 && ph.p_filesz < 4096) {
+			o->interp = calloc(1, ph.p_filesz + 1);
+			if (o->interp &&
+			    pread(o->fd, o->interp, ph.p_filesz, ph.p_offset) != (ssize_t)ph.p_filesz) {
+				free(o->interp);
+				o->interp = NULL;
+			}
+		}
+	}
+	if (elf_getshdrstrndx(o->elf, &shstrndx))
+		return 0;	/* no sections: a stripped-to-the-bone object, still usable */
+	while ((scn = elf_nextscn(o->elf, scn))) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_SYMTAB) {
+			o->symtab = scn;
+			o->has_symtab = true;
+		} else if (sh.sh_type == SHT_DYNSYM) {
+			o->dynsym = scn;
+		} else if (sh.sh_type == SHT_NOTE && !o->build_id[0]) {
+			Elf_Data *d = elf_getdata(scn, NULL);
+
+			if (d)
+				read_build_id(o, d);
+		}
+	}
+	return 0;
+}
+
+int elf_obj__open(const char *path, struct elf_obj **out)
+{
+	struct elf_obj *o;
+	int err;
+
+	*out = NULL;
+	err = elf_version_once();
+	if (err)
+		return err;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	o->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (o->fd < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	o->elf = elf_begin(o->fd, ELF_C_READ_MMAP, NULL);
+	if (!o->elf || elf_kind(o->elf) != ELF_K_ELF) {
+		err = -ENOEXEC;
+		goto cleanup;
+	}
+	err = load_headers(o);
+	if (err)
+		goto cleanup;
+	*out = o;
+	return 0;
+cleanup:
+	elf_obj__free(o);
+	return err;
+}
+
+void elf_obj__free(struct elf_obj *o)
+{
+	if (!o)
+		return;
+	if (o->elf)
+		elf_end(o->elf);
+	if (o->fd >= 0)
+		close(o->fd);
+	elf_obj__free(o->debug);
+	free(o->segs);
+	free(o->syms);
+	free(o->interp);
+	free(o);
+}
+
+static int walk_table(struct elf_obj *o, Elf_Scn *scn, bool dynamic,
+		      int (*fn)(const struct elf_func *f, void *ctx), void *ctx)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	GElf_Shdr sh;
+	size_t i, n;
+
+	if (!d || !gelf_getshdr(scn, &sh) || !sh.sh_entsize)
+		return 0;
+	n = sh.sh_size / sh.sh_entsize;
+	for (i = 1; i < n; i++) {
+		struct elf_func f;
+		GElf_Sym s;
+		int type, ret;
+
+		if (!gelf_getsym(d, i, &s))
+			continue;
+		type = GELF_ST_TYPE(s.st_info);
+		/* IFUNC symbols point at the resolver, not the implementation: never probe. */
+		if (type != STT_FUNC || s.st_shndx == SHN_UNDEF || !s.st_value)
+			continue;
+		f.name = elf_strptr(o->elf, sh.sh_link, s.st_name);
+		if (!f.name || !f.name[0])
+			continue;
+		f.vaddr = s.st_value;
+		f.size = s.st_size;
+		f.local = GELF_ST_BIND(s.st_info) == STB_LOCAL;
+		f.dynamic = dynamic;
+		ret = fn(&f, ctx);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int elf_obj__for_each_func(struct elf_obj *o, int (*fn)(const struct elf_func *f, void *ctx),
+			   void *ctx)
+{
+	int ret = 0;
+
+	if (o->dynsym)
+		ret = walk_table(o, o->dynsym, true, fn, ctx);
+	if (!ret && o->symtab)
+		ret = walk_table(o, o->symtab, false, fn, ctx);
+	/* Same addresses: a debug file keeps the section addresses of the object it was split from. */
+	if (!ret && o->debug && o->debug->symtab)
+		ret = walk_table(o->debug, o->debug->symtab, false, fn, ctx);
+	return ret > 0 ? 0 : ret;
+}
+
+int elf_obj__vaddr_to_off(const struct elf_obj *o, uint64_t vaddr, uint64_t *off)
+{
+	size_t i;
+
+	for (i = 0; i < o->nr_segs; i++) {
+		const struct seg *s = &o->segs[i];
+
+		if (vaddr >= s->vaddr && vaddr < s->vaddr + s->filesz) {
+			*off = vaddr - s->vaddr + s->off;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int elf_obj__off_to_vaddr(const struct elf_obj *o, uint64_t off, uint64_t *vaddr)
+{
+	size_t i;
+
+	for (i = 0; i < o->nr_segs; i++) {
+		const struct seg *s = &o->segs[i];
+
+		if (off >= s->off && off < s->off + s->filesz) {
+			*vaddr = off - s->off + s->vaddr;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* The data of the PROGBITS section called name, or NULL. */
+static Elf_Data *progbits(struct elf_obj *o, const char *section)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(o->elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(o->elf, scn))) {
+		const char *name;
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
+			continue;
+		name = elf_strptr(o->elf, shstrndx, sh.sh_name);
+		if (name && !strcmp(name, section))
+			return elf_getdata(scn, NULL);
+	}
+	return NULL;
+}
+
+struct sym_vec {
+	struct sym *v;
+	size_t n, cap;
+	int err;
+};
+
+static int collect_sym(const struct elf_func *f, void *ctx)
+{
+	struct sym_vec *sv = ctx;
+
+	if (sv->n == sv->cap) {
+		size_t cap = sv->cap ? 2 * sv->cap : 1024;
+		struct sym *v = realloc(sv->v, cap * sizeof(*v));
+
+		if (!v) {
+			sv->err = -ENOMEM;
+			return 1;
+		}
+		sv->v = v;
+		sv->cap = cap;
+	}
+	sv->v[sv->n++] = (struct sym){ f->vaddr, f->size, f->name,
+				       (f->dynamic ? 0 : 2) + (f->local ? 0 : 1) };
+	return 0;
+}
+
+static int sym_cmp(const void *a, const void *b)
+{
+	const struct sym *x = a, *y = b;
+
+	if (x->vaddr != y->vaddr)
+		return x->vaddr < y->vaddr ? -1 : 1;
+	return y->prio - x->prio;
+}
+
+static void build_syms(struct elf_obj *o)
+{
+	struct sym_vec sv = {};
+	size_t i, n = 0;
+
+	o->syms_built = true;
+	elf_obj__for_each_func(o, collect_sym, &sv);
+	if (sv.err || !sv.n) {
+		free(sv.v);
+		return;
+	}
+	qsort(sv.v, sv.n, sizeof(*sv.v), sym_cmp);
+	/* One symbol per address: the best-named alias sorted first. */
+	for (i = 0; i < sv.n; i++)
+		if (!n || sv.v[n - 1].vaddr != sv.v[i].vaddr)
+			sv.v[n++] = sv.v[i];
+	o->syms = sv.v;
+	o->nr_syms = n;
+}
+
+const char *elf_obj__symbolize(struct elf_obj *o, uint64_t vaddr, uint64_t *off_in_sym)
+{
+	size_t lo = 0, hi;
+	const struct sym *s;
+
+	if (!o->syms_built)
+		build_syms(o);
+	hi = o->nr_syms;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (o->syms[mid].vaddr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	s = &o->syms[lo - 1];
+	/* Size-less symbols (hand-written assembly) cover up to the next symbol. */
+	if (s->size ? vaddr >= s->vaddr + s->size : lo < o->nr_syms && vaddr >= o->syms[lo].vaddr)
+		return NULL;
+	*off_in_sym = vaddr - s->vaddr;
+	return s->name;
+}
+
+const char *elf_obj__build_id(const struct elf_obj *o)
+{
+	return o->build_id;
+}
+
+bool elf_obj__is_exec(const struct elf_obj *o)
+{
+	return o->is_exec;
+}
+
+uint16_t elf_obj__machine(const struct elf_obj *o)
+{
+	return o->machine;
+}
+
+bool elf_obj__has_symtab(const struct elf_obj *o)
+{
+	return o->has_symtab;
+}
+
+bool elf_obj__needs_debug(struct elf_obj *o)
+{
+	if (o->has_symtab || o->debug_asked)
+		return false;
+	o->debug_asked = true;
+	return true;
+}
+
+const char *elf_obj__debuglink(struct elf_obj *o, uint32_t *crc)
+{
+	/* A file name, NUL, padding to 4 bytes, then the CRC-32 of the debug file. */
+	Elf_Data *d = progbits(o, ".gnu_debuglink");
+	const char *name;
+	size_t len;
+
+	if (!d || !d->d_buf || d->d_size < 8)
+		return NULL;
+	name = d->d_buf;
+	len = strnlen(name, d->d_size);
+	/* A name with a path in it would let the file pick where we look: refused. */
+	if (!len || strchr(name, '/') || (len + 4) / 4 * 4 + 4 > d->d_size)
+		return NULL;
+	memcpy(crc, (char *)d->d_buf + (len + 4) / 4 * 4, sizeof(*crc));
+	return name;
+}
+
+static int file_crc32(int fd, uint32_t *out)
+{
+	unsigned char buf[1 << 16];
+	uLong crc = crc32(0, Z_NULL, 0);
+	off_t off = 0;
+	ssize_t n;
+
+	while ((n = pread(fd, buf, sizeof(buf), off)) > 0) {
+		crc = crc32(crc, buf, (uInt)n);
+		off += n;
+	}
+	if (n < 0)
+		return -errno;
+	*out = (uint32_t)crc;
+	return 0;
+}
+
+int elf_obj__add_debug(struct elf_obj *o, const char *path)
+{
+	struct elf_obj *d;
+	uint32_t want, got;
+	int err;
+
+	if (o->debug)
+		return -EEXIST;
+	err = elf_obj__open(path, &d);
+	if (err)
+		return err;
+	err = -ENODATA;
+	if (!d->symtab || d->machine != o->machine)
+		goto cleanup;
+	/*
+	 * The same build: by build-id when the object has one, else by the CRC its
+	 * .gnu_debuglink names. A debug file of another build would name wrong functions.
+	 */
+	err = -ESTALE;
+	if (o->build_id[0]) {
+		if (strcmp(o->build_id, d->build_id))
+			goto cleanup;
+	} else if (!elf_obj__debuglink(o, &want)) {
+		goto cleanup;
+	} else {
+		err = file_crc32(d->fd, &got);
+		if (!err && got != want)
+			err = -ESTALE;
+		if (err)
+			goto cleanup;
+	}
+	o->debug = d;
+	o->has_symtab = true;
+	/* Names from now on come from both: the table is rebuilt on the next lookup. */
+	free(o->syms);
+	o->syms = NULL;
+	o->nr_syms = 0;
+	o->syms_built = false;
+	return 0;
+cleanup:
+	elf_obj__free(d);
+	return err;
+}
+
+const char *elf_obj__interp(const struct elf_obj *o)
+{
+	return o->interp;
+}
+
+bool elf_obj__section_has(struct elf_obj *o, const char *section, const char *needle)
+{
+	Elf_Data *d = progbits(o, section);
+
+	return d && d->d_buf && memmem(d->d_buf, d->d_size, needle, strlen(needle));
+}
+
+ssize_t elf_obj__read(const struct elf_obj *o, uint64_t off, void *buf, size_t len)
+{
+	ssize_t n = pread(o->fd, buf, len, off);
+
+	return n < 0 ? -errno : n;
+}

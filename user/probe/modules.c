@@ -1,0 +1,353 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include "probe/elf_obj.h"
+#include "probe/modules.h"
+#include "probe/catalog.h"
+
+struct modules {
+	struct module **v;
+	size_t n, cap;
+	bool libc;
+	bool nvtx;
+	bool fixed_probes;	/* --probe-at-entry */
+	struct wgpu_abi wgpu_abi;	/* --webgpu-abi; labels == 0: detect per object */
+};
+
+void modules__trace_libc(struct modules *ms, bool on)
+{
+	ms->libc = on;
+}
+
+void modules__trace_nvtx(struct modules *ms, bool on)
+{
+	ms->nvtx = on;
+}
+
+void modules__move_probes(struct modules *ms, bool on)
+{
+	ms->fixed_probes = !on;
+}
+
+void modules__set_wgpu_abi(struct modules *ms, const struct wgpu_abi *abi)
+{
+	ms->wgpu_abi = *abi;
+}
+
+int modules__new(struct modules **out)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : -ENOMEM;
+}
+
+static void module_free(struct module *m)
+{
+	if (!m)
+		return;
+	elf_obj__free(m->elf);
+	free(m->sites);
+	free(m->path);
+	free(m);
+}
+
+void modules__free(struct modules *ms)
+{
+	size_t i;
+
+	if (!ms)
+		return;
+	for (i = 0; i < ms->n; i++)
+		module_free(ms->v[i]);
+	free(ms->v);
+	free(ms);
+}
+
+static struct module *find(struct modules *ms, uint64_t dev, uint64_t ino)
+{
+	size_t i;
+
+	for (i = 0; i < ms->n; i++)
+		if (ms->v[i]->dev == dev && ms->v[i]->ino == ino)
+			return ms->v[i];
+	return NULL;
+}
+
+static struct module *add(struct modules *ms, uint64_t dev, uint64_t ino, const char *path,
+			  const char *open_path)
+{
+	struct module *m;
+	const char *slash;
+
+	if (ms->n == ms->cap) {
+		size_t cap = ms->cap ? 2 * ms->cap : 64;
+		struct module **v = realloc(ms->v, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		ms->v = v;
+		ms->cap = cap;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	m->path = strdup(path);
+	if (!m->path) {
+		free(m);
+		return NULL;
+	}
+	slash = strrchr(m->path, '/');
+	m->name = slash ? slash + 1 : m->path;
+	m->dev = dev;
+	m->ino = ino;
+	m->ms = ms;
+	m->open_err = elf_obj__open(open_path, &m->elf);
+	m->libc = ms->libc;
+	m->nvtx = ms->nvtx;
+	ms->v[ms->n++] = m;
+	return m;
+}
+
+/*
+ * /proc/PID/map_files reaches the mapped inode from any mount namespace, even unlinked, but
+ * only with CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE. Without them, the path the target sees,
+ * through its own root (/proc/PID/root: a container's file system), then as we see it; each
+ * only if it is the mapped inode (its number: an overlay reports another device).
+ */
+static void reopen_by_path(struct module *m, pid_t pid, const struct pmap_ent *e)
+{
+	char path[4200];
+	struct stat st;
+	int i;
+
+	if (!e->path || e->path[0] != '/' || e->deleted)
+		return;
+	for (i = 0; i < 2 && !m->elf; i++) {
+		if (i == 0)
+			snprintf(path, sizeof(path), "/proc/%d/root%s", pid, e->path);
+		else
+			snprintf(path, sizeof(path), "%s", e->path);
+		if (stat(path, &st) || st.st_ino != e->ino)
+			continue;
+		if (!elf_obj__open(path, &m->elf))
+			m->open_err = 0;
+	}
+}
+
+struct module *modules__get(struct modules *ms, pid_t pid, const struct pmap_ent *e)
+{
+	struct module *m = find(ms, e->dev, e->ino);
+	char open_path[96];
+
+	if (m)
+		return m;
+	proc_maps__open_path(pid, e, open_path, sizeof(open_path));
+	m = add(ms, e->dev, e->ino, e->path, open_path);
+	if (!m)
+		errno = ENOMEM;
+	else if (!m->elf)
+		reopen_by_path(m, pid, e);
+	return m;
+}
+
+struct module *modules__get_path(struct modules *ms, const char *path)
+{
+	struct module *m;
+	struct stat st;
+
+	if (stat(path, &st))
+		return NULL;
+	/* /proc/PID/maps prints the device as major:minor of st_dev. */
+	m = find(ms, st.st_dev, st.st_ino);
+	if (m)
+		return m;
+	m = add(ms, st.st_dev, st.st_ino, path, path);
+	if (!m)
+		errno = ENOMEM;
+	return m;
+}
+
+struct scan_ctx {
+	struct module *m;
+	size_t cap;
+	int err;
+	bool libc;	/* this module is the C library and --libc is on */
+	struct wgpu_marks marks;
+};
+
+/* Functions bigger than this keep their probes at the entry (the whole body is read). */
+#define PLACE_MAX_BYTES (256 * 1024)
+
+/*
+ * Put the site's probe on the function's first instruction the kernel emulates when the
+ * ones before it provably do not matter (insn.h); say why not otherwise. The whole function
+ * is read: no branch in it may land between the entry and the probe.
+ */
+static void place_probe(struct module *m, const struct elf_func *f, struct probe_site *s)
+{
+#if defined(__x86_64__)
+	bool whole = f->size && f->size <= PLACE_MAX_BYTES;
+	size_t len = whole ? f->size : 16;
+	uint8_t small[16], *code = len > sizeof(small) ? malloc(len) : small;
+	const char *fixed = NULL;
+	ssize_t n;
+
+	if (!code)
+		return;		/* left at the entry, unclassified */
+	n = elf_obj__read(m->elf, s->offset, code, len);
+	if (n > 0) {
+		if (m->ms->fixed_probes)
+			fixed = "--probe-at-entry";
+		else if (!whole || (size_t)n != len)
+			fixed = "function size unknown";
+		s->offset += insn__place_probe(code, n, f->vaddr, fixed, &s->place);
+		s->slow = s->place.place == PLACE_SLOW || s->place.place == PLACE_REFUSED;
+	}
+	if (code != small)
+		free(code);
+#else
+	(void)m, (void)f, (void)s;	/* not classified on this architecture */
+#endif
+}
+
+static int add_site(struct scan_ctx *sc, const struct cat_api *a, uint64_t off,
+		    const struct elf_func *f)
+{
+	struct module *m = sc->m;
+	size_t i;
+
+	/* malloc & co. only where they are the process's allocator, and only when asked:
+	 * every hit costs, and glibc's free needs a single-stepped probe. */
+	if ((a->flags & CAT_LIBC) && !sc->libc)
+		return 0;
+	/* NVTX ranges only matter when they are the steps. */
+	if ((a->flags & CAT_NVTX) && !m->nvtx)
+		return 0;
+	/*
+	 * One probe per address: aliases (weak ncclX and pncclX) and the .dynsym and .symtab
+	 * copies of a symbol are the same code. Entries of one name for different webgpu.h
+	 * generations are all kept until the generation is known.
+	 */
+	for (i = 0; i < m->nr_sites; i++)
+		if (m->sites[i].entry_offset == off &&
+		    (m->sites[i].api == a || strcmp(m->sites[i].api->name, a->name)))
+			return 0;
+	if (m->nr_sites == sc->cap) {
+		size_t cap = sc->cap ? 2 * sc->cap : 16;
+		struct probe_site *v = realloc(m->sites, cap * sizeof(*v));
+
+		if (!v) {
+			sc->err = -ENOMEM;
+			return 1;
+		}
+		m->sites = v;
+		sc->cap = cap;
+	}
+	m->sites[m->nr_sites] = (struct probe_site){ .api = a, .offset = off, .vaddr = f->vaddr,
+						     .local = f->local, .entry_offset = off };
+	place_probe(m, f, &m->sites[m->nr_sites]);
+	m->nr_sites++;
+	return 0;
+}
+
+static bool is_libc(const struct module *m)
+{
+	return !strncmp(m->name, "libc.so", 7) || !strncmp(m->name, "libc-2.", 7);
+}
+
+static int scan_one(const struct elf_func *f, void *ctx)
+{
+	struct scan_ctx *sc = ctx;
+	struct module *m = sc->m;
+	const struct cat_api *a;
+	uint64_t off;
+
+	/* Quick reject: catalog names start with 'c', 'n', 'w', 'm', 'f', 'p', 'r', 'a' or '_'. */
+	if (!f->name[0] || !strchr("cnwmfpra_", f->name[0]))
+		return 0;
+	wgpu_abi__note(&sc->marks, f->name);
+	a = cat_by_name(f->name, strlen(f->name));
+	if (!a || elf_obj__vaddr_to_off(m->elf, f->vaddr, &off))
+		return 0;
+	for (; a; a = cat_next_same_name(a))
+		if (add_site(sc, a, off, f))
+			return 1;
+	return 0;
+}
+
+/* Whether an entry fits an object's webgpu.h generation (non-WebGPU entries always do). */
+static bool wgpu_fits(const struct cat_api *a, const struct wgpu_abi *abi)
+{
+	unsigned int f = a->flags & CAT_WGPU_ABI_MASK;
+
+	if (GL_API_FAMILY(a->api) != GL_FAM_WEBGPU)
+		return true;
+	if (!abi->labels)
+		return false;
+	if ((f & CAT_WGPU_SV) && abi->labels != WGPU_LABELS_SV)
+		return false;
+	if ((f & CAT_WGPU_CSTR) && abi->labels != WGPU_LABELS_CSTR)
+		return false;
+	if ((f & CAT_WGPU_FMT_PRE_TIER1) && abi->formats != WGPU_FORMATS_PRE_TIER1)
+		return false;
+	if ((f & CAT_WGPU_FMT_TIER1) && abi->formats != WGPU_FORMATS_TIER1)
+		return false;
+	if ((f & CAT_WGPU_FMT_UNKNOWN) && abi->formats != WGPU_FORMATS_UNKNOWN)
+		return false;
+	return true;
+}
+
+/* Keep the sites of the object's webgpu.h generation; count what had to be left out. */
+static void wgpu_filter(struct module *m, const struct wgpu_marks *marks)
+{
+	const struct wgpu_abi *conf = &m->ms->wgpu_abi;
+	uint64_t last_dropped = UINT64_MAX;
+	size_t i, n = 0;
+
+	m->nr_wgpu_funcs = marks->wgpu_funcs;
+	if (marks->wgpu_funcs)
+		wgpu_abi__judge(marks, conf->labels ? conf : NULL, &m->wgpu);
+	for (i = 0; i < m->nr_sites; i++) {
+		const struct cat_api *a = m->sites[i].api;
+
+		if (!wgpu_fits(a, &m->wgpu)) {
+			/* Each left-out function once, not once per generation. */
+			if (!m->wgpu.labels && !(a->flags & CAT_OPTIONAL) &&
+			    m->sites[i].offset != last_dropped) {
+				m->nr_wgpu_dropped++;
+				last_dropped = m->sites[i].offset;
+			}
+			continue;
+		}
+		m->sites[n++] = m->sites[i];
+		if (!(a->flags & CAT_OPTIONAL))
+			m->nr_required++;
+	}
+	m->nr_sites = n;
+}
+
+int module__scan(struct module *m)
+{
+	struct scan_ctx sc = { .m = m, .libc = m->libc && is_libc(m) };
+
+	if (m->scanned)
+		return 0;
+	m->scanned = true;
+	if (!m->elf)
+		return m->open_err;
+	elf_obj__for_each_func(m->elf, scan_one, &sc);
+	if (!sc.err)
+		wgpu_filter(m, &sc.marks);
+	return sc.err;
+}
+
+bool module__has_hidden_dawn(struct module *m)
+{
+	/* In every Dawn build: its bug links and feature names are in .rodata. */
+	return m->elf && !m->nr_wgpu_funcs &&
+	       (elf_obj__section_has(m->elf, ".rodata", "crbug.com/dawn/") ||
+		elf_obj__section_has(m->elf, ".rodata", "dawn-internal-usages"));
+}

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The registry of mapped files (modules) seen in any target, keyed by device and inode: the
+ * same library mapped by many processes is opened and scanned once. Attach uses a module's
+ * probe sites, the symbolizer its symbols.
+ */
+#ifndef GPULEAK_MODULES_H
+#define GPULEAK_MODULES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "probe/insn.h"
+#include "probe/proc_maps.h"
+#include "probe/wgpu_abi.h"
+
+struct elf_obj;
+struct cat_api;
+
+/* One traced function found in a module. */
+struct probe_site {
+	const struct cat_api *api;
+	uint64_t offset;	/* file offset: where the uprobe goes */
+	uint64_t vaddr;
+	bool local;		/* found only in .symtab (static cudart, stripped .dynsym) */
+	bool slow;		/* the probe's instruction is single-stepped by the kernel */
+	uint64_t entry_offset;	/* file offset of the function's entry (offset - moved) */
+	struct probe_placement place;	/* why the probe is where it is (insn.h) */
+};
+
+struct modules;
+
+struct module {
+	struct modules *ms;	/* the registry it belongs to */
+	uint64_t dev;
+	uint64_t ino;
+	char *path;		/* as the target maps it */
+	const char *name;	/* basename of path */
+	struct elf_obj *elf;	/* NULL when not an ELF object or not readable */
+	int open_err;		/* why elf is NULL (-errno) */
+	bool scanned;
+	struct probe_site *sites;
+	size_t nr_sites;
+	size_t nr_required;	/* sites that are not CAT_OPTIONAL: "a CUDA library" */
+	bool libc;		/* --libc was on when this module was registered */
+	bool warned;		/* slow probe sites reported */
+	bool nvtx;		/* --step nvtx: was on when this module was registered */
+	/* WebGPU: the webgpu.h generation its wgpu* functions were built against. */
+	struct wgpu_abi wgpu;
+	unsigned int nr_wgpu_funcs;	/* wgpu* functions defined (0: not a WebGPU object) */
+	unsigned int nr_wgpu_dropped;	/* traced wgpu* functions left out: generation unknown */
+	bool wgpu_warned;
+};
+
+struct modules;
+
+int modules__new(struct modules **out);
+void modules__free(struct modules *ms);
+/* Trace the C library's allocator (--libc) in modules registered from now on. */
+void modules__trace_libc(struct modules *ms, bool on);
+/* Trace NVTX range entry points (--step nvtx:) in modules registered from now on. */
+void modules__trace_nvtx(struct modules *ms, bool on);
+/*
+ * Whether entry probes may move past single-stepped first instructions (insn.h; default on).
+ * Off: every probe at its function's entry (--probe-at-entry), for modules scanned from now.
+ */
+void modules__move_probes(struct modules *ms, bool on);
+/*
+ * The module of a mapping of pid, opened through /proc/PID/map_files on first sight (works
+ * across mount namespaces and for deleted files). Never NULL except on -ENOMEM (errno).
+ */
+struct module *modules__get(struct modules *ms, pid_t pid, const struct pmap_ent *e);
+/* The module of a file by path (run mode, before the target has mapped it). */
+struct module *modules__get_path(struct modules *ms, const char *path);
+/* Find the catalog's functions in a module (cached: done once per module). */
+int module__scan(struct module *m);
+/* Use this webgpu.h generation for every WebGPU object instead of detecting it. */
+void modules__set_wgpu_abi(struct modules *ms, const struct wgpu_abi *abi);
+/*
+ * Whether an object with no wgpu* symbols has Dawn (WebGPU) linked in anyway: statically and
+ * stripped, as in onnxruntime's WebGPU execution provider. Reads its .rodata: slow on big
+ * objects, for diagnostics only.
+ */
+bool module__has_hidden_dawn(struct module *m);
+
+#endif

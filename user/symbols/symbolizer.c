@@ -1,0 +1,738 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <elf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "probe/elf_obj.h"
+#include "lib/hmap.h"
+#include "lib/log.h"
+#include "probe/modules.h"
+#include "symbols/stacks.h"
+#include "symbols/symbolizer.h"
+#include "lib/vec.h"
+
+/*
+ * C++ names are demangled with the C++ ABI's own entry point in libstdc++ (linked as
+ * libstdc++.so.6, present wherever C++ runs). libiberty's cplus_demangle is the same GCC
+ * demangler, but Debian ships it only as a static archive of a binutils build dependency;
+ * libstdc++'s copy is maintained with the compiler and follows every ABI addition.
+ */
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+/* A mapping of a module into one process, as seen at some point of the trace. */
+struct seen_map {
+	pid_t pid;
+	uint64_t start, end, pgoff;
+	struct module *mod;	/* NULL offline: nothing to open */
+	const char *path;	/* the module's, or owned by the symbolizer (offline) */
+	const char *name;	/* basename of path */
+	struct elf_obj *elf;	/* the symbols it is named from (same build-id: shared) */
+	bool elf_done;
+};
+
+/* A resolved address: its facts (strings owned here) and their formatted name. */
+struct sym_entry {
+	struct sym_info info;
+	char *name;
+	uint32_t gen;		/* unmapped: nr_maps when resolved; SYM_FIXED: set, never redone */
+	int8_t fp;		/* frame_fp() once known: 1, 0, -1 unknown; 2: not asked yet */
+};
+
+/* One ELF object per build-id names every file with that build-id (copies, containers). */
+struct bid_obj {
+	const char *build_id;	/* the object's own string */
+	struct elf_obj *elf;
+};
+
+/* Whether the code of an object keeps frame pointers, when no symbol covers an address. */
+struct obj_fp {
+	const struct elf_obj *elf;
+	int8_t fp;
+};
+
+#define SYM_FIXED UINT32_MAX
+
+struct symbolizer {
+	struct modules *mods;
+	struct seen_map *maps;
+	size_t nr_maps, cap_maps;
+	struct hmap idx;	/* ((u32)pid, addr) -> index into ents */
+	struct sym_entry **ents;	/* one allocation each: callers keep pointers */
+	size_t nr_ents, cap_ents;
+	char **paths;		/* offline mapping paths */
+	size_t nr_paths, cap_paths;
+	char **old_names;	/* names replaced by a later resolution: callers may hold them */
+	size_t nr_old, cap_old;
+	struct stacks *stacks;
+	struct bid_obj *bids;
+	size_t nr_bids, cap_bids;
+	struct obj_fp *objfp;
+	size_t nr_objfp, cap_objfp;
+	const char *const *debug_dirs;	/* --debug-dir, searched before /usr/lib/debug */
+	size_t nr_debug_dirs;
+	struct symbolizer_stats st;
+};
+
+int symbolizer__new(struct modules *mods, struct symbolizer **out)
+{
+	struct symbolizer *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	if (stacks__new(&s->stacks)) {
+		free(s);
+		return -ENOMEM;
+	}
+	s->mods = mods;
+	*out = s;
+	return 0;
+}
+
+void symbolizer__set_debug_dirs(struct symbolizer *s, const char *const *dirs, size_t n)
+{
+	s->debug_dirs = dirs;
+	s->nr_debug_dirs = n;
+}
+
+static void info_free(struct sym_info *si)
+{
+	free((char *)si->module);
+	free((char *)si->func);
+}
+
+void symbolizer__free(struct symbolizer *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->nr_ents; i++) {
+		info_free(&s->ents[i]->info);
+		free(s->ents[i]->name);
+		free(s->ents[i]);
+	}
+	for (i = 0; i < s->nr_paths; i++)
+		free(s->paths[i]);
+	for (i = 0; i < s->nr_old; i++)
+		free(s->old_names[i]);
+	free(s->ents);
+	free(s->paths);
+	free(s->old_names);
+	free(s->maps);
+	free(s->bids);
+	free(s->objfp);
+	stacks__free(s->stacks);
+	hmap__free(&s->idx);
+	free(s);
+}
+
+static int add_seen(struct symbolizer *s, const struct seen_map *sm)
+{
+	size_t j;
+
+	for (j = 0; j < s->nr_maps; j++)
+		if (s->maps[j].pid == sm->pid && s->maps[j].start == sm->start &&
+		    s->maps[j].end == sm->end && s->maps[j].pgoff == sm->pgoff &&
+		    s->maps[j].mod == sm->mod && !strcmp(s->maps[j].path, sm->path))
+			return 0;
+	if (vec_grow((void **)&s->maps, &s->cap_maps, s->nr_maps, sizeof(*s->maps)))
+		return -ENOMEM;
+	s->maps[s->nr_maps++] = *sm;
+	return 0;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+int symbolizer__add_maps(struct symbolizer *s, const struct proc_maps *m)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < m->n; i++) {
+		const struct pmap_ent *e = &m->v[i];
+		struct module *mod;
+
+		if (!e->exec || !e->path || !s->mods)
+			continue;
+		mod = modules__get(s->mods, m->pid, e);
+		if (!mod)
+			return -ENOMEM;
+		err = add_seen(s, &(struct seen_map){ .pid = m->pid, .start = e->start,
+						      .end = e->end, .pgoff = e->pgoff, .mod = mod,
+						      .path = mod->path, .name = mod->name });
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int symbolizer__add_map(struct symbolizer *s, pid_t pid, uint64_t start, uint64_t end,
+			uint64_t pgoff, const char *path)
+{
+	char *p;
+	int err;
+
+	if (!path || !*path || end <= start)
+		return 0;
+	if (vec_grow((void **)&s->paths, &s->cap_paths, s->nr_paths, sizeof(*s->paths)))
+		return -ENOMEM;
+	p = strdup(path);
+	if (!p)
+		return -ENOMEM;
+	s->paths[s->nr_paths++] = p;
+	err = add_seen(s, &(struct seen_map){ .pid = pid, .start = start, .end = end,
+					      .pgoff = pgoff, .path = p, .name = base_name(p) });
+	return err;
+}
+
+/* The latest mapping of pid containing addr: a later dlopen may reuse an old range. */
+static struct seen_map *lookup(const struct symbolizer *s, pid_t pid, uint64_t addr)
+{
+	size_t i = s->nr_maps;
+
+	while (i--)
+		if (s->maps[i].pid == pid && addr >= s->maps[i].start && addr < s->maps[i].end)
+			return &s->maps[i];
+	return NULL;
+}
+
+static char *format_name(const struct sym_info *si, uint64_t addr)
+{
+	char *out = NULL;
+	int n;
+
+	if (si->func)
+		n = asprintf(&out, "%s+0x%" PRIx64 " (%s)", si->func, si->func_off,
+			     si->module ? si->module : "?");
+	else if (si->module)
+		n = asprintf(&out, "%s+0x%" PRIx64, si->module, si->file_off);
+	else
+		n = asprintf(&out, "0x%" PRIx64, addr);
+	return n < 0 ? NULL : out;
+}
+
+#define DEBUG_ROOT "/usr/lib/debug"
+
+/* Whether path is a debug file of elf (and now names its code). */
+static bool try_debug(struct symbolizer *s, struct elf_obj *elf, const char *obj,
+		      const char *path)
+{
+	int err = elf_obj__add_debug(elf, path);
+
+	if (!err) {
+		s->st.debug_files++;
+		pr_info("naming %s from its debug file %s\n", obj, path);
+		return true;
+	}
+	if (err != -ENOENT && err != -ENOTDIR)
+		pr_info("not naming %s from %s: %s\n", obj, path,
+			 err == -ESTALE ? "another build of it" : strerror(-err));
+	return false;
+}
+
+/*
+ * A separate debug file for a mapped object without .symtab, where gdb looks: by build-id
+ * under each debug directory (--debug-dir, then /usr/lib/debug as the target sees it, then
+ * as we do), then by its .gnu_debuglink name beside the object, in .debug/ beside it, and
+ * under each debug directory followed by the object's directory. A file of another build
+ * is never used (elf_obj__add_debug checks).
+ */
+static void find_debug(struct symbolizer *s, const struct seen_map *m, struct elf_obj *elf)
+{
+	const char *bid = elf_obj__build_id(elf), *dirs[SYMBOLIZER_MAX_DEBUG_DIRS + 2];
+	const char *roots[2], *link, *slash;
+	char root[48], target_debug[64], path[2 * PATH_MAX];
+	size_t i, n = 0, dir_len;
+	uint32_t crc;
+
+	for (i = 0; i < s->nr_debug_dirs && i < SYMBOLIZER_MAX_DEBUG_DIRS; i++)
+		dirs[n++] = s->debug_dirs[i];
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)m->pid);
+	snprintf(target_debug, sizeof(target_debug), "%s%s", root, DEBUG_ROOT);
+	dirs[n++] = target_debug;
+	dirs[n++] = DEBUG_ROOT;
+	if (strlen(bid) > 2)
+		for (i = 0; i < n; i++) {
+			snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", dirs[i], bid,
+				 bid + 2);
+			if (try_debug(s, elf, m->name, path))
+				return;
+		}
+	link = elf_obj__debuglink(elf, &crc);
+	slash = m->path ? strrchr(m->path, '/') : NULL;
+	if (!link || m->path[0] != '/' || !slash)
+		return;
+	dir_len = (size_t)(slash - m->path);
+	roots[0] = root;
+	roots[1] = "";
+	for (i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s%.*s/%s", roots[i], (int)dir_len, m->path, link);
+		if (try_debug(s, elf, m->name, path))
+			return;
+		snprintf(path, sizeof(path), "%s%.*s/.debug/%s", roots[i], (int)dir_len, m->path,
+			 link);
+		if (try_debug(s, elf, m->name, path))
+			return;
+	}
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s%.*s/%s", dirs[i], (int)dir_len, m->path, link);
+		if (try_debug(s, elf, m->name, path))
+			return;
+	}
+}
+
+/*
+ * The ELF object that names the code of mapping m: the first object opened with the same
+ * build-id, so every copy of a library (another path, another container) has its symbol
+ * table built once; an object with .symtab replaces a stripped twin.
+ */
+static struct elf_obj *map_elf(struct symbolizer *s, struct seen_map *m)
+{
+	struct elf_obj *elf = m->mod ? m->mod->elf : NULL;
+	const char *bid;
+	size_t i;
+
+	if (m->elf_done)
+		return m->elf;
+	m->elf_done = true;
+	m->elf = elf;
+	if (!elf)
+		return NULL;
+	s->st.objects++;
+	if (elf_obj__needs_debug(elf))
+		find_debug(s, m, elf);
+	bid = elf_obj__build_id(elf);
+	if (!bid[0])
+		return elf;
+	for (i = 0; i < s->nr_bids; i++) {
+		struct bid_obj *b = &s->bids[i];
+
+		if (strcmp(b->build_id, bid))
+			continue;
+		if (b->elf != elf && elf_obj__has_symtab(elf) && !elf_obj__has_symtab(b->elf)) {
+			b->elf = elf;
+			b->build_id = bid;
+		} else if (b->elf != elf) {
+			s->st.shared++;
+		}
+		m->elf = b->elf;
+		return m->elf;
+	}
+	/* Without room the object is still named, from itself. */
+	if (!vec_grow((void **)&s->bids, &s->cap_bids, s->nr_bids, sizeof(*s->bids)))
+		s->bids[s->nr_bids++] = (struct bid_obj){ bid, elf };
+	return elf;
+}
+
+/* "name" without "@VERSION", C++ names demangled; NULL without memory. */
+static char *func_name(const char *sym)
+{
+	char *name = strndup(sym, strcspn(sym, "@")), *d;
+	int status = -1;
+
+	if (!name || strncmp(name, "_Z", 2))
+		return name;
+	d = __cxa_demangle(name, NULL, NULL, &status);
+	if (status || !d) {
+		free(d);
+		return name;	/* not a valid mangled name after all: as it is */
+	}
+	free(name);
+	return d;
+}
+
+/* Fill si (strings allocated) from mapping m (NULL: none) and, live, the ELF symbols. */
+static int resolve(struct symbolizer *s, struct seen_map *m, uint64_t addr, struct sym_info *si)
+{
+	struct elf_obj *elf;
+	uint64_t vaddr, in_sym;
+	const char *sym = NULL;
+
+	memset(si, 0, sizeof(*si));
+	if (!m)
+		return 0;
+	s->st.resolved++;
+	si->file_off = addr - m->start + m->pgoff;
+	si->module = strdup(m->name);
+	if (!si->module)
+		return -ENOMEM;
+	elf = map_elf(s, m);
+	if (elf && !elf_obj__off_to_vaddr(elf, si->file_off, &vaddr))
+		sym = elf_obj__symbolize(elf, vaddr, &in_sym);
+	if (sym) {
+		si->func = func_name(sym);
+		if (!si->func) {
+			info_free(si);
+			return -ENOMEM;
+		}
+		si->func_off = in_sym;
+	}
+	return 0;
+}
+
+static int info_dup(struct sym_info *dst, const struct sym_info *src)
+{
+	*dst = *src;
+	dst->module = src->module ? strdup(src->module) : NULL;
+	dst->func = src->func ? strdup(src->func) : NULL;
+	if ((src->module && !dst->module) || (src->func && !dst->func)) {
+		info_free(dst);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Replace entry e's facts with si (taken over) and rename it. */
+static int entry_set(struct symbolizer *s, struct sym_entry *e, struct sym_info *si,
+		     uint64_t addr, uint32_t gen)
+{
+	char *name = format_name(si, addr);
+
+	if (!name)
+		goto nomem;
+	if (e->name) {
+		/* Callers may still print the old name: keep it until the end. */
+		if (vec_grow((void **)&s->old_names, &s->cap_old, s->nr_old, sizeof(*s->old_names)))
+			goto nomem;
+		s->old_names[s->nr_old++] = e->name;
+	}
+	info_free(&e->info);
+	e->info = *si;
+	e->name = name;
+	e->gen = gen;
+	return 0;
+nomem:
+	free(name);
+	info_free(si);
+	return -ENOMEM;
+}
+
+static struct sym_entry *entry_get(struct symbolizer *s, pid_t pid, uint64_t addr)
+{
+	uint64_t *idx = hmap__get(&s->idx, (uint32_t)pid, addr);
+	struct sym_entry *e;
+
+	if (idx)
+		return s->ents[*idx];
+	if (vec_grow((void **)&s->ents, &s->cap_ents, s->nr_ents, sizeof(*s->ents)))
+		return NULL;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->fp = 2;
+	if (hmap__put(&s->idx, (uint32_t)pid, addr, s->nr_ents)) {
+		free(e);
+		return NULL;
+	}
+	s->ents[s->nr_ents++] = e;
+	return e;
+}
+
+int symbolizer__set(struct symbolizer *s, pid_t pid, uint64_t addr, const struct sym_info *si)
+{
+	struct sym_info copy;
+	struct sym_entry *e;
+
+	if (info_dup(&copy, si))
+		return -ENOMEM;
+	e = entry_get(s, pid, addr);
+	if (!e) {
+		info_free(&copy);
+		return -ENOMEM;
+	}
+	return entry_set(s, e, &copy, addr, SYM_FIXED);
+}
+
+/* The entry of addr, (re)resolved when needed; m is its mapping if the caller knows it. */
+static struct sym_entry *info_in(struct symbolizer *s, pid_t pid, uint64_t addr,
+				 struct seen_map *m, bool m_known)
+{
+	struct sym_info si;
+	struct sym_entry *e;
+
+	e = entry_get(s, pid, addr);
+	if (!e)
+		return NULL;
+	/* Unresolved yet, or unmapped when last asked: a mapping seen since may name it. */
+	if (!e->name ||
+	    (!e->info.module && e->gen != SYM_FIXED && e->gen != s->nr_maps)) {
+		if (!m_known)
+			m = lookup(s, pid, addr);
+		if (resolve(s, m, addr, &si) || entry_set(s, e, &si, addr, (uint32_t)s->nr_maps))
+			return e->name ? e : NULL;
+	}
+	return e;
+}
+
+const struct sym_info *symbolizer__info(struct symbolizer *s, pid_t pid, uint64_t addr)
+{
+	struct sym_entry *e = info_in(s, pid, addr, NULL, false);
+
+	return e ? &e->info : NULL;
+}
+
+/* Whether a later mapping of m's process overlaps m (a range reused after dlclose). */
+static bool overlapped(const struct symbolizer *s, const struct seen_map *m)
+{
+	size_t i;
+
+	for (i = (size_t)(m - s->maps) + 1; i < s->nr_maps; i++)
+		if (s->maps[i].pid == m->pid && s->maps[i].start < m->end &&
+		    s->maps[i].end > m->start)
+			return true;
+	return false;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int symbolizer__resolve(struct symbolizer *s, pid_t pid, const uint64_t *addrs, size_t n)
+{
+	struct seen_map *m = NULL;
+	bool m_alone = false;
+	uint64_t *v;
+	size_t i;
+	int err = 0;
+
+	if (!n)
+		return 0;
+	v = malloc(n * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	memcpy(v, addrs, n * sizeof(*v));
+	/* In address order, one mapping lookup serves every address it contains. */
+	qsort(v, n, sizeof(*v), cmp_u64);
+	s->st.batches++;
+	for (i = 0; i < n && !err; i++) {
+		if (i && v[i] == v[i - 1])
+			continue;
+		if (!m_alone || v[i] < m->start || v[i] >= m->end) {
+			m = lookup(s, pid, v[i]);
+			m_alone = m && !overlapped(s, m);
+		}
+		if (!info_in(s, pid, v[i], m, true))
+			err = -ENOMEM;
+	}
+	free(v);
+	return err;
+}
+
+const char *symbolizer__name(struct symbolizer *s, pid_t pid, uint64_t addr)
+{
+	const struct sym_info *si = symbolizer__info(s, pid, addr);
+
+	/* info is the first member of its entry, which holds the name */
+	return si ? ((const struct sym_entry *)si)->name : "?";
+}
+
+const char *symbolizer__module(struct symbolizer *s, pid_t pid, uint64_t addr)
+{
+	const struct sym_info *si = symbolizer__info(s, pid, addr);
+
+	return si ? si->module : NULL;
+}
+
+int symbolizer__frame(struct symbolizer *s, pid_t pid, uint64_t addr, const char **sym,
+		      const char **module)
+{
+	const struct sym_info *si = symbolizer__info(s, pid, addr);
+
+	*sym = si ? si->func : NULL;
+	*module = si ? si->module : NULL;
+	if (!si)
+		return -ENOMEM;
+	return si->module ? 0 : -ENOENT;
+}
+
+/*
+ * Frame pointers at the start of a function's code: push %rbp; mov %rsp,%rbp (x86-64,
+ * after an endbr64), or mov x29, sp among the first instructions (arm64, after stp x29,
+ * x30). 1 yes, 0 no, -1 an architecture this does not know.
+ */
+static int prologue_fp(uint16_t machine, const uint8_t *b, size_t n)
+{
+	size_t i = 0;
+
+	if (machine == EM_X86_64) {
+		if (n >= 4 && !memcmp(b, "\xf3\x0f\x1e\xfa", 4))
+			i = 4;
+		/* mov %rsp,%rbp has two encodings */
+		return n >= i + 4 && b[i] == 0x55 &&
+		       (!memcmp(b + i + 1, "\x48\x89\xe5", 3) ||
+			!memcmp(b + i + 1, "\x48\x8b\xec", 3));
+	}
+	if (machine == EM_AARCH64) {
+		for (i = 0; i + 4 <= n && i < 16; i += 4)
+			if (!memcmp(b + i, "\xfd\x03\x00\x91", 4))	/* mov x29, sp */
+				return 1;
+		return 0;
+	}
+	return -1;
+}
+
+static int func_fp(const struct elf_obj *elf, uint64_t start_vaddr)
+{
+	uint8_t b[16];
+	uint64_t off;
+	ssize_t n;
+
+	if (elf_obj__vaddr_to_off(elf, start_vaddr, &off))
+		return -1;
+	n = elf_obj__read(elf, off, b, sizeof(b));
+	return n > 0 ? prologue_fp(elf_obj__machine(elf), b, (size_t)n) : -1;
+}
+
+struct fp_count {
+	const struct elf_obj *elf;
+	unsigned int seen, with;
+};
+
+static int count_fp(const struct elf_func *f, void *ctx)
+{
+	struct fp_count *c = ctx;
+
+	/* Tiny functions are stubs and thunks, whatever the object was built with. */
+	if (f->size < 16)
+		return 0;
+	c->with += func_fp(c->elf, f->vaddr) == 1;
+	return ++c->seen >= 256;
+}
+
+/*
+ * Whether an object's code keeps frame pointers, for addresses no symbol covers: the verdict
+ * of most of its (first 256) functions. -1 when it has no sized function symbols at all.
+ */
+static int object_fp(struct symbolizer *s, const struct elf_obj *elf)
+{
+	struct fp_count c = { .elf = elf };
+	size_t i;
+
+	for (i = 0; i < s->nr_objfp; i++)
+		if (s->objfp[i].elf == elf)
+			return s->objfp[i].fp;
+	elf_obj__for_each_func((struct elf_obj *)elf, count_fp, &c);
+	if (!vec_grow((void **)&s->objfp, &s->cap_objfp, s->nr_objfp, sizeof(*s->objfp)))
+		s->objfp[s->nr_objfp++] = (struct obj_fp){ elf, c.seen ? 2 * c.with > c.seen : -1 };
+	return c.seen ? 2 * c.with > c.seen : -1;
+}
+
+/*
+ * Whether the function holding return address addr keeps a frame pointer, i.e. whether a
+ * frame-pointer walk from it to its caller can be trusted: 1, 0, -1 unknown (no object, no
+ * code, another architecture). The split-off `.cold` parts of functions run in their parent's
+ * frame and count as unknown.
+ */
+static int frame_fp(struct symbolizer *s, pid_t pid, uint64_t addr)
+{
+	struct sym_entry *e = info_in(s, pid, addr, NULL, false);
+	struct seen_map *m;
+	struct elf_obj *elf;
+	uint64_t vaddr, in_sym;
+	const char *sym;
+
+	if (!e)
+		return -1;
+	if (e->fp != 2)
+		return e->fp;
+	e->fp = -1;
+	m = lookup(s, pid, addr);
+	elf = m ? map_elf(s, m) : NULL;
+	if (!elf || elf_obj__off_to_vaddr(elf, addr - m->start + m->pgoff, &vaddr))
+		return e->fp;
+	sym = elf_obj__symbolize(elf, vaddr, &in_sym);
+	if (sym && strstr(sym, ".cold"))
+		return e->fp;
+	e->fp = (int8_t)(sym ? func_fp(elf, vaddr - in_sym) : object_fp(s, elf));
+	return e->fp;
+}
+
+/* Frames from nofp_from on came through a function without a frame pointer (flags). */
+static void judge_walk(struct symbolizer *s, struct ustack *st)
+{
+	uint16_t i;
+
+	/* The last frame's own frame pointer leads nowhere shown: it needs no verdict. */
+	for (i = 0; i + 1 < st->nr; i++)
+		if (!frame_fp(s, st->pid, st->frames[i])) {
+			st->flags |= STACK_NO_FP;
+			st->nofp_from = i + 1;
+			return;
+		}
+}
+
+int symbolizer__add_stack(struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller,
+			  const uint64_t *raw, size_t n, unsigned int depth,
+			  const struct ustack **out)
+{
+	struct ustack *st;
+	int err, is_new;
+
+	err = stacks__intern(s->stacks, pid, id, caller, raw, n, depth, &st, &is_new);
+	if (err)
+		return err;
+	*out = st;
+	if (!is_new)
+		return 0;
+	/* Named all at once, and judged now: what a capture writes is what this report says. */
+	err = symbolizer__resolve(s, pid, st->frames, st->nr);
+	judge_walk(s, st);
+	return err;
+}
+
+int symbolizer__set_stack(struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller,
+			  const uint64_t *frames, size_t nr, unsigned int flags,
+			  unsigned int nofp_from)
+{
+	return stacks__add(s->stacks, pid, id, caller, frames, nr, flags, nofp_from);
+}
+
+const struct ustack *symbolizer__stack(const struct symbolizer *s, pid_t pid, int32_t id,
+				       uint64_t caller)
+{
+	return stacks__get(s->stacks, pid, id, caller);
+}
+
+const struct stacks *symbolizer__stacks(const struct symbolizer *s)
+{
+	return s->stacks;
+}
+
+void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
+{
+	*st = s->st;
+}
+
+int symbolizer__site_frames(void *ctx, pid_t pid, uint64_t caller, int32_t stack_id,
+			    const char **syms, const char **mods, int max)
+{
+	struct symbolizer *s = ctx;
+	const struct ustack *st = symbolizer__stack(s, pid, stack_id, caller);
+	int i, n = st ? (st->nr < max ? st->nr : max) : 1;
+
+	if (max < 1 || !caller)
+		return 0;
+	if (!st)
+		return symbolizer__frame(s, pid, caller, &syms[0], &mods[0]) ? 0 : 1;
+	/* Every frame, named or not, so that frame i of syms and of mods is one frame. */
+	for (i = 0; i < n; i++) {
+		const struct sym_info *si = symbolizer__info(s, pid, st->frames[i]);
+
+		if (!si)
+			return i;
+		syms[i] = si->func;
+		mods[i] = si->module;
+	}
+	return n;
+}
