@@ -54,10 +54,11 @@ static __always_inline void record(__u32 size, __u64 addr, __u64 caller, __u64 t
 	r->hdr.size = size;
 	r->hdr.ts_ns = ts_ns;
 	r->addr = addr;
-	r->caller = caller;	/* within the 40 bytes of the shortest record */
+	r->caller = caller; /* within the 40 bytes of the shortest record */
 	unread = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
-	bpf_ringbuf_submit(r, unread >= size && (unread - size) / WAKEUP != unread / WAKEUP ?
-			      BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+	bpf_ringbuf_submit(r, unread >= size && (unread - size) / WAKEUP != unread / WAKEUP
+				  ? BPF_RB_FORCE_WAKEUP
+				  : BPF_RB_NO_WAKEUP);
 }
 
 /* The attach cookie: 0 on cudaMalloc, 1 on cudaFree. */

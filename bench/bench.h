@@ -15,13 +15,13 @@ struct bench_produce {
 	__u64 first;
 	__u64 count;
 	__u64 live;
-	__u64 lag;		/* 1 .. live */
+	__u64 lag; /* 1 .. live */
 	__u64 base;
 	__u64 caller;
 	__u64 ts0_ns;
 	__u32 pid;
 	__u32 pad;
-	__s64 produced;		/* out: bpf_loop's return, records written or -errno */
+	__s64 produced; /* out: bpf_loop's return, records written or -errno */
 };
 
 /*
@@ -29,11 +29,11 @@ struct bench_produce {
  * call per bit, at the places gpuleak does it.
  */
 enum bench_cost {
-	COST_STASH = 1 << 0,	/* allocation entry: arguments into task storage */
-	COST_READ = 1 << 1,	/* a user-memory read: [sp] at a free, the out-pointer at return */
-	COST_CLOCK = 1 << 2,	/* a clock read per record */
-	COST_RECORD = 1 << 3,	/* a 72-byte record per call (allocation return, free) */
-	COST_SHORT = 1 << 4,	/* ... of 48 and 40 bytes instead (gl_small_rec) */
+	COST_STASH = 1 << 0,  /* allocation entry: arguments into task storage */
+	COST_READ = 1 << 1,   /* a user-memory read: [sp] at a free, the out-pointer at return */
+	COST_CLOCK = 1 << 2,  /* a clock read per record */
+	COST_RECORD = 1 << 3, /* a 72-byte record per call (allocation return, free) */
+	COST_SHORT = 1 << 4,  /* ... of 48 and 40 bytes instead (gl_small_rec) */
 };
 
 #endif

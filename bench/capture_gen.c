@@ -25,11 +25,11 @@
 #include "probe/proc_maps.h"
 #include "symbols/symbolizer.h"
 
-#define PID 4242
+#define PID	 4242
 #define NR_SITES 48
 #define EXE_BASE 0x555555554000ULL
 #define LIB_BASE 0x7f1234000000ULL
-#define TICK_NS 50000000ULL
+#define TICK_NS	 50000000ULL
 
 struct gsite {
 	uint64_t caller, free_caller;
@@ -42,7 +42,7 @@ struct gsite {
 };
 
 struct live {
-	uint64_t due;		/* call index at which it is freed */
+	uint64_t due; /* call index at which it is freed */
 	uint64_t addr, size;
 	int site;
 };
@@ -53,9 +53,13 @@ struct gen {
 	uint64_t ts, next_tick;
 	uint64_t calls, max_calls;
 	struct gsite sites[NR_SITES];
-	struct live *heap;	/* min-heap by due */
+	struct live *heap; /* min-heap by due */
 	size_t nr_heap, cap_heap;
-	struct { uint64_t size; uint64_t *v; size_t n, cap; } *freel;	/* per-size LIFO */
+	struct {
+		uint64_t size;
+		uint64_t *v;
+		size_t n, cap;
+	} * freel; /* per-size LIFO */
 	size_t nr_freel;
 	uint64_t bump;
 	int since_sync[2];
@@ -81,7 +85,7 @@ static int emit(struct gen *g, struct gl_call_rec *r)
 
 	/* The loop's tick: every poll of a live session, here every 50 ms of record time. */
 	while (g->ts >= g->next_tick) {
-		struct gl_hdr t = { .size = sizeof(t), .kind = GL_REC_TICK, .ts_ns = g->next_tick };
+		struct gl_hdr t = {.size = sizeof(t), .kind = GL_REC_TICK, .ts_ns = g->next_tick};
 
 		err = capture__write_record(g->c, &t);
 		if (err)
@@ -191,8 +195,10 @@ static struct live heap_pop(struct gen *g)
 static int do_free(struct gen *g, struct live l)
 {
 	struct gsite *s = &g->sites[l.site];
-	struct gl_call_rec r = { .hdr = { .kind = GL_REC_FREE, .api = s->free_api, .tid = s->tid },
-				 .addr = l.addr, .aux = s->stream, .caller = s->free_caller };
+	struct gl_call_rec r = {.hdr = {.kind = GL_REC_FREE, .api = s->free_api, .tid = s->tid},
+				.addr = l.addr,
+				.aux = s->stream,
+				.caller = s->free_caller};
 	int err;
 
 	advance(g);
@@ -203,10 +209,11 @@ static int do_free(struct gen *g, struct live l)
 		return err;
 	/* the stream is synchronized every ~16 async frees */
 	if (++g->since_sync[s->stream == 0x1000] >= 16) {
-		struct gl_call_rec y = { .hdr = { .kind = GL_REC_SYNC,
-						  .api = GL_API_CUDA_STREAM_SYNCHRONIZE,
-						  .tid = s->tid },
-					 .aux = s->stream, .caller = EXE_BASE + 0x9000 };
+		struct gl_call_rec y = {.hdr = {.kind = GL_REC_SYNC,
+						.api = GL_API_CUDA_STREAM_SYNCHRONIZE,
+						.tid = s->tid},
+					.aux = s->stream,
+					.caller = EXE_BASE + 0x9000};
 
 		g->since_sync[s->stream == 0x1000] = 0;
 		advance(g);
@@ -223,10 +230,12 @@ static int do_alloc(struct gen *g)
 	int i = (int)(NR_SITES * pow(unif(g), 2.5));
 	struct gsite *s = &g->sites[i];
 	uint64_t size = s->sizes[rnd(g) % s->nr_sizes];
-	struct gl_call_rec r = { .hdr = { .kind = GL_REC_ALLOC, .api = s->api, .tid = s->tid },
-				 .size = size, .aux = s->stream, .caller = s->caller };
+	struct gl_call_rec r = {.hdr = {.kind = GL_REC_ALLOC, .api = s->api, .tid = s->tid},
+				.size = size,
+				.aux = s->stream,
+				.caller = s->caller};
 	double u = unif(g);
-	struct live l = { .site = i, .size = size };
+	struct live l = {.site = i, .size = size};
 	int err;
 
 	advance(g);
@@ -241,7 +250,7 @@ static int do_alloc(struct gen *g)
 	if (err)
 		return err;
 	if (u < 0.005)
-		return 0;	/* leaked */
+		return 0; /* leaked */
 	l.addr = r.addr;
 	l.due = g->calls + (u < 0.14 ? 1000 + rnd(g) % 20000 : 2 + rnd(g) % 60);
 	return heap_push(g, l);
@@ -264,8 +273,8 @@ static void sites_init(struct gen *g)
 		s->tid = i % 7 == 0 ? PID + 1 + i % 3 : PID;
 		s->nr_sizes = 1 + rnd(g) % 4;
 		for (j = 0; j < s->nr_sizes; j++)
-			s->sizes[j] = rnd(g) % 3 ? 512ULL << (rnd(g) % 14) :
-						   512 * (1 + rnd(g) % 4096);
+			s->sizes[j] =
+			    rnd(g) % 3 ? 512ULL << (rnd(g) % 14) : 512 * (1 + rnd(g) % 4096);
 		snprintf(s->name, sizeof(s->name), "site_%02d", i);
 	}
 }
@@ -273,16 +282,25 @@ static void sites_init(struct gen *g)
 /* What a recorder writes at attach and finish, besides the records. */
 static int write_context(struct gen *g)
 {
-	char *argv[] = { "python3", "serve.py", "--model", "m.gguf", NULL };
-	struct capture_proc p = { .pid = PID, .start_ticks = 12345, .comm = "python3",
-				  .exe = "/usr/bin/python3.11", .argv = argv, .argc = 4 };
+	char *argv[] = {"python3", "serve.py", "--model", "m.gguf", NULL};
+	struct capture_proc p = {.pid = PID,
+				 .start_ticks = 12345,
+				 .comm = "python3",
+				 .exe = "/usr/bin/python3.11",
+				 .argv = argv,
+				 .argc = 4};
 	struct pmap_ent ents[] = {
-		{ .start = EXE_BASE, .end = EXE_BASE + 0x10000, .exec = true,
-		  .path = "/opt/serve/serve" },
-		{ .start = LIB_BASE, .end = LIB_BASE + 0x100000, .pgoff = 0x1000, .exec = true,
-		  .path = "/opt/serve/lib/libtorch_cuda.so" },
+	    {.start = EXE_BASE,
+	     .end = EXE_BASE + 0x10000,
+	     .exec = true,
+	     .path = "/opt/serve/serve"},
+	    {.start = LIB_BASE,
+	     .end = LIB_BASE + 0x100000,
+	     .pgoff = 0x1000,
+	     .exec = true,
+	     .path = "/opt/serve/lib/libtorch_cuda.so"},
 	};
-	struct proc_maps m = { .pid = PID, .v = ents, .n = 2 };
+	struct proc_maps m = {.pid = PID, .v = ents, .n = 2};
 	int err = capture__add_process(g->c, &p);
 
 	return err ? err : capture__add_maps(g->c, &m, NULL);
@@ -295,8 +313,8 @@ static int write_names(struct gen *g)
 	for (i = 0; i < NR_SITES && !err; i++) {
 		struct gsite *s = &g->sites[i];
 		const char *mod = s->caller >= LIB_BASE ? "libtorch_cuda.so" : "serve";
-		struct sym_info a = { .module = mod, .func = s->name, .func_off = 0x16 };
-		struct sym_info f = { .module = mod, .func = s->name, .func_off = 0x401b };
+		struct sym_info a = {.module = mod, .func = s->name, .func_off = 0x16};
+		struct sym_info f = {.module = mod, .func = s->name, .func_off = 0x401b};
 
 		err = capture__add_symbol(g->c, PID, s->caller, &a);
 		if (!err)
@@ -307,9 +325,11 @@ static int write_names(struct gen *g)
 
 static int proc_rec(struct gen *g, uint32_t event)
 {
-	struct gl_proc_rec r = { .hdr = { .size = sizeof(r), .kind = GL_REC_PROC, .pid = PID,
-					  .tid = PID, .ts_ns = g->ts },
-				 .event = event, .start_ticks = 12345, .comm = "python3" };
+	struct gl_proc_rec r = {
+	    .hdr = {.size = sizeof(r), .kind = GL_REC_PROC, .pid = PID, .tid = PID, .ts_ns = g->ts},
+	    .event = event,
+	    .start_ticks = 12345,
+	    .comm = "python3"};
 
 	return capture__write_record(g->c, &r.hdr);
 }
@@ -317,14 +337,14 @@ static int proc_rec(struct gen *g, uint32_t event)
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "store", no_argument, NULL, 'S' },
-		{ "block-size", required_argument, NULL, 'b' },
-		{},
+	    {"store", no_argument, NULL, 'S'},
+	    {"block-size", required_argument, NULL, 'b'},
+	    {},
 	};
-	struct capture_opts o = { .force = true };
-	struct gen g = { .seed = 1, .max_calls = 10000000, .bump = 0x7f0000000000ULL };
-	struct gl_loss_rec loss = { .hdr = { .size = sizeof(loss), .kind = GL_REC_LOSS,
-					     .pid = PID, .tid = PID } };
+	struct capture_opts o = {.force = true};
+	struct gen g = {.seed = 1, .max_calls = 10000000, .bump = 0x7f0000000000ULL};
+	struct gl_loss_rec loss = {
+	    .hdr = {.size = sizeof(loss), .kind = GL_REC_LOSS, .pid = PID, .tid = PID}};
 	struct capture_stats st;
 	const char *path = NULL;
 	int opt, err;
@@ -348,7 +368,7 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr, "usage: capture_gen -o FILE [-n CALLS] [-s SEED] [--store] "
-				"[--block-size BYTES]\n");
+					"[--block-size BYTES]\n");
 			return 2;
 		}
 	}
@@ -389,8 +409,9 @@ int main(int argc, char **argv)
 	}
 	capture__stats(g.c, &st);
 	printf("%s: %" PRIu64 " calls, %" PRIu64 " records, %" PRIu64 " bytes: %.2f bytes/call "
-	       "(%.2f in RECORDS blocks)\n", path, g.calls, st.records, st.bytes,
-	       (double)st.bytes / g.calls, (double)st.record_bytes / g.calls);
+	       "(%.2f in RECORDS blocks)\n",
+	       path, g.calls, st.records, st.bytes, (double)st.bytes / g.calls,
+	       (double)st.record_bytes / g.calls);
 	capture__free(g.c);
 	while (g.nr_freel--)
 		free(g.freel[g.nr_freel].v);

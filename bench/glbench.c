@@ -46,8 +46,8 @@
 #include "live/ringbuf.h"
 #include "engine/rules.h"
 
-#define PID 4242
-#define BASE 0x700000000000ULL
+#define PID    4242
+#define BASE   0x700000000000ULL
 #define CALLER 0x555555556000ULL
 
 static uint64_t now_ns(void)
@@ -100,7 +100,7 @@ static int find_fn_cb(const struct elf_func *f, void *ctx)
 
 static int func_offset(struct elf_obj *o, const char *name, unsigned long *off)
 {
-	struct find_fn ff = { .name = name };
+	struct find_fn ff = {.name = name};
 	uint64_t foff;
 
 	elf_obj__for_each_func(o, find_fn_cb, &ff);
@@ -118,14 +118,14 @@ static int no_sink(void *ctx, const struct gl_hdr *h)
 
 static int cmd_bare(int argc, char **argv)
 {
-	static const struct option longopts[] = { { "cost", required_argument, NULL, 'c' }, {} };
+	static const struct option longopts[] = {{"cost", required_argument, NULL, 'c'}, {}};
 	struct bench_bpf *skel = NULL;
 	struct bpf_link *enter = NULL, *exit_link = NULL;
 	struct elf_obj *o = NULL;
 	struct ringbuf *rb = NULL;
 	unsigned long offs[2];
-	__u64 cookies[2] = { 0, 1 };
-	struct pollfd pfd[2] = { { .fd = -1, .events = POLLIN }, { .fd = -1, .events = POLLIN } };
+	__u64 cookies[2] = {0, 1};
+	struct pollfd pfd[2] = {{.fd = -1, .events = POLLIN}, {.fd = -1, .events = POLLIN}};
 	unsigned int cost = 0;
 	pid_t pid = 0;
 	const char *lib;
@@ -172,8 +172,9 @@ static int cmd_bare(int argc, char **argv)
 	LIBBPF_OPTS(bpf_uprobe_multi_opts, xo, .offsets = offs, .cookies = cookies, .cnt = 1,
 		    .retprobe = true);
 	enter = bpf_program__attach_uprobe_multi(skel->progs.bare_enter, pid, lib, NULL, &eo);
-	exit_link = enter ? bpf_program__attach_uprobe_multi(skel->progs.bare_exit, pid, lib,
-							      NULL, &xo) : NULL;
+	exit_link =
+	    enter ? bpf_program__attach_uprobe_multi(skel->progs.bare_exit, pid, lib, NULL, &xo)
+		  : NULL;
 	if (!exit_link) {
 		err = -errno;
 		fprintf(stderr, "glbench: attaching to %s for pid %d: %s\n", lib, pid,
@@ -222,12 +223,14 @@ struct session {
 
 static int session_new(struct session *s)
 {
-	struct analysis_opts o = { .steps = { .source = STEP_INTERVAL,
-					      .interval_ns = 1000000000ULL,
-					      .warmup_steps = 3, .min_growth_steps = 5 } };
-	struct gl_proc_rec p = { .hdr = { .size = sizeof(p), .kind = GL_REC_PROC, .pid = PID,
-					  .tid = PID, .ts_ns = 1 },
-				 .event = GL_PROC_ATTACH, .comm = "bench" };
+	struct analysis_opts o = {.steps = {.source = STEP_INTERVAL,
+					    .interval_ns = 1000000000ULL,
+					    .warmup_steps = 3,
+					    .min_growth_steps = 5}};
+	struct gl_proc_rec p = {
+	    .hdr = {.size = sizeof(p), .kind = GL_REC_PROC, .pid = PID, .tid = PID, .ts_ns = 1},
+	    .event = GL_PROC_ATTACH,
+	    .comm = "bench"};
 	int err;
 
 	err = rules__new(&s->rules);
@@ -250,9 +253,12 @@ static void session_free(struct session *s)
 /* Allocations 0 .. live - 1, as the produce program numbers them. */
 static int prefill(struct session *s, uint64_t live)
 {
-	struct gl_call_rec r = { .hdr = { .size = sizeof(r), .kind = GL_REC_ALLOC,
-					  .api = GL_API_CUDA_MALLOC, .pid = PID, .tid = PID },
-				 .stack_id = -1 };
+	struct gl_call_rec r = {.hdr = {.size = sizeof(r),
+					.kind = GL_REC_ALLOC,
+					.api = GL_API_CUDA_MALLOC,
+					.pid = PID,
+					.tid = PID},
+				.stack_id = -1};
 	uint64_t i;
 	int err;
 
@@ -312,15 +318,24 @@ static int cmd_consumer(int argc, char **argv)
 	struct bench_produce a;
 	int opt, err, prog_fd;
 
-	static const struct option longopts[] = { { "cold", no_argument, NULL, 'c' }, {} };
+	static const struct option longopts[] = {{"cold", no_argument, NULL, 'c'}, {}};
 
 	while ((opt = getopt_long(argc, argv, "l:n:b:", longopts, NULL)) != -1) {
 		switch (opt) {
-		case 'l': live = opt_count(optarg); break;
-		case 'n': events = opt_count(optarg); break;
-		case 'b': batch = opt_count(optarg); break;
-		case 'c': cold = true; break;
-		default: return usage();
+		case 'l':
+			live = opt_count(optarg);
+			break;
+		case 'n':
+			events = opt_count(optarg);
+			break;
+		case 'b':
+			batch = opt_count(optarg);
+			break;
+		case 'c':
+			cold = true;
+			break;
+		default:
+			return usage();
 		}
 	}
 	/* 80 bytes a record in the 64 MiB ring: a batch must fit whole. */
@@ -348,9 +363,12 @@ static int cmd_consumer(int argc, char **argv)
 		goto cleanup;
 	}
 	prog_fd = bpf_program__fd(skel->progs.produce);
-	a = (struct bench_produce){ .live = live, .lag = cold ? live : 16, .base = BASE,
-				    .caller = CALLER,
-				    .ts0_ns = 2 + live, .pid = PID };
+	a = (struct bench_produce){.live = live,
+				   .lag = cold ? live : 16,
+				   .base = BASE,
+				   .caller = CALLER,
+				   .ts0_ns = 2 + live,
+				   .pid = PID};
 	while (done < events) {
 		LIBBPF_OPTS(bpf_test_run_opts, topts, .ctx_in = &a, .ctx_size_in = sizeof(a));
 		uint64_t t0;
@@ -388,8 +406,8 @@ static int cmd_consumer(int argc, char **argv)
 	/* A batch during which another tenant had the CPU is an outlier, not our speed. */
 	qsort(rates, nr_rates, sizeof(*rates), cmp_u64);
 	printf("{\"live\":%" PRIu64 ",\"cold\":%s,\"events\":%" PRIu64 ",\"drain_s\":%.4f,"
-	       "\"events_per_s\":%" PRIu64 ",\"mean_events_per_s\":%.0f}\n", live,
-	       cold ? "true" : "false", done, drain_ns / 1e9, rates[nr_rates / 2],
+	       "\"events_per_s\":%" PRIu64 ",\"mean_events_per_s\":%.0f}\n",
+	       live, cold ? "true" : "false", done, drain_ns / 1e9, rates[nr_rates / 2],
 	       done * 1e9 / drain_ns);
 cleanup:
 	free(rates);
@@ -450,8 +468,8 @@ static int cmd_memory(int argc, char **argv)
 	}
 	/* The heap is what the analysis asked for; RSS also shows what the allocator adds. */
 	printf("{\"live\":%" PRIu64 ",\"bytes_per_live_alloc\":%.1f,\"rss_bytes_per_live_alloc\":"
-	       "%.1f,\"peak_rss_bytes_per_live_alloc\":%.1f}\n", live,
-	       (double)(heap_bytes() - heap0) / live,
+	       "%.1f,\"peak_rss_bytes_per_live_alloc\":%.1f}\n",
+	       live, (double)(heap_bytes() - heap0) / live,
 	       (status_kib("VmRSS") - rss0) * 1024.0 / live,
 	       (status_kib("VmHWM") - hwm0) * 1024.0 / live);
 cleanup:

@@ -108,8 +108,8 @@ static int paced(double calls_per_s, double seconds, size_t size, unsigned long 
 		if (t >= end)
 			break;
 		if (due > t) {
-			struct timespec ts = { .tv_sec = due / 1000000000ULL,
-					       .tv_nsec = due % 1000000000ULL };
+			struct timespec ts = {.tv_sec = due / 1000000000ULL,
+					      .tv_nsec = due % 1000000000ULL};
 
 			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 		}
@@ -122,7 +122,7 @@ static int paced(double calls_per_s, double seconds, size_t size, unsigned long 
 
 int main(int argc, char **argv)
 {
-	static const struct option longopts[] = { { "sync", no_argument, NULL, 'S' }, {} };
+	static const struct option longopts[] = {{"sync", no_argument, NULL, 'S'}, {}};
 	unsigned long long n = 200000, warmup = 20000, done = 0, t0, t1;
 	double rate = 0, seconds = 0, median_ns = 0;
 	size_t size = 4096;
@@ -130,15 +130,27 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt_long(argc, argv, "n:w:s:r:d:", longopts, NULL)) != -1) {
 		switch (opt) {
-		case 'S': sync = 1; break;
-		case 'n': n = strtoull(optarg, NULL, 0); break;
-		case 'w': warmup = strtoull(optarg, NULL, 0); break;
-		case 's': size = strtoull(optarg, NULL, 0); break;
-		case 'r': rate = strtod(optarg, NULL); break;
-		case 'd': seconds = strtod(optarg, NULL); break;
+		case 'S':
+			sync = 1;
+			break;
+		case 'n':
+			n = strtoull(optarg, NULL, 0);
+			break;
+		case 'w':
+			warmup = strtoull(optarg, NULL, 0);
+			break;
+		case 's':
+			size = strtoull(optarg, NULL, 0);
+			break;
+		case 'r':
+			rate = strtod(optarg, NULL);
+			break;
+		case 'd':
+			seconds = strtod(optarg, NULL);
+			break;
 		default:
 			fprintf(stderr, "usage: pairloop [--sync] [-n PAIRS] [-w WARMUP] [-s SIZE] "
-				"[-r CALLS_PER_S -d SECONDS]\n");
+					"[-r CALLS_PER_S -d SECONDS]\n");
 			return 2;
 		}
 	}
@@ -166,8 +178,8 @@ int main(int argc, char **argv)
 	if (!median_ns)
 		median_ns = done ? (double)(t1 - t0) / done : 0.0;
 	printf("{\"pairs\":%llu,\"warmup\":%llu,\"ns_per_pair\":%.1f,\"mean_ns_per_pair\":%.1f,"
-	       "\"elapsed_s\":%.4f,\"calls_per_s\":%.0f}\n", done, warmup, median_ns,
-	       done ? (double)(t1 - t0) / done : 0.0, (t1 - t0) / 1e9,
+	       "\"elapsed_s\":%.4f,\"calls_per_s\":%.0f}\n",
+	       done, warmup, median_ns, done ? (double)(t1 - t0) / done : 0.0, (t1 - t0) / 1e9,
 	       2.0 * done * 1e9 / (double)(t1 - t0));
 	return 0;
 fail:

@@ -18,7 +18,7 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define SIGSTOP 19
-#define EEXIST 17
+#define EEXIST	17
 
 const volatile struct gl_api_spec specs[GL_API_MAX] = {};
 /* Wake the consumer only once this much is unread: per-record wakeups cost 3-6x per call. */
@@ -41,7 +41,7 @@ extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 16 << 20);	/* resized by user space before load */
+	__uint(max_entries, 16 << 20); /* resized by user space before load */
 } events SEC(".maps");
 
 /*
@@ -73,16 +73,16 @@ struct {
 
 /* One traced call in flight on a thread: what was read at entry, for the return probe. */
 struct frame {
-	__u64 sp;		/* stack pointer at entry; the return sees it again (per arch) */
+	__u64 sp; /* stack pointer at entry; the return sees it again (per arch) */
 	__u64 addr;
 	__u64 size;
 	__u64 aux;
 	__u64 aux2;
 	__u64 mul;
-	__u64 ts_ns;		/* entry time, syncs only */
+	__u64 ts_ns; /* entry time, syncs only */
 	__s32 stack_id;
 	__u32 api;
-	__u32 hflags;		/* enum gl_hdr_flags found at entry */
+	__u32 hflags; /* enum gl_hdr_flags found at entry */
 	__u32 pad;
 };
 
@@ -93,7 +93,7 @@ struct tstate {
 	/* Per frame, only for APIs whose spec asks: kept apart so frames stay small. */
 	__u8 desc[GL_MAX_DEPTH][GL_DESC_MAX];
 	char label[GL_MAX_DEPTH][GL_LABEL_MAX];
-	__u32 label_len[GL_MAX_DEPTH];		/* bytes in label[], ~0: no label */
+	__u32 label_len[GL_MAX_DEPTH]; /* bytes in label[], ~0: no label */
 	__u8 label_trunc[GL_MAX_DEPTH];
 };
 
@@ -239,8 +239,8 @@ static __always_inline struct gl_call_rec *rec_reserve(__u32 pid)
 	return r;
 }
 
-static __always_inline void hdr_fill(struct gl_hdr *h, __u16 size, __u8 kind, __u8 depth,
-				     __u16 api, __u64 pid_tgid, __u64 ts_ns)
+static __always_inline void hdr_fill(struct gl_hdr *h, __u16 size, __u8 kind, __u8 depth, __u16 api,
+				     __u64 pid_tgid, __u64 ts_ns)
 {
 	h->size = size;
 	h->kind = kind;
@@ -268,8 +268,7 @@ static __always_inline struct tstate *tstate_get(bool create)
  * Read a label into buf at entry: a (data, len) string view or a NUL-terminated string.
  * Returns the bytes read, or ~0 when the call has no label (NULL data).
  */
-static __always_inline __u32 read_label(__u64 data, __u64 len, bool cstr, char *buf,
-					__u8 *trunc)
+static __always_inline __u32 read_label(__u64 data, __u64 len, bool cstr, char *buf, __u8 *trunc)
 {
 	long n;
 
@@ -298,8 +297,8 @@ static __always_inline __u32 read_label(__u64 data, __u64 len, bool cstr, char *
 	return len;
 }
 
-static __always_inline void label_from_desc(struct gl_api_spec s, const __u8 *desc,
-					    char *buf, __u32 *len, __u8 *trunc)
+static __always_inline void label_from_desc(struct gl_api_spec s, const __u8 *desc, char *buf,
+					    __u32 *len, __u8 *trunc)
 {
 	/* 8-byte aligned and inside the copy, the length word included. */
 	__u32 off = s.label_off & (GL_DESC_MAX - 8);
@@ -338,7 +337,7 @@ static __always_inline __u32 desc_copy_len(struct gl_api_spec s)
 static __always_inline void code_ptr_check(__u16 api, struct gl_api_spec s, const __u8 *desc,
 					   __u64 pid_tgid, __u8 depth)
 {
-	struct code_key k = { .pid = pid_tgid >> 32 };
+	struct code_key k = {.pid = pid_tgid >> 32};
 	struct gl_call_rec *r;
 	__u8 one = 1;
 	bool stop;
@@ -543,7 +542,7 @@ static __always_inline int emit_arg_label(struct pt_regs *ctx, __u16 api, struct
 	len = read_label(gl_arg(ctx, s.arg_aux), gl_arg(ctx, s.arg_aux2),
 			 s.label_kind == GL_LABEL_ARGS_CSTR, buf, &trunc);
 	if (len == ~0U)
-		len = 0;	/* SetLabel(NULL) clears the label */
+		len = 0; /* SetLabel(NULL) clears the label */
 	emit_label(api, pid_tgid, depth, gl_arg(ctx, s.arg_addr), buf, len, trunc, s.flags);
 	return 0;
 }
@@ -611,7 +610,7 @@ static __always_inline int emit_entry(struct pt_regs *ctx, __u16 api, struct gl_
 	__u8 kind = s.shape == GL_SHAPE_NOTIFY ? GL_REC_NOTIFY : GL_REC_FREE;
 	__u64 size, aux, aux2;
 
-	if ((s.flags & GL_SPEC_HOLD) && bpf_map_lookup_elem(&held, &(__u32){ pid_tgid >> 32 }))
+	if ((s.flags & GL_SPEC_HOLD) && bpf_map_lookup_elem(&held, &(__u32){pid_tgid >> 32}))
 		/* Queued before the record is visible, so user space's SIGCONT cannot precede it. */
 		bpf_send_signal(SIGSTOP);
 	if (s.label_kind == GL_LABEL_ARGS_SV || s.label_kind == GL_LABEL_ARGS_CSTR)
@@ -668,8 +667,8 @@ int gl_enter(struct pt_regs *ctx)
 }
 
 /* The result of an allocation: through the out-pointer, or the return value. */
-static __always_inline void alloc_result(struct pt_regs *ctx, struct gl_api_spec s,
-					 struct frame *f, struct gl_call_rec *r, __u32 pid)
+static __always_inline void alloc_result(struct pt_regs *ctx, struct gl_api_spec s, struct frame *f,
+					 struct gl_call_rec *r, __u32 pid)
 {
 	__u64 rc = PT_REGS_RC(ctx);
 	__u64 size = f->size, mul = f->mul;
@@ -920,9 +919,9 @@ static __always_inline __u32 pid_in_ns(struct pid *p)
 	for (__u32 i = 0; i < GL_MAX_PIDNS_LEVEL; i++) {
 		if (i > level)
 			break;
-		if (bpf_probe_read_kernel(&up, sizeof(up), (void *)p +
-					  bpf_core_field_offset(p->numbers) +
-					  i * bpf_core_type_size(struct upid)))
+		if (bpf_probe_read_kernel(&up, sizeof(up),
+					  (void *)p + bpf_core_field_offset(p->numbers) +
+					      i * bpf_core_type_size(struct upid)))
 			return 0;
 		if (up.ns && BPF_CORE_READ(up.ns, ns.inum) == pidns_ino)
 			return up.nr;

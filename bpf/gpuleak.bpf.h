@@ -12,8 +12,8 @@
  * of the callee it sits at [sp]; `ret` pops it, so the return probe sees sp + 8. Arguments
  * 7 and 8 are on the stack above the return address.
  */
-#define GL_RET_SP_TO_ENTRY_SP(sp) ((sp) - 8)
-#define GL_NR_REG_ARGS 6
+#define GL_RET_SP_TO_ENTRY_SP(sp) ((sp)-8)
+#define GL_NR_REG_ARGS		  6
 
 static __always_inline __u64 gl_entry_caller(struct pt_regs *ctx)
 {
@@ -45,7 +45,7 @@ static __always_inline __u64 gl_byval_addr(struct pt_regs *ctx, int n)
 #elif defined(__TARGET_ARCH_arm64)
 /* AAPCS64: the return address is in x30 and sp does not move across `ret`. */
 #define GL_RET_SP_TO_ENTRY_SP(sp) (sp)
-#define GL_NR_REG_ARGS 8
+#define GL_NR_REG_ARGS		  8
 
 static __always_inline __u64 gl_entry_caller(struct pt_regs *ctx)
 {
@@ -56,7 +56,8 @@ static __always_inline __u64 gl_stack_arg(struct pt_regs *ctx, int n)
 {
 	__u64 v = 0;
 
-	bpf_probe_read_user(&v, sizeof(v), (void *)(PT_REGS_SP(ctx) + 8 * (n - GL_NR_REG_ARGS - 1)));
+	bpf_probe_read_user(&v, sizeof(v),
+			    (void *)(PT_REGS_SP(ctx) + 8 * (n - GL_NR_REG_ARGS - 1)));
 	return v;
 }
 

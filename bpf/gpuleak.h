@@ -24,26 +24,26 @@ enum gl_rec_kind {
 	GL_REC_LABEL = 7,	/* struct gl_label_rec: a label for a handle */
 	GL_REC_CODE = 8,	/* a code pointer seen in an argument (a callback) that user
 				 * space has not probed yet: addr; flags may have GL_HF_HELD */
-	GL_REC_ALLOC_SMALL = 9,	/* ring buffer only (struct gl_small_rec): an ALLOC */
-	GL_REC_FREE_SMALL = 10,	/* ring buffer only (struct gl_small_rec): a FREE */
+	GL_REC_ALLOC_SMALL = 9, /* ring buffer only (struct gl_small_rec): an ALLOC */
+	GL_REC_FREE_SMALL = 10, /* ring buffer only (struct gl_small_rec): a FREE */
 	GL_REC_TASK = 11,	/* struct gl_task_rec: a traced process forked, exec'd or
 				 * exited (scheduler tracepoints) */
 
-	GL_REC_TICK = 64,	/* user space: time advanced to hdr.ts_ns (no events meanwhile) */
-	GL_REC_PROC = 65,	/* user space: struct gl_proc_rec, a process was attached/exited */
-	GL_REC_LOSS = 66,	/* user space: struct gl_loss_rec, BPF-side loss counters of a pid */
-	GL_REC_DEVMEM = 67,	/* user space: struct gl_devmem_rec, a device's memory (NVML) */
+	GL_REC_TICK = 64,   /* user space: time advanced to hdr.ts_ns (no events meanwhile) */
+	GL_REC_PROC = 65,   /* user space: struct gl_proc_rec, a process was attached/exited */
+	GL_REC_LOSS = 66,   /* user space: struct gl_loss_rec, BPF-side loss counters of a pid */
+	GL_REC_DEVMEM = 67, /* user space: struct gl_devmem_rec, a device's memory (NVML) */
 };
 
 /* Flags in gl_hdr.flags. */
 enum gl_hdr_flags {
-	GL_HF_SIZE_CLAMPED = 1 << 0,	/* size came from a multiplication that overflowed */
-	GL_HF_ADDR_READ_FAIL = 1 << 1,	/* the out-pointer could not be read: addr unknown */
-	GL_HF_STALE_FRAMES = 1 << 2,	/* frames above this call were dropped (longjmp/throw) */
-	GL_HF_DESC = 1 << 3,		/* struct gl_desc_rec: descriptor bytes follow */
-	GL_HF_DESC_READ_FAIL = 1 << 4,	/* the descriptor could not be read at entry */
-	GL_HF_HELD = 1 << 5,		/* BPF stopped the process here: user space resumes it */
-	GL_HF_LABEL = 1 << 6,		/* a struct gl_label_rec for this call follows
+	GL_HF_SIZE_CLAMPED = 1 << 0,   /* size came from a multiplication that overflowed */
+	GL_HF_ADDR_READ_FAIL = 1 << 1, /* the out-pointer could not be read: addr unknown */
+	GL_HF_STALE_FRAMES = 1 << 2,   /* frames above this call were dropped (longjmp/throw) */
+	GL_HF_DESC = 1 << 3,	       /* struct gl_desc_rec: descriptor bytes follow */
+	GL_HF_DESC_READ_FAIL = 1 << 4, /* the descriptor could not be read at entry */
+	GL_HF_HELD = 1 << 5,	       /* BPF stopped the process here: user space resumes it */
+	GL_HF_LABEL = 1 << 6,	       /* a struct gl_label_rec for this call follows
 					 * (the descriptor named a label) */
 };
 
@@ -52,12 +52,12 @@ enum gl_hdr_flags {
  * at return for entry+return calls, at entry for entry-only calls.
  */
 struct gl_hdr {
-	__u16 size;		/* bytes of the whole record, header included */
-	__u8 kind;		/* enum gl_rec_kind */
-	__u8 depth;		/* traced calls open on this thread at entry (0 = outermost) */
-	__u16 api;		/* enum gl_api: which API fired (the attach cookie) */
-	__u16 flags;		/* enum gl_hdr_flags */
-	__u32 pid;		/* tgid */
+	__u16 size;  /* bytes of the whole record, header included */
+	__u8 kind;   /* enum gl_rec_kind */
+	__u8 depth;  /* traced calls open on this thread at entry (0 = outermost) */
+	__u16 api;   /* enum gl_api: which API fired (the attach cookie) */
+	__u16 flags; /* enum gl_hdr_flags */
+	__u32 pid;   /* tgid */
 	__u32 tid;
 	__u64 ts_ns;
 };
@@ -74,9 +74,9 @@ struct gl_call_rec {
 	__u64 size;
 	__u64 aux;
 	__u64 aux2;
-	__u64 caller;		/* return address at entry: the call site in the caller */
-	__s32 ret;		/* return value (error code), 0 for entry-only records */
-	__s32 stack_id;		/* user stack id (GL_STACK_*), < 0: none */
+	__u64 caller;	/* return address at entry: the call site in the caller */
+	__s32 ret;	/* return value (error code), 0 for entry-only records */
+	__s32 stack_id; /* user stack id (GL_STACK_*), < 0: none */
 };
 
 /*
@@ -88,8 +88,8 @@ struct gl_call_rec {
  * either map start after the probed function's own address; user space makes the call
  * site (the record's caller) the first frame when the kernel did not put it there.
  */
-#define GL_STACK_FALLBACK (1 << 30)
-#define GL_STACK_DEPTH_MAX 120	/* --stack-depth limit: the kernel walks at most 127 frames */
+#define GL_STACK_FALLBACK  (1 << 30)
+#define GL_STACK_DEPTH_MAX 120 /* --stack-depth limit: the kernel walks at most 127 frames */
 
 /*
  * The short form of the commonest records, in the ring buffer only: an ALLOC or FREE whose
@@ -100,14 +100,14 @@ struct gl_call_rec {
  * instead of 72 save ~25% of gpuleak's cost per allocate/free pair.
  */
 struct gl_small_rec {
-	struct gl_hdr hdr;	/* size: GL_SMALL_ALLOC_SIZE or GL_SMALL_FREE_SIZE */
+	struct gl_hdr hdr; /* size: GL_SMALL_ALLOC_SIZE or GL_SMALL_FREE_SIZE */
 	__u64 addr;
 	__u64 caller;
-	__u64 size;		/* GL_REC_ALLOC_SMALL only: a FREE_SMALL ends before it */
+	__u64 size; /* GL_REC_ALLOC_SMALL only: a FREE_SMALL ends before it */
 };
 
-#define GL_SMALL_FREE_SIZE 40	/* offsetof(struct gl_small_rec, size) */
-#define GL_SMALL_ALLOC_SIZE 48	/* sizeof(struct gl_small_rec) */
+#define GL_SMALL_FREE_SIZE  40 /* offsetof(struct gl_small_rec, size) */
+#define GL_SMALL_ALLOC_SIZE 48 /* sizeof(struct gl_small_rec) */
 
 /*
  * A call record plus the bytes of a struct argument copied at entry (a WebGPU descriptor,
@@ -116,26 +116,26 @@ struct gl_small_rec {
 #define GL_DESC_MAX 64
 
 struct gl_desc_rec {
-	struct gl_call_rec call;	/* call.hdr.flags has GL_HF_DESC */
-	__u8 desc[GL_DESC_MAX];		/* the first spec.desc_len bytes are valid */
+	struct gl_call_rec call; /* call.hdr.flags has GL_HF_DESC */
+	__u8 desc[GL_DESC_MAX];	 /* the first spec.desc_len bytes are valid */
 };
 
 #define GL_LABEL_MAX 64
 
 struct gl_label_rec {
 	struct gl_hdr hdr;
-	__u64 addr;		/* the handle the label belongs to */
-	__u32 len;		/* bytes of label used (label is not NUL-terminated when full) */
-	__u32 truncated;	/* 1 when the source label was longer than GL_LABEL_MAX */
+	__u64 addr;	 /* the handle the label belongs to */
+	__u32 len;	 /* bytes of label used (label is not NUL-terminated when full) */
+	__u32 truncated; /* 1 when the source label was longer than GL_LABEL_MAX */
 	char label[GL_LABEL_MAX];
 };
 
 /* GL_REC_PROC events. */
 enum gl_proc_event {
-	GL_PROC_ATTACH = 1,	/* tracing of pid began (start_ns: its start time) */
-	GL_PROC_EXIT = 2,	/* pid exited; status is the wait status or -1 if unknown */
-	GL_PROC_DETACH = 3,	/* tracing stopped while pid was alive (Ctrl-C, --duration) */
-	GL_PROC_EXEC = 4,	/* pid replaced its program: what follows is another process */
+	GL_PROC_ATTACH = 1, /* tracing of pid began (start_ns: its start time) */
+	GL_PROC_EXIT = 2,   /* pid exited; status is the wait status or -1 if unknown */
+	GL_PROC_DETACH = 3, /* tracing stopped while pid was alive (Ctrl-C, --duration) */
+	GL_PROC_EXEC = 4,   /* pid replaced its program: what follows is another process */
 	/*
 	 * pid called its end marker (--end): its session is over, as at a detach, and the
 	 * analysis takes nothing more of it. Made by the analysis from the marker's record,
@@ -146,22 +146,22 @@ enum gl_proc_event {
 
 struct gl_proc_rec {
 	struct gl_hdr hdr;
-	__u32 event;		/* enum gl_proc_event */
+	__u32 event; /* enum gl_proc_event */
 	__s32 status;
-	__u64 start_ticks;	/* /proc/PID/stat starttime: tells a reused PID apart */
+	__u64 start_ticks; /* /proc/PID/stat starttime: tells a reused PID apart */
 	char comm[16];
 	/* Not in records of gpuleak 0.1 (GL_PROC_REC_V1_SIZE): zero when absent. */
-	__u32 ppid;		/* ATTACH: the traced process it was followed from, 0: none */
-	__u32 ns_pid;		/* ATTACH: its pid in its own pid namespace, 0: the same */
+	__u32 ppid;   /* ATTACH: the traced process it was followed from, 0: none */
+	__u32 ns_pid; /* ATTACH: its pid in its own pid namespace, 0: the same */
 };
 
 #define GL_PROC_REC_V1_SIZE 56
 
 /* GL_REC_TASK events: what the scheduler tracepoints saw of a traced process. */
 enum gl_task_event {
-	GL_TASK_FORK = 1,	/* pid was forked by ppid (followed: --follow) */
-	GL_TASK_EXEC = 2,	/* pid exec'd a new program */
-	GL_TASK_EXIT = 3,	/* pid's last thread exited: exit_code is its wait status */
+	GL_TASK_FORK = 1, /* pid was forked by ppid (followed: --follow) */
+	GL_TASK_EXEC = 2, /* pid exec'd a new program */
+	GL_TASK_EXIT = 3, /* pid's last thread exited: exit_code is its wait status */
 	/*
 	 * Thread hdr.tid of pid was made by thread ppid while ppid was inside the traced call
 	 * hdr.api at depth hdr.depth, an API that hands its work to threads it joins before
@@ -171,16 +171,16 @@ enum gl_task_event {
 };
 
 enum gl_task_flags {
-	GL_TF_STOPPED = 1 << 0,	/* BPF sent pid SIGSTOP: user space attaches, then resumes it */
+	GL_TF_STOPPED = 1 << 0, /* BPF sent pid SIGSTOP: user space attaches, then resumes it */
 };
 
 struct gl_task_rec {
-	struct gl_hdr hdr;	/* pid: the process the event is about (a fork's child) */
-	__u32 event;		/* enum gl_task_event */
-	__u32 flags;		/* enum gl_task_flags */
-	__u32 ppid;		/* FORK: the parent */
-	__s32 exit_code;	/* EXIT: wait status (exit code << 8, or the signal) */
-	__u64 start_ns;		/* when the process started, ns after boot (its start time) */
+	struct gl_hdr hdr; /* pid: the process the event is about (a fork's child) */
+	__u32 event;	   /* enum gl_task_event */
+	__u32 flags;	   /* enum gl_task_flags */
+	__u32 ppid;	   /* FORK: the parent */
+	__s32 exit_code;   /* EXIT: wait status (exit code << 8, or the signal) */
+	__u64 start_ns;	   /* when the process started, ns after boot (its start time) */
 	char comm[16];
 };
 
@@ -190,26 +190,26 @@ struct gl_task_rec {
  * same time-to-OOM as the live one.
  */
 struct gl_devmem_rec {
-	struct gl_hdr hdr;	/* pid: the traced process */
+	struct gl_hdr hdr; /* pid: the traced process */
 	__s32 device;
-	__u32 flags;		/* 1: proc_used_bytes is known */
+	__u32 flags; /* 1: proc_used_bytes is known */
 	__u64 total_bytes;
-	__u64 used_bytes;	/* by every process on the device */
-	__u64 proc_used_bytes;	/* by this process, at attach */
+	__u64 used_bytes;      /* by every process on the device */
+	__u64 proc_used_bytes; /* by this process, at attach */
 };
 
 /* Where BPF lost or could not complete something; GL_REC_LOSS carries one pid's counts. */
 enum gl_stat {
-	GL_STAT_RB_FULL = 0,		/* ring buffer reserve failed: a record was lost */
-	GL_STAT_STASH_FAIL = 1,		/* per-thread state could not be created: call untracked */
-	GL_STAT_DEPTH_OVERFLOW = 2,	/* more nested traced calls than GL_MAX_DEPTH */
-	GL_STAT_READ_FAIL = 3,		/* reading target memory (out-pointer, stack) failed */
-	GL_STAT_RET_NO_ENTRY = 4,	/* a return probe found no matching entry */
-	GL_STAT_STALE_FRAMES = 5,	/* entries whose return never came (longjmp, throw) */
-	GL_STAT_STACK_FAIL = 6,		/* stack capture failed: map full, unwalkable */
-	GL_STAT_STACK_COLLISION = 7,	/* a stack's bucket held another stack in both maps:
+	GL_STAT_RB_FULL = 0,	     /* ring buffer reserve failed: a record was lost */
+	GL_STAT_STASH_FAIL = 1,	     /* per-thread state could not be created: call untracked */
+	GL_STAT_DEPTH_OVERFLOW = 2,  /* more nested traced calls than GL_MAX_DEPTH */
+	GL_STAT_READ_FAIL = 3,	     /* reading target memory (out-pointer, stack) failed */
+	GL_STAT_RET_NO_ENTRY = 4,    /* a return probe found no matching entry */
+	GL_STAT_STALE_FRAMES = 5,    /* entries whose return never came (longjmp, throw) */
+	GL_STAT_STACK_FAIL = 6,	     /* stack capture failed: map full, unwalkable */
+	GL_STAT_STACK_COLLISION = 7, /* a stack's bucket held another stack in both maps:
 					 * the call is recorded without its stack */
-	GL_STAT_MAP_FULL = 8,		/* a BPF map had no room (a followed child, a process) */
+	GL_STAT_MAP_FULL = 8,	     /* a BPF map had no room (a followed child, a process) */
 	/*
 	 * What the losses above cost, for the verdict's error bounds (each is also counted
 	 * above): allocations that succeeded but never reached user space, the bytes of those
@@ -220,14 +220,14 @@ enum gl_stat {
 	GL_STAT_LOST_ALLOC_BYTES = 10,
 	GL_STAT_LOST_ALLOCS_UNSIZED = 11,
 	GL_STAT_LOST_FREES = 12,
-	GL_STAT_LOST_TASKS = 13,	/* fork/exec/exit records lost: a child not followed, an
+	GL_STAT_LOST_TASKS = 13, /* fork/exec/exit records lost: a child not followed, an
 					 * exit status unknown (charged to the parent on fork) */
 	GL_STAT_MAX = 16,
 };
 
 struct gl_loss_rec {
 	struct gl_hdr hdr;
-	__u64 counts[GL_STAT_MAX];	/* cumulative per pid, indexed by enum gl_stat */
+	__u64 counts[GL_STAT_MAX]; /* cumulative per pid, indexed by enum gl_stat */
 };
 
 /* gpuleak 0.1 wrote 8 counters: readers take what a record has. */
@@ -240,27 +240,27 @@ struct gl_loss_rec {
  */
 enum gl_shape {
 	GL_SHAPE_NONE = 0,
-	GL_SHAPE_ALLOC_OUTPTR = 1,	/* int f(void **out, size_t size, ...): result via out */
-	GL_SHAPE_ALLOC_RET = 2,		/* void *f(size...): result is the return value */
-	GL_SHAPE_FREE = 3,		/* f(void *p): entry only */
-	GL_SHAPE_FREE_ASYNC = 4,	/* f(void *p, stream): entry only, completes at a sync */
-	GL_SHAPE_SYNC = 5,		/* int f(stream|event|void): completion point, at return */
-	GL_SHAPE_CALL = 6,		/* int f(args...): args at entry, return value at return */
-	GL_SHAPE_NOTIFY = 7,		/* f(args...): entry-only marker */
+	GL_SHAPE_ALLOC_OUTPTR = 1, /* int f(void **out, size_t size, ...): result via out */
+	GL_SHAPE_ALLOC_RET = 2,	   /* void *f(size...): result is the return value */
+	GL_SHAPE_FREE = 3,	   /* f(void *p): entry only */
+	GL_SHAPE_FREE_ASYNC = 4,   /* f(void *p, stream): entry only, completes at a sync */
+	GL_SHAPE_SYNC = 5,	   /* int f(stream|event|void): completion point, at return */
+	GL_SHAPE_CALL = 6,	   /* int f(args...): args at entry, return value at return */
+	GL_SHAPE_NOTIFY = 7,	   /* f(args...): entry-only marker */
 };
 
 /* Flags of struct gl_api_spec. */
 enum gl_spec_flags {
-	GL_SPEC_SIZE_BY_PTR = 1 << 0,	/* arg_size points to the size, read at return (pitch) */
-	GL_SPEC_FAIL_IS_NEG1 = 1 << 1,	/* ALLOC_RET: (void *)-1 is failure (mmap), not NULL */
-	GL_SPEC_WAKEUP = 1 << 2,	/* wake user space at once (ld.so rendezvous) */
-	GL_SPEC_HOLD = 1 << 3,		/* stop a held process here until user space attaches */
-	GL_SPEC_DESC_BYVAL = 1 << 4,	/* arg_desc is a struct passed by value, not a pointer */
-	GL_SPEC_CODE_PTR = 1 << 5,	/* the copied desc holds a code pointer at code_off that
+	GL_SPEC_SIZE_BY_PTR = 1 << 0,	 /* arg_size points to the size, read at return (pitch) */
+	GL_SPEC_FAIL_IS_NEG1 = 1 << 1,	 /* ALLOC_RET: (void *)-1 is failure (mmap), not NULL */
+	GL_SPEC_WAKEUP = 1 << 2,	 /* wake user space at once (ld.so rendezvous) */
+	GL_SPEC_HOLD = 1 << 3,		 /* stop a held process here until user space attaches */
+	GL_SPEC_DESC_BYVAL = 1 << 4,	 /* arg_desc is a struct passed by value, not a pointer */
+	GL_SPEC_CODE_PTR = 1 << 5,	 /* the copied desc holds a code pointer at code_off that
 					 * user space probes (GL_REC_CODE on first sight) */
-	GL_SPEC_DESC_AT_RETURN = 1 << 6,	/* copy the descriptor at return, from arg_addr:
+	GL_SPEC_DESC_AT_RETURN = 1 << 6, /* copy the descriptor at return, from arg_addr:
 						 * an out-array the call filled (ncclCommInitAll) */
-	GL_SPEC_LAYERS = 1 << 7,	/* it allocates memory, and GPU allocations nested in it
+	GL_SPEC_LAYERS = 1 << 7,	 /* it allocates memory, and GPU allocations nested in it
 					 * are its layers (cudaMalloc -> cuMemAlloc): no stack */
 };
 
@@ -276,29 +276,29 @@ enum gl_spec_flags2 {
 /* Where a call's label string is (struct gl_label_rec is emitted for it). */
 enum gl_label_kind {
 	GL_LABEL_NONE = 0,
-	GL_LABEL_STRINGVIEW = 1,	/* descriptor: char *data @label_off, size_t len @+8;
+	GL_LABEL_STRINGVIEW = 1, /* descriptor: char *data @label_off, size_t len @+8;
 					 * len SIZE_MAX means NUL-terminated (webgpu.h 2024+) */
-	GL_LABEL_CSTR = 2,		/* descriptor: const char * @label_off (older webgpu.h) */
-	GL_LABEL_ARGS_SV = 3,		/* arguments: data = arg_aux, len = arg_aux2 (SetLabel) */
-	GL_LABEL_ARGS_CSTR = 4,		/* argument arg_aux is a const char * */
+	GL_LABEL_CSTR = 2,	 /* descriptor: const char * @label_off (older webgpu.h) */
+	GL_LABEL_ARGS_SV = 3,	 /* arguments: data = arg_aux, len = arg_aux2 (SetLabel) */
+	GL_LABEL_ARGS_CSTR = 4,	 /* argument arg_aux is a const char * */
 };
 
 /* Argument positions are 1-based; 0 means "not used". */
 struct gl_api_spec {
-	__u8 shape;		/* enum gl_shape */
-	__u8 arg_addr;		/* out-pointer (ALLOC_OUTPTR) or pointer/handle to free */
+	__u8 shape;    /* enum gl_shape */
+	__u8 arg_addr; /* out-pointer (ALLOC_OUTPTR) or pointer/handle to free */
 	__u8 arg_size;
-	__u8 arg_aux;		/* stream, flags, device ... */
+	__u8 arg_aux; /* stream, flags, device ... */
 	__u8 arg_aux2;
-	__u8 arg_mul;		/* multiplies size (pitch height, calloc nmemb) */
-	__u8 flags;		/* enum gl_spec_flags */
-	__u8 arg_desc;		/* struct pointer: its first desc_len bytes are copied at entry */
-	__u8 desc_len;		/* bytes, <= GL_DESC_MAX */
-	__u8 label_kind;	/* enum gl_label_kind */
-	__u8 label_off;		/* offset of the label in the copied bytes */
-	__u8 desc_off;		/* the copy starts this many bytes into the struct */
-	__u8 code_off;		/* GL_SPEC_CODE_PTR: offset of the code pointer in the copy */
-	__u8 flags2;		/* enum gl_spec_flags2 */
+	__u8 arg_mul;	 /* multiplies size (pitch height, calloc nmemb) */
+	__u8 flags;	 /* enum gl_spec_flags */
+	__u8 arg_desc;	 /* struct pointer: its first desc_len bytes are copied at entry */
+	__u8 desc_len;	 /* bytes, <= GL_DESC_MAX */
+	__u8 label_kind; /* enum gl_label_kind */
+	__u8 label_off;	 /* offset of the label in the copied bytes */
+	__u8 desc_off;	 /* the copy starts this many bytes into the struct */
+	__u8 code_off;	 /* GL_SPEC_CODE_PTR: offset of the code pointer in the copy */
+	__u8 flags2;	 /* enum gl_spec_flags2 */
 };
 
 /*
@@ -420,8 +420,8 @@ enum gl_api {
 	 * format numbering (the texture-formats-tier1 change of 2025-07 renumbered them).
 	 */
 	GL_API_WGPU_DEVICE_CREATE_BUFFER = 0x500,
-	GL_API_WGPU_DEVICE_CREATE_TEXTURE = 0x501,	/* formats numbered before tier1 */
-	GL_API_WGPU_DEVICE_CREATE_TEXTURE_TIER1 = 0x502, /* formats numbered since tier1 */
+	GL_API_WGPU_DEVICE_CREATE_TEXTURE = 0x501,	       /* formats numbered before tier1 */
+	GL_API_WGPU_DEVICE_CREATE_TEXTURE_TIER1 = 0x502,       /* formats numbered since tier1 */
 	GL_API_WGPU_DEVICE_CREATE_TEXTURE_FMT_UNKNOWN = 0x503, /* numbering not determined */
 	GL_API_WGPU_BUFFER_ADD_REF = 0x504,
 	GL_API_WGPU_BUFFER_RELEASE = 0x505,
@@ -438,9 +438,9 @@ enum gl_api {
 	GL_API_WGPU_DEVICE_GET_QUEUE = 0x510,
 	GL_API_WGPU_QUEUE_SUBMIT = 0x511,
 	GL_API_WGPU_QUEUE_ON_SUBMITTED_WORK_DONE = 0x512,
-	GL_API_WGPU_QUEUE_WORK_DONE_CALLBACK = 0x513,	/* the program's callback, probed at
+	GL_API_WGPU_QUEUE_WORK_DONE_CALLBACK = 0x513, /* the program's callback, probed at
 							 * the address found at run time */
-	GL_API_DAWN_BUFFER_MAKE_ERROR = 0x514,		/* Dawn-internal: an error object */
+	GL_API_DAWN_BUFFER_MAKE_ERROR = 0x514,	      /* Dawn-internal: an error object */
 	GL_API_DAWN_TEXTURE_MAKE_ERROR = 0x515,
 	GL_API_WGPU_DEVICE_CREATE_BUFFER_CSTR = 0x516,
 	GL_API_WGPU_DEVICE_CREATE_TEXTURE_CSTR = 0x517,
@@ -452,7 +452,7 @@ enum gl_api {
 	GL_API_WGPU_DEVICE_REFERENCE = 0x51d,
 	GL_API_WGPU_LAST,
 
-	GL_API_LD_DEBUG_STATE = 0x700,	/* ld.so's r_brk: the link map changed */
+	GL_API_LD_DEBUG_STATE = 0x700, /* ld.so's r_brk: the link map changed */
 	GL_API_LD_LAST,
 
 	/* Step and request markers: user-named functions (--step sym:, --request sym:) and
@@ -465,10 +465,10 @@ enum gl_api {
 	GL_API_NVTX_MARK_A = 0x805,
 	GL_API_NVTX_RANGE_PUSH_EX = 0x806,
 	GL_API_NVTX_RANGE_START_EX = 0x807,
-	GL_API_MARKER_END = 0x808,	/* --end: the session ends at this call */
+	GL_API_MARKER_END = 0x808, /* --end: the session ends at this call */
 	GL_API_MARKER_LAST,
 
-	GL_API_MAX = 0x900,		/* size of the rodata spec table */
+	GL_API_MAX = 0x900, /* size of the rodata spec table */
 };
 
 #define GL_API_FAMILY(api) ((api) >> 8)

@@ -14,23 +14,25 @@
 #include "engine/rules.h"
 
 /* Rules of every kind, so that classification, deferred frees and gates all run. */
-static const char fuzz_rules[] =
-	"persistent site=*kv* release=session-end\n"
-	"persistent label=weights* once max=1MiB\n"
-	"persistent api=cudaMallocAsync phase=steps<3\n"
-	"deferred api=cuMemFree* until=device-sync window=1s\n"
-	"ignore lib=libnccl*\n";
+static const char fuzz_rules[] = "persistent site=*kv* release=session-end\n"
+				 "persistent label=weights* once max=1MiB\n"
+				 "persistent api=cudaMallocAsync phase=steps<3\n"
+				 "deferred api=cuMemFree* until=device-sync window=1s\n"
+				 "ignore lib=libnccl*\n";
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct analysis_opts a = {
-		.steps = { .source = STEP_SYNC, .warmup_steps = 1, .min_growth_steps = 2,
-			   .device_mem = 1ULL << 30 },
-		.steps_given = true,
-		.gate = { .on = true, .has_max_live = true },
-		/* the pictures too: the graph, series and writers read what the input made */
-		.out = { .folded_path = "/dev/null", .perfetto_path = "/dev/null",
-			 .svg_path = "/dev/null" },
+	    .steps = {.source = STEP_SYNC,
+		      .warmup_steps = 1,
+		      .min_growth_steps = 2,
+		      .device_mem = 1ULL << 30},
+	    .steps_given = true,
+	    .gate = {.on = true, .has_max_live = true},
+	    /* the pictures too: the graph, series and writers read what the input made */
+	    .out = {.folded_path = "/dev/null",
+		    .perfetto_path = "/dev/null",
+		    .svg_path = "/dev/null"},
 	};
 	static struct rules *rules;
 	static FILE *null;

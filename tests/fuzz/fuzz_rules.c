@@ -24,11 +24,10 @@ static bool same_rule(const struct rule *a, const struct rule *b)
 	return a->kind == b->kind && same_str(a->api, b->api) && same_str(a->lib, b->lib) &&
 	       same_str(a->site, b->site) && same_str(a->label, b->label) &&
 	       a->has_size_min == b->has_size_min && a->has_size_max == b->has_size_max &&
-	       a->size_min == b->size_min && a->size_max == b->size_max &&
-	       a->phase == b->phase && a->phase_steps == b->phase_steps && a->pid == b->pid &&
-	       a->once == b->once && a->max_bytes == b->max_bytes &&
-	       a->release_at_end == b->release_at_end && a->until == b->until &&
-	       a->window_ns == b->window_ns && same_str(a->text, b->text);
+	       a->size_min == b->size_min && a->size_max == b->size_max && a->phase == b->phase &&
+	       a->phase_steps == b->phase_steps && a->pid == b->pid && a->once == b->once &&
+	       a->max_bytes == b->max_bytes && a->release_at_end == b->release_at_end &&
+	       a->until == b->until && a->window_ns == b->window_ns && same_str(a->text, b->text);
 }
 
 /* "fuzz:LINE:COL: ..." with LINE, COL >= 1. */
@@ -36,8 +35,8 @@ static bool well_formed_error(const char *err)
 {
 	int line, col, n = 0;
 
-	return sscanf(err, "fuzz:%d:%d: %n", &line, &col, &n) == 2 && n && line >= 1 &&
-	       col >= 1 && err[n];
+	return sscanf(err, "fuzz:%d:%d: %n", &line, &col, &n) == 2 && n && line >= 1 && col >= 1 &&
+	       err[n];
 }
 
 static void check_round_trip(const struct rule *r)
@@ -60,10 +59,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* The subject's names: the input's last line, so patterns meet hostile strings. */
 	const uint8_t *nl = size ? memrchr(data, '\n', size) : NULL;
 	char name[128] = "kv_cache_init", err[512];
-	const char *syms[2], *mods[2] = { "libc10_cuda.so", "loop" };
-	struct rule_subject sub = { .pid = 42, .api = "cudaMalloc", .size = 1 << 20,
-				    .label = "weights", .step = -1, .syms = syms, .mods = mods,
-				    .nr_frames = 2 };
+	const char *syms[2], *mods[2] = {"libc10_cuda.so", "loop"};
+	struct rule_subject sub = {.pid = 42,
+				   .api = "cudaMalloc",
+				   .size = 1 << 20,
+				   .label = "weights",
+				   .step = -1,
+				   .syms = syms,
+				   .mods = mods,
+				   .nr_frames = 2};
 	struct rules *rs = NULL;
 	size_t i, k;
 	int ret;

@@ -21,17 +21,21 @@ static int on_record(void *ctx, const struct gl_hdr *h)
 static int on_maps(void *ctx, uint32_t pid, const struct capture_map *v, size_t n)
 {
 	struct pmap_ent *e = calloc(n ? n : 1, sizeof(*e));
-	struct proc_maps m = { .pid = pid, .v = e, .n = n };
+	struct proc_maps m = {.pid = pid, .v = e, .n = n};
 	size_t i;
 	int err;
 
 	if (!e)
 		return -ENOMEM;
 	for (i = 0; i < n; i++)
-		e[i] = (struct pmap_ent){ .start = v[i].start, .end = v[i].end,
-					  .pgoff = v[i].pgoff, .dev = v[i].dev, .ino = v[i].ino,
-					  .exec = true, .deleted = v[i].deleted,
-					  .path = (char *)v[i].path };
+		e[i] = (struct pmap_ent){.start = v[i].start,
+					 .end = v[i].end,
+					 .pgoff = v[i].pgoff,
+					 .dev = v[i].dev,
+					 .ino = v[i].ino,
+					 .exec = true,
+					 .deleted = v[i].deleted,
+					 .path = (char *)v[i].path};
 	err = capture__add_maps(ctx, &m, NULL);
 	free(e);
 	return err;
@@ -50,8 +54,8 @@ static int on_stack(void *ctx, const struct capture_stack *cs)
 	int err = stacks__add(stacks, cs->pid, cs->id, cs->caller, cs->frames, cs->nr, cs->flags,
 			      cs->nofp_from);
 
-	return err ? err : capture__add_stack(ctx, stacks__get(stacks, cs->pid, cs->id,
-							       cs->caller));
+	return err ? err
+		   : capture__add_stack(ctx, stacks__get(stacks, cs->pid, cs->id, cs->caller));
 }
 
 static int on_process(void *ctx, const struct capture_proc *p)
@@ -61,9 +65,12 @@ static int on_process(void *ctx, const struct capture_proc *p)
 
 int main(int argc, char **argv)
 {
-	struct capture_visitor v = { .record = on_record, .maps = on_maps, .symbol = on_symbol,
-				     .stack = on_stack, .process = on_process };
-	struct capture_opts o = { .force = true, .store = true };
+	struct capture_visitor v = {.record = on_record,
+				    .maps = on_maps,
+				    .symbol = on_symbol,
+				    .stack = on_stack,
+				    .process = on_process};
+	struct capture_opts o = {.force = true, .store = true};
 	struct capture_reader *r = NULL;
 	struct capture *c = NULL;
 	int err;

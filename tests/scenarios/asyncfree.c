@@ -73,7 +73,7 @@ static SCENARIO_SITE void late_sync(cudaStream_t s)
 
 int main(int argc, char **argv)
 {
-	const struct timespec pause = { .tv_nsec = 300 * 1000 * 1000 };
+	const struct timespec pause = {.tv_nsec = 300 * 1000 * 1000};
 	cudaStream_t s;
 	void *a, *b;
 

@@ -22,13 +22,13 @@ static SCENARIO_SITE void *alloc_before_crash(void)
 
 int main(void)
 {
-	struct rlimit no_core = { 0, 0 };
+	struct rlimit no_core = {0, 0};
 	volatile int *null = NULL;
 
 	setrlimit(RLIMIT_CORE, &no_core);
 	scenario_ready();
 	alloc_before_crash();
 	SCENARIO_OPAQUE(null);
-	*null = 1;	/* the fault: the kernel sends SIGSEGV */
+	*null = 1; /* the fault: the kernel sends SIGSEGV */
 	return 0;
 }

@@ -79,8 +79,10 @@ static SCENARIO_SITE void host_temp(void)
 
 static SCENARIO_SITE void host_mmap(void)
 {
-	void *kept = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	void *gone = mmap(NULL, 2 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *kept =
+	    mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *gone =
+	    mmap(NULL, 2 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (kept == MAP_FAILED || gone == MAP_FAILED || munmap(gone, 2 << 20))
 		exit(1);

@@ -56,7 +56,7 @@ static SCENARIO_SITE void *leaky_sampler(size_t size)
 static int rank_main(unsigned long long rank, unsigned long long leaky, unsigned long long steps,
 		     unsigned long long size)
 {
-	const struct timespec gap = { .tv_nsec = 20 * 1000 * 1000 };
+	const struct timespec gap = {.tv_nsec = 20 * 1000 * 1000};
 	unsigned long long i;
 
 	kv_cache_init();

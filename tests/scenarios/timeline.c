@@ -116,13 +116,14 @@ SCENARIO_SITE void request_end(void **blocks, unsigned long long n, size_t leak)
 
 int main(int argc, char **argv)
 {
-	unsigned long long steps, a, b, start_b, req, gap_ms = 10, kv = 0, req_leak = 0, i, open = 0;
+	unsigned long long steps, a, b, start_b, req, gap_ms = 10, kv = 0, req_leak = 0, i,
+						      open = 0;
 	struct timespec gap;
 	void **reqs;
 
 	if (argc < 6 || argc > 9) {
 		fprintf(stderr, "usage: timeline STEPS LEAK_A LEAK_B START_B REQ_STEPS "
-			"[GAP_MS [KV_STEPS [REQ_LEAK]]]\n");
+				"[GAP_MS [KV_STEPS [REQ_LEAK]]]\n");
 		return 2;
 	}
 	steps = scenario_bytes(argv[1], "STEPS");
@@ -136,7 +137,7 @@ int main(int argc, char **argv)
 		kv = scenario_bytes(argv[7], "KV_STEPS");
 	if (argc > 8)
 		req_leak = scenario_bytes(argv[8], "REQ_LEAK");
-	gap = (struct timespec){ .tv_sec = gap_ms / 1000, .tv_nsec = (gap_ms % 1000) * 1000000 };
+	gap = (struct timespec){.tv_sec = gap_ms / 1000, .tv_nsec = (gap_ms % 1000) * 1000000};
 	reqs = calloc(req ? req : 1, sizeof(*reqs));
 	if (!reqs)
 		return 1;

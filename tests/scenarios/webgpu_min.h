@@ -84,15 +84,15 @@ enum {
 	WGPUTextureFormat_BC1RGBAUnorm = 0x2c,
 };
 
-#define WGPUBufferUsage_MapRead 0x1ULL
-#define WGPUBufferUsage_MapWrite 0x2ULL
-#define WGPUBufferUsage_CopySrc 0x4ULL
-#define WGPUBufferUsage_CopyDst 0x8ULL
-#define WGPUBufferUsage_Uniform 0x40ULL
-#define WGPUBufferUsage_Storage 0x80ULL
-#define WGPUTextureUsage_CopySrc 0x1ULL
-#define WGPUTextureUsage_CopyDst 0x2ULL
-#define WGPUTextureUsage_TextureBinding 0x4ULL
+#define WGPUBufferUsage_MapRead		  0x1ULL
+#define WGPUBufferUsage_MapWrite	  0x2ULL
+#define WGPUBufferUsage_CopySrc		  0x4ULL
+#define WGPUBufferUsage_CopyDst		  0x8ULL
+#define WGPUBufferUsage_Uniform		  0x40ULL
+#define WGPUBufferUsage_Storage		  0x80ULL
+#define WGPUTextureUsage_CopySrc	  0x1ULL
+#define WGPUTextureUsage_CopyDst	  0x2ULL
+#define WGPUTextureUsage_TextureBinding	  0x4ULL
 #define WGPUTextureUsage_RenderAttachment 0x10ULL
 
 typedef void (*WGPURequestAdapterCallback)(uint32_t status, WGPUAdapter adapter,
@@ -100,8 +100,8 @@ typedef void (*WGPURequestAdapterCallback)(uint32_t status, WGPUAdapter adapter,
 					   void *userdata2);
 typedef void (*WGPURequestDeviceCallback)(uint32_t status, WGPUDevice device,
 					  WGPUStringView message, void *userdata1, void *userdata2);
-typedef void (*WGPUQueueWorkDoneCallback)(uint32_t status, WGPUStringView message,
-					  void *userdata1, void *userdata2);
+typedef void (*WGPUQueueWorkDoneCallback)(uint32_t status, WGPUStringView message, void *userdata1,
+					  void *userdata2);
 typedef void (*WGPUUncapturedErrorCallback)(const WGPUDevice *device, uint32_t type,
 					    WGPUStringView message, void *userdata1,
 					    void *userdata2);

@@ -205,8 +205,7 @@ static SCENARIO_SITE void submit_copy(WGPUBuffer src, WGPUBuffer dst, uint64_t s
 	wgpuCommandEncoderRelease(enc);
 }
 
-static void on_work_done(uint32_t status, WGPUStringView message, void *userdata1,
-			 void *userdata2)
+static void on_work_done(uint32_t status, WGPUStringView message, void *userdata1, void *userdata2)
 {
 	(void)message;
 	if (status != WGPUQueueWorkDoneStatus_Success || userdata2 != (void *)0x5eed) {
@@ -219,8 +218,10 @@ static void on_work_done(uint32_t status, WGPUStringView message, void *userdata
 
 static SCENARIO_SITE void watch_queue(int *pending, uint32_t mode)
 {
-	WGPUQueueWorkDoneCallbackInfo cb = { .mode = mode, .callback = on_work_done,
-					     .userdata1 = pending, .userdata2 = (void *)0x5eed };
+	WGPUQueueWorkDoneCallbackInfo cb = {.mode = mode,
+					    .callback = on_work_done,
+					    .userdata1 = pending,
+					    .userdata2 = (void *)0x5eed};
 
 	(*pending)++;
 	wgpuQueueOnSubmittedWorkDone(ctx.queue, cb);
@@ -247,7 +248,7 @@ static void inflight(int argc, char **argv)
 	wgpuBufferDestroy(dst);
 	wgpuBufferRelease(dst);
 	watch_queue(&pending, spontaneous ? WGPUCallbackMode_AllowSpontaneous
-					   : WGPUCallbackMode_AllowProcessEvents);
+					  : WGPUCallbackMode_AllowProcessEvents);
 	if (spontaneous)
 		printf("callback %s\n", pending ? "later" : "inside wgpuQueueOnSubmittedWorkDone");
 	if (wait) {
@@ -263,9 +264,12 @@ static void inflight(int argc, char **argv)
 static SCENARIO_SITE void create_on_dev1(WGPUBuffer *b, WGPUTexture *t, uint64_t size)
 {
 	WGPUTextureDescriptor td = {
-		.usage = WGPUTextureUsage_CopyDst | WGPUTextureUsage_TextureBinding,
-		.dimension = WGPUTextureDimension_2D, .size = { 64, 64, 1 },
-		.format = WGPUTextureFormat_RGBA8Unorm, .mipLevelCount = 1, .sampleCount = 1,
+	    .usage = WGPUTextureUsage_CopyDst | WGPUTextureUsage_TextureBinding,
+	    .dimension = WGPUTextureDimension_2D,
+	    .size = {64, 64, 1},
+	    .format = WGPUTextureFormat_RGBA8Unorm,
+	    .mipLevelCount = 1,
+	    .sampleCount = 1,
 	};
 	int i;
 
@@ -321,9 +325,9 @@ static void devices(int argc, char **argv)
 static SCENARIO_SITE void alloc_kv(uint64_t size)
 {
 	/* Length-delimited: only the first 8 bytes are the label. */
-	WGPUBufferDescriptor bd = { .label = { "kv_cache_and_more", 8 },
-				    .usage = WGPUBufferUsage_Storage | WGPUBufferUsage_CopyDst,
-				    .size = size };
+	WGPUBufferDescriptor bd = {.label = {"kv_cache_and_more", 8},
+				   .usage = WGPUBufferUsage_Storage | WGPUBufferUsage_CopyDst,
+				   .size = size};
 	int i;
 
 	for (i = 0; i < 3; i++) {
@@ -363,9 +367,12 @@ static SCENARIO_SITE void alloc_long(uint64_t size)
 static SCENARIO_SITE WGPUTexture alloc_tex(void)
 {
 	WGPUTextureDescriptor td = {
-		.usage = WGPUTextureUsage_CopyDst | WGPUTextureUsage_TextureBinding,
-		.dimension = WGPUTextureDimension_2D, .size = { 64, 64, 1 },
-		.format = WGPUTextureFormat_RGBA8Unorm, .mipLevelCount = 1, .sampleCount = 1,
+	    .usage = WGPUTextureUsage_CopyDst | WGPUTextureUsage_TextureBinding,
+	    .dimension = WGPUTextureDimension_2D,
+	    .size = {64, 64, 1},
+	    .format = WGPUTextureFormat_RGBA8Unorm,
+	    .mipLevelCount = 1,
+	    .sampleCount = 1,
 	};
 	WGPUTexture t = wgpuDeviceCreateTexture(ctx.device, &td);
 
@@ -389,7 +396,7 @@ static void labels(int argc, char **argv)
 	wgpuBufferSetLabel(late, wgpu_sv("renamed"));
 	alloc_long(size);
 	tex = alloc_tex();
-	wgpuTextureSetLabel(tex, (WGPUStringView){ "albedo", 6 });
+	wgpuTextureSetLabel(tex, (WGPUStringView){"albedo", 6});
 	scenario_done();
 }
 
@@ -400,9 +407,13 @@ static SCENARIO_SITE WGPUTexture make_texture(const char *label, uint32_t dim, u
 					      uint32_t samples, WGPUTextureUsage usage)
 {
 	WGPUTextureDescriptor td = {
-		.label = wgpu_sv(label), .usage = usage, .dimension = dim,
-		.size = { w, h, d }, .format = format, .mipLevelCount = mips,
-		.sampleCount = samples,
+	    .label = wgpu_sv(label),
+	    .usage = usage,
+	    .dimension = dim,
+	    .size = {w, h, d},
+	    .format = format,
+	    .mipLevelCount = mips,
+	    .sampleCount = samples,
 	};
 	WGPUTexture t = wgpuDeviceCreateTexture(ctx.device, &td);
 
@@ -439,8 +450,8 @@ static void textures(int argc, char **argv)
 	scenario_ready();
 	make_texture("rgba8-mips", WGPUTextureDimension_2D, WGPUTextureFormat_RGBA8Unorm, 256, 256,
 		     1, 9, 1, sampled);
-	make_texture("r32f-3d", WGPUTextureDimension_3D, WGPUTextureFormat_R32Float, 64, 64, 16,
-		     3, 1, sampled);
+	make_texture("r32f-3d", WGPUTextureDimension_3D, WGPUTextureFormat_R32Float, 64, 64, 16, 3,
+		     1, sampled);
 	make_texture("rgba16f-array", WGPUTextureDimension_2D, WGPUTextureFormat_RGBA16Float, 128,
 		     64, 6, 2, 1, sampled);
 	make_texture("bgra8-msaa4", WGPUTextureDimension_2D, WGPUTextureFormat_BGRA8Unorm, 100, 75,
@@ -449,8 +460,8 @@ static void textures(int argc, char **argv)
 			     640, 480, 1, 1, 1, target);
 	rg16 = make_texture("rg16f-1d", WGPUTextureDimension_1D, WGPUTextureFormat_RG16Float, 1000,
 			    1, 1, 1, 1, sampled);
-	odd = make_texture("rgba8-odd", WGPUTextureDimension_2D, WGPUTextureFormat_RGBA8Unorm, 7,
-			   5, 1, 3, 1, sampled);
+	odd = make_texture("rgba8-odd", WGPUTextureDimension_2D, WGPUTextureFormat_RGBA8Unorm, 7, 5,
+			   1, 3, 1, sampled);
 	make_texture("d24s8", WGPUTextureDimension_2D, WGPUTextureFormat_Depth24PlusStencil8, 64,
 		     64, 1, 1, 1, target);
 	tex_hold(odd);
@@ -488,8 +499,12 @@ static SCENARIO_SITE void make_bad_buffer(WGPUBuffer *b, uint64_t size)
 static SCENARIO_SITE WGPUTexture make_bad_texture(void)
 {
 	WGPUTextureDescriptor td = {
-		.usage = WGPUTextureUsage_CopyDst, .dimension = WGPUTextureDimension_2D,
-		.size = { 64, 64, 1 }, .format = 0x7777, .mipLevelCount = 1, .sampleCount = 1,
+	    .usage = WGPUTextureUsage_CopyDst,
+	    .dimension = WGPUTextureDimension_2D,
+	    .size = {64, 64, 1},
+	    .format = 0x7777,
+	    .mipLevelCount = 1,
+	    .sampleCount = 1,
 	};
 	WGPUTexture t = wgpuDeviceCreateTexture(ctx.device, &td);
 
@@ -518,8 +533,8 @@ static SCENARIO_SITE WGPUBuffer make_bad_scoped(uint64_t size)
 
 static void errors(int argc, char **argv)
 {
-	WGPUPopErrorScopeCallbackInfo pop = { .mode = WGPUCallbackMode_AllowProcessEvents,
-					      .callback = on_pop };
+	WGPUPopErrorScopeCallbackInfo pop = {.mode = WGPUCallbackMode_AllowProcessEvents,
+					     .callback = on_pop};
 	WGPUBuffer good, bad[2], scoped;
 	WGPUTexture badtex;
 	uint32_t type = 0;
@@ -559,15 +574,15 @@ int main(int argc, char **argv)
 		const char *name;
 		void (*fn)(int argc, char **argv);
 	} modes[] = {
-		{ "basic", basic },	{ "addref", addref },     { "inflight", inflight },
-		{ "devices", devices }, { "labels", labels },     { "textures", textures },
-		{ "errors", errors },
+	    {"basic", basic},	  {"addref", addref}, {"inflight", inflight},
+	    {"devices", devices}, {"labels", labels}, {"textures", textures},
+	    {"errors", errors},
 	};
 	size_t i;
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: wgpu basic|addref|inflight|devices|labels|textures|errors "
-			"ARGS\n");
+				"ARGS\n");
 		return 2;
 	}
 	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {

@@ -36,9 +36,9 @@ static SCENARIO_SITE void kv_cache_init(WGPUBuffer *layers, int n)
 
 	for (i = 0; i < n; i++) {
 		SCENARIO_OPAQUE(i);
-		layers[i] = wgpu_buffer(ctx.device, 8 * MiB,
-					WGPUBufferUsage_Storage | WGPUBufferUsage_CopyDst,
-					"kv_cache");
+		layers[i] =
+		    wgpu_buffer(ctx.device, 8 * MiB,
+				WGPUBufferUsage_Storage | WGPUBufferUsage_CopyDst, "kv_cache");
 		WGPU_CHECK(layers[i]);
 	}
 }
@@ -57,8 +57,8 @@ static SCENARIO_SITE void decode_step(unsigned long long polls)
 	WGPUCommandEncoder enc;
 	WGPUCommandBuffer cb;
 	int done = 0, i;
-	WGPUQueueWorkDoneCallbackInfo info = { .mode = WGPUCallbackMode_AllowProcessEvents,
-					       .callback = on_done, .userdata1 = &done };
+	WGPUQueueWorkDoneCallbackInfo info = {
+	    .mode = WGPUCallbackMode_AllowProcessEvents, .callback = on_done, .userdata1 = &done};
 
 	for (; polls; polls--)
 		wgpuQueueSubmit(ctx.queue, 0, NULL);
@@ -93,7 +93,7 @@ static SCENARIO_SITE WGPUBuffer leaky_logits(void)
 
 int main(int argc, char **argv)
 {
-	const struct timespec step_gap = { .tv_nsec = 20 * 1000 * 1000 };
+	const struct timespec step_gap = {.tv_nsec = 20 * 1000 * 1000};
 	unsigned long long steps, polls = 0, i;
 	WGPUBuffer weights, kv[4];
 

@@ -22,13 +22,13 @@ struct wgpu_ctx {
 	WGPUAdapter adapter;
 	WGPUDevice device;
 	WGPUQueue queue;
-	WGPUDevice new_device;	/* what the last device request got */
-	int pending;		/* callbacks still to come */
+	WGPUDevice new_device; /* what the last device request got */
+	int pending;	       /* callbacks still to come */
 };
 
 static inline WGPUStringView wgpu_sv(const char *s)
 {
-	return (WGPUStringView){ s, WGPU_STRLEN };
+	return (WGPUStringView){s, WGPU_STRLEN};
 }
 
 static void wgpu_on_adapter(uint32_t status, WGPUAdapter adapter, WGPUStringView message,
@@ -86,9 +86,10 @@ static inline void wgpu_wait(struct wgpu_ctx *c)
 /* A device of the adapter; uncaptured errors are counted in wgpu_errors. */
 static inline WGPUDevice wgpu_new_device(struct wgpu_ctx *c, const char *label)
 {
-	WGPUDeviceDescriptor dd = { .label = wgpu_sv(label) };
-	WGPURequestDeviceCallbackInfo cb = { .mode = WGPUCallbackMode_AllowProcessEvents,
-					     .callback = wgpu_on_device, .userdata1 = c };
+	WGPUDeviceDescriptor dd = {.label = wgpu_sv(label)};
+	WGPURequestDeviceCallbackInfo cb = {.mode = WGPUCallbackMode_AllowProcessEvents,
+					    .callback = wgpu_on_device,
+					    .userdata1 = c};
 
 	dd.uncapturedErrorCallbackInfo.callback = wgpu_on_error;
 	dd.uncapturedErrorCallbackInfo.userdata1 = &wgpu_errors;
@@ -103,11 +104,12 @@ static inline void wgpu_setup(struct wgpu_ctx *c)
 	const char *backend = getenv("WGPU_BACKEND");
 	bool gles = backend && !strcmp(backend, "gles");
 	WGPURequestAdapterOptions ao = {
-		.backendType = gles ? WGPUBackendType_OpenGLES : WGPUBackendType_Null,
-		.featureLevel = gles ? WGPUFeatureLevel_Compatibility : WGPUFeatureLevel_Core,
+	    .backendType = gles ? WGPUBackendType_OpenGLES : WGPUBackendType_Null,
+	    .featureLevel = gles ? WGPUFeatureLevel_Compatibility : WGPUFeatureLevel_Core,
 	};
-	WGPURequestAdapterCallbackInfo cb = { .mode = WGPUCallbackMode_AllowProcessEvents,
-					      .callback = wgpu_on_adapter, .userdata1 = c };
+	WGPURequestAdapterCallbackInfo cb = {.mode = WGPUCallbackMode_AllowProcessEvents,
+					     .callback = wgpu_on_adapter,
+					     .userdata1 = c};
 
 	memset(c, 0, sizeof(*c));
 	c->instance = wgpuCreateInstance(NULL);
@@ -127,8 +129,8 @@ static inline WGPUBuffer wgpu_buffer(WGPUDevice d, uint64_t size, WGPUBufferUsag
 				     const char *label)
 {
 	WGPUBufferDescriptor bd = {
-		.usage = usage ? usage : WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst,
-		.size = size,
+	    .usage = usage ? usage : WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst,
+	    .size = size,
 	};
 
 	if (label)

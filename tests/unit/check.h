@@ -12,22 +12,21 @@
 
 static int check_failures;
 
-#define CHECK(cond, fmt, ...)                                                              \
-	({                                                                                 \
-		bool ___ok = (cond);                                                       \
-		if (!___ok) {                                                              \
-			fprintf(stderr, "%s:%d: check failed: %s: " fmt "\n", __FILE__,    \
-				__LINE__, #cond, ##__VA_ARGS__);                           \
-			check_failures++;                                                  \
-		}                                                                          \
-		___ok;                                                                     \
+#define CHECK(cond, fmt, ...)                                                                      \
+	({                                                                                         \
+		bool ___ok = (cond);                                                               \
+		if (!___ok) {                                                                      \
+			fprintf(stderr, "%s:%d: check failed: %s: " fmt "\n", __FILE__, __LINE__,  \
+				#cond, ##__VA_ARGS__);                                             \
+			check_failures++;                                                          \
+		}                                                                                  \
+		___ok;                                                                             \
 	})
 
-#define CHECK_U64(actual, expected, what)                                                  \
-	({                                                                                 \
-		uint64_t ___a = (actual), ___e = (expected);                               \
-		CHECK(___a == ___e, "%s: expected %" PRIu64 ", got %" PRIu64, what, ___e,  \
-		      ___a);                                                               \
+#define CHECK_U64(actual, expected, what)                                                          \
+	({                                                                                         \
+		uint64_t ___a = (actual), ___e = (expected);                                       \
+		CHECK(___a == ___e, "%s: expected %" PRIu64 ", got %" PRIu64, what, ___e, ___a);   \
 	})
 
 struct unit_test {

@@ -43,32 +43,37 @@ struct gen {
 
 static size_t gen_record(struct gen *g, union rec_buf *out)
 {
-	static const uint64_t callers[] = { 0x401016, 0x401234, 0x7f0012345678, 0 };
-	static const uint64_t sizes[] = { 0, 4096, 2 << 20, 1000, ~0ULL };
-	static const uint64_t streams[] = { 0, 1, 2, 0x55555555a000 };
+	static const uint64_t callers[] = {0x401016, 0x401234, 0x7f0012345678, 0};
+	static const uint64_t sizes[] = {0, 4096, 2 << 20, 1000, ~0ULL};
+	static const uint64_t streams[] = {0, 1, 2, 0x55555555a000};
 	static const uint16_t apis[] = {
-		GL_API_CUDA_MALLOC,		GL_API_CUDA_MALLOC_ASYNC, GL_API_CUDA_FREE,
-		GL_API_CUDA_FREE_ASYNC,		GL_API_CUDA_STREAM_SYNCHRONIZE,
-		GL_API_LD_DEBUG_STATE,		0xffff,
+	    GL_API_CUDA_MALLOC,
+	    GL_API_CUDA_MALLOC_ASYNC,
+	    GL_API_CUDA_FREE,
+	    GL_API_CUDA_FREE_ASYNC,
+	    GL_API_CUDA_STREAM_SYNCHRONIZE,
+	    GL_API_LD_DEBUG_STATE,
+	    0xffff,
 	};
-	static const uint32_t tids[] = { 100, 101, 102, 103, 104, 105, 106, 107, 108 };
+	static const uint32_t tids[] = {100, 101, 102, 103, 104, 105, 106, 107, 108};
 	struct gl_call_rec *r = &out->call;
 	unsigned int what = rnd() % 100;
 	size_t i;
 
-	memset(out, 0, 256);	/* the largest record made here */
+	memset(out, 0, 256); /* the largest record made here */
 	g->ts += rnd() % 16 ? rnd() % 50000 : -(rnd() % 1000);
 	if (what < 5) {
-		out->h = (struct gl_hdr){ .size = sizeof(out->h), .kind = GL_REC_TICK,
-					  .ts_ns = g->ts };
+		out->h =
+		    (struct gl_hdr){.size = sizeof(out->h), .kind = GL_REC_TICK, .ts_ns = g->ts};
 		if (what == 0)
-			out->h.pid = 7;	/* not a plain tick: stored verbatim */
+			out->h.pid = 7; /* not a plain tick: stored verbatim */
 		return out->h.size;
 	}
 	if (what < 8) {
 		/* verbatim: a process event, a loss record, or something from the future */
-		size_t len = what == 5 ? sizeof(struct gl_proc_rec) :
-			     what == 6 ? sizeof(struct gl_loss_rec) : 24 + rnd() % 200;
+		size_t len = what == 5	 ? sizeof(struct gl_proc_rec)
+			     : what == 6 ? sizeof(struct gl_loss_rec)
+					 : 24 + rnd() % 200;
 
 		for (i = 0; i < len; i++)
 			out->raw[i] = rnd();
@@ -95,8 +100,9 @@ static size_t gen_record(struct gen *g, union rec_buf *out)
 		if (g->nr_freed && rnd() % 2)
 			r->addr = g->freed[rnd() % g->nr_freed];
 		else
-			r->addr = rnd() % 20 ? (g->next_addr += 4096 * (1 + rnd() % 4)) :
-			          rnd() % 2 ? 0 : ~0ULL;
+			r->addr = rnd() % 20  ? (g->next_addr += 4096 * (1 + rnd() % 4))
+				  : rnd() % 2 ? 0
+					      : ~0ULL;
 		if (r->addr && g->nr_live < 256)
 			g->live[g->nr_live++] = r->addr;
 	} else if (what < 85) {
@@ -112,7 +118,7 @@ static size_t gen_record(struct gen *g, union rec_buf *out)
 			r->addr = rnd() % 2 ? 0 : rnd();
 		}
 	} else {
-		r->hdr.kind = GL_REC_ALLOC_FAIL + rnd() % 5;	/* ALLOC_FAIL..NOTIFY */
+		r->hdr.kind = GL_REC_ALLOC_FAIL + rnd() % 5; /* ALLOC_FAIL..NOTIFY */
 		if (r->hdr.kind == GL_REC_FREE)
 			r->hdr.kind = GL_REC_SYNC;
 		r->addr = rnd() % 2 ? 0 : rnd();
@@ -128,7 +134,7 @@ static void codec_round_trip(void)
 	struct rec_encoder enc;
 	struct rec_decoder dec;
 	struct wbuf payload = {};
-	struct gen g = { .ts = 1ULL << 40, .next_addr = 0x7f0000000000 };
+	struct gen g = {.ts = 1ULL << 40, .next_addr = 0x7f0000000000};
 	union rec_buf *recs = calloc(BLOCK, sizeof(*recs)), out;
 	size_t lens[BLOCK];
 	int i, j, bad = 0;
@@ -173,8 +179,8 @@ static void codec_typical_stream_size(void)
 {
 	struct rec_encoder enc;
 	struct wbuf payload = {};
-	struct gl_call_rec r = { .hdr = { .size = sizeof(r), .pid = 4242, .tid = 4242 },
-				 .stack_id = -1 };
+	struct gl_call_rec r = {.hdr = {.size = sizeof(r), .pid = 4242, .tid = 4242},
+				.stack_id = -1};
 	uint64_t addrs[64];
 	int i, n = 0;
 
@@ -264,7 +270,10 @@ static int seen_process(void *ctx, const struct capture_proc *p)
 }
 
 static const struct capture_visitor seen_visitor = {
-	.record = seen_record, .maps = seen_maps, .symbol = seen_symbol, .process = seen_process,
+    .record = seen_record,
+    .maps = seen_maps,
+    .symbol = seen_symbol,
+    .process = seen_process,
 };
 
 static char dir[] = "/tmp/gpuleak-unit-XXXXXX";
@@ -274,19 +283,25 @@ static char dir[] = "/tmp/gpuleak-unit-XXXXXX";
 static int make_capture(const char *path, size_t n, union rec_buf **recs, uint8_t **buf,
 			size_t *len, bool store)
 {
-	struct capture_opts o = { .block_bytes = 2000, .store = store };
-	char *argv[] = { "loop", "40", NULL };
-	struct capture_proc p = { .pid = 4242, .start_ticks = 99, .comm = "loop",
-				  .exe = "/opt/loop", .argv = argv, .argc = 2 };
+	struct capture_opts o = {.block_bytes = 2000, .store = store};
+	char *argv[] = {"loop", "40", NULL};
+	struct capture_proc p = {.pid = 4242,
+				 .start_ticks = 99,
+				 .comm = "loop",
+				 .exe = "/opt/loop",
+				 .argv = argv,
+				 .argc = 2};
 	struct pmap_ent ents[2] = {
-		{ .start = 0x400000, .end = 0x402000, .pgoff = 0, .exec = true,
-		  .path = "/opt/loop" },
-		{ .start = 0x7f0000000000, .end = 0x7f0000100000, .pgoff = 0x1000, .exec = true,
-		  .path = "/opt/lib/libcudart.so.13" },
+	    {.start = 0x400000, .end = 0x402000, .pgoff = 0, .exec = true, .path = "/opt/loop"},
+	    {.start = 0x7f0000000000,
+	     .end = 0x7f0000100000,
+	     .pgoff = 0x1000,
+	     .exec = true,
+	     .path = "/opt/lib/libcudart.so.13"},
 	};
-	struct proc_maps m = { .pid = 4242, .v = ents, .n = 2 };
-	struct sym_info si = { .module = "loop", .func = "leaky_sampler", .func_off = 0x14 };
-	struct gen g = { .ts = 1ULL << 40, .next_addr = 0x7f0000000000 };
+	struct proc_maps m = {.pid = 4242, .v = ents, .n = 2};
+	struct sym_info si = {.module = "loop", .func = "leaky_sampler", .func_off = 0x14};
+	struct gen g = {.ts = 1ULL << 40, .next_addr = 0x7f0000000000};
 	struct capture *c = NULL;
 	struct stat st;
 	FILE *f = NULL;
@@ -421,9 +436,9 @@ static void cut_anywhere(void)
 		failures += !CHECK(truncated == (cut < len), "cut at %zu: truncated", cut);
 		/* what was read is a prefix of what was written, and only grows */
 		failures += !CHECK(s.n >= prev && s.n <= 800, "cut at %zu: %zu records", cut, s.n);
-		failures += !CHECK(!s.n || !memcmp(&s.recs[s.n - 1], &recs[s.n - 1],
-						  recs[s.n - 1].h.size),
-				   "cut at %zu: last record", cut);
+		failures +=
+		    !CHECK(!s.n || !memcmp(&s.recs[s.n - 1], &recs[s.n - 1], recs[s.n - 1].h.size),
+			   "cut at %zu: last record", cut);
 		prev = s.n;
 	}
 	CHECK_U64(prev, 800, "all records at full length");
@@ -529,7 +544,7 @@ static void bad_files(void)
 static void symbolizer_offline(void)
 {
 	struct symbolizer *s;
-	struct sym_info si = { .module = "libx.so", .func = "f", .func_off = 4 };
+	struct sym_info si = {.module = "libx.so", .func = "f", .func_off = 4};
 
 	if (!CHECK(!symbolizer__new(NULL, &s), "new"))
 		return;
@@ -553,13 +568,13 @@ static void symbolizer_offline(void)
 int main(void)
 {
 	static const struct unit_test tests[] = {
-		{ "capture_codec_round_trip", codec_round_trip },
-		{ "capture_codec_typical_stream_size", codec_typical_stream_size },
-		{ "capture_file_round_trip", file_round_trip },
-		{ "capture_cut_anywhere_reads_whole_blocks", cut_anywhere },
-		{ "capture_every_bit_flip_is_an_error", every_bit_flip_is_an_error },
-		{ "capture_bad_files", bad_files },
-		{ "capture_symbolizer_offline", symbolizer_offline },
+	    {"capture_codec_round_trip", codec_round_trip},
+	    {"capture_codec_typical_stream_size", codec_typical_stream_size},
+	    {"capture_file_round_trip", file_round_trip},
+	    {"capture_cut_anywhere_reads_whole_blocks", cut_anywhere},
+	    {"capture_every_bit_flip_is_an_error", every_bit_flip_is_an_error},
+	    {"capture_bad_files", bad_files},
+	    {"capture_symbolizer_offline", symbolizer_offline},
 	};
 	int ret;
 

@@ -71,8 +71,8 @@ static void iteration_visits_each_once(void)
 int main(void)
 {
 	static const struct unit_test tests[] = {
-		{ "hmap_random_ops_match_reference", random_ops_match_reference },
-		{ "hmap_iteration_visits_each_once", iteration_visits_each_once },
+	    {"hmap_random_ops_match_reference", random_ops_match_reference},
+	    {"hmap_iteration_visits_each_once", iteration_visits_each_once},
 	};
 
 	return run_unit_tests(tests, sizeof(tests) / sizeof(tests[0]));

@@ -22,8 +22,8 @@
 static uint64_t clock_ns = 1000;
 
 /* A call record with header flags (enum gl_hdr_flags). */
-static int call_flags(struct tracker *t, uint8_t kind, uint16_t api, uint64_t addr,
-		      uint64_t size, uint16_t flags)
+static int call_flags(struct tracker *t, uint8_t kind, uint16_t api, uint64_t addr, uint64_t size,
+		      uint16_t flags)
 {
 	struct gl_call_rec r;
 
@@ -63,7 +63,7 @@ static void loss(struct tracker *t, size_t rec_size, const uint64_t *counts, int
 /* Lost frees can only overstate live bytes, by at most the largest live allocations. */
 static void bounds_of_lost_records(void)
 {
-	uint64_t counts[GL_STAT_MAX] = { 0 };
+	uint64_t counts[GL_STAT_MAX] = {0};
 	struct uncertainty u;
 	struct tracker *t;
 	struct tproc *p;
@@ -99,7 +99,7 @@ static void bounds_of_lost_records(void)
 /* An allocation whose out-pointer could not be read is missed memory of a known size. */
 static void unreadable_out_pointer_is_a_missed_allocation(void)
 {
-	uint64_t counts[GL_STAT_MAX] = { 0 };
+	uint64_t counts[GL_STAT_MAX] = {0};
 	struct uncertainty u;
 	struct tracker *t;
 	struct tproc *p;
@@ -127,7 +127,7 @@ cleanup:
 /* gpuleak 0.1 wrote 8 loss counters and 56-byte process records: still read. */
 static void records_of_the_previous_format(void)
 {
-	uint64_t counts[8] = { 5, 0, 0, 0, 0, 0, 0, 0 };
+	uint64_t counts[8] = {5, 0, 0, 0, 0, 0, 0, 0};
 	struct gl_proc_rec pr;
 	struct tracker *t;
 	struct tproc *p;
@@ -140,7 +140,7 @@ static void records_of_the_previous_format(void)
 	pr.hdr.pid = PID;
 	pr.hdr.ts_ns = clock_ns += 10;
 	pr.event = GL_PROC_ATTACH;
-	pr.ppid = 77;	/* beyond the old record: must not be read */
+	pr.ppid = 77; /* beyond the old record: must not be read */
 	strcpy(pr.comm, "old");
 	CHECK(!tracker__apply(t, &pr.hdr), "56-byte process record");
 	loss(t, GL_LOSS_REC_V1_SIZE, counts, 8);
@@ -171,8 +171,7 @@ cleanup:
  */
 static void bounded_step_history(void)
 {
-	struct timeline_opts o = { .source = STEP_SYNC, .warmup_steps = 3,
-				   .min_growth_steps = 5 };
+	struct timeline_opts o = {.source = STEP_SYNC, .warmup_steps = 3, .min_growth_steps = 5};
 	struct gl_proc_rec pr;
 	struct timeline *tl = NULL;
 	struct tracker *t;
@@ -256,12 +255,12 @@ static void kernel_checks(void)
 int main(void)
 {
 	static const struct unit_test tests[] = {
-		{ "reliability_bounds_of_lost_records", bounds_of_lost_records },
-		{ "reliability_unreadable_out_pointer_is_a_missed_allocation",
-		  unreadable_out_pointer_is_a_missed_allocation },
-		{ "reliability_records_of_the_previous_format", records_of_the_previous_format },
-		{ "reliability_bounded_step_history", bounded_step_history },
-		{ "reliability_kernel_checks", kernel_checks },
+	    {"reliability_bounds_of_lost_records", bounds_of_lost_records},
+	    {"reliability_unreadable_out_pointer_is_a_missed_allocation",
+	     unreadable_out_pointer_is_a_missed_allocation},
+	    {"reliability_records_of_the_previous_format", records_of_the_previous_format},
+	    {"reliability_bounded_step_history", bounded_step_history},
+	    {"reliability_kernel_checks", kernel_checks},
 	};
 
 	return run_unit_tests(tests, sizeof(tests) / sizeof(tests[0]));

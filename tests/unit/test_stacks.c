@@ -24,14 +24,14 @@
 #include "symbols/symbolizer.h"
 
 #define GROW_MANGLED "_ZN6gpuapp5cache4growEPFvmEm"
-#define GROW "gpuapp::cache::grow(void (*)(unsigned long), unsigned long)"
+#define GROW	     "gpuapp::cache::grow(void (*)(unsigned long), unsigned long)"
 
 static void canonical_frames(void)
 {
 	struct stacks *s;
 	struct ustack *st, *again;
-	const uint64_t with_site[] = { 0x1010, 0x2020, 0x3030 };
-	const uint64_t without_site[] = { 0x2020, 0x3030 };
+	const uint64_t with_site[] = {0x1010, 0x2020, 0x3030};
+	const uint64_t without_site[] = {0x2020, 0x3030};
 	int is_new;
 
 	if (!CHECK(!stacks__new(&s), "new"))
@@ -39,11 +39,13 @@ static void canonical_frames(void)
 	/* the kernel put the call site first (a probe on push %rbp): taken as it is */
 	CHECK(!stacks__intern(s, 7, 1, 0x1010, with_site, 3, 8, &st, &is_new), "intern");
 	CHECK(is_new && st->nr == 3 && !memcmp(st->frames, with_site, sizeof(with_site)) &&
-	      !st->flags, "as is: nr %u flags %u", st->nr, st->flags);
+		  !st->flags,
+	      "as is: nr %u flags %u", st->nr, st->flags);
 	/* it did not (a single-stepped probe): the call site goes first */
 	CHECK(!stacks__intern(s, 7, 2, 0x1010, without_site, 2, 8, &st, &is_new), "intern");
 	CHECK(is_new && st->nr == 3 && st->frames[0] == 0x1010 && st->frames[1] == 0x2020 &&
-	      st->frames[2] == 0x3030 && !st->flags, "call site added: nr %u", st->nr);
+		  st->frames[2] == 0x3030 && !st->flags,
+	      "call site added: nr %u", st->nr);
 	/* the same key: the same entry, nothing new */
 	CHECK(!stacks__intern(s, 7, 2, 0x1010, without_site, 2, 8, &again, &is_new), "again");
 	CHECK(again == st && !is_new, "interned once");
@@ -108,7 +110,7 @@ static int copy_file(const char *from, const char *to)
 static void named_and_judged_on_real_objects(void)
 {
 	char helper[PATH_MAX], nofp[PATH_MAX], dir[] = "/tmp/gpuleak-unit-XXXXXX";
-	char copy[2][PATH_MAX + 16] = { "", "" };
+	char copy[2][PATH_MAX + 16] = {"", ""};
 	void *h[3] = {}, *fn[2];
 	uint64_t at[2], nofp_ret, frames[2];
 	struct modules *mods = NULL;
@@ -119,7 +121,8 @@ static void named_and_judged_on_real_objects(void)
 	int i;
 
 	if (!CHECK(!lib_path("libstackhelper.so", helper, sizeof(helper)) &&
-		   !lib_path("libnofp.so", nofp, sizeof(nofp)) && mkdtemp(dir), "paths"))
+		       !lib_path("libnofp.so", nofp, sizeof(nofp)) && mkdtemp(dir),
+		   "paths"))
 		return;
 	/* two files, one build-id */
 	for (i = 0; i < 2; i++) {
@@ -137,7 +140,8 @@ static void named_and_judged_on_real_objects(void)
 		goto cleanup;
 	nofp_ret = (uint64_t)(uintptr_t)dlsym(h[2], "nofp_call") + 4;
 	if (!CHECK(!modules__new(&mods) && !symbolizer__new(mods, &s) &&
-		   !proc_maps__load(getpid(), &m) && !symbolizer__add_maps(s, m), "set up"))
+		       !proc_maps__load(getpid(), &m) && !symbolizer__add_maps(s, m),
+		   "set up"))
 		goto cleanup;
 	CHECK(!symbolizer__resolve(s, getpid(), at, 2), "batch");
 	for (i = 0; i < 2; i++) {
@@ -145,14 +149,14 @@ static void named_and_judged_on_real_objects(void)
 		const char *base = strrchr(copy[i], '/') + 1;
 
 		CHECK(si && si->func && !strcmp(si->func, GROW) && si->func_off == 4 &&
-		      si->module && !strcmp(si->module, base), "copy %d: %s+%" PRIu64 " (%s)",
-		      i + 1, si && si->func ? si->func : "-", si ? si->func_off : 0,
-		      si && si->module ? si->module : "-");
+			  si->module && !strcmp(si->module, base),
+		      "copy %d: %s+%" PRIu64 " (%s)", i + 1, si && si->func ? si->func : "-",
+		      si ? si->func_off : 0, si && si->module ? si->module : "-");
 	}
 	symbolizer__stats(s, &st);
 	CHECK(st.objects == 2 && st.shared == 1 && st.batches == 1,
-	      "one symbol table for two copies: objects %u shared %u batches %" PRIu64,
-	      st.objects, st.shared, st.batches);
+	      "one symbol table for two copies: objects %u shared %u batches %" PRIu64, st.objects,
+	      st.shared, st.batches);
 	/* nofp_call keeps no frame pointer: what the walk found above it is flagged */
 	frames[0] = nofp_ret;
 	frames[1] = at[0];
@@ -189,7 +193,7 @@ static void objects_in_another_mount_namespace(void)
 	struct elf_obj *same = NULL;
 	struct modules *mods = NULL;
 	struct module *mod;
-	struct pmap_ent e = { .start = 0x1000, .end = 0x2000, .exec = true, .path = inside };
+	struct pmap_ent e = {.start = 0x1000, .end = 0x2000, .exec = true, .path = inside};
 	unsigned long long ino = 0;
 	FILE *p = NULL;
 	int pid = 0;
@@ -203,9 +207,10 @@ static void objects_in_another_mount_namespace(void)
 	 * A tmpfs over a new, empty directory in a private mount namespace: the path does not
 	 * exist out here. (Not over /tmp: the checkout, and the helper, may be under it.)
 	 */
-	snprintf(cmd, sizeof(cmd), "exec unshare -m --propagation private sh -c 'mount -t tmpfs "
-		 "none %s && cp %s %s && echo $$ $(stat -c %%i %s) && exec sleep 30'", dir, helper,
-		 inside, inside);
+	snprintf(cmd, sizeof(cmd),
+		 "exec unshare -m --propagation private sh -c 'mount -t tmpfs "
+		 "none %s && cp %s %s && echo $$ $(stat -c %%i %s) && exec sleep 30'",
+		 dir, helper, inside, inside);
 	p = popen(cmd, "r");
 	if (!CHECK(p && fgets(line, sizeof(line), p) && sscanf(line, "%d %llu", &pid, &ino) == 2,
 		   "a process in its own mount namespace"))
@@ -218,7 +223,7 @@ static void objects_in_another_mount_namespace(void)
 	CHECK(mod && mod->elf, "opened through /proc/%d/root", pid);
 	if (mod && mod->elf && CHECK(!elf_obj__open(helper, &same), "open %s", helper))
 		CHECK(elf_obj__build_id(same)[0] &&
-		      !strcmp(elf_obj__build_id(mod->elf), elf_obj__build_id(same)),
+			  !strcmp(elf_obj__build_id(mod->elf), elf_obj__build_id(same)),
 		      "the copy in the namespace: build-id %s", elf_obj__build_id(mod->elf));
 	/* another inode at that path is another file: not opened */
 	e.ino = ino + 1;
@@ -239,9 +244,9 @@ cleanup:
 int main(void)
 {
 	static const struct unit_test tests[] = {
-		{ "canonical_frames", canonical_frames },
-		{ "named_and_judged_on_real_objects", named_and_judged_on_real_objects },
-		{ "objects_in_another_mount_namespace", objects_in_another_mount_namespace },
+	    {"canonical_frames", canonical_frames},
+	    {"named_and_judged_on_real_objects", named_and_judged_on_real_objects},
+	    {"objects_in_another_mount_namespace", objects_in_another_mount_namespace},
 	};
 
 	return run_unit_tests(tests, sizeof(tests) / sizeof(tests[0]));

@@ -10,8 +10,8 @@
 #include "probe/catalog.h"
 #include "engine/tracker.h"
 
-#define PID 100
-#define TID 101
+#define PID  100
+#define TID  101
 #define TID2 102
 
 static uint64_t clock_ns = 1000;
@@ -47,8 +47,7 @@ static int alloc(struct tracker *t, uint16_t api, uint32_t tid, uint64_t addr, u
 	return feed(t, rec(GL_REC_ALLOC, api, tid, addr, size, stream));
 }
 
-static int sync_rec(struct tracker *t, uint16_t api, uint32_t tid, uint64_t what,
-		    uint64_t entry_ns)
+static int sync_rec(struct tracker *t, uint16_t api, uint32_t tid, uint64_t what, uint64_t entry_ns)
 {
 	struct gl_call_rec r = rec(GL_REC_SYNC, api, tid, 0, 0, what);
 
@@ -74,7 +73,8 @@ static void async_free_pending_until_stream_sync(void)
 	CHECK_U64(p->pending_bytes, 4096 + 8192, "pending after async frees");
 	CHECK_U64(p->live_bytes, 0, "live after async frees");
 	sync_rec(t, GL_API_CUDA_STREAM_SYNCHRONIZE, TID, 0xaa, before);
-	CHECK_U64(p->pending_bytes, 4096 + 8192, "a sync entered before the free completes nothing");
+	CHECK_U64(p->pending_bytes, 4096 + 8192,
+		  "a sync entered before the free completes nothing");
 	sync_rec(t, GL_API_CUDA_STREAM_SYNCHRONIZE, TID, 0xaa, clock_ns);
 	CHECK_U64(p->pending_bytes, 8192, "stream 0xaa completed, 0xbb still pending");
 	CHECK_U64(p->c.frees, 1, "frees");
@@ -247,7 +247,6 @@ static void many_allocations_table(void)
 	tracker__free(t);
 }
 
-
 static struct gl_call_rec at_depth(struct gl_call_rec r, uint8_t depth)
 {
 	r.hdr.depth = depth;
@@ -305,7 +304,8 @@ static void vmm_leak_kinds(void)
 {
 	struct tracker *t;
 	struct tproc *p;
-	struct gl_desc_rec h1 = mem_create(0x77, 2 << 20, 1, 0), h2 = mem_create(0x88, 2 << 20, 0, 0);
+	struct gl_desc_rec h1 = mem_create(0x77, 2 << 20, 1, 0),
+			   h2 = mem_create(0x88, 2 << 20, 0, 0);
 	size_t i;
 
 	if (!CHECK(!tracker__new(&t), "new"))
@@ -383,8 +383,9 @@ static void nccl_mem_alloc_layers(void)
 
 	if (!CHECK(!tracker__new(&t), "new"))
 		return;
-	feed(t, at_depth(rec(GL_REC_ALLOC, GL_API_CU_MEM_ADDRESS_RESERVE, TID, 0x50000000, 4 << 20,
-			     0), 1));
+	feed(t,
+	     at_depth(rec(GL_REC_ALLOC, GL_API_CU_MEM_ADDRESS_RESERVE, TID, 0x50000000, 4 << 20, 0),
+		      1));
 	tracker__apply(t, &h.call.hdr);
 	feed(t, at_depth(rec(GL_REC_CALL, GL_API_CU_MEM_MAP, TID, 0x50000000, 4 << 20, 0x99), 1));
 	alloc(t, GL_API_NCCL_MEM_ALLOC, TID, 0x50000000, 3 << 20, 0);
@@ -505,23 +506,21 @@ static void init_retained_before_the_first_step(void)
 int main(void)
 {
 	static const struct unit_test tests[] = {
-		{ "tracker_async_free_pending_until_stream_sync",
-		  async_free_pending_until_stream_sync },
-		{ "tracker_stream_ordered_reuse_closes_pending", stream_ordered_reuse_closes_pending },
-		{ "tracker_event_sync_completes_recorded_stream",
-		  event_sync_completes_recorded_stream },
-		{ "tracker_per_thread_default_stream", per_thread_default_stream },
-		{ "tracker_devices_and_reset", devices_and_reset },
-		{ "tracker_nested_calls_count_once", nested_calls_count_once },
-		{ "tracker_unknown_and_null_frees", unknown_and_null_frees },
-		{ "tracker_many_allocations_table", many_allocations_table },
-		{ "tracker_runtime_over_driver_counts_once", runtime_over_driver_counts_once },
-		{ "tracker_vmm_leak_kinds", vmm_leak_kinds },
-		{ "tracker_nccl_comm_owns_init_memory", nccl_comm_owns_init_memory },
-		{ "tracker_nccl_mem_alloc_layers", nccl_mem_alloc_layers },
-		{ "tracker_context_teardown_releases", context_teardown_releases },
-		{ "tracker_step_sites_per_step", step_sites_per_step },
-		{ "tracker_init_retained_before_the_first_step", init_retained_before_the_first_step },
+	    {"tracker_async_free_pending_until_stream_sync", async_free_pending_until_stream_sync},
+	    {"tracker_stream_ordered_reuse_closes_pending", stream_ordered_reuse_closes_pending},
+	    {"tracker_event_sync_completes_recorded_stream", event_sync_completes_recorded_stream},
+	    {"tracker_per_thread_default_stream", per_thread_default_stream},
+	    {"tracker_devices_and_reset", devices_and_reset},
+	    {"tracker_nested_calls_count_once", nested_calls_count_once},
+	    {"tracker_unknown_and_null_frees", unknown_and_null_frees},
+	    {"tracker_many_allocations_table", many_allocations_table},
+	    {"tracker_runtime_over_driver_counts_once", runtime_over_driver_counts_once},
+	    {"tracker_vmm_leak_kinds", vmm_leak_kinds},
+	    {"tracker_nccl_comm_owns_init_memory", nccl_comm_owns_init_memory},
+	    {"tracker_nccl_mem_alloc_layers", nccl_mem_alloc_layers},
+	    {"tracker_context_teardown_releases", context_teardown_releases},
+	    {"tracker_step_sites_per_step", step_sites_per_step},
+	    {"tracker_init_retained_before_the_first_step", init_retained_before_the_first_step},
 	};
 
 	return run_unit_tests(tests, sizeof(tests) / sizeof(tests[0]));

@@ -13,9 +13,9 @@
 #include "engine/tracker.h"
 #include "probe/wgpu_abi.h"
 
-#define PID 200
-#define TID 201
-#define DEV 0x5000
+#define PID   200
+#define TID   201
+#define DEV   0x5000
 #define QUEUE 0x6000
 
 static uint64_t clock_ns = 1000;
@@ -44,7 +44,8 @@ static void texture_bytes(void)
 	CHECK(wgpu_texture_bytes(WGPU_FORMATS_UNKNOWN, 0x12, 2, 8, 8, 1, 1, 1, &b) == -ENOENT,
 	      "numbering unknown: no size");
 	CHECK(!wgpu_texture_bytes(WGPU_FORMATS_PRE_TIER1, 0x12, 2, 1u << 31, 1u << 31, 1u << 31, 1,
-				  64, &b), "huge");
+				  64, &b),
+	      "huge");
 	CHECK_U64(b, UINT64_MAX, "saturates");
 }
 
@@ -56,7 +57,8 @@ static void generation_judgement(void)
 	wgpu_abi__note(&m, "wgpuBufferAddRef");
 	wgpu_abi__judge(&m, NULL, &a);
 	CHECK(a.labels == WGPU_LABELS_UNKNOWN, "AddRef alone tells nothing: %s", a.why);
-	wgpu_abi__note(&m, "_ZN4dawn6native20NativeBufferSetLabelEP14WGPUBufferImpl14WGPUStringView");
+	wgpu_abi__note(&m,
+		       "_ZN4dawn6native20NativeBufferSetLabelEP14WGPUBufferImpl14WGPUStringView");
 	wgpu_abi__judge(&m, NULL, &a);
 	CHECK(a.labels == WGPU_LABELS_SV && a.formats == WGPU_FORMATS_UNKNOWN, "SV: %s", a.why);
 	wgpu_abi__note(&m, "wgpuTextureGetTextureBindingViewDimension");
@@ -75,7 +77,8 @@ static void generation_judgement(void)
 	CHECK(!wgpu_abi__parse("sv-tier1", &conf), "parse");
 	wgpu_abi__judge(&m, &conf, &a);
 	CHECK(a.labels == WGPU_LABELS_SV && a.formats == WGPU_FORMATS_TIER1 && a.configured &&
-	      strstr(a.why, "--webgpu-abi"), "configured wins, evidence kept: %s", a.why);
+		  strstr(a.why, "--webgpu-abi"),
+	      "configured wins, evidence kept: %s", a.why);
 	CHECK(wgpu_abi__parse("v2", &conf) == -EINVAL, "bad value");
 }
 
@@ -109,8 +112,8 @@ static int call(struct tracker *t, uint16_t api, uint64_t addr)
 /* wgpuDeviceCreateBuffer(DEV, {size}) returning handle, nested at depth. */
 static int create_buffer(struct tracker *t, uint64_t handle, uint64_t size, uint8_t depth)
 {
-	struct gl_desc_rec r = drec(GL_REC_ALLOC, GL_API_WGPU_DEVICE_CREATE_BUFFER, depth, handle,
-				    DEV);
+	struct gl_desc_rec r =
+	    drec(GL_REC_ALLOC, GL_API_WGPU_DEVICE_CREATE_BUFFER, depth, handle, DEV);
 
 	r.call.hdr.size = sizeof(r);
 	r.call.hdr.flags = GL_HF_DESC;
@@ -159,8 +162,8 @@ static void work_done(struct tracker *t, uint64_t a2, uint64_t a3, uint64_t a4, 
 
 static void watch(struct tracker *t, uint64_t ud1, uint64_t ud2)
 {
-	struct gl_desc_rec r = drec(GL_REC_NOTIFY, GL_API_WGPU_QUEUE_ON_SUBMITTED_WORK_DONE, 0,
-				    QUEUE, 0);
+	struct gl_desc_rec r =
+	    drec(GL_REC_NOTIFY, GL_API_WGPU_QUEUE_ON_SUBMITTED_WORK_DONE, 0, QUEUE, 0);
 
 	r.call.hdr.size = sizeof(r);
 	r.call.hdr.flags = GL_HF_DESC;
@@ -264,8 +267,11 @@ static void owners_and_labels(void)
 	create_buffer(t, 0xb1, 100, 0);
 	create_buffer(t, 0xb2, 200, 0);
 	memset(&lr, 0, sizeof(lr));
-	lr.hdr = (struct gl_hdr){ .size = sizeof(lr), .kind = GL_REC_LABEL,
-				  .api = GL_API_WGPU_BUFFER_SET_LABEL, .pid = PID, .tid = TID };
+	lr.hdr = (struct gl_hdr){.size = sizeof(lr),
+				 .kind = GL_REC_LABEL,
+				 .api = GL_API_WGPU_BUFFER_SET_LABEL,
+				 .pid = PID,
+				 .tid = TID};
 	lr.addr = 0xb1;
 	lr.len = 8;
 	memcpy(lr.label, "kv_cache", 8);
@@ -301,13 +307,13 @@ static void owners_and_labels(void)
 int main(void)
 {
 	static const struct unit_test tests[] = {
-		{ "wgpu_texture_bytes", texture_bytes },
-		{ "wgpu_generation_judgement", generation_judgement },
-		{ "wgpu_refcounts", refcounts },
-		{ "wgpu_pending_until_work_done", pending_until_work_done },
-		{ "wgpu_queue_got_before_attach", queue_got_before_attach },
-		{ "wgpu_error_objects", error_objects },
-		{ "wgpu_owners_and_labels", owners_and_labels },
+	    {"wgpu_texture_bytes", texture_bytes},
+	    {"wgpu_generation_judgement", generation_judgement},
+	    {"wgpu_refcounts", refcounts},
+	    {"wgpu_pending_until_work_done", pending_until_work_done},
+	    {"wgpu_queue_got_before_attach", queue_got_before_attach},
+	    {"wgpu_error_objects", error_objects},
+	    {"wgpu_owners_and_labels", owners_and_labels},
 	};
 
 	return run_unit_tests(tests, sizeof(tests) / sizeof(tests[0]));

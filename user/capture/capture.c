@@ -30,34 +30,34 @@
  * recorder competes with the target for CPU. The other blocks are small and mostly paths
  * and names, where string matching is what works.
  */
-#define ZLEVEL_RECORDS 1
+#define ZLEVEL_RECORDS	  1
 #define ZSTRATEGY_RECORDS Z_RLE
-#define ZLEVEL_TEXT 6
-#define MAX_BLOCK_BYTES (16U << 20)
+#define ZLEVEL_TEXT	  6
+#define MAX_BLOCK_BYTES	  (16U << 20)
 
 struct capture {
 	char *path;
 	int fd;
 	struct capture_opts o;
-	uint64_t off;			/* end of the last whole block */
-	int err;			/* first write error: sticky */
+	uint64_t off; /* end of the last whole block */
+	int err;      /* first write error: sticky */
 	struct rec_encoder enc;
-	uint64_t block_ts;		/* time of the first record of the block being built */
+	uint64_t block_ts; /* time of the first record of the block being built */
 	struct wbuf payload, zbuf;
-	z_stream zs;			/* one deflate state, reset per block */
+	z_stream zs; /* one deflate state, reset per block */
 	bool zs_ready;
-	struct wbuf syms;		/* CB_SYMBOLS entries not written yet */
+	struct wbuf syms; /* CB_SYMBOLS entries not written yet */
 	uint32_t nr_syms;
-	struct hmap syms_done;		/* ((u32)pid, addr): written or pending */
-	struct wbuf stacks;		/* CB_STACKS entries not written yet */
+	struct hmap syms_done; /* ((u32)pid, addr): written or pending */
+	struct wbuf stacks;    /* CB_STACKS entries not written yet */
 	uint32_t nr_stacks;
-	struct hmap stacks_done;	/* (pid | id << 32, caller): written or pending */
-	struct hmap maps_done;		/* ((u32)pid, mapping hash): in some CB_MAPS block */
-	struct hmap pids_done;		/* (pid, 0): a full snapshot was written */
-	uint64_t records;		/* in whole blocks on disk */
+	struct hmap stacks_done; /* (pid | id << 32, caller): written or pending */
+	struct hmap maps_done;	 /* ((u32)pid, mapping hash): in some CB_MAPS block */
+	struct hmap pids_done;	 /* (pid, 0): a full snapshot was written */
+	uint64_t records;	 /* in whole blocks on disk */
 	uint64_t record_bytes;
 	uint32_t blocks;
-	uint64_t mono_start;		/* the header's monotonic start */
+	uint64_t mono_start; /* the header's monotonic start */
 	uint8_t hdr[CAPTURE_HDR_SIZE];
 };
 
@@ -335,7 +335,7 @@ int capture__write_record(struct capture *c, const struct gl_hdr *h)
 	if (err == -ENOMEM)
 		return fail(c, err);
 	if (err)
-		return err;	/* a malformed record: not stored, the capture goes on */
+		return err; /* a malformed record: not stored, the capture goes on */
 	if (rec_enc__len(&c->enc) >= c->o.block_bytes ||
 	    (h->ts_ns > c->block_ts && h->ts_ns - c->block_ts >= CAPTURE_FLUSH_NS))
 		return capture__flush(c);
@@ -510,8 +510,7 @@ int capture__finish(struct capture *c)
 	header_seal(c);
 	/* The END block already tells readers the recorder finished; the header says it to
 	 * those that look no further, and where the file must end. */
-	if (pwrite(c->fd, c->hdr, sizeof(c->hdr), 0) != (ssize_t)sizeof(c->hdr) ||
-	    fsync(c->fd))
+	if (pwrite(c->fd, c->hdr, sizeof(c->hdr), 0) != (ssize_t)sizeof(c->hdr) || fsync(c->fd))
 		return fail(c, errno ? -errno : -EIO);
 	return 0;
 }

@@ -24,41 +24,42 @@
 #include <sys/types.h>
 #include "gpuleak.h"
 
-#define CAPTURE_MAGIC "\x89GLCAP\r\n"	/* 8 bytes; \r\n catches text-mode copies */
-#define CAPTURE_MAJOR 1			/* readers refuse another major */
-#define CAPTURE_MINOR 1			/* readers accept any minor of their major; 1.1 adds
+#define CAPTURE_MAGIC "\x89GLCAP\r\n" /* 8 bytes; \r\n catches text-mode copies */
+#define CAPTURE_MAJOR 1		      /* readers refuse another major */
+#define CAPTURE_MINOR                                                                              \
+	1			   /* readers accept any minor of their major; 1.1 adds
 					 * STACKS blocks (OPTIONAL: 1.0 readers skip them) */
-#define CAPTURE_HDR_SIZE 264		/* of this minor; readers accept larger */
-#define CAPTURE_BLOCK_MAGIC "GLBK"
+#define CAPTURE_HDR_SIZE       264 /* of this minor; readers accept larger */
+#define CAPTURE_BLOCK_MAGIC    "GLBK"
 #define CAPTURE_BLOCK_HDR_SIZE 28
 
 /* Limits a reader enforces before allocating anything a file asks for. */
-#define CAPTURE_MAX_BLOCK (64U << 20)	/* raw (decoded) payload bytes of one block */
-#define CAPTURE_MAX_STR 4096		/* paths, names, arguments */
+#define CAPTURE_MAX_BLOCK   (64U << 20) /* raw (decoded) payload bytes of one block */
+#define CAPTURE_MAX_STR	    4096	/* paths, names, arguments */
 #define CAPTURE_MAX_RAW_REC 4096	/* bytes of one record stored verbatim */
 
 /* Default RECORDS block: flushed at this many encoded bytes, or after CAPTURE_FLUSH_NS. */
 #define CAPTURE_BLOCK_BYTES (1U << 20)
-#define CAPTURE_FLUSH_NS 1000000000ULL
+#define CAPTURE_FLUSH_NS    1000000000ULL
 
 /* Header flags. */
 enum capture_flags {
-	CAPTURE_F_INCOMPLETE = 1 << 0,	/* set at create, cleared when the recorder finished */
+	CAPTURE_F_INCOMPLETE = 1 << 0, /* set at create, cleared when the recorder finished */
 };
 
 /* Block types; persisted. */
 enum capture_block_type {
-	CB_RECORDS = 1,		/* gl records, column-encoded (capture_codec.c) */
-	CB_MAPS = 2,		/* a snapshot of one process's executable mappings */
-	CB_SYMBOLS = 3,		/* (pid, address) -> function, offset, module */
-	CB_PROCESS = 4,		/* a traced process: command line, start time */
-	CB_STACKS = 5,		/* (pid, stack id, call site) -> frames, flags (since 1.1) */
-	CB_END = 6,		/* the recorder finished: totals; always last */
+	CB_RECORDS = 1, /* gl records, column-encoded (capture_codec.c) */
+	CB_MAPS = 2,	/* a snapshot of one process's executable mappings */
+	CB_SYMBOLS = 3, /* (pid, address) -> function, offset, module */
+	CB_PROCESS = 4, /* a traced process: command line, start time */
+	CB_STACKS = 5,	/* (pid, stack id, call site) -> frames, flags (since 1.1) */
+	CB_END = 6,	/* the recorder finished: totals; always last */
 };
 
 /* Block flags. */
 enum capture_block_flags {
-	CBF_OPTIONAL = 1 << 0,	/* a reader that does not know the type may skip the block */
+	CBF_OPTIONAL = 1 << 0, /* a reader that does not know the type may skip the block */
 };
 
 /* Block payload codecs; persisted. */
@@ -76,10 +77,10 @@ struct sym_info;
 struct ustack;
 
 struct capture_opts {
-	bool force;		/* replace an existing file (else -EEXIST) */
-	bool store;		/* never compress (tests, fuzz seeds) */
-	uint32_t block_bytes;	/* RECORDS flush threshold; 0: CAPTURE_BLOCK_BYTES */
-	uid_t owner_uid;	/* chown the file to this owner when owner_set (sudo's user) */
+	bool force;	      /* replace an existing file (else -EEXIST) */
+	bool store;	      /* never compress (tests, fuzz seeds) */
+	uint32_t block_bytes; /* RECORDS flush threshold; 0: CAPTURE_BLOCK_BYTES */
+	uid_t owner_uid;      /* chown the file to this owner when owner_set (sudo's user) */
 	gid_t owner_gid;
 	bool owner_set;
 };
@@ -87,8 +88,8 @@ struct capture_opts {
 /* What a capture says about one traced process (CB_PROCESS). */
 struct capture_proc {
 	uint32_t pid;
-	uint64_t start_ticks;		/* /proc/PID/stat starttime, clock ticks after boot */
-	uint64_t start_realtime_ns;	/* the same as wall-clock time; 0 if unknown */
+	uint64_t start_ticks;	    /* /proc/PID/stat starttime, clock ticks after boot */
+	uint64_t start_realtime_ns; /* the same as wall-clock time; 0 if unknown */
 	char *comm;
 	char *exe;
 	char **argv;
@@ -125,8 +126,8 @@ void capture__free(struct capture *c);
 
 struct capture_stats {
 	uint64_t records;
-	uint64_t record_bytes;	/* on disk, RECORDS blocks with their headers */
-	uint64_t bytes;		/* whole file */
+	uint64_t record_bytes; /* on disk, RECORDS blocks with their headers */
+	uint64_t bytes;	       /* whole file */
 	uint32_t blocks;
 };
 void capture__stats(const struct capture *c, struct capture_stats *st);
@@ -143,13 +144,13 @@ struct capture_info {
 	uint32_t hdr_size;
 	uint32_t flags;
 	uint64_t created_realtime_ns;
-	uint64_t monotonic_start_ns;	/* records' clock (CLOCK_MONOTONIC) at create */
-	int64_t realtime_offset_ns;	/* CLOCK_REALTIME - CLOCK_MONOTONIC at create */
-	int64_t boottime_offset_ns;	/* CLOCK_BOOTTIME - CLOCK_MONOTONIC at create */
+	uint64_t monotonic_start_ns; /* records' clock (CLOCK_MONOTONIC) at create */
+	int64_t realtime_offset_ns;  /* CLOCK_REALTIME - CLOCK_MONOTONIC at create */
+	int64_t boottime_offset_ns;  /* CLOCK_BOOTTIME - CLOCK_MONOTONIC at create */
 	uint32_t page_size;
 	uint32_t clk_tck;
-	uint64_t end_offset;		/* 0 unless the recorder finished */
-	uint64_t nr_records;		/* 0 unless the recorder finished */
+	uint64_t end_offset; /* 0 unless the recorder finished */
+	uint64_t nr_records; /* 0 unless the recorder finished */
 	uint32_t nr_blocks;
 	char version[33];
 	char arch[17];
@@ -162,7 +163,7 @@ struct capture_map {
 	uint64_t start, end, pgoff, dev, ino;
 	bool deleted;
 	const char *path;
-	const char *build_id;	/* hex; "" when none */
+	const char *build_id; /* hex; "" when none */
 };
 
 /* One user stack from a CB_STACKS block: frames innermost first, frames[0] the call site. */
@@ -170,14 +171,14 @@ struct capture_stack {
 	uint32_t pid;
 	int32_t id;
 	uint64_t caller;
-	uint32_t flags;		/* enum stack_flags; bits unknown to this gpuleak cleared */
+	uint32_t flags; /* enum stack_flags; bits unknown to this gpuleak cleared */
 	uint32_t nofp_from;
 	uint32_t nr;
 	const uint64_t *frames;
 };
 
 struct capture_block_info {
-	uint64_t offset;	/* of the block header */
+	uint64_t offset; /* of the block header */
 	uint8_t type, codec;
 	uint16_t flags;
 	uint32_t raw_len, stored_len, count;
@@ -194,12 +195,12 @@ struct capture_visitor {
 	int (*symbol)(void *ctx, uint32_t pid, uint64_t addr, const struct sym_info *si);
 	int (*stack)(void *ctx, const struct capture_stack *st);
 	int (*process)(void *ctx, const struct capture_proc *p);
-	int (*block)(void *ctx, const struct capture_block_info *b);	/* before its content */
+	int (*block)(void *ctx, const struct capture_block_info *b); /* before its content */
 };
 
 /* Reader flags. */
 enum capture_read_flags {
-	CAPTURE_R_NO_CRC = 1 << 0,	/* fuzzing: reach the decoders with mutated payloads */
+	CAPTURE_R_NO_CRC = 1 << 0, /* fuzzing: reach the decoders with mutated payloads */
 };
 
 struct capture_reader;

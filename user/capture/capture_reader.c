@@ -23,24 +23,24 @@
 #define MAX_HDR_SIZE 65536
 /* A capture holds a handful of processes; a MAPS block lists one process's objects. */
 #define MAX_MAP_ENTRIES 65536
-#define MAX_ARGS 65536
+#define MAX_ARGS	65536
 
 struct capture_reader {
-	int fd;			/* -1: reading mem */
+	int fd; /* -1: reading mem */
 	const uint8_t *mem;
 	uint64_t size;
 	unsigned int flags;
 	struct capture_info info;
 	char err[320];
-	uint64_t good_end;	/* end of the last whole block */
-	bool finished;		/* END block read */
+	uint64_t good_end; /* end of the last whole block */
+	bool finished;	   /* END block read */
 	bool truncated;
 	uint64_t records;
 	uint32_t blocks;
-	struct wbuf io, raw;	/* the stored payload (fd), the decoded payload */
+	struct wbuf io, raw; /* the stored payload (fd), the decoded payload */
 	struct rec_decoder dec;
 	bool dec_ready;
-	z_stream zs;		/* one inflate state, reset per block */
+	z_stream zs; /* one inflate state, reset per block */
 	bool zs_ready;
 	union rec_buf rec;
 };
@@ -339,8 +339,8 @@ static int read_records(struct capture_reader *r, const struct capture_block_inf
 	return 0;
 }
 
-static int read_maps(struct capture_reader *r, const struct capture_block_info *b,
-		     const uint8_t *p, const struct capture_visitor *v, void *ctx)
+static int read_maps(struct capture_reader *r, const struct capture_block_info *b, const uint8_t *p,
+		     const struct capture_visitor *v, void *ctx)
 {
 	struct rbuf in = rbuf_of(p, b->raw_len);
 	struct capture_map *maps;
@@ -358,7 +358,7 @@ static int read_maps(struct capture_reader *r, const struct capture_block_info *
 		goto cleanup;
 	}
 	pid = rbuf__varint(&in);
-	rbuf__varint(&in);	/* MAPS_FULL: every snapshot only adds mappings to what we know */
+	rbuf__varint(&in); /* MAPS_FULL: every snapshot only adds mappings to what we know */
 	for (i = 0; i < b->count && !in.bad; i++) {
 		struct capture_map *m = &maps[i];
 		uint64_t len;
@@ -444,7 +444,7 @@ static int read_stacks(struct capture_reader *r, const struct capture_block_info
 	int err;
 
 	for (i = 0; i < b->count; i++) {
-		struct capture_stack st = { .frames = frames };
+		struct capture_stack st = {.frames = frames};
 		uint64_t pid, id, flags, nofp, nr, prev;
 
 		pid = rbuf__varint(&in);
@@ -530,8 +530,7 @@ cleanup:
 	return err;
 }
 
-static int read_end(struct capture_reader *r, const struct capture_block_info *b,
-		    const uint8_t *p)
+static int read_end(struct capture_reader *r, const struct capture_block_info *b, const uint8_t *p)
 {
 	struct rbuf in = rbuf_of(p, b->raw_len);
 	uint64_t records = rbuf__varint(&in), blocks = rbuf__varint(&in);
@@ -542,7 +541,8 @@ static int read_end(struct capture_reader *r, const struct capture_block_info *b
 	if (records != r->records || blocks != r->blocks)
 		return fail(r, -EINVAL, b->offset,
 			    "END block counts %" PRIu64 " records in %" PRIu64 " blocks, the file "
-			    "holds %" PRIu64 " in %u", records, blocks, r->records, r->blocks);
+			    "holds %" PRIu64 " in %u",
+			    records, blocks, r->records, r->blocks);
 	r->finished = true;
 	return 0;
 }
@@ -579,9 +579,10 @@ static const uint8_t *payload(struct capture_reader *r, const struct capture_blo
 	if (zerr != Z_STREAM_END || zs->avail_out || zs->avail_in) {
 		fail(r, -EINVAL, b->offset, "%s block: payload does not decompress (%s)",
 		     capture_block_name(b->type),
-		     zerr == Z_STREAM_END ? "wrong length" :
-		     zs->msg ? zs->msg : zerr == Z_BUF_ERROR ? "longer than its length" :
-		     zError(zerr));
+		     zerr == Z_STREAM_END  ? "wrong length"
+		     : zs->msg		   ? zs->msg
+		     : zerr == Z_BUF_ERROR ? "longer than its length"
+					   : zError(zerr));
 		return NULL;
 	}
 	return r->raw.p;
@@ -610,14 +611,14 @@ static int block_header(struct capture_reader *r, uint64_t off, struct capture_b
 	if (!(r->flags & CAPTURE_R_NO_CRC) && crc32(0, h, BO_HDR_CRC) != get_le32(h + BO_HDR_CRC))
 		return fail(r, -EINVAL, off, "block header CRC mismatch (corrupt block header)");
 	*b = (struct capture_block_info){
-		.offset = off,
-		.payload_crc = get_le32(h + BO_PAYLOAD_CRC),
-		.type = h[BO_TYPE],
-		.codec = h[BO_CODEC],
-		.flags = get_le16(h + BO_FLAGS),
-		.raw_len = get_le32(h + BO_RAW_LEN),
-		.stored_len = get_le32(h + BO_STORED_LEN),
-		.count = get_le32(h + BO_COUNT),
+	    .offset = off,
+	    .payload_crc = get_le32(h + BO_PAYLOAD_CRC),
+	    .type = h[BO_TYPE],
+	    .codec = h[BO_CODEC],
+	    .flags = get_le16(h + BO_FLAGS),
+	    .raw_len = get_le32(h + BO_RAW_LEN),
+	    .stored_len = get_le32(h + BO_STORED_LEN),
+	    .count = get_le32(h + BO_COUNT),
 	};
 	if (b->codec != CC_STORED && b->codec != CC_ZLIB)
 		return fail(r, -EINVAL, off, "%s block: unknown codec %u",
@@ -625,8 +626,8 @@ static int block_header(struct capture_reader *r, uint64_t off, struct capture_b
 	if (b->raw_len > CAPTURE_MAX_BLOCK)
 		return fail(r, -EINVAL, off, "%s block: %u bytes, more than a block may hold",
 			    capture_block_name(b->type), b->raw_len);
-	if (b->codec == CC_STORED ? b->stored_len != b->raw_len :
-				    b->stored_len > compressBound(b->raw_len))
+	if (b->codec == CC_STORED ? b->stored_len != b->raw_len
+				  : b->stored_len > compressBound(b->raw_len))
 		return fail(r, -EINVAL, off, "%s block: stored length %u does not fit %u bytes",
 			    capture_block_name(b->type), b->stored_len, b->raw_len);
 	if (r->size - off - CAPTURE_BLOCK_HDR_SIZE < b->stored_len)

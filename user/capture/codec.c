@@ -114,7 +114,7 @@ static struct codec_site *site_add(struct rec_model *m, uint64_t caller, int *er
 		return NULL;
 	}
 	s = &m->sites[m->nr_sites++];
-	*s = (struct codec_site){ .caller = caller };
+	*s = (struct codec_site){.caller = caller};
 	return s;
 }
 
@@ -184,7 +184,7 @@ static struct codec_site *enc_site(struct rec_encoder *e, uint64_t caller, struc
 	wbuf__varint(&e->col[COL_CALLER], caller);
 	s = site_add(m, caller, &e->err);
 	if (!s) {
-		*tmp = (struct codec_site){ .caller = caller };
+		*tmp = (struct codec_site){.caller = caller};
 		return tmp;
 	}
 	e->site_hash[i] = m->nr_sites;
@@ -474,7 +474,7 @@ static int dec_call(struct rec_decoder *d, uint8_t head, struct gl_call_rec *r)
 		if (err)
 			return dec_fail(d, "out of memory");
 		if (!s) {
-			tmp = (struct codec_site){ .caller = r->caller };
+			tmp = (struct codec_site){.caller = r->caller};
 			s = &tmp;
 		}
 	} else {

@@ -23,9 +23,9 @@ struct replay {
 	struct report rep;
 	uint64_t interval_ns, next_interval_ns;
 	uint64_t last_step_line_ns;
-	struct capture_proc *procs;	/* for the summary; strings owned */
+	struct capture_proc *procs; /* for the summary; strings owned */
 	size_t nr_procs;
-	FILE *blocks;			/* --blocks: the listing goes here, no analysis */
+	FILE *blocks; /* --blocks: the listing goes here, no analysis */
 };
 
 /* ---- what the reader hands us ---- */
@@ -71,8 +71,8 @@ static int on_maps(void *ctx, uint32_t pid, const struct capture_map *v, size_t 
 	int err;
 
 	for (i = 0; i < n; i++) {
-		err = symbolizer__add_map(rp->sym, pid, v[i].start, v[i].end, v[i].pgoff,
-					  v[i].path);
+		err =
+		    symbolizer__add_map(rp->sym, pid, v[i].start, v[i].end, v[i].pgoff, v[i].path);
 		if (err)
 			return err;
 	}
@@ -200,10 +200,12 @@ static char *verdict_extra(struct replay *rp, const char *name)
 	json_str(f, in->arch);
 	fputs(",\"kernel\":", f);
 	json_str(f, in->kernel);
-	fprintf(f, ",\"recorded\":\"%s\",\"records\":%" PRIu64 ",\"blocks\":%u,\"bytes\":%" PRIu64
-		",\"finished\":%s,\"truncated\":%s", when, capture_reader__records(rp->rd),
-		capture_reader__blocks(rp->rd), capture_reader__size(rp->rd),
-		capture_reader__finished(rp->rd) ? "true" : "false", cut ? "true" : "false");
+	fprintf(f,
+		",\"recorded\":\"%s\",\"records\":%" PRIu64 ",\"blocks\":%u,\"bytes\":%" PRIu64
+		",\"finished\":%s,\"truncated\":%s",
+		when, capture_reader__records(rp->rd), capture_reader__blocks(rp->rd),
+		capture_reader__size(rp->rd), capture_reader__finished(rp->rd) ? "true" : "false",
+		cut ? "true" : "false");
 	if (cut)
 		fprintf(f, ",\"truncated_at\":%" PRIu64, at);
 	fputc('}', f);
@@ -233,16 +235,16 @@ static void replay_free(struct replay *rp)
 
 /* First pass: the names and processes; RECORDS blocks are skipped unread. */
 static const struct capture_visitor names_visitor = {
-	.maps = on_maps,
-	.symbol = on_symbol,
-	.stack = on_stack,
-	.process = on_process,
+    .maps = on_maps,
+    .symbol = on_symbol,
+    .stack = on_stack,
+    .process = on_process,
 };
 
 /* Second pass: the records, into the analysis. */
 static const struct capture_visitor records_visitor = {
-	.record = on_record,
-	.block = on_block,
+    .record = on_record,
+    .block = on_block,
 };
 
 /* What a step source needs that only the recording could have put in the capture. */
@@ -254,13 +256,16 @@ static void warn_no_steps(struct replay *rp, const char *name)
 		return;
 	if (o->source == STEP_MARKER)
 		pr_warn("%s: no step marker calls recorded: --step sym: re-uses the markers of the "
-			"recording (record with --step sym:FILE:SYMBOL)\n", name);
+			"recording (record with --step sym:FILE:SYMBOL)\n",
+			name);
 	else if (o->source == STEP_NVTX)
 		pr_warn("%s: no NVTX range '%s' recorded: NVTX ranges are in a capture only when "
-			"it was recorded with --step nvtx:NAME\n", name, o->nvtx_name);
+			"it was recorded with --step nvtx:NAME\n",
+			name, o->nvtx_name);
 	else
 		pr_warn("%s: no synchronization or WebGPU queue submit recorded: every step "
-			"is the whole capture\n", name);
+			"is the whole capture\n",
+			name);
 }
 
 /* --end re-uses the end marker calls of the recording: none means no session ended early. */
@@ -268,7 +273,8 @@ static void warn_no_end(struct replay *rp, const char *name)
 {
 	if (rp->a->end_file && !rp->an->nr_ended)
 		pr_warn("%s: no end marker calls recorded: --end re-uses the markers of the "
-			"recording (record with --end sym:FILE:SYMBOL)\n", name);
+			"recording (record with --end sym:FILE:SYMBOL)\n",
+			name);
 }
 
 /*
@@ -291,9 +297,14 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 	if (err)
 		return err;
 	t = rp->an->t;
-	rp->rep = (struct report){ .t = rp->an->t, .tl = rp->an->tl, .sym = rp->sym, .out = out,
-				   .json = json, .top = top, .t0_ns = in->monotonic_start_ns,
-				   .gate = rp->a->gate };
+	rp->rep = (struct report){.t = rp->an->t,
+				  .tl = rp->an->tl,
+				  .sym = rp->sym,
+				  .out = out,
+				  .json = json,
+				  .top = top,
+				  .t0_ns = in->monotonic_start_ns,
+				  .gate = rp->a->gate};
 	timeline__on_step(rp->an->tl, on_step, rp);
 	rp->next_interval_ns = in->monotonic_start_ns + rp->interval_ns;
 	err = capture_reader__read(rp->rd, &names_visitor, rp);
@@ -309,10 +320,11 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 	}
 	if (capture_reader__truncated(rp->rd, &at) && !quiet)
 		pr_warn("%s: capture truncated at offset %" PRIu64 " (%s); reporting the %" PRIu64
-			" records of the %u whole blocks before it\n", name, at,
-			in->flags & CAPTURE_F_INCOMPLETE ?
-				"incomplete: recorder did not finish" :
-				"the recorder finished, the file was cut short later",
+			" records of the %u whole blocks before it\n",
+			name, at,
+			in->flags & CAPTURE_F_INCOMPLETE
+			    ? "incomplete: recorder did not finish"
+			    : "the recorder finished, the file was cut short later",
 			capture_reader__records(rp->rd), capture_reader__blocks(rp->rd));
 	/* A capture cut short has no exit or detach record: its last step ends with it. */
 	for (i = 0; i < t->nr_procs; i++)
@@ -334,7 +346,7 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 int replay__mem(const void *buf, size_t len, unsigned int reader_flags,
 		const struct analysis_opts *a, uint64_t interval_ns, FILE *out, FILE *json)
 {
-	struct replay rp = { .a = a, .interval_ns = interval_ns };
+	struct replay rp = {.a = a, .interval_ns = interval_ns};
 	int err;
 
 	err = capture_reader__open_mem(buf, len, reader_flags, &rp.rd);
@@ -365,8 +377,8 @@ static int list_blocks(struct replay *rp, const char *name)
 	printf("%10s  %-8s %-6s %10s %10s %8s\n", "OFFSET", "TYPE", "CODEC", "RAW", "STORED",
 	       "COUNT");
 	/* Every block checked and decoded: the listing is also a check of the file. */
-	err = capture_reader__read(rp->rd, &(struct capture_visitor){ .block = on_block,
-								       .record = no_record }, rp);
+	err = capture_reader__read(
+	    rp->rd, &(struct capture_visitor){.block = on_block, .record = no_record}, rp);
 	if (err) {
 		pr_err("%s: %s\n", name, capture_reader__error(rp->rd));
 		return err;
@@ -381,7 +393,7 @@ static int list_blocks(struct replay *rp, const char *name)
 
 int replay__run(const struct replay_opts *o)
 {
-	struct replay rp = { .a = &o->a, .interval_ns = o->interval_ns };
+	struct replay rp = {.a = &o->a, .interval_ns = o->interval_ns};
 	FILE *json = NULL;
 	int err;
 

@@ -18,11 +18,11 @@
 
 struct replay_opts {
 	const char *path;
-	const char *json_path;		/* NDJSON verdicts (and intervals), or NULL */
-	int top;			/* sites per interval table */
-	uint64_t interval_ns;		/* interval tables every this much record time; 0: none */
-	bool list_blocks;		/* list the file's blocks instead of analysing */
-	struct analysis_opts a;		/* rules, steps, gate: may differ from the recording's */
+	const char *json_path;	/* NDJSON verdicts (and intervals), or NULL */
+	int top;		/* sites per interval table */
+	uint64_t interval_ns;	/* interval tables every this much record time; 0: none */
+	bool list_blocks;	/* list the file's blocks instead of analysing */
+	struct analysis_opts a; /* rules, steps, gate: may differ from the recording's */
 };
 
 /* Returns the process exit code: 0 done (also for a truncated capture), 1 error, 3 the

@@ -27,7 +27,6 @@
 #define GPULEAK_VERSION "0.1.0"
 #endif
 
-
 const char *argp_program_version = "gpuleak " GPULEAK_VERSION;
 const char *argp_program_bug_address = "https://github.com/gpuleak/gpuleak/issues";
 
@@ -70,238 +69,250 @@ enum opt_key {
 struct cli {
 	struct trace_opts t;
 	struct replay_opts r;
-	struct analysis_opts a;	/* attach, run, record and report: copied into t or r */
+	struct analysis_opts a; /* attach, run, record and report: copied into t or r */
 	const char *lib;
 	const char *cmd;
-	pid_t probe_pid;	/* gpuleak probes -p */
+	pid_t probe_pid; /* gpuleak probes -p */
 	size_t cap_pids;
 	struct rules *rules;
-	int rules_err;		/* a rule did not parse: exit 2 before attaching */
+	int rules_err; /* a rule did not parse: exit 2 before attaching */
 	int nr_rule_args;
 	char *req_spec;
 };
 
 static const char top_doc[] =
-	"gpuleak -- find GPU memory leaks in running processes with eBPF uprobes\n"
-	"\n"
-	"USAGE:\n"
-	"  gpuleak attach -p PID[,PID...] [OPTIONS]  trace running processes\n"
-	"  gpuleak run [OPTIONS] -- CMD ARGS   start CMD with the probes in place\n"
-	"  gpuleak probes (-p PID | --lib PATH) list the traced APIs found, without attaching\n"
-	"  gpuleak record -o FILE (-p PID | -- CMD ARGS)  trace and write a capture file\n"
-	"  gpuleak report FILE [OPTIONS]       analyse a capture file, anywhere, without root\n"
-	"\n"
-	"EXAMPLES:\n"
-	"  sudo gpuleak attach -p 4242 --interval 10s\n"
-	"  sudo gpuleak attach -p 4242,4243 --follow --metrics :9464\n"
-	"  sudo gpuleak run --json verdict.ndjson -- python3 serve.py\n"
-	"  gpuleak probes --lib /usr/local/cuda/lib64/libcudart.so.13\n"
-	"  sudo gpuleak record -o incident.glc -p 4242 --duration 60s\n"
-	"  gpuleak report incident.glc --json verdict.ndjson\n"
-	"\n"
-	"EXIT STATUS: 0 done, 1 runtime error, 2 usage error, 3 --fail-on-leak found leaks.\n"
-	"Run 'gpuleak COMMAND --help' for the options of a command.";
+    "gpuleak -- find GPU memory leaks in running processes with eBPF uprobes\n"
+    "\n"
+    "USAGE:\n"
+    "  gpuleak attach -p PID[,PID...] [OPTIONS]  trace running processes\n"
+    "  gpuleak run [OPTIONS] -- CMD ARGS   start CMD with the probes in place\n"
+    "  gpuleak probes (-p PID | --lib PATH) list the traced APIs found, without attaching\n"
+    "  gpuleak record -o FILE (-p PID | -- CMD ARGS)  trace and write a capture file\n"
+    "  gpuleak report FILE [OPTIONS]       analyse a capture file, anywhere, without root\n"
+    "\n"
+    "EXAMPLES:\n"
+    "  sudo gpuleak attach -p 4242 --interval 10s\n"
+    "  sudo gpuleak attach -p 4242,4243 --follow --metrics :9464\n"
+    "  sudo gpuleak run --json verdict.ndjson -- python3 serve.py\n"
+    "  gpuleak probes --lib /usr/local/cuda/lib64/libcudart.so.13\n"
+    "  sudo gpuleak record -o incident.glc -p 4242 --duration 60s\n"
+    "  gpuleak report incident.glc --json verdict.ndjson\n"
+    "\n"
+    "EXIT STATUS: 0 done, 1 runtime error, 2 usage error, 3 --fail-on-leak found leaks.\n"
+    "Run 'gpuleak COMMAND --help' for the options of a command.";
 
 /* The analysis: the same for a live session and the report of a capture. */
 static const struct argp_option analysis_options[] = {
-	{ NULL, 0, NULL, 0, "Rules (persistent buffers, deferred frees, ignores):", 1 },
-	{ "rules", OPT_RULES, "FILE", 0,
-	  "Persistent-buffer, deferred-free and ignore rules, one per line (repeatable)", 1 },
-	{ "rule", OPT_RULE, "TEXT", 0,
-	  "One rule, e.g. 'persistent site=*kv_cache* release=session-end' (repeatable)", 1 },
-	{ "preset", OPT_PRESET, "NAME", 0,
-	  "Rules for a known stack: vllm, hf-transformers, ort-webgpu, llama.cpp (files in rules/)",
-	  1 },
-	{ NULL, 0, NULL, 0, "Steps and leak timelines:", 2 },
-	{ "step", OPT_STEP, "SPEC", 0,
-	  "Step boundaries: interval:DURATION (default interval:1s), sync (CUDA syncs, WebGPU "
-	  "queue submits), sym:FILE:SYMBOL (each call of a function), nvtx:NAME (each NVTX "
-	  "range of that name)", 2 },
-	{ "request", OPT_REQUEST, "sym:FILE:BEGIN,END", 0,
-	  "Request boundaries: calls of BEGIN and END in FILE", 2 },
-	{ "end", OPT_END, "sym:FILE:SYMBOL", 0,
-	  "End a process's session when it calls SYMBOL (its shutdown, say): checked as at a "
-	  "detach, then gpuleak lets it go", 2 },
-	{ "warmup-steps", OPT_WARMUP, "N", 0, "Steps before growth counts (default 3)", 2 },
-	{ "min-growth-steps", OPT_MIN_GROWTH, "K", 0,
-	  "Steps a site must grow in to be a growth leak (default 5)", 2 },
-	{ "device-mem", OPT_DEVICE_MEM, "BYTES", 0,
-	  "Device memory for time-to-OOM (default: from NVML when present)", 2 },
-	{ NULL, 0, NULL, 0, "CI gate:", 3 },
-	{ "fail-on-leak", OPT_FAIL_ON_LEAK, NULL, 0,
-	  "CI gate: exit 3 on a growth leak, a rule violation or --max-live-at-exit", 3 },
-	{ "max-growth", OPT_MAX_GROWTH, "BYTES", 0,
-	  "Gate: growth per step a site may have (default 0: any growth leak fails)", 3 },
-	{ "max-live-at-exit", OPT_MAX_LIVE, "BYTES", 0,
-	  "Gate: leaked bytes allowed at the end (persistent, ignored, init excluded)", 3 },
-	{ NULL, 0, NULL, 0, "Pictures (written at the end):", 4 },
-	{ "folded", OPT_FOLDED, "FILE", 0,
-	  "Live bytes by stack in the folded format of flamegraph.pl and speedscope", 4 },
-	{ "perfetto", OPT_PERFETTO, "FILE", 0,
-	  "Chrome trace-event JSON for ui.perfetto.dev: live bytes over time, steps, leak "
-	  "verdicts, pending frees", 4 },
-	{ "svg", OPT_SVG, "FILE", 0,
-	  "An SVG timeline of live, persistent and pending bytes, leaking sites highlighted", 4 },
-	{},
+    {NULL, 0, NULL, 0, "Rules (persistent buffers, deferred frees, ignores):", 1},
+    {"rules", OPT_RULES, "FILE", 0,
+     "Persistent-buffer, deferred-free and ignore rules, one per line (repeatable)", 1},
+    {"rule", OPT_RULE, "TEXT", 0,
+     "One rule, e.g. 'persistent site=*kv_cache* release=session-end' (repeatable)", 1},
+    {"preset", OPT_PRESET, "NAME", 0,
+     "Rules for a known stack: vllm, hf-transformers, ort-webgpu, llama.cpp (files in rules/)", 1},
+    {NULL, 0, NULL, 0, "Steps and leak timelines:", 2},
+    {"step", OPT_STEP, "SPEC", 0,
+     "Step boundaries: interval:DURATION (default interval:1s), sync (CUDA syncs, WebGPU "
+     "queue submits), sym:FILE:SYMBOL (each call of a function), nvtx:NAME (each NVTX "
+     "range of that name)",
+     2},
+    {"request", OPT_REQUEST, "sym:FILE:BEGIN,END", 0,
+     "Request boundaries: calls of BEGIN and END in FILE", 2},
+    {"end", OPT_END, "sym:FILE:SYMBOL", 0,
+     "End a process's session when it calls SYMBOL (its shutdown, say): checked as at a "
+     "detach, then gpuleak lets it go",
+     2},
+    {"warmup-steps", OPT_WARMUP, "N", 0, "Steps before growth counts (default 3)", 2},
+    {"min-growth-steps", OPT_MIN_GROWTH, "K", 0,
+     "Steps a site must grow in to be a growth leak (default 5)", 2},
+    {"device-mem", OPT_DEVICE_MEM, "BYTES", 0,
+     "Device memory for time-to-OOM (default: from NVML when present)", 2},
+    {NULL, 0, NULL, 0, "CI gate:", 3},
+    {"fail-on-leak", OPT_FAIL_ON_LEAK, NULL, 0,
+     "CI gate: exit 3 on a growth leak, a rule violation or --max-live-at-exit", 3},
+    {"max-growth", OPT_MAX_GROWTH, "BYTES", 0,
+     "Gate: growth per step a site may have (default 0: any growth leak fails)", 3},
+    {"max-live-at-exit", OPT_MAX_LIVE, "BYTES", 0,
+     "Gate: leaked bytes allowed at the end (persistent, ignored, init excluded)", 3},
+    {NULL, 0, NULL, 0, "Pictures (written at the end):", 4},
+    {"folded", OPT_FOLDED, "FILE", 0,
+     "Live bytes by stack in the folded format of flamegraph.pl and speedscope", 4},
+    {"perfetto", OPT_PERFETTO, "FILE", 0,
+     "Chrome trace-event JSON for ui.perfetto.dev: live bytes over time, steps, leak "
+     "verdicts, pending frees",
+     4},
+    {"svg", OPT_SVG, "FILE", 0,
+     "An SVG timeline of live, persistent and pending bytes, leaking sites highlighted", 4},
+    {},
 };
 
 static const struct argp_option trace_options[] = {
-	{ "pid", 'p', "PID[,PID...]", 0,
-	  "Processes to attach to (attach, record; repeatable). PID@TICKS: only if PID is still "
-	  "the process that started TICKS clock ticks after boot (field 22 of /proc/PID/stat), "
-	  "against a PID reused since it was found", 0 },
-	{ "follow", OPT_FOLLOW, NULL, 0,
-	  "Also trace every process the targets fork, and what they exec (multi-process "
-	  "servers, one process per rank)", 0 },
-	{ "metrics", OPT_METRICS, "[ADDR]:PORT", 0,
-	  "Serve OpenMetrics (Prometheus) on http://ADDR:PORT/metrics while tracing; ADDR "
-	  "defaults to 127.0.0.1", 0 },
-	{ "duration", 'd', "DURATION", 0,
-	  "Stop after DURATION (e.g. 30s, 5m) and report; the target keeps running", 0 },
-	{ "interval", 'i', "DURATION", 0,
-	  "Print a compact table every DURATION (default 5s; 0 disables)", 0 },
-	{ "json", OPT_JSON, "FILE", 0,
-	  "Write NDJSON: one record per interval, one verdict per process, a summary across "
-	  "processes", 0 },
-	{ "top", OPT_TOP, "N", 0, "Sites listed in interval tables (default 5)", 0 },
-	{ "wait", OPT_WAIT, NULL, 0,
-	  "Attach even if no GPU library is loaded yet, and trace it once it is", 0 },
-	{ "libc", OPT_LIBC, NULL, 0,
-	  "Also trace the C library's malloc, calloc, realloc, posix_memalign, aligned_alloc, "
-	  "memalign, free, mmap and munmap (host memory beside the GPU's; costs more per call)",
-	  0 },
-	{ "ringbuf-size", OPT_RINGBUF, "BYTES", 0,
-	  "BPF ring buffer size, a power of two (default 64MiB)", 0 },
-	{ "stack-depth", OPT_STACK_DEPTH, "N", 0,
-	  "User stack frames kept per allocation (default 32, at most 120; 0: call sites only, "
-	  "no stack walk)", 0 },
-	{ "stack-entries", OPT_STACK_ENTRIES, "N", 0,
-	  "Distinct stacks each of the two kernel stack maps holds (default 16384; each costs "
-	  "(depth + 2) x 8 bytes of kernel memory)", 0 },
-	{ "debug-dir", OPT_DEBUG_DIR, "DIR", 0,
-	  "Also look for separate debug files of stripped libraries in DIR "
-	  "(DIR/.build-id/xx/yyyy.debug, or the .gnu_debuglink name under DIR), before "
-	  "/usr/lib/debug; repeatable", 0 },
-	{ "webgpu-abi", OPT_WEBGPU_ABI, "GEN", 0,
-	  "webgpu.h generation of WebGPU libraries when it cannot be detected: sv, sv-tier1 "
-	  "or cstr", 0 },
-	{ "probe-at-entry", OPT_PROBE_AT_ENTRY, NULL, 0,
-	  "Put every probe on its function's first instruction, even one the kernel "
-	  "single-steps (by default such probes move past instructions that cannot matter to "
-	  "them: gpuleak probes shows where)", 0 },
-	{ "verbose", 'v', NULL, 0, "More diagnostics on stderr (-vv: libbpf debug)", 0 },
-	{},
+    {"pid", 'p', "PID[,PID...]", 0,
+     "Processes to attach to (attach, record; repeatable). PID@TICKS: only if PID is still "
+     "the process that started TICKS clock ticks after boot (field 22 of /proc/PID/stat), "
+     "against a PID reused since it was found",
+     0},
+    {"follow", OPT_FOLLOW, NULL, 0,
+     "Also trace every process the targets fork, and what they exec (multi-process "
+     "servers, one process per rank)",
+     0},
+    {"metrics", OPT_METRICS, "[ADDR]:PORT", 0,
+     "Serve OpenMetrics (Prometheus) on http://ADDR:PORT/metrics while tracing; ADDR "
+     "defaults to 127.0.0.1",
+     0},
+    {"duration", 'd', "DURATION", 0,
+     "Stop after DURATION (e.g. 30s, 5m) and report; the target keeps running", 0},
+    {"interval", 'i', "DURATION", 0,
+     "Print a compact table every DURATION (default 5s; 0 disables)", 0},
+    {"json", OPT_JSON, "FILE", 0,
+     "Write NDJSON: one record per interval, one verdict per process, a summary across "
+     "processes",
+     0},
+    {"top", OPT_TOP, "N", 0, "Sites listed in interval tables (default 5)", 0},
+    {"wait", OPT_WAIT, NULL, 0,
+     "Attach even if no GPU library is loaded yet, and trace it once it is", 0},
+    {"libc", OPT_LIBC, NULL, 0,
+     "Also trace the C library's malloc, calloc, realloc, posix_memalign, aligned_alloc, "
+     "memalign, free, mmap and munmap (host memory beside the GPU's; costs more per call)",
+     0},
+    {"ringbuf-size", OPT_RINGBUF, "BYTES", 0,
+     "BPF ring buffer size, a power of two (default 64MiB)", 0},
+    {"stack-depth", OPT_STACK_DEPTH, "N", 0,
+     "User stack frames kept per allocation (default 32, at most 120; 0: call sites only, "
+     "no stack walk)",
+     0},
+    {"stack-entries", OPT_STACK_ENTRIES, "N", 0,
+     "Distinct stacks each of the two kernel stack maps holds (default 16384; each costs "
+     "(depth + 2) x 8 bytes of kernel memory)",
+     0},
+    {"debug-dir", OPT_DEBUG_DIR, "DIR", 0,
+     "Also look for separate debug files of stripped libraries in DIR "
+     "(DIR/.build-id/xx/yyyy.debug, or the .gnu_debuglink name under DIR), before "
+     "/usr/lib/debug; repeatable",
+     0},
+    {"webgpu-abi", OPT_WEBGPU_ABI, "GEN", 0,
+     "webgpu.h generation of WebGPU libraries when it cannot be detected: sv, sv-tier1 "
+     "or cstr",
+     0},
+    {"probe-at-entry", OPT_PROBE_AT_ENTRY, NULL, 0,
+     "Put every probe on its function's first instruction, even one the kernel "
+     "single-steps (by default such probes move past instructions that cannot matter to "
+     "them: gpuleak probes shows where)",
+     0},
+    {"verbose", 'v', NULL, 0, "More diagnostics on stderr (-vv: libbpf debug)", 0},
+    {},
 };
 
 static const char attach_doc[] =
-	"Trace running processes until they exit, Ctrl-C or --duration, then print the "
-	"allocations still live, grouped by call site, per process, and a summary across "
-	"processes.\v"
-	"EXAMPLES:\n"
-	"  sudo gpuleak attach -p 4242\n"
-	"  sudo gpuleak attach -p 4242 --duration 60s --json /tmp/verdict.ndjson\n"
-	"  sudo gpuleak attach -p 4242 --folded live.folded --svg timeline.svg\n"
-	"  sudo gpuleak attach -p 4242,4243,4244 --interval 30s\n"
-	"  sudo gpuleak attach -p $(pgrep -d, -f vllm) --follow --metrics 0.0.0.0:9464\n"
-	"\n"
-	"SIGINT, SIGTERM and SIGHUP detach, drain and report; a target that exits or crashes "
-	"is reported with its exit status.\n"
-	"\n"
-	"EXIT STATUS: 0 done, 1 runtime error, 2 usage error, 3 --fail-on-leak found leaks.";
+    "Trace running processes until they exit, Ctrl-C or --duration, then print the "
+    "allocations still live, grouped by call site, per process, and a summary across "
+    "processes.\v"
+    "EXAMPLES:\n"
+    "  sudo gpuleak attach -p 4242\n"
+    "  sudo gpuleak attach -p 4242 --duration 60s --json /tmp/verdict.ndjson\n"
+    "  sudo gpuleak attach -p 4242 --folded live.folded --svg timeline.svg\n"
+    "  sudo gpuleak attach -p 4242,4243,4244 --interval 30s\n"
+    "  sudo gpuleak attach -p $(pgrep -d, -f vllm) --follow --metrics 0.0.0.0:9464\n"
+    "\n"
+    "SIGINT, SIGTERM and SIGHUP detach, drain and report; a target that exits or crashes "
+    "is reported with its exit status.\n"
+    "\n"
+    "EXIT STATUS: 0 done, 1 runtime error, 2 usage error, 3 --fail-on-leak found leaks.";
 
 static const char run_doc[] =
-	"Start CMD held before its first instruction, put the probes in place, then let it run; "
-	"trace until it exits.\v"
-	"EXAMPLES:\n"
-	"  sudo gpuleak run -- ./my_inference_server --model m.gguf\n"
-	"  sudo gpuleak run --json out.ndjson --interval 0 -- python3 bench.py\n"
-	"\n"
-	"Ctrl-C reaches CMD too; gpuleak waits for it to exit (a second Ctrl-C stops at once).\n"
-	"\n"
-	"CI gate: sudo gpuleak run --step sym:./server:decode_step --fail-on-leak \\\n"
-	"           --max-growth 1MiB --max-live-at-exit 0 -- ./server --requests 100\n"
-	"\n"
-	"EXIT STATUS: 0 done, 1 runtime error, 2 usage error, 3 --fail-on-leak found leaks.";
+    "Start CMD held before its first instruction, put the probes in place, then let it run; "
+    "trace until it exits.\v"
+    "EXAMPLES:\n"
+    "  sudo gpuleak run -- ./my_inference_server --model m.gguf\n"
+    "  sudo gpuleak run --json out.ndjson --interval 0 -- python3 bench.py\n"
+    "\n"
+    "Ctrl-C reaches CMD too; gpuleak waits for it to exit (a second Ctrl-C stops at once).\n"
+    "\n"
+    "CI gate: sudo gpuleak run --step sym:./server:decode_step --fail-on-leak \\\n"
+    "           --max-growth 1MiB --max-live-at-exit 0 -- ./server --requests 100\n"
+    "\n"
+    "EXIT STATUS: 0 done, 1 runtime error, 2 usage error, 3 --fail-on-leak found leaks.";
 
 static const struct argp_option record_options[] = {
-	{ "output", 'o', "FILE", 0, "Write the capture to FILE (required; mode 0600)", 0 },
-	{ "force", OPT_FORCE, NULL, 0, "Replace FILE if it exists", 0 },
-	{ "block-size", OPT_BLOCK_SIZE, "BYTES", 0,
-	  "Write a block once this many bytes of encoded records are buffered (default 1MiB; "
-	  "blocks are also written every second)", 0 },
-	{},
+    {"output", 'o', "FILE", 0, "Write the capture to FILE (required; mode 0600)", 0},
+    {"force", OPT_FORCE, NULL, 0, "Replace FILE if it exists", 0},
+    {"block-size", OPT_BLOCK_SIZE, "BYTES", 0,
+     "Write a block once this many bytes of encoded records are buffered (default 1MiB; "
+     "blocks are also written every second)",
+     0},
+    {},
 };
 
 static const char record_doc[] =
-	"Trace like 'run' (-- CMD ARGS) or 'attach' (-p PID), with the same options and live "
-	"output, and also write every record to a capture file, with the command line, map "
-	"snapshots and the names of the call sites: 'gpuleak report' analyses it later, on any "
-	"machine, without root and without the target's binaries.\v"
-	"EXAMPLES:\n"
-	"  sudo gpuleak record -o incident.glc -p 4242 --duration 60s\n"
-	"  sudo gpuleak record -o run.glc --json live.ndjson -- python3 serve.py\n"
-	"  gpuleak report incident.glc\n"
-	"\n"
-	"FILE is created with mode 0600 (it names code paths of the target); an existing FILE "
-	"is only replaced with --force. Under sudo it belongs to the user who ran sudo. Blocks "
-	"are written at least every second: if gpuleak is killed, FILE keeps all but the last "
-	"second.\n"
-	"EXIT STATUS: 0 done, 1 runtime error (also when FILE could not be written completely), "
-	"2 usage error, 3 --fail-on-leak found leaks (FILE is complete).";
+    "Trace like 'run' (-- CMD ARGS) or 'attach' (-p PID), with the same options and live "
+    "output, and also write every record to a capture file, with the command line, map "
+    "snapshots and the names of the call sites: 'gpuleak report' analyses it later, on any "
+    "machine, without root and without the target's binaries.\v"
+    "EXAMPLES:\n"
+    "  sudo gpuleak record -o incident.glc -p 4242 --duration 60s\n"
+    "  sudo gpuleak record -o run.glc --json live.ndjson -- python3 serve.py\n"
+    "  gpuleak report incident.glc\n"
+    "\n"
+    "FILE is created with mode 0600 (it names code paths of the target); an existing FILE "
+    "is only replaced with --force. Under sudo it belongs to the user who ran sudo. Blocks "
+    "are written at least every second: if gpuleak is killed, FILE keeps all but the last "
+    "second.\n"
+    "EXIT STATUS: 0 done, 1 runtime error (also when FILE could not be written completely), "
+    "2 usage error, 3 --fail-on-leak found leaks (FILE is complete).";
 
 static const struct argp_option report_options[] = {
-	{ "json", OPT_JSON, "FILE", 0, "Write NDJSON: the verdict per process (and intervals)", 0 },
-	{ "top", OPT_TOP, "N", 0, "Sites listed in interval tables (default 5)", 0 },
-	{ "interval", 'i', "DURATION", 0,
-	  "Print a compact table every DURATION of recorded time (default 0: none)", 0 },
-	{ "blocks", OPT_BLOCKS, NULL, 0, "List the file's blocks instead of analysing it", 0 },
-	{ "verbose", 'v', NULL, 0, "More diagnostics on stderr", 0 },
-	{},
+    {"json", OPT_JSON, "FILE", 0, "Write NDJSON: the verdict per process (and intervals)", 0},
+    {"top", OPT_TOP, "N", 0, "Sites listed in interval tables (default 5)", 0},
+    {"interval", 'i', "DURATION", 0,
+     "Print a compact table every DURATION of recorded time (default 0: none)", 0},
+    {"blocks", OPT_BLOCKS, NULL, 0, "List the file's blocks instead of analysing it", 0},
+    {"verbose", 'v', NULL, 0, "More diagnostics on stderr", 0},
+    {},
 };
 
 static const char report_doc[] =
-	"Analyse a capture file written by 'gpuleak record': the analysis and the report of a "
-	"live session, replayed from the recorded events, with the analysis options given "
-	"here (rules, steps, gate), which may differ from the recording's. Needs no "
-	"privileges, no target and none of its binaries: call sites are named from the "
-	"capture.\v"
-	"EXAMPLES:\n"
-	"  gpuleak report incident.glc\n"
-	"  gpuleak report incident.glc --preset vllm --step sync --json verdict.ndjson\n"
-	"  gpuleak report incident.glc --fail-on-leak --max-live-at-exit 0\n"
-	"  gpuleak report incident.glc --perfetto trace.json --folded live.folded\n"
-	"  gpuleak report --blocks incident.glc\n"
-	"\n"
-	"Steps offline: interval:DURATION and sync work on any capture; sym:FILE:SYMBOL and "
-	"--request use the marker calls the recording made (record with the same --step or "
-	"--request); nvtx:NAME needs a recording made with --step nvtx:NAME. A capture cut "
-	"short (recorder killed, disk full) is reported up to its last whole block, with a "
-	"warning; its verdicts say \"truncated\":true.\n"
-	"EXIT STATUS: 0 done (also for a truncated capture), 1 unreadable, corrupt or "
-	"unsupported capture (the message names the byte offset), 2 usage error, "
-	"3 --fail-on-leak found leaks.";
+    "Analyse a capture file written by 'gpuleak record': the analysis and the report of a "
+    "live session, replayed from the recorded events, with the analysis options given "
+    "here (rules, steps, gate), which may differ from the recording's. Needs no "
+    "privileges, no target and none of its binaries: call sites are named from the "
+    "capture.\v"
+    "EXAMPLES:\n"
+    "  gpuleak report incident.glc\n"
+    "  gpuleak report incident.glc --preset vllm --step sync --json verdict.ndjson\n"
+    "  gpuleak report incident.glc --fail-on-leak --max-live-at-exit 0\n"
+    "  gpuleak report incident.glc --perfetto trace.json --folded live.folded\n"
+    "  gpuleak report --blocks incident.glc\n"
+    "\n"
+    "Steps offline: interval:DURATION and sync work on any capture; sym:FILE:SYMBOL and "
+    "--request use the marker calls the recording made (record with the same --step or "
+    "--request); nvtx:NAME needs a recording made with --step nvtx:NAME. A capture cut "
+    "short (recorder killed, disk full) is reported up to its last whole block, with a "
+    "warning; its verdicts say \"truncated\":true.\n"
+    "EXIT STATUS: 0 done (also for a truncated capture), 1 unreadable, corrupt or "
+    "unsupported capture (the message names the byte offset), 2 usage error, "
+    "3 --fail-on-leak found leaks.";
 
 static const struct argp_option probes_options[] = {
-	{ "pid", 'p', "PID", 0, "List the traced APIs in the objects mapped by PID", 0 },
-	{ "lib", OPT_LIB, "PATH", 0, "List the traced APIs in the ELF file PATH", 0 },
-	{ "webgpu-abi", OPT_WEBGPU_ABI, "GEN", 0,
-	  "webgpu.h generation of WebGPU libraries: sv, sv-tier1 or cstr", 0 },
-	{ "probe-at-entry", OPT_PROBE_AT_ENTRY, NULL, 0,
-	  "Show the probes as --probe-at-entry places them", 0 },
-	{ "verbose", 'v', NULL, 0, "Also list objects without traced APIs", 0 },
-	{},
+    {"pid", 'p', "PID", 0, "List the traced APIs in the objects mapped by PID", 0},
+    {"lib", OPT_LIB, "PATH", 0, "List the traced APIs in the ELF file PATH", 0},
+    {"webgpu-abi", OPT_WEBGPU_ABI, "GEN", 0,
+     "webgpu.h generation of WebGPU libraries: sv, sv-tier1 or cstr", 0},
+    {"probe-at-entry", OPT_PROBE_AT_ENTRY, NULL, 0,
+     "Show the probes as --probe-at-entry places them", 0},
+    {"verbose", 'v', NULL, 0, "Also list objects without traced APIs", 0},
+    {},
 };
 
 static const char probes_doc[] =
-	"List the traced APIs found in a process or a file: name, family, file offset of the "
-	"probe, binding, where the probe sits (entry; entry+N: moved past a first instruction the "
-	"kernel single-steps; slow: single-stepped, could not be moved; refused) and object, "
-	"then why each probe not at a plain entry is where it is. Attaches nothing.\v"
-	"EXAMPLES:\n"
-	"  gpuleak probes -p 4242\n"
-	"  gpuleak probes --lib /usr/local/cuda/lib64/libcudart.so.13\n"
-	"\n"
-	"EXIT STATUS: 0 found, 1 nothing traceable or runtime error, 2 usage error.";
+    "List the traced APIs found in a process or a file: name, family, file offset of the "
+    "probe, binding, where the probe sits (entry; entry+N: moved past a first instruction the "
+    "kernel single-steps; slow: single-stepped, could not be moved; refused) and object, "
+    "then why each probe not at a plain entry is where it is. Attaches nothing.\v"
+    "EXAMPLES:\n"
+    "  gpuleak probes -p 4242\n"
+    "  gpuleak probes --lib /usr/local/cuda/lib64/libcudart.so.13\n"
+    "\n"
+    "EXIT STATUS: 0 found, 1 nothing traceable or runtime error, 2 usage error.";
 
 /* -p PID[@TICKS][,PID[@TICKS]...], appended to the list. */
 static void parse_pid_list(const char *arg, struct argp_state *state, struct cli *c)
@@ -309,7 +320,7 @@ static void parse_pid_list(const char *arg, struct argp_state *state, struct cli
 	const char *p = arg;
 
 	while (*p) {
-		struct trace_pid tp = { 0 };
+		struct trace_pid tp = {0};
 		/* The bad element and where it starts: "-p 12,abc" names "abc", at 4. */
 		int at = (int)(p - arg) + 1, len = (int)strcspn(p, ",");
 		char *end;
@@ -326,7 +337,8 @@ static void parse_pid_list(const char *arg, struct argp_state *state, struct cli
 			errno = 0;
 			tp.start_ticks = strtoull(p, &end, 10);
 			if (errno || end == p || *p == '-' || !tp.start_ticks)
-				argp_error(state, "invalid PID@TICKS '%.*s' (element at character "
+				argp_error(state,
+					   "invalid PID@TICKS '%.*s' (element at character "
 					   "%d of '%s'; TICKS: field 22 of /proc/PID/stat)",
 					   len, arg + at - 1, at, arg);
 		}
@@ -370,7 +382,8 @@ static void parse_step(struct argp_state *state, struct cli *c, char *arg)
 	if (!strncmp(arg, "interval:", 9)) {
 		o->source = STEP_INTERVAL;
 		if (parse_duration_ns(arg + 9, &o->interval_ns) || !o->interval_ns)
-			argp_error(state, "invalid --step interval '%s' (e.g. interval:500ms)", arg + 9);
+			argp_error(state, "invalid --step interval '%s' (e.g. interval:500ms)",
+				   arg + 9);
 	} else if (!strcmp(arg, "sync")) {
 		o->source = STEP_SYNC;
 	} else if (!strncmp(arg, "nvtx:", 5) && arg[5]) {
@@ -389,8 +402,10 @@ static void parse_step(struct argp_state *state, struct cli *c, char *arg)
 		if (!*c->a.step_file)
 			argp_error(state, "--step sym:FILE:SYMBOL needs a FILE");
 	} else {
-		argp_error(state, "invalid --step '%s' (interval:DURATION, sync, sym:FILE:SYMBOL, "
-			   "nvtx:NAME)", arg);
+		argp_error(state,
+			   "invalid --step '%s' (interval:DURATION, sync, sym:FILE:SYMBOL, "
+			   "nvtx:NAME)",
+			   arg);
 	}
 }
 
@@ -489,8 +504,7 @@ static error_t parse_analysis(int key, char *arg, struct argp_state *state)
 
 			snprintf(src, sizeof(src), "--rule #%d", ++c->nr_rule_args);
 			ret = rules__parse(c->rules, arg, strlen(arg), src, err, sizeof(err));
-		}
-		else
+		} else
 			ret = rules__load_preset(c->rules, arg, err, sizeof(err));
 		if (ret) {
 			fprintf(stderr, "gpuleak: %s\n", err);
@@ -599,10 +613,11 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 		if (!strcmp(c->cmd, "run") && !c->t.argv)
 			argp_error(state, "run needs a command: gpuleak run [OPTIONS] -- CMD ARGS");
 		if (!strcmp(c->cmd, "run") && c->t.nr_pids)
-			argp_error(state, "run starts its own process; use 'gpuleak attach -p PID'");
+			argp_error(state,
+				   "run starts its own process; use 'gpuleak attach -p PID'");
 		if (!strcmp(c->cmd, "record") && !c->t.nr_pids == !c->t.argv)
 			argp_error(state, "record needs -p PID or a command: "
-				   "gpuleak record -o FILE (-p PID | -- CMD ARGS)");
+					  "gpuleak record -o FILE (-p PID | -- CMD ARGS)");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -746,8 +761,8 @@ static int print_module(struct module *m, bool *header)
 		return 0;
 	}
 	if (!*header) {
-		printf("%-32s %-7s %-12s %-6s %-8s %s\n", "API", "FAMILY", "OFFSET", "BIND", "PROBE",
-		       "OBJECT");
+		printf("%-32s %-7s %-12s %-6s %-8s %s\n", "API", "FAMILY", "OFFSET", "BIND",
+		       "PROBE", "OBJECT");
 		*header = true;
 	}
 	module__print_sites(m, stdout);
@@ -798,9 +813,12 @@ static int cmd_probes(struct cli *c)
 		module__print_placement(mod, stdout);
 		print_wgpu_abi(mod);
 		if (!found && module__has_hidden_dawn(mod))
-			fprintf(stderr, "gpuleak: %s has Dawn (WebGPU) linked in but no wgpu* "
-				"symbols (static and stripped): its WebGPU calls cannot be traced by "
-				"name\n", c->lib);
+			fprintf(
+			    stderr,
+			    "gpuleak: %s has Dawn (WebGPU) linked in but no wgpu* "
+			    "symbols (static and stripped): its WebGPU calls cannot be traced by "
+			    "name\n",
+			    c->lib);
 	} else {
 		err = proc_maps__load(c->probe_pid, &m);
 		if (err) {
@@ -855,17 +873,14 @@ cleanup:
 
 int main(int argc, char **argv)
 {
-	static const struct argp top = { NULL, NULL, "COMMAND [ARGS...]", top_doc, NULL, NULL,
-					 NULL };
-	static const struct argp analysis_argp = { analysis_options, parse_analysis, NULL, NULL,
-						   NULL, NULL, NULL };
-	static const struct argp_child analysis_children[] = { { &analysis_argp, 0, NULL, 0 },
-							       {} };
-	static const struct argp trace_argp = { trace_options, parse_trace, NULL, NULL,
-						analysis_children, NULL,
-						NULL };
-	static const struct argp_child record_children[] = { { &trace_argp, 0, NULL, 0 }, {} };
-	struct argp sub = { trace_options, parse_trace, NULL, NULL, analysis_children, NULL, NULL };
+	static const struct argp top = {NULL, NULL, "COMMAND [ARGS...]", top_doc, NULL, NULL, NULL};
+	static const struct argp analysis_argp = {
+	    analysis_options, parse_analysis, NULL, NULL, NULL, NULL, NULL};
+	static const struct argp_child analysis_children[] = {{&analysis_argp, 0, NULL, 0}, {}};
+	static const struct argp trace_argp = {trace_options,	  parse_trace, NULL, NULL,
+					       analysis_children, NULL,	       NULL};
+	static const struct argp_child record_children[] = {{&trace_argp, 0, NULL, 0}, {}};
+	struct argp sub = {trace_options, parse_trace, NULL, NULL, analysis_children, NULL, NULL};
 	struct cli c = {};
 	const char *cmd;
 	char name[64];
@@ -890,7 +905,7 @@ int main(int argc, char **argv)
 		/* gpuleak --help, --version, or a mistake */
 		argp_parse(&top, argc, argv, 0, NULL, NULL);
 		fprintf(stderr, "gpuleak: a command is needed: attach, run, probes, record or "
-			"report (gpuleak --help)\n");
+				"report (gpuleak --help)\n");
 		return EXIT_USAGE;
 	}
 	cmd = argv[1];
@@ -921,8 +936,10 @@ int main(int argc, char **argv)
 		sub.args_doc = "FILE";
 		sub.doc = report_doc;
 	} else {
-		fprintf(stderr, "gpuleak: unknown command '%s' (attach, run, probes, record or "
-			"report; gpuleak --help)\n", cmd);
+		fprintf(stderr,
+			"gpuleak: unknown command '%s' (attach, run, probes, record or "
+			"report; gpuleak --help)\n",
+			cmd);
 		return EXIT_USAGE;
 	}
 	if (rules__new(&c.rules)) {

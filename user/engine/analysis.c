@@ -54,8 +54,7 @@ bool analysis__ended(const struct analysis *a, pid_t pid)
 }
 
 /* One record into the tracker, the timeline and the outputs: inlined in the hot path. */
-static inline __attribute__((always_inline)) int feed(struct analysis *a,
-						      const struct gl_hdr *h)
+static inline __attribute__((always_inline)) int feed(struct analysis *a, const struct gl_hdr *h)
 {
 	int err = tracker__apply(a->t, h);
 
@@ -76,10 +75,13 @@ static int end_session(struct analysis *a, const struct gl_hdr *marker)
 {
 	struct tproc *p = tracker__proc(a->t, marker->pid);
 	struct gl_proc_rec r = {
-		.hdr = { .size = sizeof(r), .kind = GL_REC_PROC, .pid = marker->pid,
-			 .tid = marker->tid, .ts_ns = marker->ts_ns },
-		.event = GL_PROC_END,
-		.start_ticks = p ? p->start_ticks : 0,
+	    .hdr = {.size = sizeof(r),
+		    .kind = GL_REC_PROC,
+		    .pid = marker->pid,
+		    .tid = marker->tid,
+		    .ts_ns = marker->ts_ns},
+	    .event = GL_PROC_END,
+	    .start_ticks = p ? p->start_ticks : 0,
 	};
 	int err;
 
@@ -104,7 +106,6 @@ int analysis__feed(struct analysis *a, const struct gl_hdr *h)
 		return end_session(a, h);
 	return feed(a, h);
 }
-
 
 int analysis__write_outputs(struct analysis *a, struct report *r, uint64_t end_ns)
 {

@@ -27,13 +27,13 @@ struct output_opts {
  * rules, steps or gate limits than it was recorded with.
  */
 struct analysis_opts {
-	const struct rules *rules;	/* user rules + built-ins */
+	const struct rules *rules; /* user rules + built-ins */
 	struct timeline_opts steps;
-	bool steps_given;		/* --step: print a line per step */
+	bool steps_given; /* --step: print a line per step */
 	/* sym: markers (live: FILE is a path or the basename of a mapped object) */
 	const char *step_file, *step_sym;
 	const char *req_file, *req_begin, *req_end;
-	const char *end_file, *end_sym;	/* --end sym:FILE:SYMBOL */
+	const char *end_file, *end_sym; /* --end sym:FILE:SYMBOL */
 	struct gate gate;		/* --fail-on-leak and its limits; .failed unused */
 	struct output_opts out;
 };
@@ -43,8 +43,8 @@ struct outputs;
 struct analysis {
 	struct tracker *t;
 	struct timeline *tl;
-	struct outputs *out;	/* --folded, --perfetto, --svg: NULL when none */
-	pid_t *ended;		/* processes past their end marker: nothing more of them */
+	struct outputs *out; /* --folded, --perfetto, --svg: NULL when none */
+	pid_t *ended;	     /* processes past their end marker: nothing more of them */
 	size_t nr_ended, cap_ended;
 };
 

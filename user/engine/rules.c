@@ -101,7 +101,7 @@ static bool is_space(char c)
 /* A token: a bare word up to whitespace/#, or a "quoted string" with \" and \\ escapes. */
 struct token {
 	const char *start;
-	char *text;		/* unquoted, NUL-terminated, owned */
+	char *text; /* unquoted, NUL-terminated, owned */
 };
 
 static int next_token(struct lexer *lx, struct token *t)
@@ -214,11 +214,11 @@ static int parse_item(struct lexer *lx, struct rule *r, const struct token *t, u
 	if (op != EQ && strcmp(key, "size"))
 		return fail(lx, t->start + klen, "only size takes >= or <=");
 
-#define ONCE(bit)                                                                  \
-	do {                                                                       \
-		if (*seen & (1u << (bit)))                                         \
-			return fail(lx, t->start, "%s given twice", key);          \
-		*seen |= 1u << (bit);                                              \
+#define ONCE(bit)                                                                                  \
+	do {                                                                                       \
+		if (*seen & (1u << (bit)))                                                         \
+			return fail(lx, t->start, "%s given twice", key);                          \
+		*seen |= 1u << (bit);                                                              \
 	} while (0)
 
 	if (!strcmp(key, "api"))
@@ -233,8 +233,8 @@ static int parse_item(struct lexer *lx, struct rule *r, const struct token *t, u
 		uint64_t v;
 
 		if (parse_bytes(val, &v))
-			return fail(lx, t->start + (val - txt), "bad size '%s' (e.g. 4096, 64KiB, 2GiB)",
-				    val);
+			return fail(lx, t->start + (val - txt),
+				    "bad size '%s' (e.g. 4096, 64KiB, 2GiB)", val);
 		if (op == GE || op == EQ) {
 			ONCE(0);
 			r->has_size_min = true;
@@ -260,8 +260,8 @@ static int parse_item(struct lexer *lx, struct rule *r, const struct token *t, u
 			r->phase = PHASE_STEPS_BELOW;
 			return 0;
 		}
-		return fail(lx, t->start + (val - txt), "phase must be init or steps<N (N >= 1), not '%s'",
-			    val);
+		return fail(lx, t->start + (val - txt),
+			    "phase must be init or steps<N (N >= 1), not '%s'", val);
 	}
 	if (!strcmp(key, "pid")) {
 		uint64_t v;
@@ -285,14 +285,14 @@ static int parse_item(struct lexer *lx, struct rule *r, const struct token *t, u
 		if (r->kind != RULE_PERSISTENT)
 			return fail(lx, t->start, "release= applies to persistent rules only");
 		if (strcmp(val, "session-end"))
-			return fail(lx, t->start + (val - txt), "release must be session-end, not '%s'",
-				    val);
+			return fail(lx, t->start + (val - txt),
+				    "release must be session-end, not '%s'", val);
 		r->release_at_end = true;
 		return 0;
 	}
 	if (!strcmp(key, "until")) {
-		static const enum rule_until all[] = { UNTIL_STREAM_SYNC, UNTIL_DEVICE_SYNC,
-						       UNTIL_EVENT_SYNC, UNTIL_QUEUE_DONE };
+		static const enum rule_until all[] = {UNTIL_STREAM_SYNC, UNTIL_DEVICE_SYNC,
+						      UNTIL_EVENT_SYNC, UNTIL_QUEUE_DONE};
 		size_t i;
 
 		ONCE(6);
@@ -303,21 +303,25 @@ static int parse_item(struct lexer *lx, struct rule *r, const struct token *t, u
 				r->until = all[i];
 				return 0;
 			}
-		return fail(lx, t->start + (val - txt),
-			    "until must be stream-sync, device-sync, event-sync or queue-done, not '%s'",
-			    val);
+		return fail(
+		    lx, t->start + (val - txt),
+		    "until must be stream-sync, device-sync, event-sync or queue-done, not '%s'",
+		    val);
 	}
 	if (!strcmp(key, "window")) {
 		ONCE(7);
 		if (r->kind != RULE_DEFERRED)
 			return fail(lx, t->start, "window= applies to deferred rules only");
 		if (parse_duration_ns(val, &r->window_ns) || !r->window_ns)
-			return fail(lx, t->start + (val - txt), "bad window '%s' (e.g. 500ms, 2s)", val);
+			return fail(lx, t->start + (val - txt), "bad window '%s' (e.g. 500ms, 2s)",
+				    val);
 		return 0;
 	}
 #undef ONCE
-	return fail(lx, t->start, "unknown key '%s' (api, lib, site, label, size, phase, pid, max, "
-		    "release, until, window, once)", key);
+	return fail(lx, t->start,
+		    "unknown key '%s' (api, lib, site, label, size, phase, pid, max, "
+		    "release, until, window, once)",
+		    key);
 }
 
 static int add_rule(struct rules *rs, struct rule *r)
@@ -361,15 +365,20 @@ static int parse_line(struct lexer *lx, size_t room, struct rule *out, bool *got
 		free(t.text);
 	}
 	if (!ret && r.kind == RULE_DEFERRED && !r.until)
-		ret = fail(lx, start, "a deferred rule needs until=stream-sync|device-sync|"
+		ret = fail(lx, start,
+			   "a deferred rule needs until=stream-sync|device-sync|"
 			   "event-sync|queue-done");
 	if (!ret && r.kind != RULE_DEFERRED && !r.api && !r.lib && !r.site && !r.label &&
 	    !r.has_size_min && !r.has_size_max && !r.phase && !r.pid)
-		ret = fail(lx, start, "a %s rule needs at least one matcher (api=, lib=, site=, "
-			   "label=, size, phase=, pid=)", rule_kind_name(r.kind));
+		ret = fail(lx, start,
+			   "a %s rule needs at least one matcher (api=, lib=, site=, "
+			   "label=, size, phase=, pid=)",
+			   rule_kind_name(r.kind));
 	if (!ret && !room)
-		ret = fail(lx, start, "too many rules: at most %d in all (--rules, --rule and "
-			   "--preset together)", RULES_USER_MAX);
+		ret = fail(lx, start,
+			   "too many rules: at most %d in all (--rules, --rule and "
+			   "--preset together)",
+			   RULES_USER_MAX);
 	if (!ret) {
 		const char *eol = memchr(start, '\n', (size_t)(lx->end - start));
 		size_t len = (size_t)((eol ? eol : lx->end) - start);
@@ -390,11 +399,16 @@ static int parse_line(struct lexer *lx, size_t room, struct rule *out, bool *got
 }
 
 /* rules__parse with at most max rules in rs afterwards. */
-static int parse_upto(struct rules *rs, const char *text, size_t len, const char *src,
-		      char *err, size_t errlen, size_t max)
+static int parse_upto(struct rules *rs, const char *text, size_t len, const char *src, char *err,
+		      size_t errlen, size_t max)
 {
-	struct lexer lx = { .p = text, .end = text + len, .line_start = text, .src = src,
-			    .line = 1, .err = err, .errlen = errlen };
+	struct lexer lx = {.p = text,
+			   .end = text + len,
+			   .line_start = text,
+			   .src = src,
+			   .line = 1,
+			   .err = err,
+			   .errlen = errlen};
 	struct rule *parsed = NULL;
 	size_t n = 0, cap = 0, i;
 	int ret = 0;
@@ -527,19 +541,21 @@ int rules__load_preset(struct rules *r, const char *name, char *err, size_t errl
 	snprintf(path, sizeof(path), "/usr/share/gpuleak/rules/%s.rules", name);
 	if (!access(path, R_OK))
 		return rules__load_file(r, path, err, errlen);
-	snprintf(err, errlen, "--preset %s: no rules/%s.rules next to gpuleak or in "
-		 "/usr/share/gpuleak/rules", name, name);
+	snprintf(err, errlen,
+		 "--preset %s: no rules/%s.rules next to gpuleak or in "
+		 "/usr/share/gpuleak/rules",
+		 name, name);
 	return -ENOENT;
 }
 
 int rules__add_builtins(struct rules *rs)
 {
 	static const char *const defaults =
-		"# async frees complete when their stream does\n"
-		"deferred api=cudaFreeAsync* until=stream-sync\n"
-		"deferred api=cuMemFreeAsync* until=stream-sync\n"
-		"# WebGPU destroys wait for the work the queue was given before them\n"
-		"deferred api=wgpu*Destroy until=queue-done\n";
+	    "# async frees complete when their stream does\n"
+	    "deferred api=cudaFreeAsync* until=stream-sync\n"
+	    "deferred api=cuMemFreeAsync* until=stream-sync\n"
+	    "# WebGPU destroys wait for the work the queue was given before them\n"
+	    "deferred api=wgpu*Destroy until=queue-done\n";
 	size_t before = rs->n, user = rs->nr_user, i;
 	char err[256];
 	int ret;

@@ -29,21 +29,21 @@ enum rule_kind {
 
 /* What completes a deferred free. */
 enum rule_until {
-	UNTIL_STREAM_SYNC = 1,	/* a sync of its stream (or of its device, or an event after it) */
-	UNTIL_DEVICE_SYNC = 2,	/* a device (or context) synchronization */
-	UNTIL_EVENT_SYNC = 3,	/* a sync of an event recorded on its stream after the free */
-	UNTIL_QUEUE_DONE = 4,	/* the WebGPU queue's submitted work is done */
+	UNTIL_STREAM_SYNC = 1, /* a sync of its stream (or of its device, or an event after it) */
+	UNTIL_DEVICE_SYNC = 2, /* a device (or context) synchronization */
+	UNTIL_EVENT_SYNC = 3,  /* a sync of an event recorded on its stream after the free */
+	UNTIL_QUEUE_DONE = 4,  /* the WebGPU queue's submitted work is done */
 };
 
 enum rule_phase {
 	PHASE_ANY = 0,
-	PHASE_INIT = 1,		/* before the first step */
-	PHASE_STEPS_BELOW = 2,	/* during steps < phase_steps (init included) */
+	PHASE_INIT = 1,	       /* before the first step */
+	PHASE_STEPS_BELOW = 2, /* during steps < phase_steps (init included) */
 };
 
 struct rule {
 	enum rule_kind kind;
-	char *api;		/* globs, NULL: any */
+	char *api; /* globs, NULL: any */
 	char *lib;
 	char *site;
 	char *label;
@@ -51,15 +51,15 @@ struct rule {
 	uint64_t size_min, size_max;
 	enum rule_phase phase;
 	uint64_t phase_steps;
-	pid_t pid;		/* 0: any */
+	pid_t pid; /* 0: any */
 	bool once;
-	uint64_t max_bytes;	/* 0: no limit */
+	uint64_t max_bytes; /* 0: no limit */
 	bool release_at_end;
 	enum rule_until until;
-	uint64_t window_ns;	/* 0: no window */
+	uint64_t window_ns; /* 0: no window */
 	bool builtin;
-	char *source;		/* "FILE:LINE", "--rule" or "built-in" */
-	char *text;		/* the rule as written */
+	char *source; /* "FILE:LINE", "--rule" or "built-in" */
+	char *text;   /* the rule as written */
 };
 
 /*
@@ -67,23 +67,23 @@ struct rule {
  * 0 for none: at most RULES_MAX rules, RULES_BUILTIN_MAX of them kept for the built-ins. A
  * rule beyond that is a parse error, never silently unused.
  */
-#define RULES_MAX 65535
+#define RULES_MAX	  65535
 #define RULES_BUILTIN_MAX 8
-#define RULES_USER_MAX (RULES_MAX - RULES_BUILTIN_MAX)
+#define RULES_USER_MAX	  (RULES_MAX - RULES_BUILTIN_MAX)
 
 struct rules {
 	struct rule *v;
 	size_t n, cap;
-	size_t nr_user;		/* v[0..nr_user) are the user's, then the built-ins */
+	size_t nr_user; /* v[0..nr_user) are the user's, then the built-ins */
 };
 
 /* What a rule is matched against. */
 struct rule_subject {
 	pid_t pid;
-	const char *api;	/* API name */
+	const char *api; /* API name */
 	uint64_t size;
-	const char *label;	/* NULL: none */
-	int64_t step;		/* -1: before the first step */
+	const char *label; /* NULL: none */
+	int64_t step;	   /* -1: before the first step */
 	/* Frames of the allocation's stack, innermost (the call site) first: function names and
 	 * object basenames, NULL where unknown; site= and lib= must hold at one frame. */
 	const char *const *syms;

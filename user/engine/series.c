@@ -10,9 +10,9 @@
 #define RES0_NS 1000000ULL
 /* Points per process and per site before every other one goes (and, per process, the
  * resolution doubles): a picture has a few thousand pixels across. */
-#define MAX_POINTS 8192
+#define MAX_POINTS	8192
 #define MAX_SITE_POINTS 4096
-#define MAX_SLICES 100000
+#define MAX_SLICES	100000
 
 int series__new(struct series **out)
 {
@@ -99,7 +99,7 @@ static int sample_sites(struct series *se, const struct tracker *t, uint64_t ts_
 			continue;
 		if (vec_grow((void **)&ss->v, &ss->cap, ss->n, sizeof(*ss->v)))
 			return -ENOMEM;
-		ss->v[ss->n++] = (struct site_point){ ts_ns, s->live_bytes };
+		ss->v[ss->n++] = (struct site_point){ts_ns, s->live_bytes};
 		if (s->live_bytes > ss->peak)
 			ss->peak = s->live_bytes;
 		if (ss->n > MAX_SITE_POINTS)
@@ -116,9 +116,10 @@ static int sample(struct series *se, const struct tracker *t, uint64_t ts_ns, bo
 	for (i = 0; i < t->nr_procs; i++) {
 		const struct tproc *p = t->procs[i];
 		struct series_proc *sp = proc_get(se, p->pid);
-		struct series_point pt = { .ts_ns = ts_ns, .live = p->live_bytes,
-					   .persistent = p->persistent_bytes,
-					   .pending = p->pending_bytes };
+		struct series_point pt = {.ts_ns = ts_ns,
+					  .live = p->live_bytes,
+					  .persistent = p->persistent_bytes,
+					  .pending = p->pending_bytes};
 		const struct series_point *last;
 
 		if (!sp)
@@ -183,6 +184,5 @@ void series__pending_done(void *ctx, const struct tproc *p, uint32_t site, uint6
 		se->slices_dropped++;
 		return;
 	}
-	se->slices[se->nr_slices++] = (struct pending_slice){ p->pid, site, bytes, begin_ns,
-							      end_ns };
+	se->slices[se->nr_slices++] = (struct pending_slice){p->pid, site, bytes, begin_ns, end_ns};
 }

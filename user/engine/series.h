@@ -20,8 +20,8 @@ struct tproc;
 
 struct series_point {
 	uint64_t ts_ns;
-	uint64_t live, persistent, pending;	/* bytes, the process's totals */
-	uint64_t fam[GL_FAM_MAX];		/* live bytes per enum gl_family */
+	uint64_t live, persistent, pending; /* bytes, the process's totals */
+	uint64_t fam[GL_FAM_MAX];	    /* live bytes per enum gl_family */
 };
 
 struct series_proc {
@@ -50,15 +50,15 @@ struct pending_slice {
 };
 
 struct series {
-	uint64_t res_ns;		/* at most one sample per this much record time */
+	uint64_t res_ns; /* at most one sample per this much record time */
 	uint64_t next_ns;
 	struct series_proc *procs;
 	size_t nr_procs, cap_procs;
-	struct site_series *sites;	/* by tracker site index */
+	struct site_series *sites; /* by tracker site index */
 	size_t nr_sites;
 	struct pending_slice *slices;
 	size_t nr_slices, cap_slices;
-	uint64_t slices_dropped;	/* past the bound: counted, not drawn */
+	uint64_t slices_dropped; /* past the bound: counted, not drawn */
 };
 
 int series__new(struct series **out);

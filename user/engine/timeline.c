@@ -22,7 +22,7 @@ struct trend {
 	uint64_t last;
 	/* Running view for the live "suspect" column; the verdict refits from the series. */
 	int64_t growth_steps;
-	uint64_t floor;		/* lowest value seen after the warm-up */
+	uint64_t floor; /* lowest value seen after the warm-up */
 	bool floor_set;
 	bool flagged;
 	/* Live bytes at the last quiescent point (no request in flight), not yet sampled. */
@@ -31,7 +31,7 @@ struct trend {
 };
 
 #define MAX_DEVICES 16
-#define BUSY_STEPS 8
+#define BUSY_STEPS  8
 
 /*
  * Steps a process keeps: when full, the older half goes, with the site samples before it.
@@ -45,29 +45,29 @@ struct ptl {
 	pid_t pid;
 	bool started;
 	bool finished;
-	int64_t step;		/* in progress; -1: before the first boundary (init) */
+	int64_t step; /* in progress; -1: before the first boundary (init) */
 	uint64_t step_start_ns;
-	uint64_t next_ns;	/* next interval boundary */
+	uint64_t next_ns; /* next interval boundary */
 	uint64_t abytes0, fbytes0, allocs0, frees0;
 	struct step_stat *steps;
 	size_t nr_steps, cap_steps;
-	size_t forgotten;	/* steps dropped from the front (TL_MAX_STEPS) */
+	size_t forgotten; /* steps dropped from the front (TL_MAX_STEPS) */
 	struct trend *tr;
 	size_t nr_tr, cap_tr;
-	struct hmap tr_idx;	/* site -> index into tr */
+	struct hmap tr_idx; /* site -> index into tr */
 	uint64_t suspect;
 	/* Requests (--request): in flight now, completed, completed when the step began. */
 	int64_t inflight;
 	uint64_t requests, requests0;
-	int busy_steps;		/* consecutive steps that ended with a request in flight */
-	uint32_t *settled;	/* trends (indexes into tr) with a settled value to sample */
+	int busy_steps;	   /* consecutive steps that ended with a request in flight */
+	uint32_t *settled; /* trends (indexes into tr) with a settled value to sample */
 	size_t nr_settled, cap_settled;
 	struct {
 		bool known;
 		bool proc_known;
 		uint64_t total, used, proc_used;
 	} dev[MAX_DEVICES];
-	uint64_t traced_at_attach[MAX_DEVICES];	/* traced live bytes when NVML looked */
+	uint64_t traced_at_attach[MAX_DEVICES]; /* traced live bytes when NVML looked */
 };
 
 struct timeline {
@@ -77,8 +77,8 @@ struct timeline {
 	size_t nr_p, cap_p;
 	step_fn on_step;
 	void *on_step_ctx;
-	struct step_sites sites;	/* of the step being closed, for on_step */
-	uint64_t boundaries;	/* records that closed a step (sync, marker, NVTX range) */
+	struct step_sites sites; /* of the step being closed, for on_step */
+	uint64_t boundaries;	 /* records that closed a step (sync, marker, NVTX range) */
 };
 
 int timeline__new(const struct timeline_opts *o, struct tracker *t, struct timeline **out)
@@ -198,7 +198,7 @@ static void sample(struct timeline *tl, struct ptl *p, struct trend *tr, uint64_
 		tr->v = v;
 		tr->cap = cap;
 	}
-	tr->v[tr->n++] = (struct sample){ step, live };
+	tr->v[tr->n++] = (struct sample){step, live};
 	if (step >= tl->o.warmup_steps) {
 		if (live > tr->last)
 			tr->growth_steps++;
@@ -210,8 +210,8 @@ static void sample(struct timeline *tl, struct ptl *p, struct trend *tr, uint64_
 	if (tr->flagged)
 		p->suspect -= tr->last;
 	tr->last = live;
-	tr->flagged = tr->growth_steps >= tl->o.min_growth_steps && tr->floor_set &&
-		      live > tr->floor;
+	tr->flagged =
+	    tr->growth_steps >= tl->o.min_growth_steps && tr->floor_set && live > tr->floor;
 	if (tr->flagged)
 		p->suspect += live;
 }
@@ -294,16 +294,17 @@ static bool step_site_before(const struct step_site *a, const struct step_site *
 }
 
 /* The sites whose memory changed in the step ending now (the tracker's step_sites). */
-static void collect_step_sites(struct timeline *tl, const struct tproc *tp,
-			       struct step_sites *out)
+static void collect_step_sites(struct timeline *tl, const struct tproc *tp, struct step_sites *out)
 {
 	size_t i, j;
 
 	memset(out, 0, sizeof(*out));
 	for (i = 0; i < tp->nr_step_sites; i++) {
 		const struct site_step *e = &tp->step_sites[i];
-		struct step_site v = { .site = e->site, .live = tl->t->sites[e->site].live_bytes,
-				       .allocated = e->allocated, .freed = e->freed };
+		struct step_site v = {.site = e->site,
+				      .live = tl->t->sites[e->site].live_bytes,
+				      .allocated = e->allocated,
+				      .freed = e->freed};
 
 		/* Touched and back where it was (a label moved in and out, say): no change. */
 		if (!v.allocated && !v.freed && v.live == e->live0)
@@ -331,7 +332,7 @@ static void collect_step_sites(struct timeline *tl, const struct tproc *tp,
 static void close_step(struct timeline *tl, struct ptl *p, uint64_t ts_ns)
 {
 	struct tproc *tp = tracker__proc(tl->t, p->pid);
-	struct step_stat st = { .step = p->step, .t_start_ns = p->step_start_ns, .t_end_ns = ts_ns };
+	struct step_stat st = {.step = p->step, .t_start_ns = p->step_start_ns, .t_end_ns = ts_ns};
 	size_t i;
 
 	if (!tp)
@@ -737,7 +738,8 @@ static bool analyse(const struct timeline *tl, const struct ptl *p, const struct
 		int64_t at = step - p->steps[0].step;
 
 		x[i] = (double)step;
-		xt[i] = at >= 0 && (size_t)at < p->nr_steps ? (double)p->steps[at].t_end_ns / 1e9 : 0;
+		xt[i] =
+		    at >= 0 && (size_t)at < p->nr_steps ? (double)p->steps[at].t_end_ns / 1e9 : 0;
 		y[i] = (double)v[first + i];
 	}
 	g->site = tr->site;
@@ -806,9 +808,9 @@ void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, s
 		       struct projection *out)
 {
 	struct ptl *p = ptl_find(tl, pid);
-	double rate[MAX_DEVICES] = { 0 }, step_s;
-	uint64_t live[MAX_DEVICES] = { 0 };
-	bool webgpu[MAX_DEVICES] = { false };
+	double rate[MAX_DEVICES] = {0}, step_s;
+	uint64_t live[MAX_DEVICES] = {0};
+	bool webgpu[MAX_DEVICES] = {false};
 	size_t i;
 	int d;
 
@@ -826,7 +828,8 @@ void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, s
 		const struct cat_api *api = cat_by_api(s->api);
 		int dev = s->pid == pid ? proj_device(tl, pid, s) : -1;
 
-		if (dev >= 0 && s->counts && api && (api->mem == MEM_DEVICE || api->mem == MEM_MANAGED))
+		if (dev >= 0 && s->counts && api &&
+		    (api->mem == MEM_DEVICE || api->mem == MEM_MANAGED))
 			live[dev] += s->live_bytes;
 		if (dev >= 0 && s->owner_kind == OWNER_DEVICE)
 			webgpu[dev] = true;

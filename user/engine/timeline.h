@@ -18,20 +18,20 @@
 struct tracker;
 
 enum step_source {
-	STEP_INTERVAL = 0,	/* interval:DURATION (the default) */
-	STEP_SYNC,		/* every stream/device/event synchronization, or queue submit */
-	STEP_MARKER,		/* sym:FILE:SYMBOL: each call of a function */
-	STEP_NVTX,		/* nvtx:NAME: each NVTX range (push/start) of that name */
+	STEP_INTERVAL = 0, /* interval:DURATION (the default) */
+	STEP_SYNC,	   /* every stream/device/event synchronization, or queue submit */
+	STEP_MARKER,	   /* sym:FILE:SYMBOL: each call of a function */
+	STEP_NVTX,	   /* nvtx:NAME: each NVTX range (push/start) of that name */
 };
 
 struct timeline_opts {
 	enum step_source source;
 	uint64_t interval_ns;
 	char nvtx_name[GL_LABEL_MAX + 1];
-	bool requests;		/* request markers given (--request) */
-	int64_t warmup_steps;	/* W: steps ignored before growth counts */
+	bool requests;		  /* request markers given (--request) */
+	int64_t warmup_steps;	  /* W: steps ignored before growth counts */
 	int64_t min_growth_steps; /* K: steps a site must grow in to be a growth leak */
-	uint64_t device_mem;	/* --device-mem, 0: from NVML records or unknown */
+	uint64_t device_mem;	  /* --device-mem, 0: from NVML records or unknown */
 };
 
 /* Memory sites a step record lists by name: the ones whose memory changed most. */
@@ -39,10 +39,10 @@ struct timeline_opts {
 
 /* One memory site in one step. */
 struct step_site {
-	uint32_t site;		/* tracker site index */
-	uint64_t live;		/* bytes at the end of the step */
-	uint64_t allocated;	/* bytes allocated there during the step */
-	uint64_t freed;		/* bytes released there during the step */
+	uint32_t site;	    /* tracker site index */
+	uint64_t live;	    /* bytes at the end of the step */
+	uint64_t allocated; /* bytes allocated there during the step */
+	uint64_t freed;	    /* bytes released there during the step */
 };
 
 /*
@@ -53,7 +53,7 @@ struct step_site {
 struct step_sites {
 	struct step_site top[STEP_TOP_SITES];
 	size_t n;
-	uint64_t rest;		/* sites beyond the top */
+	uint64_t rest; /* sites beyond the top */
 	uint64_t rest_allocated, rest_freed;
 };
 
@@ -61,11 +61,11 @@ struct step_sites {
 struct step_stat {
 	int64_t step;
 	uint64_t t_start_ns, t_end_ns;
-	uint64_t live, persistent, pending, suspect;	/* bytes at the end of the step */
-	uint64_t allocated, freed;			/* bytes during the step */
+	uint64_t live, persistent, pending, suspect; /* bytes at the end of the step */
+	uint64_t allocated, freed;		     /* bytes during the step */
 	uint64_t allocs, frees;
-	uint64_t requests;	/* --request: requests completed during the step */
-	uint64_t inflight;	/* and in flight at its end */
+	uint64_t requests; /* --request: requests completed during the step */
+	uint64_t inflight; /* and in flight at its end */
 	/* Its sites, only while the step callback runs (NULL in timeline__steps). */
 	const struct step_sites *sites;
 };
@@ -73,23 +73,23 @@ struct step_stat {
 /* A growth leak found at one site. */
 struct growth {
 	uint32_t site;
-	int64_t first_step;	/* where the growth began */
-	int64_t growth_steps;	/* steps in which its live bytes grew */
+	int64_t first_step;   /* where the growth began */
+	int64_t growth_steps; /* steps in which its live bytes grew */
 	uint64_t start_bytes, end_bytes;
-	double slope_per_step;	/* bytes/step, least squares from first_step */
-	double slope_per_s;	/* bytes/s, against step end times */
-	double per_request;	/* bytes per request completed while it grew (--request), or 0 */
-	double r2;		/* goodness of that fit */
+	double slope_per_step; /* bytes/step, least squares from first_step */
+	double slope_per_s;    /* bytes/s, against step end times */
+	double per_request;    /* bytes per request completed while it grew (--request), or 0 */
+	double r2;	       /* goodness of that fit */
 };
 
 struct projection {
-	bool known;		/* a device size is known and memory grows */
-	bool webgpu;		/* device is a WebGPU device: wgpu#(device + 1) */
+	bool known;  /* a device size is known and memory grows */
+	bool webgpu; /* device is a WebGPU device: wgpu#(device + 1) */
 	int16_t device;
-	uint64_t capacity;	/* bytes */
-	uint64_t used;		/* bytes now: traced live + what NVML saw before attach */
-	uint64_t baseline;	/* bytes NVML saw this process hold that the trace cannot explain */
-	double rate_per_step;	/* growth of that device's leaking sites */
+	uint64_t capacity;    /* bytes */
+	uint64_t used;	      /* bytes now: traced live + what NVML saw before attach */
+	uint64_t baseline;    /* bytes NVML saw this process hold that the trace cannot explain */
+	double rate_per_step; /* growth of that device's leaking sites */
 	double steps_to_oom;
 	double seconds_to_oom;
 };

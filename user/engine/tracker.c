@@ -67,7 +67,8 @@ static int at_grow(struct alloc_table *t)
 
 		if (!old[i].addr)
 			continue;
-		for (j = at_home(t, old[i].ns, old[i].addr); t->slots[j].addr; j = (j + 1) & (cap - 1))
+		for (j = at_home(t, old[i].ns, old[i].addr); t->slots[j].addr;
+		     j = (j + 1) & (cap - 1))
 			;
 		t->slots[j] = old[i];
 	}
@@ -130,7 +131,7 @@ struct tthread {
 	struct {
 		uint64_t addr;
 		uint8_t ns;
-		uint8_t family;	/* of the free that expects it: only a lower layer matches */
+		uint8_t family; /* of the free that expects it: only a lower layer matches */
 	} expect[NR_EXPECT];
 	unsigned int nr_expect;
 	/*
@@ -138,7 +139,7 @@ struct tthread {
 	 * its finished calls, held[0, adopt_ready), wait until that call returns on thread
 	 * adopter, and are then applied as made inside it.
 	 */
-	uint32_t adopter;	/* 0: not adopted */
+	uint32_t adopter; /* 0: not adopted */
 	uint8_t adopt_depth;
 	size_t adopt_ready;
 	/* The adopter's side: threads made inside its call at adoptees_depth. */
@@ -162,8 +163,7 @@ int tracker__new(struct tracker **out)
 	return *out ? 0 : -ENOMEM;
 }
 
-void tracker__set_rules(struct tracker *t, const struct rules *rules, frames_fn frames,
-			void *ctx)
+void tracker__set_rules(struct tracker *t, const struct rules *rules, frames_fn frames, void *ctx)
 {
 	size_t i;
 
@@ -182,7 +182,6 @@ void tracker__on_pending_done(struct tracker *t, pending_done_fn fn, void *ctx)
 	t->pend_done = fn;
 	t->pend_done_ctx = ctx;
 }
-
 
 static void proc_free(struct tproc *p)
 {
@@ -320,28 +319,27 @@ struct site_key {
 	uint16_t api;
 	int16_t device;
 	uint64_t caller;
-	int32_t stack_id;	/* not part of the site: the sstack of its allocation */
+	int32_t stack_id; /* not part of the site: the sstack of its allocation */
 	uint8_t owner_kind;
 	uint64_t owner;
-	uint16_t rule;		/* persistent/ignore rule + 1, 0: none */
-	uint32_t label;		/* WebGPU label + 1, 0: none */
-	bool init;		/* retained by init (CLS_INIT): never with a rule */
+	uint16_t rule;	/* persistent/ignore rule + 1, 0: none */
+	uint32_t label; /* WebGPU label + 1, 0: none */
+	bool init;	/* retained by init (CLS_INIT): never with a rule */
 };
 
 static bool site_matches(const struct site *s, const struct site_key *k)
 {
 	return s->pid == k->pid && s->api == k->api && s->device == k->device &&
-	       s->caller == k->caller &&
-	       s->owner_kind == k->owner_kind && s->owner == k->owner && s->rule == k->rule &&
-	       s->label == k->label && (s->cls == CLS_INIT) == k->init;
+	       s->caller == k->caller && s->owner_kind == k->owner_kind && s->owner == k->owner &&
+	       s->rule == k->rule && s->label == k->label && (s->cls == CLS_INIT) == k->init;
 }
 
 static uint32_t site_lookup(struct tracker *t, const struct site_key *k)
 {
-	uint64_t k0 = (uint64_t)(uint32_t)k->pid << 32 | (uint64_t)k->api << 16 | (uint16_t)k->device;
-	uint64_t k1 = k->caller ^
-		      hmap_mix(k->owner + k->owner_kind + ((uint64_t)k->rule << 48) +
-			       ((uint64_t)k->label << 24) + ((uint64_t)k->init << 40));
+	uint64_t k0 =
+	    (uint64_t)(uint32_t)k->pid << 32 | (uint64_t)k->api << 16 | (uint16_t)k->device;
+	uint64_t k1 = k->caller ^ hmap_mix(k->owner + k->owner_kind + ((uint64_t)k->rule << 48) +
+					   ((uint64_t)k->label << 24) + ((uint64_t)k->init << 40));
 	const struct cat_api *api = cat_by_api(k->api);
 	uint64_t *v;
 	struct site *s;
@@ -371,8 +369,8 @@ static uint32_t site_lookup(struct tracker *t, const struct site_key *k)
 	s->sstacks = UINT32_MAX;
 	s->sstack_last = UINT32_MAX;
 	if (k->rule && t->rules)
-		s->cls = t->rules->v[k->rule - 1].kind == RULE_PERSISTENT ? CLS_PERSISTENT
-									: CLS_IGNORED;
+		s->cls =
+		    t->rules->v[k->rule - 1].kind == RULE_PERSISTENT ? CLS_PERSISTENT : CLS_IGNORED;
 	else if (k->init)
 		s->cls = CLS_INIT;
 	s->counts = api && cat_mem_counts(api->mem) && k->owner_kind != OWNER_LAYER;
@@ -455,8 +453,8 @@ int tproc__uncertainty(const struct tracker *t, const struct tproc *p, struct un
 	size_t i, n = 0;
 
 	memset(u, 0, sizeof(*u));
-	u->approximate = tproc__dropped(p) || p->loss[GL_STAT_READ_FAIL] ||
-			 p->loss[GL_STAT_MAP_FULL];
+	u->approximate =
+	    tproc__dropped(p) || p->loss[GL_STAT_READ_FAIL] || p->loss[GL_STAT_MAP_FULL];
 	/* Lost in the ring, or arrived without the address its out-pointer should have held. */
 	u->allocs_missed = p->loss[GL_STAT_LOST_ALLOCS] + p->c.unaddressed_allocs;
 	u->alloc_bytes_missed = p->loss[GL_STAT_LOST_ALLOC_BYTES] + p->c.unaddressed_bytes;
@@ -481,7 +479,8 @@ int tproc__uncertainty(const struct tracker *t, const struct tproc *p, struct un
 	for (i = 0; i < p->allocs.cap && n < p->live_count; i++) {
 		const struct alloc *a = &p->allocs.slots[i];
 
-		if (a->addr && !(a->flags & AF_PENDING) && t->sites[tracker__alloc_site(t, a)].counts)
+		if (a->addr && !(a->flags & AF_PENDING) &&
+		    t->sites[tracker__alloc_site(t, a)].counts)
 			sizes[n++] = a->size;
 	}
 	qsort(sizes, n, sizeof(*sizes), cmp_desc_u64);
@@ -497,7 +496,7 @@ int tproc__uncertainty(const struct tracker *t, const struct tproc *p, struct un
  * so it never equals a real stream handle. The legacy default stream (0 or
  * cudaStreamLegacy) is 0.
  */
-#define STREAM_LEGACY 0x1
+#define STREAM_LEGACY	  0x1
 #define STREAM_PER_THREAD 0x2
 
 static uint64_t stream_key(const struct cat_api *a, uint32_t tid, uint64_t stream)
@@ -530,7 +529,7 @@ static struct tctx *ctx_add(struct tproc *p, uint64_t ctx, int16_t device, bool 
 	if (vec_grow((void **)&p->ctxs, &p->cap_ctxs, p->nr_ctxs, sizeof(*p->ctxs)))
 		return NULL;
 	c = &p->ctxs[p->nr_ctxs++];
-	*c = (struct tctx){ .ctx = ctx, .device = device, .primary = primary };
+	*c = (struct tctx){.ctx = ctx, .device = device, .primary = primary};
 	return c;
 }
 
@@ -548,7 +547,7 @@ static int comm_add(struct tproc *p, uint64_t comm, uint32_t site, uint64_t ts_n
 {
 	if (vec_grow((void **)&p->comms, &p->cap_comms, p->nr_comms, sizeof(*p->comms)))
 		return -ENOMEM;
-	p->comms[p->nr_comms++] = (struct tcomm){ .comm = comm, .init_site = site, .ts_ns = ts_ns };
+	p->comms[p->nr_comms++] = (struct tcomm){.comm = comm, .init_site = site, .ts_ns = ts_ns};
 	return 0;
 }
 
@@ -591,12 +590,12 @@ static ssize_t step_slot_add(struct tproc *p, struct site *s, uint32_t idx);
 
 /* Inlined: it runs for every allocation and free (the consumer's hot path). */
 static inline __attribute__((always_inline)) ssize_t step_slot(struct tproc *p, struct site *s,
-								uint32_t idx)
+							       uint32_t idx)
 {
 	uint32_t slot = s->step_slot;
 
-	if (__builtin_expect(slot && slot <= p->nr_step_sites &&
-			     p->step_sites[slot - 1].site == idx, 1))
+	if (__builtin_expect(
+		slot && slot <= p->nr_step_sites && p->step_sites[slot - 1].site == idx, 1))
 		return slot - 1;
 	return step_slot_add(p, s, idx);
 }
@@ -607,14 +606,14 @@ static ssize_t step_slot_add(struct tproc *p, struct site *s, uint32_t idx)
 	if (vec_grow((void **)&p->step_sites, &p->cap_step_sites, p->nr_step_sites,
 		     sizeof(*p->step_sites)))
 		return -1;
-	p->step_sites[p->nr_step_sites] = (struct site_step){ .site = idx, .live0 = s->live_bytes };
+	p->step_sites[p->nr_step_sites] = (struct site_step){.site = idx, .live0 = s->live_bytes};
 	s->step_slot = (uint32_t)++p->nr_step_sites;
 	return (ssize_t)p->nr_step_sites - 1;
 }
 
 /* Bytes allocated or freed at a memory site, for the step's numbers per site. */
-static inline __attribute__((always_inline)) void step_note(struct tracker *t, struct tproc *p, uint32_t idx, uint64_t allocated,
-		      uint64_t freed)
+static inline __attribute__((always_inline)) void
+step_note(struct tracker *t, struct tproc *p, uint32_t idx, uint64_t allocated, uint64_t freed)
 {
 	ssize_t i = step_slot(p, &t->sites[idx], idx);
 
@@ -744,8 +743,8 @@ static void pending_forget(struct tracker *t, struct tproc *p, uint8_t ns, uint6
 /* How a record is placed in the graph: by itself, under an allocation, or by an owner. */
 struct placement {
 	uint8_t owner_kind;
-	uint8_t outer_ns;	/* for OWNER_LAYER: the allocation above, by key (a pointer */
-	uint64_t outer_addr;	/* into the table would not survive its growth) */
+	uint8_t outer_ns;    /* for OWNER_LAYER: the allocation above, by key (a pointer */
+	uint64_t outer_addr; /* into the table would not survive its growth) */
 	uint64_t owner;
 };
 
@@ -767,14 +766,18 @@ static int16_t device_of(struct tproc *p, const struct cat_api *api, const struc
 	return thread_device(p, r->hdr.tid);
 }
 
-static int add_violation(struct tproc *p, enum violation_kind kind, uint16_t rule,
-			 uint32_t site, uint64_t bytes, uint64_t count, uint64_t ts_ns)
+static int add_violation(struct tproc *p, enum violation_kind kind, uint16_t rule, uint32_t site,
+			 uint64_t bytes, uint64_t count, uint64_t ts_ns)
 {
 	if (vec_grow((void **)&p->viols, &p->cap_viols, p->nr_viols, sizeof(*p->viols)))
 		return -ENOMEM;
-	p->viols[p->nr_viols++] = (struct violation){ .kind = kind, .rule = rule, .site = site,
-						      .bytes = bytes, .count = count,
-						      .ts_ns = ts_ns, .step = p->step };
+	p->viols[p->nr_viols++] = (struct violation){.kind = kind,
+						     .rule = rule,
+						     .site = site,
+						     .bytes = bytes,
+						     .count = count,
+						     .ts_ns = ts_ns,
+						     .step = p->step};
 	return 0;
 }
 
@@ -784,8 +787,7 @@ static int add_violation(struct tproc *p, enum violation_kind kind, uint16_t rul
  * Every path that puts memory into a class ends here: a CUDA, NCCL or host allocation, a
  * WebGPU creation, a WebGPU object moved by its label. 0 or -ENOMEM.
  */
-static int class_check(struct tracker *t, struct tproc *p, const struct alloc *a,
-		       uint64_t ts_ns)
+static int class_check(struct tracker *t, struct tproc *p, const struct alloc *a, uint64_t ts_ns)
 {
 	uint32_t site = tracker__alloc_site(t, a);
 	uint16_t rule = t->sites[site].rule;
@@ -823,8 +825,8 @@ static void subject_of(struct tracker *t, pid_t pid, uint16_t api, uint64_t call
 	s->syms = syms;
 	s->mods = mods;
 	if (frames && t->frames)
-		s->nr_frames = t->frames(t->frames_ctx, pid, caller, stack_id, syms, mods,
-					 MAX_FRAMES);
+		s->nr_frames =
+		    t->frames(t->frames_ctx, pid, caller, stack_id, syms, mods, MAX_FRAMES);
 }
 
 /*
@@ -834,8 +836,8 @@ static void subject_of(struct tracker *t, pid_t pid, uint16_t api, uint64_t call
  * order, in t->cands; per allocation only their size, label and phase (step: the one it
  * was made in) are looked at. Any number of rules. 0 or -ENOMEM.
  */
-static int classify(struct tracker *t, uint32_t b, uint64_t size, const char *label,
-		    int64_t step, uint16_t *rule)
+static int classify(struct tracker *t, uint32_t b, uint64_t size, const char *label, int64_t step,
+		    uint16_t *rule)
 {
 	const struct rules *rs = t->rules;
 	struct site_stack *ss = &t->sstacks[b];
@@ -851,7 +853,8 @@ static int classify(struct tracker *t, uint32_t b, uint64_t size, const char *la
 		bool need_frames = false;
 
 		for (i = 0; i < rs->n; i++)
-			need_frames |= rs->v[i].kind != RULE_DEFERRED && rule__needs_frames(&rs->v[i]);
+			need_frames |=
+			    rs->v[i].kind != RULE_DEFERRED && rule__needs_frames(&rs->v[i]);
 		subject_of(t, st->pid, st->api, st->caller, ss->stack_id, need_frames, &sub, syms,
 			   mods);
 		ss->cand_first = (uint32_t)t->nr_cands;
@@ -911,8 +914,10 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 		    const struct gl_call_rec *r, const struct placement *pl)
 {
 	uint8_t ns = (uint8_t)api->ns;
-	struct site_key k = { p->pid, r->hdr.api, device_of(p, api, r), r->caller, r->stack_id,
-			      pl->owner_kind, pl->owner, 0, 0, false };
+	struct site_key k = {p->pid,	r->hdr.api,  device_of(p, api, r),
+			     r->caller, r->stack_id, pl->owner_kind,
+			     pl->owner, 0,	     0,
+			     false};
 	struct alloc a, *old, *ins;
 	struct tthread *th;
 	uint32_t site, ss;
@@ -970,10 +975,13 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 		}
 		release(t, p, old);
 	}
-	a = (struct alloc){ .addr = r->addr, .size = r->size, .ts_ns = r->hdr.ts_ns,
-			    .sstack = ss, .ns = ns,
-			    .flags = (pl->owner_kind == OWNER_LAYER ? AF_LAYER : 0) |
-				     (p->step < 0 ? AF_INIT : 0) };
+	a = (struct alloc){.addr = r->addr,
+			   .size = r->size,
+			   .ts_ns = r->hdr.ts_ns,
+			   .sstack = ss,
+			   .ns = ns,
+			   .flags = (pl->owner_kind == OWNER_LAYER ? AF_LAYER : 0) |
+				    (p->step < 0 ? AF_INIT : 0)};
 	ins = at_insert(&p->allocs, &a);
 	if (!ins)
 		return -ENOMEM;
@@ -1042,8 +1050,7 @@ static uint16_t deferred_rule(struct tracker *t, const struct gl_call_rec *r)
 	/* Without per-call matchers the answer depends on the API alone: looked up once. */
 	if (!t->defer_per_call && t->defer_known[api])
 		return t->defer_by_api[api];
-	subject_of(t, r->hdr.pid, api, r->caller, r->stack_id, t->defer_per_call, &sub, syms,
-		   mods);
+	subject_of(t, r->hdr.pid, api, r->caller, r->stack_id, t->defer_per_call, &sub, syms, mods);
 	m = rules__match(rs, RULE_DEFERRED, &sub);
 	if (t->defer_per_call)
 		return (uint16_t)(m + 1);
@@ -1058,10 +1065,12 @@ static int add_pending(struct tracker *t, struct tproc *p, struct alloc *a,
 	if (vec_grow((void **)&p->pend, &p->cap_pend, p->nr_pend, sizeof(*p->pend)))
 		return -ENOMEM;
 	p->pend[p->nr_pend++] = (struct pending_free){
-		.addr = a->addr, .ns = a->ns, .ts_ns = r->hdr.ts_ns,
-		.stream = stream_key(api, r->hdr.tid, r->aux),
-		.until = rule ? t->rules->v[rule - 1].until : UNTIL_STREAM_SYNC,
-		.rule = rule,
+	    .addr = a->addr,
+	    .ns = a->ns,
+	    .ts_ns = r->hdr.ts_ns,
+	    .stream = stream_key(api, r->hdr.tid, r->aux),
+	    .until = rule ? t->rules->v[rule - 1].until : UNTIL_STREAM_SYNC,
+	    .rule = rule,
 	};
 	account(t, p, a, -1);
 	a->flags |= AF_PENDING;
@@ -1090,7 +1099,7 @@ static void expect_lower_free(struct tproc *p, const struct gl_call_rec *r, unsi
  * per free and no work per allocation. An address the program got again from something
  * untraced and freed twice reads as a double free too, which it is from the trace's view.
  */
-#define FREED_SLOTS 2048	/* 16 KiB: stays in the L1 cache of the consumer */
+#define FREED_SLOTS 2048 /* 16 KiB: stays in the L1 cache of the consumer */
 
 /* The address with its namespace in the top bits (user addresses stay below 2^57). */
 static inline uint64_t freed_key(uint8_t ns, uint64_t addr)
@@ -1191,8 +1200,9 @@ static void complete(struct tracker *t, struct tproc *p, enum rule_until by, boo
 		/* A device sync completes everything; a stream or event sync what waits for
 		 * its stream (until=stream-sync) or for exactly that kind of sync. */
 		bool kind_ok = by == UNTIL_DEVICE_SYNC ? pf->until != UNTIL_QUEUE_DONE
-			       : by == UNTIL_QUEUE_DONE ? pf->until == UNTIL_QUEUE_DONE
-			       : pf->until == UNTIL_STREAM_SYNC || pf->until == by;
+			       : by == UNTIL_QUEUE_DONE
+				   ? pf->until == UNTIL_QUEUE_DONE
+				   : pf->until == UNTIL_STREAM_SYNC || pf->until == by;
 
 		if (!kind_ok || pf->ts_ns > before_ns || (!all_streams && pf->stream != stream)) {
 			i++;
@@ -1237,7 +1247,7 @@ static void release_where(struct tracker *t, struct tproc *p,
 
 struct dev_match {
 	int16_t device;
-	uint64_t ctx;		/* also this context's own allocations, 0: none */
+	uint64_t ctx; /* also this context's own allocations, 0: none */
 };
 
 static bool on_device(const struct tracker *t, const struct alloc *a, void *ctx)
@@ -1266,7 +1276,7 @@ static bool of_ctx(const struct tracker *t, const struct alloc *a, void *ctx)
 
 static void device_reset(struct tracker *t, struct tproc *p, int16_t device)
 {
-	struct dev_match m = { .device = device };
+	struct dev_match m = {.device = device};
 	size_t i;
 
 	for (i = 0; i < p->nr_ctxs; i++)
@@ -1280,7 +1290,7 @@ static int vmm_map(struct tproc *p, const struct gl_call_rec *r)
 {
 	if (vec_grow((void **)&p->maps, &p->cap_maps, p->nr_maps, sizeof(*p->maps)))
 		return -ENOMEM;
-	p->maps[p->nr_maps++] = (struct tmapping){ .va = r->addr, .size = r->size, .handle = r->aux };
+	p->maps[p->nr_maps++] = (struct tmapping){.va = r->addr, .size = r->size, .handle = r->aux};
 	return 0;
 }
 
@@ -1307,8 +1317,9 @@ static void vmm_unmap(struct tracker *t, struct tproc *p, const struct gl_call_r
 static void count_failure(struct tracker *t, struct tproc *p, const struct cat_api *api,
 			  const struct gl_call_rec *r)
 {
-	struct site_key k = { p->pid, r->hdr.api, device_of(p, api, r), r->caller, r->stack_id,
-			      OWNER_NONE, 0, 0, 0, false };
+	struct site_key k = {
+	    p->pid, r->hdr.api, device_of(p, api, r), r->caller, r->stack_id, OWNER_NONE, 0, 0,
+	    0,	    false};
 	uint32_t site = site_get(t, &k);
 
 	p->c.failed_calls++;
@@ -1329,9 +1340,10 @@ static size_t utf8_trim(const char *s, size_t len)
 		i--;
 	if (!i || ((unsigned char)s[i - 1] & 0x80) == 0)
 		return len;
-	need = ((unsigned char)s[i - 1] & 0xe0) == 0xc0 ? 2
+	need = ((unsigned char)s[i - 1] & 0xe0) == 0xc0	  ? 2
 	       : ((unsigned char)s[i - 1] & 0xf0) == 0xe0 ? 3
-	       : ((unsigned char)s[i - 1] & 0xf8) == 0xf0 ? 4 : 1;
+	       : ((unsigned char)s[i - 1] & 0xf8) == 0xf0 ? 4
+							  : 1;
 	return len - (i - 1) >= need ? len : i - 1;
 }
 
@@ -1486,8 +1498,13 @@ static int obj_free_memory(struct tracker *t, struct tproc *p, struct tobj *o,
 	if (vec_grow((void **)&p->pend, &p->cap_pend, p->nr_pend, sizeof(*p->pend)))
 		return -ENOMEM;
 	p->pend[p->nr_pend++] = (struct pending_free){
-		.addr = o->handle, .ns = o->ns, .ts_ns = r->hdr.ts_ns, .stream = q->handle,
-		.serial = q->submitted, .until = UNTIL_QUEUE_DONE, .rule = deferred_rule(t, r),
+	    .addr = o->handle,
+	    .ns = o->ns,
+	    .ts_ns = r->hdr.ts_ns,
+	    .stream = q->handle,
+	    .serial = q->submitted,
+	    .until = UNTIL_QUEUE_DONE,
+	    .rule = deferred_rule(t, r),
 	};
 	account(t, p, a, -1);
 	a->flags |= AF_PENDING;
@@ -1514,7 +1531,7 @@ static void queue_complete(struct tracker *t, struct tproc *p, const struct tque
 			pending_end(t, p, pf, a);
 			release(t, p, a);
 		} else if (a && (a->flags & AF_PENDING)) {
-			i++;	/* q NULL: only drop entries whose allocation is gone */
+			i++; /* q NULL: only drop entries whose allocation is gone */
 			continue;
 		}
 		pending_drop(p, i);
@@ -1575,8 +1592,9 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	const struct gl_desc_rec *dr = (const struct gl_desc_rec *)r;
 	uint8_t ns = (uint8_t)api->ns;
 	uint64_t owner = r->aux;
-	struct site_key k = { p->pid, r->hdr.api, -1, r->caller, r->stack_id,
-			      owner ? OWNER_DEVICE : OWNER_NONE, owner, 0, 0, false };
+	struct site_key k = {
+	    p->pid, r->hdr.api, -1, r->caller, r->stack_id, owner ? OWNER_DEVICE : OWNER_NONE,
+	    owner,  0,		0,  false};
 	struct wgpu_desc d = {};
 	struct alloc a, *old, *ins;
 	struct tthread *th;
@@ -1606,8 +1624,7 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 		return 0;
 	}
 	if (!api->decode || !(r->hdr.flags & GL_HF_DESC) || r->hdr.size < sizeof(*dr) ||
-	    (r->hdr.flags & GL_HF_DESC_READ_FAIL) ||
-	    api->decode(dr->desc, api->spec.desc_len, &d))
+	    (r->hdr.flags & GL_HF_DESC_READ_FAIL) || api->decode(dr->desc, api->spec.desc_len, &d))
 		d.unknown_format = true;
 	ss = place(t, p, &k, r->stack_id, d.bytes, true);
 	if (ss == UINT32_MAX)
@@ -1621,9 +1638,13 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 		p->c.addr_reuse++;
 		release(t, p, old);
 	}
-	a = (struct alloc){ .addr = r->addr, .size = d.bytes, .ts_ns = r->hdr.ts_ns, .sstack = ss,
-			    .ns = ns, .flags = (d.unknown_format ? AF_UNSIZED : 0) |
-					       (p->step < 0 ? AF_INIT : 0) };
+	a = (struct alloc){.addr = r->addr,
+			   .size = d.bytes,
+			   .ts_ns = r->hdr.ts_ns,
+			   .sstack = ss,
+			   .ns = ns,
+			   .flags =
+			       (d.unknown_format ? AF_UNSIZED : 0) | (p->step < 0 ? AF_INIT : 0)};
 	ins = at_insert(&p->allocs, &a);
 	if (!ins)
 		return -ENOMEM;
@@ -1692,9 +1713,11 @@ static int apply_obj(struct tracker *t, struct tproc *p, const struct cat_api *a
 			return 0;
 		}
 		if (api->op == OP_OBJ_ADDREF) {
-			struct site_key k = { p->pid, r->hdr.api, -1, r->caller, r->stack_id,
-					      o->owner ? OWNER_DEVICE : OWNER_NONE, o->owner, 0, 0,
-					      false };
+			struct site_key k = {p->pid,	  r->hdr.api,
+					     -1,	  r->caller,
+					     r->stack_id, o->owner ? OWNER_DEVICE : OWNER_NONE,
+					     o->owner,	  0,
+					     0,		  false};
 			uint32_t site = site_get(t, &k);
 
 			if (site == UINT32_MAX)
@@ -1755,8 +1778,8 @@ static int apply_obj(struct tracker *t, struct tproc *p, const struct cat_api *a
 		if (vec_grow((void **)&p->watch, &p->cap_watch, p->nr_watch, sizeof(*p->watch)))
 			return -ENOMEM;
 		/* WGPUQueueWorkDoneCallbackInfo: userdata1 @24, userdata2 @32 */
-		p->watch[p->nr_watch] = (struct queue_watch){ .queue = q->handle,
-							      .serial = q->submitted };
+		p->watch[p->nr_watch] =
+		    (struct queue_watch){.queue = q->handle, .serial = q->submitted};
 		memcpy(&p->watch[p->nr_watch].userdata1, dr->desc + 24, 8);
 		memcpy(&p->watch[p->nr_watch].userdata2, dr->desc + 32, 8);
 		p->nr_watch++;
@@ -1783,7 +1806,8 @@ static int apply_obj(struct tracker *t, struct tproc *p, const struct cat_api *a
 			return -ENOMEM;
 		if (p->watch[i].serial > q->done)
 			q->done = p->watch[i].serial;
-		memmove(&p->watch[i], &p->watch[i + 1], (p->nr_watch - i - 1) * sizeof(p->watch[0]));
+		memmove(&p->watch[i], &p->watch[i + 1],
+			(p->nr_watch - i - 1) * sizeof(p->watch[0]));
 		p->nr_watch--;
 		queue_complete(t, p, q);
 		return 0;
@@ -1829,15 +1853,15 @@ static int apply_label(struct tracker *t, const struct gl_label_rec *r)
 		uint32_t from = tracker__alloc_site(t, a);
 		int32_t stack_id = t->sstacks[a->sstack].stack_id;
 		const struct site *old = &t->sites[from];
-		struct site_key k = { p->pid, old->api, old->device, old->caller, stack_id,
-				      old->owner_kind, old->owner, 0, o->label, false };
+		struct site_key k = {
+		    p->pid,	     old->api,	 old->device, old->caller, stack_id,
+		    old->owner_kind, old->owner, 0,	      o->label,	   false};
 		uint32_t base = sstack_get(t, site_get(t, &k), stack_id), site, ss;
 		bool init = a->flags & AF_INIT;
 
 		/* Rules and init see the allocation as made, in its step, not the label's. */
-		if (base == UINT32_MAX ||
-		    classify(t, base, a->size, tracker__label(t, o->label), init ? -1 : p->step,
-			     &k.rule))
+		if (base == UINT32_MAX || classify(t, base, a->size, tracker__label(t, o->label),
+						   init ? -1 : p->step, &k.rule))
 			return -ENOMEM;
 		k.init = init_site(t, init, &k);
 		ss = k.rule || k.init ? sstack_get(t, site_get(t, &k), stack_id) : base;
@@ -1955,7 +1979,7 @@ static int apply_op(struct tracker *t, struct tproc *p, const struct cat_api *ap
 		break;
 	case OP_CTX_DESTROY:
 		c = ctx_find(p, r->addr);
-		release_where(t, p, of_ctx, &(uint64_t){ r->addr });
+		release_where(t, p, of_ctx, &(uint64_t){r->addr});
 		if (c)
 			c->destroyed = true;
 		break;
@@ -2008,7 +2032,7 @@ static int apply_op(struct tracker *t, struct tproc *p, const struct cat_api *ap
 struct node {
 	const struct gl_call_rec *r;
 	const struct cat_api *api;
-	size_t first_child;	/* children are nodes [first_child, self) not owned by others */
+	size_t first_child; /* children are nodes [first_child, self) not owned by others */
 	size_t parent;
 };
 
@@ -2031,8 +2055,7 @@ static bool is_layer_family(unsigned int outer, unsigned int inner)
 }
 
 static int apply_tree(struct tracker *t, struct tproc *p, struct node *nodes, size_t self,
-		      const struct placement *scope, const struct placement *layer,
-		      bool outermost);
+		      const struct placement *scope, const struct placement *layer, bool outermost);
 
 /* An inner allocation returning the outer one's address (cudaMallocHost -> cudaHostAlloc). */
 static bool same_memory(const struct alloc *outer, const struct cat_api *api,
@@ -2057,9 +2080,10 @@ static int apply_children(struct tracker *t, struct tproc *p, struct node *nodes
 	int err;
 
 	if (outer)
-		lp = (struct placement){ .owner_kind = OWNER_LAYER,
-					 .owner = tracker__alloc_site(t, outer),
-					 .outer_ns = outer->ns, .outer_addr = outer->addr };
+		lp = (struct placement){.owner_kind = OWNER_LAYER,
+					.owner = tracker__alloc_site(t, outer),
+					.outer_ns = outer->ns,
+					.outer_addr = outer->addr};
 	for (i = nodes[self].first_child; i < self; i++) {
 		const struct placement *l = layer;
 
@@ -2069,8 +2093,9 @@ static int apply_children(struct tracker *t, struct tproc *p, struct node *nodes
 			l = &lp;
 		/* Only calls one layer further down stay in the layer (not cudaMalloc's
 		 * bookkeeping malloc, nor a malloc inside the driver's cuCtxSetCurrent). */
-		if (l && !(nodes[i].api && (is_layer_family(fam, GL_API_FAMILY(nodes[i].r->hdr.api)) ||
-					    same_memory(outer, nodes[i].api, nodes[i].r))))
+		if (l &&
+		    !(nodes[i].api && (is_layer_family(fam, GL_API_FAMILY(nodes[i].r->hdr.api)) ||
+				       same_memory(outer, nodes[i].api, nodes[i].r))))
 			l = NULL;
 		err = apply_tree(t, p, nodes, i, scope, l, false);
 		if (err)
@@ -2088,10 +2113,12 @@ static int apply_children(struct tracker *t, struct tproc *p, struct node *nodes
 static int apply_comm_init(struct tracker *t, struct tproc *p, struct node *nodes, size_t self)
 {
 	const struct gl_call_rec *r = nodes[self].r;
-	struct site_key k = { p->pid, r->hdr.api, thread_device(p, r->hdr.tid), r->caller,
-			      r->stack_id, OWNER_NONE, 0, 0, 0, false };
+	struct site_key k = {p->pid,	r->hdr.api,  thread_device(p, r->hdr.tid),
+			     r->caller, r->stack_id, OWNER_NONE,
+			     0,		0,	     0,
+			     false};
 	uint32_t site = site_get(t, &k);
-	uint64_t comms[GL_DESC_MAX / 8] = { r->addr };
+	uint64_t comms[GL_DESC_MAX / 8] = {r->addr};
 	struct tthread *th;
 	size_t nr = 1, i, j;
 	int err;
@@ -2113,9 +2140,9 @@ static int apply_comm_init(struct tracker *t, struct tproc *p, struct node *node
 		return -ENOMEM;
 	/* Inside a group it only queued: the outermost ncclGroupEnd initialises it. */
 	if (th->group_depth && nr == 1 && th->nr_group_comms < MAX_GROUP_COMMS)
-		th->group_comms[th->nr_group_comms++] = (struct group_comm){ r->addr, k.device };
+		th->group_comms[th->nr_group_comms++] = (struct group_comm){r->addr, k.device};
 	for (j = nodes[self].first_child; j < self; j++) {
-		struct placement comm = { .owner_kind = OWNER_COMM, .owner = comms[0] };
+		struct placement comm = {.owner_kind = OWNER_COMM, .owner = comms[0]};
 		int16_t dev = thread_device(p, nodes[j].r->hdr.tid);
 
 		if (nodes[j].parent != self)
@@ -2161,7 +2188,7 @@ static int apply_group_end(struct tracker *t, struct tproc *p, struct node *node
 		err = apply_children(t, p, nodes, self, scope, layer, NULL);
 	} else {
 		for (j = nodes[self].first_child; j < self && !err; j++) {
-			struct placement comm = { .owner_kind = OWNER_COMM };
+			struct placement comm = {.owner_kind = OWNER_COMM};
 
 			if (nodes[j].parent != self)
 				continue;
@@ -2175,8 +2202,7 @@ static int apply_group_end(struct tracker *t, struct tproc *p, struct node *node
 }
 
 static int apply_tree(struct tracker *t, struct tproc *p, struct node *nodes, size_t self,
-		      const struct placement *scope, const struct placement *layer,
-		      bool outermost)
+		      const struct placement *scope, const struct placement *layer, bool outermost)
 {
 	const struct gl_call_rec *r = nodes[self].r;
 	const struct cat_api *api = nodes[self].api;
@@ -2257,7 +2283,7 @@ static int apply_held(struct tracker *t, struct tproc *p, struct tthread *th,
 		stack[top++] = i;
 	}
 	for (i = 0; i < top && !err; i++) {
-		struct placement none = { 0 };
+		struct placement none = {0};
 
 		err = apply_tree(t, p, nodes, stack[i], &none, NULL, true);
 	}
@@ -2381,7 +2407,7 @@ static int apply_call(struct tracker *t, struct tproc *p, const struct gl_call_r
 			return err;
 	}
 	if (th->adopter && th->nr_held >= MAX_HELD)
-		th->adopter = 0;	/* never returns: take it as the thread's own */
+		th->adopter = 0; /* never returns: take it as the thread's own */
 	if (th->adopter && !r->hdr.depth) {
 		/* Finished on a thread made to do another call's work: it waits for that call. */
 		err = hold(th, &r->hdr);
@@ -2400,8 +2426,8 @@ static int apply_call(struct tracker *t, struct tproc *p, const struct gl_call_r
 	if (th->nr_held || (r->hdr.kind == GL_REC_ALLOC && api->op == OP_COMM_INIT) ||
 	    api->op == OP_GROUP_END)
 		err = apply_held(t, p, th, r);
-	else	/* the common case, nothing nested: no tree to build */
-		err = apply_op(t, p, api, r, &(struct placement){ 0 }, true);
+	else /* the common case, nothing nested: no tree to build */
+		err = apply_op(t, p, api, r, &(struct placement){0}, true);
 	/* An error-object mark not taken by the creation it was made in is stale now. */
 	if (r->hdr.kind != GL_REC_NOTIFY && r->hdr.kind != GL_REC_FREE &&
 	    th->error_depth > r->hdr.depth)
@@ -2427,8 +2453,8 @@ static int flush_threads(struct tracker *t, struct tproc *p)
 
 static void apply_proc(struct tracker *t, const struct gl_proc_rec *r)
 {
-	struct tproc *p = r->event == GL_PROC_ATTACH ? proc_get(t, r->hdr.pid)
-						     : tracker__proc(t, r->hdr.pid);
+	struct tproc *p =
+	    r->event == GL_PROC_ATTACH ? proc_get(t, r->hdr.pid) : tracker__proc(t, r->hdr.pid);
 
 	if (!p)
 		return;
@@ -2599,8 +2625,8 @@ void tracker__window_checks(struct tracker *t, struct tproc *p, uint64_t ts_ns)
 		a = at_find(&p->allocs, pf->ns, pf->addr);
 		pf->late = true;
 		add_violation(p, VIOL_FREE_NEVER_COMPLETED, pf->rule - 1,
-			      a ? tracker__alloc_site(t, a) : UINT32_MAX,
-			      a ? a->size : 0, 1, ts_ns);
+			      a ? tracker__alloc_site(t, a) : UINT32_MAX, a ? a->size : 0, 1,
+			      ts_ns);
 	}
 }
 

@@ -26,7 +26,7 @@
 struct wbuf {
 	uint8_t *p;
 	size_t len, cap;
-	int err;		/* sticky -ENOMEM */
+	int err; /* sticky -ENOMEM */
 };
 
 static inline bool wbuf__reserve(struct wbuf *b, size_t more)
@@ -146,12 +146,12 @@ static inline uint64_t get_le64(const uint8_t *p)
 
 struct rbuf {
 	const uint8_t *p, *end;
-	bool bad;		/* read past the end or a malformed varint: sticky */
+	bool bad; /* read past the end or a malformed varint: sticky */
 };
 
 static inline struct rbuf rbuf_of(const void *p, size_t len)
 {
-	return (struct rbuf){ .p = p, .end = (const uint8_t *)p + len };
+	return (struct rbuf){.p = p, .end = (const uint8_t *)p + len};
 }
 
 static inline size_t rbuf__left(const struct rbuf *r)

@@ -59,7 +59,7 @@ int hmap__put(struct hmap *h, uint64_t k0, uint64_t k1, uint64_t val)
 	i = find_slot(h, k0, k1);
 	if (h->slots[i].k0 == HMAP_EMPTY)
 		h->n++;
-	h->slots[i] = (struct hmap_slot){ k0, k1, val };
+	h->slots[i] = (struct hmap_slot){k0, k1, val};
 	return 0;
 }
 

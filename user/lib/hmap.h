@@ -20,7 +20,7 @@ struct hmap_slot {
 
 struct hmap {
 	struct hmap_slot *slots;
-	size_t cap;		/* power of two, or 0 */
+	size_t cap; /* power of two, or 0 */
 	size_t n;
 };
 

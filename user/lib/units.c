@@ -11,8 +11,8 @@ int parse_duration_ns(const char *s, uint64_t *ns)
 	static const struct {
 		const char *suffix;
 		double mul;
-	} units[] = { { "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "", 1e9 },
-		      { "m", 60e9 }, { "min", 60e9 }, { "h", 3600e9 } };
+	} units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6},   {"s", 1e9},
+		     {"", 1e9}, {"m", 60e9}, {"min", 60e9}, {"h", 3600e9}};
 	char *end;
 	double v;
 	size_t i;
@@ -39,9 +39,9 @@ int parse_bytes(const char *s, uint64_t *bytes)
 	static const struct {
 		const char *suffix;
 		unsigned int shift;
-	} units[] = { { "", 0 }, { "b", 0 }, { "k", 10 }, { "kb", 10 }, { "kib", 10 },
-		      { "m", 20 }, { "mb", 20 }, { "mib", 20 }, { "g", 30 }, { "gb", 30 },
-		      { "gib", 30 }, { "t", 40 }, { "tb", 40 }, { "tib", 40 } };
+	} units[] = {{"", 0},	  {"b", 0},   {"k", 10},   {"kb", 10}, {"kib", 10},
+		     {"m", 20},	  {"mb", 20}, {"mib", 20}, {"g", 30},  {"gb", 30},
+		     {"gib", 30}, {"t", 40},  {"tb", 40},  {"tib", 40}};
 	char *end;
 	double v;
 	size_t i;

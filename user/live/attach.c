@@ -21,7 +21,7 @@ struct attached {
 	struct bpf_link *enter;
 	struct bpf_link *exit;
 	size_t nr_probes;
-	bool marker;		/* a step/request marker, not the module's catalog probes */
+	bool marker; /* a step/request marker, not the module's catalog probes */
 	unsigned int marker_api;
 };
 
@@ -87,7 +87,7 @@ static void links_destroy(struct bpf_link **links, size_t n)
 	size_t i, nr_threads = n < DETACH_THREADS ? n : DETACH_THREADS, started = 0;
 
 	for (i = 0; i < nr_threads; i++) {
-		jobs[i] = (struct detach_job){ links, n, i, nr_threads };
+		jobs[i] = (struct detach_job){links, n, i, nr_threads};
 		/* The first share is this thread's; a thread that cannot start leaves its
 		 * share to this one too. */
 		own[i] = !i || pthread_create(&tids[started], NULL, detach_thread, &jobs[i]);
@@ -219,30 +219,31 @@ static void warn_slow_sites(struct module *mod)
 		moved += s->place.place == PLACE_MOVED;
 		if (s->place.place == PLACE_REFUSED) {
 			if (rlen < sizeof(refused) - 1)
-				rlen += snprintf(refused + rlen, sizeof(refused) - rlen, "%s%s (%s)",
-						 nr ? ", " : "", s->api->name, s->place.first);
+				rlen +=
+				    snprintf(refused + rlen, sizeof(refused) - rlen, "%s%s (%s)",
+					     nr ? ", " : "", s->api->name, s->place.first);
 			nr++;
 		}
 		/* The rendezvous fires once per dlopen: its cost does not matter. */
 		if (s->place.place != PLACE_SLOW || s->api->op == OP_RENDEZVOUS)
 			continue;
 		if (len < sizeof(names) - 1)
-			len += snprintf(names + len, sizeof(names) - len, "%s%s (%s)", n ? ", " : "",
-					s->api->name, s->place.first);
+			len += snprintf(names + len, sizeof(names) - len, "%s%s (%s)",
+					n ? ", " : "", s->api->name, s->place.first);
 		n++;
 	}
 	if (moved)
 		pr_info("%zu probe%s in %s moved past a first instruction the kernel "
-			"single-steps (gpuleak probes --lib %s says where)\n", moved,
-			moved > 1 ? "s" : "", mod->name, mod->path);
+			"single-steps (gpuleak probes --lib %s says where)\n",
+			moved, moved > 1 ? "s" : "", mod->name, mod->path);
 	if (n)
 		pr_warn("%zu probe%s in %s sit%s on an instruction the kernel single-steps "
 			"(several us per call, ~20 us on a nested VM): %s\n",
 			n, n > 1 ? "s" : "", mod->name, n > 1 ? "" : "s", names);
 	if (nr)
 		pr_warn("%zu function%s in %s start%s with an instruction the kernel refuses to "
-			"probe, not traced: %s\n", nr, nr > 1 ? "s" : "", mod->name,
-			nr > 1 ? "" : "s", refused);
+			"probe, not traced: %s\n",
+			nr, nr > 1 ? "s" : "", mod->name, nr > 1 ? "" : "s", refused);
 }
 
 /* Attach one module for pid through open_path (any path that reaches its inode). */
@@ -259,14 +260,15 @@ static int attach_module(struct attach *a, pid_t pid, struct module *mod, const 
 		mod->wgpu_warned = true;
 		pr_warn("%s: cannot tell which webgpu.h it was built against (%s): its %u "
 			"WebGPU functions are not traced; run with --webgpu-abi=sv, sv-tier1 or "
-			"cstr\n", mod->path, mod->wgpu.why, mod->nr_wgpu_dropped);
+			"cstr\n",
+			mod->path, mod->wgpu.why, mod->nr_wgpu_dropped);
 	}
 	if (err || !mod->nr_sites)
-		return 0;	/* not an ELF object we can read, or nothing to trace in it */
+		return 0; /* not an ELF object we can read, or nothing to trace in it */
 	if (vec_grow((void **)&a->v, &a->cap, a->n, sizeof(*a->v)))
 		return -ENOMEM;
 	at = &a->v[a->n];
-	*at = (struct attached){ .pid = pid, .mod = mod, .nr_probes = mod->nr_sites };
+	*at = (struct attached){.pid = pid, .mod = mod, .nr_probes = mod->nr_sites};
 	at->enter = link_multi(a->enter_prog, pid, open_path, mod, false);
 	if (!at->enter) {
 		err = -errno;
@@ -344,8 +346,10 @@ int attach__code(struct attach *a, pid_t pid, uint64_t addr, unsigned int api, c
 	e = proc_maps__find(m, addr);
 	if (!e || !e->path || !e->exec) {
 		/* uprobes live on a file's inode: JIT code and anonymous memory have none. */
-		snprintf(why, why_len, "0x%" PRIx64 " is not in a file-backed executable mapping "
-			 "(JIT code?)", addr);
+		snprintf(why, why_len,
+			 "0x%" PRIx64 " is not in a file-backed executable mapping "
+			 "(JIT code?)",
+			 addr);
 		err = -ENOEXEC;
 		goto cleanup;
 	}
@@ -369,7 +373,7 @@ int attach__code(struct attach *a, pid_t pid, uint64_t addr, unsigned int api, c
 		snprintf(why, why_len, "attaching to %s+0x%lx: %s", e->path, off, strerror(-err));
 		goto cleanup;
 	}
-	a->code[a->nr_code++] = (struct code_probe){ pid, addr, link };
+	a->code[a->nr_code++] = (struct code_probe){pid, addr, link};
 	pr_info("pid %d: probe on code at 0x%" PRIx64 " (%s+0x%lx) as %s\n", pid, addr, e->path,
 		off, cat_api_name(api));
 cleanup:
@@ -398,8 +402,7 @@ bool attach__has_required(const struct attach *a, pid_t pid)
 	return false;
 }
 
-void attach__print_objects(const struct attach *a, pid_t pid, const struct proc_maps *m,
-			   FILE *out)
+void attach__print_objects(const struct attach *a, pid_t pid, const struct proc_maps *m, FILE *out)
 {
 	size_t i, j;
 
@@ -420,8 +423,10 @@ void attach__print_objects(const struct attach *a, pid_t pid, const struct proc_
 			fprintf(out, "  %s: not readable as ELF (%s)\n", mod->path,
 				strerror(-mod->open_err));
 		else if (module__has_hidden_dawn(mod))
-			fprintf(out, "  %s: Dawn (WebGPU) linked in without wgpu* symbols (static, "
-				"stripped): its WebGPU calls cannot be traced by name\n", mod->path);
+			fprintf(out,
+				"  %s: Dawn (WebGPU) linked in without wgpu* symbols (static, "
+				"stripped): its WebGPU calls cannot be traced by name\n",
+				mod->path);
 		else
 			fprintf(out, "  %s: %zu traced functions%s\n", mod->path, mod->nr_required,
 				elf_obj__has_symtab(mod->elf) ? "" : " (no .symtab)");
@@ -439,8 +444,10 @@ void module__print_sites(const struct module *m, FILE *out)
 		if (s->place.place == PLACE_MOVED)
 			snprintf(probe, sizeof(probe), "entry+%u", s->place.moved);
 		else
-			snprintf(probe, sizeof(probe), "%s", s->place.place == PLACE_SLOW ? "slow" :
-				 s->place.place == PLACE_REFUSED ? "refused" : "entry");
+			snprintf(probe, sizeof(probe), "%s",
+				 s->place.place == PLACE_SLOW	   ? "slow"
+				 : s->place.place == PLACE_REFUSED ? "refused"
+								   : "entry");
 		fprintf(out, "%-32s %-7s 0x%-10" PRIx64 " %-6s %-8s %s\n",
 			cat_api_name(s->api->api), cat_family_name(GL_API_FAMILY(s->api->api)),
 			s->offset, s->local ? "local" : "global", probe, m->path);
@@ -457,17 +464,21 @@ void module__print_placement(const struct module *m, FILE *out)
 		const char *api = cat_api_name(s->api->api);
 
 		if (s->place.place == PLACE_MOVED)
-			fprintf(out, "  %s in %s: probe moved %u bytes past its entry's %s, "
+			fprintf(out,
+				"  %s in %s: probe moved %u bytes past its entry's %s, "
 				"which the kernel single-steps; what it skips changes no argument, "
-				"no stack or frame pointer, no memory\n", api, m->name,
-				s->place.moved, s->place.first);
+				"no stack or frame pointer, no memory\n",
+				api, m->name, s->place.moved, s->place.first);
 		else if (s->place.place == PLACE_SLOW)
-			fprintf(out, "  %s in %s: probe on %s, which the kernel single-steps "
-				"(~20 us per call on a VM), not moved: %s\n", api, m->name,
-				s->place.first, s->place.why);
+			fprintf(out,
+				"  %s in %s: probe on %s, which the kernel single-steps "
+				"(~20 us per call on a VM), not moved: %s\n",
+				api, m->name, s->place.first, s->place.why);
 		else if (s->place.place == PLACE_REFUSED)
-			fprintf(out, "  %s in %s: the kernel refuses a probe on %s, not traced: "
-				"%s\n", api, m->name, s->place.first, s->place.why);
+			fprintf(out,
+				"  %s in %s: the kernel refuses a probe on %s, not traced: "
+				"%s\n",
+				api, m->name, s->place.first, s->place.why);
 	}
 }
 
@@ -530,7 +541,7 @@ static int find_sym_cb(const struct elf_func *f, void *ctx)
 int attach__marker(struct attach *a, pid_t pid, const struct proc_maps *m, const char *file,
 		   const char *symbol, unsigned int api)
 {
-	struct find_sym fs = { .name = symbol };
+	struct find_sym fs = {.name = symbol};
 	char open_path[96];
 	const char *path = file;
 	struct module *mod = NULL;
@@ -574,8 +585,8 @@ int attach__marker(struct attach *a, pid_t pid, const struct proc_maps *m, const
 	off = foff;
 	LIBBPF_OPTS(bpf_uprobe_multi_opts, opts, .offsets = &off, .cookies = &cookie, .cnt = 1);
 	at = &a->v[a->n];
-	*at = (struct attached){ .pid = pid, .mod = mod, .nr_probes = 1, .marker = true,
-				 .marker_api = api };
+	*at = (struct attached){
+	    .pid = pid, .mod = mod, .nr_probes = 1, .marker = true, .marker_api = api};
 	at->enter = bpf_program__attach_uprobe_multi(a->enter_prog, pid, path, NULL, &opts);
 	if (!at->enter)
 		return -errno;

@@ -49,8 +49,7 @@ int attach__marker(struct attach *a, pid_t pid, const struct proc_maps *m, const
 /* Whether pid has a probe on a non-optional API (a CUDA library was found). */
 bool attach__has_required(const struct attach *a, pid_t pid);
 /* Print "looked in" diagnostics: the objects of pid scanned and what each had. */
-void attach__print_objects(const struct attach *a, pid_t pid, const struct proc_maps *m,
-			   FILE *out);
+void attach__print_objects(const struct attach *a, pid_t pid, const struct proc_maps *m, FILE *out);
 /* Print the attached probes (gpuleak -v and `gpuleak probes`). */
 void attach__print(const struct attach *a, FILE *out);
 size_t attach__nr_links(const struct attach *a);

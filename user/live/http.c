@@ -16,14 +16,14 @@
 #define CONN_TIMEOUT_NS 5000000000ULL
 
 #define CT_OPENMETRICS "application/openmetrics-text; version=1.0.0; charset=utf-8"
-#define CT_PROMETHEUS "text/plain; version=0.0.4; charset=utf-8"
+#define CT_PROMETHEUS  "text/plain; version=0.0.4; charset=utf-8"
 
 struct conn {
-	int fd;			/* -1: free slot */
+	int fd; /* -1: free slot */
 	uint64_t since_ns;
 	char req[REQ_MAX];
 	size_t req_len;
-	char *resp;		/* headers and body, once the request is complete */
+	char *resp; /* headers and body, once the request is complete */
 	size_t resp_len, resp_off;
 };
 
@@ -74,7 +74,7 @@ static int split_addr(const char *addr, char *host, size_t hlen, char *port, siz
 		if (!n)
 			snprintf(host, hlen, "127.0.0.1");
 		if (strchr(host, ':'))
-			return -EINVAL;	/* an IPv6 address needs its brackets */
+			return -EINVAL; /* an IPv6 address needs its brackets */
 	}
 	n = strlen(colon + 1);
 	if (!n || n >= plen || strspn(colon + 1, "0123456789") != n || atoi(colon + 1) > 65535)
@@ -86,7 +86,7 @@ static int split_addr(const char *addr, char *host, size_t hlen, char *port, siz
 int metrics__new(const char *addr, metrics_render_fn render, void *ctx, struct metrics **out,
 		 char *why, size_t why_len)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
 	struct addrinfo *ai = NULL;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
@@ -97,7 +97,8 @@ int metrics__new(const char *addr, metrics_render_fn render, void *ctx, struct m
 
 	*out = NULL;
 	if (split_addr(addr, host, sizeof(host), port, sizeof(port))) {
-		snprintf(why, why_len, "not an address: give PORT, :PORT, ADDR:PORT or "
+		snprintf(why, why_len,
+			 "not an address: give PORT, :PORT, ADDR:PORT or "
 			 "[IPv6]:PORT");
 		return -EINVAL;
 	}
@@ -177,10 +178,10 @@ size_t metrics__pollfds(struct metrics *m, struct pollfd *fds, size_t max)
 
 	if (!max)
 		return 0;
-	fds[n++] = (struct pollfd){ .fd = m->lfd, .events = POLLIN };
+	fds[n++] = (struct pollfd){.fd = m->lfd, .events = POLLIN};
 	for (i = 0; i < METRICS_MAX_FDS - 1 && n < max; i++)
-		fds[n++] = (struct pollfd){ .fd = m->conn[i].fd,
-					    .events = m->conn[i].resp ? POLLOUT : POLLIN };
+		fds[n++] = (struct pollfd){.fd = m->conn[i].fd,
+					   .events = m->conn[i].resp ? POLLOUT : POLLIN};
 	return n;
 }
 
@@ -250,8 +251,10 @@ static void respond(struct metrics *m, struct conn *c)
 	}
 	if (strncmp(status, "200", 3))
 		type = "text/plain";
-	fprintf(f, "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-		"Connection: close\r\n\r\n", status, type, body_len);
+	fprintf(f,
+		"HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+		"Connection: close\r\n\r\n",
+		status, type, body_len);
 	if (!head)
 		fwrite(body, 1, body_len, f);
 	fclose(f);

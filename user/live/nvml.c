@@ -12,16 +12,16 @@ struct nvml_memory {
 	unsigned long long total, free, used;
 };
 
-struct nvml_process {		/* nvmlProcessInfo_v2_t / _v3_t */
+struct nvml_process { /* nvmlProcessInfo_v2_t / _v3_t */
 	unsigned int pid;
 	unsigned long long used_gpu_memory;
 	unsigned int gpu_instance_id;
 	unsigned int compute_instance_id;
 };
 
-#define NVML_SUCCESS 0
+#define NVML_SUCCESS		     0
 #define NVML_ERROR_INSUFFICIENT_SIZE 7
-#define MAX_PROCS 256
+#define MAX_PROCS		     256
 
 int nvml__snapshot(pid_t pid, struct gl_devmem_rec *out, int max)
 {

@@ -75,7 +75,7 @@ int process__cmdline(pid_t pid, char ***argv, uint32_t *argc)
 	for (i = 0; i < len; i++)
 		n += !buf[i];
 	if (len && buf[len - 1])
-		n++;	/* a process may rewrite its arguments without the final NUL */
+		n++; /* a process may rewrite its arguments without the final NUL */
 	/* The pointers, then the strings, in one allocation. */
 	v = malloc((n + 1) * sizeof(*v) + len + 1);
 	if (!v) {
@@ -144,7 +144,7 @@ int process__pidfd(pid_t pid)
 
 bool process__pidfd_exited(int pidfd)
 {
-	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+	struct pollfd p = {.fd = pidfd, .events = POLLIN};
 
 	return poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP));
 }
@@ -237,15 +237,19 @@ int process__check_kernel(const char *sysfs_root, char *why, size_t why_len)
 
 	snprintf(path, sizeof(path), "%s/kernel/btf/vmlinux", sysfs_root);
 	if (access(path, R_OK)) {
-		snprintf(why, why_len, "this kernel has no BTF (%s is missing): gpuleak needs a "
+		snprintf(why, why_len,
+			 "this kernel has no BTF (%s is missing): gpuleak needs a "
 			 "kernel built with CONFIG_DEBUG_INFO_BTF=y (standard in distribution "
-			 "kernels since 5.x)", path);
+			 "kernels since 5.x)",
+			 path);
 		return -ENOENT;
 	}
 	snprintf(path, sizeof(path), "%s/bus/event_source/devices/uprobe/type", sysfs_root);
 	if (access(path, R_OK)) {
-		snprintf(why, why_len, "this kernel has no uprobes (%s is missing): gpuleak needs "
-			 "a kernel built with CONFIG_UPROBES=y and CONFIG_UPROBE_EVENTS=y", path);
+		snprintf(why, why_len,
+			 "this kernel has no uprobes (%s is missing): gpuleak needs "
+			 "a kernel built with CONFIG_UPROBES=y and CONFIG_UPROBE_EVENTS=y",
+			 path);
 		return -ENOENT;
 	}
 	return 0;
@@ -333,7 +337,7 @@ int launch__fork(char *const argv[], char *const env[], struct launch *l)
 		close(go[1]);
 		close(err[0]);
 		if (read(go[0], &c, 1) != 1)
-			_exit(127);	/* tracer gave up before release */
+			_exit(127); /* tracer gave up before release */
 		for (; env && *env; env++)
 			putenv(*env);
 		execv(l->exe, argv);

@@ -50,9 +50,9 @@ int process__check_kernel(const char *sysfs_root, char *why, size_t why_len);
 /* A child forked and held before exec until launch__release. */
 struct launch {
 	pid_t pid;
-	int go_fd;		/* write end: one byte lets the child exec */
-	int err_fd;		/* read end: EOF on successful exec, else the child's errno */
-	char exe[4096];		/* resolved executable path */
+	int go_fd;	/* write end: one byte lets the child exec */
+	int err_fd;	/* read end: EOF on successful exec, else the child's errno */
+	char exe[4096]; /* resolved executable path */
 };
 
 /*

@@ -25,7 +25,7 @@
 #include "live/ringbuf.h"
 
 #define PREFETCH_AHEAD 12
-#define PUBLISH_EVERY 256
+#define PUBLISH_EVERY  256
 
 /*
  * A record gathered but not applied yet: its header (NULL when discarded) and its end. A
@@ -45,8 +45,8 @@ struct ringbuf {
 	uint64_t bad;
 	int map_fd;
 	int epoll_fd;
-	unsigned long *consumer_pos;	/* our page, read-write */
-	unsigned long *producer_pos;	/* the kernel's page, then the data twice, read-only */
+	unsigned long *consumer_pos; /* our page, read-write */
+	unsigned long *producer_pos; /* the kernel's page, then the data twice, read-only */
 	const uint8_t *data;
 	uint64_t mask;
 	size_t page, data_map_len;
@@ -57,7 +57,7 @@ int ringbuf__new(int map_fd, rec_sink_fn sink, void *ctx, struct ringbuf **out)
 {
 	struct bpf_map_info info = {};
 	__u32 info_len = sizeof(info);
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct epoll_event ev = {.events = EPOLLIN};
 	struct ringbuf *rb = calloc(1, sizeof(*rb));
 	void *p;
 	int err;
@@ -133,9 +133,12 @@ static void expand(const struct gl_small_rec *s, uint32_t len, struct pending *e
 	bool alloc = s->hdr.kind == GL_REC_ALLOC_SMALL;
 
 	if (len < (alloc ? GL_SMALL_ALLOC_SIZE : GL_SMALL_FREE_SIZE) || s->hdr.size > len)
-		return;		/* left as it is: counted as bad by the caller */
-	e->full = (struct gl_call_rec){ .hdr = s->hdr, .addr = s->addr, .caller = s->caller,
-					.size = alloc ? s->size : 0, .stack_id = -1 };
+		return; /* left as it is: counted as bad by the caller */
+	e->full = (struct gl_call_rec){.hdr = s->hdr,
+				       .addr = s->addr,
+				       .caller = s->caller,
+				       .size = alloc ? s->size : 0,
+				       .stack_id = -1};
 	e->full.hdr.size = sizeof(e->full);
 	e->full.hdr.kind = alloc ? GL_REC_ALLOC : GL_REC_FREE;
 	e->h = &e->full.hdr;
@@ -152,9 +155,9 @@ static bool gather(struct ringbuf *rb, uint64_t pos, struct pending *e)
 		return false;
 	e->next_pos = pos + ((((len & ~BPF_RINGBUF_DISCARD_BIT) + BPF_RINGBUF_HDR_SZ) + 7) & ~7ULL);
 	e->len = len & ~BPF_RINGBUF_DISCARD_BIT;
-	e->h = (len & BPF_RINGBUF_DISCARD_BIT) ? NULL
-					       : (const struct gl_hdr *)((const uint8_t *)hdr +
-									BPF_RINGBUF_HDR_SZ);
+	e->h = (len & BPF_RINGBUF_DISCARD_BIT)
+		   ? NULL
+		   : (const struct gl_hdr *)((const uint8_t *)hdr + BPF_RINGBUF_HDR_SZ);
 	if (e->h && e->len >= sizeof(*e->h) &&
 	    (e->h->kind == GL_REC_ALLOC_SMALL || e->h->kind == GL_REC_FREE_SMALL))
 		expand((const struct gl_small_rec *)e->h, e->len, e);
@@ -165,7 +168,7 @@ int64_t ringbuf__drain(struct ringbuf *rb)
 {
 	uint64_t cons = __atomic_load_n(rb->consumer_pos, __ATOMIC_ACQUIRE);
 	uint64_t prod = __atomic_load_n(rb->producer_pos, __ATOMIC_ACQUIRE);
-	uint64_t gpos = cons;	/* next record to gather; cons: next to apply */
+	uint64_t gpos = cons; /* next record to gather; cons: next to apply */
 	uint64_t published = cons;
 	size_t head = 0, n = 0, since_publish = 0;
 	int64_t done = 0;

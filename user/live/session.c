@@ -48,23 +48,23 @@
  */
 struct target {
 	pid_t pid;
-	pid_t ppid;		/* the traced process it was followed from, 0: named by the user */
-	uint32_t ns_pid;	/* its pid in its own pid namespace (a container), 0: the same */
+	pid_t ppid;	 /* the traced process it was followed from, 0: named by the user */
+	uint32_t ns_pid; /* its pid in its own pid namespace (a container), 0: the same */
 	int pidfd;
 	uint64_t start_ticks;
-	bool held;		/* stopped at each ld.so rendezvous until we attached (run mode,
+	bool held; /* stopped at each ld.so rendezvous until we attached (run mode,
 				 * followed processes) */
 	bool gone;
-	bool end_seen;		/* it called its end marker (--end): let it go */
-	bool ended;		/* gone because of that: it still runs */
-	bool has_lib;		/* a GPU library (CUDA, WebGPU) is attached */
-	bool announced;		/* GL_PROC_ATTACH sent: the analysis reports it */
-	bool rescan_pending;	/* its ld.so rendezvous fired: mappings changed */
-	bool has_rendezvous;	/* a rendezvous probe covers it: no periodic rescans */
-	bool launch_exec;	/* run mode with --follow: its first exec is the launch's own */
-	bool code_wait;		/* stopped until a callback's probe is in place */
-	unsigned int execs;	/* programs it exec'd since it was first traced */
-	unsigned int markers_done;	/* bit i: marker i attached (or failed, said once) */
+	bool end_seen;		   /* it called its end marker (--end): let it go */
+	bool ended;		   /* gone because of that: it still runs */
+	bool has_lib;		   /* a GPU library (CUDA, WebGPU) is attached */
+	bool announced;		   /* GL_PROC_ATTACH sent: the analysis reports it */
+	bool rescan_pending;	   /* its ld.so rendezvous fired: mappings changed */
+	bool has_rendezvous;	   /* a rendezvous probe covers it: no periodic rescans */
+	bool launch_exec;	   /* run mode with --follow: its first exec is the launch's own */
+	bool code_wait;		   /* stopped until a callback's probe is in place */
+	unsigned int execs;	   /* programs it exec'd since it was first traced */
+	unsigned int markers_done; /* bit i: marker i attached (or failed, said once) */
 	int status;
 	uint64_t loss[GL_STAT_MAX];
 	uint64_t last_rescan_ns;
@@ -74,8 +74,8 @@ struct target {
 struct code_req {
 	pid_t pid;
 	uint64_t addr;
-	unsigned int api;	/* the probe's API: the catalog's code_api of the passing call */
-	bool held;		/* the target is stopped until this is done */
+	unsigned int api; /* the probe's API: the catalog's code_api of the passing call */
+	bool held;	  /* the target is stopped until this is done */
 };
 
 struct trace {
@@ -88,18 +88,18 @@ struct trace {
 	struct ringbuf *rb;
 	struct report rep;
 	FILE *json;
-	struct target **tgts;	/* live targets; an exited one is dropped once reported */
+	struct target **tgts; /* live targets; an exited one is dropped once reported */
 	size_t nr_tgts, cap_tgts;
-	struct bpf_link *task_links[3];	/* fork, exec, exit tracepoints */
+	struct bpf_link *task_links[3]; /* fork, exec, exit tracepoints */
 	struct metrics *metrics;
-	bool finishing;		/* detached: stopped processes are resumed, not attached to */
+	bool finishing; /* detached: stopped processes are resumed, not attached to */
 	bool warned_unstopped;
 	struct marker {
 		const char *file, *sym;
 		unsigned int api;
 	} markers[4];
 	int nr_markers;
-	unsigned int markers_said;	/* bit i: "marker on ..." printed */
+	unsigned int markers_said; /* bit i: "marker on ..." printed */
 	uint64_t last_step_line_ns;
 	struct launch child;
 	bool run_mode;
@@ -107,17 +107,17 @@ struct trace {
 	int sigints;
 	struct code_req *code;
 	size_t nr_code, cap_code;
-	struct capture *cap;	/* gpuleak record */
-	int cap_err;		/* the capture failed: tracing goes on, the exit status is 1 */
-	size_t cap_named;	/* tracker sites before this one have their name in the capture */
-	size_t cap_stacks;	/* stacks before this one are in the capture, frames named */
-	bool out_err;		/* --folded, --perfetto or --svg could not be written */
+	struct capture *cap; /* gpuleak record */
+	int cap_err;	     /* the capture failed: tracing goes on, the exit status is 1 */
+	size_t cap_named;    /* tracker sites before this one have their name in the capture */
+	size_t cap_stacks;   /* stacks before this one are in the capture, frames named */
+	bool out_err;	     /* --folded, --perfetto or --svg could not be written */
 	/* Where each traced process's probes sat ("slow_probe_sites", ...), kept at detach for
 	 * its verdict: JSON members by pid. */
 	struct placement {
 		pid_t pid;
 		char *json;
-	} *placements;
+	} * placements;
 	size_t nr_placements, cap_placements;
 	uint64_t stack_buf[GL_STACK_DEPTH_MAX + 2];
 };
@@ -159,8 +159,8 @@ static void code_request(struct trace *tr, const struct gl_call_rec *r)
 		tr->code = v;
 		tr->cap_code = cap;
 	}
-	tr->code[tr->nr_code++] = (struct code_req){ r->hdr.pid, r->addr, a->code_api,
-						     r->hdr.flags & GL_HF_HELD };
+	tr->code[tr->nr_code++] =
+	    (struct code_req){r->hdr.pid, r->addr, a->code_api, r->hdr.flags & GL_HF_HELD};
 }
 
 static struct target *target_find(const struct trace *tr, pid_t pid);
@@ -195,8 +195,8 @@ static void capture_failed(struct trace *tr, int err)
 	tr->cap_err = err;
 	capture__stats(tr->cap, &st);
 	pr_err("writing %s: %s; the capture stops at offset %" PRIu64 " (its %" PRIu64 " records "
-	       "stay readable), tracing goes on\n", capture__path(tr->cap), strerror(-err),
-	       st.bytes, st.records);
+	       "stay readable), tracing goes on\n",
+	       capture__path(tr->cap), strerror(-err), st.bytes, st.records);
 }
 
 /* ---- the traced processes ---- */
@@ -343,16 +343,17 @@ static void intern_stack(struct trace *tr, const struct gl_call_rec *r)
 
 	if (symbolizer__stack(tr->sym, r->hdr.pid, r->stack_id, r->caller))
 		return;
-	if (bpf_map_lookup_elem(bpf_map__fd(fallback ? tr->skel->maps.stacks2 :
-					    tr->skel->maps.stacks), &key, tr->stack_buf))
+	if (bpf_map_lookup_elem(
+		bpf_map__fd(fallback ? tr->skel->maps.stacks2 : tr->skel->maps.stacks), &key,
+		tr->stack_buf))
 		return;
 	/* stacks2 starts with the probed function's address, stacks after it */
 	raw = tr->stack_buf + fallback;
 	max = depth + 1;
 	while (n < max && raw[n])
 		n++;
-	err = symbolizer__add_stack(tr->sym, r->hdr.pid, r->stack_id, r->caller, raw, n, depth,
-				    &st);
+	err =
+	    symbolizer__add_stack(tr->sym, r->hdr.pid, r->stack_id, r->caller, raw, n, depth, &st);
 	if (err == -ENOMEM)
 		pr_warn("out of memory for the stack of a call at 0x%llx\n",
 			(unsigned long long)r->caller);
@@ -372,7 +373,8 @@ static int on_record(void *ctx, const struct gl_hdr *h)
 	if (h->kind == GL_REC_NOTIFY && h->api == GL_API_LD_DEBUG_STATE &&
 	    (t = target_find(tr, h->pid)))
 		t->rescan_pending = true;
-	if (h->kind == GL_REC_NOTIFY && h->api == GL_API_MARKER_END && (t = target_find(tr, h->pid)))
+	if (h->kind == GL_REC_NOTIFY && h->api == GL_API_MARKER_END &&
+	    (t = target_find(tr, h->pid)))
 		t->end_seen = true;
 	/* A followed process enters the analysis with its first traced call, just before it. */
 	if (is_activity(h) && (t = target_find(tr, h->pid)) && !t->announced)
@@ -415,7 +417,7 @@ static void capture_maps(struct trace *tr, const struct proc_maps *m)
 
 static void capture_process(struct trace *tr, const struct target *t)
 {
-	struct capture_proc p = { .pid = t->pid, .start_ticks = t->start_ticks };
+	struct capture_proc p = {.pid = t->pid, .start_ticks = t->start_ticks};
 	char comm[16], exe[4096];
 	char **argv = NULL;
 	int err;
@@ -515,14 +517,17 @@ fail:
 }
 
 static void emit_proc_at(struct trace *tr, struct target *t, enum gl_proc_event ev, int status,
-			uint64_t ts_ns)
+			 uint64_t ts_ns)
 {
 	struct gl_proc_rec r = {
-		.hdr = { .size = sizeof(r), .kind = GL_REC_PROC, .pid = t->pid,
-			 .tid = t->pid, .ts_ns = ts_ns },
-		.event = ev,
-		.status = status,
-		.start_ticks = t->start_ticks,
+	    .hdr = {.size = sizeof(r),
+		    .kind = GL_REC_PROC,
+		    .pid = t->pid,
+		    .tid = t->pid,
+		    .ts_ns = ts_ns},
+	    .event = ev,
+	    .status = status,
+	    .start_ticks = t->start_ticks,
 	};
 
 	if (ev == GL_PROC_ATTACH) {
@@ -552,8 +557,11 @@ static void emit_proc(struct trace *tr, struct target *t, enum gl_proc_event ev,
 static void emit_loss(struct trace *tr, struct target *t)
 {
 	struct gl_loss_rec r = {
-		.hdr = { .size = sizeof(r), .kind = GL_REC_LOSS, .pid = t->pid,
-			 .tid = t->pid, .ts_ns = now_ns() },
+	    .hdr = {.size = sizeof(r),
+		    .kind = GL_REC_LOSS,
+		    .pid = t->pid,
+		    .tid = t->pid,
+		    .ts_ns = now_ns()},
 	};
 	__u32 key = t->pid;
 
@@ -570,7 +578,7 @@ static void emit_loss(struct trace *tr, struct target *t)
 
 static void emit_tick(struct trace *tr)
 {
-	struct gl_hdr h = { .size = sizeof(h), .kind = GL_REC_TICK, .ts_ns = now_ns() };
+	struct gl_hdr h = {.size = sizeof(h), .kind = GL_REC_TICK, .ts_ns = now_ns()};
 
 	on_record(tr, &h);
 }
@@ -649,8 +657,8 @@ fail_quiet:
  */
 static int attach_tracepoints(struct trace *tr)
 {
-	struct bpf_program *progs[3] = { tr->skel->progs.gl_task_exit, tr->skel->progs.gl_fork,
-					 tr->skel->progs.gl_exec };
+	struct bpf_program *progs[3] = {tr->skel->progs.gl_task_exit, tr->skel->progs.gl_fork,
+					tr->skel->progs.gl_exec};
 	int i, n = tr->o->follow ? 3 : 2;
 
 	for (i = 0; i < n; i++) {
@@ -661,13 +669,16 @@ static int attach_tracepoints(struct trace *tr)
 			/* Without them gpuleak still sees exits through pidfds. */
 			if (!tr->o->follow) {
 				pr_info("no %s tracepoint (%s): %s\n", i ? "fork" : "exit",
-					strerror(-err), i ? "memory NCCL's init threads make is "
-					"not its communicators'" : "exit status of attached "
-					"processes unknown");
+					strerror(-err),
+					i ? "memory NCCL's init threads make is "
+					    "not its communicators'"
+					  : "exit status of attached "
+					    "processes unknown");
 				return 0;
 			}
 			pr_err("cannot attach to the scheduler's fork/exec/exit tracepoints: %s "
-			       "(--follow needs BTF tracepoints, Linux 5.5+)\n", strerror(-err));
+			       "(--follow needs BTF tracepoints, Linux 5.5+)\n",
+			       strerror(-err));
 			return err;
 		}
 	}
@@ -710,23 +721,22 @@ static bool has_rendezvous_probe(struct trace *tr, const struct proc_maps *m)
 	return has_site(tr, m, 0, OP_RENDEZVOUS);
 }
 
-
 static void add_markers(struct trace *tr)
 {
 	const struct trace_opts *o = tr->o;
 
 	if (o->a.step_file)
-		tr->markers[tr->nr_markers++] = (struct marker){ o->a.step_file, o->a.step_sym,
-								 GL_API_MARKER_STEP };
+		tr->markers[tr->nr_markers++] =
+		    (struct marker){o->a.step_file, o->a.step_sym, GL_API_MARKER_STEP};
 	if (o->a.req_file) {
-		tr->markers[tr->nr_markers++] = (struct marker){ o->a.req_file, o->a.req_begin,
-								 GL_API_MARKER_REQ_BEGIN };
-		tr->markers[tr->nr_markers++] = (struct marker){ o->a.req_file, o->a.req_end,
-								 GL_API_MARKER_REQ_END };
+		tr->markers[tr->nr_markers++] =
+		    (struct marker){o->a.req_file, o->a.req_begin, GL_API_MARKER_REQ_BEGIN};
+		tr->markers[tr->nr_markers++] =
+		    (struct marker){o->a.req_file, o->a.req_end, GL_API_MARKER_REQ_END};
 	}
 	if (o->a.end_file)
-		tr->markers[tr->nr_markers++] = (struct marker){ o->a.end_file, o->a.end_sym,
-								 GL_API_MARKER_END };
+		tr->markers[tr->nr_markers++] =
+		    (struct marker){o->a.end_file, o->a.end_sym, GL_API_MARKER_END};
 }
 
 /*
@@ -758,14 +768,15 @@ static int attach_markers(struct trace *tr, struct target *t, const struct proc_
 				continue;
 			tr->markers_said |= 1U << i;
 			fprintf(stderr, "gpuleak: %s marker on %s in %s\n",
-				mk->api == GL_API_MARKER_STEP ? "step" :
-				mk->api == GL_API_MARKER_REQ_BEGIN ? "request-begin" :
-				mk->api == GL_API_MARKER_REQ_END ? "request-end" : "session-end",
+				mk->api == GL_API_MARKER_STEP	     ? "step"
+				: mk->api == GL_API_MARKER_REQ_BEGIN ? "request-begin"
+				: mk->api == GL_API_MARKER_REQ_END   ? "request-end"
+								     : "session-end",
 				mk->sym, mk->file);
 		} else if (err != -ENOENT) {
 			pr_err("cannot put a marker on %s in %s: %s\n", mk->sym, mk->file,
 			       strerror(-err));
-			t->markers_done |= 1U << i;	/* said once; do not retry */
+			t->markers_done |= 1U << i; /* said once; do not retry */
 		} else {
 			left++;
 		}
@@ -828,8 +839,8 @@ static void say_tracing(struct trace *tr, const struct target *t)
 	if (t->ns_pid)
 		n += snprintf(about + n, sizeof(about) - n, "%spid %u in its namespace",
 			      n ? ", " : " (", t->ns_pid);
-	fprintf(stderr, "gpuleak: tracing pid %d%s%s: %zu probes in %zu objects\n", t->pid,
-		about, n ? ")" : "", attach__nr_probes(tr->att, t->pid),
+	fprintf(stderr, "gpuleak: tracing pid %d%s%s: %zu probes in %zu objects\n", t->pid, about,
+		n ? ")" : "", attach__nr_probes(tr->att, t->pid),
 		attach__nr_objects(tr->att, t->pid));
 }
 
@@ -917,8 +928,8 @@ static void hold(struct trace *tr, struct target *t)
 	__u32 key = t->pid;
 	__u8 one = 1;
 
-	t->held = !bpf_map__update_elem(tr->skel->maps.held, &key, sizeof(key), &one,
-					sizeof(one), 0);
+	t->held =
+	    !bpf_map__update_elem(tr->skel->maps.held, &key, sizeof(key), &one, sizeof(one), 0);
 }
 
 static int start_attach_one(struct trace *tr, const struct trace_pid *tp)
@@ -938,8 +949,8 @@ static int start_attach_one(struct trace *tr, const struct trace_pid *tp)
 
 		process__start_ticks(pid, &ticks);
 		pr_err("pid %d is not the process asked for: it started at %" PRIu64
-		       " (clock ticks after boot), not %" PRIu64 "; the pid was reused\n", pid,
-		       ticks, tp->start_ticks);
+		       " (clock ticks after boot), not %" PRIu64 "; the pid was reused\n",
+		       pid, ticks, tp->start_ticks);
 		return err;
 	}
 	if (err) {
@@ -963,29 +974,35 @@ static int start_attach_one(struct trace *tr, const struct trace_pid *tp)
 		goto cleanup;
 	/* What `make bench` reports as attach time: maps, ELF scans, links. */
 	pr_info("pid %d: attach took %.1f ms (%zu probes in %zu objects)\n", pid,
-		(now_ns() - t0) / 1e6, attach__nr_probes(tr->att, pid), attach__nr_objects(tr->att, pid));
+		(now_ns() - t0) / 1e6, attach__nr_probes(tr->att, pid),
+		attach__nr_objects(tr->att, pid));
 	t->has_rendezvous = has_rendezvous_probe(tr, m);
 	t->last_rescan_ns = now_ns();
 	if (attach_markers(tr, t, m))
 		fprintf(stderr, "gpuleak: a step/request marker's object is not mapped yet; "
-			"it is attached when it is\n");
+				"it is attached when it is\n");
 	if (tr->o->a.steps.source == STEP_NVTX && !has_site(tr, m, CAT_NVTX, -1))
-		fprintf(stderr, "gpuleak: pid %d has no NVTX entry points to probe: NVTX v3 is "
+		fprintf(stderr,
+			"gpuleak: pid %d has no NVTX entry points to probe: NVTX v3 is "
 			"header-only and reaches a tool only through NVTX_INJECTION64_PATH, which "
-			"gpuleak sets in run mode; steps will not advance\n", pid);
+			"gpuleak sets in run mode; steps will not advance\n",
+			pid);
 	emit_devmem(tr, t);
 	if (attach__has_required(tr->att, pid)) {
 		t->has_lib = true;
 		say_tracing(tr, t);
 	} else if (tr->o->wait_for_lib) {
-		fprintf(stderr, "gpuleak: pid %d maps no GPU library yet; waiting for it to "
-			"load one\n", pid);
+		fprintf(stderr,
+			"gpuleak: pid %d maps no GPU library yet; waiting for it to "
+			"load one\n",
+			pid);
 	} else {
 		pr_err("pid %d maps no GPU library (no cudaMalloc, wgpuDeviceCreateBuffer, ... in "
-		       "any object); looked in:\n", pid);
+		       "any object); looked in:\n",
+		       pid);
 		attach__print_objects(tr->att, pid, m, stderr);
 		fprintf(stderr, "gpuleak: if it loads one later (PyTorch loads CUDA at first use), "
-			"run with --wait\n");
+				"run with --wait\n");
 		err = -ENOENT;
 		goto cleanup;
 	}
@@ -1003,7 +1020,7 @@ static int start_attach_mode(struct trace *tr)
 	int err;
 
 	for (i = 0; i < tr->o->nr_pids; i++) {
-		err = process__start_ticks(tr->o->pids[i].pid, &(uint64_t){ 0 });
+		err = process__start_ticks(tr->o->pids[i].pid, &(uint64_t){0});
 		if (err) {
 			pr_err("no such process: %d\n", tr->o->pids[i].pid);
 			return err;
@@ -1020,8 +1037,8 @@ static int start_attach_mode(struct trace *tr)
 /* libgpuleak_nvtx.so: next to gpuleak, in its build tree, or installed beside it. */
 static int nvtx_inject_path(char *buf, size_t len)
 {
-	static const char *const rel[] = { "libgpuleak_nvtx.so", ".output/libgpuleak_nvtx.so",
-					   "../lib/gpuleak/libgpuleak_nvtx.so" };
+	static const char *const rel[] = {"libgpuleak_nvtx.so", ".output/libgpuleak_nvtx.so",
+					  "../lib/gpuleak/libgpuleak_nvtx.so"};
 	const char *env = getenv("GPULEAK_NVTX_LIB");
 	char exe[4096], *slash;
 	ssize_t n;
@@ -1051,7 +1068,7 @@ static int nvtx_inject_path(char *buf, size_t len)
 static int start_run_mode(struct trace *tr)
 {
 	static char inject_env[4200];
-	char *env[2] = { NULL, NULL };
+	char *env[2] = {NULL, NULL};
 	struct target *t;
 	struct module *mod;
 	int err;
@@ -1061,8 +1078,9 @@ static int start_run_mode(struct trace *tr)
 		char path[4096];
 
 		if (nvtx_inject_path(path, sizeof(path))) {
-			pr_err("--step nvtx: needs libgpuleak_nvtx.so next to gpuleak (build it with "
-			       "make) or GPULEAK_NVTX_LIB\n");
+			pr_err(
+			    "--step nvtx: needs libgpuleak_nvtx.so next to gpuleak (build it with "
+			    "make) or GPULEAK_NVTX_LIB\n");
 			return -ENOENT;
 		}
 		if (getenv("NVTX_INJECTION64_PATH"))
@@ -1142,7 +1160,8 @@ static void on_fork(struct trace *tr, const struct gl_task_rec *r)
 		/* Gone already, or its pid reused: nothing of ours to attach to or resume. */
 		if (err == -ESTALE)
 			pr_warn("pid %d (child of %u) exited and its pid was reused before gpuleak "
-				"got to it: not traced\n", r->hdr.pid, r->ppid);
+				"got to it: not traced\n",
+				r->hdr.pid, r->ppid);
 		target_drop(tr, t);
 		return;
 	}
@@ -1342,15 +1361,15 @@ static int loop(struct trace *tr)
 			fds = v;
 			cap_fds = FIXED_FDS + tr->cap_tgts;
 		}
-		fds[0] = (struct pollfd){ .fd = ringbuf__fd(tr->rb), .events = POLLIN };
-		fds[1] = (struct pollfd){ .fd = tr->sigfd, .events = POLLIN };
-		nr_metrics = tr->metrics ? metrics__pollfds(tr->metrics, fds + 2, METRICS_MAX_FDS)
-					 : 0;
+		fds[0] = (struct pollfd){.fd = ringbuf__fd(tr->rb), .events = POLLIN};
+		fds[1] = (struct pollfd){.fd = tr->sigfd, .events = POLLIN};
+		nr_metrics =
+		    tr->metrics ? metrics__pollfds(tr->metrics, fds + 2, METRICS_MAX_FDS) : 0;
 		nfds = 2 + nr_metrics;
 		for (i = 0; i < tr->nr_tgts; i++) {
 			t = tr->tgts[i];
-			fds[nfds++] = (struct pollfd){ .fd = t->gone ? -1 : t->pidfd,
-						       .events = POLLIN };
+			fds[nfds++] =
+			    (struct pollfd){.fd = t->gone ? -1 : t->pidfd, .events = POLLIN};
 		}
 		if (next_interval - now < wait_ns && next_interval > now)
 			wait_ns = next_interval - now;
@@ -1446,9 +1465,11 @@ static void finish_capture(struct trace *tr)
 		return;
 	}
 	capture__stats(tr->cap, &st);
-	fprintf(stderr, "gpuleak: wrote %s: %" PRIu64 " records in %u blocks, %" PRIu64
-		" bytes (%.1f bytes/record)\n", capture__path(tr->cap), st.records, st.blocks,
-		st.bytes, st.records ? (double)st.bytes / st.records : 0.0);
+	fprintf(stderr,
+		"gpuleak: wrote %s: %" PRIu64 " records in %u blocks, %" PRIu64
+		" bytes (%.1f bytes/record)\n",
+		capture__path(tr->cap), st.records, st.blocks, st.bytes,
+		st.records ? (double)st.bytes / st.records : 0.0);
 }
 
 static void finish(struct trace *tr)
@@ -1505,7 +1526,8 @@ static void finish(struct trace *tr)
 	tr->out_err = analysis__write_outputs(tr->an, &tr->rep, tr->an->t->last_ts_ns) != 0;
 	if (ringbuf__bad(tr->rb))
 		pr_warn("%" PRIu64 " ring buffer records had an unexpected size (mismatched BPF "
-			"object?)\n", ringbuf__bad(tr->rb));
+			"object?)\n",
+			ringbuf__bad(tr->rb));
 	finish_capture(tr);
 }
 
@@ -1530,7 +1552,8 @@ static void warn_unattributed_loss(struct trace *tr)
 			sum += v[c];
 		if (sum)
 			pr_warn("BPF maps ran full %" PRIu64 " times (processes not followed, or "
-				"losses not charged to a process): results are approximate\n", sum);
+				"losses not charged to a process): results are approximate\n",
+				sum);
 	}
 	free(v);
 }
@@ -1555,7 +1578,7 @@ static int check_kernel(void)
 
 int trace__run(const struct trace_opts *o)
 {
-	struct trace tr = { .o = o, .sigfd = -1 };
+	struct trace tr = {.o = o, .sigfd = -1};
 	bool traced = false;
 	size_t i;
 	int err;
@@ -1601,7 +1624,8 @@ int trace__run(const struct trace_opts *o)
 	if (!err)
 		modules__move_probes(tr.mods, !o->probe_at_entry);
 	if (!err)
-		err = attach__new(tr.skel->progs.gl_enter, tr.skel->progs.gl_exit, tr.mods, &tr.att);
+		err =
+		    attach__new(tr.skel->progs.gl_enter, tr.skel->progs.gl_exit, tr.mods, &tr.att);
 	if (!err)
 		err = symbolizer__new(tr.mods, &tr.sym);
 	if (!err)
@@ -1616,10 +1640,16 @@ int trace__run(const struct trace_opts *o)
 		pr_err("setting up: %s\n", strerror(-err));
 		goto cleanup;
 	}
-	tr.rep = (struct report){ .t = tr.an->t, .tl = tr.an->tl, .sym = tr.sym, .out = stdout,
-				  .json = tr.json, .top = o->top, .t0_ns = now_ns(),
-				  .gate = o->a.gate, .verdict_more = verdict_placement,
-				  .verdict_more_ctx = &tr };
+	tr.rep = (struct report){.t = tr.an->t,
+				 .tl = tr.an->tl,
+				 .sym = tr.sym,
+				 .out = stdout,
+				 .json = tr.json,
+				 .top = o->top,
+				 .t0_ns = now_ns(),
+				 .gate = o->a.gate,
+				 .verdict_more = verdict_placement,
+				 .verdict_more_ctx = &tr};
 	if (tr.cap)
 		tr.rep.t0_ns = capture__t0_ns(tr.cap);
 	if (o->metrics_addr) {

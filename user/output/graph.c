@@ -24,7 +24,7 @@ struct node {
 struct graph {
 	struct node *v;
 	size_t n, cap;
-	bool unreliable;	/* a "? " frame is in it */
+	bool unreliable; /* a "? " frame is in it */
 	bool truncated;
 };
 
@@ -36,8 +36,8 @@ struct path {
 };
 
 enum label_style {
-	LABEL_TREE,	/* "func (module)", the call site as "func+0xoff (module)" */
-	LABEL_FOLDED,	/* "func": frames of one function merge, as flame graphs want */
+	LABEL_TREE,   /* "func (module)", the call site as "func+0xoff (module)" */
+	LABEL_FOLDED, /* "func": frames of one function merge, as flame graphs want */
 };
 
 static void path_free(struct path *p)
@@ -155,8 +155,8 @@ static char *group_label(const struct tracker *t, const struct site *s)
  * site alone without a stack), then the API. "[truncated]" stands for the frames cut at the
  * depth; "? " marks frames a walk without frame pointers found.
  */
-static int sstack_path(const struct tracker *t, struct symbolizer *sym,
-		       const struct site_stack *ss, enum label_style style, struct path *p)
+static int sstack_path(const struct tracker *t, struct symbolizer *sym, const struct site_stack *ss,
+		       enum label_style style, struct path *p)
 {
 	const struct site *s = &t->sites[ss->site];
 	const struct ustack *st = symbolizer__stack(sym, s->pid, ss->stack_id, s->caller);
@@ -191,7 +191,7 @@ static uint32_t node_new(struct graph *g, char *label)
 {
 	if (vec_grow((void **)&g->v, &g->cap, g->n, sizeof(*g->v)))
 		return NONE;
-	g->v[g->n] = (struct node){ .label = label, .first_child = NONE, .next = NONE };
+	g->v[g->n] = (struct node){.label = label, .first_child = NONE, .next = NONE};
 	return (uint32_t)g->n++;
 }
 
@@ -273,7 +273,10 @@ static void print_node(FILE *out, const struct graph *g, uint32_t n, char *inden
 	char b[32];
 
 	fprintf(out, "  %10s %6" PRIu64 "  %s%s%s\n", fmt_bytes(g->v[n].bytes, b, sizeof(b)),
-		g->v[n].count, indent, top ? "" : last ? "\u2514\u2500 " : "\u251c\u2500 ",
+		g->v[n].count, indent,
+		top    ? ""
+		: last ? "\u2514\u2500 "
+		       : "\u251c\u2500 ",
 		g->v[n].label);
 	v = children(g, n, &nr);
 	if (!v)
@@ -319,7 +322,7 @@ void graph__print(FILE *out, const struct tracker *t, struct symbolizer *sym, pi
 	fprintf(out, "allocation graph (live bytes by stack, outermost caller first):\n");
 	if (g.unreliable)
 		fprintf(out, "  (? = found by a frame-pointer walk through code without frame "
-			"pointers: may be wrong, callers may be missing)\n");
+			     "pointers: may be wrong, callers may be missing)\n");
 	fprintf(out, "  %10s %6s\n", "BYTES", "COUNT");
 	top = children(&g, 0, &nr);
 	for (i = 0; top && i < nr; i++) {

@@ -17,7 +17,7 @@ enum out_kind { OUT_FOLDED, OUT_PERFETTO, OUT_SVG, NR_OUT };
 struct outputs {
 	const char *path[NR_OUT];
 	FILE *f[NR_OUT];
-	struct series *se;	/* only for the pictures over time */
+	struct series *se; /* only for the pictures over time */
 };
 
 void outputs__free(struct outputs *out)

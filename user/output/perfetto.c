@@ -34,12 +34,8 @@
 #define LANE_TID0 1000000
 
 static const char *const fam_names[GL_FAM_MAX] = {
-	[GL_FAM_CUDART] = "CUDA runtime",
-	[GL_FAM_CUDA] = "CUDA driver",
-	[GL_FAM_VMM] = "CUDA VMM",
-	[GL_FAM_NCCL] = "NCCL",
-	[GL_FAM_WEBGPU] = "WebGPU",
-	[GL_FAM_LIBC] = "C library",
+    [GL_FAM_CUDART] = "CUDA runtime", [GL_FAM_CUDA] = "CUDA driver", [GL_FAM_VMM] = "CUDA VMM",
+    [GL_FAM_NCCL] = "NCCL",	      [GL_FAM_WEBGPU] = "WebGPU",    [GL_FAM_LIBC] = "C library",
 };
 
 static double us(const struct report *r, uint64_t ts_ns)
@@ -62,15 +58,16 @@ static void ev_begin(struct pw *w)
 static void meta(struct pw *w, pid_t pid, int tid, const char *what, const char *name)
 {
 	ev_begin(w);
-	fprintf(w->f, "{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"%s\",\"args\":{\"name\":",
-		pid, tid, what);
+	fprintf(w->f,
+		"{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"%s\",\"args\":{\"name\":", pid, tid,
+		what);
 	json_str(w->f, name);
 	fputs("}}", w->f);
 }
 
 static void counters(struct pw *w, struct report *r, const struct series_proc *sp)
 {
-	bool used[GL_FAM_MAX] = { false }, any = false;
+	bool used[GL_FAM_MAX] = {false}, any = false;
 	size_t i;
 	int k;
 
@@ -85,22 +82,27 @@ static void counters(struct pw *w, struct report *r, const struct series_proc *s
 		double ts = us(r, pt->ts_ns);
 
 		ev_begin(w);
-		fprintf(w->f, "{\"ph\":\"C\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
-			"\"name\":\"live bytes\",\"args\":{\"total\":%" PRIu64 "}}", sp->pid,
-			sp->pid, ts, pt->live);
+		fprintf(w->f,
+			"{\"ph\":\"C\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
+			"\"name\":\"live bytes\",\"args\":{\"total\":%" PRIu64 "}}",
+			sp->pid, sp->pid, ts, pt->live);
 		ev_begin(w);
-		fprintf(w->f, "{\"ph\":\"C\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
+		fprintf(w->f,
+			"{\"ph\":\"C\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
 			"\"name\":\"persistent bytes\",\"args\":{\"total\":%" PRIu64 "}}",
 			sp->pid, sp->pid, ts, pt->persistent);
 		ev_begin(w);
-		fprintf(w->f, "{\"ph\":\"C\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
+		fprintf(w->f,
+			"{\"ph\":\"C\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
 			"\"name\":\"pending bytes\",\"args\":{\"total\":%" PRIu64 "}}",
 			sp->pid, sp->pid, ts, pt->pending);
 		if (!any)
 			continue;
 		ev_begin(w);
-		fprintf(w->f, "{\"ph\":\"C\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
-			"\"name\":\"live bytes by API\",\"args\":{", sp->pid, sp->pid, ts);
+		fprintf(w->f,
+			"{\"ph\":\"C\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
+			"\"name\":\"live bytes by API\",\"args\":{",
+			sp->pid, sp->pid, ts);
 		for (k = 0; k < GL_FAM_MAX; k++) {
 			if (!used[k])
 				continue;
@@ -146,8 +148,9 @@ static int site_counters(struct pw *w, struct report *r, const struct series *se
 			 cat_api_name(s->api));
 		for (j = 0; j < ss->n; j++) {
 			ev_begin(w);
-			fprintf(w->f, "{\"ph\":\"C\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"name\":",
-				pid, pid, us(r, ss->v[j].ts_ns));
+			fprintf(w->f,
+				"{\"ph\":\"C\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"name\":", pid,
+				pid, us(r, ss->v[j].ts_ns));
 			json_str(w->f, name);
 			fprintf(w->f, ",\"args\":{\"bytes\":%" PRIu64 "}}", ss->v[j].bytes);
 		}
@@ -177,7 +180,8 @@ static void steps_and_verdicts(struct pw *w, struct report *r, pid_t pid, uint64
 	for (i = 0; i < n; i++) {
 		snprintf(name, sizeof(name), "step %" PRId64, st[i].step);
 		instant(w, pid, us(r, st[i].t_end_ns), name);
-		fprintf(w->f, ",\"args\":{\"live_bytes\":%" PRIu64 ",\"persistent_bytes\":%" PRIu64
+		fprintf(w->f,
+			",\"args\":{\"live_bytes\":%" PRIu64 ",\"persistent_bytes\":%" PRIu64
 			",\"pending_bytes\":%" PRIu64 ",\"suspect_bytes\":%" PRIu64 "}}",
 			st[i].live, st[i].persistent, st[i].pending, st[i].suspect);
 	}
@@ -188,8 +192,9 @@ static void steps_and_verdicts(struct pw *w, struct report *r, pid_t pid, uint64
 			continue;
 		snprintf(name, sizeof(name), "leak: %s", report__site_name(r, s));
 		instant(w, pid, us(r, end_ns), name);
-		fprintf(w->f, ",\"args\":{\"api\":\"%s\",\"bytes\":%" PRIu64 ",\"count\":%" PRIu64
-			"}}", cat_api_name(s->api), s->live_bytes, s->live_count);
+		fprintf(w->f,
+			",\"args\":{\"api\":\"%s\",\"bytes\":%" PRIu64 ",\"count\":%" PRIu64 "}}",
+			cat_api_name(s->api), s->live_bytes, s->live_count);
 	}
 	if (!r->tl || timeline__growth(r->tl, pid, &g, &ng))
 		return;
@@ -203,9 +208,10 @@ static void steps_and_verdicts(struct pw *w, struct report *r, pid_t pid, uint64
 		snprintf(name, sizeof(name), "growth: %s",
 			 report__site_name(r, &t->sites[g[i].site]));
 		instant(w, pid, us(r, at), name);
-		fprintf(w->f, ",\"args\":{\"bytes_per_step\":%.1f,\"bytes_per_s\":%.1f,\"r2\":%.4f,"
-			"\"first_step\":%" PRId64 "}}", g[i].slope_per_step, g[i].slope_per_s,
-			g[i].r2, g[i].first_step);
+		fprintf(w->f,
+			",\"args\":{\"bytes_per_step\":%.1f,\"bytes_per_s\":%.1f,\"r2\":%.4f,"
+			"\"first_step\":%" PRId64 "}}",
+			g[i].slope_per_step, g[i].slope_per_s, g[i].r2, g[i].first_step);
 	}
 	free(g);
 }
@@ -217,7 +223,7 @@ static void steps_and_verdicts(struct pw *w, struct report *r, pid_t pid, uint64
 static void pending_slices(struct pw *w, struct report *r, const struct series *se, pid_t pid,
 			   uint64_t end_ns)
 {
-	uint64_t lane_end[MAX_LANES] = { 0 };
+	uint64_t lane_end[MAX_LANES] = {0};
 	int lanes = 0, l;
 	size_t i;
 	char name[512];
@@ -242,8 +248,10 @@ static void pending_slices(struct pw *w, struct report *r, const struct series *
 		lane_end[l] = end > lane_end[l] ? end : lane_end[l];
 		snprintf(name, sizeof(name), "pending free: %s", s ? report__site_name(r, s) : "?");
 		ev_begin(w);
-		fprintf(w->f, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
-			"\"name\":", pid, LANE_TID0 + l, us(r, ps->begin_ns),
+		fprintf(w->f,
+			"{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
+			"\"name\":",
+			pid, LANE_TID0 + l, us(r, ps->begin_ns),
 			end > ps->begin_ns ? (double)(end - ps->begin_ns) / 1e3 : 0.0);
 		json_str(w->f, name);
 		fprintf(w->f, ",\"args\":{\"api\":\"%s\",\"bytes\":%" PRIu64 ",\"completed\":%s}}",
@@ -253,7 +261,7 @@ static void pending_slices(struct pw *w, struct report *r, const struct series *
 
 int perfetto__write(FILE *f, struct report *r, const struct series *se, uint64_t end_ns)
 {
-	struct pw w = { .f = f, .first = true };
+	struct pw w = {.f = f, .first = true};
 	size_t i;
 	char name[64];
 	int err;
@@ -274,7 +282,9 @@ int perfetto__write(FILE *f, struct report *r, const struct series *se, uint64_t
 		steps_and_verdicts(&w, r, p->pid, end_ns);
 		pending_slices(&w, r, se, p->pid, end_ns);
 	}
-	fprintf(f, "\n],\"otherData\":{\"producer\":\"gpuleak\","
-		"\"pending_frees_not_drawn\":%" PRIu64 "}}\n", se->slices_dropped);
+	fprintf(f,
+		"\n],\"otherData\":{\"producer\":\"gpuleak\","
+		"\"pending_frees_not_drawn\":%" PRIu64 "}}\n",
+		se->slices_dropped);
 	return ferror(f) ? -EIO : 0;
 }

@@ -15,7 +15,7 @@
 
 const char *fmt_bytes(uint64_t bytes, char *buf, size_t len)
 {
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
 	double v = (double)bytes;
 	unsigned int u = 0;
 
@@ -50,13 +50,13 @@ static enum cat_mem site_mem(const struct site *s)
 
 /* Which sites a listing shows and by what it sorts them. */
 enum site_sel {
-	SEL_MEMORY,	/* live memory not under another allocation: what leaks */
-	SEL_RETAINED,	/* live memory a persistent rule says is meant to stay, or init's */
-	SEL_IGNORED,	/* live memory an ignore rule keeps out of verdicts */
-	SEL_PENDING,	/* async frees waiting for their stream */
-	SEL_FAILED,	/* calls that returned an error */
-	SEL_VA,		/* reserved virtual ranges: address space, no bytes */
-	SEL_REG,	/* registrations of memory allocated elsewhere */
+	SEL_MEMORY,   /* live memory not under another allocation: what leaks */
+	SEL_RETAINED, /* live memory a persistent rule says is meant to stay, or init's */
+	SEL_IGNORED,  /* live memory an ignore rule keeps out of verdicts */
+	SEL_PENDING,  /* async frees waiting for their stream */
+	SEL_FAILED,   /* calls that returned an error */
+	SEL_VA,	      /* reserved virtual ranges: address space, no bytes */
+	SEL_REG,      /* registrations of memory allocated elsewhere */
 };
 
 static const struct tracker *sel_t;
@@ -148,8 +148,8 @@ static uint32_t *sorted_sites(const struct tracker *t, pid_t pid, enum site_sel 
 struct api_sum {
 	uint16_t api;
 	int16_t device;
-	uint64_t owner;		/* a WebGPU device's handle, 0 otherwise */
-	uint32_t site;		/* one site of the row, to name its owner */
+	uint64_t owner; /* a WebGPU device's handle, 0 otherwise */
+	uint32_t site;	/* one site of the row, to name its owner */
 	uint64_t bytes, count, pending;
 };
 
@@ -172,7 +172,8 @@ static size_t sum_by_api(const struct tracker *t, pid_t pid, struct api_sum *row
 		if (j == n) {
 			if (n == max)
 				continue;
-			rows[n++] = (struct api_sum){ s->api, s->device, owner, (uint32_t)i, 0, 0, 0 };
+			rows[n++] =
+			    (struct api_sum){s->api, s->device, owner, (uint32_t)i, 0, 0, 0};
 		}
 		rows[j].bytes += s->live_bytes;
 		rows[j].count += s->live_count;
@@ -286,7 +287,8 @@ void report__interval(struct report *r, uint64_t now_ns)
 		if ((p->exited && p->last_ts_ns < now_ns - (uint64_t)1e9) || !reported(p))
 			continue;
 		nrows = sum_by_api(t, p->pid, rows, 32);
-		fprintf(r->out, "[%7.2fs] pid %d: live %s in %" PRIu64 ", pending %s; %" PRIu64
+		fprintf(r->out,
+			"[%7.2fs] pid %d: live %s in %" PRIu64 ", pending %s; %" PRIu64
 			" allocs, %" PRIu64 " frees, %" PRIu64 " failed\n",
 			secs(r, now_ns), p->pid, fmt_bytes(p->live_bytes, b1, sizeof(b1)),
 			p->live_count, fmt_bytes(p->pending_bytes, b2, sizeof(b2)), p->c.allocs,
@@ -306,13 +308,14 @@ void report__interval(struct report *r, uint64_t now_ns)
 				site_name(r, s));
 		}
 		if (r->json) {
-			fprintf(r->json,
-				"{\"type\":\"interval\",\"t_s\":%.3f,\"pid\":%d,\"live_bytes\":%" PRIu64
-				",\"live_count\":%" PRIu64 ",\"pending_bytes\":%" PRIu64
-				",\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"failed_calls\":%" PRIu64
-				",\"by_api\":[",
-				secs(r, now_ns), p->pid, p->live_bytes, p->live_count, p->pending_bytes,
-				p->c.allocs, p->c.frees, p->c.failed_calls);
+			fprintf(
+			    r->json,
+			    "{\"type\":\"interval\",\"t_s\":%.3f,\"pid\":%d,\"live_bytes\":%" PRIu64
+			    ",\"live_count\":%" PRIu64 ",\"pending_bytes\":%" PRIu64
+			    ",\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64
+			    ",\"failed_calls\":%" PRIu64 ",\"by_api\":[",
+			    secs(r, now_ns), p->pid, p->live_bytes, p->live_count, p->pending_bytes,
+			    p->c.allocs, p->c.frees, p->c.failed_calls);
 			for (j = 0; j < nrows; j++)
 				fprintf(r->json,
 					"%s{\"api\":\"%s\",\"device\":%d,\"bytes\":%" PRIu64
@@ -340,8 +343,11 @@ void report__interval(struct report *r, uint64_t now_ns)
 
 static const char *proc_state(const struct tproc *p)
 {
-	return p->execed ? "exec" : p->exited ? "exited" : p->ended ? "ended" :
-	       p->detached ? "detached" : "running";
+	return p->execed     ? "exec"
+	       : p->exited   ? "exited"
+	       : p->ended    ? "ended"
+	       : p->detached ? "detached"
+			     : "running";
 }
 
 /*
@@ -419,7 +425,8 @@ static void print_site_row(struct report *r, uint32_t idx, enum site_sel k, bool
 		for (i = 0; i < ar.n; i++) {
 			const struct site *as = &r->t->sites[ar.site[i]];
 
-			fprintf(r->out, "  %17s  %" PRIu64 " reference%s added by %s at %s, still held\n",
+			fprintf(r->out,
+				"  %17s  %" PRIu64 " reference%s added by %s at %s, still held\n",
 				"", ar.count[i], ar.count[i] == 1 ? "" : "s", cat_api_name(as->api),
 				site_name(r, as));
 		}
@@ -431,8 +438,7 @@ static void print_site_row(struct report *r, uint32_t idx, enum site_sel k, bool
  * (in the order of its largest site), with their labels: the allocation graph device ->
  * resources.
  */
-static void print_sites(struct report *r, const struct tproc *p, enum site_sel k,
-			const char *title)
+static void print_sites(struct report *r, const struct tproc *p, enum site_sel k, const char *title)
 {
 	const struct tracker *t = r->t;
 	uint32_t *v;
@@ -467,7 +473,8 @@ static void print_sites(struct report *r, const struct tproc *p, enum site_sel k
 		if (seen)
 			continue;
 		for (i = j; i < n; i++)
-			if (t->sites[v[i]].owner_kind == OWNER_DEVICE && t->sites[v[i]].owner == s->owner) {
+			if (t->sites[v[i]].owner_kind == OWNER_DEVICE &&
+			    t->sites[v[i]].owner == s->owner) {
 				bytes += k == SEL_PENDING ? t->sites[v[i]].pending_bytes
 							  : t->sites[v[i]].live_bytes;
 				count += k == SEL_PENDING ? t->sites[v[i]].pending_count
@@ -483,7 +490,8 @@ static void print_sites(struct report *r, const struct tproc *p, enum site_sel k
 		fprintf(r->out, "  %10s %6s  %-26s %-16s %s\n", "BYTES", "COUNT", "API", "LABEL",
 			"SITE");
 		for (i = j; i < n; i++)
-			if (t->sites[v[i]].owner_kind == OWNER_DEVICE && t->sites[v[i]].owner == s->owner)
+			if (t->sites[v[i]].owner_kind == OWNER_DEVICE &&
+			    t->sites[v[i]].owner == s->owner)
 				print_site_row(r, v[i], k, true);
 	}
 	free(v);
@@ -498,8 +506,7 @@ static void json_owner(struct report *r, const struct site *s)
 		fputs(",\"owner\":null", r->json);
 		return;
 	}
-	fprintf(r->json, ",\"owner\":{\"kind\":\"%s\",\"handle\":\"0x%" PRIx64 "\"", ok,
-		s->owner);
+	fprintf(r->json, ",\"owner\":{\"kind\":\"%s\",\"handle\":\"0x%" PRIx64 "\"", ok, s->owner);
 	if (s->owner_kind == OWNER_DEVICE) {
 		o = owner_obj(r->t, s->pid, s);
 		fprintf(r->json, ",\"name\":\"wgpu#%u\",\"label\":", o ? o->ordinal : 0);
@@ -510,7 +517,6 @@ static void json_owner(struct report *r, const struct site *s)
 	}
 	fputc('}', r->json);
 }
-
 
 static void json_layers(struct report *r, uint32_t idx)
 {
@@ -530,11 +536,12 @@ static void json_layers(struct report *r, uint32_t idx)
 
 		if (l->owner_kind != OWNER_LAYER || l->owner != idx || !l->live_count)
 			continue;
-		fprintf(r->json,
-			"%s{\"api\":\"%s\",\"same_memory\":false,\"memory\":\"%s\",\"bytes\":%" PRIu64
-			",\"count\":%" PRIu64 "}",
-			first ? "" : ",", cat_api_name(l->api), cat_mem_name(site_mem(l)),
-			l->live_bytes, l->live_count);
+		fprintf(
+		    r->json,
+		    "%s{\"api\":\"%s\",\"same_memory\":false,\"memory\":\"%s\",\"bytes\":%" PRIu64
+		    ",\"count\":%" PRIu64 "}",
+		    first ? "" : ",", cat_api_name(l->api), cat_mem_name(site_mem(l)),
+		    l->live_bytes, l->live_count);
 		first = false;
 	}
 	fputc(']', r->json);
@@ -558,12 +565,14 @@ static void json_growth_fields(FILE *f, const struct growth *g)
 {
 	if (!g) {
 		fputs(",\"slope_bytes_per_step\":null,\"slope_bytes_per_s\":null,\"r2\":null,"
-		      "\"first_step\":null", f);
+		      "\"first_step\":null",
+		      f);
 		return;
 	}
-	fprintf(f, ",\"slope_bytes_per_step\":%.1f,\"slope_bytes_per_s\":%.1f,\"r2\":%.4f,"
-		"\"first_step\":%" PRId64 ",\"growth_steps\":%" PRId64, g->slope_per_step,
-		g->slope_per_s, g->r2, g->first_step, g->growth_steps);
+	fprintf(f,
+		",\"slope_bytes_per_step\":%.1f,\"slope_bytes_per_s\":%.1f,\"r2\":%.4f,"
+		"\"first_step\":%" PRId64 ",\"growth_steps\":%" PRId64,
+		g->slope_per_step, g->slope_per_s, g->r2, g->first_step, g->growth_steps);
 	if (g->per_request > 0)
 		fprintf(f, ",\"bytes_per_request\":%.1f", g->per_request);
 }
@@ -624,8 +633,8 @@ static void json_stacks(struct report *r, uint32_t idx, enum site_sel k)
 	}
 	for (i = 0; i < n; i++) {
 		const struct site_stack *ss = &t->sstacks[v[i]];
-		const struct ustack *st = symbolizer__stack(r->sym, s->pid, ss->stack_id,
-							    s->caller);
+		const struct ustack *st =
+		    symbolizer__stack(r->sym, s->pid, ss->stack_id, s->caller);
 
 		fprintf(r->json, "%s{\"bytes\":%" PRIu64 ",\"count\":%" PRIu64 ",\"frames\":[",
 			i ? "," : "", sstack_bytes(ss, k), sstack_count(ss, k));
@@ -683,8 +692,8 @@ static void json_site(struct report *r, uint32_t idx, enum site_sel k, const cha
 		json_str(r->json, tracker__label(r->t, s->label));
 	else
 		fputs("null", r->json);
-	fprintf(r->json, ",\"bytes\":%" PRIu64 ",\"count\":%" PRIu64 ",\"unsized\":%" PRIu64,
-		bytes, count, s->unsized);
+	fprintf(r->json, ",\"bytes\":%" PRIu64 ",\"count\":%" PRIu64 ",\"unsized\":%" PRIu64, bytes,
+		count, s->unsized);
 	if (k == SEL_MEMORY) {
 		struct addrefs ar;
 		unsigned int i;
@@ -728,7 +737,7 @@ static void json_site_array(struct report *r, const struct tproc *p, enum site_s
 			if (s->live_count > s->relmapped_count) {
 				json_site(r, v[j], k,
 					  s->api == GL_API_CU_MEM_CREATE ? "handle_not_released"
-									: "live",
+									 : "live",
 					  s->live_bytes - s->relmapped_bytes,
 					  s->live_count - s->relmapped_count, first);
 				first = false;
@@ -807,12 +816,16 @@ static void json_comms(struct report *r, const struct tproc *p)
 		uint64_t bytes, count, regs;
 
 		comm_totals(r->t, p->pid, c->comm, &bytes, &count, &regs);
-		fprintf(r->json, "%s{\"handle\":\"0x%" PRIx64 "\",\"state\":\"%s\",\"api\":\"%s\","
-			"\"site\":", i ? "," : "", c->comm, c->destroyed ? "destroyed" : "live",
+		fprintf(r->json,
+			"%s{\"handle\":\"0x%" PRIx64 "\",\"state\":\"%s\",\"api\":\"%s\","
+			"\"site\":",
+			i ? "," : "", c->comm, c->destroyed ? "destroyed" : "live",
 			cat_api_name(r->t->sites[c->init_site].api));
 		json_str(r->json, site_name(r, &r->t->sites[c->init_site]));
-		fprintf(r->json, ",\"live_bytes\":%" PRIu64 ",\"live_count\":%" PRIu64
-			",\"registrations\":%" PRIu64 "}", bytes, count, regs);
+		fprintf(r->json,
+			",\"live_bytes\":%" PRIu64 ",\"live_count\":%" PRIu64
+			",\"registrations\":%" PRIu64 "}",
+			bytes, count, regs);
 	}
 	fputc(']', r->json);
 }
@@ -935,22 +948,24 @@ static void json_step_sites(struct report *r, const struct step_sites *ss)
 		const struct step_site *v = &ss->top[i];
 		const struct site *s = &r->t->sites[v->site];
 
-		fprintf(r->json, "%s{\"api\":\"%s\",\"site\":", i ? "," : "",
-			cat_api_name(s->api));
+		fprintf(r->json, "%s{\"api\":\"%s\",\"site\":", i ? "," : "", cat_api_name(s->api));
 		json_str(r->json, site_name(r, s));
 		fputs(",\"label\":", r->json);
 		if (s->label)
 			json_str(r->json, tracker__label(r->t, s->label));
 		else
 			fputs("null", r->json);
-		fprintf(r->json, ",\"class\":\"%s\",\"live_bytes\":%" PRIu64
-			",\"allocated_bytes\":%" PRIu64 ",\"freed_bytes\":%" PRIu64,
+		fprintf(r->json,
+			",\"class\":\"%s\",\"live_bytes\":%" PRIu64 ",\"allocated_bytes\":%" PRIu64
+			",\"freed_bytes\":%" PRIu64,
 			site_class_name(s), v->live, v->allocated, v->freed);
 		json_net(r->json, v->allocated, v->freed);
 		fputc('}', r->json);
 	}
-	fprintf(r->json, "],\"other_sites\":{\"count\":%" PRIu64 ",\"allocated_bytes\":%" PRIu64
-		",\"freed_bytes\":%" PRIu64, ss->rest, ss->rest_allocated, ss->rest_freed);
+	fprintf(r->json,
+		"],\"other_sites\":{\"count\":%" PRIu64 ",\"allocated_bytes\":%" PRIu64
+		",\"freed_bytes\":%" PRIu64,
+		ss->rest, ss->rest_allocated, ss->rest_freed);
 	json_net(r->json, ss->rest_allocated, ss->rest_freed);
 	fputc('}', r->json);
 }
@@ -965,10 +980,9 @@ void report__step(struct report *r, pid_t pid, const struct step_stat *st)
 		",\"pending_bytes\":%" PRIu64 ",\"suspect_bytes\":%" PRIu64
 		",\"allocated_bytes\":%" PRIu64 ",\"freed_bytes\":%" PRIu64 ",\"allocs\":%" PRIu64
 		",\"frees\":%" PRIu64 ",\"requests\":%" PRIu64 ",\"requests_in_flight\":%" PRIu64,
-		pid, st->step, secs(r, st->t_end_ns),
-		(double)(st->t_end_ns - st->t_start_ns) / 1e9, st->live, st->persistent, st->pending,
-		st->suspect, st->allocated, st->freed, st->allocs, st->frees, st->requests,
-		st->inflight);
+		pid, st->step, secs(r, st->t_end_ns), (double)(st->t_end_ns - st->t_start_ns) / 1e9,
+		st->live, st->persistent, st->pending, st->suspect, st->allocated, st->freed,
+		st->allocs, st->frees, st->requests, st->inflight);
 	if (st->sites)
 		json_step_sites(r, st->sites);
 	fputs("}\n", r->json);
@@ -977,8 +991,8 @@ void report__step(struct report *r, pid_t pid, const struct step_stat *st)
 /* ▁▂▃▄▅▆▇█ over the last steps' live bytes, scaled to their range. */
 static void sparkline(const struct step_stat *v, size_t n, char *buf, size_t len)
 {
-	static const char *const bars[] = { "\u2581", "\u2582", "\u2583", "\u2584",
-					    "\u2585", "\u2586", "\u2587", "\u2588" };
+	static const char *const bars[] = {"\u2581", "\u2582", "\u2583", "\u2584",
+					   "\u2585", "\u2586", "\u2587", "\u2588"};
 	uint64_t lo = UINT64_MAX, hi = 0;
 	size_t i, from = n > 16 ? n - 16 : 0, o = 0;
 
@@ -1032,8 +1046,8 @@ static uint64_t requests_of(const struct report *r, pid_t pid)
 	return timeline__nr_requests(r->tl, pid);
 }
 
-static void print_growth(struct report *r, const struct tproc *p, const struct growth *g,
-			 size_t n, const struct projection *pr, size_t steps)
+static void print_growth(struct report *r, const struct tproc *p, const struct growth *g, size_t n,
+			 const struct projection *pr, size_t steps)
 {
 	char b1[32], b2[32], b3[32], d[32];
 	size_t i;
@@ -1075,7 +1089,7 @@ static void print_growth(struct report *r, const struct tproc *p, const struct g
 		fprintf(r->out, "; OOM in ~%.0f steps (~%s)\n", pr->steps_to_oom, d);
 	} else {
 		fprintf(r->out, "time to OOM: device size unknown (no NVML reading): pass "
-			"--device-mem SIZE\n");
+				"--device-mem SIZE\n");
 	}
 }
 
@@ -1093,8 +1107,8 @@ static uint64_t leaked_bytes(const struct tracker *t, pid_t pid)
 }
 
 /* The CI gate for one process: every reason it fails, printed and in JSON. */
-static void gate_check(struct report *r, const struct tproc *p, const struct growth *g,
-		       size_t n, bool json)
+static void gate_check(struct report *r, const struct tproc *p, const struct growth *g, size_t n,
+		       bool json)
 {
 	uint64_t leaked = leaked_bytes(r->t, p->pid);
 	char b1[32], b2[32];
@@ -1102,7 +1116,8 @@ static void gate_check(struct report *r, const struct tproc *p, const struct gro
 	size_t i;
 
 	if (json) {
-		fprintf(r->json, ",\"gate\":{\"enabled\":%s,\"failed\":", r->gate.on ? "true" : "false");
+		fprintf(r->json,
+			",\"gate\":{\"enabled\":%s,\"failed\":", r->gate.on ? "true" : "false");
 	}
 	for (i = 0; i < n; i++) {
 		if (g[i].slope_per_step <= (double)r->gate.max_growth)
@@ -1131,9 +1146,10 @@ static void gate_check(struct report *r, const struct tproc *p, const struct gro
 		if (json) {
 			if (first)
 				fputs("true,\"violations\":[", r->json);
-			fprintf(r->json, "%s{\"kind\":\"live_at_exit\",\"bytes\":%" PRIu64
-				",\"limit\":%" PRIu64 "}", first ? "" : ",", leaked,
-				r->gate.max_live_at_exit);
+			fprintf(r->json,
+				"%s{\"kind\":\"live_at_exit\",\"bytes\":%" PRIu64
+				",\"limit\":%" PRIu64 "}",
+				first ? "" : ",", leaked, r->gate.max_live_at_exit);
 			first = false;
 		}
 		r->gate.failed |= r->gate.on;
@@ -1163,20 +1179,20 @@ static void gate_check(struct report *r, const struct tproc *p, const struct gro
 }
 
 static const char *const loss_names[GL_STAT_MAX] = {
-	[GL_STAT_RB_FULL] = "ringbuf_full",
-	[GL_STAT_STASH_FAIL] = "stash_fail",
-	[GL_STAT_DEPTH_OVERFLOW] = "depth_overflow",
-	[GL_STAT_READ_FAIL] = "read_fail",
-	[GL_STAT_RET_NO_ENTRY] = "return_without_entry",
-	[GL_STAT_STALE_FRAMES] = "stale_frames",
-	[GL_STAT_STACK_FAIL] = "stack_fail",
-	[GL_STAT_STACK_COLLISION] = "stack_collision",
-	[GL_STAT_MAP_FULL] = "map_full",
-	[GL_STAT_LOST_ALLOCS] = "lost_allocs",
-	[GL_STAT_LOST_ALLOC_BYTES] = "lost_alloc_bytes",
-	[GL_STAT_LOST_ALLOCS_UNSIZED] = "lost_allocs_unsized",
-	[GL_STAT_LOST_FREES] = "lost_frees",
-	[GL_STAT_LOST_TASKS] = "lost_process_events",
+    [GL_STAT_RB_FULL] = "ringbuf_full",
+    [GL_STAT_STASH_FAIL] = "stash_fail",
+    [GL_STAT_DEPTH_OVERFLOW] = "depth_overflow",
+    [GL_STAT_READ_FAIL] = "read_fail",
+    [GL_STAT_RET_NO_ENTRY] = "return_without_entry",
+    [GL_STAT_STALE_FRAMES] = "stale_frames",
+    [GL_STAT_STACK_FAIL] = "stack_fail",
+    [GL_STAT_STACK_COLLISION] = "stack_collision",
+    [GL_STAT_MAP_FULL] = "map_full",
+    [GL_STAT_LOST_ALLOCS] = "lost_allocs",
+    [GL_STAT_LOST_ALLOC_BYTES] = "lost_alloc_bytes",
+    [GL_STAT_LOST_ALLOCS_UNSIZED] = "lost_allocs_unsized",
+    [GL_STAT_LOST_FREES] = "lost_frees",
+    [GL_STAT_LOST_TASKS] = "lost_process_events",
 };
 
 /* The error bounds of a verdict: how far live bytes may be from the truth. */
@@ -1188,7 +1204,8 @@ static void json_uncertainty(struct report *r, const struct tproc *p)
 		fputs(",\"approximate\":true,\"uncertainty\":null", r->json);
 		return;
 	}
-	fprintf(r->json, ",\"approximate\":%s,\"uncertainty\":{\"records_lost\":%" PRIu64
+	fprintf(r->json,
+		",\"approximate\":%s,\"uncertainty\":{\"records_lost\":%" PRIu64
 		",\"allocs_missed\":%" PRIu64 ",\"alloc_bytes_missed\":%" PRIu64
 		",\"allocs_missed_unsized\":%" PRIu64 ",\"frees_missed\":%" PRIu64
 		",\"live_bytes_min\":%" PRIu64 ",\"live_bytes_max\":",
@@ -1219,16 +1236,18 @@ static void print_uncertainty(struct report *r, const struct tproc *p)
 	fputc('\n', r->out);
 	if (!u.allocs_missed && !u.frees_missed)
 		return;
-	fprintf(r->out, "  missed: %" PRIu64 " allocations (%s%s), %" PRIu64 " frees; live bytes "
-		"are between %s and ", u.allocs_missed, fmt_bytes(u.alloc_bytes_missed, b1,
-		sizeof(b1)), u.allocs_missed_unsized ? " and some of unknown size" : "",
-		u.frees_missed, fmt_bytes(p->live_bytes - u.live_overstated_max, b2, sizeof(b2)));
+	fprintf(r->out,
+		"  missed: %" PRIu64 " allocations (%s%s), %" PRIu64 " frees; live bytes "
+		"are between %s and ",
+		u.allocs_missed, fmt_bytes(u.alloc_bytes_missed, b1, sizeof(b1)),
+		u.allocs_missed_unsized ? " and some of unknown size" : "", u.frees_missed,
+		fmt_bytes(p->live_bytes - u.live_overstated_max, b2, sizeof(b2)));
 	if (u.under_known)
-		fprintf(r->out, "%s\n", fmt_bytes(p->live_bytes + u.live_understated_max, b3,
-						  sizeof(b3)));
+		fprintf(r->out, "%s\n",
+			fmt_bytes(p->live_bytes + u.live_understated_max, b3, sizeof(b3)));
 	else
-		fprintf(r->out, "an unknown amount above %s\n", fmt_bytes(p->live_bytes, b3,
-									   sizeof(b3)));
+		fprintf(r->out, "an unknown amount above %s\n",
+			fmt_bytes(p->live_bytes, b3, sizeof(b3)));
 }
 
 static void json_growth(struct report *r, pid_t pid, const struct growth *g, size_t n,
@@ -1236,8 +1255,9 @@ static void json_growth(struct report *r, pid_t pid, const struct growth *g, siz
 {
 	size_t i;
 
-	fprintf(r->json, ",\"steps\":%zu,\"step_source\":\"%s\",\"requests\":%" PRIu64
-		",\"growth\":[", steps, step_source_name(r->tl), requests_of(r, pid));
+	fprintf(r->json,
+		",\"steps\":%zu,\"step_source\":\"%s\",\"requests\":%" PRIu64 ",\"growth\":[",
+		steps, step_source_name(r->tl), requests_of(r, pid));
 	for (i = 0; i < n; i++) {
 		const struct site *s = &r->t->sites[g[i].site];
 
@@ -1249,7 +1269,8 @@ static void json_growth(struct report *r, pid_t pid, const struct growth *g, siz
 	}
 	fputc(']', r->json);
 	if (pr->known)
-		fprintf(r->json, ",\"projected_oom_steps\":%.0f,\"projection\":{\"device\":%d,"
+		fprintf(r->json,
+			",\"projected_oom_steps\":%.0f,\"projection\":{\"device\":%d,"
 			"\"capacity_bytes\":%" PRIu64 ",\"used_bytes\":%" PRIu64
 			",\"baseline_bytes\":%" PRIu64 ",\"growth_bytes_per_step\":%.1f"
 			",\"steps_to_oom\":%.1f,\"seconds_to_oom\":%.1f}",
@@ -1266,34 +1287,35 @@ static void json_verdict(struct report *r, const struct tproc *p, uint64_t now_n
 	uint64_t end = p->exited || p->detached ? p->last_ts_ns : now_ns;
 	int k;
 
-	fprintf(r->json, "{\"type\":\"verdict\",\"pid\":%d,\"ppid\":%d,\"ns_pid\":%u,\"comm\":",
-		p->pid, p->ppid, p->ns_pid);
-	json_str(r->json, p->comm);
 	fprintf(r->json,
-		",\"state\":\"%s\",\"exit_status\":%d,\"duration_s\":%.3f,\"live_bytes\":%" PRIu64
-		",\"live_count\":%" PRIu64 ",\"pending_bytes\":%" PRIu64 ",\"pending_count\":%" PRIu64
-		",\"allocs\":%" PRIu64 ",\"alloc_bytes\":%" PRIu64 ",\"frees\":%" PRIu64
-		",\"failed_calls\":%" PRIu64 ",\"unknown_frees\":%" PRIu64 ",\"null_frees\":%" PRIu64
-		",\"double_frees\":%" PRIu64 ",\"addr_reuse\":%" PRIu64 ",\"async_reuse\":%" PRIu64
-		",\"persistent_bytes\":%" PRIu64 ",\"persistent_count\":%" PRIu64
-		",\"ignored_bytes\":%" PRIu64 ",\"ignored_count\":%" PRIu64
-		",\"init_bytes\":%" PRIu64 ",\"init_count\":%" PRIu64
-		",\"layers\":%" PRIu64 ",\"released_by_owner\":%" PRIu64
-		",\"error_objects\":%" PRIu64 ",\"unknown_refs\":%" PRIu64
-		",\"unmatched_done\":%" PRIu64 ",\"calls\":%" PRIu64
-		",\"dropped_events\":%" PRIu64 ",\"losses\":{",
-		proc_state(p), p->exited ? p->exit_status : -1,
-		end > p->first_ts_ns && p->first_ts_ns ? (double)(end - p->first_ts_ns) / 1e9 : 0.0,
-		p->live_bytes, p->live_count, p->pending_bytes, p->pending_count, p->c.allocs,
-		p->c.alloc_bytes, p->c.frees, p->c.failed_calls, p->c.unknown_frees, p->c.null_frees,
-		p->c.double_frees, p->c.addr_reuse, p->c.async_reuse, p->persistent_bytes,
-		p->persistent_count, p->ignored_bytes, p->ignored_count, p->init_bytes,
-		p->init_count, p->c.layers,
-		p->c.released_by_owner, p->c.error_objects, p->c.unknown_refs, p->c.unmatched_done,
-		p->c.calls, tproc__dropped(p));
+		"{\"type\":\"verdict\",\"pid\":%d,\"ppid\":%d,\"ns_pid\":%u,\"comm\":", p->pid,
+		p->ppid, p->ns_pid);
+	json_str(r->json, p->comm);
+	fprintf(
+	    r->json,
+	    ",\"state\":\"%s\",\"exit_status\":%d,\"duration_s\":%.3f,\"live_bytes\":%" PRIu64
+	    ",\"live_count\":%" PRIu64 ",\"pending_bytes\":%" PRIu64 ",\"pending_count\":%" PRIu64
+	    ",\"allocs\":%" PRIu64 ",\"alloc_bytes\":%" PRIu64 ",\"frees\":%" PRIu64
+	    ",\"failed_calls\":%" PRIu64 ",\"unknown_frees\":%" PRIu64 ",\"null_frees\":%" PRIu64
+	    ",\"double_frees\":%" PRIu64 ",\"addr_reuse\":%" PRIu64 ",\"async_reuse\":%" PRIu64
+	    ",\"persistent_bytes\":%" PRIu64 ",\"persistent_count\":%" PRIu64
+	    ",\"ignored_bytes\":%" PRIu64 ",\"ignored_count\":%" PRIu64 ",\"init_bytes\":%" PRIu64
+	    ",\"init_count\":%" PRIu64 ",\"layers\":%" PRIu64 ",\"released_by_owner\":%" PRIu64
+	    ",\"error_objects\":%" PRIu64 ",\"unknown_refs\":%" PRIu64
+	    ",\"unmatched_done\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"dropped_events\":%" PRIu64
+	    ",\"losses\":{",
+	    proc_state(p), p->exited ? p->exit_status : -1,
+	    end > p->first_ts_ns && p->first_ts_ns ? (double)(end - p->first_ts_ns) / 1e9 : 0.0,
+	    p->live_bytes, p->live_count, p->pending_bytes, p->pending_count, p->c.allocs,
+	    p->c.alloc_bytes, p->c.frees, p->c.failed_calls, p->c.unknown_frees, p->c.null_frees,
+	    p->c.double_frees, p->c.addr_reuse, p->c.async_reuse, p->persistent_bytes,
+	    p->persistent_count, p->ignored_bytes, p->ignored_count, p->init_bytes, p->init_count,
+	    p->c.layers, p->c.released_by_owner, p->c.error_objects, p->c.unknown_refs,
+	    p->c.unmatched_done, p->c.calls, tproc__dropped(p));
 	for (k = 0; k < GL_STAT_MAX; k++)
 		if (loss_names[k])
-			fprintf(r->json, "%s\"%s\":%" PRIu64, k ? "," : "", loss_names[k], p->loss[k]);
+			fprintf(r->json, "%s\"%s\":%" PRIu64, k ? "," : "", loss_names[k],
+				p->loss[k]);
 	fputc('}', r->json);
 	json_uncertainty(r, p);
 	json_site_array(r, p, SEL_MEMORY, "leaks");
@@ -1326,7 +1348,7 @@ void report__final(struct report *r, uint64_t now_ns)
 		char b1[32], b2[32];
 		uint64_t end = p->exited || p->detached ? p->last_ts_ns : now_ns;
 		struct growth *g = NULL;
-		struct projection pr = { 0 };
+		struct projection pr = {0};
 		size_t ng = 0, nsteps = 0;
 
 		if (!reported(p))
@@ -1344,30 +1366,36 @@ void report__final(struct report *r, uint64_t now_ns)
 			fprintf(r->out, ", child of %d", p->ppid);
 		if (p->ns_pid)
 			fprintf(r->out, ", pid %u in its namespace", p->ns_pid);
-		fprintf(r->out, "): %s", p->ended ? "session ended at its end marker" : proc_state(p));
+		fprintf(r->out, "): %s",
+			p->ended ? "session ended at its end marker" : proc_state(p));
 		if (p->exited && p->exit_status >= 0)
 			fprintf(r->out, " with status %d", p->exit_status);
-		fprintf(r->out, " after %.2f s traced; %" PRIu64 " allocations (%s), %" PRIu64
+		fprintf(r->out,
+			" after %.2f s traced; %" PRIu64 " allocations (%s), %" PRIu64
 			" frees, %" PRIu64 " failed calls\n",
-			end > p->first_ts_ns && p->first_ts_ns ? (double)(end - p->first_ts_ns) / 1e9 : 0,
+			end > p->first_ts_ns && p->first_ts_ns
+			    ? (double)(end - p->first_ts_ns) / 1e9
+			    : 0,
 			p->c.allocs, fmt_bytes(p->c.alloc_bytes, b1, sizeof(b1)), p->c.frees,
 			p->c.failed_calls);
-		fprintf(r->out, "still live: %s in %" PRIu64 " allocations", fmt_bytes(p->live_bytes,
-			b1, sizeof(b1)), p->live_count);
+		fprintf(r->out, "still live: %s in %" PRIu64 " allocations",
+			fmt_bytes(p->live_bytes, b1, sizeof(b1)), p->live_count);
 		if (p->pending_count)
 			fprintf(r->out, "; pending async free: %s in %" PRIu64,
 				fmt_bytes(p->pending_bytes, b2, sizeof(b2)), p->pending_count);
 		fputc('\n', r->out);
 		if (p->persistent_count || p->ignored_count)
-			fprintf(r->out, "of which persistent by rule: %s in %" PRIu64
+			fprintf(r->out,
+				"of which persistent by rule: %s in %" PRIu64
 				"; ignored by rule: %s in %" PRIu64 "\n",
 				fmt_bytes(p->persistent_bytes, b1, sizeof(b1)), p->persistent_count,
 				fmt_bytes(p->ignored_bytes, b2, sizeof(b2)), p->ignored_count);
 		print_sites(r, p, SEL_MEMORY, "live allocations by site, largest first:");
 		if (p->init_count)
-			fprintf(r->out, "of which made before the first step: %s in %" PRIu64
-				" (retained by init)\n", fmt_bytes(p->init_bytes, b1, sizeof(b1)),
-				p->init_count);
+			fprintf(r->out,
+				"of which made before the first step: %s in %" PRIu64
+				" (retained by init)\n",
+				fmt_bytes(p->init_bytes, b1, sizeof(b1)), p->init_count);
 		print_sites(r, p, SEL_RETAINED,
 			    "retained at session end (persistent by rule, or made before the first "
 			    "step: not leaks):");
@@ -1375,22 +1403,26 @@ void report__final(struct report *r, uint64_t now_ns)
 		print_violations(r, p);
 		if (r->tl)
 			print_growth(r, p, g, ng, &pr, nsteps);
-		print_sites(r, p, SEL_PENDING, "async frees still pending (stream not synchronized):");
+		print_sites(r, p, SEL_PENDING,
+			    "async frees still pending (stream not synchronized):");
 		print_sites(r, p, SEL_VA, "virtual address ranges reserved and never freed:");
 		print_sites(r, p, SEL_REG, "registrations never deregistered:");
 		print_comms(r, p);
 		print_sites(r, p, SEL_FAILED, "failed calls:");
 		if (p->c.unknown_frees || p->c.double_frees || p->c.addr_reuse || p->c.async_reuse)
-			fprintf(r->out, "frees of untracked pointers (allocated before attach): %" PRIu64
+			fprintf(r->out,
+				"frees of untracked pointers (allocated before attach): %" PRIu64
 				"; double frees: %" PRIu64 "; live address returned again: %" PRIu64
-				"; pending free's block reused by its stream (legal): %" PRIu64 "\n",
+				"; pending free's block reused by its stream (legal): %" PRIu64
+				"\n",
 				p->c.unknown_frees, p->c.double_frees, p->c.addr_reuse,
 				p->c.async_reuse);
 		gate_check(r, p, g, ng, false);
 		if (p->loss[GL_STAT_STACK_FAIL] + p->loss[GL_STAT_STACK_COLLISION])
-			fprintf(r->out, "stacks lost: %" PRIu64 " allocation calls recorded "
-				"without their stack, named by call site alone (stack_fail=%"
-				PRIu64 " stack_collision=%" PRIu64 "; --stack-entries holds "
+			fprintf(r->out,
+				"stacks lost: %" PRIu64 " allocation calls recorded "
+				"without their stack, named by call site alone (stack_fail=%" PRIu64
+				" stack_collision=%" PRIu64 "; --stack-entries holds "
 				"more)\n",
 				p->loss[GL_STAT_STACK_FAIL] + p->loss[GL_STAT_STACK_COLLISION],
 				p->loss[GL_STAT_STACK_FAIL], p->loss[GL_STAT_STACK_COLLISION]);
@@ -1414,13 +1446,13 @@ void report__final(struct report *r, uint64_t now_ns)
 /* One process as the summary and the metrics see it. */
 struct proc_view {
 	const struct tproc *p;
-	uint64_t leaked;		/* live memory not meant to stay */
-	double growth_per_s;		/* summed slopes of its growth leaks */
+	uint64_t leaked;     /* live memory not meant to stay */
+	double growth_per_s; /* summed slopes of its growth leaks */
 	double growth_per_step;
 	size_t growth_sites;
 	size_t nsteps;
 	struct projection pr;
-	struct growth *g;		/* its growth leaks (caller frees) */
+	struct growth *g; /* its growth leaks (caller frees) */
 };
 
 static void proc_view(struct report *r, const struct tproc *p, struct proc_view *v)
@@ -1457,8 +1489,7 @@ static int cmp_double(const void *a, const void *b)
  */
 #define SKEW_PEER_FRACTION 0.1
 
-static bool skewed(const struct proc_view *v, size_t n, size_t i, double *median,
-		   size_t *npeers)
+static bool skewed(const struct proc_view *v, size_t n, size_t i, double *median, size_t *npeers)
 {
 	double *peers;
 	size_t j, k = 0;
@@ -1544,8 +1575,10 @@ static void print_summary(struct report *r, uint64_t now_ns)
 		if (!skewed(v, n, i, &median, &npeers))
 			continue;
 		nskew++;
-		fprintf(r->out, "rank skew: pid %d (%s) grows %s/s while its %zu peers %s (median "
-			"%s/s)\n", v[i].p->pid, v[i].p->comm,
+		fprintf(r->out,
+			"rank skew: pid %d (%s) grows %s/s while its %zu peers %s (median "
+			"%s/s)\n",
+			v[i].p->pid, v[i].p->comm,
 			fmt_bytes((uint64_t)(v[i].growth_per_s + 0.5), b1, sizeof(b1)), npeers,
 			median > 0 ? "grow far less" : "stay flat",
 			fmt_bytes((uint64_t)(median + 0.5), b2, sizeof(b2)));
@@ -1553,20 +1586,24 @@ static void print_summary(struct report *r, uint64_t now_ns)
 	if (!nskew)
 		fprintf(r->out, "rank skew: none (no process grows while its peers stay flat)\n");
 	if (r->json) {
-		fprintf(r->json, "{\"type\":\"summary\",\"processes\":%zu,\"live_bytes\":%" PRIu64
-			",\"leaked_bytes\":%" PRIu64 ",\"per_process\":[", n, live, leaked);
+		fprintf(r->json,
+			"{\"type\":\"summary\",\"processes\":%zu,\"live_bytes\":%" PRIu64
+			",\"leaked_bytes\":%" PRIu64 ",\"per_process\":[",
+			n, live, leaked);
 		for (i = 0; i < n; i++) {
 			const struct tproc *p = v[i].p;
 
 			fprintf(r->json, "%s{\"pid\":%d,\"ppid\":%d,\"comm\":", i ? "," : "",
 				p->pid, p->ppid);
 			json_str(r->json, p->comm);
-			fprintf(r->json, ",\"state\":\"%s\",\"live_bytes\":%" PRIu64
+			fprintf(r->json,
+				",\"state\":\"%s\",\"live_bytes\":%" PRIu64
 				",\"leaked_bytes\":%" PRIu64 ",\"growth_bytes_per_s\":%.1f"
 				",\"growth_bytes_per_step\":%.1f,\"growth_sites\":%zu,\"steps\":%zu"
-				",\"approximate\":%s}", proc_state(p), p->live_bytes, v[i].leaked,
-				v[i].growth_per_s, v[i].growth_per_step, v[i].growth_sites,
-				v[i].nsteps, tproc__dropped(p) ? "true" : "false");
+				",\"approximate\":%s}",
+				proc_state(p), p->live_bytes, v[i].leaked, v[i].growth_per_s,
+				v[i].growth_per_step, v[i].growth_sites, v[i].nsteps,
+				tproc__dropped(p) ? "true" : "false");
 		}
 		fputs("],\"skew\":[", r->json);
 		for (i = 0, nskew = 0; i < n; i++) {
@@ -1575,9 +1612,10 @@ static void print_summary(struct report *r, uint64_t now_ns)
 			fprintf(r->json, "%s{\"pid\":%d,\"comm\":", nskew++ ? "," : "",
 				v[i].p->pid);
 			json_str(r->json, v[i].p->comm);
-			fprintf(r->json, ",\"growth_bytes_per_s\":%.1f,\"peers\":%zu"
-				",\"peer_median_bytes_per_s\":%.1f}", v[i].growth_per_s, npeers,
-				median);
+			fprintf(r->json,
+				",\"growth_bytes_per_s\":%.1f,\"peers\":%zu"
+				",\"peer_median_bytes_per_s\":%.1f}",
+				v[i].growth_per_s, npeers, median);
 		}
 		fputs("]}\n", r->json);
 	}
@@ -1594,8 +1632,7 @@ struct metric_row {
 
 #define METRIC_ROWS 64
 
-static struct metric_row *row_of(struct metric_row *rows, size_t *n, uint16_t api,
-				 const char *dev)
+static struct metric_row *row_of(struct metric_row *rows, size_t *n, uint16_t api, const char *dev)
 {
 	size_t i;
 
@@ -1688,7 +1725,10 @@ static void family(FILE *out, bool om, const char *name, enum mtype type, const 
 static void sample(FILE *out, const char *name, enum mtype type, const struct tproc *p)
 {
 	fprintf(out, "gpuleak_%s%s{pid=\"%d\",comm=", name,
-		type == M_COUNTER ? "_total" : type == M_INFO ? "_info" : "", p->pid);
+		type == M_COUNTER ? "_total"
+		: type == M_INFO  ? "_info"
+				  : "",
+		p->pid);
 	metrics_label(out, p->comm);
 }
 
@@ -1707,13 +1747,27 @@ static void row_metric(FILE *out, bool om, const struct proc_view *v, size_t nv,
 			fprintf(out, ",api=\"%s\",device=", cat_api_name(m->api));
 			metrics_label(out, m->dev);
 			switch (field) {
-			case 0: fprintf(out, "} %" PRIu64 "\n", m->live); break;
-			case 1: fprintf(out, "} %" PRIu64 "\n", m->count); break;
-			case 2: fprintf(out, "} %" PRIu64 "\n", m->persistent); break;
-			case 3: fprintf(out, "} %" PRIu64 "\n", m->pending); break;
-			case 4: fprintf(out, "} %" PRIu64 "\n", m->suspect); break;
-			case 5: fprintf(out, "} %.1f\n", m->growth_per_s); break;
-			default: fprintf(out, "} %.1f\n", m->growth_per_step); break;
+			case 0:
+				fprintf(out, "} %" PRIu64 "\n", m->live);
+				break;
+			case 1:
+				fprintf(out, "} %" PRIu64 "\n", m->count);
+				break;
+			case 2:
+				fprintf(out, "} %" PRIu64 "\n", m->persistent);
+				break;
+			case 3:
+				fprintf(out, "} %" PRIu64 "\n", m->pending);
+				break;
+			case 4:
+				fprintf(out, "} %" PRIu64 "\n", m->suspect);
+				break;
+			case 5:
+				fprintf(out, "} %.1f\n", m->growth_per_s);
+				break;
+			default:
+				fprintf(out, "} %.1f\n", m->growth_per_step);
+				break;
 			}
 		}
 }
@@ -1723,13 +1777,13 @@ void report__metrics(struct report *r, FILE *out, bool om)
 	static const struct {
 		const char *name, *help;
 	} rowm[] = {
-		{ "live_bytes", "Bytes of traced allocations still live (all classes)." },
-		{ "live_allocations", "Traced allocations still live." },
-		{ "persistent_bytes", "Live bytes a persistent rule says are meant to stay." },
-		{ "pending_bytes", "Bytes freed asynchronously whose stream has not completed." },
-		{ "suspect_bytes", "Live bytes at call sites whose memory grows step over step." },
-		{ "growth_bytes_per_second", "Growth rate of the growing call sites (bytes/s)." },
-		{ "growth_bytes_per_step", "Growth of the growing call sites per step (bytes)." },
+	    {"live_bytes", "Bytes of traced allocations still live (all classes)."},
+	    {"live_allocations", "Traced allocations still live."},
+	    {"persistent_bytes", "Live bytes a persistent rule says are meant to stay."},
+	    {"pending_bytes", "Bytes freed asynchronously whose stream has not completed."},
+	    {"suspect_bytes", "Live bytes at call sites whose memory grows step over step."},
+	    {"growth_bytes_per_second", "Growth rate of the growing call sites (bytes/s)."},
+	    {"growth_bytes_per_step", "Growth of the growing call sites per step (bytes)."},
 	};
 	struct metric_row **rows;
 	struct proc_view *v;
@@ -1816,7 +1870,7 @@ void report__metrics(struct report *r, FILE *out, bool om)
 	family(out, om, "approximate", M_GAUGE,
 	       "1 when losses make this process's numbers approximate.");
 	for (i = 0; i < n; i++) {
-		struct uncertainty u = { .approximate = true };
+		struct uncertainty u = {.approximate = true};
 
 		tproc__uncertainty(r->t, v[i].p, &u);
 		sample(out, "approximate", M_GAUGE, v[i].p);

@@ -20,9 +20,9 @@ struct step_stat;
 /* The CI gate: what --fail-on-leak fails on; `failed` is set by report__final. */
 struct gate {
 	bool on;
-	uint64_t max_growth;		/* bytes/step a growing site may reach */
+	uint64_t max_growth; /* bytes/step a growing site may reach */
 	bool has_max_live;
-	uint64_t max_live_at_exit;	/* leaked bytes allowed at the end */
+	uint64_t max_live_at_exit; /* leaked bytes allowed at the end */
 	bool failed;
 };
 
@@ -30,13 +30,13 @@ struct report {
 	struct tracker *t;
 	struct timeline *tl;
 	struct symbolizer *sym;
-	FILE *out;		/* text, stdout by default */
-	FILE *json;		/* NDJSON or NULL */
-	int top;		/* sites listed per table */
-	uint64_t t0_ns;		/* trace start: times print relative to it */
+	FILE *out;	/* text, stdout by default */
+	FILE *json;	/* NDJSON or NULL */
+	int top;	/* sites listed per table */
+	uint64_t t0_ns; /* trace start: times print relative to it */
 	struct gate gate;
 	bool step_header;
-	const char *verdict_extra;	/* "key":value members appended to each verdict, or NULL */
+	const char *verdict_extra; /* "key":value members appended to each verdict, or NULL */
 	/* Members of one process's verdict only (where its probes sat), or NULL. */
 	void (*verdict_more)(void *ctx, pid_t pid, FILE *json);
 	void *verdict_more_ctx;

@@ -19,25 +19,25 @@
 #include "engine/timeline.h"
 #include "engine/tracker.h"
 
-#define WIDTH 960
-#define PLOT_H 300
-#define M_LEFT 84
-#define M_RIGHT 24
-#define M_TOP 44
-#define M_AXIS 46	/* below the plot: tick labels and the axis title */
+#define WIDTH	   960
+#define PLOT_H	   300
+#define M_LEFT	   84
+#define M_RIGHT	   24
+#define M_TOP	   44
+#define M_AXIS	   46 /* below the plot: tick labels and the axis title */
 #define LEGEND_ROW 18
-#define MAX_LEAKS 5
+#define MAX_LEAKS  5
 
-static const char *const leak_colors[MAX_LEAKS] = { "#d62728", "#e6550d", "#ad1457",
-						    "#8c2d04", "#fb6a4a" };
+static const char *const leak_colors[MAX_LEAKS] = {"#d62728", "#e6550d", "#ad1457", "#8c2d04",
+						   "#fb6a4a"};
 
 struct line {
 	double *x;
 	double *y;
 	size_t n;
-	bool steps;		/* draw as a step function (values hold until the next point) */
+	bool steps; /* draw as a step function (values hold until the next point) */
 	const char *color;
-	const char *dash;	/* stroke-dasharray or NULL */
+	const char *dash; /* stroke-dasharray or NULL */
 	double width;
 	char label[400];
 };
@@ -116,7 +116,7 @@ static double nice_step(double span, int ticks)
 /* The binary unit bytes up to ymax read best in, and its name. */
 static double byte_unit(double ymax, const char **name)
 {
-	static const char *const names[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	static const char *const names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
 	double u = 1;
 	int k = 0;
 
@@ -147,9 +147,11 @@ static void draw_line(FILE *f, const struct panel *pn, double top, const struct 
 	if (!l->n)
 		return;
 	/* a step function holds its last value to the end of the panel */
-	fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\"%s%s%s "
-		"stroke-linejoin=\"round\" points=\"", l->color, l->width,
-		l->dash ? " stroke-dasharray=\"" : "", l->dash ? l->dash : "", l->dash ? "\"" : "");
+	fprintf(f,
+		"<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\"%s%s%s "
+		"stroke-linejoin=\"round\" points=\"",
+		l->color, l->width, l->dash ? " stroke-dasharray=\"" : "", l->dash ? l->dash : "",
+		l->dash ? "\"" : "");
 	for (i = 0; i < l->n; i++) {
 		if (l->steps && i)
 			fprintf(f, "%.1f,%.1f ", sx(pn, l->x[i]), sy(pn, top, l->y[i - 1]));
@@ -171,8 +173,10 @@ static void draw_axes(FILE *f, const struct panel *pn, double top)
 	for (v = 0; v <= pn->ymax * 1.0001; v += ys) {
 		double y = sy(pn, top, v);
 
-		fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
-			"stroke=\"#e5e5e5\"/>\n", M_LEFT, y, WIDTH - M_RIGHT, y);
+		fprintf(f,
+			"<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
+			"stroke=\"#e5e5e5\"/>\n",
+			M_LEFT, y, WIDTH - M_RIGHT, y);
 		fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g %s</text>\n",
 			M_LEFT - 6, y + 4, v / u, uname);
 	}
@@ -180,10 +184,12 @@ static void draw_axes(FILE *f, const struct panel *pn, double top)
 		double x = sx(pn, v);
 
 		if (fabs(v) < xs * 1e-6)
-			v = 0;	/* not "-0" */
+			v = 0; /* not "-0" */
 
-		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-			"stroke=\"#999\"/>\n", x, bottom, x, bottom + 4);
+		fprintf(f,
+			"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+			"stroke=\"#999\"/>\n",
+			x, bottom, x, bottom + 4);
 		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g%s</text>\n", x,
 			bottom + 16, v, pn->by_step ? "" : " s");
 	}
@@ -194,8 +200,10 @@ static void draw_axes(FILE *f, const struct panel *pn, double top)
 	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
 		(double)(M_LEFT + WIDTH - M_RIGHT) / 2, bottom + 34,
 		pn->by_step ? "step" : "time since the trace began (s)");
-	fprintf(f, "<text transform=\"translate(14,%.1f) rotate(-90)\" text-anchor=\"middle\">"
-		"bytes</text>\n</g>\n", top + M_TOP + PLOT_H / 2.0);
+	fprintf(f,
+		"<text transform=\"translate(14,%.1f) rotate(-90)\" text-anchor=\"middle\">"
+		"bytes</text>\n</g>\n",
+		top + M_TOP + PLOT_H / 2.0);
 }
 
 /* The leaking sites of pid to highlight, largest first: growth leaks, then live leaks. */
@@ -249,10 +257,10 @@ static void leak_label(struct report *r, struct line *l, uint32_t site, const st
 }
 
 /* The process over its steps: the step records and the timeline's per-site series. */
-static int by_step(struct report *r, struct panel *pn, pid_t pid, const uint32_t *leaks,
-		   size_t nl, const struct growth *g, size_t ng)
+static int by_step(struct report *r, struct panel *pn, pid_t pid, const uint32_t *leaks, size_t nl,
+		   const struct growth *g, size_t ng)
 {
-	static const char *const colors[3] = { "#1f77b4", "#7f7f7f", "#ff7f0e" };
+	static const char *const colors[3] = {"#1f77b4", "#7f7f7f", "#ff7f0e"};
 	const struct step_stat *st;
 	struct line *l[3];
 	size_t n, i, k;
@@ -264,8 +272,9 @@ static int by_step(struct report *r, struct panel *pn, pid_t pid, const uint32_t
 			return -ENOMEM;
 		for (i = 0; i < n; i++) {
 			l[k]->x[i] = (double)st[i].step;
-			l[k]->y[i] = (double)(k == 0 ? st[i].live : k == 1 ? st[i].persistent :
-						       st[i].pending);
+			l[k]->y[i] = (double)(k == 0   ? st[i].live
+					      : k == 1 ? st[i].persistent
+						       : st[i].pending);
 		}
 	}
 	l[2]->dash = "5,3";
@@ -302,7 +311,7 @@ static int by_time(struct report *r, struct panel *pn, const struct series *se, 
 		   uint64_t end_ns, const uint32_t *leaks, size_t nl, const struct growth *g,
 		   size_t ng)
 {
-	static const char *const colors[3] = { "#1f77b4", "#7f7f7f", "#ff7f0e" };
+	static const char *const colors[3] = {"#1f77b4", "#7f7f7f", "#ff7f0e"};
 	const struct series_proc *sp = series__proc(se, pid);
 	size_t n = sp ? sp->n : 0, i, k;
 	struct line *l[3];
@@ -315,10 +324,11 @@ static int by_time(struct report *r, struct panel *pn, const struct series *se, 
 		for (i = 0; i < n; i++) {
 			const struct series_point *pt = &sp->v[i];
 
-			l[k]->x[i] = pt->ts_ns > r->t0_ns ?
-					     (double)(pt->ts_ns - r->t0_ns) / 1e9 : 0;
-			l[k]->y[i] = (double)(k == 0 ? pt->live : k == 1 ? pt->persistent :
-						       pt->pending);
+			l[k]->x[i] =
+			    pt->ts_ns > r->t0_ns ? (double)(pt->ts_ns - r->t0_ns) / 1e9 : 0;
+			l[k]->y[i] = (double)(k == 0   ? pt->live
+					      : k == 1 ? pt->persistent
+						       : pt->pending);
 		}
 	}
 	l[2]->dash = "5,3";
@@ -329,15 +339,16 @@ static int by_time(struct report *r, struct panel *pn, const struct series *se, 
 	pn->x1 = end_ns > r->t0_ns ? (double)(end_ns - r->t0_ns) / 1e9 : 1;
 	for (k = 0; k < nl; k++) {
 		const struct site_series *ss =
-			leaks[k] < se->nr_sites ? &se->sites[leaks[k]] : NULL;
+		    leaks[k] < se->nr_sites ? &se->sites[leaks[k]] : NULL;
 		struct line *ll = line_new(pn, ss ? ss->n : 0, leak_colors[k], 2.5);
 
 		if (!ll)
 			return -ENOMEM;
 		ll->steps = true;
 		for (i = 0; i < ll->n; i++) {
-			ll->x[i] = ss->v[i].ts_ns > r->t0_ns ?
-					   (double)(ss->v[i].ts_ns - r->t0_ns) / 1e9 : 0;
+			ll->x[i] = ss->v[i].ts_ns > r->t0_ns
+				       ? (double)(ss->v[i].ts_ns - r->t0_ns) / 1e9
+				       : 0;
 			ll->y[i] = (double)ss->v[i].bytes;
 		}
 		leak_label(r, ll, leaks[k], g, ng);
@@ -374,9 +385,11 @@ static double draw_panel(FILE *f, const struct tproc *p, struct panel *pn, doubl
 		draw_line(f, pn, top, &pn->v[i]);
 	y = top + M_TOP + PLOT_H + M_AXIS;
 	for (i = 0; i < pn->n; i++, y += LEGEND_ROW) {
-		fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" "
-			"stroke-width=\"%.1f\"%s%s%s/>\n", M_LEFT, y - 4, M_LEFT + 24, y - 4,
-			pn->v[i].color, pn->v[i].width, pn->v[i].dash ? " stroke-dasharray=\"" : "",
+		fprintf(f,
+			"<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" "
+			"stroke-width=\"%.1f\"%s%s%s/>\n",
+			M_LEFT, y - 4, M_LEFT + 24, y - 4, pn->v[i].color, pn->v[i].width,
+			pn->v[i].dash ? " stroke-dasharray=\"" : "",
 			pn->v[i].dash ? pn->v[i].dash : "", pn->v[i].dash ? "\"" : "");
 		fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"12\"%s>", M_LEFT + 32, y,
 			i >= 3 ? " fill=\"#b71c1c\"" : "");
@@ -427,11 +440,12 @@ int svg__write(FILE *f, struct report *r, const struct series *se, uint64_t end_
 		free(body);
 		return err ? err : -ENOMEM;
 	}
-	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	fprintf(f,
+		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%.0f\" "
 		"viewBox=\"0 0 %d %.0f\" font-family=\"DejaVu Sans, Verdana, sans-serif\">\n"
-		"<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", WIDTH,
-		top > 0 ? top : 40, WIDTH, top > 0 ? top : 40);
+		"<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+		WIDTH, top > 0 ? top : 40, WIDTH, top > 0 ? top : 40);
 	if (!t->nr_procs)
 		fputs("<text x=\"20\" y=\"24\">no process traced</text>\n", f);
 	fwrite(body, 1, len, f);

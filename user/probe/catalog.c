@@ -23,25 +23,25 @@
 /* The same shapes for a call that may hand its work to threads it makes and joins */
 #define OUTPTR_ADOPT(a, s, x, x2)                                                                  \
 	SPEC(GL_SHAPE_ALLOC_OUTPTR, a, s, x, x2, 0, 0, .flags2 = GL_SPEC2_ADOPT_THREADS)
-#define CALL_ADOPT(a, x)      SPEC(GL_SHAPE_CALL, a, 0, x, 0, 0, 0, .flags2 = GL_SPEC2_ADOPT_THREADS)
+#define CALL_ADOPT(a, x) SPEC(GL_SHAPE_CALL, a, 0, x, 0, 0, 0, .flags2 = GL_SPEC2_ADOPT_THREADS)
 /* f(args...): entry only, arg a in the record's addr */
-#define NOTIFY(a)	      SPEC(GL_SHAPE_NOTIFY, a, 0, 0, 0, 0, 0)
+#define NOTIFY(a) SPEC(GL_SHAPE_NOTIFY, a, 0, 0, 0, 0, 0)
 /*
  * A call that copies dlen bytes of struct argument ad (from offset doff) at entry, and reads
  * a label at loff of the copy (lk) or a code pointer at coff (fl has GL_SPEC_CODE_PTR).
  */
-#define DSPEC(sh, a, x, x2, fl, ad, doff, dlen, lk, loff, coff)                                   \
+#define DSPEC(sh, a, x, x2, fl, ad, doff, dlen, lk, loff, coff)                                    \
 	{                                                                                          \
 		.shape = (sh), .arg_addr = (a), .arg_aux = (x), .arg_aux2 = (x2), .flags = (fl),   \
 		.arg_desc = (ad), .desc_off = (doff), .desc_len = (dlen), .label_kind = (lk),      \
 		.label_off = (loff), .code_off = (coff)                                            \
 	}
 /* WGPUObject wgpuDeviceCreateX(WGPUDevice device, const WGPUXDescriptor *desc) */
-#define WCREATE(dlen, lk)     DSPEC(GL_SHAPE_ALLOC_RET, 0, 1, 0, 0, 2, 0, dlen, lk, 8, 0)
+#define WCREATE(dlen, lk) DSPEC(GL_SHAPE_ALLOC_RET, 0, 1, 0, 0, 2, 0, dlen, lk, 8, 0)
 /* void wgpuXSetLabel(WGPUX x, WGPUStringView label): data, length in two registers */
-#define SETLABEL_SV	      DSPEC(GL_SHAPE_NOTIFY, 1, 2, 3, 0, 0, 0, 0, GL_LABEL_ARGS_SV, 0, 0)
+#define SETLABEL_SV DSPEC(GL_SHAPE_NOTIFY, 1, 2, 3, 0, 0, 0, 0, GL_LABEL_ARGS_SV, 0, 0)
 /* void wgpuXSetLabel(WGPUX x, char const *label) */
-#define SETLABEL_CSTR	      DSPEC(GL_SHAPE_NOTIFY, 1, 2, 0, 0, 0, 0, 0, GL_LABEL_ARGS_CSTR, 0, 0)
+#define SETLABEL_CSTR DSPEC(GL_SHAPE_NOTIFY, 1, 2, 0, 0, 0, 0, 0, GL_LABEL_ARGS_CSTR, 0, 0)
 /* API(name, id, spec, op, mem, flags [, .ns = ..., ...more designated fields]) */
 #define API(n, id, sp, o, m, fl, ...)                                                              \
 	{                                                                                          \
@@ -194,8 +194,8 @@ const struct cat_api cat_apis[] = {
     API("ncclCommInitRankConfig", GL_API_NCCL_COMM_INIT_RANK_CONFIG, OUTPTR_ADOPT(1, 0, 0, 0),
 	OP_COMM_INIT, MEM_NONE, 0),
     /* ncclCommSplit(comm, int color, int key, ncclComm_t *newcomm, config) */
-    API("ncclCommSplit", GL_API_NCCL_COMM_SPLIT, OUTPTR_ADOPT(4, 0, 1, 0), OP_COMM_INIT,
-	MEM_NONE, 0),
+    API("ncclCommSplit", GL_API_NCCL_COMM_SPLIT, OUTPTR_ADOPT(4, 0, 1, 0), OP_COMM_INIT, MEM_NONE,
+	0),
     /*
      * Inside ncclGroupStart/ncclGroupEnd, ncclCommInitRank(Config) and ncclCommSplit return
      * their communicator at once; the outermost ncclGroupEnd initialises them, one on its
@@ -256,10 +256,10 @@ const struct cat_api cat_apis[] = {
 	CAT_WGPU_SV | CAT_OPTIONAL, .ns = NS_WGPU),
     API("wgpuTextureAddRef", GL_API_WGPU_TEXTURE_ADD_REF, NOTIFY(1), OP_OBJ_ADDREF, MEM_NONE, 0,
 	.ns = NS_WGPU),
-    API("wgpuTextureRelease", GL_API_WGPU_TEXTURE_RELEASE, NOTIFY(1), OP_OBJ_RELEASE, MEM_NONE,
-	0, .ns = NS_WGPU),
-    API("wgpuTextureDestroy", GL_API_WGPU_TEXTURE_DESTROY, NOTIFY(1), OP_OBJ_DESTROY, MEM_NONE,
-	0, .ns = NS_WGPU),
+    API("wgpuTextureRelease", GL_API_WGPU_TEXTURE_RELEASE, NOTIFY(1), OP_OBJ_RELEASE, MEM_NONE, 0,
+	.ns = NS_WGPU),
+    API("wgpuTextureDestroy", GL_API_WGPU_TEXTURE_DESTROY, NOTIFY(1), OP_OBJ_DESTROY, MEM_NONE, 0,
+	.ns = NS_WGPU),
     API("wgpuTextureSetLabel", GL_API_WGPU_TEXTURE_SET_LABEL, SETLABEL_SV, OP_NONE, MEM_NONE,
 	CAT_WGPU_SV | CAT_OPTIONAL, .ns = NS_WGPU),
     API("wgpuDeviceAddRef", GL_API_WGPU_DEVICE_ADD_REF, NOTIFY(1), OP_OWNER_ADDREF, MEM_NONE,
@@ -271,8 +271,9 @@ const struct cat_api cat_apis[] = {
     API("wgpuDeviceSetLabel", GL_API_WGPU_DEVICE_SET_LABEL, SETLABEL_SV, OP_NONE, MEM_NONE,
 	CAT_WGPU_SV | CAT_OWNER | CAT_OPTIONAL, .ns = NS_WGPU),
     /* WGPUQueue wgpuDeviceGetQueue(WGPUDevice device): which device a queue's work is for */
-    API("wgpuDeviceGetQueue", GL_API_WGPU_DEVICE_GET_QUEUE, SPEC(GL_SHAPE_ALLOC_RET, 0, 0, 1, 0,
-	0, 0), OP_QUEUE_GET, MEM_NONE, CAT_WGPU_SV | CAT_OPTIONAL, .ns = NS_WGPU),
+    API("wgpuDeviceGetQueue", GL_API_WGPU_DEVICE_GET_QUEUE,
+	SPEC(GL_SHAPE_ALLOC_RET, 0, 0, 1, 0, 0, 0), OP_QUEUE_GET, MEM_NONE,
+	CAT_WGPU_SV | CAT_OPTIONAL, .ns = NS_WGPU),
     /* void wgpuQueueSubmit(WGPUQueue queue, size_t commandCount, ...) */
     API("wgpuQueueSubmit", GL_API_WGPU_QUEUE_SUBMIT, SPEC(GL_SHAPE_NOTIFY, 1, 2, 0, 0, 0, 0),
 	OP_QUEUE_SUBMIT, MEM_NONE, CAT_WGPU_SV | CAT_OPTIONAL, .ns = NS_WGPU),
@@ -306,24 +307,23 @@ const struct cat_api cat_apis[] = {
 	GL_API_DAWN_TEXTURE_MAKE_ERROR, NOTIFY(0), OP_ERROR_OBJECT, MEM_NONE, CAT_OPTIONAL,
 	.ns = NS_WGPU, .display = "dawn::native::TextureBase::MakeError"),
     /* webgpu.h before 2024-10: char const * labels, 32-bit usage, *Reference */
-    API("wgpuDeviceCreateBuffer", GL_API_WGPU_DEVICE_CREATE_BUFFER_CSTR,
-	WCREATE(40, GL_LABEL_CSTR), OP_OBJ_CREATE, MEM_DEVICE, CAT_WGPU_CSTR, .ns = NS_WGPU,
-	.decode = wgpu_decode_buffer_cstr),
+    API("wgpuDeviceCreateBuffer", GL_API_WGPU_DEVICE_CREATE_BUFFER_CSTR, WCREATE(40, GL_LABEL_CSTR),
+	OP_OBJ_CREATE, MEM_DEVICE, CAT_WGPU_CSTR, .ns = NS_WGPU, .decode = wgpu_decode_buffer_cstr),
     API("wgpuDeviceCreateTexture", GL_API_WGPU_DEVICE_CREATE_TEXTURE_CSTR,
 	WCREATE(48, GL_LABEL_CSTR), OP_OBJ_CREATE, MEM_DEVICE, CAT_WGPU_CSTR, .ns = NS_WGPU,
 	.decode = wgpu_decode_texture_cstr),
     API("wgpuBufferSetLabel", GL_API_WGPU_BUFFER_SET_LABEL_CSTR, SETLABEL_CSTR, OP_NONE, MEM_NONE,
 	CAT_WGPU_CSTR | CAT_OPTIONAL, .ns = NS_WGPU),
-    API("wgpuTextureSetLabel", GL_API_WGPU_TEXTURE_SET_LABEL_CSTR, SETLABEL_CSTR, OP_NONE,
-	MEM_NONE, CAT_WGPU_CSTR | CAT_OPTIONAL, .ns = NS_WGPU),
+    API("wgpuTextureSetLabel", GL_API_WGPU_TEXTURE_SET_LABEL_CSTR, SETLABEL_CSTR, OP_NONE, MEM_NONE,
+	CAT_WGPU_CSTR | CAT_OPTIONAL, .ns = NS_WGPU),
     API("wgpuDeviceSetLabel", GL_API_WGPU_DEVICE_SET_LABEL_CSTR, SETLABEL_CSTR, OP_NONE, MEM_NONE,
 	CAT_WGPU_CSTR | CAT_OWNER | CAT_OPTIONAL, .ns = NS_WGPU),
     API("wgpuBufferReference", GL_API_WGPU_BUFFER_REFERENCE, NOTIFY(1), OP_OBJ_ADDREF, MEM_NONE,
 	CAT_WGPU_CSTR, .ns = NS_WGPU),
-    API("wgpuTextureReference", GL_API_WGPU_TEXTURE_REFERENCE, NOTIFY(1), OP_OBJ_ADDREF,
-	MEM_NONE, CAT_WGPU_CSTR, .ns = NS_WGPU),
-    API("wgpuDeviceReference", GL_API_WGPU_DEVICE_REFERENCE, NOTIFY(1), OP_OWNER_ADDREF,
-	MEM_NONE, CAT_WGPU_CSTR | CAT_OWNER | CAT_OPTIONAL, .ns = NS_WGPU),
+    API("wgpuTextureReference", GL_API_WGPU_TEXTURE_REFERENCE, NOTIFY(1), OP_OBJ_ADDREF, MEM_NONE,
+	CAT_WGPU_CSTR, .ns = NS_WGPU),
+    API("wgpuDeviceReference", GL_API_WGPU_DEVICE_REFERENCE, NOTIFY(1), OP_OWNER_ADDREF, MEM_NONE,
+	CAT_WGPU_CSTR | CAT_OWNER | CAT_OPTIONAL, .ns = NS_WGPU),
 
     /* ld.so calls this empty function whenever its link map changes (dlopen/dlclose). */
     API("_dl_debug_state", GL_API_LD_DEBUG_STATE,
@@ -335,8 +335,8 @@ const struct cat_api cat_apis[] = {
 	MEM_NONE, CAT_OPTIONAL | CAT_DYNAMIC),
     API("(request begin)", GL_API_MARKER_REQ_BEGIN, SPEC(GL_SHAPE_NOTIFY, 0, 0, 0, 0, 0, 0),
 	OP_MARKER, MEM_NONE, CAT_OPTIONAL | CAT_DYNAMIC),
-    API("(request end)", GL_API_MARKER_REQ_END, SPEC(GL_SHAPE_NOTIFY, 0, 0, 0, 0, 0, 0),
-	OP_MARKER, MEM_NONE, CAT_OPTIONAL | CAT_DYNAMIC),
+    API("(request end)", GL_API_MARKER_REQ_END, SPEC(GL_SHAPE_NOTIFY, 0, 0, 0, 0, 0, 0), OP_MARKER,
+	MEM_NONE, CAT_OPTIONAL | CAT_DYNAMIC),
     /* Wakes user space at once: the program goes on after it, gpuleak should not. */
     API("(session end)", GL_API_MARKER_END, SPEC(GL_SHAPE_NOTIFY, 0, 0, 0, 0, 0, GL_SPEC_WAKEUP),
 	OP_MARKER, MEM_NONE, CAT_OPTIONAL | CAT_DYNAMIC),

@@ -16,47 +16,47 @@ struct wgpu_desc;
 /* What a call means to the allocation tracker. */
 enum cat_op {
 	OP_NONE = 0,
-	OP_ALLOC,		/* addr/size become live */
-	OP_FREE,		/* addr is released now */
-	OP_FREE_ASYNC,		/* addr is released when its stream (aux) completes */
-	OP_SYNC_STREAM,		/* stream aux completes */
-	OP_SYNC_DEVICE,		/* every stream of the thread's current device completes */
-	OP_SYNC_EVENT,		/* the stream an event (aux) was recorded on completes */
-	OP_EVENT_RECORD,	/* event addr is recorded on stream aux */
-	OP_SET_DEVICE,		/* the thread's current device becomes aux */
-	OP_DEVICE_RESET,	/* every allocation of the current device is released */
-	OP_RENDEZVOUS,		/* the target's link map changed: rescan mappings */
-	OP_REALLOC,		/* realloc: aux (old pointer) released, addr/size live */
-	OP_CTX_CREATE,		/* context addr created on device aux, current on the thread */
-	OP_CTX_RETAIN,		/* primary context addr of device aux retained */
-	OP_CTX_SET,		/* context addr becomes the thread's current one */
-	OP_CTX_DESTROY,		/* context addr destroyed: its memory is released */
-	OP_PRIMARY_RELEASE,	/* primary context of device aux released (last one: freed) */
-	OP_PRIMARY_RESET,	/* primary context of device aux reset: its memory released */
-	OP_VMM_MAP,		/* handle aux mapped at addr, size bytes */
-	OP_VMM_UNMAP,		/* mappings in [addr, addr + size) removed */
-	OP_COMM_INIT,		/* NCCL communicator addr created: inner allocations are its */
-	OP_COMM_DESTROY,	/* NCCL communicator addr destroyed or aborted */
-	OP_GROUP_START,		/* NCCL group opened: inits return their communicator at once */
-	OP_GROUP_END,		/* the outermost one initialises them: inner memory is theirs */
-	OP_MARKER,		/* a step or request marker; NVTX ranges carry their name as label */
+	OP_ALLOC,	    /* addr/size become live */
+	OP_FREE,	    /* addr is released now */
+	OP_FREE_ASYNC,	    /* addr is released when its stream (aux) completes */
+	OP_SYNC_STREAM,	    /* stream aux completes */
+	OP_SYNC_DEVICE,	    /* every stream of the thread's current device completes */
+	OP_SYNC_EVENT,	    /* the stream an event (aux) was recorded on completes */
+	OP_EVENT_RECORD,    /* event addr is recorded on stream aux */
+	OP_SET_DEVICE,	    /* the thread's current device becomes aux */
+	OP_DEVICE_RESET,    /* every allocation of the current device is released */
+	OP_RENDEZVOUS,	    /* the target's link map changed: rescan mappings */
+	OP_REALLOC,	    /* realloc: aux (old pointer) released, addr/size live */
+	OP_CTX_CREATE,	    /* context addr created on device aux, current on the thread */
+	OP_CTX_RETAIN,	    /* primary context addr of device aux retained */
+	OP_CTX_SET,	    /* context addr becomes the thread's current one */
+	OP_CTX_DESTROY,	    /* context addr destroyed: its memory is released */
+	OP_PRIMARY_RELEASE, /* primary context of device aux released (last one: freed) */
+	OP_PRIMARY_RESET,   /* primary context of device aux reset: its memory released */
+	OP_VMM_MAP,	    /* handle aux mapped at addr, size bytes */
+	OP_VMM_UNMAP,	    /* mappings in [addr, addr + size) removed */
+	OP_COMM_INIT,	    /* NCCL communicator addr created: inner allocations are its */
+	OP_COMM_DESTROY,    /* NCCL communicator addr destroyed or aborted */
+	OP_GROUP_START,	    /* NCCL group opened: inits return their communicator at once */
+	OP_GROUP_END,	    /* the outermost one initialises them: inner memory is theirs */
+	OP_MARKER,	    /* a step or request marker; NVTX ranges carry their name as label */
 	/*
 	 * Refcounted objects that hold memory (WebGPU buffers and textures) and the objects
 	 * that own them (a WebGPU device). Memory is live from creation until a destroy or the
 	 * last release; an owner's destruction releases everything it owns.
 	 */
-	OP_OBJ_CREATE,		/* object addr owned by aux; bytes from the descriptor */
-	OP_OBJ_ADDREF,		/* addr gains a reference */
-	OP_OBJ_RELEASE,		/* addr loses one: at zero its memory is released */
-	OP_OBJ_DESTROY,		/* addr's memory is released; the handle stays valid */
-	OP_OWNER_ADDREF,	/* owner addr gains a reference (first sight: it had one) */
-	OP_OWNER_RELEASE,	/* owner addr loses one: at zero it is destroyed */
-	OP_OWNER_DESTROY,	/* owner addr destroyed: everything it owns is released */
-	OP_ERROR_OBJECT,	/* the creation call this is nested in returns an error object */
-	OP_QUEUE_GET,		/* queue addr belongs to owner aux */
-	OP_QUEUE_SUBMIT,	/* work submitted to queue addr */
-	OP_QUEUE_WATCH,		/* a completion callback for queue addr's work so far */
-	OP_QUEUE_DONE,		/* a completion callback ran (its userdata in size..aux2) */
+	OP_OBJ_CREATE,	  /* object addr owned by aux; bytes from the descriptor */
+	OP_OBJ_ADDREF,	  /* addr gains a reference */
+	OP_OBJ_RELEASE,	  /* addr loses one: at zero its memory is released */
+	OP_OBJ_DESTROY,	  /* addr's memory is released; the handle stays valid */
+	OP_OWNER_ADDREF,  /* owner addr gains a reference (first sight: it had one) */
+	OP_OWNER_RELEASE, /* owner addr loses one: at zero it is destroyed */
+	OP_OWNER_DESTROY, /* owner addr destroyed: everything it owns is released */
+	OP_ERROR_OBJECT,  /* the creation call this is nested in returns an error object */
+	OP_QUEUE_GET,	  /* queue addr belongs to owner aux */
+	OP_QUEUE_SUBMIT,  /* work submitted to queue addr */
+	OP_QUEUE_WATCH,	  /* a completion callback for queue addr's work so far */
+	OP_QUEUE_DONE,	  /* a completion callback ran (its userdata in size..aux2) */
 };
 
 /* Kind of memory an allocation holds; report columns and device projections use it. */
@@ -65,9 +65,9 @@ enum cat_mem {
 	MEM_DEVICE,
 	MEM_MANAGED,
 	MEM_HOST_PINNED,
-	MEM_HOST,		/* libc heap and anonymous mmap */
-	MEM_VA,			/* reserved address space: tracked, not memory */
-	MEM_REG,		/* a registration of memory allocated elsewhere: not memory */
+	MEM_HOST, /* libc heap and anonymous mmap */
+	MEM_VA,	  /* reserved address space: tracked, not memory */
+	MEM_REG,  /* a registration of memory allocated elsewhere: not memory */
 	MEM_MAX,
 };
 
@@ -82,36 +82,36 @@ static inline bool cat_mem_counts(enum cat_mem m)
  * matches a device pointer of the same value. Persisted in captures: never renumber.
  */
 enum cat_ns {
-	NS_UVA = 0,		/* CUDA device, managed and pinned host pointers */
-	NS_VMM_HANDLE = 1,	/* cuMemCreate's CUmemGenericAllocationHandle */
-	NS_VMM_RANGE = 2,	/* cuMemAddressReserve's virtual ranges */
-	NS_NCCL_REG = 3,	/* ncclCommRegister handles */
-	NS_NCCL_WIN = 4,	/* ncclCommWindowRegister windows */
-	NS_HOST = 5,		/* libc malloc family */
-	NS_MMAP = 6,		/* anonymous mmap */
-	NS_WGPU = 7,		/* WebGPU object handles: buffers, textures, devices, queues */
+	NS_UVA = 0,	   /* CUDA device, managed and pinned host pointers */
+	NS_VMM_HANDLE = 1, /* cuMemCreate's CUmemGenericAllocationHandle */
+	NS_VMM_RANGE = 2,  /* cuMemAddressReserve's virtual ranges */
+	NS_NCCL_REG = 3,   /* ncclCommRegister handles */
+	NS_NCCL_WIN = 4,   /* ncclCommWindowRegister windows */
+	NS_HOST = 5,	   /* libc malloc family */
+	NS_MMAP = 6,	   /* anonymous mmap */
+	NS_WGPU = 7,	   /* WebGPU object handles: buffers, textures, devices, queues */
 	NS_MAX = 16,
 };
 
 enum cat_flags {
-	CAT_PTSZ = 1 << 0,	/* per-thread default stream: stream 0 means this thread's own */
+	CAT_PTSZ = 1 << 0,	  /* per-thread default stream: stream 0 means this thread's own */
 	CAT_STREAM_POOL = 1 << 1, /* stream-ordered pool memory: survives cudaDeviceReset */
-	CAT_OPTIONAL = 1 << 2,	/* not needed to call a library "traced" (markers, helpers) */
-	CAT_LIBC = 1 << 3,	/* only in the C library, only with --libc */
-	CAT_VMM_DEVICE = 1 << 4, /* desc is a CUmemAllocationProp: location.id is the device */
-	CAT_NVTX = 1 << 5,	/* only with --step nvtx: */
-	CAT_OWNER = 1 << 6,	/* addr is an owner object (a WebGPU device), known on sight */
-	CAT_DYNAMIC = 1 << 7,	/* never looked up by symbol: probed at a code address found
+	CAT_OPTIONAL = 1 << 2,	  /* not needed to call a library "traced" (markers, helpers) */
+	CAT_LIBC = 1 << 3,	  /* only in the C library, only with --libc */
+	CAT_VMM_DEVICE = 1 << 4,  /* desc is a CUmemAllocationProp: location.id is the device */
+	CAT_NVTX = 1 << 5,	  /* only with --step nvtx: */
+	CAT_OWNER = 1 << 6,	  /* addr is an owner object (a WebGPU device), known on sight */
+	CAT_DYNAMIC = 1 << 7,	  /* never looked up by symbol: probed at a code address found
 				 * at run time (a callback, a --step sym: marker) */
 	/*
 	 * webgpu.h generations (user/wgpu.h). An entry with any of these is attached only to an
 	 * object of that generation; entries with none fit every generation.
 	 */
-	CAT_WGPU_SV = 1 << 8,		/* WGPUStringView labels, 64-bit usage */
-	CAT_WGPU_CSTR = 1 << 9,		/* char const * labels, 32-bit usage */
+	CAT_WGPU_SV = 1 << 8,		  /* WGPUStringView labels, 64-bit usage */
+	CAT_WGPU_CSTR = 1 << 9,		  /* char const * labels, 32-bit usage */
 	CAT_WGPU_FMT_PRE_TIER1 = 1 << 10, /* texture formats numbered before tier1 */
-	CAT_WGPU_FMT_TIER1 = 1 << 11,	/* ... since tier1 */
-	CAT_WGPU_FMT_UNKNOWN = 1 << 12,	/* numbering not determined: no texture sizes */
+	CAT_WGPU_FMT_TIER1 = 1 << 11,	  /* ... since tier1 */
+	CAT_WGPU_FMT_UNKNOWN = 1 << 12,	  /* numbering not determined: no texture sizes */
 };
 
 #define CAT_WGPU_ABI_MASK                                                                          \
@@ -119,18 +119,18 @@ enum cat_flags {
 	 CAT_WGPU_FMT_UNKNOWN)
 
 struct cat_api {
-	const char *name;	/* exported symbol, without @version */
+	const char *name; /* exported symbol, without @version */
 	enum gl_api api;
 	struct gl_api_spec spec;
 	enum cat_op op;
 	enum cat_mem mem;
-	unsigned int flags;	/* enum cat_flags */
-	enum cat_ns ns;		/* address space of addr (default NS_UVA) */
+	unsigned int flags; /* enum cat_flags */
+	enum cat_ns ns;	    /* address space of addr (default NS_UVA) */
 	/* GL_SPEC_CODE_PTR: the API a probe on the code the pointer points to reports as. */
 	enum gl_api code_api;
 	/* Descriptor bytes (gl_desc_rec) to memory: 0 or -EINVAL. */
 	int (*decode)(const uint8_t *desc, size_t len, struct wgpu_desc *out);
-	const char *display;	/* name in reports when the symbol is not one (C++) */
+	const char *display; /* name in reports when the symbol is not one (C++) */
 };
 
 /* Every catalog entry, in api order. */
@@ -151,8 +151,8 @@ const char *cat_api_name(unsigned int api);
 
 /* Error codes gpuleak gives WebGPU creations (the API itself returns no code). */
 enum cat_wgpu_err {
-	CAT_ERR_WGPU_NULL = -1,		/* returned NULL */
-	CAT_ERR_WGPU_ERROR_OBJECT = 1,	/* returned an error object: validation or out of memory */
+	CAT_ERR_WGPU_NULL = -1,	       /* returned NULL */
+	CAT_ERR_WGPU_ERROR_OBJECT = 1, /* returned an error object: validation or out of memory */
 };
 
 /* The symbolic name of an API's error code (cudaErrorMemoryAllocation, ...) or NULL. */

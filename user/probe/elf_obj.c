@@ -21,7 +21,7 @@ struct sym {
 	uint64_t vaddr;
 	uint64_t size;
 	const char *name;
-	int prio;		/* .symtab over .dynsym, global over local at one address */
+	int prio; /* .symtab over .dynsym, global over local at one address */
 };
 
 struct elf_obj {
@@ -34,12 +34,12 @@ struct elf_obj {
 	Elf_Scn *dynsym;
 	struct seg *segs;
 	size_t nr_segs;
-	struct sym *syms;	/* built on first symbolize */
+	struct sym *syms; /* built on first symbolize */
 	size_t nr_syms;
 	bool syms_built;
 	char *interp;
 	char build_id[2 * 64 + 1];
-	struct elf_obj *debug;	/* a separate debug file whose .symtab names this code */
+	struct elf_obj *debug; /* a separate debug file whose .symtab names this code */
 	bool debug_asked;
 };
 
@@ -91,19 +91,19 @@ static int load_headers(struct elf_obj *o)
 		if (!gelf_getphdr(o->elf, i, &ph))
 			continue;
 		if (ph.p_type == PT_LOAD) {
-			o->segs[o->nr_segs++] = (struct seg){ ph.p_vaddr, ph.p_memsz, ph.p_offset,
-							      ph.p_filesz };
+			o->segs[o->nr_segs++] =
+			    (struct seg){ph.p_vaddr, ph.p_memsz, ph.p_offset, ph.p_filesz};
 		} else if (ph.p_type == PT_INTERP && ph.p_filesz > 1 && ph.p_filesz < 4096) {
 			o->interp = calloc(1, ph.p_filesz + 1);
-			if (o->interp &&
-			    pread(o->fd, o->interp, ph.p_filesz, ph.p_offset) != (ssize_t)ph.p_filesz) {
+			if (o->interp && pread(o->fd, o->interp, ph.p_filesz, ph.p_offset) !=
+					     (ssize_t)ph.p_filesz) {
 				free(o->interp);
 				o->interp = NULL;
 			}
 		}
 	}
 	if (elf_getshdrstrndx(o->elf, &shstrndx))
-		return 0;	/* no sections: a stripped-to-the-bone object, still usable */
+		return 0; /* no sections: a stripped-to-the-bone object, still usable */
 	while ((scn = elf_nextscn(o->elf, scn))) {
 		GElf_Shdr sh;
 
@@ -293,8 +293,8 @@ static int collect_sym(const struct elf_func *f, void *ctx)
 		sv->v = v;
 		sv->cap = cap;
 	}
-	sv->v[sv->n++] = (struct sym){ f->vaddr, f->size, f->name,
-				       (f->dynamic ? 0 : 2) + (f->local ? 0 : 1) };
+	sv->v[sv->n++] =
+	    (struct sym){f->vaddr, f->size, f->name, (f->dynamic ? 0 : 2) + (f->local ? 0 : 1)};
 	return 0;
 }
 

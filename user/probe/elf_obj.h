@@ -13,11 +13,11 @@
 struct elf_obj;
 
 struct elf_func {
-	const char *name;	/* as in the string table; may carry "@VERSION" (.symtab) */
+	const char *name; /* as in the string table; may carry "@VERSION" (.symtab) */
 	uint64_t vaddr;
 	uint64_t size;
-	bool local;		/* STB_LOCAL: e.g. a statically linked cudart's cudaMalloc */
-	bool dynamic;		/* from .dynsym */
+	bool local;   /* STB_LOCAL: e.g. a statically linked cudart's cudaMalloc */
+	bool dynamic; /* from .dynsym */
 };
 
 /* Returns 0 or -errno; *out is owned by the caller (elf_obj__free). */
@@ -41,9 +41,9 @@ const char *elf_obj__symbolize(struct elf_obj *o, uint64_t vaddr, uint64_t *off_
 
 /* Hex build-id or "" when the object has none. */
 const char *elf_obj__build_id(const struct elf_obj *o);
-bool elf_obj__is_exec(const struct elf_obj *o);	/* ET_EXEC: absolute addresses */
+bool elf_obj__is_exec(const struct elf_obj *o); /* ET_EXEC: absolute addresses */
 bool elf_obj__has_symtab(const struct elf_obj *o);
-uint16_t elf_obj__machine(const struct elf_obj *o);	/* e_machine: EM_X86_64, EM_AARCH64 */
+uint16_t elf_obj__machine(const struct elf_obj *o); /* e_machine: EM_X86_64, EM_AARCH64 */
 /*
  * Separate debug files (Debian's -dbgsym packages, `objcopy --only-keep-debug`): whether one
  * should be looked for (true once, for an object without .symtab), the .gnu_debuglink file

@@ -20,20 +20,20 @@ enum { R_AX, R_CX, R_DX, R_BX, R_SP, R_BP, R_SI, R_DI, R_R8, R_R9, R_R10, R_R11 
 
 /* The kernel's nops (arch/x86/include/asm/nops.h, 64-bit): matched byte for byte. */
 static const uint8_t kernel_nops[9][8] = {
-	[1] = { 0x90 },
-	[2] = { 0x66, 0x90 },
-	[3] = { 0x0f, 0x1f, 0x00 },
-	[4] = { 0x0f, 0x1f, 0x40, 0x00 },
-	[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 },
-	[6] = { 0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00 },
-	[7] = { 0x0f, 0x1f, 0x80, 0x00, 0x00, 0x00, 0x00 },
-	[8] = { 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00 },
+    [1] = {0x90},
+    [2] = {0x66, 0x90},
+    [3] = {0x0f, 0x1f, 0x00},
+    [4] = {0x0f, 0x1f, 0x40, 0x00},
+    [5] = {0x0f, 0x1f, 0x44, 0x00, 0x00},
+    [6] = {0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00},
+    [7] = {0x0f, 0x1f, 0x80, 0x00, 0x00, 0x00, 0x00},
+    [8] = {0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00},
 };
 
 struct dec {
 	const uint8_t *b;
 	size_t len, i;
-	bool p66, pf3, pf2, bad_prefix, seg;	/* seg: fs/gs */
+	bool p66, pf3, pf2, bad_prefix, seg; /* seg: fs/gs */
 	uint8_t rex;
 	bool err;
 };
@@ -62,9 +62,9 @@ static void modrm(struct dec *d, unsigned int *reg, unsigned int *rm, bool *mem)
 		uint8_t sib = next(d);
 
 		if (mod == 0 && (sib & 7) == 5)
-			d->i += 4;	/* no base: disp32 */
+			d->i += 4; /* no base: disp32 */
 	} else if (mod == 0 && (m & 7) == 5) {
-		d->i += 4;		/* rip-relative disp32 */
+		d->i += 4; /* rip-relative disp32 */
 	}
 	if (mod == 1)
 		d->i += 1;
@@ -97,14 +97,13 @@ static uint8_t kernel_class(const struct dec *d, uint8_t opc, uint8_t opc2, size
 	if (opc == 0x90)
 		return len == 5 && 4096 - (vaddr & 4095) >= 5 ? INSN_OPTIMIZED : INSN_EMULATED;
 	if (opc == 0x0f && opc2 == 0x1f && len == 5 && 4096 - (vaddr & 4095) >= 5)
-		return INSN_OPTIMIZED;	/* nopl of 5 bytes: insn_is_nopl() */
+		return INSN_OPTIMIZED; /* nopl of 5 bytes: insn_is_nopl() */
 	branch = opc == 0xeb || opc == 0xe9 || opc == 0xe8 || (opc >= 0x70 && opc <= 0x7f) ||
 		 (opc == 0x0f && opc2 >= 0x80 && opc2 <= 0x8f);
 	if (branch)
 		return d->p66 ? INSN_REFUSED : INSN_EMULATED;
 	/* push_setup_xol_ops(): 1 byte, or 2 with exactly the REX prefix 0x41 */
-	if (opc >= 0x50 && opc <= 0x57 &&
-	    (len == 1 || (len == 2 && d->b[0] == 0x41)))
+	if (opc >= 0x50 && opc <= 0x57 && (len == 1 || (len == 2 && d->b[0] == 0x41)))
 		return INSN_EMULATED;
 	/* what good_insns_64 leaves out and prologues could hold: int3, hlt, syscall, ... */
 	if (opc == 0xcc || opc == 0xcd || opc == 0xf4 || opc == 0xfa || opc == 0xfb ||
@@ -115,7 +114,7 @@ static uint8_t kernel_class(const struct dec *d, uint8_t opc, uint8_t opc2, size
 
 int insn__decode(const uint8_t *code, size_t len, uint64_t vaddr, struct insn *out)
 {
-	struct dec d = { .b = code, .len = len };
+	struct dec d = {.b = code, .len = len};
 	unsigned int reg = 0, rm = 0, writes = 0, imm = 0;
 	bool mem = false, store = false, known = true;
 	uint8_t opc, opc2 = 0;
@@ -151,11 +150,11 @@ int insn__decode(const uint8_t *code, size_t len, uint64_t vaddr, struct insn *o
 	case 0x0f:
 		if (opc2 == 0x1e && d.pf3 && d.i < len &&
 		    (code[d.i] == 0xfa || code[d.i] == 0xfb)) {
-			d.i++;		/* endbr64/endbr32: a nop unless IBT is on */
+			d.i++; /* endbr64/endbr32: a nop unless IBT is on */
 			name(out, code[d.i - 1] == 0xfa ? "endbr64" : "endbr32");
 			break;
 		}
-		if (opc2 == 0x1f) {	/* nopl/nopw r/m */
+		if (opc2 == 0x1f) { /* nopl/nopw r/m */
 			modrm(&d, &reg, &rm, &mem);
 			name(out, "nop");
 			break;
@@ -169,31 +168,31 @@ int insn__decode(const uint8_t *code, size_t len, uint64_t vaddr, struct insn *o
 		if (opc2 >= 0x80 && opc2 <= 0x8f) {
 			d.i += 4;
 			name(out, "jcc");
-			known = false;	/* a branch: never skipped */
+			known = false; /* a branch: never skipped */
 			break;
 		}
 		known = false;
 		break;
-	case 0x89:		/* mov r/m, r */
+	case 0x89: /* mov r/m, r */
 		modrm(&d, &reg, &rm, &mem);
 		store = mem;
 		writes = mem ? 0 : 1u << rm;
 		name(out, "mov");
 		break;
-	case 0x8b:		/* mov r, r/m */
-	case 0x63:		/* movsxd r, r/m */
-	case 0x8d:		/* lea r, m */
+	case 0x8b: /* mov r, r/m */
+	case 0x63: /* movsxd r, r/m */
+	case 0x8d: /* lea r, m */
 		modrm(&d, &reg, &rm, &mem);
 		writes = 1u << reg;
 		name(out, opc == 0x8b ? "mov" : opc == 0x63 ? "movsxd" : "lea");
 		break;
-	case 0xb8 ... 0xbf:	/* mov r, imm32 / movabs r, imm64 */
+	case 0xb8 ... 0xbf: /* mov r, imm32 / movabs r, imm64 */
 		reg = (opc & 7) | (d.rex & 1 ? 8 : 0);
 		imm = d.rex & 8 ? 8 : imm_z(&d);
 		writes = 1u << reg;
 		name(out, d.rex & 8 ? "movabs" : "mov");
 		break;
-	case 0xc7:		/* mov r/m, imm32 */
+	case 0xc7: /* mov r/m, imm32 */
 		modrm(&d, &reg, &rm, &mem);
 		if ((reg & 7) != 0)
 			known = false;
@@ -202,43 +201,67 @@ int insn__decode(const uint8_t *code, size_t len, uint64_t vaddr, struct insn *o
 		imm = imm_z(&d);
 		name(out, "mov");
 		break;
-	case 0x01: case 0x09: case 0x11: case 0x19: case 0x21: case 0x29: case 0x31:
+	case 0x01:
+	case 0x09:
+	case 0x11:
+	case 0x19:
+	case 0x21:
+	case 0x29:
+	case 0x31:
 		/* add/or/adc/sbb/and/sub/xor r/m, r */
 		modrm(&d, &reg, &rm, &mem);
 		store = mem;
 		writes = mem ? 0 : 1u << rm;
 		name(out, opc == 0x31 ? "xor" : opc == 0x29 ? "sub" : "alu");
 		break;
-	case 0x03: case 0x0b: case 0x13: case 0x1b: case 0x23: case 0x2b: case 0x33:
+	case 0x03:
+	case 0x0b:
+	case 0x13:
+	case 0x1b:
+	case 0x23:
+	case 0x2b:
+	case 0x33:
 		/* the same, r, r/m */
 		modrm(&d, &reg, &rm, &mem);
 		writes = 1u << reg;
 		name(out, opc == 0x33 ? "xor" : opc == 0x2b ? "sub" : "alu");
 		break;
-	case 0x39: case 0x3b: case 0x38: case 0x3a: case 0x84: case 0x85:
+	case 0x39:
+	case 0x3b:
+	case 0x38:
+	case 0x3a:
+	case 0x84:
+	case 0x85:
 		/* cmp, test: flags only */
 		modrm(&d, &reg, &rm, &mem);
 		name(out, opc >= 0x84 ? "test" : "cmp");
 		break;
-	case 0x80: case 0x81: case 0x83:	/* group 1 r/m, imm */
+	case 0x80:
+	case 0x81:
+	case 0x83: /* group 1 r/m, imm */
 		modrm(&d, &reg, &rm, &mem);
 		imm = opc == 0x81 ? imm_z(&d) : 1;
-		if ((reg & 7) != 7) {		/* all but cmp write r/m */
+		if ((reg & 7) != 7) { /* all but cmp write r/m */
 			store = mem;
 			writes = mem ? 0 : 1u << rm;
 		}
-		name(out, (reg & 7) == 7 ? "cmp" : (reg & 7) == 5 ? "sub" : (reg & 7) == 0 ?
-			  "add" : "alu");
+		name(out, (reg & 7) == 7   ? "cmp"
+			  : (reg & 7) == 5 ? "sub"
+			  : (reg & 7) == 0 ? "add"
+					   : "alu");
 		break;
-	case 0x3c: case 0xa8:	/* cmp al / test al, imm8 */
+	case 0x3c:
+	case 0xa8: /* cmp al / test al, imm8 */
 		imm = 1;
 		name(out, opc == 0x3c ? "cmp" : "test");
 		break;
-	case 0x3d: case 0xa9:	/* cmp / test eax, imm32 */
+	case 0x3d:
+	case 0xa9: /* cmp / test eax, imm32 */
 		imm = imm_z(&d);
 		name(out, opc == 0x3d ? "cmp" : "test");
 		break;
-	case 0xf6: case 0xf7:	/* group 3: only test r/m, imm */
+	case 0xf6:
+	case 0xf7: /* group 3: only test r/m, imm */
 		modrm(&d, &reg, &rm, &mem);
 		if ((reg & 7) != 0)
 			known = false;
@@ -248,18 +271,20 @@ int insn__decode(const uint8_t *code, size_t len, uint64_t vaddr, struct insn *o
 	case 0x90:
 		name(out, d.pf3 ? "pause" : "nop");
 		if (d.rex & 1)
-			known = false;	/* xchg %r8d, %eax */
+			known = false; /* xchg %r8d, %eax */
 		break;
 	case 0x50 ... 0x57:
 		name(out, "push");
-		known = false;		/* moves the stack pointer */
+		known = false; /* moves the stack pointer */
 		break;
-	case 0x70 ... 0x7f: case 0xeb:
+	case 0x70 ... 0x7f:
+	case 0xeb:
 		d.i += 1;
 		name(out, opc == 0xeb ? "jmp" : "jcc");
 		known = false;
 		break;
-	case 0xe8: case 0xe9:
+	case 0xe8:
+	case 0xe9:
 		d.i += 4;
 		name(out, opc == 0xe8 ? "call" : "jmp");
 		known = false;
@@ -278,14 +303,14 @@ int insn__decode(const uint8_t *code, size_t len, uint64_t vaddr, struct insn *o
 	out->len = (uint8_t)d.i;
 	out->uprobe = kernel_class(&d, opc, opc2, d.i, vaddr);
 	/* The 66/f2/f3 prefixes change these instructions' meaning (endbr aside): unknown. */
-	out->skippable = !store && !(writes & ~SCRATCH) && !d.bad_prefix && !d.pf2 &&
-			 (!d.pf3 || opc == 0x0f);
+	out->skippable =
+	    !store && !(writes & ~SCRATCH) && !d.bad_prefix && !d.pf2 && (!d.pf3 || opc == 0x0f);
 	return 0;
 undecoded:
 	/* Still classify what we can: branches and pushes by opcode alone. */
 	if (!out->name[0] && opc == 0xff && d.i < len) {
-		static const char *const grp5[8] = { "inc", "dec", "call*", "call*", "jmp*",
-						     "jmp*", "push", "ff" };
+		static const char *const grp5[8] = {"inc",  "dec",  "call*", "call*",
+						    "jmp*", "jmp*", "push",  "ff"};
 
 		name(out, grp5[(code[d.i] >> 3) & 7]);
 	}
@@ -313,14 +338,14 @@ static bool branch_lands_in(const uint8_t *code, size_t len, uint64_t upto)
 		if ((code[p] == 0xeb || (code[p] >= 0x70 && code[p] <= 0x7f)) && p + 2 <= len)
 			target = (int64_t)p + 2 + (int8_t)code[p + 1];
 		else if ((code[p] == 0xe8 || code[p] == 0xe9) && p + 5 <= len)
-			target = (int64_t)p + 5 + (int32_t)(code[p + 1] | code[p + 2] << 8 |
-						       code[p + 3] << 16 |
-						       (uint32_t)code[p + 4] << 24);
+			target = (int64_t)p + 5 +
+				 (int32_t)(code[p + 1] | code[p + 2] << 8 | code[p + 3] << 16 |
+					   (uint32_t)code[p + 4] << 24);
 		else if (code[p] == 0x0f && p + 6 <= len && code[p + 1] >= 0x80 &&
 			 code[p + 1] <= 0x8f)
-			target = (int64_t)p + 6 + (int32_t)(code[p + 2] | code[p + 3] << 8 |
-						       code[p + 4] << 16 |
-						       (uint32_t)code[p + 5] << 24);
+			target = (int64_t)p + 6 +
+				 (int32_t)(code[p + 2] | code[p + 3] << 8 | code[p + 4] << 16 |
+					   (uint32_t)code[p + 5] << 24);
 		if (target > 0 && (uint64_t)target <= upto)
 			return true;
 	}

@@ -24,17 +24,17 @@
 
 /* What the kernel does with an instruction under a uprobe. */
 enum insn_uprobe {
-	INSN_EMULATED = 0,	/* push reg, nop, jmp/call/jcc rel: no single-step */
-	INSN_OPTIMIZED = 1,	/* a 5-byte nop: patched into a call, no trap at all */
-	INSN_STEPPED = 2,	/* single-stepped out of line: slow */
-	INSN_REFUSED = 3,	/* the kernel will not probe it (lock/segment prefixes, ...) */
+	INSN_EMULATED = 0,  /* push reg, nop, jmp/call/jcc rel: no single-step */
+	INSN_OPTIMIZED = 1, /* a 5-byte nop: patched into a call, no trap at all */
+	INSN_STEPPED = 2,   /* single-stepped out of line: slow */
+	INSN_REFUSED = 3,   /* the kernel will not probe it (lock/segment prefixes, ...) */
 };
 
 struct insn {
-	uint8_t len;		/* bytes; 0 when not decoded */
-	uint8_t uprobe;		/* enum insn_uprobe */
-	bool skippable;		/* decoded, and provably irrelevant to the probes (above) */
-	char name[12];		/* mnemonic, for messages ("endbr64", "movabs", ...) */
+	uint8_t len;	/* bytes; 0 when not decoded */
+	uint8_t uprobe; /* enum insn_uprobe */
+	bool skippable; /* decoded, and provably irrelevant to the probes (above) */
+	char name[12];	/* mnemonic, for messages ("endbr64", "movabs", ...) */
 };
 
 /*
@@ -46,17 +46,17 @@ int insn__decode(const uint8_t *code, size_t len, uint64_t vaddr, struct insn *o
 
 /* Where a function's entry probe goes. */
 enum probe_place {
-	PLACE_ENTRY = 0,	/* at the entry, on an instruction the kernel emulates */
-	PLACE_MOVED = 1,	/* moved past `moved` bytes of single-stepped instructions */
-	PLACE_SLOW = 2,		/* at the entry, single-stepped: it could not be moved */
-	PLACE_REFUSED = 3,	/* at the entry, which the kernel refuses to probe */
+	PLACE_ENTRY = 0,   /* at the entry, on an instruction the kernel emulates */
+	PLACE_MOVED = 1,   /* moved past `moved` bytes of single-stepped instructions */
+	PLACE_SLOW = 2,	   /* at the entry, single-stepped: it could not be moved */
+	PLACE_REFUSED = 3, /* at the entry, which the kernel refuses to probe */
 };
 
 struct probe_placement {
-	uint8_t place;		/* enum probe_place */
-	uint8_t moved;		/* bytes past the entry */
-	char first[12];		/* the entry's first instruction (what moved or slow refers to) */
-	char why[48];		/* PLACE_SLOW, PLACE_REFUSED: why it stayed */
+	uint8_t place;	/* enum probe_place */
+	uint8_t moved;	/* bytes past the entry */
+	char first[12]; /* the entry's first instruction (what moved or slow refers to) */
+	char why[48];	/* PLACE_SLOW, PLACE_REFUSED: why it stayed */
 };
 
 /*

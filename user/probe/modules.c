@@ -14,8 +14,8 @@ struct modules {
 	size_t n, cap;
 	bool libc;
 	bool nvtx;
-	bool fixed_probes;	/* --probe-at-entry */
-	struct wgpu_abi wgpu_abi;	/* --webgpu-abi; labels == 0: detect per object */
+	bool fixed_probes;	  /* --probe-at-entry */
+	struct wgpu_abi wgpu_abi; /* --webgpu-abi; labels == 0: detect per object */
 };
 
 void modules__trace_libc(struct modules *ms, bool on)
@@ -174,7 +174,7 @@ struct scan_ctx {
 	struct module *m;
 	size_t cap;
 	int err;
-	bool libc;	/* this module is the C library and --libc is on */
+	bool libc; /* this module is the C library and --libc is on */
 	struct wgpu_marks marks;
 };
 
@@ -196,7 +196,7 @@ static void place_probe(struct module *m, const struct elf_func *f, struct probe
 	ssize_t n;
 
 	if (!code)
-		return;		/* left at the entry, unclassified */
+		return; /* left at the entry, unclassified */
 	n = elf_obj__read(m->elf, s->offset, code, len);
 	if (n > 0) {
 		if (m->ms->fixed_probes)
@@ -209,7 +209,7 @@ static void place_probe(struct module *m, const struct elf_func *f, struct probe
 	if (code != small)
 		free(code);
 #else
-	(void)m, (void)f, (void)s;	/* not classified on this architecture */
+	(void)m, (void)f, (void)s; /* not classified on this architecture */
 #endif
 }
 
@@ -246,8 +246,8 @@ static int add_site(struct scan_ctx *sc, const struct cat_api *a, uint64_t off,
 		m->sites = v;
 		sc->cap = cap;
 	}
-	m->sites[m->nr_sites] = (struct probe_site){ .api = a, .offset = off, .vaddr = f->vaddr,
-						     .local = f->local, .entry_offset = off };
+	m->sites[m->nr_sites] = (struct probe_site){
+	    .api = a, .offset = off, .vaddr = f->vaddr, .local = f->local, .entry_offset = off};
 	place_probe(m, f, &m->sites[m->nr_sites]);
 	m->nr_sites++;
 	return 0;
@@ -331,7 +331,7 @@ static void wgpu_filter(struct module *m, const struct wgpu_marks *marks)
 
 int module__scan(struct module *m)
 {
-	struct scan_ctx sc = { .m = m, .libc = m->libc && is_libc(m) };
+	struct scan_ctx sc = {.m = m, .libc = m->libc && is_libc(m)};
 
 	if (m->scanned)
 		return 0;

@@ -20,35 +20,35 @@ struct cat_api;
 /* One traced function found in a module. */
 struct probe_site {
 	const struct cat_api *api;
-	uint64_t offset;	/* file offset: where the uprobe goes */
+	uint64_t offset; /* file offset: where the uprobe goes */
 	uint64_t vaddr;
-	bool local;		/* found only in .symtab (static cudart, stripped .dynsym) */
-	bool slow;		/* the probe's instruction is single-stepped by the kernel */
-	uint64_t entry_offset;	/* file offset of the function's entry (offset - moved) */
-	struct probe_placement place;	/* why the probe is where it is (insn.h) */
+	bool local;		      /* found only in .symtab (static cudart, stripped .dynsym) */
+	bool slow;		      /* the probe's instruction is single-stepped by the kernel */
+	uint64_t entry_offset;	      /* file offset of the function's entry (offset - moved) */
+	struct probe_placement place; /* why the probe is where it is (insn.h) */
 };
 
 struct modules;
 
 struct module {
-	struct modules *ms;	/* the registry it belongs to */
+	struct modules *ms; /* the registry it belongs to */
 	uint64_t dev;
 	uint64_t ino;
-	char *path;		/* as the target maps it */
-	const char *name;	/* basename of path */
-	struct elf_obj *elf;	/* NULL when not an ELF object or not readable */
-	int open_err;		/* why elf is NULL (-errno) */
+	char *path;	     /* as the target maps it */
+	const char *name;    /* basename of path */
+	struct elf_obj *elf; /* NULL when not an ELF object or not readable */
+	int open_err;	     /* why elf is NULL (-errno) */
 	bool scanned;
 	struct probe_site *sites;
 	size_t nr_sites;
-	size_t nr_required;	/* sites that are not CAT_OPTIONAL: "a CUDA library" */
-	bool libc;		/* --libc was on when this module was registered */
-	bool warned;		/* slow probe sites reported */
-	bool nvtx;		/* --step nvtx: was on when this module was registered */
+	size_t nr_required; /* sites that are not CAT_OPTIONAL: "a CUDA library" */
+	bool libc;	    /* --libc was on when this module was registered */
+	bool warned;	    /* slow probe sites reported */
+	bool nvtx;	    /* --step nvtx: was on when this module was registered */
 	/* WebGPU: the webgpu.h generation its wgpu* functions were built against. */
 	struct wgpu_abi wgpu;
-	unsigned int nr_wgpu_funcs;	/* wgpu* functions defined (0: not a WebGPU object) */
-	unsigned int nr_wgpu_dropped;	/* traced wgpu* functions left out: generation unknown */
+	unsigned int nr_wgpu_funcs;   /* wgpu* functions defined (0: not a WebGPU object) */
+	unsigned int nr_wgpu_dropped; /* traced wgpu* functions left out: generation unknown */
 	bool wgpu_warned;
 };
 

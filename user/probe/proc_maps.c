@@ -27,7 +27,7 @@ static int parse_line(char *line, struct pmap_ent *e)
 	while (len && (p[len - 1] == '\n' || p[len - 1] == ' '))
 		p[--len] = 0;
 	if (!e->ino || p[0] != '/')
-		return 0;	/* anonymous, [heap], [vdso], ... */
+		return 0; /* anonymous, [heap], [vdso], ... */
 	if (len > 10 && !strcmp(p + len - 10, " (deleted)")) {
 		p[len - 10] = 0;
 		e->deleted = true;

@@ -10,17 +10,17 @@
 struct pmap_ent {
 	uint64_t start;
 	uint64_t end;
-	uint64_t pgoff;		/* file offset of start */
-	uint64_t dev;		/* makedev(major, minor) as printed in maps */
+	uint64_t pgoff; /* file offset of start */
+	uint64_t dev;	/* makedev(major, minor) as printed in maps */
 	uint64_t ino;
-	bool exec;		/* r-xp: code, where probes and call sites live */
-	bool deleted;		/* the file was unlinked after mapping */
-	char *path;		/* NULL for anonymous mappings */
+	bool exec;    /* r-xp: code, where probes and call sites live */
+	bool deleted; /* the file was unlinked after mapping */
+	char *path;   /* NULL for anonymous mappings */
 };
 
 struct proc_maps {
 	pid_t pid;
-	struct pmap_ent *v;	/* sorted by start */
+	struct pmap_ent *v; /* sorted by start */
 	size_t n;
 };
 

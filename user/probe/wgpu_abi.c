@@ -16,8 +16,10 @@ static bool is_one_of(const char *name, const char *const *list)
 
 /* Functions webgpu-headers added well after the WGPUStringView change of 2024-10-01. */
 static const char *const after_sv[] = {
-	"wgpuBufferReadMappedRange", "wgpuBufferWriteMappedRange",
-	"wgpuSupportedWGSLLanguageFeaturesFreeMembers", NULL,
+    "wgpuBufferReadMappedRange",
+    "wgpuBufferWriteMappedRange",
+    "wgpuSupportedWGSLLanguageFeaturesFreeMembers",
+    NULL,
 };
 
 /*
@@ -26,13 +28,17 @@ static const char *const after_sv[] = {
  * SetImmediateData)...
  */
 static const char *const tier1[] = {
-	"wgpuTextureGetTextureBindingViewDimension", "wgpuComputePassEncoderSetImmediates",
-	"wgpuRenderPassEncoderSetImmediates", NULL,
+    "wgpuTextureGetTextureBindingViewDimension",
+    "wgpuComputePassEncoderSetImmediates",
+    "wgpuRenderPassEncoderSetImmediates",
+    NULL,
 };
 
 /* ... and these were gone before (2025-05, instance capabilities became features/limits). */
 static const char *const pre_tier1[] = {
-	"wgpuGetInstanceCapabilities", "wgpuComputePassEncoderSetImmediateData", NULL,
+    "wgpuGetInstanceCapabilities",
+    "wgpuComputePassEncoderSetImmediateData",
+    NULL,
 };
 
 void wgpu_abi__note(struct wgpu_marks *m, const char *name)
@@ -85,8 +91,7 @@ void wgpu_abi__judge(const struct wgpu_marks *m, const struct wgpu_abi *configur
 	} else if (!m->sv_labels && !m->cstr_labels && m->after_sv && !m->reference) {
 		out->labels = WGPU_LABELS_SV;
 		snprintf(labels, sizeof(labels), "%s (after WGPUStringView)", m->after_sv);
-	} else if (!m->sv_labels && !m->cstr_labels && m->reference && !m->addref &&
-		   !m->after_sv) {
+	} else if (!m->sv_labels && !m->cstr_labels && m->reference && !m->addref && !m->after_sv) {
 		out->labels = WGPU_LABELS_CSTR;
 		snprintf(labels, sizeof(labels), "%s (before AddRef and WGPUStringView)",
 			 m->reference);
@@ -138,10 +143,10 @@ int wgpu_abi__parse(const char *s, struct wgpu_abi *out)
 
 const char *wgpu_abi__describe(const struct wgpu_abi *a, char *buf, size_t len)
 {
-	const char *l = a->labels == WGPU_LABELS_SV ? "WGPUStringView labels"
+	const char *l = a->labels == WGPU_LABELS_SV	? "WGPUStringView labels"
 			: a->labels == WGPU_LABELS_CSTR ? "char const * labels"
 							: "unknown generation";
-	const char *f = a->formats == WGPU_FORMATS_TIER1 ? ", texture formats since tier1"
+	const char *f = a->formats == WGPU_FORMATS_TIER1       ? ", texture formats since tier1"
 			: a->formats == WGPU_FORMATS_PRE_TIER1 ? ", texture formats before tier1"
 			: a->labels ? ", texture format numbering unknown"
 				    : "";
@@ -166,107 +171,107 @@ struct fmt {
 };
 
 static const struct fmt fmts[] = {
-	{ "R8Unorm", 0x01, 0x01, 1, 1, 1 },
-	{ "R8Snorm", 0x02, 0x02, 1, 1, 1 },
-	{ "R8Uint", 0x03, 0x03, 1, 1, 1 },
-	{ "R8Sint", 0x04, 0x04, 1, 1, 1 },
-	{ "R16Unorm", 0, 0x05, 1, 1, 2 },
-	{ "R16Snorm", 0, 0x06, 1, 1, 2 },
-	{ "R16Uint", 0x05, 0x07, 1, 1, 2 },
-	{ "R16Sint", 0x06, 0x08, 1, 1, 2 },
-	{ "R16Float", 0x07, 0x09, 1, 1, 2 },
-	{ "RG8Unorm", 0x08, 0x0a, 1, 1, 2 },
-	{ "RG8Snorm", 0x09, 0x0b, 1, 1, 2 },
-	{ "RG8Uint", 0x0a, 0x0c, 1, 1, 2 },
-	{ "RG8Sint", 0x0b, 0x0d, 1, 1, 2 },
-	{ "R32Float", 0x0c, 0x0e, 1, 1, 4 },
-	{ "R32Uint", 0x0d, 0x0f, 1, 1, 4 },
-	{ "R32Sint", 0x0e, 0x10, 1, 1, 4 },
-	{ "RG16Unorm", 0, 0x11, 1, 1, 4 },
-	{ "RG16Snorm", 0, 0x12, 1, 1, 4 },
-	{ "RG16Uint", 0x0f, 0x13, 1, 1, 4 },
-	{ "RG16Sint", 0x10, 0x14, 1, 1, 4 },
-	{ "RG16Float", 0x11, 0x15, 1, 1, 4 },
-	{ "RGBA8Unorm", 0x12, 0x16, 1, 1, 4 },
-	{ "RGBA8UnormSrgb", 0x13, 0x17, 1, 1, 4 },
-	{ "RGBA8Snorm", 0x14, 0x18, 1, 1, 4 },
-	{ "RGBA8Uint", 0x15, 0x19, 1, 1, 4 },
-	{ "RGBA8Sint", 0x16, 0x1a, 1, 1, 4 },
-	{ "BGRA8Unorm", 0x17, 0x1b, 1, 1, 4 },
-	{ "BGRA8UnormSrgb", 0x18, 0x1c, 1, 1, 4 },
-	{ "RGB10A2Uint", 0x19, 0x1d, 1, 1, 4 },
-	{ "RGB10A2Unorm", 0x1a, 0x1e, 1, 1, 4 },
-	{ "RG11B10Ufloat", 0x1b, 0x1f, 1, 1, 4 },
-	{ "RGB9E5Ufloat", 0x1c, 0x20, 1, 1, 4 },
-	{ "RG32Float", 0x1d, 0x21, 1, 1, 8 },
-	{ "RG32Uint", 0x1e, 0x22, 1, 1, 8 },
-	{ "RG32Sint", 0x1f, 0x23, 1, 1, 8 },
-	{ "RGBA16Unorm", 0, 0x24, 1, 1, 8 },
-	{ "RGBA16Snorm", 0, 0x25, 1, 1, 8 },
-	{ "RGBA16Uint", 0x20, 0x26, 1, 1, 8 },
-	{ "RGBA16Sint", 0x21, 0x27, 1, 1, 8 },
-	{ "RGBA16Float", 0x22, 0x28, 1, 1, 8 },
-	{ "RGBA32Float", 0x23, 0x29, 1, 1, 16 },
-	{ "RGBA32Uint", 0x24, 0x2a, 1, 1, 16 },
-	{ "RGBA32Sint", 0x25, 0x2b, 1, 1, 16 },
-	{ "Stencil8", 0x26, 0x2c, 1, 1, 0 },
-	{ "Depth16Unorm", 0x27, 0x2d, 1, 1, 2 },
-	{ "Depth24Plus", 0x28, 0x2e, 1, 1, 4 },
-	{ "Depth24PlusStencil8", 0x29, 0x2f, 1, 1, 0 },
-	{ "Depth32Float", 0x2a, 0x30, 1, 1, 4 },
-	{ "Depth32FloatStencil8", 0x2b, 0x31, 1, 1, 0 },
-	{ "BC1RGBAUnorm", 0x2c, 0x32, 4, 4, 8 },
-	{ "BC1RGBAUnormSrgb", 0x2d, 0x33, 4, 4, 8 },
-	{ "BC2RGBAUnorm", 0x2e, 0x34, 4, 4, 16 },
-	{ "BC2RGBAUnormSrgb", 0x2f, 0x35, 4, 4, 16 },
-	{ "BC3RGBAUnorm", 0x30, 0x36, 4, 4, 16 },
-	{ "BC3RGBAUnormSrgb", 0x31, 0x37, 4, 4, 16 },
-	{ "BC4RUnorm", 0x32, 0x38, 4, 4, 8 },
-	{ "BC4RSnorm", 0x33, 0x39, 4, 4, 8 },
-	{ "BC5RGUnorm", 0x34, 0x3a, 4, 4, 16 },
-	{ "BC5RGSnorm", 0x35, 0x3b, 4, 4, 16 },
-	{ "BC6HRGBUfloat", 0x36, 0x3c, 4, 4, 16 },
-	{ "BC6HRGBFloat", 0x37, 0x3d, 4, 4, 16 },
-	{ "BC7RGBAUnorm", 0x38, 0x3e, 4, 4, 16 },
-	{ "BC7RGBAUnormSrgb", 0x39, 0x3f, 4, 4, 16 },
-	{ "ETC2RGB8Unorm", 0x3a, 0x40, 4, 4, 8 },
-	{ "ETC2RGB8UnormSrgb", 0x3b, 0x41, 4, 4, 8 },
-	{ "ETC2RGB8A1Unorm", 0x3c, 0x42, 4, 4, 8 },
-	{ "ETC2RGB8A1UnormSrgb", 0x3d, 0x43, 4, 4, 8 },
-	{ "ETC2RGBA8Unorm", 0x3e, 0x44, 4, 4, 16 },
-	{ "ETC2RGBA8UnormSrgb", 0x3f, 0x45, 4, 4, 16 },
-	{ "EACR11Unorm", 0x40, 0x46, 4, 4, 8 },
-	{ "EACR11Snorm", 0x41, 0x47, 4, 4, 8 },
-	{ "EACRG11Unorm", 0x42, 0x48, 4, 4, 16 },
-	{ "EACRG11Snorm", 0x43, 0x49, 4, 4, 16 },
-	{ "ASTC4x4Unorm", 0x44, 0x4a, 4, 4, 16 },
-	{ "ASTC4x4UnormSrgb", 0x45, 0x4b, 4, 4, 16 },
-	{ "ASTC5x4Unorm", 0x46, 0x4c, 5, 4, 16 },
-	{ "ASTC5x4UnormSrgb", 0x47, 0x4d, 5, 4, 16 },
-	{ "ASTC5x5Unorm", 0x48, 0x4e, 5, 5, 16 },
-	{ "ASTC5x5UnormSrgb", 0x49, 0x4f, 5, 5, 16 },
-	{ "ASTC6x5Unorm", 0x4a, 0x50, 6, 5, 16 },
-	{ "ASTC6x5UnormSrgb", 0x4b, 0x51, 6, 5, 16 },
-	{ "ASTC6x6Unorm", 0x4c, 0x52, 6, 6, 16 },
-	{ "ASTC6x6UnormSrgb", 0x4d, 0x53, 6, 6, 16 },
-	{ "ASTC8x5Unorm", 0x4e, 0x54, 8, 5, 16 },
-	{ "ASTC8x5UnormSrgb", 0x4f, 0x55, 8, 5, 16 },
-	{ "ASTC8x6Unorm", 0x50, 0x56, 8, 6, 16 },
-	{ "ASTC8x6UnormSrgb", 0x51, 0x57, 8, 6, 16 },
-	{ "ASTC8x8Unorm", 0x52, 0x58, 8, 8, 16 },
-	{ "ASTC8x8UnormSrgb", 0x53, 0x59, 8, 8, 16 },
-	{ "ASTC10x5Unorm", 0x54, 0x5a, 10, 5, 16 },
-	{ "ASTC10x5UnormSrgb", 0x55, 0x5b, 10, 5, 16 },
-	{ "ASTC10x6Unorm", 0x56, 0x5c, 10, 6, 16 },
-	{ "ASTC10x6UnormSrgb", 0x57, 0x5d, 10, 6, 16 },
-	{ "ASTC10x8Unorm", 0x58, 0x5e, 10, 8, 16 },
-	{ "ASTC10x8UnormSrgb", 0x59, 0x5f, 10, 8, 16 },
-	{ "ASTC10x10Unorm", 0x5a, 0x60, 10, 10, 16 },
-	{ "ASTC10x10UnormSrgb", 0x5b, 0x61, 10, 10, 16 },
-	{ "ASTC12x10Unorm", 0x5c, 0x62, 12, 10, 16 },
-	{ "ASTC12x10UnormSrgb", 0x5d, 0x63, 12, 10, 16 },
-	{ "ASTC12x12Unorm", 0x5e, 0x64, 12, 12, 16 },
-	{ "ASTC12x12UnormSrgb", 0x5f, 0x65, 12, 12, 16 },
+    {"R8Unorm", 0x01, 0x01, 1, 1, 1},
+    {"R8Snorm", 0x02, 0x02, 1, 1, 1},
+    {"R8Uint", 0x03, 0x03, 1, 1, 1},
+    {"R8Sint", 0x04, 0x04, 1, 1, 1},
+    {"R16Unorm", 0, 0x05, 1, 1, 2},
+    {"R16Snorm", 0, 0x06, 1, 1, 2},
+    {"R16Uint", 0x05, 0x07, 1, 1, 2},
+    {"R16Sint", 0x06, 0x08, 1, 1, 2},
+    {"R16Float", 0x07, 0x09, 1, 1, 2},
+    {"RG8Unorm", 0x08, 0x0a, 1, 1, 2},
+    {"RG8Snorm", 0x09, 0x0b, 1, 1, 2},
+    {"RG8Uint", 0x0a, 0x0c, 1, 1, 2},
+    {"RG8Sint", 0x0b, 0x0d, 1, 1, 2},
+    {"R32Float", 0x0c, 0x0e, 1, 1, 4},
+    {"R32Uint", 0x0d, 0x0f, 1, 1, 4},
+    {"R32Sint", 0x0e, 0x10, 1, 1, 4},
+    {"RG16Unorm", 0, 0x11, 1, 1, 4},
+    {"RG16Snorm", 0, 0x12, 1, 1, 4},
+    {"RG16Uint", 0x0f, 0x13, 1, 1, 4},
+    {"RG16Sint", 0x10, 0x14, 1, 1, 4},
+    {"RG16Float", 0x11, 0x15, 1, 1, 4},
+    {"RGBA8Unorm", 0x12, 0x16, 1, 1, 4},
+    {"RGBA8UnormSrgb", 0x13, 0x17, 1, 1, 4},
+    {"RGBA8Snorm", 0x14, 0x18, 1, 1, 4},
+    {"RGBA8Uint", 0x15, 0x19, 1, 1, 4},
+    {"RGBA8Sint", 0x16, 0x1a, 1, 1, 4},
+    {"BGRA8Unorm", 0x17, 0x1b, 1, 1, 4},
+    {"BGRA8UnormSrgb", 0x18, 0x1c, 1, 1, 4},
+    {"RGB10A2Uint", 0x19, 0x1d, 1, 1, 4},
+    {"RGB10A2Unorm", 0x1a, 0x1e, 1, 1, 4},
+    {"RG11B10Ufloat", 0x1b, 0x1f, 1, 1, 4},
+    {"RGB9E5Ufloat", 0x1c, 0x20, 1, 1, 4},
+    {"RG32Float", 0x1d, 0x21, 1, 1, 8},
+    {"RG32Uint", 0x1e, 0x22, 1, 1, 8},
+    {"RG32Sint", 0x1f, 0x23, 1, 1, 8},
+    {"RGBA16Unorm", 0, 0x24, 1, 1, 8},
+    {"RGBA16Snorm", 0, 0x25, 1, 1, 8},
+    {"RGBA16Uint", 0x20, 0x26, 1, 1, 8},
+    {"RGBA16Sint", 0x21, 0x27, 1, 1, 8},
+    {"RGBA16Float", 0x22, 0x28, 1, 1, 8},
+    {"RGBA32Float", 0x23, 0x29, 1, 1, 16},
+    {"RGBA32Uint", 0x24, 0x2a, 1, 1, 16},
+    {"RGBA32Sint", 0x25, 0x2b, 1, 1, 16},
+    {"Stencil8", 0x26, 0x2c, 1, 1, 0},
+    {"Depth16Unorm", 0x27, 0x2d, 1, 1, 2},
+    {"Depth24Plus", 0x28, 0x2e, 1, 1, 4},
+    {"Depth24PlusStencil8", 0x29, 0x2f, 1, 1, 0},
+    {"Depth32Float", 0x2a, 0x30, 1, 1, 4},
+    {"Depth32FloatStencil8", 0x2b, 0x31, 1, 1, 0},
+    {"BC1RGBAUnorm", 0x2c, 0x32, 4, 4, 8},
+    {"BC1RGBAUnormSrgb", 0x2d, 0x33, 4, 4, 8},
+    {"BC2RGBAUnorm", 0x2e, 0x34, 4, 4, 16},
+    {"BC2RGBAUnormSrgb", 0x2f, 0x35, 4, 4, 16},
+    {"BC3RGBAUnorm", 0x30, 0x36, 4, 4, 16},
+    {"BC3RGBAUnormSrgb", 0x31, 0x37, 4, 4, 16},
+    {"BC4RUnorm", 0x32, 0x38, 4, 4, 8},
+    {"BC4RSnorm", 0x33, 0x39, 4, 4, 8},
+    {"BC5RGUnorm", 0x34, 0x3a, 4, 4, 16},
+    {"BC5RGSnorm", 0x35, 0x3b, 4, 4, 16},
+    {"BC6HRGBUfloat", 0x36, 0x3c, 4, 4, 16},
+    {"BC6HRGBFloat", 0x37, 0x3d, 4, 4, 16},
+    {"BC7RGBAUnorm", 0x38, 0x3e, 4, 4, 16},
+    {"BC7RGBAUnormSrgb", 0x39, 0x3f, 4, 4, 16},
+    {"ETC2RGB8Unorm", 0x3a, 0x40, 4, 4, 8},
+    {"ETC2RGB8UnormSrgb", 0x3b, 0x41, 4, 4, 8},
+    {"ETC2RGB8A1Unorm", 0x3c, 0x42, 4, 4, 8},
+    {"ETC2RGB8A1UnormSrgb", 0x3d, 0x43, 4, 4, 8},
+    {"ETC2RGBA8Unorm", 0x3e, 0x44, 4, 4, 16},
+    {"ETC2RGBA8UnormSrgb", 0x3f, 0x45, 4, 4, 16},
+    {"EACR11Unorm", 0x40, 0x46, 4, 4, 8},
+    {"EACR11Snorm", 0x41, 0x47, 4, 4, 8},
+    {"EACRG11Unorm", 0x42, 0x48, 4, 4, 16},
+    {"EACRG11Snorm", 0x43, 0x49, 4, 4, 16},
+    {"ASTC4x4Unorm", 0x44, 0x4a, 4, 4, 16},
+    {"ASTC4x4UnormSrgb", 0x45, 0x4b, 4, 4, 16},
+    {"ASTC5x4Unorm", 0x46, 0x4c, 5, 4, 16},
+    {"ASTC5x4UnormSrgb", 0x47, 0x4d, 5, 4, 16},
+    {"ASTC5x5Unorm", 0x48, 0x4e, 5, 5, 16},
+    {"ASTC5x5UnormSrgb", 0x49, 0x4f, 5, 5, 16},
+    {"ASTC6x5Unorm", 0x4a, 0x50, 6, 5, 16},
+    {"ASTC6x5UnormSrgb", 0x4b, 0x51, 6, 5, 16},
+    {"ASTC6x6Unorm", 0x4c, 0x52, 6, 6, 16},
+    {"ASTC6x6UnormSrgb", 0x4d, 0x53, 6, 6, 16},
+    {"ASTC8x5Unorm", 0x4e, 0x54, 8, 5, 16},
+    {"ASTC8x5UnormSrgb", 0x4f, 0x55, 8, 5, 16},
+    {"ASTC8x6Unorm", 0x50, 0x56, 8, 6, 16},
+    {"ASTC8x6UnormSrgb", 0x51, 0x57, 8, 6, 16},
+    {"ASTC8x8Unorm", 0x52, 0x58, 8, 8, 16},
+    {"ASTC8x8UnormSrgb", 0x53, 0x59, 8, 8, 16},
+    {"ASTC10x5Unorm", 0x54, 0x5a, 10, 5, 16},
+    {"ASTC10x5UnormSrgb", 0x55, 0x5b, 10, 5, 16},
+    {"ASTC10x6Unorm", 0x56, 0x5c, 10, 6, 16},
+    {"ASTC10x6UnormSrgb", 0x57, 0x5d, 10, 6, 16},
+    {"ASTC10x8Unorm", 0x58, 0x5e, 10, 8, 16},
+    {"ASTC10x8UnormSrgb", 0x59, 0x5f, 10, 8, 16},
+    {"ASTC10x10Unorm", 0x5a, 0x60, 10, 10, 16},
+    {"ASTC10x10UnormSrgb", 0x5b, 0x61, 10, 10, 16},
+    {"ASTC12x10Unorm", 0x5c, 0x62, 12, 10, 16},
+    {"ASTC12x10UnormSrgb", 0x5d, 0x63, 12, 10, 16},
+    {"ASTC12x12Unorm", 0x5e, 0x64, 12, 12, 16},
+    {"ASTC12x12UnormSrgb", 0x5f, 0x65, 12, 12, 16},
 };
 
 static const struct fmt *fmt_find(enum wgpu_formats table, uint32_t format)
@@ -306,9 +311,9 @@ static uint64_t add_sat(uint64_t a, uint64_t b)
 }
 
 /* dimension: 1 = 1D, 2 = 2D, 3 = 3D (webgpu.h since 2024-09; 0 means 2D there). */
-int wgpu_texture_bytes(enum wgpu_formats table, uint32_t format, uint32_t dimension,
-		       uint32_t width, uint32_t height, uint32_t depth, uint32_t mips,
-		       uint32_t samples, uint64_t *bytes)
+int wgpu_texture_bytes(enum wgpu_formats table, uint32_t format, uint32_t dimension, uint32_t width,
+		       uint32_t height, uint32_t depth, uint32_t mips, uint32_t samples,
+		       uint64_t *bytes)
 {
 	const struct fmt *f = fmt_find(table, format);
 	uint64_t total = 0;

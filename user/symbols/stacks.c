@@ -7,8 +7,8 @@
 #include "lib/vec.h"
 
 struct stacks {
-	struct hmap idx;	/* (pid | id << 32, caller) -> index into v */
-	struct ustack **v;	/* one allocation each: callers keep pointers */
+	struct hmap idx;   /* (pid | id << 32, caller) -> index into v */
+	struct ustack **v; /* one allocation each: callers keep pointers */
 	size_t n, cap;
 };
 
@@ -80,9 +80,8 @@ static struct ustack *add(struct stacks *s, pid_t pid, int32_t id, uint64_t call
 	return st;
 }
 
-int stacks__intern(struct stacks *s, pid_t pid, int32_t id, uint64_t caller,
-		   const uint64_t *raw, size_t n, unsigned int depth, struct ustack **out,
-		   int *is_new)
+int stacks__intern(struct stacks *s, pid_t pid, int32_t id, uint64_t caller, const uint64_t *raw,
+		   size_t n, unsigned int depth, struct ustack **out, int *is_new)
 {
 	/* The kernel put the call site first, or the walk starts at the caller's caller. */
 	size_t lead = n && raw[0] == caller ? 0 : 1, total = n + lead, nr, i;
@@ -115,8 +114,7 @@ int stacks__add(struct stacks *s, pid_t pid, int32_t id, uint64_t caller, const 
 {
 	struct ustack *st;
 
-	if (id < 0 || nr > STACK_MAX_FRAMES || (flags & ~STACK_FLAGS_KNOWN) ||
-	    nofp_from > nr)
+	if (id < 0 || nr > STACK_MAX_FRAMES || (flags & ~STACK_FLAGS_KNOWN) || nofp_from > nr)
 		return -EINVAL;
 	if (stacks__get(s, pid, id, caller))
 		return 0;

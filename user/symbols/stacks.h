@@ -19,8 +19,8 @@
 
 /* Persisted in STACKS blocks: never renumbered. */
 enum stack_flags {
-	STACK_TRUNCATED = 1 << 0,	/* the walk went on past --stack-depth: outer frames cut */
-	STACK_NO_FP = 1 << 1,		/* the walk passed through code without frame pointers:
+	STACK_TRUNCATED = 1 << 0, /* the walk went on past --stack-depth: outer frames cut */
+	STACK_NO_FP = 1 << 1,	  /* the walk passed through code without frame pointers:
 					 * frames from nofp_from on may be wrong or missing */
 	STACK_FLAGS_KNOWN = STACK_TRUNCATED | STACK_NO_FP,
 };
@@ -30,13 +30,13 @@ enum stack_flags {
 #define STACK_MAX_FRAMES 128
 
 struct ustack {
-	uint32_t index;		/* order of interning: 0, 1, ... */
+	uint32_t index; /* order of interning: 0, 1, ... */
 	pid_t pid;
-	int32_t id;		/* the kernel's stack id (gl_call_rec.stack_id) */
+	int32_t id; /* the kernel's stack id (gl_call_rec.stack_id) */
 	uint64_t caller;
 	uint16_t nr;
-	uint16_t flags;		/* enum stack_flags */
-	uint16_t nofp_from;	/* STACK_NO_FP: the first frame that may be wrong */
+	uint16_t flags;	    /* enum stack_flags */
+	uint16_t nofp_from; /* STACK_NO_FP: the first frame that may be wrong */
 	uint64_t frames[];
 };
 
@@ -52,9 +52,8 @@ void stacks__free(struct stacks *s);
  * is cut to depth frames (STACK_TRUNCATED when anything was cut). *out is the new entry, or
  * the existing one with *is_new false. 0 or -ENOMEM, -EINVAL for a bad depth.
  */
-int stacks__intern(struct stacks *s, pid_t pid, int32_t id, uint64_t caller,
-		   const uint64_t *raw, size_t n, unsigned int depth, struct ustack **out,
-		   int *is_new);
+int stacks__intern(struct stacks *s, pid_t pid, int32_t id, uint64_t caller, const uint64_t *raw,
+		   size_t n, unsigned int depth, struct ustack **out, int *is_new);
 /* A stack as recorded (a capture's STACKS block); a second one with the same key is
  * ignored. 0, -EINVAL (too many frames, unknown flags) or -ENOMEM. */
 int stacks__add(struct stacks *s, pid_t pid, int32_t id, uint64_t caller, const uint64_t *frames,

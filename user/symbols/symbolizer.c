@@ -26,10 +26,10 @@ char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 struct seen_map {
 	pid_t pid;
 	uint64_t start, end, pgoff;
-	struct module *mod;	/* NULL offline: nothing to open */
-	const char *path;	/* the module's, or owned by the symbolizer (offline) */
-	const char *name;	/* basename of path */
-	struct elf_obj *elf;	/* the symbols it is named from (same build-id: shared) */
+	struct module *mod;  /* NULL offline: nothing to open */
+	const char *path;    /* the module's, or owned by the symbolizer (offline) */
+	const char *name;    /* basename of path */
+	struct elf_obj *elf; /* the symbols it is named from (same build-id: shared) */
 	bool elf_done;
 };
 
@@ -37,13 +37,13 @@ struct seen_map {
 struct sym_entry {
 	struct sym_info info;
 	char *name;
-	uint32_t gen;		/* unmapped: nr_maps when resolved; SYM_FIXED: set, never redone */
-	int8_t fp;		/* frame_fp() once known: 1, 0, -1 unknown; 2: not asked yet */
+	uint32_t gen; /* unmapped: nr_maps when resolved; SYM_FIXED: set, never redone */
+	int8_t fp;    /* frame_fp() once known: 1, 0, -1 unknown; 2: not asked yet */
 };
 
 /* One ELF object per build-id names every file with that build-id (copies, containers). */
 struct bid_obj {
-	const char *build_id;	/* the object's own string */
+	const char *build_id; /* the object's own string */
 	struct elf_obj *elf;
 };
 
@@ -59,19 +59,19 @@ struct symbolizer {
 	struct modules *mods;
 	struct seen_map *maps;
 	size_t nr_maps, cap_maps;
-	struct hmap idx;	/* ((u32)pid, addr) -> index into ents */
-	struct sym_entry **ents;	/* one allocation each: callers keep pointers */
+	struct hmap idx;	 /* ((u32)pid, addr) -> index into ents */
+	struct sym_entry **ents; /* one allocation each: callers keep pointers */
 	size_t nr_ents, cap_ents;
-	char **paths;		/* offline mapping paths */
+	char **paths; /* offline mapping paths */
 	size_t nr_paths, cap_paths;
-	char **old_names;	/* names replaced by a later resolution: callers may hold them */
+	char **old_names; /* names replaced by a later resolution: callers may hold them */
 	size_t nr_old, cap_old;
 	struct stacks *stacks;
 	struct bid_obj *bids;
 	size_t nr_bids, cap_bids;
 	struct obj_fp *objfp;
 	size_t nr_objfp, cap_objfp;
-	const char *const *debug_dirs;	/* --debug-dir, searched before /usr/lib/debug */
+	const char *const *debug_dirs; /* --debug-dir, searched before /usr/lib/debug */
 	size_t nr_debug_dirs;
 	struct symbolizer_stats st;
 };
@@ -165,9 +165,13 @@ int symbolizer__add_maps(struct symbolizer *s, const struct proc_maps *m)
 		mod = modules__get(s->mods, m->pid, e);
 		if (!mod)
 			return -ENOMEM;
-		err = add_seen(s, &(struct seen_map){ .pid = m->pid, .start = e->start,
-						      .end = e->end, .pgoff = e->pgoff, .mod = mod,
-						      .path = mod->path, .name = mod->name });
+		err = add_seen(s, &(struct seen_map){.pid = m->pid,
+						     .start = e->start,
+						     .end = e->end,
+						     .pgoff = e->pgoff,
+						     .mod = mod,
+						     .path = mod->path,
+						     .name = mod->name});
 		if (err)
 			return err;
 	}
@@ -188,8 +192,12 @@ int symbolizer__add_map(struct symbolizer *s, pid_t pid, uint64_t start, uint64_
 	if (!p)
 		return -ENOMEM;
 	s->paths[s->nr_paths++] = p;
-	err = add_seen(s, &(struct seen_map){ .pid = pid, .start = start, .end = end,
-					      .pgoff = pgoff, .path = p, .name = base_name(p) });
+	err = add_seen(s, &(struct seen_map){.pid = pid,
+					     .start = start,
+					     .end = end,
+					     .pgoff = pgoff,
+					     .path = p,
+					     .name = base_name(p)});
 	return err;
 }
 
@@ -222,8 +230,7 @@ static char *format_name(const struct sym_info *si, uint64_t addr)
 #define DEBUG_ROOT "/usr/lib/debug"
 
 /* Whether path is a debug file of elf (and now names its code). */
-static bool try_debug(struct symbolizer *s, struct elf_obj *elf, const char *obj,
-		      const char *path)
+static bool try_debug(struct symbolizer *s, struct elf_obj *elf, const char *obj, const char *path)
 {
 	int err = elf_obj__add_debug(elf, path);
 
@@ -234,7 +241,7 @@ static bool try_debug(struct symbolizer *s, struct elf_obj *elf, const char *obj
 	}
 	if (err != -ENOENT && err != -ENOTDIR)
 		pr_info("not naming %s from %s: %s\n", obj, path,
-			 err == -ESTALE ? "another build of it" : strerror(-err));
+			err == -ESTALE ? "another build of it" : strerror(-err));
 	return false;
 }
 
@@ -328,7 +335,7 @@ static struct elf_obj *map_elf(struct symbolizer *s, struct seen_map *m)
 	}
 	/* Without room the object is still named, from itself. */
 	if (!vec_grow((void **)&s->bids, &s->cap_bids, s->nr_bids, sizeof(*s->bids)))
-		s->bids[s->nr_bids++] = (struct bid_obj){ bid, elf };
+		s->bids[s->nr_bids++] = (struct bid_obj){bid, elf};
 	return elf;
 }
 
@@ -343,7 +350,7 @@ static char *func_name(const char *sym)
 	d = __cxa_demangle(name, NULL, NULL, &status);
 	if (status || !d) {
 		free(d);
-		return name;	/* not a valid mangled name after all: as it is */
+		return name; /* not a valid mangled name after all: as it is */
 	}
 	free(name);
 	return d;
@@ -391,8 +398,8 @@ static int info_dup(struct sym_info *dst, const struct sym_info *src)
 }
 
 /* Replace entry e's facts with si (taken over) and rename it. */
-static int entry_set(struct symbolizer *s, struct sym_entry *e, struct sym_info *si,
-		     uint64_t addr, uint32_t gen)
+static int entry_set(struct symbolizer *s, struct sym_entry *e, struct sym_info *si, uint64_t addr,
+		     uint32_t gen)
 {
 	char *name = format_name(si, addr);
 
@@ -452,8 +459,8 @@ int symbolizer__set(struct symbolizer *s, pid_t pid, uint64_t addr, const struct
 }
 
 /* The entry of addr, (re)resolved when needed; m is its mapping if the caller knows it. */
-static struct sym_entry *info_in(struct symbolizer *s, pid_t pid, uint64_t addr,
-				 struct seen_map *m, bool m_known)
+static struct sym_entry *info_in(struct symbolizer *s, pid_t pid, uint64_t addr, struct seen_map *m,
+				 bool m_known)
 {
 	struct sym_info si;
 	struct sym_entry *e;
@@ -462,8 +469,7 @@ static struct sym_entry *info_in(struct symbolizer *s, pid_t pid, uint64_t addr,
 	if (!e)
 		return NULL;
 	/* Unresolved yet, or unmapped when last asked: a mapping seen since may name it. */
-	if (!e->name ||
-	    (!e->info.module && e->gen != SYM_FIXED && e->gen != s->nr_maps)) {
+	if (!e->name || (!e->info.module && e->gen != SYM_FIXED && e->gen != s->nr_maps)) {
 		if (!m_known)
 			m = lookup(s, pid, addr);
 		if (resolve(s, m, addr, &si) || entry_set(s, e, &si, addr, (uint32_t)s->nr_maps))
@@ -575,7 +581,7 @@ static int prologue_fp(uint16_t machine, const uint8_t *b, size_t n)
 	}
 	if (machine == EM_AARCH64) {
 		for (i = 0; i + 4 <= n && i < 16; i += 4)
-			if (!memcmp(b + i, "\xfd\x03\x00\x91", 4))	/* mov x29, sp */
+			if (!memcmp(b + i, "\xfd\x03\x00\x91", 4)) /* mov x29, sp */
 				return 1;
 		return 0;
 	}
@@ -616,7 +622,7 @@ static int count_fp(const struct elf_func *f, void *ctx)
  */
 static int object_fp(struct symbolizer *s, const struct elf_obj *elf)
 {
-	struct fp_count c = { .elf = elf };
+	struct fp_count c = {.elf = elf};
 	size_t i;
 
 	for (i = 0; i < s->nr_objfp; i++)
@@ -624,7 +630,7 @@ static int object_fp(struct symbolizer *s, const struct elf_obj *elf)
 			return s->objfp[i].fp;
 	elf_obj__for_each_func((struct elf_obj *)elf, count_fp, &c);
 	if (!vec_grow((void **)&s->objfp, &s->cap_objfp, s->nr_objfp, sizeof(*s->objfp)))
-		s->objfp[s->nr_objfp++] = (struct obj_fp){ elf, c.seen ? 2 * c.with > c.seen : -1 };
+		s->objfp[s->nr_objfp++] = (struct obj_fp){elf, c.seen ? 2 * c.with > c.seen : -1};
 	return c.seen ? 2 * c.with > c.seen : -1;
 }
 

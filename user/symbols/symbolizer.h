@@ -27,10 +27,10 @@ struct proc_maps;
 
 /* What is known about one address; formatted into its name. */
 struct sym_info {
-	const char *module;	/* basename of the mapped object; NULL: in no known mapping */
-	const char *func;	/* function name without @VERSION; NULL: no symbol covers it */
-	uint64_t func_off;	/* addr - start of func */
-	uint64_t file_off;	/* addr as an offset into the object's file */
+	const char *module; /* basename of the mapped object; NULL: in no known mapping */
+	const char *func;   /* function name without @VERSION; NULL: no symbol covers it */
+	uint64_t func_off;  /* addr - start of func */
+	uint64_t file_off;  /* addr as an offset into the object's file */
 };
 
 /* mods NULL: offline, names only from symbolizer__set and symbolizer__add_map. */
@@ -95,11 +95,11 @@ const struct ustack *symbolizer__stack(const struct symbolizer *s, pid_t pid, in
 const struct stacks *symbolizer__stacks(const struct symbolizer *s);
 
 struct symbolizer_stats {
-	unsigned int objects;	/* ELF objects named from */
-	unsigned int shared;	/* of them, named by an earlier object with their build-id */
-	uint64_t resolved;	/* addresses looked up in a mapping */
-	uint64_t batches;	/* symbolizer__resolve calls */
-	unsigned int debug_files;	/* separate debug files that name stripped objects */
+	unsigned int objects;	  /* ELF objects named from */
+	unsigned int shared;	  /* of them, named by an earlier object with their build-id */
+	uint64_t resolved;	  /* addresses looked up in a mapping */
+	uint64_t batches;	  /* symbolizer__resolve calls */
+	unsigned int debug_files; /* separate debug files that name stripped objects */
 };
 void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st);
 

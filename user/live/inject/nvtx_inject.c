@@ -13,16 +13,16 @@
 #include <stdint.h>
 
 /* From nvtx3/nvtxDetail/nvtxTypes.h (ids and the export-table ABI are stable by design). */
-#define NVTX_ETID_CALLBACKS 1
-#define NVTX_CB_MODULE_CORE 1
-#define NVTX_CBID_CORE_MarkEx 1
-#define NVTX_CBID_CORE_MarkA 2
+#define NVTX_ETID_CALLBACKS	    1
+#define NVTX_CB_MODULE_CORE	    1
+#define NVTX_CBID_CORE_MarkEx	    1
+#define NVTX_CBID_CORE_MarkA	    2
 #define NVTX_CBID_CORE_RangeStartEx 4
-#define NVTX_CBID_CORE_RangeStartA 5
-#define NVTX_CBID_CORE_RangeEnd 7
-#define NVTX_CBID_CORE_RangePushEx 8
-#define NVTX_CBID_CORE_RangePushA 9
-#define NVTX_CBID_CORE_RangePop 11
+#define NVTX_CBID_CORE_RangeStartA  5
+#define NVTX_CBID_CORE_RangeEnd	    7
+#define NVTX_CBID_CORE_RangePushEx  8
+#define NVTX_CBID_CORE_RangePushA   9
+#define NVTX_CBID_CORE_RangePop	    11
 
 typedef void (*nvtx_fn)(void);
 typedef const void *(*get_export_table_fn)(uint32_t id);
