@@ -132,7 +132,8 @@ $(OUTPUT)/tests/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_ASAN_OBJ) $(wild
 	$(call msg,CC-UNIT,$@)
 	$(Q)$(CC) $(CFLAGS) $(SAN) $< $(LIB_ASAN_OBJ) $(LDLIBS) -o $@
 
-unit: $(UNIT_BIN)
+# The unit tests' fixtures: test_stacks loads these two from ../lib.
+unit: $(UNIT_BIN) $(STACKS_HELPER) $(STACKS_NOFP)
 .PHONY: unit
 
 # Capture benchmark: a generator that writes realistic captures through the real writer.
