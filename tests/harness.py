@@ -3,7 +3,9 @@
 
 Tests are plain functions registered with @test; each asserts exact numbers from the
 verdict gpuleak writes. Helpers here start targets, wait for handshake lines and parse
-NDJSON. Nothing here imitates any part of gpuleak.
+NDJSON. Nothing here imitates any part of gpuleak. Tests registered with
+@test(root=False) need no root, no BPF and no target (unit tests, golden reports, the
+format check): `make check` runs those alone (--check), `make test` runs everything.
 """
 import codecs
 import json
@@ -27,9 +29,13 @@ TIMEOUT = 60
 _tests = []
 
 
-def test(fn):
-    _tests.append(fn)
-    return fn
+def test(fn=None, *, root=True):
+    """Registers fn. root=False: it needs no root, BPF or target (`make check` runs it)."""
+    def register(f):
+        f.needs_root = root
+        _tests.append(f)
+        return f
+    return register(fn) if fn else register
 
 
 class Fail(Exception):
@@ -315,6 +321,8 @@ def main(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--gpuleak", default=GPULEAK)
     ap.add_argument("-k", default=None, help="run tests whose name contains this")
+    ap.add_argument("--check", action="store_true",
+                    help="only the tests that need no root (what `make check` runs)")
     ap.add_argument("-v", action="store_true")
     a = ap.parse_args(argv)
     GPULEAK = os.path.abspath(a.gpuleak)
@@ -322,6 +330,8 @@ def main(argv):
     t_all = time.time()
     for fn in _tests:
         if a.k and a.k not in fn.__name__:
+            continue
+        if a.check and fn.needs_root:
             continue
         t0 = time.time()
         try:
