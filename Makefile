@@ -5,6 +5,7 @@
 #   make check    no root: the unit tests, the golden reports (tests/golden), the format check
 #   make test     install dependencies, build (+ ASan/UBSan build), run the test suite (root:
 #                 every test, those of make check included, in one tally)
+#   make golden   rewrite the golden reports' expected outputs (tests/golden/README.md)
 #   make format-check / make format    check / apply .clang-format on the C sources
 #   make bench    the benchmark (not part of make test)
 #   make bench-capture   capture size and `gpuleak report` speed (bench/capture_bench.sh)
@@ -58,7 +59,7 @@ ENGINE_ASAN_OBJ := $(patsubst user/%.c,$(OUTPUT)/asan/%.o,$(ENGINE_SRC))
 # live session includes a generated header that must exist before its first compile.
 DEPFLAGS = -MMD -MP
 
-.PHONY: all deps test check format-check format demo bench bench-capture fuzz \
+.PHONY: all deps test check golden format-check format demo bench bench-capture fuzz \
 	fuzz-build fuzz-merge clean standins check-deps
 all: gpuleak
 
@@ -126,6 +127,11 @@ test: deps
 check:
 	@$(MAKE) --no-print-directory $(OUTPUT)/gpuleak-asan unit
 	@$(PYTHON) tests/run_tests.py --check --gpuleak $(OUTPUT)/gpuleak-asan
+
+# The golden reports' expected outputs, from the committed captures: after a change to the
+# output that is meant (then commit the diff; tests/golden/README.md).
+golden: $(OUTPUT)/gpuleak-asan
+	@tests/golden/golden.sh --update --gpuleak $(OUTPUT)/gpuleak-asan
 
 # .clang-format over every C file under user/, bpf/, tests/ and bench/.
 CLANG_FORMAT ?= clang-format
