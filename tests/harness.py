@@ -133,6 +133,49 @@ def read_ndjson(path):
     return recs
 
 
+class NdjsonTail:
+    """An NDJSON file gpuleak is still writing, read on from where the last read stopped:
+    whole lines only, and only those that start with prefix (a soak writes hundreds of
+    thousands of step records beside its interval records). Not validated here: the test
+    reads the finished file with read_ndjson."""
+
+    def __init__(self, path, prefix='{"type":"interval"'):
+        self.path, self.prefix, self.off, self.partial = path, prefix.encode(), 0, b""
+
+    def new(self):
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.off)
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        self.off += len(data)
+        *lines, self.partial = (self.partial + data).split(b"\n")
+        return [json.loads(l) for l in lines if l.startswith(self.prefix)]
+
+
+def wait_for(what, poll, timeout=TIMEOUT):
+    """Calls poll() until it returns something other than None, and returns that: for a
+    test to wait until gpuleak has seen a count of work (steps, calls, blocks). The timeout
+    only bounds a hang; how long the work takes is no part of any result."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = poll()
+        if got is not None:
+            return got
+        if time.monotonic() > deadline:
+            raise Fail(f"timeout ({timeout} s) waiting for {what}")
+        time.sleep(0.05)
+
+
+def wait_interval(tail, pred, what, timeout=TIMEOUT):
+    """The first interval record (gpuleak --interval, --json) after those already read
+    from tail for which pred holds."""
+    def poll():
+        return next((r for r in tail.new() if pred(r)), None)
+    return wait_for(what, poll, timeout)
+
+
 def check_sanitizers(err):
     for marker in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
         check(marker not in err, f"sanitizer report from gpuleak:\n{err}")

@@ -16,7 +16,7 @@ import harness
 from harness import (ROOT, Attached, Fail, Proc, check, check_sanitizers, eq, env_for_targets,
                      gpuleak_env, leak_sites, read_ndjson, run_gpuleak, run_plain, scenario, test,
                      tmpfile)
-from test_capture import report, same_verdict
+from test_capture import report, same_verdict, wait_captured_steps
 
 MiB = 1 << 20
 KiB = 1 << 10
@@ -43,18 +43,22 @@ FLOOD_N, FLOOD_SIZE, FLOOD_K = 20000, 4096, 8
 def flood(ringbuf=None):
     """flood, attached after its warm-up: exactly 4N + 2K traced calls (tests/scenarios),
     issued while gpuleak is stopped (a tracer starved of CPU): only the ring buffer holds
-    them until it runs again."""
-    gl_args = ["--ringbuf-size", ringbuf] if ringbuf else []
+    them until it runs again. The target exits once gpuleak has drained the ring: its first
+    interval record with anything in it comes after a drain, which empties the ring (the
+    target makes no more calls), so the exit record finds room."""
+    gl_args = ["--interval", "50ms"] + (["--ringbuf-size", ringbuf] if ringbuf else [])
     a = Attached("flood", [FLOOD_N, FLOOD_SIZE, FLOOD_K], gl_args=gl_args)
     try:
         a.wait_attached()
+        tail = harness.NdjsonTail(a.json_path)
         os.kill(a.gl.pid, signal.SIGSTOP)
         try:
             a.target.send()
             a.target.wait_line("^done")
         finally:
             os.kill(a.gl.pid, signal.SIGCONT)
-        time.sleep(0.3)     # drained before the target's exit record comes
+        harness.wait_interval(tail, lambda r: r["allocs"] + r["frees"] > 0,
+                              "gpuleak to drain the ring buffer")
         a.target.send()
         res = a.finish()
     finally:
@@ -182,7 +186,7 @@ def target_killed_mid_run_keeps_report_and_capture():
     everything it saw, and the capture gives the same verdict offline."""
     r = Recording("loop", [100000, 65536])
     try:
-        time.sleep(0.5)
+        wait_captured_steps(r.cap, 5)
         os.kill(r.target.pid, signal.SIGKILL)
         live = one_verdict(r.finish())
         eq((live["state"], live["exit_status"]), ("exited", 128 + signal.SIGKILL),
@@ -192,7 +196,7 @@ def target_killed_mid_run_keeps_report_and_capture():
         sites = leak_sites(live)
         eq(sites[("cudaMalloc", "kv_cache_init")], (64 * MiB, 1), "the KV cache")
         b, n = sites[("cudaMalloc", "leaky_sampler")]
-        check(n >= 5, f"it ran for a while: {n} steps")
+        check(n >= 5, f"the 5 steps seen in the capture before the kill, at least: {n}")
         eq(b, n * 65536, "one leak per step")
         eq(live["approximate"], False, "nothing lost")
         off = report(r.cap).verdict()
@@ -235,7 +239,7 @@ def signals_to_gpuleak_detach_flush_report():
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL):
         r = Recording("loop", [100000, 4096])
         try:
-            time.sleep(1.3)     # at least one block written (every second)
+            wait_captured_steps(r.cap, 10)      # in a whole block (written every second)
             r.gl.p.send_signal(sig)
             recs = r.finish(expect_rc=-signal.SIGKILL if sig == signal.SIGKILL else 0)
             time.sleep(0.1)
@@ -253,7 +257,7 @@ def signals_to_gpuleak_detach_flush_report():
             same_verdict(live, off)
             eq(off["capture"]["finished"], True, f"{sig.name}: capture finished")
             n = leak_sites(live)[("cudaMalloc", "leaky_sampler")][1]
-            check(n >= 10, f"{sig.name}: traced for a while ({n} steps)")
+            check(n >= 10, f"{sig.name}: the 10 steps seen in the capture, at least ({n})")
         finally:
             r.cleanup()
 
@@ -629,6 +633,24 @@ METRICS_OPTS = ["--step", "sync", "--warmup-steps", "1", "--min-growth-steps", "
                 "--rule", "persistent site=kv_cache_init"]
 
 
+def scrape(url):
+    """The samples of one scrape, or None when gpuleak did not answer (every connection slot
+    taken, say)."""
+    p = run_plain(["curl", "-sS", "--max-time", "10", url])
+    return parse_prometheus_text(p.stdout) if p.returncode == 0 else None
+
+
+def wait_metrics(url, what, **want):
+    """Scrapes until each metric named in want, summed over its samples, has that value: to
+    wait until gpuleak has seen a count of work (the timeout only bounds a hang)."""
+    def poll():
+        got = scrape(url)
+        if got is not None and all(total(got, name) == v for name, v in want.items()):
+            return got
+        return None
+    return harness.wait_for(what, poll)
+
+
 def curl(url, accept=None):
     cmd = ["curl", "-sS", "--max-time", "10", "-D", "-", url]
     if accept:
@@ -673,10 +695,14 @@ class Served:
         self.url = self.gl.wait_line(r"serving metrics on (http://\S+)", stream="err").group(1)
         self.gl.wait_line(r"tracing pid %d" % self.target.pid, stream="err")
 
-    def run_to_done(self):
+    def run_to_done(self, allocs=None, frees=None):
+        """The target runs to "done"; with allocs and frees, until gpuleak has seen them all
+        too (its metrics say so)."""
         self.target.send()
         self.target.wait_line("^done")
-        time.sleep(0.3)     # drained: the ring buffer is read every 50 ms
+        if allocs is not None:
+            wait_metrics(self.url, "gpuleak to have seen every call",
+                         gpuleak_allocations_total=allocs, gpuleak_frees_total=frees)
 
     def finish(self):
         self.target.send()
@@ -700,7 +726,7 @@ def metrics_endpoint_scraped_by_real_clients():
     s = Served("loop", [steps, size], METRICS_OPTS)
     try:
         check(s.url.startswith("http://127.0.0.1:"), f"loopback unless told otherwise: {s.url}")
-        s.run_to_done()
+        s.run_to_done(allocs=1 + 3 * steps, frees=2 * steps)
         head, text = curl(s.url)
         check("Content-Type: text/plain; version=0.0.4" in head, f"0.0.4 by default: {head}")
         lint = subprocess.run(["promtool", "check", "metrics"], input=text, text=True,
@@ -767,7 +793,10 @@ def metrics_never_hold_tracing_up():
             c = socket.create_connection(("127.0.0.1", int(s.url.split(":")[2].split("/")[0])))
             idle.append(c)
         s.run_to_done()
-        time.sleep(5.5)
+        # Turned away while the idle ones hold every slot; answered, with every call
+        # counted, once they are dropped.
+        wait_metrics(s.url, "a real client answered once the idle ones are dropped",
+                     gpuleak_allocations_total=2000 + 4, gpuleak_frees_total=2000)
         head, text = curl(s.url)
         check(head.startswith("HTTP/1.1 200"), head)
         v = s.finish()
@@ -820,7 +849,7 @@ def prometheus_scrapes_gpuleak():
     work = tempfile.mkdtemp(prefix="gpuleak-prom-")
     server = None
     try:
-        s.run_to_done()
+        s.run_to_done(allocs=1 + 3 * steps, frees=2 * steps)
         target = s.url.split("/")[2]
         shutil.copy(os.path.join(CONTRIB, "gpuleak.rules.yml"), work)
         with open(os.path.join(CONTRIB, "prometheus.yml")) as f:
