@@ -315,60 +315,69 @@ def retained_init(v):
             if r["retained_by"] == "init"}
 
 
+SOAK_STEPS, SOAK_EVERY = 8 * 16384, 8192
+
+
 @test
 def soak_keeps_the_tracers_memory_flat():
-    """Hundreds of thousands of steps (--step sync) at ~40k steps and ~800k traced calls a
-    second, with a constant live set: the tracer's resident memory does not grow once it
-    is warm, nothing is lost, and the verdict is exact. The plain build: ASan's quarantine
-    would be what grows. (The step history is bounded; unbounded it grows ~100 B a step.)"""
-    seconds = 8
+    """131,072 steps (--step sync) of 18 traced calls, as fast as they go, at a constant
+    live set: the tracer's resident memory does not grow once it is warm, nothing is lost,
+    and the verdict is exact. The target stops every 8,192 steps until gpuleak has seen them
+    all (its metrics count the allocations and frees), and the tracer's RSS is read there:
+    16 samples at known points of the work, on any machine. The plain build: ASan's
+    quarantine would be what grows. (The step history keeps 16,384 steps; unbounded it
+    grows ~100 B a step.)"""
     plain = os.path.join(ROOT, "gpuleak")
     json_path = tmpfile(".ndjson")
-    g = Proc([plain, "run", "--step", "sync", "--interval", "1s", "--json", json_path, "--",
-              scenario("soak"), str(seconds)], env=gpuleak_env(), stdin=False)
+    g = Proc([plain, "run", "--step", "sync", "--interval", "0", "--metrics", ":0", "--json",
+              json_path, "--", scenario("soak"), str(SOAK_STEPS), str(SOAK_EVERY)],
+             env=gpuleak_env())
     rss = []
     try:
+        url = g.wait_line(r"serving metrics on (http://\S+)", stream="err").group(1)
         g.wait_line(r"tracing pid", stream="err")
-        t0 = time.time()
-        while g.p.poll() is None:
-            try:
-                with open(f"/proc/{g.pid}/status") as f:
-                    kb = int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
-                rss.append((time.time() - t0, kb))
-            except (FileNotFoundError, AttributeError):
-                break
-            time.sleep(0.2)
+        for done in range(SOAK_EVERY, SOAK_STEPS + 1, SOAK_EVERY):
+            g.wait_line(r"^at %d$" % done)
+            # kv_cache_init, then 4 allocations and 4 frees a step
+            wait_metrics(url, f"gpuleak to have seen {done} steps",
+                         gpuleak_allocations_total=1 + 4 * done, gpuleak_frees_total=4 * done)
+            with open(f"/proc/{g.pid}/status") as f:
+                rss.append((done, int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))))
+            g.send()
         eq(g.finish(), 0, f"exit code ({g.text('err')})")
     finally:
         g.kill()
     v = one_verdict(verdicts_only(json_path))
     os.unlink(json_path)
-    steps = int(re.search(r"^steps (\d+)$", g.text("out"), re.M).group(1))
-    check(steps > 4 * 16384, f"many more steps than the timeline keeps: {steps}")
-    eq(v["calls"], 4 + 18 * steps, "every call: 2 at start-up, the KV cache, 18 per step")
+    eq(int(re.search(r"^steps (\d+)$", g.text("out"), re.M).group(1)), SOAK_STEPS, "steps made")
+    eq(v["calls"], 4 + 18 * SOAK_STEPS, "every call: 2 at start-up, the KV cache, 18 per step")
     eq(v["losses"]["ringbuf_full"], 0, "nothing lost")
-    eq(v["steps"], steps + 1, "every step counted, the ones no longer kept included")
+    eq(v["steps"], SOAK_STEPS + 1, "every step counted, the ones no longer kept included")
     eq(leak_sites(v), {}, "no leak")
     eq(retained_init(v), {"kv_cache_init": (64 * MiB, 1)},
        "live set: the KV cache, made before the first sync")
-    warm = [kb for t, kb in rss if seconds * 0.25 <= t]
-    check(len(warm) >= 10, f"RSS sampled through the run: {rss}")
+    # warm: from a quarter of the run, twice the steps the history keeps
+    warm = [kb for done, kb in rss if done >= SOAK_STEPS // 4]
+    eq(len(warm), 13, f"RSS read at every stop from a quarter of the run: {rss}")
     grew = max(warm) - warm[0]
     check(grew <= 1024, f"RSS grew {grew} KiB after warm-up ({warm[0]} KiB to {max(warm)} "
-          f"KiB over {steps} steps): {rss}")
+          f"KiB over {SOAK_STEPS} steps): {rss}")
 
 
 @test
 def soak_under_sanitizers():
-    """The same bounded history, forgotten and refitted under ASan/UBSan."""
+    """The same bounded history, forgotten and refitted under ASan/UBSan: 40,000 steps,
+    beyond twice what it keeps."""
+    steps = 40000
     json_path = tmpfile(".ndjson")
     p = run_plain([gl(), "run", "--step", "sync", "--interval", "0", "--json", json_path, "--",
-                   scenario("soak"), "2"])
+                   scenario("soak"), str(steps)])
     check_sanitizers(p.stderr)
     eq(p.returncode, 0, f"exit code ({p.stderr})")
     v = one_verdict(verdicts_only(json_path))
     os.unlink(json_path)
-    check(v["steps"] > 2 * 16384, f"steps beyond the bound: {v['steps']}")
+    eq(v["steps"], steps + 1, "every step counted (+ the one before the first sync)")
+    eq(v["calls"], 4 + 18 * steps, "every call")
     eq(retained_init(v), {"kv_cache_init": (64 * MiB, 1)}, "live set, made before the first sync")
     eq(v["growth"], [], "nothing grows")
 
