@@ -6,6 +6,11 @@ verdict gpuleak writes. Helpers here start targets, wait for handshake lines and
 NDJSON. Nothing here imitates any part of gpuleak. Tests registered with
 @test(root=False) need no root, no BPF and no target (unit tests, golden reports, the
 format check): `make check` runs those alone (--check), `make test` runs everything.
+
+Tests wait for counts, never for time: a test that needs N steps done waits until gpuleak
+has seen them (wait_for: an interval record, a capture's whole blocks, a metric), with a
+timeout that only bounds a hang; no assertion is about how much happens in a wall-clock
+duration, and rates are checked against rates measured in the same run.
 """
 import codecs
 import json
