@@ -337,9 +337,10 @@ def leak_sites(verdict, api=None):
     return out
 
 
-def run_fuzzer(name, seconds):
-    """libFuzzer target NAME (tests/fuzz/fuzz_NAME.c) for SECONDS over its committed seeds
-    and corpus; fails with the fuzzer's report when it finds a crash, leak or timeout."""
+def run_fuzzer(name, runs):
+    """libFuzzer target NAME (tests/fuzz/fuzz_NAME.c) for RUNS inputs (a count: the same
+    work on any machine, from a fixed seed) over its committed seeds and corpus; fails with
+    the fuzzer's report when it finds a crash, leak or timeout."""
     import shutil
     fuzz = os.path.join(OUT, "fuzz", "fuzz_" + name)
     d = os.path.join(ROOT, "tests", "fuzz", name)
@@ -347,17 +348,17 @@ def run_fuzzer(name, seconds):
     work = tempfile.mkdtemp(prefix=f"gpuleak-fuzz-{name}-")
     found = False
     try:
-        p = subprocess.run([fuzz, f"-max_total_time={seconds}", "-timeout=10",
+        p = subprocess.run([fuzz, f"-runs={runs}", "-seed=1", "-timeout=10",
                             "-rss_limit_mb=2048", "-dict=" + os.path.join(d, "dict"),
                             "-artifact_prefix=" + work + "/", work] +
                            [os.path.join(d, x) for x in ("corpus", "seeds")
                             if os.path.isdir(os.path.join(d, x))],
-                           capture_output=True, text=True, timeout=seconds + 90)
+                           capture_output=True, text=True, timeout=10 * TIMEOUT)
         if p.returncode:
             found = True
             raise Fail(f"fuzzer found a problem (artifacts in {work}):\n{p.stderr[-3000:]}")
         m = re.search(r"Done (\d+) runs", p.stderr)
-        check(m and int(m.group(1)) > 0, f"fuzzer ran: {p.stderr[-500:]}")
+        check(m and int(m.group(1)) == runs, f"fuzzer ran {runs} inputs: {p.stderr[-500:]}")
     finally:
         if not found:
             shutil.rmtree(work, ignore_errors=True)

@@ -580,5 +580,5 @@ def report_intervals_from_recorded_time():
 
 @test
 def fuzz_capture_reader_short():
-    """30 s of libFuzzer over the committed corpus (`make fuzz` runs it for long)."""
-    harness.run_fuzzer("capture", 30)
+    """40,000 inputs of libFuzzer over the committed corpus (`make fuzz` runs it for long)."""
+    harness.run_fuzzer("capture", 40000)

@@ -355,10 +355,10 @@ def label_rules_on_real_dawn():
 
 @test
 def fuzz_rules_parser_short():
-    """20 s of libFuzzer on the rules parser over its committed seeds and corpus: no crash,
-    a rejected file adds nothing and names LINE:COL, an accepted rule parses back to itself
-    (`make fuzz-rules` runs it for long)."""
-    harness.run_fuzzer("rules", 20)
+    """200,000 inputs of libFuzzer on the rules parser over its committed seeds and corpus:
+    no crash, a rejected file adds nothing and names LINE:COL, an accepted rule parses back
+    to itself (`make fuzz-rules` runs it for long)."""
+    harness.run_fuzzer("rules", 200000)
 
 
 @test
