@@ -2,7 +2,11 @@
 #
 #   make          build ./gpuleak (generated files under .output/)
 #   make demo     install dependencies, build, run the built-in example under gpuleak
-#   make test     install dependencies, build (+ ASan/UBSan build), run the test suite
+#   make check    no root: the unit tests, the golden reports (tests/golden), the format check
+#   make test     install dependencies, build (+ ASan/UBSan build), run the test suite (root:
+#                 every test, those of make check included, in one tally)
+#   make golden   rewrite the golden reports' expected outputs (tests/golden/README.md)
+#   make format-check / make format    check / apply .clang-format on the C sources
 #   make bench    the benchmark (not part of make test)
 #   make bench-capture   capture size and `gpuleak report` speed (bench/capture_bench.sh)
 #   make fuzz     fuzz the capture reader and the rules parser, FUZZ_TIME seconds each (600)
@@ -55,8 +59,8 @@ ENGINE_ASAN_OBJ := $(patsubst user/%.c,$(OUTPUT)/asan/%.o,$(ENGINE_SRC))
 # live session includes a generated header that must exist before its first compile.
 DEPFLAGS = -MMD -MP
 
-.PHONY: all deps test demo bench bench-capture fuzz fuzz-build fuzz-merge clean standins \
-	check-deps
+.PHONY: all deps test check golden format-check format demo bench bench-capture fuzz \
+	fuzz-build fuzz-merge clean standins check-deps
 all: gpuleak
 
 deps:
@@ -109,10 +113,33 @@ $(OUTPUT)/gpuleak-asan: $(ASAN_OBJ)
 
 -include tests/build.mk
 
+# Every test, as root: make check's (they run first), then the end-to-end suite. The last line
+# is the tally, "N passed, N failed" (.ci/run repeats it).
 test: deps
 	@$(MAKE) --no-print-directory gpuleak $(OUTPUT)/gpuleak-asan standins unit fuzz-build \
 		$(CAPTURE_GEN)
 	@$(PYTHON) tests/run_tests.py --gpuleak $(OUTPUT)/gpuleak-asan
+
+# What needs no root, no BPF and no target, as any user: the C unit tests (with the test
+# libraries they load), `gpuleak report` of the committed captures against their expected
+# outputs (tests/golden), and the format check. Builds what they need (the BPF skeleton
+# included: compiling is not loading), then the runner's --check subset: one tally.
+check:
+	@$(MAKE) --no-print-directory $(OUTPUT)/gpuleak-asan unit
+	@$(PYTHON) tests/run_tests.py --check --gpuleak $(OUTPUT)/gpuleak-asan
+
+# The golden reports' expected outputs, from the committed captures: after a change to the
+# output that is meant (then commit the diff; tests/golden/README.md).
+golden: $(OUTPUT)/gpuleak-asan
+	@tests/golden/golden.sh --update --gpuleak $(OUTPUT)/gpuleak-asan
+
+# .clang-format over every C file under user/, bpf/, tests/ and bench/.
+CLANG_FORMAT ?= clang-format
+format-check:
+	@CLANG_FORMAT=$(CLANG_FORMAT) tests/format-check.sh
+
+format:
+	$(CLANG_FORMAT) -i $$(find user bpf tests bench -name '*.[ch]')
 
 demo: deps
 	@$(MAKE) --no-print-directory gpuleak standins
@@ -132,7 +159,8 @@ $(OUTPUT)/tests/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_ASAN_OBJ) $(wild
 	$(call msg,CC-UNIT,$@)
 	$(Q)$(CC) $(CFLAGS) $(SAN) $< $(LIB_ASAN_OBJ) $(LDLIBS) -o $@
 
-unit: $(UNIT_BIN)
+# The unit tests' fixtures: test_stacks loads these two from ../lib.
+unit: $(UNIT_BIN) $(STACKS_HELPER) $(STACKS_NOFP)
 .PHONY: unit
 
 # Capture benchmark: a generator that writes realistic captures through the real writer.

@@ -5,8 +5,8 @@
 #   lib/libcudart.so.13   the benchmark's runtime: cudaMalloc + cudaFree, nothing else
 #   bin/pairloop          the tight-loop target (allocate/free pairs through that library)
 #   bin/realtarget        maps NVIDIA's libcudart.so.13 and libnccl.so.2 (attach, placement)
-#   glbench               empty-program floor, consumer and memory benchmarks (links
-#                         gpuleak's objects)
+#   glbench               empty-program floors (per call; attach and detach), consumer and
+#                         memory benchmarks (links gpuleak's objects)
 
 BENCH_OUT := $(OUTPUT)/bench
 BENCH_LIB := $(BENCH_OUT)/lib/libcudart.so.13

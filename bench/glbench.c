@@ -9,6 +9,15 @@
  *                                  --cost: do some of gpuleak's work in them (enum
  *                                  bench_cost), draining the records as gpuleak does.
  *                                  Prints "attached", holds until PID exits.
+ *   glbench attach -p PID OBJECT:OFFSET[,OFFSET...]...
+ *                                  the floor of attaching and detaching: empty BPF programs
+ *                                  at the given file offsets of each OBJECT for PID, one
+ *                                  entry and one return uprobe_multi link per object, as
+ *                                  gpuleak links its own (a return probe on every site: at
+ *                                  least the links gpuleak makes). Prints "attached N probes
+ *                                  in M objects in X ms" (the links alone: the offsets are
+ *                                  given, nothing is scanned), holds until SIGINT or PID
+ *                                  exits, then destroys the links and exits.
  *   glbench consumer [-l LIVE] [-n EVENTS] [-b BATCH] [--cold]
  *                                  records decoded and applied per second by one thread:
  *                                  a BPF program fills a real ring buffer with BATCH
@@ -30,6 +39,7 @@
 #include <inttypes.h>
 #include <malloc.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +71,7 @@ static uint64_t now_ns(void)
 static int usage(void)
 {
 	fprintf(stderr, "usage: glbench bare -p PID [--cost BITS] LIB\n"
+			"       glbench attach -p PID OBJECT:OFFSET[,OFFSET...]...\n"
 			"       glbench consumer [-l LIVE] [-n EVENTS] [-b BATCH] [--cold]\n"
 			"       glbench memory [-l LIVE]\n");
 	return 2;
@@ -204,6 +215,100 @@ cleanup:
 	bpf_link__destroy(enter);
 	bench_bpf__destroy(skel);
 	elf_obj__free(o);
+	return err ? 1 : 0;
+}
+
+/* ---- attach: the floor of attaching to a process, and of detaching ---- */
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+#define ATTACH_MAX_OBJECTS 64
+#define ATTACH_MAX_OFFSETS 1024
+
+static int cmd_attach(int argc, char **argv)
+{
+	struct bpf_link *links[2 * ATTACH_MAX_OBJECTS] = {};
+	unsigned long offs[ATTACH_MAX_OFFSETS];
+	struct sigaction sa = {.sa_handler = on_sigint};
+	sigset_t block, unblocked;
+	struct bench_bpf *skel = NULL;
+	struct pollfd pfd = {.fd = -1, .events = POLLIN};
+	size_t nr_links = 0, nr_probes = 0, i;
+	int nr_objects, opt, err = 0;
+	uint64_t t0;
+	pid_t pid = 0;
+
+	while ((opt = getopt(argc, argv, "p:")) != -1) {
+		if (opt == 'p')
+			pid = atoi(optarg);
+		else
+			return usage();
+	}
+	nr_objects = argc - optind;
+	if (pid <= 0 || nr_objects < 1 || nr_objects > ATTACH_MAX_OBJECTS)
+		return usage();
+	/* SIGINT ends the wait below: the links go before the exit, as gpuleak's do. */
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigprocmask(SIG_BLOCK, &block, &unblocked);
+	sigdelset(&unblocked, SIGINT);
+	sigaction(SIGINT, &sa, NULL);
+	skel = load_bpf();
+	if (!skel)
+		return 1;
+	t0 = now_ns();
+	for (i = optind; i < (size_t)argc && !err; i++) {
+		char *path = argv[i], *list = strrchr(path, ':'), *tok, *save = NULL;
+		struct bpf_link *enter, *ret = NULL;
+		size_t n = 0;
+
+		if (!list) {
+			err = usage();
+			break;
+		}
+		*list++ = 0;
+		for (tok = strtok_r(list, ",", &save); tok && n < ATTACH_MAX_OFFSETS;
+		     tok = strtok_r(NULL, ",", &save))
+			offs[n++] = strtoul(tok, NULL, 0);
+		LIBBPF_OPTS(bpf_uprobe_multi_opts, eo, .offsets = offs, .cnt = n);
+		LIBBPF_OPTS(bpf_uprobe_multi_opts, xo, .offsets = offs, .cnt = n, .retprobe = true);
+		enter =
+		    bpf_program__attach_uprobe_multi(skel->progs.bare_enter, pid, path, NULL, &eo);
+		if (enter) {
+			links[nr_links++] = enter;
+			ret = bpf_program__attach_uprobe_multi(skel->progs.bare_exit, pid, path,
+							       NULL, &xo);
+		}
+		if (!ret) {
+			err = -errno;
+			fprintf(stderr, "glbench: attaching to %s for pid %d: %s\n", path, pid,
+				strerror(-err));
+			break;
+		}
+		links[nr_links++] = ret;
+		nr_probes += n;
+	}
+	if (!err) {
+		printf("attached %zu probes in %d objects in %.3f ms\n", nr_probes, nr_objects,
+		       (now_ns() - t0) / 1e6);
+		pfd.fd = syscall(SYS_pidfd_open, pid, 0);
+		/* SIGINT blocked but while ppoll waits: none is missed between the check and
+		 * the wait. */
+		while (pfd.fd >= 0 && !interrupted && !(pfd.revents & POLLIN))
+			if (ppoll(&pfd, 1, NULL, &unblocked) < 0 && errno != EINTR)
+				break;
+	}
+	if (pfd.fd >= 0)
+		close(pfd.fd);
+	for (i = 0; i < nr_links; i++)
+		bpf_link__destroy(links[i]);
+	bench_bpf__destroy(skel);
 	return err ? 1 : 0;
 }
 
@@ -484,6 +589,8 @@ int main(int argc, char **argv)
 		return usage();
 	if (!strcmp(argv[1], "bare"))
 		return cmd_bare(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "attach"))
+		return cmd_attach(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "consumer"))
 		return cmd_consumer(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "memory"))

@@ -26,8 +26,8 @@ set -euo pipefail
 
 # librsvg2-bin and fonts-dejavu-core: the tests render --svg to PNG (rsvg-convert) and look
 # at it; without a font its text would not be drawn. bpftrace: the peer `make bench`
-# compares gpuleak's cost with (bench/bench.py).
-want_pkgs=(clang llvm make gcc pkg-config libelf-dev zlib1g-dev libbpf-dev bpftool python3-jsonschema
+# compares gpuleak's cost with (bench/bench.py). clang-format: make format-check (make test).
+want_pkgs=(clang clang-format llvm make gcc pkg-config libelf-dev zlib1g-dev libbpf-dev bpftool python3-jsonschema
 	   libclang-rt-14-dev librsvg2-bin fonts-dejavu-core python3 curl util-linux
 	   python3-prometheus-client prometheus bpftrace groff-base)
 quiet=${GPULEAK_DEPS_QUIET:-0}

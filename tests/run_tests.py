@@ -3,7 +3,9 @@
 """gpuleak's test suite: `make test` runs it as root against real processes.
 
 Each test builds nothing itself (make does), starts real targets, attaches real uprobes
-through the gpuleak binary under test and asserts exact bytes, counts and sites.
+through the gpuleak binary under test and asserts exact bytes, counts and sites. The tests
+that need no root come first: the C unit tests, the golden reports and the format check;
+`make check` runs them alone (--check).
 """
 import os
 import sys
@@ -11,7 +13,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import harness  # noqa: E402
-import test_cudart  # noqa: E402,F401  (registers tests)
+import test_unit  # noqa: E402,F401  (registers tests)
+import test_check  # noqa: E402,F401
+import test_cudart  # noqa: E402,F401
 import test_webgpu  # noqa: E402,F401
 import test_cli  # noqa: E402,F401
 import test_driver_nccl  # noqa: E402,F401
@@ -21,7 +25,6 @@ import test_capture  # noqa: E402,F401
 import test_stacks  # noqa: E402,F401
 import test_reliability  # noqa: E402,F401
 import test_probes  # noqa: E402,F401
-import test_unit  # noqa: E402,F401
 
 if __name__ == "__main__":
     sys.exit(harness.main(sys.argv[1:]))

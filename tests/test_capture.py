@@ -10,7 +10,6 @@ import signal
 import stat
 import subprocess
 import tempfile
-import time
 
 import harness
 from harness import (OUT, Fail, Proc, check, check_sanitizers, eq, gpuleak_env, leak_sites,
@@ -97,6 +96,30 @@ def same_verdict(live, offline):
         diff = {k: (live.get(k), off.get(k)) for k in set(live) | set(off)
                 if live.get(k) != off.get(k)}
         raise Fail(f"live and offline verdicts differ (live, offline): {diff}")
+
+
+def captured(path):
+    """The verdict of a capture that may still be written (up to its last whole block), or
+    None while it has none to give."""
+    js = tmpfile(".ndjson")
+    p = run_plain([gl(), "report", path, "--json", js])
+    try:
+        check_sanitizers(p.stderr)
+        vs = [r for r in read_ndjson(js) if r.get("type") == "verdict"] if not p.returncode else []
+        return vs[0] if len(vs) == 1 else None
+    finally:
+        if os.path.exists(js):
+            os.unlink(js)
+
+
+def wait_captured_steps(path, steps):
+    """Waits until the capture being written holds `steps` steps of the loop scenario in
+    whole blocks (its leaky_sampler allocations); returns that verdict."""
+    def poll():
+        v = captured(path)
+        got = v and leak_sites(v).get(("cudaMalloc", "leaky_sampler"), (0, 0))[1]
+        return v if got and got >= steps else None
+    return harness.wait_for(f"{steps} loop steps in whole blocks of {path}", poll)
 
 
 def blocks(path):
@@ -444,11 +467,11 @@ def killed_recorder_keeps_all_but_the_last_second():
     """SIGKILL the recorder mid-run: the capture is INCOMPLETE, reports up to its last
     whole block, and names the sites (symbols are written as sites appear)."""
     path = tmpfile(".glc")
-    p = Proc([gl(), "record", "-o", path, "--interval", "0", "--", scenario("loop"), "150",
+    p = Proc([gl(), "record", "-o", path, "--interval", "0", "--", scenario("loop"), "1000",
               "65536"], env=gpuleak_env(), stdin=False)
     try:
         p.wait_line(r"tracing pid (\d+)", stream="err")
-        time.sleep(2.5)
+        wait_captured_steps(path, 20)
         p.kill(signal.SIGKILL)   # the recorder and its child: same process group
         p.p.wait(timeout=10)
         rep = report(path)
@@ -458,9 +481,9 @@ def killed_recorder_keeps_all_but_the_last_second():
         v = rep.verdict()
         eq(v["capture"]["finished"], False, "finished")
         eq(v["state"], "running", "the capture never saw the end")
-        # a step every ~20 ms: the first second alone is ~45 steps; leave room for a slow CI
+        # blocks are written every second: it was killed after one with 20 steps had been
         steps = v["allocs"] // 3
-        check(steps >= 20, f"at least the first second of steps: {v['allocs']} allocs")
+        check(steps >= 20, f"at least the steps of the whole blocks: {v['allocs']} allocs")
         sites = leak_sites(v)
         eq(sites.get(("cudaMalloc", "kv_cache_init")), (64 * MiB, 1), f"named: {sites}")
         check(("cudaMalloc", "leaky_sampler") in sites, f"named: {sites}")
@@ -557,5 +580,5 @@ def report_intervals_from_recorded_time():
 
 @test
 def fuzz_capture_reader_short():
-    """30 s of libFuzzer over the committed corpus (`make fuzz` runs it for long)."""
-    harness.run_fuzzer("capture", 30)
+    """40,000 inputs of libFuzzer over the committed corpus (`make fuzz` runs it for long)."""
+    harness.run_fuzzer("capture", 40000)

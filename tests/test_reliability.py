@@ -16,7 +16,7 @@ import harness
 from harness import (ROOT, Attached, Fail, Proc, check, check_sanitizers, eq, env_for_targets,
                      gpuleak_env, leak_sites, read_ndjson, run_gpuleak, run_plain, scenario, test,
                      tmpfile)
-from test_capture import report, same_verdict
+from test_capture import report, same_verdict, wait_captured_steps
 
 MiB = 1 << 20
 KiB = 1 << 10
@@ -43,18 +43,22 @@ FLOOD_N, FLOOD_SIZE, FLOOD_K = 20000, 4096, 8
 def flood(ringbuf=None):
     """flood, attached after its warm-up: exactly 4N + 2K traced calls (tests/scenarios),
     issued while gpuleak is stopped (a tracer starved of CPU): only the ring buffer holds
-    them until it runs again."""
-    gl_args = ["--ringbuf-size", ringbuf] if ringbuf else []
+    them until it runs again. The target exits once gpuleak has drained the ring: its first
+    interval record with anything in it comes after a drain, which empties the ring (the
+    target makes no more calls), so the exit record finds room."""
+    gl_args = ["--interval", "50ms"] + (["--ringbuf-size", ringbuf] if ringbuf else [])
     a = Attached("flood", [FLOOD_N, FLOOD_SIZE, FLOOD_K], gl_args=gl_args)
     try:
         a.wait_attached()
+        tail = harness.NdjsonTail(a.json_path)
         os.kill(a.gl.pid, signal.SIGSTOP)
         try:
             a.target.send()
             a.target.wait_line("^done")
         finally:
             os.kill(a.gl.pid, signal.SIGCONT)
-        time.sleep(0.3)     # drained before the target's exit record comes
+        harness.wait_interval(tail, lambda r: r["allocs"] + r["frees"] > 0,
+                              "gpuleak to drain the ring buffer")
         a.target.send()
         res = a.finish()
     finally:
@@ -182,7 +186,7 @@ def target_killed_mid_run_keeps_report_and_capture():
     everything it saw, and the capture gives the same verdict offline."""
     r = Recording("loop", [100000, 65536])
     try:
-        time.sleep(0.5)
+        wait_captured_steps(r.cap, 5)
         os.kill(r.target.pid, signal.SIGKILL)
         live = one_verdict(r.finish())
         eq((live["state"], live["exit_status"]), ("exited", 128 + signal.SIGKILL),
@@ -192,7 +196,7 @@ def target_killed_mid_run_keeps_report_and_capture():
         sites = leak_sites(live)
         eq(sites[("cudaMalloc", "kv_cache_init")], (64 * MiB, 1), "the KV cache")
         b, n = sites[("cudaMalloc", "leaky_sampler")]
-        check(n >= 5, f"it ran for a while: {n} steps")
+        check(n >= 5, f"the 5 steps seen in the capture before the kill, at least: {n}")
         eq(b, n * 65536, "one leak per step")
         eq(live["approximate"], False, "nothing lost")
         off = report(r.cap).verdict()
@@ -235,7 +239,7 @@ def signals_to_gpuleak_detach_flush_report():
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL):
         r = Recording("loop", [100000, 4096])
         try:
-            time.sleep(1.3)     # at least one block written (every second)
+            wait_captured_steps(r.cap, 10)      # in a whole block (written every second)
             r.gl.p.send_signal(sig)
             recs = r.finish(expect_rc=-signal.SIGKILL if sig == signal.SIGKILL else 0)
             time.sleep(0.1)
@@ -253,7 +257,7 @@ def signals_to_gpuleak_detach_flush_report():
             same_verdict(live, off)
             eq(off["capture"]["finished"], True, f"{sig.name}: capture finished")
             n = leak_sites(live)[("cudaMalloc", "leaky_sampler")][1]
-            check(n >= 10, f"{sig.name}: traced for a while ({n} steps)")
+            check(n >= 10, f"{sig.name}: the 10 steps seen in the capture, at least ({n})")
         finally:
             r.cleanup()
 
@@ -311,60 +315,69 @@ def retained_init(v):
             if r["retained_by"] == "init"}
 
 
+SOAK_STEPS, SOAK_EVERY = 8 * 16384, 8192
+
+
 @test
 def soak_keeps_the_tracers_memory_flat():
-    """Hundreds of thousands of steps (--step sync) at ~40k steps and ~800k traced calls a
-    second, with a constant live set: the tracer's resident memory does not grow once it
-    is warm, nothing is lost, and the verdict is exact. The plain build: ASan's quarantine
-    would be what grows. (The step history is bounded; unbounded it grows ~100 B a step.)"""
-    seconds = 8
+    """131,072 steps (--step sync) of 18 traced calls, as fast as they go, at a constant
+    live set: the tracer's resident memory does not grow once it is warm, nothing is lost,
+    and the verdict is exact. The target stops every 8,192 steps until gpuleak has seen them
+    all (its metrics count the allocations and frees), and the tracer's RSS is read there:
+    16 samples at known points of the work, on any machine. The plain build: ASan's
+    quarantine would be what grows. (The step history keeps 16,384 steps; unbounded it
+    grows ~100 B a step.)"""
     plain = os.path.join(ROOT, "gpuleak")
     json_path = tmpfile(".ndjson")
-    g = Proc([plain, "run", "--step", "sync", "--interval", "1s", "--json", json_path, "--",
-              scenario("soak"), str(seconds)], env=gpuleak_env(), stdin=False)
+    g = Proc([plain, "run", "--step", "sync", "--interval", "0", "--metrics", ":0", "--json",
+              json_path, "--", scenario("soak"), str(SOAK_STEPS), str(SOAK_EVERY)],
+             env=gpuleak_env())
     rss = []
     try:
+        url = g.wait_line(r"serving metrics on (http://\S+)", stream="err").group(1)
         g.wait_line(r"tracing pid", stream="err")
-        t0 = time.time()
-        while g.p.poll() is None:
-            try:
-                with open(f"/proc/{g.pid}/status") as f:
-                    kb = int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
-                rss.append((time.time() - t0, kb))
-            except (FileNotFoundError, AttributeError):
-                break
-            time.sleep(0.2)
+        for done in range(SOAK_EVERY, SOAK_STEPS + 1, SOAK_EVERY):
+            g.wait_line(r"^at %d$" % done)
+            # kv_cache_init, then 4 allocations and 4 frees a step
+            wait_metrics(url, f"gpuleak to have seen {done} steps",
+                         gpuleak_allocations_total=1 + 4 * done, gpuleak_frees_total=4 * done)
+            with open(f"/proc/{g.pid}/status") as f:
+                rss.append((done, int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))))
+            g.send()
         eq(g.finish(), 0, f"exit code ({g.text('err')})")
     finally:
         g.kill()
     v = one_verdict(verdicts_only(json_path))
     os.unlink(json_path)
-    steps = int(re.search(r"^steps (\d+)$", g.text("out"), re.M).group(1))
-    check(steps > 4 * 16384, f"many more steps than the timeline keeps: {steps}")
-    eq(v["calls"], 4 + 18 * steps, "every call: 2 at start-up, the KV cache, 18 per step")
+    eq(int(re.search(r"^steps (\d+)$", g.text("out"), re.M).group(1)), SOAK_STEPS, "steps made")
+    eq(v["calls"], 4 + 18 * SOAK_STEPS, "every call: 2 at start-up, the KV cache, 18 per step")
     eq(v["losses"]["ringbuf_full"], 0, "nothing lost")
-    eq(v["steps"], steps + 1, "every step counted, the ones no longer kept included")
+    eq(v["steps"], SOAK_STEPS + 1, "every step counted, the ones no longer kept included")
     eq(leak_sites(v), {}, "no leak")
     eq(retained_init(v), {"kv_cache_init": (64 * MiB, 1)},
        "live set: the KV cache, made before the first sync")
-    warm = [kb for t, kb in rss if seconds * 0.25 <= t]
-    check(len(warm) >= 10, f"RSS sampled through the run: {rss}")
+    # warm: from a quarter of the run, twice the steps the history keeps
+    warm = [kb for done, kb in rss if done >= SOAK_STEPS // 4]
+    eq(len(warm), 13, f"RSS read at every stop from a quarter of the run: {rss}")
     grew = max(warm) - warm[0]
     check(grew <= 1024, f"RSS grew {grew} KiB after warm-up ({warm[0]} KiB to {max(warm)} "
-          f"KiB over {steps} steps): {rss}")
+          f"KiB over {SOAK_STEPS} steps): {rss}")
 
 
 @test
 def soak_under_sanitizers():
-    """The same bounded history, forgotten and refitted under ASan/UBSan."""
+    """The same bounded history, forgotten and refitted under ASan/UBSan: 40,000 steps,
+    beyond twice what it keeps."""
+    steps = 40000
     json_path = tmpfile(".ndjson")
     p = run_plain([gl(), "run", "--step", "sync", "--interval", "0", "--json", json_path, "--",
-                   scenario("soak"), "2"])
+                   scenario("soak"), str(steps)])
     check_sanitizers(p.stderr)
     eq(p.returncode, 0, f"exit code ({p.stderr})")
     v = one_verdict(verdicts_only(json_path))
     os.unlink(json_path)
-    check(v["steps"] > 2 * 16384, f"steps beyond the bound: {v['steps']}")
+    eq(v["steps"], steps + 1, "every step counted (+ the one before the first sync)")
+    eq(v["calls"], 4 + 18 * steps, "every call")
     eq(retained_init(v), {"kv_cache_init": (64 * MiB, 1)}, "live set, made before the first sync")
     eq(v["growth"], [], "nothing grows")
 
@@ -629,6 +642,24 @@ METRICS_OPTS = ["--step", "sync", "--warmup-steps", "1", "--min-growth-steps", "
                 "--rule", "persistent site=kv_cache_init"]
 
 
+def scrape(url):
+    """The samples of one scrape, or None when gpuleak did not answer (every connection slot
+    taken, say)."""
+    p = run_plain(["curl", "-sS", "--max-time", "10", url])
+    return parse_prometheus_text(p.stdout) if p.returncode == 0 else None
+
+
+def wait_metrics(url, what, **want):
+    """Scrapes until each metric named in want, summed over its samples, has that value: to
+    wait until gpuleak has seen a count of work (the timeout only bounds a hang)."""
+    def poll():
+        got = scrape(url)
+        if got is not None and all(total(got, name) == v for name, v in want.items()):
+            return got
+        return None
+    return harness.wait_for(what, poll)
+
+
 def curl(url, accept=None):
     cmd = ["curl", "-sS", "--max-time", "10", "-D", "-", url]
     if accept:
@@ -673,10 +704,14 @@ class Served:
         self.url = self.gl.wait_line(r"serving metrics on (http://\S+)", stream="err").group(1)
         self.gl.wait_line(r"tracing pid %d" % self.target.pid, stream="err")
 
-    def run_to_done(self):
+    def run_to_done(self, allocs=None, frees=None):
+        """The target runs to "done"; with allocs and frees, until gpuleak has seen them all
+        too (its metrics say so)."""
         self.target.send()
         self.target.wait_line("^done")
-        time.sleep(0.3)     # drained: the ring buffer is read every 50 ms
+        if allocs is not None:
+            wait_metrics(self.url, "gpuleak to have seen every call",
+                         gpuleak_allocations_total=allocs, gpuleak_frees_total=frees)
 
     def finish(self):
         self.target.send()
@@ -700,7 +735,7 @@ def metrics_endpoint_scraped_by_real_clients():
     s = Served("loop", [steps, size], METRICS_OPTS)
     try:
         check(s.url.startswith("http://127.0.0.1:"), f"loopback unless told otherwise: {s.url}")
-        s.run_to_done()
+        s.run_to_done(allocs=1 + 3 * steps, frees=2 * steps)
         head, text = curl(s.url)
         check("Content-Type: text/plain; version=0.0.4" in head, f"0.0.4 by default: {head}")
         lint = subprocess.run(["promtool", "check", "metrics"], input=text, text=True,
@@ -767,7 +802,10 @@ def metrics_never_hold_tracing_up():
             c = socket.create_connection(("127.0.0.1", int(s.url.split(":")[2].split("/")[0])))
             idle.append(c)
         s.run_to_done()
-        time.sleep(5.5)
+        # Turned away while the idle ones hold every slot; answered, with every call
+        # counted, once they are dropped.
+        wait_metrics(s.url, "a real client answered once the idle ones are dropped",
+                     gpuleak_allocations_total=2000 + 4, gpuleak_frees_total=2000)
         head, text = curl(s.url)
         check(head.startswith("HTTP/1.1 200"), head)
         v = s.finish()
@@ -820,7 +858,7 @@ def prometheus_scrapes_gpuleak():
     work = tempfile.mkdtemp(prefix="gpuleak-prom-")
     server = None
     try:
-        s.run_to_done()
+        s.run_to_done(allocs=1 + 3 * steps, frees=2 * steps)
         target = s.url.split("/")[2]
         shutil.copy(os.path.join(CONTRIB, "gpuleak.rules.yml"), work)
         with open(os.path.join(CONTRIB, "prometheus.yml")) as f:

@@ -5,7 +5,6 @@ and bad rules."""
 import json
 import os
 import re
-import time
 
 import harness
 from harness import Attached, check, eq, leak_sites, run_gpuleak, run_plain, scenario, test
@@ -51,17 +50,12 @@ def async_free_with_late_sync_is_pending_then_freed():
     a = Attached("asyncfree", ["late_sync"], gl_args=["--interval", "100ms"])
     try:
         a.wait_attached()
+        tail = harness.NdjsonTail(a.json_path)
         a.target.send()
         a.target.wait_line("freed")
         # gpuleak's own interval records show the free pending while the sync has not come
-        deadline = time.time() + 10
-        seen = None
-        while time.time() < deadline and seen is None:
-            for rec in harness.read_ndjson(a.json_path):
-                if rec["type"] == "interval" and rec["pending_bytes"] == MiB:
-                    seen = rec
-            time.sleep(0.1)
-        check(seen is not None, "an interval record with the 1 MiB free pending")
+        seen = harness.wait_interval(tail, lambda r: r["pending_bytes"] == MiB,
+                                     "an interval record with the 1 MiB free pending")
         eq(seen["live_bytes"], 0, "pending memory is not live")
         a.target.send()
         a.target.wait_line("done")
@@ -361,10 +355,10 @@ def label_rules_on_real_dawn():
 
 @test
 def fuzz_rules_parser_short():
-    """20 s of libFuzzer on the rules parser over its committed seeds and corpus: no crash,
-    a rejected file adds nothing and names LINE:COL, an accepted rule parses back to itself
-    (`make fuzz-rules` runs it for long)."""
-    harness.run_fuzzer("rules", 20)
+    """200,000 inputs of libFuzzer on the rules parser over its committed seeds and corpus:
+    no crash, a rejected file adds nothing and names LINE:COL, an accepted rule parses back
+    to itself (`make fuzz-rules` runs it for long)."""
+    harness.run_fuzzer("rules", 200000)
 
 
 @test

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """C unit tests (tests/unit/*.c), built under ASan/UBSan by make; each line they print is
-one result. Registered as one harness test per binary."""
+one result. Registered as one harness test per binary. They need no root and no BPF, and
+build their own fixtures (the test libraries `make check` builds beside them, temporary
+files, a mount namespace of their own): `make check` runs them."""
 import glob
 import os
 import subprocess
@@ -21,4 +23,4 @@ def _make(path):
 
 
 for src in sorted(glob.glob(os.path.join(os.path.dirname(__file__), "unit", "test_*.c"))):
-    test(_make(os.path.join(UNIT, os.path.basename(src)[:-2])))
+    test(_make(os.path.join(UNIT, os.path.basename(src)[:-2])), root=False)

@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * soak SECONDS
+ * soak STEPS [EVERY]
  *
- * For the tracer's own memory: a high event rate at a constant live set, for SECONDS.
- * kv_cache_init: cudaMalloc(64 MiB) once, kept. Then, as fast as it goes until SECONDS have
- * passed, steps of:
+ * For the tracer's own memory: a high event rate at a constant live set, for a number of
+ * steps (a count, not a time: the same work on any machine). kv_cache_init: cudaMalloc(64
+ * MiB) once, kept. Then STEPS steps, as fast as they go, of:
  *   decode_step  4 x cudaMalloc(256 KiB), 4 x cudaFree, cudaStreamSynchronize(0)
+ * EVERY (default 0: never): after every EVERY steps, print "at N" (N steps done) and wait for
+ * a line on stdin, so a test can look at the tracer at known points of the work.
  * Live at every synchronization: the KV cache alone. Prints "steps N" at the end, on stdout,
  * before "done".
  */
-#include <time.h>
 #include <cuda_runtime_api.h>
 #include "scenario.h"
 
@@ -37,28 +38,27 @@ static SCENARIO_SITE void decode_step(void)
 	SCENARIO_OK(cudaStreamSynchronize(0));
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 int main(int argc, char **argv)
 {
-	unsigned long long seconds, steps = 0;
-	double end;
+	unsigned long long steps, every = 0, i;
 
-	scenario_usage(argc, 2, "soak SECONDS");
-	seconds = scenario_bytes(argv[1], "SECONDS");
+	if (argc != 2 && argc != 3) {
+		fprintf(stderr, "usage: soak STEPS [EVERY]\n");
+		return 2;
+	}
+	steps = scenario_bytes(argv[1], "STEPS");
+	if (argc == 3)
+		every = scenario_bytes(argv[2], "EVERY");
 	scenario_ready();
 	kv_cache_init();
-	end = now_s() + (double)seconds;
-	do {
+	for (i = 1; i <= steps; i++) {
 		decode_step();
-		steps++;
-	} while ((steps & 63) || now_s() < end);
+		if (every && !(i % every)) {
+			printf("at %llu\n", i);
+			fflush(stdout);
+			scenario_wait_line();
+		}
+	}
 	printf("steps %llu\n", steps);
 	scenario_done();
 	return 0;

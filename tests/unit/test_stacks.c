@@ -3,9 +3,9 @@
  * Stacks as user space keeps them (stacks.c: the kernel's frames made canonical, truncation)
  * and as the symbolizer names and judges them, on real objects this process maps: two copies
  * of one library (one symbol table for both: same build-id), a mangled export (demangled),
- * a library without frame pointers (the walk through it is flagged). Needs root (the
- * symbolizer opens mappings through /proc/PID/map_files) and the test libraries that
- * `make standins` builds next to this binary (../lib).
+ * a library without frame pointers (the walk through it is flagged). Needs the test
+ * libraries `make unit` builds next to this binary (../lib); no root: the mount namespace is
+ * made in a user namespace of its own when not root.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -205,15 +205,18 @@ static void objects_in_another_mount_namespace(void)
 	snprintf(inside, sizeof(inside), "%s/libinside.so", dir);
 	/*
 	 * A tmpfs over a new, empty directory in a private mount namespace: the path does not
-	 * exist out here. (Not over /tmp: the checkout, and the helper, may be under it.)
+	 * exist out here. (Not over /tmp: the checkout, and the helper, may be under it.) Not
+	 * root: in a user namespace of its own (-r), whose owner may still read the process's
+	 * /proc/PID/root.
 	 */
 	snprintf(cmd, sizeof(cmd),
-		 "exec unshare -m --propagation private sh -c 'mount -t tmpfs "
+		 "exec unshare %s-m --propagation private sh -c 'mount -t tmpfs "
 		 "none %s && cp %s %s && echo $$ $(stat -c %%i %s) && exec sleep 30'",
-		 dir, helper, inside, inside);
+		 geteuid() ? "-r " : "", dir, helper, inside, inside);
 	p = popen(cmd, "r");
 	if (!CHECK(p && fgets(line, sizeof(line), p) && sscanf(line, "%d %llu", &pid, &ino) == 2,
-		   "a process in its own mount namespace"))
+		   "a process in its own mount namespace%s",
+		   geteuid() ? " (not root: unprivileged user namespaces must be allowed)" : ""))
 		goto cleanup;
 	CHECK(access(e.path, F_OK), "%s is not visible outside", e.path);
 	e.ino = ino;
