@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include "engine/analysis.h"
 #include "capture/capture.h"
+#include "lib/exit.h"
 #include "lib/json.h"
 #include "lib/log.h"
 #include "capture/replay.h"
@@ -429,6 +430,6 @@ cleanup:
 	replay_free(&rp);
 	capture_reader__free(rp.rd);
 	if (err)
-		return 1;
-	return rp.rep.gate.failed ? 3 : 0;
+		return GL_EXIT_ERROR;
+	return rp.rep.gate.failed ? GL_EXIT_GATE : GL_EXIT_OK;
 }

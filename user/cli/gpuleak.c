@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "live/attach.h"
+#include "lib/exit.h"
 #include "lib/log.h"
 #include "probe/modules.h"
 #include "probe/catalog.h"
@@ -29,8 +30,6 @@
 
 const char *argp_program_version = "gpuleak " GPULEAK_VERSION;
 const char *argp_program_bug_address = "https://github.com/gpuleak/gpuleak/issues";
-
-enum exit_code { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 
 enum opt_key {
 	OPT_JSON = 0x100,
@@ -350,7 +349,7 @@ static void parse_pid_list(const char *arg, struct argp_state *state, struct cli
 			struct trace_pid *nv = realloc(c->t.pids, cap * sizeof(*nv));
 
 			if (!nv)
-				argp_failure(state, EXIT_RUNTIME, ENOMEM, "-p");
+				argp_failure(state, GL_EXIT_ERROR, ENOMEM, "-p");
 			c->t.pids = nv;
 			c->cap_pids = cap;
 		}
@@ -868,7 +867,7 @@ static int cmd_probes(struct cli *c)
 cleanup:
 	proc_maps__free(m);
 	modules__free(mods);
-	return err ? EXIT_RUNTIME : EXIT_OK;
+	return err ? GL_EXIT_ERROR : GL_EXIT_OK;
 }
 
 int main(int argc, char **argv)
@@ -906,7 +905,7 @@ int main(int argc, char **argv)
 		argp_parse(&top, argc, argv, 0, NULL, NULL);
 		fprintf(stderr, "gpuleak: a command is needed: attach, run, probes, record or "
 				"report (gpuleak --help)\n");
-		return EXIT_USAGE;
+		return GL_EXIT_USAGE;
 	}
 	cmd = argv[1];
 	c.cmd = cmd;
@@ -940,21 +939,21 @@ int main(int argc, char **argv)
 			"gpuleak: unknown command '%s' (attach, run, probes, record or "
 			"report; gpuleak --help)\n",
 			cmd);
-		return EXIT_USAGE;
+		return GL_EXIT_USAGE;
 	}
 	if (rules__new(&c.rules)) {
 		fprintf(stderr, "gpuleak: out of memory\n");
-		return EXIT_RUNTIME;
+		return GL_EXIT_ERROR;
 	}
 	/* argp exits with argp_err_exit_status on usage errors. */
-	argp_err_exit_status = EXIT_USAGE;
+	argp_err_exit_status = GL_EXIT_USAGE;
 	if (argp_parse(&sub, argc - 1, argv + 1, ARGP_IN_ORDER, NULL, &c)) {
-		ret = EXIT_USAGE;
+		ret = GL_EXIT_USAGE;
 		goto cleanup;
 	}
 	/* A malformed rule stops everything before anything is attached. */
 	if (c.rules_err) {
-		ret = EXIT_USAGE;
+		ret = GL_EXIT_USAGE;
 		goto cleanup;
 	}
 	if (!strcmp(cmd, "probes")) {
@@ -963,7 +962,7 @@ int main(int argc, char **argv)
 	}
 	if (rules__add_builtins(c.rules)) {
 		fprintf(stderr, "gpuleak: built-in rules did not parse\n");
-		ret = EXIT_RUNTIME;
+		ret = GL_EXIT_ERROR;
 		goto cleanup;
 	}
 	c.a.rules = c.rules;

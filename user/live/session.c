@@ -20,6 +20,7 @@
 #include "probe/elf_obj.h"
 #include "gpuleak.h"
 #include "gpuleak.skel.h"
+#include "lib/exit.h"
 #include "lib/log.h"
 #include "live/http.h"
 #include "probe/modules.h"
@@ -1589,17 +1590,17 @@ int trace__run(const struct trace_opts *o)
 	if (err) {
 		pr_err("loading BPF programs and attaching uprobes needs root, or CAP_BPF, "
 		       "CAP_PERFMON and CAP_SYS_ADMIN: run it with sudo\n");
-		return 1;
+		return GL_EXIT_ERROR;
 	}
 	if (check_kernel())
-		return 1;
+		return GL_EXIT_ERROR;
 	if (o->json_path) {
 		int fd = open(o->json_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 
 		tr.json = fd >= 0 ? fdopen(fd, "w") : NULL;
 		if (!tr.json) {
 			pr_err("cannot write %s: %s\n", o->json_path, strerror(errno));
-			return 1;
+			return GL_EXIT_ERROR;
 		}
 	}
 	if (o->capture_path) {
@@ -1712,6 +1713,6 @@ cleanup:
 		unlink(o->capture_path);
 	capture__free(tr.cap);
 	if (err || tr.cap_err || tr.out_err)
-		return TRACE_ERROR;
-	return tr.rep.gate.failed ? TRACE_LEAK : TRACE_OK;
+		return GL_EXIT_ERROR;
+	return tr.rep.gate.failed ? GL_EXIT_GATE : GL_EXIT_OK;
 }

@@ -48,10 +48,8 @@ struct trace_opts {
 	struct capture_opts capture;
 };
 
-/* Exit codes. */
-enum { TRACE_OK = 0, TRACE_ERROR = 1, TRACE_LEAK = 3 };
-
-/* Returns the process exit code: 0 done, 1 runtime error, 3 the gate found leaks. */
+/* Returns the process exit status (enum gl_exit): done, a runtime error, or the gate found
+ * leaks. */
 int trace__run(const struct trace_opts *o);
 
 #endif
