@@ -696,26 +696,6 @@ static error_t parse_report(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-/* Under sudo, the capture is for the user who asked for it. */
-static void capture_owner(struct capture_opts *o)
-{
-	const char *uid = getenv("SUDO_UID"), *gid = getenv("SUDO_GID");
-	char *end;
-	unsigned long u, g;
-
-	if (geteuid() || !uid || !gid)
-		return;
-	u = strtoul(uid, &end, 10);
-	if (*end || !*uid)
-		return;
-	g = strtoul(gid, &end, 10);
-	if (*end || !*gid)
-		return;
-	o->owner_uid = u;
-	o->owner_gid = g;
-	o->owner_set = true;
-}
-
 static error_t parse_probes(int key, char *arg, struct argp_state *state)
 {
 	struct cli *c = state->input;
@@ -972,8 +952,6 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	c.t.a = c.a;
-	if (!strcmp(cmd, "record"))
-		capture_owner(&c.t.capture);
 	ret = trace__run(&c.t);
 cleanup:
 	rules__free(c.rules);

@@ -22,6 +22,7 @@
 #include "gpuleak.skel.h"
 #include "lib/exit.h"
 #include "lib/log.h"
+#include "lib/outfile.h"
 #include "live/http.h"
 #include "probe/modules.h"
 #include "live/nvml.h"
@@ -88,8 +89,9 @@ struct trace {
 	struct analysis *an;
 	struct ringbuf *rb;
 	struct report rep;
-	FILE *json;
-	struct target **tgts; /* live targets; an exited one is dropped once reported */
+	struct outfile *json_file; /* --json */
+	FILE *json;		   /* its stream, NULL without --json */
+	struct target **tgts;	   /* live targets; an exited one is dropped once reported */
 	size_t nr_tgts, cap_tgts;
 	struct bpf_link *task_links[3]; /* fork, exec, exit tracepoints */
 	struct metrics *metrics;
@@ -1595,13 +1597,12 @@ int trace__run(const struct trace_opts *o)
 	if (check_kernel())
 		return GL_EXIT_ERROR;
 	if (o->json_path) {
-		int fd = open(o->json_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-
-		tr.json = fd >= 0 ? fdopen(fd, "w") : NULL;
-		if (!tr.json) {
-			pr_err("cannot write %s: %s\n", o->json_path, strerror(errno));
+		err = outfile__open(o->json_path, OUTFILE_TRUNCATE, &tr.json_file);
+		if (err) {
+			pr_err("cannot write %s: %s\n", o->json_path, strerror(-err));
 			return GL_EXIT_ERROR;
 		}
+		tr.json = outfile__stream(tr.json_file);
 	}
 	if (o->capture_path) {
 		err = capture__create(o->capture_path, &o->capture, &tr.cap);
@@ -1706,12 +1707,13 @@ cleanup:
 	free(tr.tgts);
 	if (tr.sigfd >= 0)
 		close(tr.sigfd);
-	if (tr.json)
-		fclose(tr.json);
+	/* A write error here goes unsaid, as it always did (issue 15 makes it exit 1). */
+	outfile__commit(tr.json_file);
 	/* A capture of a session that never started holds nothing worth keeping. */
-	if (tr.cap && !traced)
-		unlink(o->capture_path);
-	capture__free(tr.cap);
+	if (traced)
+		capture__free(tr.cap);
+	else
+		capture__discard(tr.cap);
 	if (err || tr.cap_err || tr.out_err)
 		return GL_EXIT_ERROR;
 	return tr.rep.gate.failed ? GL_EXIT_GATE : GL_EXIT_OK;
