@@ -28,6 +28,7 @@
 #include "live/nvml.h"
 #include "probe/catalog.h"
 #include "probe/proc_maps.h"
+#include "live/launch.h"
 #include "live/process.h"
 #include "output/report.h"
 #include "live/ringbuf.h"
