@@ -42,7 +42,7 @@
 /* Without an ld.so rendezvous probe, look for newly mapped libraries this often. */
 #define RESCAN_NS 1000000000ULL
 /* poll() slots besides the targets' pidfds: ring buffer, signals, the metrics endpoint. */
-#define FIXED_FDS (2 + METRICS_MAX_FDS)
+#define FIXED_FDS (2 + HTTP_MAX_FDS)
 
 /*
  * A traced process. The pidfd, opened before its identity (start time) is checked, pins the
@@ -95,7 +95,7 @@ struct trace {
 	struct target **tgts;	   /* live targets; an exited one is dropped once reported */
 	size_t nr_tgts, cap_tgts;
 	struct bpf_link *task_links[3]; /* fork, exec, exit tracepoints */
-	struct metrics *metrics;
+	struct http *http;		/* --metrics: the fleet endpoint */
 	bool finishing; /* detached: stopped processes are resumed, not attached to */
 	bool warned_unstopped;
 	struct marker {
@@ -1352,7 +1352,7 @@ static int loop(struct trace *tr)
 		uint64_t now = now_ns(), wait_ns = POLL_MS * 1000000ULL;
 		struct target *t;
 		bool stop = false;
-		size_t i, nfds, nr_metrics;
+		size_t i, nfds, nr_http;
 		int64_t n;
 
 		if (cap_fds < FIXED_FDS + tr->nr_tgts) {
@@ -1367,9 +1367,8 @@ static int loop(struct trace *tr)
 		}
 		fds[0] = (struct pollfd){.fd = ringbuf__fd(tr->rb), .events = POLLIN};
 		fds[1] = (struct pollfd){.fd = tr->sigfd, .events = POLLIN};
-		nr_metrics =
-		    tr->metrics ? metrics__pollfds(tr->metrics, fds + 2, METRICS_MAX_FDS) : 0;
-		nfds = 2 + nr_metrics;
+		nr_http = tr->http ? http__pollfds(tr->http, fds + 2, HTTP_MAX_FDS) : 0;
+		nfds = 2 + nr_http;
 		for (i = 0; i < tr->nr_tgts; i++) {
 			t = tr->tgts[i];
 			fds[nfds++] =
@@ -1390,11 +1389,11 @@ static int loop(struct trace *tr)
 		}
 		if (fds[1].revents & POLLIN)
 			stop = handle_signal(tr);
-		if (tr->metrics)
-			metrics__handle(tr->metrics, fds + 2, nr_metrics, now_ns());
+		if (tr->http)
+			http__handle(tr->http, fds + 2, nr_http, now_ns());
 		/* Targets that exited: everything they did is in the ring buffer, drained above
 		 * (their exit record, with the status, usually came with it). */
-		for (i = 2 + nr_metrics; i < nfds; i++) {
+		for (i = 2 + nr_http; i < nfds; i++) {
 			if (!(fds[i].revents & (POLLIN | POLLHUP)))
 				continue;
 			t = NULL;
@@ -1658,13 +1657,12 @@ int trace__run(const struct trace_opts *o)
 	if (o->metrics_addr) {
 		char why[256];
 
-		err = metrics__new(o->metrics_addr, render_metrics, &tr, &tr.metrics, why,
-				   sizeof(why));
+		err = http__new(o->metrics_addr, render_metrics, &tr, &tr.http, why, sizeof(why));
 		if (err) {
 			pr_err("--metrics %s: %s\n", o->metrics_addr, why);
 			goto cleanup;
 		}
-		fprintf(stderr, "gpuleak: serving metrics on %s\n", metrics__url(tr.metrics));
+		fprintf(stderr, "gpuleak: serving metrics on %s\n", http__url(tr.http));
 	}
 	err = attach_tracepoints(&tr);
 	if (err)
@@ -1687,7 +1685,7 @@ cleanup:
 	attach__free(tr.att);
 	detach_tracepoints(&tr);
 	ringbuf__free(tr.rb);
-	metrics__free(tr.metrics);
+	http__free(tr.http);
 	analysis__free(tr.an);
 	free(tr.code);
 	for (i = 0; i < tr.nr_placements; i++)
