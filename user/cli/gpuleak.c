@@ -22,6 +22,7 @@
 #include "engine/timeline.h"
 #include "live/session.h"
 #include "lib/units.h"
+#include "lib/vec.h"
 #include "probe/wgpu_abi.h"
 
 #ifndef GPULEAK_VERSION
@@ -344,15 +345,8 @@ static void parse_pid_list(const char *arg, struct argp_state *state, struct cli
 		if (*end && *end != ',')
 			argp_error(state, "invalid PID '%.*s' (element at character %d of '%s')",
 				   len, arg + at - 1, at, arg);
-		if (c->t.nr_pids == c->cap_pids) {
-			size_t cap = c->cap_pids ? 2 * c->cap_pids : 4;
-			struct trace_pid *nv = realloc(c->t.pids, cap * sizeof(*nv));
-
-			if (!nv)
-				argp_failure(state, GL_EXIT_ERROR, ENOMEM, "-p");
-			c->t.pids = nv;
-			c->cap_pids = cap;
-		}
+		if (vec_grow((void **)&c->t.pids, &c->cap_pids, c->t.nr_pids, sizeof(*c->t.pids)))
+			argp_failure(state, GL_EXIT_ERROR, ENOMEM, "-p");
 		c->t.pids[c->t.nr_pids++] = tp;
 		p = *end ? end + 1 : end;
 	}

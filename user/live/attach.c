@@ -353,17 +353,9 @@ int attach__code(struct attach *a, pid_t pid, uint64_t addr, unsigned int api, c
 		err = -ENOEXEC;
 		goto cleanup;
 	}
-	if (a->nr_code == a->cap_code) {
-		size_t cap = a->cap_code ? 2 * a->cap_code : 8;
-		struct code_probe *v = realloc(a->code, cap * sizeof(*v));
-
-		if (!v) {
-			err = -ENOMEM;
-			goto cleanup;
-		}
-		a->code = v;
-		a->cap_code = cap;
-	}
+	err = vec_grow((void **)&a->code, &a->cap_code, a->nr_code, sizeof(*a->code));
+	if (err)
+		goto cleanup;
 	off = addr - e->start + e->pgoff;
 	proc_maps__open_path(pid, e, open_path, sizeof(open_path));
 	LIBBPF_OPTS(bpf_uprobe_multi_opts, opts, .offsets = &off, .cookies = &cookie, .cnt = 1);

@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "lib/vec.h"
 #include "live/process.h"
 
 int process__start_ticks(pid_t pid, uint64_t *ticks)
@@ -54,15 +55,9 @@ int process__cmdline(pid_t pid, char ***argv, uint32_t *argc)
 	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
 	do {
-		if (len == cap) {
-			char *nb = realloc(buf, cap = cap ? 2 * cap : 4096);
-
-			if (!nb) {
-				err = -ENOMEM;
-				goto cleanup;
-			}
-			buf = nb;
-		}
+		err = vec_grow((void **)&buf, &cap, len, 1);
+		if (err)
+			goto cleanup;
 		got = read(fd, buf + len, cap - len);
 		if (got < 0) {
 			err = -errno;
