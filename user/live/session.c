@@ -12,14 +12,12 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <bpf/bpf.h>
-#include <bpf/libbpf.h>
 #include "engine/analysis.h"
 #include "live/attach.h"
+#include "live/bpf_setup.h"
 #include "capture/capture.h"
 #include "probe/elf_obj.h"
 #include "gpuleak.h"
-#include "gpuleak.skel.h"
 #include "lib/exit.h"
 #include "lib/log.h"
 #include "lib/outfile.h"
@@ -83,7 +81,7 @@ struct code_req {
 
 struct trace {
 	const struct trace_opts *o;
-	struct gpuleak_bpf *skel;
+	struct bpf_setup *bpf;
 	struct modules *mods;
 	struct attach *att;
 	struct symbolizer *sym;
@@ -94,9 +92,8 @@ struct trace {
 	FILE *json;		   /* its stream, NULL without --json */
 	struct target **tgts;	   /* live targets; an exited one is dropped once reported */
 	size_t nr_tgts, cap_tgts;
-	struct bpf_link *task_links[3]; /* fork, exec, exit tracepoints */
-	struct http *http;		/* --metrics: the fleet endpoint */
-	bool finishing; /* detached: stopped processes are resumed, not attached to */
+	struct http *http; /* --metrics: the fleet endpoint */
+	bool finishing;	   /* detached: stopped processes are resumed, not attached to */
 	bool warned_unstopped;
 	struct marker {
 		const char *file, *sym;
@@ -123,7 +120,6 @@ struct trace {
 		char *json;
 	} * placements;
 	size_t nr_placements, cap_placements;
-	uint64_t stack_buf[GL_STACK_DEPTH_MAX + 2];
 };
 
 static uint64_t now_ns(void)
@@ -133,15 +129,6 @@ static uint64_t now_ns(void)
 	/* The clock of bpf_ktime_get_ns(): record and user-space times compare directly. */
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	if (level == LIBBPF_DEBUG && gl_verbosity < 2)
-		return 0;
-	if (level == LIBBPF_INFO && gl_verbosity < 1)
-		return 0;
-	return vfprintf(stderr, fmt, ap);
 }
 
 static void code_request(struct trace *tr, const struct gl_call_rec *r)
@@ -338,8 +325,6 @@ static bool is_activity(const struct gl_hdr *h)
 static void intern_stack(struct trace *tr, const struct gl_call_rec *r)
 {
 	unsigned int depth = tr->o->stack_depth;
-	bool fallback = r->stack_id >= GL_STACK_FALLBACK;
-	__u32 key = fallback ? r->stack_id - GL_STACK_FALLBACK : r->stack_id;
 	const struct ustack *st;
 	const uint64_t *raw;
 	size_t n = 0, max;
@@ -347,12 +332,9 @@ static void intern_stack(struct trace *tr, const struct gl_call_rec *r)
 
 	if (symbolizer__stack(tr->sym, r->hdr.pid, r->stack_id, r->caller))
 		return;
-	if (bpf_map_lookup_elem(
-		bpf_map__fd(fallback ? tr->skel->maps.stacks2 : tr->skel->maps.stacks), &key,
-		tr->stack_buf))
+	raw = bpf_setup__stack(tr->bpf, r->stack_id);
+	if (!raw)
 		return;
-	/* stacks2 starts with the probed function's address, stacks after it */
-	raw = tr->stack_buf + fallback;
 	max = depth + 1;
 	while (n < max && raw[n])
 		n++;
@@ -567,10 +549,8 @@ static void emit_loss(struct trace *tr, struct target *t)
 		    .tid = t->pid,
 		    .ts_ns = now_ns()},
 	};
-	__u32 key = t->pid;
 
-	if (bpf_map__lookup_elem(tr->skel->maps.pid_loss, &key, sizeof(key), r.counts,
-				 sizeof(r.counts), 0))
+	if (bpf_setup__pid_loss(tr->bpf, t->pid, r.counts))
 		return;
 	if (!memcmp(r.counts, t->loss, sizeof(r.counts)))
 		return;
@@ -585,118 +565,6 @@ static void emit_tick(struct trace *tr)
 	struct gl_hdr h = {.size = sizeof(h), .kind = GL_REC_TICK, .ts_ns = now_ns()};
 
 	on_record(tr, &h);
-}
-
-static int bpf_open_load(struct trace *tr)
-{
-	struct gpuleak_bpf *skel;
-	uint64_t ns_dev = 0, ns_ino = 0;
-	bool initial = true;
-	unsigned int i;
-	int err;
-
-	skel = gpuleak_bpf__open();
-	if (!skel) {
-		err = -errno;
-		pr_err("opening the BPF object failed: %s\n", strerror(-err));
-		return err;
-	}
-	for (i = 0; i < cat_nr_apis; i++) {
-		const struct cat_api *a = &cat_apis[i];
-
-		skel->rodata->specs[a->api] = a->spec;
-		/* allocations of memory: what they allocate underneath is their layers */
-		if (a->op == OP_ALLOC && cat_mem_counts(a->mem))
-			skel->rodata->specs[a->api].flags |= GL_SPEC_LAYERS;
-	}
-	skel->rodata->follow_children = tr->o->follow;
-	/* gpuleak in a container with its own pid namespace: BPF reports pids as we see them. */
-	err = process__pidns(&ns_dev, &ns_ino, &initial);
-	if (err) {
-		pr_err("cannot tell which pid namespace gpuleak runs in: %s\n", strerror(-err));
-		goto fail_quiet;
-	}
-	if (!initial) {
-		skel->rodata->pidns_dev = ns_dev;
-		skel->rodata->pidns_ino = ns_ino;
-	}
-	/* A small ring buffer must wake us before it is full, not at the default threshold. */
-	if (skel->rodata->wakeup_bytes > tr->o->ringbuf_bytes / 4)
-		skel->rodata->wakeup_bytes = tr->o->ringbuf_bytes / 4;
-	err = bpf_map__set_max_entries(skel->maps.events, tr->o->ringbuf_bytes);
-	if (!err && tr->o->stack_depth) {
-		/* frames after the probed function, and one more to see a cut (gpuleak.bpf.c) */
-		skel->rodata->stack_depth = tr->o->stack_depth;
-		err = bpf_map__set_value_size(skel->maps.stacks, (tr->o->stack_depth + 1) * 8);
-		if (!err)
-			err = bpf_map__set_value_size(skel->maps.stacks2,
-						      (tr->o->stack_depth + 2) * 8);
-		if (!err)
-			err = bpf_map__set_max_entries(skel->maps.stacks, tr->o->stack_entries);
-		if (!err)
-			err = bpf_map__set_max_entries(skel->maps.stacks2, tr->o->stack_entries);
-	}
-	if (err)
-		goto fail;
-	err = gpuleak_bpf__load(skel);
-	if (err) {
-		pr_err("loading the BPF programs failed: %s (a kernel with BTF, uprobes and "
-		       "BPF ring buffers is needed; -vv shows the verifier log)\n",
-		       strerror(-err));
-		goto fail_quiet;
-	}
-	tr->skel = skel;
-	return 0;
-fail:
-	pr_err("configuring the BPF object failed: %s\n", strerror(-err));
-fail_quiet:
-	gpuleak_bpf__destroy(skel);
-	return err;
-}
-
-/*
- * The scheduler tracepoints: exits of traced processes (their exit status, and the end of
- * their records in the ring buffer), the threads their calls make to do their work (NCCL's
- * group launch), and with --follow their forks and execs.
- */
-static int attach_tracepoints(struct trace *tr)
-{
-	struct bpf_program *progs[3] = {tr->skel->progs.gl_task_exit, tr->skel->progs.gl_fork,
-					tr->skel->progs.gl_exec};
-	int i, n = tr->o->follow ? 3 : 2;
-
-	for (i = 0; i < n; i++) {
-		tr->task_links[i] = bpf_program__attach(progs[i]);
-		if (!tr->task_links[i]) {
-			int err = -errno;
-
-			/* Without them gpuleak still sees exits through pidfds. */
-			if (!tr->o->follow) {
-				pr_info("no %s tracepoint (%s): %s\n", i ? "fork" : "exit",
-					strerror(-err),
-					i ? "memory NCCL's init threads make is "
-					    "not its communicators'"
-					  : "exit status of attached "
-					    "processes unknown");
-				return 0;
-			}
-			pr_err("cannot attach to the scheduler's fork/exec/exit tracepoints: %s "
-			       "(--follow needs BTF tracepoints, Linux 5.5+)\n",
-			       strerror(-err));
-			return err;
-		}
-	}
-	return 0;
-}
-
-static void detach_tracepoints(struct trace *tr)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(tr->task_links) / sizeof(tr->task_links[0]); i++) {
-		bpf_link__destroy(tr->task_links[i]);
-		tr->task_links[i] = NULL;
-	}
 }
 
 /* Whether any object of m has a probe site with these catalog flags or this op. */
@@ -918,22 +786,15 @@ static bool target_still_same(struct trace *tr, struct target *t)
 
 static void mark_traced(struct trace *tr, struct target *t)
 {
-	__u32 key = t->pid;
-	__u8 one = 1;
-
 	/* Full (16k processes): its exit is still seen through the pidfd. */
-	if (bpf_map__update_elem(tr->skel->maps.traced, &key, sizeof(key), &one, sizeof(one), 0))
+	if (bpf_setup__trace(tr->bpf, t->pid))
 		pr_warn("pid %d: no room to follow it in the kernel: its children are not traced\n",
 			t->pid);
 }
 
 static void hold(struct trace *tr, struct target *t)
 {
-	__u32 key = t->pid;
-	__u8 one = 1;
-
-	t->held =
-	    !bpf_map__update_elem(tr->skel->maps.held, &key, sizeof(key), &one, sizeof(one), 0);
+	t->held = bpf_setup__hold(tr->bpf, t->pid);
 }
 
 static int start_attach_one(struct trace *tr, const struct trace_pid *tp)
@@ -1203,13 +1064,12 @@ static void on_exec(struct trace *tr, const struct gl_task_rec *r)
 {
 	struct target *t = target_find(tr, r->hdr.pid);
 	bool stopped = r->flags & GL_TF_STOPPED;
-	__u32 key = r->hdr.pid;
 	int err;
 
 	if (!t) {
 		/* In the kernel's table but not ours (we could not take it on): never leave
 		 * it stopped, and do not follow it further. */
-		bpf_map__delete_elem(tr->skel->maps.traced, &key, sizeof(key), 0);
+		bpf_setup__untrace(tr->bpf, r->hdr.pid);
 		if (stopped)
 			kill(r->hdr.pid, SIGCONT);
 		return;
@@ -1238,7 +1098,6 @@ static void on_exec(struct trace *tr, const struct gl_task_rec *r)
 /* t is gone (at ts_ns): its last records are in, report its end and forget it. */
 static void target_exited(struct trace *tr, struct target *t, int status, uint64_t ts_ns)
 {
-	__u32 key = t->pid;
 	int ws;
 
 	if (t->gone)
@@ -1253,9 +1112,7 @@ static void target_exited(struct trace *tr, struct target *t, int status, uint64
 	emit_loss(tr, t);
 	if (t->announced)
 		emit_proc_at(tr, t, GL_PROC_EXIT, t->status, ts_ns);
-	bpf_map__delete_elem(tr->skel->maps.held, &key, sizeof(key), 0);
-	bpf_map__delete_elem(tr->skel->maps.pid_loss, &key, sizeof(key), 0);
-	bpf_map__delete_elem(tr->skel->maps.traced, &key, sizeof(key), 0);
+	bpf_setup__forget(tr->bpf, t->pid);
 	/* Its probes filter on its pid: they could only ever fire for a reused one. */
 	if (!tr->finishing) {
 		target_placement(tr, t);
@@ -1272,13 +1129,10 @@ static void target_exited(struct trace *tr, struct target *t, int status, uint64
  */
 static void target_ended(struct trace *tr, struct target *t)
 {
-	__u32 key = t->pid;
 
 	t->gone = true;
 	t->ended = true;
-	bpf_map__delete_elem(tr->skel->maps.held, &key, sizeof(key), 0);
-	bpf_map__delete_elem(tr->skel->maps.pid_loss, &key, sizeof(key), 0);
-	bpf_map__delete_elem(tr->skel->maps.traced, &key, sizeof(key), 0);
+	bpf_setup__forget(tr->bpf, t->pid);
 	target_placement(tr, t);
 	attach__forget(tr->att, t->pid);
 	if (t->held)
@@ -1504,7 +1358,7 @@ static void finish(struct trace *tr)
 	 */
 	t0 = now_ns();
 	tr->finishing = true;
-	detach_tracepoints(tr);
+	bpf_setup__detach_tracepoints(tr->bpf);
 	attach__free(tr->att);
 	tr->att = NULL;
 	pr_info("detach took %.1f ms\n", (now_ns() - t0) / 1e6);
@@ -1537,28 +1391,12 @@ static void finish(struct trace *tr)
 /* What was lost where no process could be charged with it (its table was full). */
 static void warn_unattributed_loss(struct trace *tr)
 {
-	int ncpu = libbpf_num_possible_cpus();
-	uint64_t *v;
-	__u32 k;
+	uint64_t sum = bpf_setup__map_full(tr->bpf);
 
-	if (ncpu <= 0)
-		return;
-	v = calloc(ncpu, sizeof(*v));
-	if (!v)
-		return;
-	k = GL_STAT_MAP_FULL;
-	if (!bpf_map__lookup_elem(tr->skel->maps.stats, &k, sizeof(k), v, ncpu * sizeof(*v), 0)) {
-		uint64_t sum = 0;
-		int c;
-
-		for (c = 0; c < ncpu; c++)
-			sum += v[c];
-		if (sum)
-			pr_warn("BPF maps ran full %" PRIu64 " times (processes not followed, or "
-				"losses not charged to a process): results are approximate\n",
-				sum);
-	}
-	free(v);
+	if (sum)
+		pr_warn("BPF maps ran full %" PRIu64 " times (processes not followed, or "
+			"losses not charged to a process): results are approximate\n",
+			sum);
 }
 
 /* A scrape of --metrics: the analysis as it stands, between two drains. */
@@ -1587,7 +1425,6 @@ int trace__run(const struct trace_opts *o)
 	int err;
 
 	tr.child.pid = -1;
-	libbpf_set_print(libbpf_print);
 	err = process__check_privileges();
 	if (err) {
 		pr_err("loading BPF programs and attaching uprobes needs root, or CAP_BPF, "
@@ -1615,7 +1452,11 @@ int trace__run(const struct trace_opts *o)
 	err = setup_signals(&tr);
 	if (err)
 		goto cleanup;
-	err = bpf_open_load(&tr);
+	err = bpf_setup__new(&(struct bpf_setup_opts){.follow = o->follow,
+						      .ringbuf_bytes = o->ringbuf_bytes,
+						      .stack_depth = o->stack_depth,
+						      .stack_entries = o->stack_entries},
+			     &tr.bpf);
 	if (err)
 		goto cleanup;
 	err = modules__new(&tr.mods);
@@ -1626,8 +1467,8 @@ int trace__run(const struct trace_opts *o)
 	if (!err)
 		modules__move_probes(tr.mods, !o->probe_at_entry);
 	if (!err)
-		err =
-		    attach__new(tr.skel->progs.gl_enter, tr.skel->progs.gl_exit, tr.mods, &tr.att);
+		err = attach__new(bpf_setup__enter_prog(tr.bpf), bpf_setup__exit_prog(tr.bpf),
+				  tr.mods, &tr.att);
 	if (!err)
 		err = symbolizer__new(tr.mods, &tr.sym);
 	if (!err)
@@ -1635,7 +1476,7 @@ int trace__run(const struct trace_opts *o)
 	if (!err)
 		err = analysis__new(&o->a, symbolizer__site_frames, tr.sym, &tr.an);
 	if (!err)
-		err = ringbuf__new(bpf_map__fd(tr.skel->maps.events), on_record, &tr, &tr.rb);
+		err = ringbuf__new(bpf_setup__events_fd(tr.bpf), on_record, &tr, &tr.rb);
 	if (!err)
 		ringbuf__set_prefetch(tr.rb, on_prefetch);
 	if (err) {
@@ -1664,7 +1505,7 @@ int trace__run(const struct trace_opts *o)
 		}
 		fprintf(stderr, "gpuleak: serving metrics on %s\n", http__url(tr.http));
 	}
-	err = attach_tracepoints(&tr);
+	err = bpf_setup__attach_tracepoints(tr.bpf);
 	if (err)
 		goto cleanup;
 	timeline__on_step(tr.an->tl, on_step, &tr);
@@ -1683,7 +1524,9 @@ cleanup:
 	if (tr.child.pid > 0 && tr.child.go_fd > 0)
 		launch__abort(&tr.child);
 	attach__free(tr.att);
-	detach_tracepoints(&tr);
+	/* Before anything else goes: a traced process forking now would stay stopped. */
+	if (tr.bpf)
+		bpf_setup__detach_tracepoints(tr.bpf);
 	ringbuf__free(tr.rb);
 	http__free(tr.http);
 	analysis__free(tr.an);
@@ -1693,7 +1536,7 @@ cleanup:
 	free(tr.placements);
 	symbolizer__free(tr.sym);
 	modules__free(tr.mods);
-	gpuleak_bpf__destroy(tr.skel);
+	bpf_setup__free(tr.bpf);
 	for (i = 0; i < tr.nr_tgts; i++) {
 		/* Our child, exited: reap it (it may not have been a zombie yet at its exit). */
 		if (tr.run_mode && tr.tgts[i]->pid == tr.child.pid && tr.tgts[i]->gone &&
