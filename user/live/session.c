@@ -21,6 +21,7 @@
 #include "lib/exit.h"
 #include "lib/log.h"
 #include "lib/outfile.h"
+#include "lib/vec.h"
 #include "live/http.h"
 #include "probe/modules.h"
 #include "live/nvml.h"
@@ -33,6 +34,7 @@
 #include "symbols/stacks.h"
 #include "symbols/symbolizer.h"
 #include "live/session.h"
+#include "live/targets.h"
 #include "engine/tracker.h"
 
 /* Drain this often: BPF only wakes us once 256 KiB are waiting. */
@@ -41,35 +43,6 @@
 #define RESCAN_NS 1000000000ULL
 /* poll() slots besides the targets' pidfds: ring buffer, signals, the metrics endpoint. */
 #define FIXED_FDS (2 + HTTP_MAX_FDS)
-
-/*
- * A traced process. The pidfd, opened before its identity (start time) is checked, pins the
- * process: whatever happens to the pid afterwards, signals and exit notices through it are
- * about this process.
- */
-struct target {
-	pid_t pid;
-	pid_t ppid;	 /* the traced process it was followed from, 0: named by the user */
-	uint32_t ns_pid; /* its pid in its own pid namespace (a container), 0: the same */
-	int pidfd;
-	uint64_t start_ticks;
-	bool held; /* stopped at each ld.so rendezvous until we attached (run mode,
-				 * followed processes) */
-	bool gone;
-	bool end_seen;		   /* it called its end marker (--end): let it go */
-	bool ended;		   /* gone because of that: it still runs */
-	bool has_lib;		   /* a GPU library (CUDA, WebGPU) is attached */
-	bool announced;		   /* GL_PROC_ATTACH sent: the analysis reports it */
-	bool rescan_pending;	   /* its ld.so rendezvous fired: mappings changed */
-	bool has_rendezvous;	   /* a rendezvous probe covers it: no periodic rescans */
-	bool launch_exec;	   /* run mode with --follow: its first exec is the launch's own */
-	bool code_wait;		   /* stopped until a callback's probe is in place */
-	unsigned int execs;	   /* programs it exec'd since it was first traced */
-	unsigned int markers_done; /* bit i: marker i attached (or failed, said once) */
-	int status;
-	uint64_t loss[GL_STAT_MAX];
-	uint64_t last_rescan_ns;
-};
 
 /* A callback the target passed that still needs its probe (GL_REC_CODE). */
 struct code_req {
@@ -90,8 +63,7 @@ struct trace {
 	struct report rep;
 	struct outfile *json_file; /* --json */
 	FILE *json;		   /* its stream, NULL without --json */
-	struct target **tgts;	   /* live targets; an exited one is dropped once reported */
-	size_t nr_tgts, cap_tgts;
+	struct targets *tgts;
 	struct http *http; /* --metrics: the fleet endpoint */
 	bool finishing;	   /* detached: stopped processes are resumed, not attached to */
 	bool warned_unstopped;
@@ -154,8 +126,6 @@ static void code_request(struct trace *tr, const struct gl_call_rec *r)
 	    (struct code_req){r->hdr.pid, r->addr, a->code_api, r->hdr.flags & GL_HF_HELD};
 }
 
-static struct target *target_find(const struct trace *tr, pid_t pid);
-
 /* Probe the callbacks reported since the last drain; mark the targets waiting on it. */
 static void attach_code(struct trace *tr)
 {
@@ -163,7 +133,7 @@ static void attach_code(struct trace *tr)
 
 	for (i = 0; i < tr->nr_code; i++) {
 		struct code_req *c = &tr->code[i];
-		struct target *t = target_find(tr, c->pid);
+		struct target *t = targets__find(tr->tgts, c->pid);
 		char why[160];
 
 		if (attach__code(tr->att, c->pid, c->addr, c->api, why, sizeof(why)))
@@ -192,49 +162,15 @@ static void capture_failed(struct trace *tr, int err)
 
 /* ---- the traced processes ---- */
 
-/* The live target with this pid (an exited one kept for reaping may share it). */
-static struct target *target_find(const struct trace *tr, pid_t pid)
-{
-	size_t i;
-
-	for (i = 0; i < tr->nr_tgts; i++)
-		if (tr->tgts[i]->pid == pid && !tr->tgts[i]->gone)
-			return tr->tgts[i];
-	return NULL;
-}
-
-static struct target *target_add(struct trace *tr, pid_t pid, pid_t ppid)
-{
-	struct target *t;
-
-	if (tr->nr_tgts == tr->cap_tgts) {
-		size_t cap = tr->cap_tgts ? 2 * tr->cap_tgts : 8;
-		struct target **v = realloc(tr->tgts, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		tr->tgts = v;
-		tr->cap_tgts = cap;
-	}
-	t = calloc(1, sizeof(*t));
-	if (!t)
-		return NULL;
-	t->pid = pid;
-	t->ppid = ppid;
-	t->pidfd = -1;
-	t->status = -1;
-	tr->tgts[tr->nr_tgts++] = t;
-	return t;
-}
-
-/* Keep where t's probes sat for its verdict, before they are detached (--json only). */
+/* Keep where t's probes sat for its verdict, before they are detached (--json only; t is
+ * in the analysis). */
 static void target_placement(struct trace *tr, struct target *t)
 {
 	struct placement *pl;
 	size_t len;
 	FILE *f;
 
-	if (!tr->json || !t->announced)
+	if (!tr->json)
 		return;
 	if (tr->nr_placements == tr->cap_placements) {
 		size_t cap = tr->cap_placements ? 2 * tr->cap_placements : 8;
@@ -270,40 +206,6 @@ static void verdict_placement(void *ctx, pid_t pid, FILE *json)
 			fprintf(json, ",%s", tr->placements[i].json);
 			return;
 		}
-}
-
-/* Forget a target whose end was reported: a server forking workers all day stays small. */
-static void target_drop(struct trace *tr, struct target *t)
-{
-	size_t i;
-
-	for (i = 0; i < tr->nr_tgts && tr->tgts[i] != t; i++)
-		;
-	if (i == tr->nr_tgts)
-		return;
-	memmove(&tr->tgts[i], &tr->tgts[i + 1], (tr->nr_tgts - i - 1) * sizeof(*tr->tgts));
-	tr->nr_tgts--;
-	if (t->pidfd >= 0)
-		close(t->pidfd);
-	free(t);
-}
-
-static size_t targets_alive(const struct trace *tr)
-{
-	size_t i, n = 0;
-
-	for (i = 0; i < tr->nr_tgts; i++)
-		n += !tr->tgts[i]->gone;
-	return n;
-}
-
-/* Let a stopped target go on; through its pidfd, so a reused pid is never signalled. */
-static void target_resume(struct target *t)
-{
-	if (t->pidfd >= 0)
-		process__pidfd_signal(t->pidfd, SIGCONT);
-	else
-		kill(t->pid, SIGCONT);
 }
 
 static void task_event(struct trace *tr, const struct gl_task_rec *r);
@@ -357,14 +259,14 @@ static int on_record(void *ctx, const struct gl_hdr *h)
 	int err;
 
 	if (h->kind == GL_REC_NOTIFY && h->api == GL_API_LD_DEBUG_STATE &&
-	    (t = target_find(tr, h->pid)))
+	    (t = targets__find(tr->tgts, h->pid)))
 		t->rescan_pending = true;
-	if (h->kind == GL_REC_NOTIFY && h->api == GL_API_MARKER_END &&
-	    (t = target_find(tr, h->pid)))
-		t->end_seen = true;
 	/* A followed process enters the analysis with its first traced call, just before it. */
-	if (is_activity(h) && (t = target_find(tr, h->pid)) && !t->announced)
+	if (is_activity(h) && (t = targets__find(tr->tgts, h->pid)) && !target__in_analysis(t))
 		announce(tr, t, h->ts_ns);
+	if (h->kind == GL_REC_NOTIFY && h->api == GL_API_MARKER_END &&
+	    (t = targets__find(tr->tgts, h->pid)))
+		t->state = TARGET_ENDING;
 	if (h->kind == GL_REC_CODE && h->size >= sizeof(struct gl_call_rec))
 		code_request(tr, (const struct gl_call_rec *)h);
 	if ((h->kind == GL_REC_ALLOC || h->kind == GL_REC_ALLOC_FAIL) &&
@@ -413,7 +315,7 @@ static void capture_process(struct trace *tr, const struct target *t)
 	p.start_realtime_ns = process__start_realtime_ns(p.start_ticks);
 	process__comm(p.pid, comm, sizeof(comm));
 	p.comm = comm;
-	if (tr->run_mode && t->pid == tr->child.pid && !t->ppid) {
+	if (t->launch) {
 		/* The child's own view is the one it was started with. */
 		p.exe = tr->child.exe;
 		p.argv = tr->o->argv;
@@ -519,7 +421,7 @@ static void emit_proc_at(struct trace *tr, struct target *t, enum gl_proc_event 
 	if (ev == GL_PROC_ATTACH) {
 		r.ppid = t->ppid;
 		r.ns_pid = t->ns_pid;
-		if (tr->run_mode && t->pid == tr->child.pid && !t->ppid) {
+		if (t->launch) {
 			const char *slash = strrchr(tr->child.exe, '/');
 
 			/* comm is the first 15 bytes of the executable's name, as the kernel
@@ -690,9 +592,9 @@ static void on_step(void *ctx, pid_t pid, const struct step_stat *st)
  */
 static void announce(struct trace *tr, struct target *t, uint64_t ts_ns)
 {
-	if (t->announced)
+	if (target__in_analysis(t))
 		return;
-	t->announced = true;
+	t->state = TARGET_TRACED;
 	emit_proc_at(tr, t, GL_PROC_ATTACH, 0, ts_ns);
 	capture_process(tr, t);
 	emit_devmem(tr, t);
@@ -742,48 +644,6 @@ out:
 	return err == -ESRCH ? 0 : err;
 }
 
-/*
- * Open t's pidfd and check that t->pid is still the process that started at
- * t->start_ticks (when known): from here on the pidfd pins that process. -ESRCH when it is
- * gone, -ESTALE when another process has its pid.
- */
-static int target_pin(struct target *t, uint64_t want_ticks)
-{
-	uint64_t ticks;
-	int err;
-
-	t->pidfd = process__pidfd(t->pid);
-	if (t->pidfd < 0)
-		return t->pidfd;
-	err = process__start_ticks(t->pid, &ticks);
-	if (err)
-		return err;
-	if (want_ticks && ticks != want_ticks)
-		return -ESTALE;
-	t->start_ticks = ticks;
-	t->ns_pid = process__ns_pid(t->pid);
-	return 0;
-}
-
-/*
- * After attaching by pid number: if t's pidfd says it exited meanwhile, the probes may sit
- * on whichever process took the pid since. Tell which, and take them off. Returns whether t
- * is still the process that was checked.
- */
-static bool target_still_same(struct trace *tr, struct target *t)
-{
-	uint64_t ticks;
-
-	if (!process__pidfd_exited(t->pidfd))
-		return true;
-	if (!process__start_ticks(t->pid, &ticks) && ticks != t->start_ticks)
-		pr_warn("pid %d exited while gpuleak attached to it, and the pid now belongs to "
-			"another process (started at %" PRIu64 ", not %" PRIu64 "): not traced\n",
-			t->pid, ticks, t->start_ticks);
-	attach__forget(tr->att, t->pid);
-	return false;
-}
-
 static void mark_traced(struct trace *tr, struct target *t)
 {
 	/* Full (16k processes): its exit is still seen through the pidfd. */
@@ -805,10 +665,10 @@ static int start_attach_one(struct trace *tr, const struct trace_pid *tp)
 	uint64_t t0;
 	int err, nr_new;
 
-	t = target_add(tr, pid, 0);
+	t = targets__add(tr->tgts, pid, 0);
 	if (!t)
 		return -ENOMEM;
-	err = target_pin(t, tp->start_ticks);
+	err = target__pin(t, tp->start_ticks);
 	if (err == -ESTALE) {
 		uint64_t ticks = 0;
 
@@ -829,7 +689,7 @@ static int start_attach_one(struct trace *tr, const struct trace_pid *tp)
 		return err;
 	}
 	mark_traced(tr, t);
-	t->announced = true;
+	t->state = TARGET_TRACED;
 	emit_proc(tr, t, GL_PROC_ATTACH, 0);
 	capture_process(tr, t);
 	symbolizer__add_maps(tr->sym, m);
@@ -872,7 +732,8 @@ static int start_attach_one(struct trace *tr, const struct trace_pid *tp)
 		goto cleanup;
 	}
 	/* Gone meanwhile: reported as exited, by the loop, from its pidfd. */
-	target_still_same(tr, t);
+	if (target__exited_meanwhile(t))
+		attach__forget(tr->att, t->pid);
 cleanup:
 	proc_maps__free(m);
 	return err;
@@ -960,9 +821,10 @@ static int start_run_mode(struct trace *tr)
 		return err;
 	}
 	tr->run_mode = true;
-	t = target_add(tr, tr->child.pid, 0);
+	t = targets__add(tr->tgts, tr->child.pid, 0);
 	if (!t)
 		return -ENOMEM;
+	t->launch = &tr->child;
 	hold(tr, t);
 	if (!t->held) {
 		pr_err("cannot register pid %d for holding\n", t->pid);
@@ -991,13 +853,12 @@ static int start_run_mode(struct trace *tr)
 		return t->pidfd;
 	/* Followed from before its exec: the exec that starts it is not a new process. */
 	mark_traced(tr, t);
-	t->launch_exec = tr->o->follow;
-	t->announced = true;
+	t->state = tr->o->follow ? TARGET_LAUNCHING : TARGET_TRACED;
 	emit_proc(tr, t, GL_PROC_ATTACH, 0);
 	err = launch__release(&tr->child);
 	if (err) {
 		pr_err("cannot run %s: %s\n", tr->o->argv[0], strerror(-err));
-		t->gone = true;
+		t->state = TARGET_EXITED;
 		return err;
 	}
 	process__start_ticks(t->pid, &t->start_ticks);
@@ -1015,24 +876,24 @@ static void on_fork(struct trace *tr, const struct gl_task_rec *r)
 	struct target *t;
 	int err;
 
-	t = target_add(tr, r->hdr.pid, r->ppid);
+	t = targets__add(tr->tgts, r->hdr.pid, r->ppid);
 	if (!t) {
 		pr_err("out of memory: pid %d (child of %u) is not traced\n", r->hdr.pid, r->ppid);
 		goto resume;
 	}
-	err = target_pin(t, process__boot_ns_to_ticks(r->start_ns));
+	err = target__pin(t, process__boot_ns_to_ticks(r->start_ns));
 	if (err) {
 		/* Gone already, or its pid reused: nothing of ours to attach to or resume. */
 		if (err == -ESTALE)
 			pr_warn("pid %d (child of %u) exited and its pid was reused before gpuleak "
 				"got to it: not traced\n",
 				r->hdr.pid, r->ppid);
-		target_drop(tr, t);
+		targets__drop(tr->tgts, t);
 		return;
 	}
 	if (tr->finishing) {
-		target_resume(t);
-		target_drop(tr, t);
+		target__resume(t);
+		targets__drop(tr->tgts, t);
 		return;
 	}
 	if (!stopped && !tr->warned_unstopped) {
@@ -1045,9 +906,10 @@ static void on_fork(struct trace *tr, const struct gl_task_rec *r)
 	err = scan_target(tr, t);
 	if (err)
 		pr_warn("attaching to pid %d (child of %u): %s\n", t->pid, t->ppid, strerror(-err));
-	target_still_same(tr, t);
+	if (target__exited_meanwhile(t))
+		attach__forget(tr->att, t->pid);
 	if (stopped)
-		target_resume(t);
+		target__resume(t);
 	return;
 resume:
 	/* Unchecked pid: only when BPF just stopped it, a moment ago. */
@@ -1062,7 +924,7 @@ resume:
  */
 static void on_exec(struct trace *tr, const struct gl_task_rec *r)
 {
-	struct target *t = target_find(tr, r->hdr.pid);
+	struct target *t = targets__find(tr->tgts, r->hdr.pid);
 	bool stopped = r->flags & GL_TF_STOPPED;
 	int err;
 
@@ -1074,14 +936,15 @@ static void on_exec(struct trace *tr, const struct gl_task_rec *r)
 			kill(r->hdr.pid, SIGCONT);
 		return;
 	}
-	if (t->launch_exec) {
-		t->launch_exec = false;
-	} else if (!tr->finishing) {
-		if (t->announced) {
+	if (t->state == TARGET_LAUNCHING) {
+		t->state = TARGET_TRACED;
+	} else if (!tr->finishing && t->state != TARGET_ENDING) {
+		/* (one ending is let go after this drain, whatever it runs now) */
+		if (target__in_analysis(t)) {
 			emit_loss(tr, t);
 			emit_proc(tr, t, GL_PROC_EXEC, 0);
 		}
-		t->announced = false;
+		t->state = TARGET_NEW;
 		t->execs++;
 		t->has_lib = false;
 		t->has_rendezvous = false;
@@ -1092,35 +955,38 @@ static void on_exec(struct trace *tr, const struct gl_task_rec *r)
 			pr_warn("attaching to pid %d after its exec: %s\n", t->pid, strerror(-err));
 	}
 	if (stopped)
-		target_resume(t);
+		target__resume(t);
 }
 
 /* t is gone (at ts_ns): its last records are in, report its end and forget it. */
 static void target_exited(struct trace *tr, struct target *t, int status, uint64_t ts_ns)
 {
+	bool reported;
 	int ws;
 
-	if (t->gone)
+	if (target__gone(t))
 		return;
-	t->gone = true;
 	/* Our own child: reap it; its wait status is the authority. */
-	if (tr->run_mode && t->pid == tr->child.pid && !t->ppid &&
-	    waitpid(t->pid, &ws, WNOHANG) == t->pid)
+	if (t->launch && waitpid(t->pid, &ws, WNOHANG) == t->pid)
 		status = ws;
 	if (status >= 0)
 		t->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	/* A loss announces a process that lost records: before it leaves the analysis. */
 	emit_loss(tr, t);
-	if (t->announced)
+	reported = target__in_analysis(t);
+	t->state = TARGET_EXITED;
+	if (reported)
 		emit_proc_at(tr, t, GL_PROC_EXIT, t->status, ts_ns);
 	bpf_setup__forget(tr->bpf, t->pid);
 	/* Its probes filter on its pid: they could only ever fire for a reused one. */
 	if (!tr->finishing) {
-		target_placement(tr, t);
+		if (reported)
+			target_placement(tr, t);
 		attach__forget(tr->att, t->pid);
 	}
 	/* A child gpuleak started stays in the table until reaped (run mode's exit status). */
-	if (!(tr->run_mode && t->pid == tr->child.pid && !t->ppid))
-		target_drop(tr, t);
+	if (!t->launch)
+		targets__drop(tr->tgts, t);
 }
 
 /*
@@ -1129,17 +995,16 @@ static void target_exited(struct trace *tr, struct target *t, int status, uint64
  */
 static void target_ended(struct trace *tr, struct target *t)
 {
-
-	t->gone = true;
-	t->ended = true;
-	bpf_setup__forget(tr->bpf, t->pid);
+	/* (an ending target is in the analysis: its end marker call announced it) */
 	target_placement(tr, t);
+	t->state = TARGET_ENDED;
+	bpf_setup__forget(tr->bpf, t->pid);
 	attach__forget(tr->att, t->pid);
 	if (t->held)
-		target_resume(t);
+		target__resume(t);
 	pr_info("pid %d called its end marker: session ended, detached\n", t->pid);
-	if (!(tr->run_mode && t->pid == tr->child.pid && !t->ppid))
-		target_drop(tr, t);
+	if (!t->launch)
+		targets__drop(tr->tgts, t);
 }
 
 static void task_event(struct trace *tr, const struct gl_task_rec *r)
@@ -1154,7 +1019,7 @@ static void task_event(struct trace *tr, const struct gl_task_rec *r)
 		on_exec(tr, r);
 		break;
 	case GL_TASK_EXIT:
-		t = target_find(tr, r->hdr.pid);
+		t = targets__find(tr->tgts, r->hdr.pid);
 		if (t)
 			target_exited(tr, t, r->exit_code, r->hdr.ts_ns);
 		break;
@@ -1179,7 +1044,7 @@ static int setup_signals(struct trace *tr)
 static bool handle_signal(struct trace *tr)
 {
 	struct signalfd_siginfo si;
-	struct target *t = tr->run_mode ? target_find(tr, tr->child.pid) : NULL;
+	struct target *t = tr->run_mode ? targets__find(tr->tgts, tr->child.pid) : NULL;
 
 	if (read(tr->sigfd, &si, sizeof(si)) != sizeof(si))
 		return false;
@@ -1193,6 +1058,107 @@ static bool handle_signal(struct trace *tr)
 	return true;
 }
 
+/* Room in *fds for the fixed slots and one per target. 0 or -ENOMEM. */
+static int pollfds_room(struct pollfd **fds, size_t *cap, size_t need)
+{
+	int err = 0;
+
+	while (*cap < need && !err)
+		err = vec_grow((void **)fds, cap, *cap, sizeof(**fds));
+	return err;
+}
+
+/* What the loop waits on: the ring buffer, signals, the endpoint, then each target's pidfd
+ * (-1 for one gone: poll skips it). Returns how many slots the endpoint took. */
+static size_t fill_pollfds(struct trace *tr, struct pollfd *fds, size_t *nfds)
+{
+	size_t i, n, nr_http;
+
+	fds[0] = (struct pollfd){.fd = ringbuf__fd(tr->rb), .events = POLLIN};
+	fds[1] = (struct pollfd){.fd = tr->sigfd, .events = POLLIN};
+	nr_http = tr->http ? http__pollfds(tr->http, fds + 2, HTTP_MAX_FDS) : 0;
+	n = 2 + nr_http;
+	for (i = 0; i < targets__count(tr->tgts); i++) {
+		struct target *t = targets__at(tr->tgts, i);
+
+		fds[n++] = (struct pollfd){.fd = target__gone(t) ? -1 : t->pidfd, .events = POLLIN};
+	}
+	*nfds = n;
+	return nr_http;
+}
+
+/*
+ * After a drain: targets whose pidfd says they exited (everything they did is in the ring
+ * buffer, drained before: their exit record, with the status, usually came with it), then
+ * those that called their end marker. Dropping a target shifts the table.
+ */
+static void retire_targets(struct trace *tr, const struct pollfd *fds, size_t nfds)
+{
+	struct target *t;
+	size_t i;
+
+	for (i = 0; i < nfds; i++) {
+		if (!(fds[i].revents & (POLLIN | POLLHUP)))
+			continue;
+		t = targets__by_pidfd(tr->tgts, fds[i].fd);
+		if (t)
+			target_exited(tr, t, -1, now_ns());
+	}
+	for (i = 0; i < targets__count(tr->tgts);) {
+		t = targets__at(tr->tgts, i);
+		if (t->state == TARGET_ENDING) {
+			target_ended(tr, t);
+			i = 0;
+		} else {
+			i++;
+		}
+	}
+}
+
+/*
+ * New mappings: at a target's rendezvous, or every RESCAN_NS without one. A rendezvous stop
+ * (held) or a callback waits on us: never leave it stopped, whatever happened.
+ */
+static void rescan_targets(struct trace *tr, uint64_t now)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < targets__count(tr->tgts); i++) {
+		struct target *t = targets__at(tr->tgts, i);
+		bool pending = t->rescan_pending;
+
+		if (target__gone(t))
+			continue;
+		if (pending || (!t->has_rendezvous && now - t->last_rescan_ns >= RESCAN_NS)) {
+			err = scan_target(tr, t);
+			if (err)
+				pr_warn("attaching to newly mapped objects of pid %d: %s\n", t->pid,
+					strerror(-err));
+		}
+		if ((pending && t->held) || t->code_wait)
+			target__resume(t);
+		t->code_wait = false;
+	}
+}
+
+/* An --interval's table (or, with --step, only the loss records behind its step lines). */
+static void interval_due(struct trace *tr, uint64_t now, uint64_t *next_interval)
+{
+	size_t i;
+
+	if (now < *next_interval)
+		return;
+	for (i = 0; i < targets__count(tr->tgts); i++)
+		emit_loss(tr, targets__at(tr->tgts, i));
+	if (!tr->o->a.steps_given)
+		report__interval(&tr->rep, now);
+	*next_interval += tr->o->interval_ns;
+	if (*next_interval <= now)
+		*next_interval = now + tr->o->interval_ns;
+}
+
+/* Until every target is gone, a signal, or --duration: drain, serve, reap, rescan. */
 static int loop(struct trace *tr)
 {
 	uint64_t start = now_ns(), next_interval, deadline;
@@ -1202,32 +1168,16 @@ static int loop(struct trace *tr)
 
 	next_interval = tr->o->interval_ns ? start + tr->o->interval_ns : UINT64_MAX;
 	deadline = tr->o->duration_ns ? start + tr->o->duration_ns : UINT64_MAX;
-	while (targets_alive(tr)) {
+	while (targets__alive(tr->tgts)) {
 		uint64_t now = now_ns(), wait_ns = POLL_MS * 1000000ULL;
-		struct target *t;
+		size_t nfds, nr_http;
 		bool stop = false;
-		size_t i, nfds, nr_http;
 		int64_t n;
 
-		if (cap_fds < FIXED_FDS + tr->nr_tgts) {
-			struct pollfd *v = realloc(fds, (FIXED_FDS + tr->cap_tgts) * sizeof(*v));
-
-			if (!v) {
-				err = -ENOMEM;
-				break;
-			}
-			fds = v;
-			cap_fds = FIXED_FDS + tr->cap_tgts;
-		}
-		fds[0] = (struct pollfd){.fd = ringbuf__fd(tr->rb), .events = POLLIN};
-		fds[1] = (struct pollfd){.fd = tr->sigfd, .events = POLLIN};
-		nr_http = tr->http ? http__pollfds(tr->http, fds + 2, HTTP_MAX_FDS) : 0;
-		nfds = 2 + nr_http;
-		for (i = 0; i < tr->nr_tgts; i++) {
-			t = tr->tgts[i];
-			fds[nfds++] =
-			    (struct pollfd){.fd = t->gone ? -1 : t->pidfd, .events = POLLIN};
-		}
+		err = pollfds_room(&fds, &cap_fds, FIXED_FDS + targets__count(tr->tgts));
+		if (err)
+			break;
+		nr_http = fill_pollfds(tr, fds, &nfds);
 		if (next_interval - now < wait_ns && next_interval > now)
 			wait_ns = next_interval - now;
 		if (deadline > now && deadline - now < wait_ns)
@@ -1245,63 +1195,14 @@ static int loop(struct trace *tr)
 			stop = handle_signal(tr);
 		if (tr->http)
 			http__handle(tr->http, fds + 2, nr_http, now_ns());
-		/* Targets that exited: everything they did is in the ring buffer, drained above
-		 * (their exit record, with the status, usually came with it). */
-		for (i = 2 + nr_http; i < nfds; i++) {
-			if (!(fds[i].revents & (POLLIN | POLLHUP)))
-				continue;
-			t = NULL;
-			for (size_t j = 0; j < tr->nr_tgts && !t; j++)
-				if (tr->tgts[j]->pidfd == fds[i].fd && !tr->tgts[j]->gone)
-					t = tr->tgts[j];
-			if (t)
-				target_exited(tr, t, -1, now_ns());
-		}
-		/* Ended at their end marker: dropping a target shifts the table. */
-		for (i = 0; i < tr->nr_tgts;) {
-			t = tr->tgts[i];
-			if (t->end_seen && !t->gone) {
-				target_ended(tr, t);
-				i = 0;
-			} else {
-				i++;
-			}
-		}
+		retire_targets(tr, fds + 2 + nr_http, nfds - 2 - nr_http);
 		now = now_ns();
 		/* New callbacks first: a target may be stopped for both. */
 		attach_code(tr);
-		for (i = 0; i < tr->nr_tgts; i++) {
-			bool pending;
-
-			t = tr->tgts[i];
-			if (t->gone)
-				continue;
-			pending = t->rescan_pending;
-			if (pending ||
-			    (!t->has_rendezvous && now - t->last_rescan_ns >= RESCAN_NS)) {
-				err = scan_target(tr, t);
-				if (err)
-					pr_warn("attaching to newly mapped objects of pid %d: %s\n",
-						t->pid, strerror(-err));
-				err = 0;
-			}
-			/* A rendezvous stop (held) or a callback waits on us: never leave it
-			 * stopped, whatever happened. */
-			if ((pending && t->held) || t->code_wait)
-				target_resume(t);
-			t->code_wait = false;
-		}
+		rescan_targets(tr, now);
 		emit_tick(tr);
 		capture_names(tr, false);
-		if (now >= next_interval) {
-			for (i = 0; i < tr->nr_tgts; i++)
-				emit_loss(tr, tr->tgts[i]);
-			if (!tr->o->a.steps_given)
-				report__interval(&tr->rep, now);
-			next_interval += tr->o->interval_ns;
-			if (next_interval <= now)
-				next_interval = now + tr->o->interval_ns;
-		}
+		interval_due(tr, now, &next_interval);
 		if (stop || now >= deadline)
 			break;
 	}
@@ -1336,10 +1237,10 @@ static void finish(struct trace *tr)
 
 	/* Exits the loop did not get to (a signal, --duration): whoever exited while traced
 	 * exited. Exiting drops a target from the table: look again from the start after each. */
-	for (i = 0; i < tr->nr_tgts;) {
-		struct target *t = tr->tgts[i];
+	for (i = 0; i < targets__count(tr->tgts);) {
+		struct target *t = targets__at(tr->tgts, i);
 
-		if (!t->gone && process__pidfd_exited(t->pidfd)) {
+		if (!target__gone(t) && process__pidfd_exited(t->pidfd)) {
 			ringbuf__drain(tr->rb);
 			target_exited(tr, t, -1, now_ns());
 			i = 0;
@@ -1348,9 +1249,9 @@ static void finish(struct trace *tr)
 		}
 	}
 	/* Where the probes sat, for the verdicts: known only while attached. */
-	for (i = 0; i < tr->nr_tgts; i++)
-		if (!tr->tgts[i]->gone)
-			target_placement(tr, tr->tgts[i]);
+	for (i = 0; i < targets__count(tr->tgts); i++)
+		if (target__in_analysis(targets__at(tr->tgts, i)))
+			target_placement(tr, targets__at(tr->tgts, i));
 	/*
 	 * Detach, then drain what was submitted before the links went away. The tracepoints go
 	 * first: no child is stopped after that, those stopped already are resumed as their
@@ -1363,17 +1264,20 @@ static void finish(struct trace *tr)
 	tr->att = NULL;
 	pr_info("detach took %.1f ms\n", (now_ns() - t0) / 1e6);
 	tr->nr_code = 0;
-	for (i = 0; i < tr->nr_tgts; i++)
-		if (tr->tgts[i]->held && !tr->tgts[i]->gone)
-			target_resume(tr->tgts[i]);
-	ringbuf__drain(tr->rb);
-	for (i = 0; i < tr->nr_tgts; i++) {
-		struct target *t = tr->tgts[i];
+	for (i = 0; i < targets__count(tr->tgts); i++) {
+		struct target *t = targets__at(tr->tgts, i);
 
-		if (t->gone)
+		if (t->held && !target__gone(t))
+			target__resume(t);
+	}
+	ringbuf__drain(tr->rb);
+	for (i = 0; i < targets__count(tr->tgts); i++) {
+		struct target *t = targets__at(tr->tgts, i);
+
+		if (target__gone(t))
 			continue;
 		emit_loss(tr, t);
-		if (t->announced)
+		if (target__in_analysis(t))
 			emit_proc(tr, t, GL_PROC_DETACH, 0);
 	}
 	capture_names(tr, true);
@@ -1449,7 +1353,9 @@ int trace__run(const struct trace_opts *o)
 			goto cleanup;
 		}
 	}
-	err = setup_signals(&tr);
+	err = targets__new(&tr.tgts);
+	if (!err)
+		err = setup_signals(&tr);
 	if (err)
 		goto cleanup;
 	err = bpf_setup__new(&(struct bpf_setup_opts){.follow = o->follow,
@@ -1537,16 +1443,14 @@ cleanup:
 	symbolizer__free(tr.sym);
 	modules__free(tr.mods);
 	bpf_setup__free(tr.bpf);
-	for (i = 0; i < tr.nr_tgts; i++) {
+	for (i = 0; tr.tgts && i < targets__count(tr.tgts); i++) {
+		const struct target *t = targets__at(tr.tgts, i);
+
 		/* Our child, exited: reap it (it may not have been a zombie yet at its exit). */
-		if (tr.run_mode && tr.tgts[i]->pid == tr.child.pid && tr.tgts[i]->gone &&
-		    !tr.tgts[i]->ended)
-			waitpid(tr.child.pid, NULL, 0);
-		if (tr.tgts[i]->pidfd >= 0)
-			close(tr.tgts[i]->pidfd);
-		free(tr.tgts[i]);
+		if (t->launch && t->state == TARGET_EXITED)
+			waitpid(t->pid, NULL, 0);
 	}
-	free(tr.tgts);
+	targets__free(tr.tgts);
 	if (tr.sigfd >= 0)
 		close(tr.sigfd);
 	/* A write error here goes unsaid, as it always did (issue 15 makes it exit 1). */
