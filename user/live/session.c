@@ -15,6 +15,7 @@
 #include "engine/analysis.h"
 #include "live/attach.h"
 #include "live/bpf_setup.h"
+#include "live/callbacks.h"
 #include "capture/capture.h"
 #include "probe/elf_obj.h"
 #include "gpuleak.h"
@@ -44,14 +45,6 @@
 /* poll() slots besides the targets' pidfds: ring buffer, signals, the metrics endpoint. */
 #define FIXED_FDS (2 + HTTP_MAX_FDS)
 
-/* A callback the target passed that still needs its probe (GL_REC_CODE). */
-struct code_req {
-	pid_t pid;
-	uint64_t addr;
-	unsigned int api; /* the probe's API: the catalog's code_api of the passing call */
-	bool held;	  /* the target is stopped until this is done */
-};
-
 struct trace {
 	const struct trace_opts *o;
 	struct bpf_setup *bpf;
@@ -78,8 +71,7 @@ struct trace {
 	bool run_mode;
 	int sigfd;
 	int sigints;
-	struct code_req *code;
-	size_t nr_code, cap_code;
+	struct callbacks *cbs;
 	struct capture *cap; /* gpuleak record */
 	int cap_err;	     /* the capture failed: tracing goes on, the exit status is 1 */
 	size_t cap_named;    /* tracker sites before this one have their name in the capture */
@@ -101,50 +93,6 @@ static uint64_t now_ns(void)
 	/* The clock of bpf_ktime_get_ns(): record and user-space times compare directly. */
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
-static void code_request(struct trace *tr, const struct gl_call_rec *r)
-{
-	const struct cat_api *a = cat_by_api(r->hdr.api);
-
-	if (!a || !a->code_api)
-		return;
-	if (tr->nr_code == tr->cap_code) {
-		size_t cap = tr->cap_code ? 2 * tr->cap_code : 8;
-		struct code_req *v = realloc(tr->code, cap * sizeof(*v));
-
-		if (!v) {
-			/* Never leave a target stopped because we ran out of memory. */
-			if (r->hdr.flags & GL_HF_HELD)
-				kill(r->hdr.pid, SIGCONT);
-			return;
-		}
-		tr->code = v;
-		tr->cap_code = cap;
-	}
-	tr->code[tr->nr_code++] =
-	    (struct code_req){r->hdr.pid, r->addr, a->code_api, r->hdr.flags & GL_HF_HELD};
-}
-
-/* Probe the callbacks reported since the last drain; mark the targets waiting on it. */
-static void attach_code(struct trace *tr)
-{
-	size_t i;
-
-	for (i = 0; i < tr->nr_code; i++) {
-		struct code_req *c = &tr->code[i];
-		struct target *t = targets__find(tr->tgts, c->pid);
-		char why[160];
-
-		if (attach__code(tr->att, c->pid, c->addr, c->api, why, sizeof(why)))
-			pr_warn("pid %d: cannot probe %s: %s; its completions go unseen\n", c->pid,
-				cat_api_name(c->api), why);
-		if (c->held && t)
-			t->code_wait = true;
-		else if (c->held)
-			kill(c->pid, SIGCONT);
-	}
-	tr->nr_code = 0;
 }
 
 static void capture_failed(struct trace *tr, int err)
@@ -268,7 +216,7 @@ static int on_record(void *ctx, const struct gl_hdr *h)
 	    (t = targets__find(tr->tgts, h->pid)))
 		t->state = TARGET_ENDING;
 	if (h->kind == GL_REC_CODE && h->size >= sizeof(struct gl_call_rec))
-		code_request(tr, (const struct gl_call_rec *)h);
+		callbacks__request(tr->cbs, (const struct gl_call_rec *)h);
 	if ((h->kind == GL_REC_ALLOC || h->kind == GL_REC_ALLOC_FAIL) &&
 	    h->size >= sizeof(struct gl_call_rec) && ((const struct gl_call_rec *)h)->stack_id >= 0)
 		intern_stack(tr, (const struct gl_call_rec *)h);
@@ -1198,7 +1146,7 @@ static int loop(struct trace *tr)
 		retire_targets(tr, fds + 2 + nr_http, nfds - 2 - nr_http);
 		now = now_ns();
 		/* New callbacks first: a target may be stopped for both. */
-		attach_code(tr);
+		callbacks__attach(tr->cbs, tr->att, tr->tgts);
 		rescan_targets(tr, now);
 		emit_tick(tr);
 		capture_names(tr, false);
@@ -1263,7 +1211,7 @@ static void finish(struct trace *tr)
 	attach__free(tr->att);
 	tr->att = NULL;
 	pr_info("detach took %.1f ms\n", (now_ns() - t0) / 1e6);
-	tr->nr_code = 0;
+	callbacks__clear(tr->cbs);
 	for (i = 0; i < targets__count(tr->tgts); i++) {
 		struct target *t = targets__at(tr->tgts, i);
 
@@ -1355,6 +1303,8 @@ int trace__run(const struct trace_opts *o)
 	}
 	err = targets__new(&tr.tgts);
 	if (!err)
+		err = callbacks__new(&tr.cbs);
+	if (!err)
 		err = setup_signals(&tr);
 	if (err)
 		goto cleanup;
@@ -1436,7 +1386,7 @@ cleanup:
 	ringbuf__free(tr.rb);
 	http__free(tr.http);
 	analysis__free(tr.an);
-	free(tr.code);
+	callbacks__free(tr.cbs);
 	for (i = 0; i < tr.nr_placements; i++)
 		free(tr.placements[i].json);
 	free(tr.placements);
