@@ -29,6 +29,7 @@
 #include "probe/catalog.h"
 #include "probe/proc_maps.h"
 #include "live/launch.h"
+#include "live/markers.h"
 #include "live/process.h"
 #include "output/report.h"
 #include "live/ringbuf.h"
@@ -60,12 +61,7 @@ struct trace {
 	struct http *http; /* --metrics: the fleet endpoint */
 	bool finishing;	   /* detached: stopped processes are resumed, not attached to */
 	bool warned_unstopped;
-	struct marker {
-		const char *file, *sym;
-		unsigned int api;
-	} markers[4];
-	int nr_markers;
-	unsigned int markers_said; /* bit i: "marker on ..." printed */
+	struct markers *mk;
 	uint64_t last_step_line_ns;
 	struct launch child;
 	bool run_mode;
@@ -443,69 +439,6 @@ static bool has_rendezvous_probe(struct trace *tr, const struct proc_maps *m)
 	return has_site(tr, m, 0, OP_RENDEZVOUS);
 }
 
-static void add_markers(struct trace *tr)
-{
-	const struct trace_opts *o = tr->o;
-
-	if (o->a.step_file)
-		tr->markers[tr->nr_markers++] =
-		    (struct marker){o->a.step_file, o->a.step_sym, GL_API_MARKER_STEP};
-	if (o->a.req_file) {
-		tr->markers[tr->nr_markers++] =
-		    (struct marker){o->a.req_file, o->a.req_begin, GL_API_MARKER_REQ_BEGIN};
-		tr->markers[tr->nr_markers++] =
-		    (struct marker){o->a.req_file, o->a.req_end, GL_API_MARKER_REQ_END};
-	}
-	if (o->a.end_file)
-		tr->markers[tr->nr_markers++] =
-		    (struct marker){o->a.end_file, o->a.end_sym, GL_API_MARKER_END};
-}
-
-/*
- * Put the step/request markers on their functions in t: FILE is a path (in t's own root
- * when it is in a container), or the basename of an object t maps (found once it is
- * mapped). Returns the markers still unattached.
- */
-static int attach_markers(struct trace *tr, struct target *t, const struct proc_maps *m)
-{
-	int i, left = 0;
-
-	for (i = 0; i < tr->nr_markers; i++) {
-		struct marker *mk = &tr->markers[i];
-		char rooted[4200];
-		const char *file = mk->file;
-		int err;
-
-		if (t->markers_done & (1U << i))
-			continue;
-		if (file[0] == '/' && m && process__in_other_root(t->pid)) {
-			snprintf(rooted, sizeof(rooted), "/proc/%d/root%s", t->pid, file);
-			file = rooted;
-		}
-		err = attach__marker(tr->att, t->pid, m, file, mk->sym, mk->api);
-		if (!err) {
-			t->markers_done |= 1U << i;
-			/* Once, not once per process: a server's ranks all get it. */
-			if (tr->markers_said & (1U << i))
-				continue;
-			tr->markers_said |= 1U << i;
-			fprintf(stderr, "gpuleak: %s marker on %s in %s\n",
-				mk->api == GL_API_MARKER_STEP	     ? "step"
-				: mk->api == GL_API_MARKER_REQ_BEGIN ? "request-begin"
-				: mk->api == GL_API_MARKER_REQ_END   ? "request-end"
-								     : "session-end",
-				mk->sym, mk->file);
-		} else if (err != -ENOENT) {
-			pr_err("cannot put a marker on %s in %s: %s\n", mk->sym, mk->file,
-			       strerror(-err));
-			t->markers_done |= 1U << i; /* said once; do not retry */
-		} else {
-			left++;
-		}
-	}
-	return left;
-}
-
 static void emit_devmem(struct trace *tr, const struct target *t)
 {
 	struct gl_devmem_rec d[16];
@@ -580,7 +513,7 @@ static int scan_target(struct trace *tr, struct target *t)
 	symbolizer__add_maps(tr->sym, m);
 	capture_maps(tr, m);
 	err = attach__scan(tr->att, m, &nr_new);
-	attach_markers(tr, t, m);
+	markers__attach(tr->mk, tr->att, t, m);
 	if (!t->has_rendezvous)
 		t->has_rendezvous = has_rendezvous_probe(tr, m);
 	if (!t->has_lib && attach__has_required(tr->att, t->pid)) {
@@ -651,7 +584,7 @@ static int start_attach_one(struct trace *tr, const struct trace_pid *tp)
 		attach__nr_objects(tr->att, pid));
 	t->has_rendezvous = has_rendezvous_probe(tr, m);
 	t->last_rescan_ns = now_ns();
-	if (attach_markers(tr, t, m))
+	if (markers__attach(tr->mk, tr->att, t, m))
 		fprintf(stderr, "gpuleak: a step/request marker's object is not mapped yet; "
 				"it is attached when it is\n");
 	if (tr->o->a.steps.source == STEP_NVTX && !has_site(tr, m, CAT_NVTX, -1))
@@ -795,7 +728,7 @@ static int start_run_mode(struct trace *tr)
 		t->has_rendezvous = true;
 	}
 	t->has_lib = attach__has_required(tr->att, t->pid);
-	attach_markers(tr, t, NULL);
+	markers__attach(tr->mk, tr->att, t, NULL);
 	t->pidfd = process__pidfd(t->pid);
 	if (t->pidfd < 0)
 		return t->pidfd;
@@ -1305,6 +1238,8 @@ int trace__run(const struct trace_opts *o)
 	if (!err)
 		err = callbacks__new(&tr.cbs);
 	if (!err)
+		err = markers__new(&o->a, &tr.mk);
+	if (!err)
 		err = setup_signals(&tr);
 	if (err)
 		goto cleanup;
@@ -1365,7 +1300,6 @@ int trace__run(const struct trace_opts *o)
 	if (err)
 		goto cleanup;
 	timeline__on_step(tr.an->tl, on_step, &tr);
-	add_markers(&tr);
 	modules__trace_nvtx(tr.mods, o->a.steps.source == STEP_NVTX);
 	err = o->argv ? start_run_mode(&tr) : start_attach_mode(&tr);
 	if (err)
@@ -1387,6 +1321,7 @@ cleanup:
 	http__free(tr.http);
 	analysis__free(tr.an);
 	callbacks__free(tr.cbs);
+	markers__free(tr.mk);
 	for (i = 0; i < tr.nr_placements; i++)
 		free(tr.placements[i].json);
 	free(tr.placements);
