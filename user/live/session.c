@@ -30,6 +30,7 @@
 #include "probe/proc_maps.h"
 #include "live/launch.h"
 #include "live/markers.h"
+#include "live/probe_sites.h"
 #include "live/process.h"
 #include "output/report.h"
 #include "live/ringbuf.h"
@@ -73,13 +74,7 @@ struct trace {
 	size_t cap_named;    /* tracker sites before this one have their name in the capture */
 	size_t cap_stacks;   /* stacks before this one are in the capture, frames named */
 	bool out_err;	     /* --folded, --perfetto or --svg could not be written */
-	/* Where each traced process's probes sat ("slow_probe_sites", ...), kept at detach for
-	 * its verdict: JSON members by pid. */
-	struct placement {
-		pid_t pid;
-		char *json;
-	} * placements;
-	size_t nr_placements, cap_placements;
+	struct probe_sites *sites; /* --json: where the probes sat, for the verdicts */
 };
 
 static uint64_t now_ns(void)
@@ -105,52 +100,6 @@ static void capture_failed(struct trace *tr, int err)
 }
 
 /* ---- the traced processes ---- */
-
-/* Keep where t's probes sat for its verdict, before they are detached (--json only; t is
- * in the analysis). */
-static void target_placement(struct trace *tr, struct target *t)
-{
-	struct placement *pl;
-	size_t len;
-	FILE *f;
-
-	if (!tr->json)
-		return;
-	if (tr->nr_placements == tr->cap_placements) {
-		size_t cap = tr->cap_placements ? 2 * tr->cap_placements : 8;
-
-		pl = realloc(tr->placements, cap * sizeof(*pl));
-		if (!pl)
-			return;
-		tr->placements = pl;
-		tr->cap_placements = cap;
-	}
-	pl = &tr->placements[tr->nr_placements];
-	pl->pid = t->pid;
-	pl->json = NULL;
-	f = open_memstream(&pl->json, &len);
-	if (!f)
-		return;
-	attach__placement_json(tr->att, t->pid, f);
-	if (fclose(f)) {
-		free(pl->json);
-		return;
-	}
-	tr->nr_placements++;
-}
-
-/* report's verdict_more: the placement kept for pid, the latest (a reused pid is newer). */
-static void verdict_placement(void *ctx, pid_t pid, FILE *json)
-{
-	struct trace *tr = ctx;
-	size_t i = tr->nr_placements;
-
-	while (i--)
-		if (tr->placements[i].pid == pid) {
-			fprintf(json, ",%s", tr->placements[i].json);
-			return;
-		}
-}
 
 static void task_event(struct trace *tr, const struct gl_task_rec *r);
 static void announce(struct trace *tr, struct target *t, uint64_t ts_ns);
@@ -862,7 +811,7 @@ static void target_exited(struct trace *tr, struct target *t, int status, uint64
 	/* Its probes filter on its pid: they could only ever fire for a reused one. */
 	if (!tr->finishing) {
 		if (reported)
-			target_placement(tr, t);
+			probe_sites__keep(tr->sites, tr->att, t->pid);
 		attach__forget(tr->att, t->pid);
 	}
 	/* A child gpuleak started stays in the table until reaped (run mode's exit status). */
@@ -877,7 +826,7 @@ static void target_exited(struct trace *tr, struct target *t, int status, uint64
 static void target_ended(struct trace *tr, struct target *t)
 {
 	/* (an ending target is in the analysis: its end marker call announced it) */
-	target_placement(tr, t);
+	probe_sites__keep(tr->sites, tr->att, t->pid);
 	t->state = TARGET_ENDED;
 	bpf_setup__forget(tr->bpf, t->pid);
 	attach__forget(tr->att, t->pid);
@@ -1132,7 +1081,7 @@ static void finish(struct trace *tr)
 	/* Where the probes sat, for the verdicts: known only while attached. */
 	for (i = 0; i < targets__count(tr->tgts); i++)
 		if (target__in_analysis(targets__at(tr->tgts, i)))
-			target_placement(tr, targets__at(tr->tgts, i));
+			probe_sites__keep(tr->sites, tr->att, targets__at(tr->tgts, i)->pid);
 	/*
 	 * Detach, then drain what was submitted before the links went away. The tracepoints go
 	 * first: no child is stopped after that, those stopped already are resumed as their
@@ -1239,6 +1188,8 @@ int trace__run(const struct trace_opts *o)
 		err = callbacks__new(&tr.cbs);
 	if (!err)
 		err = markers__new(&o->a, &tr.mk);
+	if (!err && o->json_path)
+		err = probe_sites__new(&tr.sites);
 	if (!err)
 		err = setup_signals(&tr);
 	if (err)
@@ -1282,8 +1233,8 @@ int trace__run(const struct trace_opts *o)
 				 .top = o->top,
 				 .t0_ns = now_ns(),
 				 .gate = o->a.gate,
-				 .verdict_more = verdict_placement,
-				 .verdict_more_ctx = &tr};
+				 .verdict_more = probe_sites__verdict_more,
+				 .verdict_more_ctx = tr.sites};
 	if (tr.cap)
 		tr.rep.t0_ns = capture__t0_ns(tr.cap);
 	if (o->metrics_addr) {
@@ -1322,9 +1273,7 @@ cleanup:
 	analysis__free(tr.an);
 	callbacks__free(tr.cbs);
 	markers__free(tr.mk);
-	for (i = 0; i < tr.nr_placements; i++)
-		free(tr.placements[i].json);
-	free(tr.placements);
+	probe_sites__free(tr.sites);
 	symbolizer__free(tr.sym);
 	modules__free(tr.mods);
 	bpf_setup__free(tr.bpf);
