@@ -37,6 +37,7 @@
 #include "symbols/stacks.h"
 #include "symbols/symbolizer.h"
 #include "live/session.h"
+#include "live/signals.h"
 #include "live/targets.h"
 #include "engine/tracker.h"
 
@@ -66,8 +67,7 @@ struct trace {
 	uint64_t last_step_line_ns;
 	struct launch child;
 	bool run_mode;
-	int sigfd;
-	int sigints;
+	struct signals *sig;
 	struct callbacks *cbs;
 	struct capture *cap; /* gpuleak record */
 	int cap_err;	     /* the capture failed: tracing goes on, the exit status is 1 */
@@ -856,36 +856,12 @@ static void task_event(struct trace *tr, const struct gl_task_rec *r)
 	}
 }
 
-static int setup_signals(struct trace *tr)
+/* Run mode's child while it is traced (Ctrl-C reached it too), else 0. */
+static pid_t child_pid(const struct trace *tr)
 {
-	sigset_t set;
+	const struct target *t = tr->run_mode ? targets__find(tr->tgts, tr->child.pid) : NULL;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	if (sigprocmask(SIG_BLOCK, &set, NULL))
-		return -errno;
-	tr->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-	return tr->sigfd < 0 ? -errno : 0;
-}
-
-/* Returns true when tracing should stop. */
-static bool handle_signal(struct trace *tr)
-{
-	struct signalfd_siginfo si;
-	struct target *t = tr->run_mode ? targets__find(tr->tgts, tr->child.pid) : NULL;
-
-	if (read(tr->sigfd, &si, sizeof(si)) != sizeof(si))
-		return false;
-	/* In run mode Ctrl-C reached the child too: trace its shutdown (its frees) unless
-	 * asked twice. */
-	if (t && si.ssi_signo == SIGINT && ++tr->sigints == 1) {
-		fprintf(stderr, "gpuleak: waiting for pid %d to exit (Ctrl-C again to stop now)\n",
-			t->pid);
-		return false;
-	}
-	return true;
+	return t ? t->pid : 0;
 }
 
 /* Room in *fds for the fixed slots and one per target. 0 or -ENOMEM. */
@@ -905,7 +881,7 @@ static size_t fill_pollfds(struct trace *tr, struct pollfd *fds, size_t *nfds)
 	size_t i, n, nr_http;
 
 	fds[0] = (struct pollfd){.fd = ringbuf__fd(tr->rb), .events = POLLIN};
-	fds[1] = (struct pollfd){.fd = tr->sigfd, .events = POLLIN};
+	fds[1] = (struct pollfd){.fd = signals__fd(tr->sig), .events = POLLIN};
 	nr_http = tr->http ? http__pollfds(tr->http, fds + 2, HTTP_MAX_FDS) : 0;
 	n = 2 + nr_http;
 	for (i = 0; i < targets__count(tr->tgts); i++) {
@@ -1022,7 +998,7 @@ static int loop(struct trace *tr)
 			break;
 		}
 		if (fds[1].revents & POLLIN)
-			stop = handle_signal(tr);
+			stop = signals__stop(tr->sig, child_pid(tr));
 		if (tr->http)
 			http__handle(tr->http, fds + 2, nr_http, now_ns());
 		retire_targets(tr, fds + 2 + nr_http, nfds - 2 - nr_http);
@@ -1153,7 +1129,7 @@ static int check_kernel(void)
 
 int trace__run(const struct trace_opts *o)
 {
-	struct trace tr = {.o = o, .sigfd = -1};
+	struct trace tr = {.o = o};
 	bool traced = false;
 	size_t i;
 	int err;
@@ -1191,7 +1167,7 @@ int trace__run(const struct trace_opts *o)
 	if (!err && o->json_path)
 		err = probe_sites__new(&tr.sites);
 	if (!err)
-		err = setup_signals(&tr);
+		err = signals__new(&tr.sig);
 	if (err)
 		goto cleanup;
 	err = bpf_setup__new(&(struct bpf_setup_opts){.follow = o->follow,
@@ -1285,8 +1261,7 @@ cleanup:
 			waitpid(t->pid, NULL, 0);
 	}
 	targets__free(tr.tgts);
-	if (tr.sigfd >= 0)
-		close(tr.sigfd);
+	signals__free(tr.sig);
 	/* A write error here goes unsaid, as it always did (issue 15 makes it exit 1). */
 	outfile__commit(tr.json_file);
 	/* A capture of a session that never started holds nothing worth keeping. */
