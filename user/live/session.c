@@ -26,6 +26,7 @@
 #include "live/http.h"
 #include "probe/modules.h"
 #include "live/nvml.h"
+#include "live/nvtx.h"
 #include "probe/catalog.h"
 #include "probe/proc_maps.h"
 #include "live/launch.h"
@@ -590,37 +591,6 @@ static int start_attach_mode(struct trace *tr)
 	return 0;
 }
 
-/* libgpuleak_nvtx.so: next to gpuleak, in its build tree, or installed beside it. */
-static int nvtx_inject_path(char *buf, size_t len)
-{
-	static const char *const rel[] = {"libgpuleak_nvtx.so", ".output/libgpuleak_nvtx.so",
-					  "../lib/gpuleak/libgpuleak_nvtx.so"};
-	const char *env = getenv("GPULEAK_NVTX_LIB");
-	char exe[4096], *slash;
-	ssize_t n;
-	size_t i;
-
-	if (env) {
-		snprintf(buf, len, "%s", env);
-		return access(buf, R_OK) ? -errno : 0;
-	}
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return -ENOENT;
-	exe[n] = 0;
-	slash = strrchr(exe, '/');
-	if (!slash)
-		return -ENOENT;
-	*slash = 0;
-	for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		if (snprintf(buf, len, "%.*s/%s", (int)(len / 2), exe, rel[i]) >= (int)len)
-			continue;
-		if (!access(buf, R_OK))
-			return 0;
-	}
-	return -ENOENT;
-}
-
 static int start_run_mode(struct trace *tr)
 {
 	static char inject_env[4200];
@@ -631,18 +601,9 @@ static int start_run_mode(struct trace *tr)
 
 	/* NVTX v3 reaches a tool only through its injection variable: point it at ours. */
 	if (tr->o->a.steps.source == STEP_NVTX) {
-		char path[4096];
-
-		if (nvtx_inject_path(path, sizeof(path))) {
-			pr_err(
-			    "--step nvtx: needs libgpuleak_nvtx.so next to gpuleak (build it with "
-			    "make) or GPULEAK_NVTX_LIB\n");
-			return -ENOENT;
-		}
-		if (getenv("NVTX_INJECTION64_PATH"))
-			pr_warn("NVTX_INJECTION64_PATH was set; gpuleak's injection library "
-				"replaces it for the target\n");
-		snprintf(inject_env, sizeof(inject_env), "NVTX_INJECTION64_PATH=%s", path);
+		err = nvtx__inject_env(inject_env, sizeof(inject_env));
+		if (err)
+			return err;
 		env[0] = inject_env;
 	}
 	err = launch__fork(tr->o->argv, env, &tr->child);
