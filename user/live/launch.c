@@ -35,13 +35,14 @@ static int resolve_exe(const char *cmd, char *out, size_t len)
 	return -ENOENT;
 }
 
-int launch__fork(char *const argv[], char *const env[], struct launch *l)
+int launch__fork(char **argv, char *const env[], struct launch *l)
 {
 	int go[2], err[2], ret;
 	sigset_t all;
 
 	memset(l, 0, sizeof(*l));
 	l->pid = -1;
+	l->argv = argv;
 	ret = resolve_exe(argv[0], l->exe, sizeof(l->exe));
 	if (ret)
 		return ret;

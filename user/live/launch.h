@@ -15,13 +15,14 @@ struct launch {
 	int go_fd;	/* write end: one byte lets the child exec */
 	int err_fd;	/* read end: EOF on successful exec, else the child's errno */
 	char exe[4096]; /* resolved executable path */
+	char **argv;	/* the command line it execs */
 };
 
 /*
  * Fork the child for argv (argv[0] searched in PATH), with env (NULL-terminated "K=V", may
  * be NULL) added to its environment. 0 or -errno (-ENOENT: not found).
  */
-int launch__fork(char *const argv[], char *const env[], struct launch *l);
+int launch__fork(char **argv, char *const env[], struct launch *l);
 /* Let the child exec; 0, or -errno of a failed exec. */
 int launch__release(struct launch *l);
 /* Kill and reap a child that never got released. */

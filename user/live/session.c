@@ -32,6 +32,7 @@
 #include "live/launch.h"
 #include "live/markers.h"
 #include "live/probe_sites.h"
+#include "live/recorder.h"
 #include "live/process.h"
 #include "output/report.h"
 #include "live/ringbuf.h"
@@ -70,11 +71,8 @@ struct trace {
 	bool run_mode;
 	struct signals *sig;
 	struct callbacks *cbs;
-	struct capture *cap; /* gpuleak record */
-	int cap_err;	     /* the capture failed: tracing goes on, the exit status is 1 */
-	size_t cap_named;    /* tracker sites before this one have their name in the capture */
-	size_t cap_stacks;   /* stacks before this one are in the capture, frames named */
-	bool out_err;	     /* --folded, --perfetto or --svg could not be written */
+	struct recorder *rec;	   /* gpuleak record, else NULL */
+	bool out_err;		   /* --folded, --perfetto or --svg could not be written */
 	struct probe_sites *sites; /* --json: where the probes sat, for the verdicts */
 };
 
@@ -85,19 +83,6 @@ static uint64_t now_ns(void)
 	/* The clock of bpf_ktime_get_ns(): record and user-space times compare directly. */
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
-static void capture_failed(struct trace *tr, int err)
-{
-	struct capture_stats st;
-
-	if (tr->cap_err)
-		return;
-	tr->cap_err = err;
-	capture__stats(tr->cap, &st);
-	pr_err("writing %s: %s; the capture stops at offset %" PRIu64 " (its %" PRIu64 " records "
-	       "stay readable), tracing goes on\n",
-	       capture__path(tr->cap), strerror(-err), st.bytes, st.records);
 }
 
 /* ---- the traced processes ---- */
@@ -166,11 +151,7 @@ static int on_record(void *ctx, const struct gl_hdr *h)
 	if ((h->kind == GL_REC_ALLOC || h->kind == GL_REC_ALLOC_FAIL) &&
 	    h->size >= sizeof(struct gl_call_rec) && ((const struct gl_call_rec *)h)->stack_id >= 0)
 		intern_stack(tr, (const struct gl_call_rec *)h);
-	if (tr->cap && !tr->cap_err) {
-		err = capture__write_record(tr->cap, h);
-		if (err && err != -EINVAL)
-			capture_failed(tr, err);
-	}
+	recorder__record(tr->rec, h);
 	err = analysis__feed(tr->an, h);
 	/* After the record itself: what it starts (attaching to a child) follows it. */
 	if (h->kind == GL_REC_TASK && h->size >= sizeof(struct gl_task_rec))
@@ -183,119 +164,6 @@ static void on_prefetch(void *ctx, const struct gl_hdr *h)
 	struct trace *tr = ctx;
 
 	analysis__prefetch(tr->an, h);
-}
-
-/* The target's executable mappings, for naming addresses the capture has no symbol for. */
-static void capture_maps(struct trace *tr, const struct proc_maps *m)
-{
-	int err;
-
-	if (!tr->cap || tr->cap_err)
-		return;
-	err = capture__add_maps(tr->cap, m, tr->mods);
-	if (err)
-		capture_failed(tr, err);
-}
-
-static void capture_process(struct trace *tr, const struct target *t)
-{
-	struct capture_proc p = {.pid = t->pid, .start_ticks = t->start_ticks};
-	char comm[16], exe[4096];
-	char **argv = NULL;
-	int err;
-
-	if (!tr->cap || tr->cap_err)
-		return;
-	p.start_realtime_ns = process__start_realtime_ns(p.start_ticks);
-	process__comm(p.pid, comm, sizeof(comm));
-	p.comm = comm;
-	if (t->launch) {
-		/* The child's own view is the one it was started with. */
-		p.exe = tr->child.exe;
-		p.argv = tr->o->argv;
-		while (p.argv[p.argc])
-			p.argc++;
-	} else {
-		process__exe(p.pid, exe, sizeof(exe));
-		p.exe = exe;
-		process__cmdline(p.pid, &argv, &p.argc);
-		p.argv = argv;
-	}
-	err = capture__add_process(tr->cap, &p);
-	free(argv);
-	if (err)
-		capture_failed(tr, err);
-}
-
-/*
- * The name of one address into the capture: 1 when it is there (or needs none), 0 when its
- * mapping is not known yet and this is not the final pass, -errno.
- */
-static int capture_name(struct trace *tr, pid_t pid, uint64_t addr, bool final)
-{
-	const struct sym_info *si;
-	int err;
-
-	if (!addr || capture__has_symbol(tr->cap, pid, addr))
-		return 1;
-	si = symbolizer__info(tr->sym, pid, addr);
-	if (!si)
-		return -ENOMEM;
-	if (!si->module && !final)
-		return 0;
-	err = capture__add_symbol(tr->cap, pid, addr, si);
-	return err ? err : 1;
-}
-
-/*
- * Names of the tracker's call sites and of the frames of every stack, for a report without
- * the binaries. An address is named once, when it lies in a known mapping (a library mapped
- * a moment ago may not be scanned yet); at the end every one is named as the live report
- * names it. Reading names from the symbolizer's cache makes them the very strings the live
- * report prints. A stack is written as soon as it is seen, with the verdicts it was given
- * then (truncated, frame pointers), which the live report prints too.
- */
-static void capture_names(struct trace *tr, bool final)
-{
-	const struct tracker *t = tr->an->t;
-	const struct stacks *sts = symbolizer__stacks(tr->sym);
-	bool all_named = true;
-	size_t i;
-	int ret = 1;
-
-	if (!tr->cap || tr->cap_err)
-		return;
-	for (i = tr->cap_named; i < t->nr_sites; i++) {
-		const struct site *s = &t->sites[i];
-
-		ret = capture_name(tr, s->pid, s->caller, final);
-		if (ret < 0)
-			goto fail;
-		all_named &= ret;
-		if (all_named)
-			tr->cap_named = i + 1;
-	}
-	all_named = true;
-	for (i = tr->cap_stacks; i < stacks__count(sts); i++) {
-		const struct ustack *st = stacks__at(sts, i);
-		uint16_t j;
-
-		ret = capture__add_stack(tr->cap, st);
-		for (j = 0; !ret && j < st->nr; j++) {
-			int r = capture_name(tr, st->pid, st->frames[j], final);
-
-			if (r < 0)
-				ret = r;
-			all_named &= r > 0;
-		}
-		if (ret < 0)
-			goto fail;
-		if (all_named)
-			tr->cap_stacks = i + 1;
-	}
-	return;
-fail:
-	capture_failed(tr, ret);
 }
 
 static void emit_proc_at(struct trace *tr, struct target *t, enum gl_proc_event ev, int status,
@@ -427,7 +295,7 @@ static void announce(struct trace *tr, struct target *t, uint64_t ts_ns)
 		return;
 	t->state = TARGET_TRACED;
 	emit_proc_at(tr, t, GL_PROC_ATTACH, 0, ts_ns);
-	capture_process(tr, t);
+	recorder__process(tr->rec, t);
 	emit_devmem(tr, t);
 }
 
@@ -461,7 +329,7 @@ static int scan_target(struct trace *tr, struct target *t)
 	if (err)
 		goto out;
 	symbolizer__add_maps(tr->sym, m);
-	capture_maps(tr, m);
+	recorder__maps(tr->rec, m, tr->mods);
 	err = attach__scan(tr->att, m, &nr_new);
 	markers__attach(tr->mk, tr->att, t, m);
 	if (!t->has_rendezvous)
@@ -522,9 +390,9 @@ static int start_attach_one(struct trace *tr, const struct trace_pid *tp)
 	mark_traced(tr, t);
 	t->state = TARGET_TRACED;
 	emit_proc(tr, t, GL_PROC_ATTACH, 0);
-	capture_process(tr, t);
+	recorder__process(tr->rec, t);
 	symbolizer__add_maps(tr->sym, m);
-	capture_maps(tr, m);
+	recorder__maps(tr->rec, m, tr->mods);
 	err = attach__scan(tr->att, m, &nr_new);
 	if (err)
 		goto cleanup;
@@ -654,7 +522,7 @@ static int start_run_mode(struct trace *tr)
 	}
 	process__start_ticks(t->pid, &t->start_ticks);
 	emit_devmem(tr, t);
-	capture_process(tr, t);
+	recorder__process(tr->rec, t);
 	return 0;
 }
 
@@ -968,33 +836,13 @@ static int loop(struct trace *tr)
 		callbacks__attach(tr->cbs, tr->att, tr->tgts);
 		rescan_targets(tr, now);
 		emit_tick(tr);
-		capture_names(tr, false);
+		recorder__names(tr->rec, tr->sym, tr->an->t, false);
 		interval_due(tr, now, &next_interval);
 		if (stop || now >= deadline)
 			break;
 	}
 	free(fds);
 	return err;
-}
-
-static void finish_capture(struct trace *tr)
-{
-	struct capture_stats st;
-	int err;
-
-	if (!tr->cap || tr->cap_err)
-		return;
-	err = capture__finish(tr->cap);
-	if (err) {
-		capture_failed(tr, err);
-		return;
-	}
-	capture__stats(tr->cap, &st);
-	fprintf(stderr,
-		"gpuleak: wrote %s: %" PRIu64 " records in %u blocks, %" PRIu64
-		" bytes (%.1f bytes/record)\n",
-		capture__path(tr->cap), st.records, st.blocks, st.bytes,
-		st.records ? (double)st.bytes / st.records : 0.0);
 }
 
 static void finish(struct trace *tr)
@@ -1047,7 +895,7 @@ static void finish(struct trace *tr)
 		if (target__in_analysis(t))
 			emit_proc(tr, t, GL_PROC_DETACH, 0);
 	}
-	capture_names(tr, true);
+	recorder__names(tr->rec, tr->sym, tr->an->t, true);
 	end_ns = now_ns();
 	report__final(&tr->rep, end_ns);
 	/* As of the last record, as a report of the capture draws them: the same files. */
@@ -1056,7 +904,7 @@ static void finish(struct trace *tr)
 		pr_warn("%" PRIu64 " ring buffer records had an unexpected size (mismatched BPF "
 			"object?)\n",
 			ringbuf__bad(tr->rb));
-	finish_capture(tr);
+	recorder__finish(tr->rec);
 }
 
 /* What was lost where no process could be charged with it (its table was full). */
@@ -1113,12 +961,9 @@ int trace__run(const struct trace_opts *o)
 		tr.json = outfile__stream(tr.json_file);
 	}
 	if (o->capture_path) {
-		err = capture__create(o->capture_path, &o->capture, &tr.cap);
-		if (err) {
-			pr_err("cannot create %s: %s%s\n", o->capture_path, strerror(-err),
-			       err == -EEXIST ? " (--force replaces it)" : "");
+		err = recorder__new(o->capture_path, &o->capture, &tr.rec);
+		if (err)
 			goto cleanup;
-		}
 	}
 	err = targets__new(&tr.tgts);
 	if (!err)
@@ -1172,8 +1017,8 @@ int trace__run(const struct trace_opts *o)
 				 .gate = o->a.gate,
 				 .verdict_more = probe_sites__verdict_more,
 				 .verdict_more_ctx = tr.sites};
-	if (tr.cap)
-		tr.rep.t0_ns = capture__t0_ns(tr.cap);
+	if (tr.rec)
+		tr.rep.t0_ns = recorder__t0_ns(tr.rec);
 	if (o->metrics_addr) {
 		char why[256];
 
@@ -1226,11 +1071,13 @@ cleanup:
 	/* A write error here goes unsaid, as it always did (issue 15 makes it exit 1). */
 	outfile__commit(tr.json_file);
 	/* A capture of a session that never started holds nothing worth keeping. */
+	if (recorder__failed(tr.rec))
+		err = err ? err : -EIO;
 	if (traced)
-		capture__free(tr.cap);
+		recorder__free(tr.rec);
 	else
-		capture__discard(tr.cap);
-	if (err || tr.cap_err || tr.out_err)
+		recorder__discard(tr.rec);
+	if (err || tr.out_err)
 		return GL_EXIT_ERROR;
 	return tr.rep.gate.failed ? GL_EXIT_GATE : GL_EXIT_OK;
 }

@@ -42,7 +42,7 @@ struct target {
 	int pidfd;
 	uint64_t start_ticks;
 	enum target_state state;
-	const struct launch *launch; /* run mode's child itself (gpuleak reaps it), else NULL */
+	struct launch *launch; /* run mode's child itself (gpuleak reaps it), else NULL */
 	/* What is known of it besides its state, each independent of the others: */
 	bool held;	     /* BPF stops it at each ld.so rendezvous until we attached */
 	bool has_lib;	     /* a GPU library (CUDA, WebGPU) is attached: "tracing pid" said */
