@@ -67,7 +67,7 @@ enum opt_key {
 };
 
 struct cli {
-	struct trace_opts t;
+	struct session_opts t;
 	struct replay_opts r;
 	struct analysis_opts a; /* attach, run, record and report: copied into t or r */
 	const char *lib;
@@ -320,7 +320,7 @@ static void parse_pid_list(const char *arg, struct argp_state *state, struct cli
 	const char *p = arg;
 
 	while (*p) {
-		struct trace_pid tp = {0};
+		struct session_pid tp = {0};
 		/* The bad element and where it starts: "-p 12,abc" names "abc", at 4. */
 		int at = (int)(p - arg) + 1, len = (int)strcspn(p, ",");
 		char *end;
@@ -946,7 +946,7 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	c.t.a = c.a;
-	ret = trace__run(&c.t);
+	ret = session__run(&c.t);
 cleanup:
 	rules__free(c.rules);
 	free(c.req_spec);
