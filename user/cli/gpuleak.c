@@ -63,11 +63,7 @@ static const char attach_doc[] =
 
 static const struct argp_child attach_children[] = {
     {&cli_target_argp, 0, NULL, 0},
-    {&cli_trace_argp, 0, NULL, 0},
-    {&cli_probing_argp, 0, NULL, 0},
-    {&cli_output_argp, 0, NULL, 0},
-    {&cli_common_argp, 0, NULL, 0},
-    {&cli_analysis_argp, 0, NULL, 0},
+    {&cli_session_argp, 0, NULL, 0},
     {},
 };
 
@@ -128,9 +124,8 @@ static void take_command(struct argp_state *state, struct cli *c)
 }
 
 static const struct argp_child run_children[] = {
-    {&cli_trace_argp, 0, NULL, 0},    {&cli_probing_argp, 0, NULL, 0},
-    {&cli_output_argp, 0, NULL, 0},   {&cli_common_argp, 0, NULL, 0},
-    {&cli_analysis_argp, 0, NULL, 0}, {},
+    {&cli_session_argp, 0, NULL, 0},
+    {},
 };
 
 static error_t parse_run(int key, char *arg, struct argp_state *state)
@@ -197,11 +192,7 @@ static const char record_doc[] =
 
 static const struct argp_child record_children[] = {
     {&cli_target_argp, 0, NULL, 0},
-    {&cli_trace_argp, 0, NULL, 0},
-    {&cli_probing_argp, 0, NULL, 0},
-    {&cli_output_argp, 0, NULL, 0},
-    {&cli_common_argp, 0, NULL, 0},
-    {&cli_analysis_argp, 0, NULL, 0},
+    {&cli_session_argp, 0, NULL, 0},
     {},
 };
 

@@ -514,3 +514,22 @@ static char *common_help(int key, const char *text, void *input)
 
 const struct argp cli_common_argp = {
     .options = common_options, .parser = parse_common, .help_filter = common_help};
+
+/* ---- a live session: everything attach, run and record take ---- */
+
+static const struct argp_child session_children[] = {
+    {&cli_trace_argp, 0, NULL, 0},    {&cli_probing_argp, 0, NULL, 0},
+    {&cli_output_argp, 0, NULL, 0},   {&cli_common_argp, 0, NULL, 0},
+    {&cli_analysis_argp, 0, NULL, 0}, {},
+};
+
+static error_t parse_session(int key, char *arg, struct argp_state *state)
+{
+	(void)arg;
+	if (key != ARGP_KEY_INIT)
+		return ARGP_ERR_UNKNOWN;
+	cli__init_children(state, session_children);
+	return 0;
+}
+
+const struct argp cli_session_argp = {.parser = parse_session, .children = session_children};

@@ -5,14 +5,16 @@
  *
  *   analysis  rules, steps, the gate, pictures     attach run record report
  *   output    --json, --top, --interval            attach run record report
- *   target    -p PID[,PID...]                      attach      record
+ *   common    -v                                   attach run record report probes
  *   trace     what and how to trace                attach run record
  *   probing   where probes go                      attach run record        probes
- *   common    -v                                   attach run record report probes
+ *   target    -p PID[,PID...]                      attach     record
  *
- * and each command's own: record's -o/--force/--block-size, report's --blocks and FILE,
- * probes' -p/--lib, run's and record's CMD ARGS. A command's --help lists exactly the
- * options it takes.
+ * (session: trace, probing, output, common and analysis together, what every live session
+ * takes), and each command's own: record's -o/--force/--block-size, report's --blocks and
+ * FILE, probes' -p/--lib, run's and record's CMD ARGS. A command's --help lists exactly the
+ * options it takes; where an option's words differ by command, its group's help_filter says
+ * them.
  */
 #ifndef GPULEAK_CLI_OPTIONS_H
 #define GPULEAK_CLI_OPTIONS_H
@@ -52,6 +54,8 @@ struct cli {
 /* The groups, as argp children (input: the struct cli). */
 extern const struct argp cli_analysis_argp, cli_output_argp, cli_target_argp, cli_trace_argp,
     cli_probing_argp, cli_common_argp;
+/* trace, probing, output, common and analysis: what every live session takes. */
+extern const struct argp cli_session_argp;
 
 /* The options of each command's own parser. */
 enum cli_key {
