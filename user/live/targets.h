@@ -2,10 +2,11 @@
 /*
  * The traced processes: the table of targets and each one's place in its life, one state.
  *
- *   (run mode) LAUNCHING --exec--> TRACED              (-p PID) TRACED
- *   (followed fork, a program after exec) NEW --first traced call--> TRACED
- *   TRACED --exec--> NEW     TRACED --end marker--> ENDING --drained--> ENDED
- *   any but ENDED --exit--> EXITED
+ *   -p PID, run mode:            TRACED at once
+ *   run mode with --follow:      LAUNCHING --the exec of its command--> TRACED
+ *   a followed fork, after exec: NEW --its first traced call (or a loss)--> TRACED
+ *   TRACED --exec--> NEW         TRACED --end marker--> ENDING --the drain is done--> ENDED
+ *   any not gone --exit--> EXITED
  *
  * A target in the analysis (LAUNCHING, TRACED, ENDING) has had its GL_PROC_ATTACH; one
  * ENDED or EXITED is gone: nothing more of it is taken, and it leaves the table once its end
