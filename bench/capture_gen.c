@@ -12,7 +12,8 @@
  * dozen calls, some for thousands, 0.5% forever (the leak). Freed blocks go back to a
  * per-size LIFO list and are handed out again first, as a caching allocator does. Calls
  * arrive ~3 us apart (exponential), with a tick every 50 ms as a live session makes them.
- * Every record is what the BPF side or trace.c would have produced for such a process.
+ * Every record is what the BPF side or the live session (user/live/) would have produced
+ * for such a process.
  */
 #include <errno.h>
 #include <getopt.h>

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 #include "capture/codec.h"
 #include "probe/elf_obj.h"
 #include "lib/hmap.h"
+#include "lib/outfile.h"
 #include "probe/modules.h"
 #include "probe/proc_maps.h"
 #include "symbols/stacks.h"
@@ -36,8 +36,8 @@
 #define MAX_BLOCK_BYTES	  (16U << 20)
 
 struct capture {
-	char *path;
-	int fd;
+	struct outfile *file;
+	int fd; /* the file's: blocks are written whole, unbuffered */
 	struct capture_opts o;
 	uint64_t off; /* end of the last whole block */
 	int err;      /* first write error: sticky */
@@ -145,47 +145,29 @@ int capture__create(const char *path, const struct capture_opts *opts, struct ca
 		c->o.block_bytes = CAPTURE_BLOCK_BYTES;
 	if (c->o.block_bytes > MAX_BLOCK_BYTES)
 		c->o.block_bytes = MAX_BLOCK_BYTES;
-	c->path = strdup(path);
-	err = c->path ? rec_enc__init(&c->enc) : -ENOMEM;
+	err = rec_enc__init(&c->enc);
 	if (err)
 		goto cleanup;
-	/* Replacing is unlink + exclusive create: never through a symlink someone planted, and
-	 * the new file is 0600 whatever the old one was. */
-	if (opts->force && unlink(path) && errno != ENOENT) {
-		err = -errno;
+	/* Never an existing file unless forced: a capture is evidence, not scratch. */
+	err = outfile__open(path, opts->force ? OUTFILE_REPLACE : OUTFILE_NEW, &c->file);
+	if (err)
 		goto cleanup;
-	}
-	c->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (c->fd < 0) {
-		err = -errno;
-		goto cleanup;
-	}
-	/* Under sudo the file is for the user who asked: `gpuleak report` needs no root. */
-	if (opts->owner_set && fchown(c->fd, opts->owner_uid, opts->owner_gid)) {
-		err = -errno;
-		goto cleanup_unlink;
-	}
+	c->fd = outfile__fd(c->file);
 	header_init(c);
 	header_seal(c);
 	err = write_all(c->fd, c->hdr, sizeof(c->hdr));
 	if (err)
-		goto cleanup_unlink;
+		goto cleanup;
 	c->off = sizeof(c->hdr);
 	*out = c;
 	return 0;
-cleanup_unlink:
-	unlink(path);
 cleanup:
-	capture__free(c);
+	capture__discard(c);
 	return err;
 }
 
-void capture__free(struct capture *c)
+static void capture_release(struct capture *c)
 {
-	if (!c)
-		return;
-	if (c->fd >= 0)
-		close(c->fd);
 	rec_enc__free(&c->enc);
 	wbuf__free(&c->payload);
 	wbuf__free(&c->zbuf);
@@ -197,8 +179,24 @@ void capture__free(struct capture *c)
 	hmap__free(&c->stacks_done);
 	hmap__free(&c->maps_done);
 	hmap__free(&c->pids_done);
-	free(c->path);
 	free(c);
+}
+
+void capture__free(struct capture *c)
+{
+	if (!c)
+		return;
+	/* What was written is on disk already (blocks go out whole): closing keeps it. */
+	outfile__commit(c->file);
+	capture_release(c);
+}
+
+void capture__discard(struct capture *c)
+{
+	if (!c)
+		return;
+	outfile__abort(c->file);
+	capture_release(c);
 }
 
 uint64_t capture__t0_ns(const struct capture *c)
@@ -208,7 +206,7 @@ uint64_t capture__t0_ns(const struct capture *c)
 
 const char *capture__path(const struct capture *c)
 {
-	return c->path;
+	return outfile__path(c->file);
 }
 
 /* A failed write leaves a partial block: cut it off, so the file ends at a whole block. */

@@ -80,9 +80,6 @@ struct capture_opts {
 	bool force;	      /* replace an existing file (else -EEXIST) */
 	bool store;	      /* never compress (tests, fuzz seeds) */
 	uint32_t block_bytes; /* RECORDS flush threshold; 0: CAPTURE_BLOCK_BYTES */
-	uid_t owner_uid;      /* chown the file to this owner when owner_set (sudo's user) */
-	gid_t owner_gid;
-	bool owner_set;
 };
 
 /* What a capture says about one traced process (CB_PROCESS). */
@@ -97,9 +94,9 @@ struct capture_proc {
 };
 
 /*
- * Create path (mode 0600: it names code paths of someone's process) and write the header
- * with INCOMPLETE set. Never follows a symlink at path; an existing file is -EEXIST unless
- * opts->force. 0 or -errno.
+ * Create path (lib/outfile: mode 0600, since it names code paths of someone's process; under
+ * sudo the invoking user's) and write the header with INCOMPLETE set. Never follows a symlink
+ * at path; an existing file is -EEXIST unless opts->force. 0 or -errno.
  */
 int capture__create(const char *path, const struct capture_opts *opts, struct capture **out);
 /*
@@ -123,6 +120,8 @@ int capture__flush(struct capture *c);
 int capture__finish(struct capture *c);
 /* Frees; a capture not finished stays INCOMPLETE on disk. Accepts NULL. */
 void capture__free(struct capture *c);
+/* Frees and removes the file: a capture of nothing worth keeping. Accepts NULL. */
+void capture__discard(struct capture *c);
 
 struct capture_stats {
 	uint64_t records;

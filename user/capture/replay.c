@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,8 +7,10 @@
 #include <unistd.h>
 #include "engine/analysis.h"
 #include "capture/capture.h"
+#include "lib/exit.h"
 #include "lib/json.h"
 #include "lib/log.h"
+#include "lib/outfile.h"
 #include "capture/replay.h"
 #include "output/report.h"
 #include "symbols/symbolizer.h"
@@ -394,6 +395,7 @@ static int list_blocks(struct replay *rp, const char *name)
 int replay__run(const struct replay_opts *o)
 {
 	struct replay rp = {.a = &o->a, .interval_ns = o->interval_ns};
+	struct outfile *json_file = NULL;
 	FILE *json = NULL;
 	int err;
 
@@ -407,28 +409,28 @@ int replay__run(const struct replay_opts *o)
 		goto cleanup;
 	}
 	if (o->json_path) {
-		int fd = open(o->json_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-
-		json = fd >= 0 ? fdopen(fd, "w") : NULL;
-		if (!json) {
-			err = -errno;
-			pr_err("cannot write %s: %s\n", o->json_path, strerror(errno));
-			if (fd >= 0)
-				close(fd);
+		err = outfile__open(o->json_path, OUTFILE_TRUNCATE, &json_file);
+		if (err) {
+			pr_err("cannot write %s: %s\n", o->json_path, strerror(-err));
 			goto cleanup;
 		}
+		json = outfile__stream(json_file);
 	}
 	err = replay_reader(&rp, o->path, stdout, json, o->top, false);
 	if (err == -ENOMEM)
 		pr_err("out of memory\n");
 cleanup:
-	if (json && fclose(json) && !err) {
-		pr_err("writing %s: %s\n", o->json_path, strerror(errno));
-		err = -EIO;
+	if (json_file) {
+		int e = outfile__commit(json_file);
+
+		if (e && !err) {
+			pr_err("writing %s: %s\n", o->json_path, strerror(-e));
+			err = -EIO;
+		}
 	}
 	replay_free(&rp);
 	capture_reader__free(rp.rd);
 	if (err)
-		return 1;
-	return rp.rep.gate.failed ? 3 : 0;
+		return GL_EXIT_ERROR;
+	return rp.rep.gate.failed ? GL_EXIT_GATE : GL_EXIT_OK;
 }

@@ -25,8 +25,8 @@ struct replay_opts {
 	struct analysis_opts a; /* rules, steps, gate: may differ from the recording's */
 };
 
-/* Returns the process exit code: 0 done (also for a truncated capture), 1 error, 3 the
- * gate (--fail-on-leak) found leaks. */
+/* Returns the process exit status (enum gl_exit): done (also for a truncated capture), a
+ * runtime error, or the gate (--fail-on-leak) found leaks. */
 int replay__run(const struct replay_opts *o);
 
 /*

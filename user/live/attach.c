@@ -353,17 +353,9 @@ int attach__code(struct attach *a, pid_t pid, uint64_t addr, unsigned int api, c
 		err = -ENOEXEC;
 		goto cleanup;
 	}
-	if (a->nr_code == a->cap_code) {
-		size_t cap = a->cap_code ? 2 * a->cap_code : 8;
-		struct code_probe *v = realloc(a->code, cap * sizeof(*v));
-
-		if (!v) {
-			err = -ENOMEM;
-			goto cleanup;
-		}
-		a->code = v;
-		a->cap_code = cap;
-	}
+	err = vec_grow((void **)&a->code, &a->cap_code, a->nr_code, sizeof(*a->code));
+	if (err)
+		goto cleanup;
 	off = addr - e->start + e->pgoff;
 	proc_maps__open_path(pid, e, open_path, sizeof(open_path));
 	LIBBPF_OPTS(bpf_uprobe_multi_opts, opts, .offsets = &off, .cookies = &cookie, .cnt = 1);
@@ -430,55 +422,6 @@ void attach__print_objects(const struct attach *a, pid_t pid, const struct proc_
 		else
 			fprintf(out, "  %s: %zu traced functions%s\n", mod->path, mod->nr_required,
 				elf_obj__has_symtab(mod->elf) ? "" : " (no .symtab)");
-	}
-}
-
-void module__print_sites(const struct module *m, FILE *out)
-{
-	size_t i;
-
-	for (i = 0; i < m->nr_sites; i++) {
-		const struct probe_site *s = &m->sites[i];
-		char probe[16];
-
-		if (s->place.place == PLACE_MOVED)
-			snprintf(probe, sizeof(probe), "entry+%u", s->place.moved);
-		else
-			snprintf(probe, sizeof(probe), "%s",
-				 s->place.place == PLACE_SLOW	   ? "slow"
-				 : s->place.place == PLACE_REFUSED ? "refused"
-								   : "entry");
-		fprintf(out, "%-32s %-7s 0x%-10" PRIx64 " %-6s %-8s %s\n",
-			cat_api_name(s->api->api), cat_family_name(GL_API_FAMILY(s->api->api)),
-			s->offset, s->local ? "local" : "global", probe, m->path);
-	}
-}
-
-void module__print_placement(const struct module *m, FILE *out)
-{
-	size_t i;
-
-	/* Indented: not table rows, nor the path-prefixed lines about the whole object. */
-	for (i = 0; i < m->nr_sites; i++) {
-		const struct probe_site *s = &m->sites[i];
-		const char *api = cat_api_name(s->api->api);
-
-		if (s->place.place == PLACE_MOVED)
-			fprintf(out,
-				"  %s in %s: probe moved %u bytes past its entry's %s, "
-				"which the kernel single-steps; what it skips changes no argument, "
-				"no stack or frame pointer, no memory\n",
-				api, m->name, s->place.moved, s->place.first);
-		else if (s->place.place == PLACE_SLOW)
-			fprintf(out,
-				"  %s in %s: probe on %s, which the kernel single-steps "
-				"(~20 us per call on a VM), not moved: %s\n",
-				api, m->name, s->place.first, s->place.why);
-		else if (s->place.place == PLACE_REFUSED)
-			fprintf(out,
-				"  %s in %s: the kernel refuses a probe on %s, not traced: "
-				"%s\n",
-				api, m->name, s->place.first, s->place.why);
 	}
 }
 

@@ -58,10 +58,6 @@ size_t attach__nr_probes(const struct attach *a, pid_t pid);
 /* Number of objects attached for pid. */
 size_t attach__nr_objects(const struct attach *a, pid_t pid);
 
-/* Print the probe sites of one module (gpuleak probes). */
-void module__print_sites(const struct module *m, FILE *out);
-/* One line per probe moved past its entry, or left on a slow or refused instruction. */
-void module__print_placement(const struct module *m, FILE *out);
 /*
  * The verdict's "slow_probe_sites" and "moved_probe_sites" members for pid (JSON, without
  * braces): probes left on an instruction the kernel single-steps, probes moved past one.

@@ -27,11 +27,11 @@ struct conn {
 	size_t resp_len, resp_off;
 };
 
-struct metrics {
+struct http {
 	int lfd;
-	metrics_render_fn render;
+	http_render_fn render;
 	void *ctx;
-	struct conn conn[METRICS_MAX_FDS - 1];
+	struct conn conn[HTTP_MAX_FDS - 1];
 	char url[128];
 	uint64_t scrapes;
 };
@@ -83,15 +83,15 @@ static int split_addr(const char *addr, char *host, size_t hlen, char *port, siz
 	return 0;
 }
 
-int metrics__new(const char *addr, metrics_render_fn render, void *ctx, struct metrics **out,
-		 char *why, size_t why_len)
+int http__new(const char *addr, http_render_fn render, void *ctx, struct http **out, char *why,
+	      size_t why_len)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
 	struct addrinfo *ai = NULL;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	char host[256], port[8], name[INET6_ADDRSTRLEN];
-	struct metrics *m;
+	struct http *srv;
 	int err, one = 1;
 	size_t i;
 
@@ -107,81 +107,82 @@ int metrics__new(const char *addr, metrics_render_fn render, void *ctx, struct m
 		snprintf(why, why_len, "%s: %s", host, gai_strerror(err));
 		return -EINVAL;
 	}
-	m = calloc(1, sizeof(*m));
-	if (!m) {
+	srv = calloc(1, sizeof(*srv));
+	if (!srv) {
 		freeaddrinfo(ai);
 		snprintf(why, why_len, "out of memory");
 		return -ENOMEM;
 	}
-	for (i = 0; i < METRICS_MAX_FDS - 1; i++)
-		m->conn[i].fd = -1;
-	m->render = render;
-	m->ctx = ctx;
-	m->lfd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (m->lfd < 0)
+	for (i = 0; i < HTTP_MAX_FDS - 1; i++)
+		srv->conn[i].fd = -1;
+	srv->render = render;
+	srv->ctx = ctx;
+	srv->lfd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (srv->lfd < 0)
 		goto fail;
-	setsockopt(m->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(m->lfd, ai->ai_addr, ai->ai_addrlen) || listen(m->lfd, 16) ||
-	    getsockname(m->lfd, (struct sockaddr *)&ss, &sl))
+	setsockopt(srv->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(srv->lfd, ai->ai_addr, ai->ai_addrlen) || listen(srv->lfd, 16) ||
+	    getsockname(srv->lfd, (struct sockaddr *)&ss, &sl))
 		goto fail;
 	if (ss.ss_family == AF_INET6) {
 		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
 
 		inet_ntop(AF_INET6, &s6->sin6_addr, name, sizeof(name));
-		snprintf(m->url, sizeof(m->url), "http://[%s]:%u/metrics", name,
+		snprintf(srv->url, sizeof(srv->url), "http://[%s]:%u/metrics", name,
 			 ntohs(s6->sin6_port));
 	} else {
 		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
 
 		inet_ntop(AF_INET, &s4->sin_addr, name, sizeof(name));
-		snprintf(m->url, sizeof(m->url), "http://%s:%u/metrics", name, ntohs(s4->sin_port));
+		snprintf(srv->url, sizeof(srv->url), "http://%s:%u/metrics", name,
+			 ntohs(s4->sin_port));
 	}
 	freeaddrinfo(ai);
-	*out = m;
+	*out = srv;
 	return 0;
 fail:
 	err = -errno;
 	snprintf(why, why_len, "cannot listen on %s port %s: %s", host, port, strerror(-err));
 	freeaddrinfo(ai);
-	if (m->lfd >= 0)
-		close(m->lfd);
-	free(m);
+	if (srv->lfd >= 0)
+		close(srv->lfd);
+	free(srv);
 	return err;
 }
 
-void metrics__free(struct metrics *m)
+void http__free(struct http *srv)
 {
 	size_t i;
 
-	if (!m)
+	if (!srv)
 		return;
-	for (i = 0; i < METRICS_MAX_FDS - 1; i++)
-		conn_close(&m->conn[i]);
-	if (m->lfd >= 0)
-		close(m->lfd);
-	free(m);
+	for (i = 0; i < HTTP_MAX_FDS - 1; i++)
+		conn_close(&srv->conn[i]);
+	if (srv->lfd >= 0)
+		close(srv->lfd);
+	free(srv);
 }
 
-const char *metrics__url(const struct metrics *m)
+const char *http__url(const struct http *srv)
 {
-	return m->url;
+	return srv->url;
 }
 
-uint64_t metrics__scrapes(const struct metrics *m)
+uint64_t http__scrapes(const struct http *srv)
 {
-	return m->scrapes;
+	return srv->scrapes;
 }
 
-size_t metrics__pollfds(struct metrics *m, struct pollfd *fds, size_t max)
+size_t http__pollfds(struct http *srv, struct pollfd *fds, size_t max)
 {
 	size_t i, n = 0;
 
 	if (!max)
 		return 0;
-	fds[n++] = (struct pollfd){.fd = m->lfd, .events = POLLIN};
-	for (i = 0; i < METRICS_MAX_FDS - 1 && n < max; i++)
-		fds[n++] = (struct pollfd){.fd = m->conn[i].fd,
-					   .events = m->conn[i].resp ? POLLOUT : POLLIN};
+	fds[n++] = (struct pollfd){.fd = srv->lfd, .events = POLLIN};
+	for (i = 0; i < HTTP_MAX_FDS - 1 && n < max; i++)
+		fds[n++] = (struct pollfd){.fd = srv->conn[i].fd,
+					   .events = srv->conn[i].resp ? POLLOUT : POLLIN};
 	return n;
 }
 
@@ -213,7 +214,7 @@ static bool accepts_openmetrics(const char *req)
 }
 
 /* The request is complete: make the whole answer. */
-static void respond(struct metrics *m, struct conn *c)
+static void respond(struct http *srv, struct conn *c)
 {
 	char *body = NULL, *resp = NULL;
 	size_t body_len = 0, resp_len = 0;
@@ -233,10 +234,10 @@ static void respond(struct metrics *m, struct conn *c)
 		type = om ? CT_OPENMETRICS : CT_PROMETHEUS;
 		f = open_memstream(&body, &body_len);
 		if (f) {
-			m->render(m->ctx, f, om);
+			srv->render(srv->ctx, f, om);
 			fclose(f);
 		}
-		m->scrapes++;
+		srv->scrapes++;
 	}
 	if (!body) {
 		conn_close(c);
@@ -264,7 +265,7 @@ static void respond(struct metrics *m, struct conn *c)
 	c->resp_off = 0;
 }
 
-static void on_readable(struct metrics *m, struct conn *c)
+static void on_readable(struct http *srv, struct conn *c)
 {
 	ssize_t n = recv(c->fd, c->req + c->req_len, REQ_MAX - 1 - c->req_len, 0);
 
@@ -277,7 +278,7 @@ static void on_readable(struct metrics *m, struct conn *c)
 	c->req_len += n;
 	c->req[c->req_len] = 0;
 	if (strstr(c->req, "\r\n\r\n"))
-		respond(m, c);
+		respond(srv, c);
 	else if (c->req_len == REQ_MAX - 1)
 		conn_close(c);
 }
@@ -297,7 +298,7 @@ static void on_writable(struct conn *c)
 		conn_close(c);
 }
 
-void metrics__handle(struct metrics *m, const struct pollfd *fds, size_t n, uint64_t now_ns)
+void http__handle(struct http *srv, const struct pollfd *fds, size_t n, uint64_t now_ns)
 {
 	size_t i, j;
 
@@ -306,9 +307,9 @@ void metrics__handle(struct metrics *m, const struct pollfd *fds, size_t n, uint
 
 		if (fds[i].fd < 0 || !fds[i].revents)
 			continue;
-		for (j = 0; j < METRICS_MAX_FDS - 1 && !c; j++)
-			if (m->conn[j].fd == fds[i].fd)
-				c = &m->conn[j];
+		for (j = 0; j < HTTP_MAX_FDS - 1 && !c; j++)
+			if (srv->conn[j].fd == fds[i].fd)
+				c = &srv->conn[j];
 		if (!c)
 			continue;
 		if (fds[i].revents & (POLLERR | POLLNVAL))
@@ -316,21 +317,21 @@ void metrics__handle(struct metrics *m, const struct pollfd *fds, size_t n, uint
 		else if (c->resp && (fds[i].revents & POLLOUT))
 			on_writable(c);
 		else if (!c->resp && (fds[i].revents & (POLLIN | POLLHUP)))
-			on_readable(m, c);
+			on_readable(srv, c);
 	}
-	for (j = 0; j < METRICS_MAX_FDS - 1; j++)
-		if (m->conn[j].fd >= 0 && now_ns - m->conn[j].since_ns > CONN_TIMEOUT_NS)
-			conn_close(&m->conn[j]);
+	for (j = 0; j < HTTP_MAX_FDS - 1; j++)
+		if (srv->conn[j].fd >= 0 && now_ns - srv->conn[j].since_ns > CONN_TIMEOUT_NS)
+			conn_close(&srv->conn[j]);
 	if (n && (fds[0].revents & POLLIN)) {
 		for (;;) {
-			int fd = accept4(m->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+			int fd = accept4(srv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 			struct conn *c = NULL;
 
 			if (fd < 0)
 				break;
-			for (j = 0; j < METRICS_MAX_FDS - 1 && !c; j++)
-				if (m->conn[j].fd < 0)
-					c = &m->conn[j];
+			for (j = 0; j < HTTP_MAX_FDS - 1 && !c; j++)
+				if (srv->conn[j].fd < 0)
+					c = &srv->conn[j];
 			/* Full: this one is turned away rather than any client waited on. */
 			if (!c) {
 				close(fd);

@@ -8,8 +8,8 @@
  * to the ring buffer, a connection is served in slices as its socket allows, and a slow or
  * silent client is dropped after a few seconds, so scraping never holds tracing up.
  */
-#ifndef GPULEAK_METRICS_H
-#define GPULEAK_METRICS_H
+#ifndef GPULEAK_HTTP_H
+#define GPULEAK_HTTP_H
 
 #include <poll.h>
 #include <stdbool.h>
@@ -18,27 +18,27 @@
 #include <stdio.h>
 
 /* The listening socket and up to this many connections less one. */
-#define METRICS_MAX_FDS 9
+#define HTTP_MAX_FDS 9
 
 /* Write the exposition to out; openmetrics: OpenMetrics 1.0 (else Prometheus 0.0.4). */
-typedef void (*metrics_render_fn)(void *ctx, FILE *out, bool openmetrics);
+typedef void (*http_render_fn)(void *ctx, FILE *out, bool openmetrics);
 
-struct metrics;
+struct http;
 
 /*
  * Listen on addr: "PORT", ":PORT" (127.0.0.1), "ADDR:PORT" or "[IPv6]:PORT"; port 0 picks a
  * free one. 0, or -errno with the reason in why.
  */
-int metrics__new(const char *addr, metrics_render_fn render, void *ctx, struct metrics **out,
-		 char *why, size_t why_len);
-void metrics__free(struct metrics *m);
+int http__new(const char *addr, http_render_fn render, void *ctx, struct http **out, char *why,
+	      size_t why_len);
+void http__free(struct http *srv);
 /* "http://127.0.0.1:9464/metrics": where it listens. */
-const char *metrics__url(const struct metrics *m);
+const char *http__url(const struct http *srv);
 /* The sockets to poll (at most max): returns how many were filled in. */
-size_t metrics__pollfds(struct metrics *m, struct pollfd *fds, size_t max);
-/* Serve what poll() said is ready on the fds metrics__pollfds filled in. */
-void metrics__handle(struct metrics *m, const struct pollfd *fds, size_t n, uint64_t now_ns);
+size_t http__pollfds(struct http *srv, struct pollfd *fds, size_t max);
+/* Serve what poll() said is ready on the fds http__pollfds filled in. */
+void http__handle(struct http *srv, const struct pollfd *fds, size_t n, uint64_t now_ns);
 /* Scrapes answered so far. */
-uint64_t metrics__scrapes(const struct metrics *m);
+uint64_t http__scrapes(const struct http *srv);
 
 #endif

@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -10,9 +9,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "lib/vec.h"
 #include "live/process.h"
 
 int process__start_ticks(pid_t pid, uint64_t *ticks)
@@ -56,15 +55,9 @@ int process__cmdline(pid_t pid, char ***argv, uint32_t *argc)
 	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
 	do {
-		if (len == cap) {
-			char *nb = realloc(buf, cap = cap ? 2 * cap : 4096);
-
-			if (!nb) {
-				err = -ENOMEM;
-				goto cleanup;
-			}
-			buf = nb;
-		}
+		err = vec_grow((void **)&buf, &cap, len, 1);
+		if (err)
+			goto cleanup;
 		got = read(fd, buf + len, cap - len);
 		if (got < 0) {
 			err = -errno;
@@ -273,115 +266,4 @@ int process__check_privileges(void)
 	/* CAP_SYS_ADMIN = 21, CAP_PERFMON = 38, CAP_BPF = 39. uprobe_multi links need
 	 * CAP_SYS_ADMIN on top of the other two (the kernel refuses them with EPERM). */
 	return (eff & (1ULL << 21)) && (eff & (1ULL << 38)) && (eff & (1ULL << 39)) ? 0 : -EPERM;
-}
-
-static int resolve_exe(const char *cmd, char *out, size_t len)
-{
-	const char *path = getenv("PATH");
-	char buf[PATH_MAX];
-
-	if (strchr(cmd, '/')) {
-		if (access(cmd, X_OK))
-			return -errno;
-		if (!realpath(cmd, out))
-			return -errno;
-		return 0;
-	}
-	if (!path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	while (*path) {
-		size_t n = strcspn(path, ":");
-
-		snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, n ? path : ".", cmd);
-		if (!access(buf, X_OK) && realpath(buf, out) && strlen(out) < len)
-			return 0;
-		path += n + (path[n] == ':');
-	}
-	return -ENOENT;
-}
-
-int launch__fork(char *const argv[], char *const env[], struct launch *l)
-{
-	int go[2], err[2], ret;
-	sigset_t all;
-
-	memset(l, 0, sizeof(*l));
-	l->pid = -1;
-	ret = resolve_exe(argv[0], l->exe, sizeof(l->exe));
-	if (ret)
-		return ret;
-	if (pipe2(go, O_CLOEXEC))
-		return -errno;
-	if (pipe2(err, O_CLOEXEC)) {
-		ret = -errno;
-		close(go[0]);
-		close(go[1]);
-		return ret;
-	}
-	l->pid = fork();
-	if (l->pid < 0) {
-		ret = -errno;
-		close(go[0]);
-		close(go[1]);
-		close(err[0]);
-		close(err[1]);
-		return ret;
-	}
-	if (!l->pid) {
-		char c;
-		int e;
-
-		/* The tracer blocks signals for its signalfd; the target must not inherit that. */
-		sigemptyset(&all);
-		sigprocmask(SIG_SETMASK, &all, NULL);
-		close(go[1]);
-		close(err[0]);
-		if (read(go[0], &c, 1) != 1)
-			_exit(127); /* tracer gave up before release */
-		for (; env && *env; env++)
-			putenv(*env);
-		execv(l->exe, argv);
-		e = errno;
-		if (write(err[1], &e, sizeof(e)) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	close(go[0]);
-	close(err[1]);
-	l->go_fd = go[1];
-	l->err_fd = err[0];
-	return 0;
-}
-
-int launch__release(struct launch *l)
-{
-	ssize_t n;
-	int e = 0;
-
-	if (write(l->go_fd, "g", 1) != 1)
-		return -errno;
-	close(l->go_fd);
-	l->go_fd = -1;
-	/* The error pipe is close-on-exec: EOF means the exec happened. */
-	n = read(l->err_fd, &e, sizeof(e));
-	close(l->err_fd);
-	l->err_fd = -1;
-	if (n == sizeof(e)) {
-		waitpid(l->pid, NULL, 0);
-		return -e;
-	}
-	return 0;
-}
-
-void launch__abort(struct launch *l)
-{
-	if (l->pid <= 0)
-		return;
-	if (l->go_fd >= 0)
-		close(l->go_fd);
-	if (l->err_fd >= 0)
-		close(l->err_fd);
-	kill(l->pid, SIGKILL);
-	waitpid(l->pid, NULL, 0);
-	l->pid = -1;
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* Target processes: facts from /proc, and launching a held child for run mode. */
+/* Facts about target processes, from /proc and pidfds: identity, names, namespaces, and
+ * whether this machine and this process can trace at all. */
 #ifndef GPULEAK_PROCESS_H
 #define GPULEAK_PROCESS_H
 
@@ -46,23 +47,5 @@ int process__check_privileges(void);
  * 0, or -ENOENT with an actionable sentence in why.
  */
 int process__check_kernel(const char *sysfs_root, char *why, size_t why_len);
-
-/* A child forked and held before exec until launch__release. */
-struct launch {
-	pid_t pid;
-	int go_fd;	/* write end: one byte lets the child exec */
-	int err_fd;	/* read end: EOF on successful exec, else the child's errno */
-	char exe[4096]; /* resolved executable path */
-};
-
-/*
- * Fork the child for argv (argv[0] searched in PATH), with env (NULL-terminated "K=V", may
- * be NULL) added to its environment. 0 or -errno (-ENOENT: not found).
- */
-int launch__fork(char *const argv[], char *const env[], struct launch *l);
-/* Let the child exec; 0, or -errno of a failed exec. */
-int launch__release(struct launch *l);
-/* Kill and reap a child that never got released. */
-void launch__abort(struct launch *l);
 
 #endif

@@ -6,52 +6,13 @@
  * With a capture path (gpuleak record) every record the tracker gets is also written to a
  * capture file, with what it takes to name the sites later (maps, symbols, command line).
  */
-#ifndef GPULEAK_TRACE_H
-#define GPULEAK_TRACE_H
+#ifndef GPULEAK_SESSION_H
+#define GPULEAK_SESSION_H
 
-#include <stdbool.h>
-#include <stdint.h>
-#include <sys/types.h>
-#include "engine/analysis.h"
-#include "capture/capture.h"
-#include "symbols/symbolizer.h"
-#include "probe/wgpu_abi.h"
+#include "live/options.h"
 
-/* A process named on the command line (-p PID[@TICKS]). */
-struct trace_pid {
-	pid_t pid;
-	uint64_t start_ticks; /* PID@TICKS: it must still be the process that started then
-				 * (field 22 of /proc/PID/stat), 0: whichever has the pid */
-};
-
-struct trace_opts {
-	struct trace_pid *pids; /* attach mode when nr_pids > 0 */
-	size_t nr_pids;
-	char **argv;		  /* run mode when non-NULL */
-	bool follow;		  /* --follow: trace the processes the targets fork, and execs */
-	const char *metrics_addr; /* --metrics ADDR:PORT, NULL: no endpoint */
-	uint64_t duration_ns;	  /* 0: until the target exits or a signal */
-	uint64_t interval_ns;	  /* 0: no periodic tables */
-	const char *json_path;
-	int top;
-	bool wait_for_lib;   /* attach even if no CUDA library is mapped yet */
-	bool libc;	     /* also trace the C library's allocator */
-	bool probe_at_entry; /* never move a probe past its function's entry */
-	uint64_t ringbuf_bytes;
-	unsigned int stack_depth;   /* frames of allocation stacks kept; 0: no stacks */
-	unsigned int stack_entries; /* distinct stacks each kernel stack map holds */
-	const char *debug_dirs[SYMBOLIZER_MAX_DEBUG_DIRS]; /* --debug-dir */
-	size_t nr_debug_dirs;
-	struct analysis_opts a;	    /* rules, steps, gate: shared with gpuleak report */
-	struct wgpu_abi webgpu_abi; /* --webgpu-abi; labels == 0: detect per object */
-	const char *capture_path;   /* gpuleak record: also write every record here */
-	struct capture_opts capture;
-};
-
-/* Exit codes. */
-enum { TRACE_OK = 0, TRACE_ERROR = 1, TRACE_LEAK = 3 };
-
-/* Returns the process exit code: 0 done, 1 runtime error, 3 the gate found leaks. */
-int trace__run(const struct trace_opts *o);
+/* Returns the process exit status (enum gl_exit): done, a runtime error, or the gate found
+ * leaks. */
+int session__run(const struct session_opts *o);
 
 #endif

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "engine/analysis.h"
 #include "output/graph.h"
 #include "lib/log.h"
+#include "lib/outfile.h"
 #include "output/outputs.h"
 #include "output/report.h"
 #include "engine/series.h"
@@ -16,7 +16,7 @@ enum out_kind { OUT_FOLDED, OUT_PERFETTO, OUT_SVG, NR_OUT };
 
 struct outputs {
 	const char *path[NR_OUT];
-	FILE *f[NR_OUT];
+	struct outfile *f[NR_OUT];
 	struct series *se; /* only for the pictures over time */
 };
 
@@ -26,21 +26,11 @@ void outputs__free(struct outputs *out)
 
 	if (!out)
 		return;
+	/* not written: what open made stays, as a truncated file always did */
 	for (i = 0; i < NR_OUT; i++)
-		if (out->f[i])
-			fclose(out->f[i]);
+		outfile__commit(out->f[i]);
 	series__free(out->se);
 	free(out);
-}
-
-static FILE *create(const char *path)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-
-	if (!f && fd >= 0)
-		close(fd);
-	return f;
 }
 
 int outputs__open(const struct output_opts *o, struct outputs **out)
@@ -60,10 +50,9 @@ int outputs__open(const struct output_opts *o, struct outputs **out)
 	for (i = 0; i < NR_OUT; i++) {
 		if (!os->path[i])
 			continue;
-		os->f[i] = create(os->path[i]);
-		if (!os->f[i]) {
-			err = -errno;
-			pr_err("cannot write %s: %s\n", os->path[i], strerror(errno));
+		err = outfile__open(os->path[i], OUTFILE_TRUNCATE, &os->f[i]);
+		if (err) {
+			pr_err("cannot write %s: %s\n", os->path[i], strerror(-err));
 			goto fail;
 		}
 	}
@@ -102,22 +91,27 @@ int outputs__write(struct outputs *out, struct report *r, uint64_t end_ns)
 	}
 	/* one file failing is no reason to lose the others */
 	for (i = 0; i < NR_OUT; i++) {
+		FILE *f;
+		int c;
+
 		if (!out->f[i])
 			continue;
+		f = outfile__stream(out->f[i]);
 		switch (i) {
 		case OUT_FOLDED:
-			e = graph__folded(out->f[i], r->t, r->sym);
+			e = graph__folded(f, r->t, r->sym);
 			break;
 		case OUT_PERFETTO:
-			e = perfetto__write(out->f[i], r, out->se, end_ns);
+			e = perfetto__write(f, r, out->se, end_ns);
 			break;
 		default:
-			e = svg__write(out->f[i], r, out->se, end_ns);
+			e = svg__write(f, r, out->se, end_ns);
 			break;
 		}
 		/* the data must reach the disk, not only the buffer */
-		if (fclose(out->f[i]) && !e)
-			e = -errno;
+		c = outfile__commit(out->f[i]);
+		if (c && !e)
+			e = c;
 		out->f[i] = NULL;
 		if (e) {
 			pr_err("writing %s: %s\n", out->path[i], strerror(-e));

@@ -1,0 +1,535 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli/options.h"
+#include "engine/rules.h"
+#include "engine/timeline.h"
+#include "gpuleak.h"
+#include "lib/exit.h"
+#include "lib/log.h"
+#include "lib/units.h"
+#include "lib/vec.h"
+#include "probe/wgpu_abi.h"
+#include "symbols/symbolizer.h"
+
+void cli__init_children(struct argp_state *state, const struct argp_child *children)
+{
+	size_t i;
+
+	for (i = 0; children[i].argp; i++)
+		state->child_inputs[i] = state->input;
+}
+
+void cli__parse_pid_list(const char *arg, struct argp_state *state, struct cli *c)
+{
+	const char *p = arg;
+
+	while (*p) {
+		struct session_pid tp = {0};
+		/* The bad element and where it starts: "-p 12,abc" names "abc", at 4. */
+		int at = (int)(p - arg) + 1, len = (int)strcspn(p, ",");
+		char *end;
+		long v;
+
+		errno = 0;
+		v = strtol(p, &end, 10);
+		if (errno || end == p || v <= 0 || v > INT_MAX)
+			argp_error(state, "invalid PID '%.*s' (element at character %d of '%s')",
+				   len, p, at, arg);
+		tp.pid = (pid_t)v;
+		if (*end == '@') {
+			p = end + 1;
+			errno = 0;
+			tp.start_ticks = strtoull(p, &end, 10);
+			if (errno || end == p || *p == '-' || !tp.start_ticks)
+				argp_error(state,
+					   "invalid PID@TICKS '%.*s' (element at character "
+					   "%d of '%s'; TICKS: field 22 of /proc/PID/stat)",
+					   len, arg + at - 1, at, arg);
+		}
+		if (*end && *end != ',')
+			argp_error(state, "invalid PID '%.*s' (element at character %d of '%s')",
+				   len, arg + at - 1, at, arg);
+		if (vec_grow((void **)&c->t.pids, &c->cap_pids, c->t.nr_pids, sizeof(*c->t.pids)))
+			argp_failure(state, GL_EXIT_ERROR, ENOMEM, "-p");
+		c->t.pids[c->t.nr_pids++] = tp;
+		p = *end ? end + 1 : end;
+	}
+}
+
+void cli__parse_pid(const char *arg, struct argp_state *state, pid_t *pid)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || *end || v <= 0 || v > INT_MAX)
+		argp_error(state, "invalid PID '%s'", arg);
+	*pid = (pid_t)v;
+}
+
+/* ---- analysis: rules, steps, the gate, pictures ---- */
+
+/* The analysis: the same for a live session and the report of a capture. */
+static const struct argp_option analysis_options[] = {
+    {NULL, 0, NULL, 0, "Rules (persistent buffers, deferred frees, ignores):", 1},
+    {"rules", OPT_RULES, "FILE", 0,
+     "Persistent-buffer, deferred-free and ignore rules, one per line (repeatable)", 1},
+    {"rule", OPT_RULE, "TEXT", 0,
+     "One rule, e.g. 'persistent site=*kv_cache* release=session-end' (repeatable)", 1},
+    {"preset", OPT_PRESET, "NAME", 0,
+     "Rules for a known stack: vllm, hf-transformers, ort-webgpu, llama.cpp (files in rules/)", 1},
+    {NULL, 0, NULL, 0, "Steps and leak timelines:", 2},
+    {"step", OPT_STEP, "SPEC", 0,
+     "Step boundaries: interval:DURATION (default interval:1s), sync (CUDA syncs, WebGPU "
+     "queue submits), sym:FILE:SYMBOL (each call of a function), nvtx:NAME (each NVTX "
+     "range of that name)",
+     2},
+    {"request", OPT_REQUEST, "sym:FILE:BEGIN,END", 0,
+     "Request boundaries: calls of BEGIN and END in FILE", 2},
+    {"end", OPT_END, "sym:FILE:SYMBOL", 0,
+     "End a process's session when it calls SYMBOL (its shutdown, say): checked as at a "
+     "detach, then gpuleak lets it go",
+     2},
+    {"warmup-steps", OPT_WARMUP, "N", 0, "Steps before growth counts (default 3)", 2},
+    {"min-growth-steps", OPT_MIN_GROWTH, "K", 0,
+     "Steps a site must grow in to be a growth leak (default 5)", 2},
+    {"device-mem", OPT_DEVICE_MEM, "BYTES", 0,
+     "Device memory for time-to-OOM (default: from NVML when present)", 2},
+    {NULL, 0, NULL, 0, "CI gate:", 3},
+    {"fail-on-leak", OPT_FAIL_ON_LEAK, NULL, 0,
+     "CI gate: exit 3 on a growth leak, a rule violation or --max-live-at-exit", 3},
+    {"max-growth", OPT_MAX_GROWTH, "BYTES", 0,
+     "Gate: growth per step a site may have (default 0: any growth leak fails)", 3},
+    {"max-live-at-exit", OPT_MAX_LIVE, "BYTES", 0,
+     "Gate: leaked bytes allowed at the end (persistent, ignored, init excluded)", 3},
+    {NULL, 0, NULL, 0, "Pictures (written at the end):", 4},
+    {"folded", OPT_FOLDED, "FILE", 0,
+     "Live bytes by stack in the folded format of flamegraph.pl and speedscope", 4},
+    {"perfetto", OPT_PERFETTO, "FILE", 0,
+     "Chrome trace-event JSON for ui.perfetto.dev: live bytes over time, steps, leak "
+     "verdicts, pending frees",
+     4},
+    {"svg", OPT_SVG, "FILE", 0,
+     "An SVG timeline of live, persistent and pending bytes, leaking sites highlighted", 4},
+    {},
+};
+
+static void parse_step(struct argp_state *state, struct cli *c, char *arg)
+{
+	struct timeline_opts *o = &c->a.steps;
+
+	if (c->a.steps_given)
+		argp_error(state, "one --step only");
+	c->a.steps_given = true;
+	if (!strncmp(arg, "interval:", 9)) {
+		o->source = STEP_INTERVAL;
+		if (parse_duration_ns(arg + 9, &o->interval_ns) || !o->interval_ns)
+			argp_error(state, "invalid --step interval '%s' (e.g. interval:500ms)",
+				   arg + 9);
+	} else if (!strcmp(arg, "sync")) {
+		o->source = STEP_SYNC;
+	} else if (!strncmp(arg, "nvtx:", 5) && arg[5]) {
+		if (strlen(arg + 5) > GL_LABEL_MAX)
+			argp_error(state, "--step nvtx: names longer than %d bytes are not matched",
+				   GL_LABEL_MAX);
+		o->source = STEP_NVTX;
+		snprintf(o->nvtx_name, sizeof(o->nvtx_name), "%s", arg + 5);
+	} else if (!strncmp(arg, "sym:", 4) && strrchr(arg + 4, ':') && strrchr(arg, ':')[1]) {
+		char *colon = strrchr(arg, ':');
+
+		o->source = STEP_MARKER;
+		*colon = 0;
+		c->a.step_file = arg + 4;
+		c->a.step_sym = colon + 1;
+		if (!*c->a.step_file)
+			argp_error(state, "--step sym:FILE:SYMBOL needs a FILE");
+	} else {
+		argp_error(state,
+			   "invalid --step '%s' (interval:DURATION, sync, sym:FILE:SYMBOL, "
+			   "nvtx:NAME)",
+			   arg);
+	}
+}
+
+static error_t parse_analysis(int key, char *arg, struct argp_state *state)
+{
+	struct cli *c = state->input;
+	uint64_t v;
+
+	switch (key) {
+	case OPT_STEP:
+		parse_step(state, c, arg);
+		break;
+	case OPT_REQUEST: {
+		char *comma = NULL;
+
+		if (strncmp(arg, "sym:", 4) || !(c->req_spec = strdup(arg + 4)) ||
+		    !(comma = strchr(c->req_spec, ',')) || !strrchr(c->req_spec, ':') ||
+		    strrchr(c->req_spec, ':') > comma)
+			argp_error(state, "--request takes sym:FILE:BEGIN,END, not '%s'", arg);
+		*comma = 0;
+		c->a.req_end = comma + 1;
+		*strrchr(c->req_spec, ':') = 0;
+		c->a.req_file = c->req_spec;
+		c->a.req_begin = c->req_spec + strlen(c->req_spec) + 1;
+		if (!*c->a.req_file || !*c->a.req_begin || !*c->a.req_end)
+			argp_error(state, "--request takes sym:FILE:BEGIN,END, not '%s'", arg);
+		c->a.steps.requests = true;
+		break;
+	}
+	case OPT_END: {
+		char *colon = strrchr(arg, ':');
+
+		if (strncmp(arg, "sym:", 4) || colon < arg + 4 || colon == arg + 4 || !colon[1])
+			argp_error(state, "--end takes sym:FILE:SYMBOL, not '%s'", arg);
+		*colon = 0;
+		c->a.end_file = arg + 4;
+		c->a.end_sym = colon + 1;
+		break;
+	}
+	case OPT_WARMUP:
+	case OPT_MIN_GROWTH: {
+		char *end;
+		long v = strtol(arg, &end, 10);
+
+		if (*end || v < 0 || v > 1000000)
+			argp_error(state, "invalid step count '%s'", arg);
+		if (key == OPT_WARMUP)
+			c->a.steps.warmup_steps = v;
+		else
+			c->a.steps.min_growth_steps = v ? v : 1;
+		break;
+	}
+	case OPT_DEVICE_MEM:
+		if (parse_bytes(arg, &v) || !v)
+			argp_error(state, "invalid --device-mem '%s' (e.g. 80GiB)", arg);
+		c->a.steps.device_mem = v;
+		break;
+	case OPT_FAIL_ON_LEAK:
+		c->a.gate.on = true;
+		break;
+	case OPT_MAX_GROWTH:
+		if (parse_bytes(arg, &c->a.gate.max_growth))
+			argp_error(state, "invalid --max-growth '%s' (e.g. 1MiB)", arg);
+		break;
+	case OPT_MAX_LIVE:
+		if (parse_bytes(arg, &c->a.gate.max_live_at_exit))
+			argp_error(state, "invalid --max-live-at-exit '%s' (e.g. 0, 512MiB)", arg);
+		c->a.gate.has_max_live = true;
+		break;
+	case OPT_FOLDED:
+		c->a.out.folded_path = arg;
+		break;
+	case OPT_PERFETTO:
+		c->a.out.perfetto_path = arg;
+		break;
+	case OPT_SVG:
+		c->a.out.svg_path = arg;
+		break;
+	case OPT_RULES:
+	case OPT_RULE:
+	case OPT_PRESET: {
+		char err[512];
+		int ret;
+
+		if (key == OPT_RULES)
+			ret = rules__load_file(c->rules, arg, err, sizeof(err));
+		else if (key == OPT_RULE) {
+			char src[32];
+
+			snprintf(src, sizeof(src), "--rule #%d", ++c->nr_rule_args);
+			ret = rules__parse(c->rules, arg, strlen(arg), src, err, sizeof(err));
+		} else
+			ret = rules__load_preset(c->rules, arg, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "gpuleak: %s\n", err);
+			c->rules_err = ret;
+		}
+		break;
+	}
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+const struct argp cli_analysis_argp = {.options = analysis_options, .parser = parse_analysis};
+
+/* ---- output: what the report writes, live or of a capture ---- */
+
+static const struct argp_option output_options[] = {
+    {"json", OPT_JSON, "FILE", 0,
+     "Write NDJSON: one record per interval, one verdict per process, a summary across "
+     "processes",
+     0},
+    {"top", OPT_TOP, "N", 0, "Sites listed in interval tables (default 5)", 0},
+    {"interval", 'i', "DURATION", 0,
+     "Print a compact table every DURATION (default 5s; 0 disables)", 0},
+    {},
+};
+
+static error_t parse_output(int key, char *arg, struct argp_state *state)
+{
+	struct cli *c = state->input;
+
+	switch (key) {
+	case OPT_JSON:
+		c->out.json_path = arg;
+		break;
+	case OPT_TOP:
+		c->out.top = atoi(arg);
+		if (c->out.top < 0)
+			argp_error(state, "invalid --top '%s'", arg);
+		break;
+	case 'i':
+		if (parse_duration_ns(arg, &c->out.interval_ns))
+			argp_error(state, "invalid interval '%s' (e.g. 2s; 0 disables)", arg);
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/*
+ * The same option says what it means for the command: argp asks for each option's words
+ * with the command's struct cli (a string of ours it frees, or the text it gave).
+ */
+static bool is_command(const void *input, const char *cmd)
+{
+	const struct cli *c = input;
+
+	return c && c->cmd && !strcmp(c->cmd, cmd);
+}
+
+static char *output_help(int key, const char *text, void *input)
+{
+	if (!is_command(input, "report"))
+		return (char *)text;
+	if (key == OPT_JSON)
+		return strdup("Write NDJSON: the verdict per process (and intervals)");
+	if (key == 'i')
+		return strdup("Print a compact table every DURATION of recorded time (default 0: "
+			      "none)");
+	return (char *)text;
+}
+
+const struct argp cli_output_argp = {
+    .options = output_options, .parser = parse_output, .help_filter = output_help};
+
+/* ---- target: the running processes to trace ---- */
+
+static const struct argp_option target_options[] = {
+    {"pid", 'p', "PID[,PID...]", 0,
+     "Processes to attach to (attach, record; repeatable). PID@TICKS: only if PID is still "
+     "the process that started TICKS clock ticks after boot (field 22 of /proc/PID/stat), "
+     "against a PID reused since it was found",
+     0},
+    {},
+};
+
+static error_t parse_target(int key, char *arg, struct argp_state *state)
+{
+	if (key != 'p')
+		return ARGP_ERR_UNKNOWN;
+	cli__parse_pid_list(arg, state, state->input);
+	return 0;
+}
+
+const struct argp cli_target_argp = {.options = target_options, .parser = parse_target};
+
+/* ---- trace: what a live session traces, and how ---- */
+
+static const struct argp_option trace_options[] = {
+    {"follow", OPT_FOLLOW, NULL, 0,
+     "Also trace every process the targets fork, and what they exec (multi-process "
+     "servers, one process per rank)",
+     0},
+    {"metrics", OPT_METRICS, "[ADDR]:PORT", 0,
+     "Serve OpenMetrics (Prometheus) on http://ADDR:PORT/metrics while tracing; ADDR "
+     "defaults to 127.0.0.1",
+     0},
+    {"duration", 'd', "DURATION", 0,
+     "Stop after DURATION (e.g. 30s, 5m) and report; the target keeps running", 0},
+    {"wait", OPT_WAIT, NULL, 0,
+     "Attach even if no GPU library is loaded yet, and trace it once it is", 0},
+    {"libc", OPT_LIBC, NULL, 0,
+     "Also trace the C library's malloc, calloc, realloc, posix_memalign, aligned_alloc, "
+     "memalign, free, mmap and munmap (host memory beside the GPU's; costs more per call)",
+     0},
+    {"ringbuf-size", OPT_RINGBUF, "BYTES", 0,
+     "BPF ring buffer size, a power of two (default 64MiB)", 0},
+    {"stack-depth", OPT_STACK_DEPTH, "N", 0,
+     "User stack frames kept per allocation (default 32, at most 120; 0: call sites only, "
+     "no stack walk)",
+     0},
+    {"stack-entries", OPT_STACK_ENTRIES, "N", 0,
+     "Distinct stacks each of the two kernel stack maps holds (default 16384; each costs "
+     "(depth + 2) x 8 bytes of kernel memory)",
+     0},
+    {"debug-dir", OPT_DEBUG_DIR, "DIR", 0,
+     "Also look for separate debug files of stripped libraries in DIR "
+     "(DIR/.build-id/xx/yyyy.debug, or the .gnu_debuglink name under DIR), before "
+     "/usr/lib/debug; repeatable",
+     0},
+    {},
+};
+
+static error_t parse_trace(int key, char *arg, struct argp_state *state)
+{
+	struct cli *c = state->input;
+	uint64_t v;
+	char *end;
+	long n;
+
+	switch (key) {
+	case OPT_FOLLOW:
+		c->t.follow = true;
+		break;
+	case OPT_METRICS:
+		c->t.metrics_addr = arg;
+		break;
+	case 'd':
+		if (parse_duration_ns(arg, &c->t.duration_ns) || !c->t.duration_ns)
+			argp_error(state, "invalid duration '%s' (e.g. 500ms, 30s, 5m)", arg);
+		break;
+	case OPT_WAIT:
+		c->t.wait_for_lib = true;
+		break;
+	case OPT_LIBC:
+		c->t.libc = true;
+		break;
+	case OPT_RINGBUF:
+		if (parse_bytes(arg, &v) || v < 4096 || (v & (v - 1)) || v > (1ULL << 31))
+			argp_error(state, "--ringbuf-size must be a power of two, 4KiB..2GiB");
+		c->t.ringbuf_bytes = v;
+		break;
+	case OPT_STACK_DEPTH:
+		n = strtol(arg, &end, 10);
+		if (!*arg || *end || n < 0 || n > GL_STACK_DEPTH_MAX)
+			argp_error(state, "invalid --stack-depth '%s' (0..%d; 0 disables stacks)",
+				   arg, GL_STACK_DEPTH_MAX);
+		c->t.stack_depth = (unsigned int)n;
+		break;
+	case OPT_STACK_ENTRIES:
+		n = strtol(arg, &end, 10);
+		if (!*arg || *end || n < 1 || n > (1L << 20))
+			argp_error(state, "invalid --stack-entries '%s' (1..1048576)", arg);
+		c->t.stack_entries = (unsigned int)n;
+		break;
+	case OPT_DEBUG_DIR:
+		if (c->t.nr_debug_dirs == SYMBOLIZER_MAX_DEBUG_DIRS)
+			argp_error(state, "at most %d --debug-dir", SYMBOLIZER_MAX_DEBUG_DIRS);
+		if (!*arg)
+			argp_error(state, "empty --debug-dir");
+		c->t.debug_dirs[c->t.nr_debug_dirs++] = arg;
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+const struct argp cli_trace_argp = {.options = trace_options, .parser = parse_trace};
+
+/* ---- probing: where probes go (a live session, and gpuleak probes showing it) ---- */
+
+static const struct argp_option probing_options[] = {
+    {"webgpu-abi", OPT_WEBGPU_ABI, "GEN", 0,
+     "webgpu.h generation of WebGPU libraries when it cannot be detected: sv, sv-tier1 "
+     "or cstr",
+     0},
+    {"probe-at-entry", OPT_PROBE_AT_ENTRY, NULL, 0,
+     "Put every probe on its function's first instruction, even one the kernel "
+     "single-steps (by default such probes move past instructions that cannot matter to "
+     "them: gpuleak probes shows where)",
+     0},
+    {},
+};
+
+static error_t parse_probing(int key, char *arg, struct argp_state *state)
+{
+	struct cli *c = state->input;
+
+	switch (key) {
+	case OPT_WEBGPU_ABI:
+		if (wgpu_abi__parse(arg, &c->t.webgpu_abi))
+			argp_error(state, "invalid --webgpu-abi '%s' (sv, sv-tier1 or cstr)", arg);
+		break;
+	case OPT_PROBE_AT_ENTRY:
+		c->t.probe_at_entry = true;
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static char *probing_help(int key, const char *text, void *input)
+{
+	if (!is_command(input, "probes"))
+		return (char *)text;
+	if (key == OPT_WEBGPU_ABI)
+		return strdup("webgpu.h generation of WebGPU libraries: sv, sv-tier1 or cstr");
+	if (key == OPT_PROBE_AT_ENTRY)
+		return strdup("Show the probes as --probe-at-entry places them");
+	return (char *)text;
+}
+
+const struct argp cli_probing_argp = {
+    .options = probing_options, .parser = parse_probing, .help_filter = probing_help};
+
+/* ---- common: every command ---- */
+
+static const struct argp_option common_options[] = {
+    {"verbose", 'v', NULL, 0, "More diagnostics on stderr (-vv: libbpf debug)", 0},
+    {},
+};
+
+static error_t parse_common(int key, char *arg, struct argp_state *state)
+{
+	(void)arg;
+	(void)state;
+	if (key != 'v')
+		return ARGP_ERR_UNKNOWN;
+	gl_verbosity++;
+	return 0;
+}
+
+static char *common_help(int key, const char *text, void *input)
+{
+	if (key != 'v')
+		return (char *)text;
+	if (is_command(input, "probes"))
+		return strdup("Also list objects without traced APIs");
+	if (is_command(input, "report"))
+		return strdup("More diagnostics on stderr");
+	return (char *)text;
+}
+
+const struct argp cli_common_argp = {
+    .options = common_options, .parser = parse_common, .help_filter = common_help};
+
+/* ---- a live session: everything attach, run and record take ---- */
+
+static const struct argp_child session_children[] = {
+    {&cli_trace_argp, 0, NULL, 0},    {&cli_probing_argp, 0, NULL, 0},
+    {&cli_output_argp, 0, NULL, 0},   {&cli_common_argp, 0, NULL, 0},
+    {&cli_analysis_argp, 0, NULL, 0}, {},
+};
+
+static error_t parse_session(int key, char *arg, struct argp_state *state)
+{
+	(void)arg;
+	if (key != ARGP_KEY_INIT)
+		return ARGP_ERR_UNKNOWN;
+	cli__init_children(state, session_children);
+	return 0;
+}
+
+const struct argp cli_session_argp = {.parser = parse_session, .children = session_children};

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The command line's options, each defined once, in groups (argp children) that the
+ * commands are made of:
+ *
+ *   analysis  rules, steps, the gate, pictures     attach run record report
+ *   output    --json, --top, --interval            attach run record report
+ *   common    -v                                   attach run record report probes
+ *   trace     what and how to trace                attach run record
+ *   probing   where probes go                      attach run record        probes
+ *   target    -p PID[,PID...]                      attach     record
+ *
+ * (session: trace, probing, output, common and analysis together, what every live session
+ * takes), and each command's own: record's -o/--force/--block-size, report's --blocks and
+ * FILE, probes' -p/--lib, run's and record's CMD ARGS. A command's --help lists exactly the
+ * options it takes; where an option's words differ by command, its group's help_filter says
+ * them.
+ */
+#ifndef GPULEAK_CLI_OPTIONS_H
+#define GPULEAK_CLI_OPTIONS_H
+
+#include <argp.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "capture/replay.h"
+#include "engine/analysis.h"
+#include "live/session.h"
+
+struct rules;
+
+/* What the output group sets, for a live session or a report alike. */
+struct cli_output {
+	const char *json_path;
+	int top;
+	uint64_t interval_ns;
+};
+
+/* Everything parsed; each group writes its part. */
+struct cli {
+	const char *cmd;
+	struct session_opts t;	/* attach, run, record */
+	struct replay_opts r;	/* report */
+	struct analysis_opts a; /* into t.a or r.a */
+	struct cli_output out;	/* into t or r */
+	const char *lib;	/* probes --lib */
+	pid_t probe_pid;	/* probes -p */
+	size_t cap_pids;
+	struct rules *rules;
+	int rules_err; /* a rule did not parse: exit 2 before attaching */
+	int nr_rule_args;
+	char *req_spec;
+};
+
+/* The groups, as argp children (input: the struct cli). */
+extern const struct argp cli_analysis_argp, cli_output_argp, cli_target_argp, cli_trace_argp,
+    cli_probing_argp, cli_common_argp;
+/* trace, probing, output, common and analysis: what every live session takes. */
+extern const struct argp cli_session_argp;
+
+/* The options of each command's own parser. */
+enum cli_key {
+	OPT_JSON = 0x100,
+	OPT_TOP,
+	OPT_WAIT,
+	OPT_RINGBUF,
+	OPT_LIB,
+	OPT_LIBC,
+	OPT_RULES,
+	OPT_RULE,
+	OPT_PRESET,
+	OPT_STEP,
+	OPT_REQUEST,
+	OPT_WARMUP,
+	OPT_MIN_GROWTH,
+	OPT_DEVICE_MEM,
+	OPT_FAIL_ON_LEAK,
+	OPT_MAX_GROWTH,
+	OPT_MAX_LIVE,
+	OPT_WEBGPU_ABI,
+	OPT_FORCE,
+	OPT_BLOCK_SIZE,
+	OPT_BLOCKS,
+	OPT_STACK_DEPTH,
+	OPT_STACK_ENTRIES,
+	OPT_FOLDED,
+	OPT_PERFETTO,
+	OPT_SVG,
+	OPT_FOLLOW,
+	OPT_METRICS,
+	OPT_PROBE_AT_ENTRY,
+	OPT_DEBUG_DIR,
+	OPT_END,
+};
+
+/* Hand the struct cli to every one of a command's children (its parser's ARGP_KEY_INIT). */
+void cli__init_children(struct argp_state *state, const struct argp_child *children);
+/* -p PID[@TICKS][,PID[@TICKS]...], appended to c->t.pids. */
+void cli__parse_pid_list(const char *arg, struct argp_state *state, struct cli *c);
+/* One PID. */
+void cli__parse_pid(const char *arg, struct argp_state *state, pid_t *pid);
+
+#endif

@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "gpuleak.h"
+#include "gpuleak.skel.h"
+#include "lib/log.h"
+#include "live/bpf_setup.h"
+#include "live/process.h"
+#include "probe/catalog.h"
+
+struct bpf_setup {
+	struct gpuleak_bpf *skel;
+	struct bpf_link *task_links[3]; /* exit, fork, exec tracepoints */
+	bool follow;
+	/* One stack map value: stacks2's starts with the probed function's address. */
+	uint64_t stack_buf[GL_STACK_DEPTH_MAX + 2];
+};
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG && gl_verbosity < 2)
+		return 0;
+	if (level == LIBBPF_INFO && gl_verbosity < 1)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+/* Each API's call shape, from the catalog: the programs are generic, the cookie says which. */
+static void set_specs(struct gpuleak_bpf *skel)
+{
+	unsigned int i;
+
+	for (i = 0; i < cat_nr_apis; i++) {
+		const struct cat_api *a = &cat_apis[i];
+
+		skel->rodata->specs[a->api] = a->spec;
+		/* allocations of memory: what they allocate underneath is their layers */
+		if (a->op == OP_ALLOC && cat_mem_counts(a->mem))
+			skel->rodata->specs[a->api].flags |= GL_SPEC_LAYERS;
+	}
+}
+
+static int set_maps(struct gpuleak_bpf *skel, const struct bpf_setup_opts *o)
+{
+	int err;
+
+	/* A small ring buffer must wake us before it is full, not at the default threshold. */
+	if (skel->rodata->wakeup_bytes > o->ringbuf_bytes / 4)
+		skel->rodata->wakeup_bytes = o->ringbuf_bytes / 4;
+	err = bpf_map__set_max_entries(skel->maps.events, o->ringbuf_bytes);
+	if (err || !o->stack_depth)
+		return err;
+	/* frames after the probed function, and one more to see a cut (gpuleak.bpf.c) */
+	skel->rodata->stack_depth = o->stack_depth;
+	err = bpf_map__set_value_size(skel->maps.stacks, (o->stack_depth + 1) * 8);
+	if (!err)
+		err = bpf_map__set_value_size(skel->maps.stacks2, (o->stack_depth + 2) * 8);
+	if (!err)
+		err = bpf_map__set_max_entries(skel->maps.stacks, o->stack_entries);
+	if (!err)
+		err = bpf_map__set_max_entries(skel->maps.stacks2, o->stack_entries);
+	return err;
+}
+
+int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out)
+{
+	uint64_t ns_dev = 0, ns_ino = 0;
+	struct bpf_setup *b;
+	bool initial = true;
+	int err;
+
+	*out = NULL;
+	libbpf_set_print(libbpf_print);
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->follow = o->follow;
+	b->skel = gpuleak_bpf__open();
+	if (!b->skel) {
+		err = -errno;
+		pr_err("opening the BPF object failed: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	set_specs(b->skel);
+	b->skel->rodata->follow_children = o->follow;
+	/* gpuleak in a container with its own pid namespace: BPF reports pids as we see them. */
+	err = process__pidns(&ns_dev, &ns_ino, &initial);
+	if (err) {
+		pr_err("cannot tell which pid namespace gpuleak runs in: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	if (!initial) {
+		b->skel->rodata->pidns_dev = ns_dev;
+		b->skel->rodata->pidns_ino = ns_ino;
+	}
+	err = set_maps(b->skel, o);
+	if (err) {
+		pr_err("configuring the BPF object failed: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	err = gpuleak_bpf__load(b->skel);
+	if (err) {
+		pr_err("loading the BPF programs failed: %s (a kernel with BTF, uprobes and "
+		       "BPF ring buffers is needed; -vv shows the verifier log)\n",
+		       strerror(-err));
+		goto cleanup;
+	}
+	*out = b;
+	return 0;
+cleanup:
+	bpf_setup__free(b);
+	return err;
+}
+
+void bpf_setup__free(struct bpf_setup *b)
+{
+	if (!b)
+		return;
+	bpf_setup__detach_tracepoints(b);
+	gpuleak_bpf__destroy(b->skel);
+	free(b);
+}
+
+int bpf_setup__attach_tracepoints(struct bpf_setup *b)
+{
+	struct bpf_program *progs[3] = {b->skel->progs.gl_task_exit, b->skel->progs.gl_fork,
+					b->skel->progs.gl_exec};
+	int i, n = b->follow ? 3 : 2;
+
+	for (i = 0; i < n; i++) {
+		b->task_links[i] = bpf_program__attach(progs[i]);
+		if (!b->task_links[i]) {
+			int err = -errno;
+
+			/* Without them gpuleak still sees exits through pidfds. */
+			if (!b->follow) {
+				pr_info("no %s tracepoint (%s): %s\n", i ? "fork" : "exit",
+					strerror(-err),
+					i ? "memory NCCL's init threads make is "
+					    "not its communicators'"
+					  : "exit status of attached "
+					    "processes unknown");
+				return 0;
+			}
+			pr_err("cannot attach to the scheduler's fork/exec/exit tracepoints: %s "
+			       "(--follow needs BTF tracepoints, Linux 5.5+)\n",
+			       strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+void bpf_setup__detach_tracepoints(struct bpf_setup *b)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(b->task_links) / sizeof(b->task_links[0]); i++) {
+		bpf_link__destroy(b->task_links[i]);
+		b->task_links[i] = NULL;
+	}
+}
+
+struct bpf_program *bpf_setup__enter_prog(const struct bpf_setup *b)
+{
+	return b->skel->progs.gl_enter;
+}
+
+struct bpf_program *bpf_setup__exit_prog(const struct bpf_setup *b)
+{
+	return b->skel->progs.gl_exit;
+}
+
+int bpf_setup__events_fd(const struct bpf_setup *b)
+{
+	return bpf_map__fd(b->skel->maps.events);
+}
+
+static int set_pid(struct bpf_map *map, pid_t pid)
+{
+	__u32 key = pid;
+	__u8 one = 1;
+
+	return bpf_map__update_elem(map, &key, sizeof(key), &one, sizeof(one), 0);
+}
+
+static void delete_pid(struct bpf_map *map, pid_t pid)
+{
+	__u32 key = pid;
+
+	bpf_map__delete_elem(map, &key, sizeof(key), 0);
+}
+
+int bpf_setup__trace(struct bpf_setup *b, pid_t pid)
+{
+	return set_pid(b->skel->maps.traced, pid);
+}
+
+bool bpf_setup__hold(struct bpf_setup *b, pid_t pid)
+{
+	return !set_pid(b->skel->maps.held, pid);
+}
+
+void bpf_setup__untrace(struct bpf_setup *b, pid_t pid)
+{
+	delete_pid(b->skel->maps.traced, pid);
+}
+
+void bpf_setup__forget(struct bpf_setup *b, pid_t pid)
+{
+	delete_pid(b->skel->maps.held, pid);
+	delete_pid(b->skel->maps.pid_loss, pid);
+	delete_pid(b->skel->maps.traced, pid);
+}
+
+int bpf_setup__pid_loss(const struct bpf_setup *b, pid_t pid, __u64 counts[GL_STAT_MAX])
+{
+	__u32 key = pid;
+
+	return bpf_map__lookup_elem(b->skel->maps.pid_loss, &key, sizeof(key), counts,
+				    GL_STAT_MAX * sizeof(counts[0]), 0);
+}
+
+const uint64_t *bpf_setup__stack(struct bpf_setup *b, int32_t stack_id)
+{
+	bool fallback = stack_id >= GL_STACK_FALLBACK;
+	__u32 key = fallback ? stack_id - GL_STACK_FALLBACK : stack_id;
+	struct bpf_map *map = fallback ? b->skel->maps.stacks2 : b->skel->maps.stacks;
+
+	/* The map's value size, not the buffer's: a lookup copies what the map holds. */
+	if (bpf_map_lookup_elem(bpf_map__fd(map), &key, b->stack_buf))
+		return NULL;
+	/* stacks2 starts with the probed function's address, stacks after it */
+	return b->stack_buf + fallback;
+}
+
+uint64_t bpf_setup__map_full(const struct bpf_setup *b)
+{
+	int c, ncpu = libbpf_num_possible_cpus();
+	uint64_t *v, sum = 0;
+	__u32 k = GL_STAT_MAP_FULL;
+
+	if (ncpu <= 0)
+		return 0;
+	v = calloc(ncpu, sizeof(*v));
+	if (!v)
+		return 0;
+	if (!bpf_map__lookup_elem(b->skel->maps.stats, &k, sizeof(k), v, ncpu * sizeof(*v), 0))
+		for (c = 0; c < ncpu; c++)
+			sum += v[c];
+	free(v);
+	return sum;
+}

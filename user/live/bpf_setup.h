@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The BPF side of a session, seen from user space: the object opened, configured from the
+ * catalog and the options, and loaded; the scheduler tracepoints; and the per-process tables
+ * the programs consult (traced: follow its children; held: stop it at each ld.so
+ * rendezvous) and fill (pid_loss, the stack maps, stats). The one file that knows the
+ * skeleton: the rest of the session asks for what it needs by pid.
+ */
+#ifndef GPULEAK_BPF_SETUP_H
+#define GPULEAK_BPF_SETUP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "gpuleak.h"
+
+struct bpf_program;
+struct bpf_setup;
+
+struct bpf_setup_opts {
+	bool follow;		    /* --follow: forks and execs too, children inherit tracing */
+	uint64_t ringbuf_bytes;	    /* a power of two */
+	unsigned int stack_depth;   /* frames kept per allocation stack, 0: no stacks */
+	unsigned int stack_entries; /* stacks each stack map holds */
+};
+
+/* Open, configure and load. 0 or -errno, said on stderr. */
+int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out);
+/* Detaches the tracepoints and unloads. Accepts NULL. */
+void bpf_setup__free(struct bpf_setup *b);
+/*
+ * The scheduler tracepoints: exits of traced processes (their exit status, and the end of
+ * their records in the ring buffer), the threads their calls make to do their work (NCCL's
+ * group launch), and with --follow their forks and execs. 0 or -errno, said on stderr.
+ */
+int bpf_setup__attach_tracepoints(struct bpf_setup *b);
+void bpf_setup__detach_tracepoints(struct bpf_setup *b);
+
+/* The generic entry and return programs every uprobe runs (attach.c). */
+struct bpf_program *bpf_setup__enter_prog(const struct bpf_setup *b);
+struct bpf_program *bpf_setup__exit_prog(const struct bpf_setup *b);
+/* The ring buffer's map. */
+int bpf_setup__events_fd(const struct bpf_setup *b);
+
+/* Let BPF follow pid's forks (and stop its children before they run). 0 or -errno (the
+ * table is full). */
+int bpf_setup__trace(struct bpf_setup *b, pid_t pid);
+/* Whether BPF now stops pid at each ld.so rendezvous, until user space resumes it. */
+bool bpf_setup__hold(struct bpf_setup *b, pid_t pid);
+/* pid is no longer followed into its children. */
+void bpf_setup__untrace(struct bpf_setup *b, pid_t pid);
+/* pid is gone or let go: out of every per-process table. */
+void bpf_setup__forget(struct bpf_setup *b, pid_t pid);
+/* pid's cumulative loss counters, by enum gl_stat. 0, or -errno when it has none. */
+int bpf_setup__pid_loss(const struct bpf_setup *b, pid_t pid, __u64 counts[GL_STAT_MAX]);
+/*
+ * The frames of a record's stack_id: stack_depth + 1 of them, the first 0 ending a shorter
+ * stack, in a buffer valid until the next call. NULL when the kernel no longer has it.
+ */
+const uint64_t *bpf_setup__stack(struct bpf_setup *b, int32_t stack_id);
+/* How often the kernel's per-process tables ran full (losses not charged to a process). */
+uint64_t bpf_setup__map_full(const struct bpf_setup *b);
+
+#endif

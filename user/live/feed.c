@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <string.h>
+#include "engine/analysis.h"
+#include "lib/log.h"
+#include "live/bpf_setup.h"
+#include "live/callbacks.h"
+#include "live/feed.h"
+#include "live/live.h"
+#include "live/nvml.h"
+#include "live/process.h"
+#include "live/recorder.h"
+#include "live/options.h"
+#include "live/targets.h"
+#include "symbols/symbolizer.h"
+
+/* A call (or callback, label) made by the process: what a followed child is reported for. */
+static bool is_activity(const struct gl_hdr *h)
+{
+	return h->kind >= GL_REC_ALLOC && h->kind <= GL_REC_CODE &&
+	       !(h->kind == GL_REC_NOTIFY && h->api == GL_API_LD_DEBUG_STATE);
+}
+
+/*
+ * The frames of a record's stack, read from the kernel's stack map the first time its
+ * (pid, id, call site) is seen: user space interns what the kernel interned, so each stack is
+ * read once however many allocations share it. A read that fails leaves the record named by
+ * its call site, as without stacks.
+ */
+static void intern_stack(struct live *l, const struct gl_call_rec *r)
+{
+	unsigned int depth = l->o->stack_depth;
+	const struct ustack *st;
+	const uint64_t *raw;
+	size_t n = 0, max;
+	int err;
+
+	if (symbolizer__stack(l->sym, r->hdr.pid, r->stack_id, r->caller))
+		return;
+	raw = bpf_setup__stack(l->bpf, r->stack_id);
+	if (!raw)
+		return;
+	max = depth + 1;
+	while (n < max && raw[n])
+		n++;
+	err = symbolizer__add_stack(l->sym, r->hdr.pid, r->stack_id, r->caller, raw, n, depth, &st);
+	if (err == -ENOMEM)
+		pr_warn("out of memory for the stack of a call at 0x%llx\n",
+			(unsigned long long)r->caller);
+}
+
+int feed__record(struct live *l, const struct gl_hdr *h)
+{
+	struct target *t;
+
+	if (h->kind == GL_REC_NOTIFY && h->api == GL_API_LD_DEBUG_STATE &&
+	    (t = targets__find(l->tgts, h->pid)))
+		t->rescan_pending = true;
+	/* A followed process enters the analysis with its first traced call, just before it. */
+	if (is_activity(h) && (t = targets__find(l->tgts, h->pid)) && !target__in_analysis(t))
+		feed__announce(l, t, h->ts_ns);
+	if (h->kind == GL_REC_NOTIFY && h->api == GL_API_MARKER_END &&
+	    (t = targets__find(l->tgts, h->pid)))
+		t->state = TARGET_ENDING;
+	if (h->kind == GL_REC_CODE && h->size >= sizeof(struct gl_call_rec))
+		callbacks__request(l->cbs, (const struct gl_call_rec *)h);
+	if ((h->kind == GL_REC_ALLOC || h->kind == GL_REC_ALLOC_FAIL) &&
+	    h->size >= sizeof(struct gl_call_rec) && ((const struct gl_call_rec *)h)->stack_id >= 0)
+		intern_stack(l, (const struct gl_call_rec *)h);
+	recorder__record(l->rec, h);
+	return analysis__feed(l->an, h);
+}
+
+void feed__proc_at(struct live *l, struct target *t, enum gl_proc_event ev, int status,
+		   uint64_t ts_ns)
+{
+	struct gl_proc_rec r = {
+	    .hdr = {.size = sizeof(r),
+		    .kind = GL_REC_PROC,
+		    .pid = t->pid,
+		    .tid = t->pid,
+		    .ts_ns = ts_ns},
+	    .event = ev,
+	    .status = status,
+	    .start_ticks = t->start_ticks,
+	};
+
+	if (ev == GL_PROC_ATTACH) {
+		r.ppid = t->ppid;
+		r.ns_pid = t->ns_pid;
+		if (t->launch) {
+			const char *slash = strrchr(t->launch->exe, '/');
+
+			/* comm is the first 15 bytes of the executable's name, as the kernel
+			 * sets it at exec */
+			const char *name = slash ? slash + 1 : t->launch->exe;
+
+			memcpy(r.comm, name, strnlen(name, sizeof(r.comm) - 1));
+		} else {
+			process__comm(t->pid, r.comm, sizeof(r.comm));
+		}
+	}
+	feed__record(l, &r.hdr);
+}
+
+void feed__proc(struct live *l, struct target *t, enum gl_proc_event ev, int status)
+{
+	feed__proc_at(l, t, ev, status, live_now_ns());
+}
+
+/* BPF keeps cumulative loss counters per pid; forward them when they change. */
+void feed__loss(struct live *l, struct target *t)
+{
+	struct gl_loss_rec r = {
+	    .hdr = {.size = sizeof(r),
+		    .kind = GL_REC_LOSS,
+		    .pid = t->pid,
+		    .tid = t->pid,
+		    .ts_ns = live_now_ns()},
+	};
+
+	if (bpf_setup__pid_loss(l->bpf, t->pid, r.counts))
+		return;
+	if (!memcmp(r.counts, t->loss, sizeof(r.counts)))
+		return;
+	memcpy(t->loss, r.counts, sizeof(r.counts));
+	/* A process that lost records is reported, whatever else it did: never silently. */
+	feed__announce(l, t, r.hdr.ts_ns);
+	feed__record(l, &r.hdr);
+}
+
+void feed__tick(struct live *l)
+{
+	struct gl_hdr h = {.size = sizeof(h), .kind = GL_REC_TICK, .ts_ns = live_now_ns()};
+
+	feed__record(l, &h);
+}
+
+void feed__devmem(struct live *l, const struct target *t)
+{
+	struct gl_devmem_rec d[16];
+	int i, n = nvml__snapshot(t->pid, d, 16);
+
+	for (i = 0; i < n; i++) {
+		d[i].hdr.ts_ns = live_now_ns();
+		feed__record(l, &d[i].hdr);
+	}
+}
+
+void feed__announce(struct live *l, struct target *t, uint64_t ts_ns)
+{
+	if (target__in_analysis(t))
+		return;
+	t->state = TARGET_TRACED;
+	feed__proc_at(l, t, GL_PROC_ATTACH, 0, ts_ns);
+	recorder__process(l->rec, t);
+	feed__devmem(l, t);
+}

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+#include "live/signals.h"
+
+struct signals {
+	int fd;
+	int sigints; /* Ctrl-Cs so far */
+};
+
+int signals__new(struct signals **out)
+{
+	struct signals *sg;
+	sigset_t set;
+	int err;
+
+	*out = NULL;
+	sg = calloc(1, sizeof(*sg));
+	if (!sg)
+		return -ENOMEM;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL)) {
+		err = -errno;
+		goto cleanup;
+	}
+	sg->fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sg->fd < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	*out = sg;
+	return 0;
+cleanup:
+	free(sg);
+	return err;
+}
+
+void signals__free(struct signals *sg)
+{
+	if (!sg)
+		return;
+	close(sg->fd);
+	free(sg);
+}
+
+int signals__fd(const struct signals *sg)
+{
+	return sg->fd;
+}
+
+bool signals__stop(struct signals *sg, pid_t child)
+{
+	struct signalfd_siginfo si;
+
+	if (read(sg->fd, &si, sizeof(si)) != sizeof(si))
+		return false;
+	/* In run mode Ctrl-C reached the child too: trace its shutdown (its frees) unless
+	 * asked twice. */
+	if (child && si.ssi_signo == SIGINT && ++sg->sigints == 1) {
+		fprintf(stderr, "gpuleak: waiting for pid %d to exit (Ctrl-C again to stop now)\n",
+			child);
+		return false;
+	}
+	return true;
+}

@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include "lib/log.h"
+#include "live/attach.h"
+#include "live/bpf_setup.h"
+#include "live/feed.h"
+#include "live/launch.h"
+#include "live/live.h"
+#include "live/markers.h"
+#include "live/nvtx.h"
+#include "live/options.h"
+#include "live/process.h"
+#include "live/recorder.h"
+#include "live/scan.h"
+#include "live/start.h"
+#include "live/targets.h"
+#include "probe/catalog.h"
+#include "probe/elf_obj.h"
+#include "probe/modules.h"
+#include "probe/proc_maps.h"
+#include "symbols/symbolizer.h"
+
+static void mark_traced(struct live *l, struct target *t)
+{
+	/* Full (16k processes): its exit is still seen through the pidfd. */
+	if (bpf_setup__trace(l->bpf, t->pid))
+		pr_warn("pid %d: no room to follow it in the kernel: its children are not traced\n",
+			t->pid);
+}
+
+/* Pin -p PID[@TICKS] in a new entry: 0, or -errno said on stderr. */
+static int pin(struct live *l, const struct session_pid *sp, struct target **out)
+{
+	struct target *t = targets__add(l->tgts, sp->pid, 0);
+	uint64_t ticks = 0;
+	int err;
+
+	*out = t;
+	if (!t)
+		return -ENOMEM;
+	err = target__pin(t, sp->start_ticks);
+	if (err == -ESTALE) {
+		process__start_ticks(sp->pid, &ticks);
+		pr_err("pid %d is not the process asked for: it started at %" PRIu64
+		       " (clock ticks after boot), not %" PRIu64 "; the pid was reused\n",
+		       sp->pid, ticks, sp->start_ticks);
+	} else if (err) {
+		pr_err("no such process: %d\n", sp->pid);
+	}
+	return err;
+}
+
+/* What t's first scan found: a GPU library, or a reason to wait, or an error (-ENOENT). */
+static int check_gpu_lib(struct live *l, struct target *t, const struct proc_maps *m)
+{
+	if (attach__has_required(l->att, t->pid)) {
+		t->has_lib = true;
+		scan__say_tracing(l, t);
+		return 0;
+	}
+	if (l->o->wait_for_lib) {
+		fprintf(stderr,
+			"gpuleak: pid %d maps no GPU library yet; waiting for it to "
+			"load one\n",
+			t->pid);
+		return 0;
+	}
+	pr_err("pid %d maps no GPU library (no cudaMalloc, wgpuDeviceCreateBuffer, ... in "
+	       "any object); looked in:\n",
+	       t->pid);
+	attach__print_objects(l->att, t->pid, m, stderr);
+	fprintf(stderr, "gpuleak: if it loads one later (PyTorch loads CUDA at first use), "
+			"run with --wait\n");
+	return -ENOENT;
+}
+
+/* One -p process: in the analysis at once, then its probes. */
+static int attach_one(struct live *l, const struct session_pid *sp)
+{
+	struct proc_maps *m = NULL;
+	pid_t pid = sp->pid;
+	struct target *t;
+	uint64_t t0;
+	int err, nr_new;
+
+	err = pin(l, sp, &t);
+	if (err)
+		return err;
+	t0 = live_now_ns();
+	err = proc_maps__load(pid, &m);
+	if (err) {
+		pr_err("cannot read /proc/%d/maps: %s\n", pid, strerror(-err));
+		return err;
+	}
+	mark_traced(l, t);
+	t->state = TARGET_TRACED;
+	feed__proc(l, t, GL_PROC_ATTACH, 0);
+	recorder__process(l->rec, t);
+	symbolizer__add_maps(l->sym, m);
+	recorder__maps(l->rec, m, l->mods);
+	err = attach__scan(l->att, m, &nr_new);
+	if (err)
+		goto cleanup;
+	/* What `make bench` reports as attach time: maps, ELF scans, links. */
+	pr_info("pid %d: attach took %.1f ms (%zu probes in %zu objects)\n", pid,
+		(live_now_ns() - t0) / 1e6, attach__nr_probes(l->att, pid),
+		attach__nr_objects(l->att, pid));
+	t->has_rendezvous = scan__has_rendezvous(l, m);
+	t->last_rescan_ns = live_now_ns();
+	if (markers__attach(l->mk, l->att, t, m))
+		fprintf(stderr, "gpuleak: a step/request marker's object is not mapped yet; "
+				"it is attached when it is\n");
+	if (l->o->a.steps.source == STEP_NVTX && !scan__has_site(l, m, CAT_NVTX, -1))
+		fprintf(stderr,
+			"gpuleak: pid %d has no NVTX entry points to probe: NVTX v3 is "
+			"header-only and reaches a tool only through NVTX_INJECTION64_PATH, which "
+			"gpuleak sets in run mode; steps will not advance\n",
+			pid);
+	feed__devmem(l, t);
+	err = check_gpu_lib(l, t, m);
+	if (err)
+		goto cleanup;
+	/* Gone meanwhile: reported as exited, by the loop, from its pidfd. */
+	if (target__exited_meanwhile(t))
+		attach__forget(l->att, t->pid);
+cleanup:
+	proc_maps__free(m);
+	return err;
+}
+
+int start__attach_mode(struct live *l)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < l->o->nr_pids; i++) {
+		err = process__start_ticks(l->o->pids[i].pid, &(uint64_t){0});
+		if (err) {
+			pr_err("no such process: %d\n", l->o->pids[i].pid);
+			return err;
+		}
+	}
+	for (i = 0; i < l->o->nr_pids; i++) {
+		err = attach_one(l, &l->o->pids[i]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/*
+ * Before exec the child maps nothing of its own. Probes go on the executable (static
+ * cudart) and on its dynamic linker, by path: uprobes are keyed by inode, so they take
+ * effect when exec maps the files. The linker's rendezvous then stops the child each
+ * time libraries are mapped, until we have attached to them.
+ */
+static int probe_by_path(struct live *l, struct target *t)
+{
+	struct module *mod;
+	int err;
+
+	err = attach__path(l->att, t->pid, l->child.exe);
+	if (err)
+		return err;
+	mod = modules__get_path(l->mods, l->child.exe);
+	if (mod && mod->elf && elf_obj__interp(mod->elf)) {
+		err = attach__path(l->att, t->pid, elf_obj__interp(mod->elf));
+		if (err)
+			return err;
+		t->has_rendezvous = true;
+	}
+	t->has_lib = attach__has_required(l->att, t->pid);
+	markers__attach(l->mk, l->att, t, NULL);
+	return 0;
+}
+
+int start__run_mode(struct live *l)
+{
+	static char inject_env[4200];
+	char *env[2] = {NULL, NULL};
+	struct target *t;
+	int err;
+
+	/* NVTX v3 reaches a tool only through its injection variable: point it at ours. */
+	if (l->o->a.steps.source == STEP_NVTX) {
+		err = nvtx__inject_env(inject_env, sizeof(inject_env));
+		if (err)
+			return err;
+		env[0] = inject_env;
+	}
+	err = launch__fork(l->o->argv, env, &l->child);
+	if (err) {
+		pr_err("cannot run %s: %s\n", l->o->argv[0], strerror(-err));
+		return err;
+	}
+	t = targets__add(l->tgts, l->child.pid, 0);
+	if (!t)
+		return -ENOMEM;
+	t->launch = &l->child;
+	t->held = bpf_setup__hold(l->bpf, t->pid);
+	if (!t->held) {
+		pr_err("cannot register pid %d for holding\n", t->pid);
+		return -ENOMEM;
+	}
+	err = probe_by_path(l, t);
+	if (err)
+		return err;
+	t->pidfd = process__pidfd(t->pid);
+	if (t->pidfd < 0)
+		return t->pidfd;
+	/* Followed from before its exec: the exec that starts it is not a new process. */
+	mark_traced(l, t);
+	t->state = l->o->follow ? TARGET_LAUNCHING : TARGET_TRACED;
+	feed__proc(l, t, GL_PROC_ATTACH, 0);
+	err = launch__release(&l->child);
+	if (err) {
+		pr_err("cannot run %s: %s\n", l->o->argv[0], strerror(-err));
+		t->state = TARGET_EXITED;
+		return err;
+	}
+	process__start_ticks(t->pid, &t->start_ticks);
+	feed__devmem(l, t);
+	recorder__process(l->rec, t);
+	return 0;
+}

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Taking on the targets the command line names. Attach mode: every -p process checked
+ * first (a typo in a list attaches nothing), pinned by its pidfd and start time, scanned and
+ * announced at once; one without a GPU library is an error unless --wait. Run mode: the
+ * command forked and held before exec, probed by path (its executable and its ld.so: uprobes
+ * are keyed by inode, so they take effect when exec maps the files), then let go.
+ */
+#ifndef GPULEAK_START_H
+#define GPULEAK_START_H
+
+struct live;
+
+/* 0 or -errno, said on stderr. */
+int start__attach_mode(struct live *l);
+int start__run_mode(struct live *l);
+
+#endif
