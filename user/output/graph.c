@@ -6,10 +6,10 @@
 #include <string.h>
 #include "output/graph.h"
 #include "probe/catalog.h"
-#include "output/report.h"
 #include "symbols/stacks.h"
 #include "symbols/symbolizer.h"
 #include "engine/tracker.h"
+#include "lib/units.h"
 #include "lib/vec.h"
 
 #define NONE UINT32_MAX

@@ -5,6 +5,7 @@
 #include "output/graph.h"
 #include "lib/hmap.h"
 #include "lib/json.h"
+#include "lib/units.h"
 #include "probe/catalog.h"
 #include "output/report.h"
 #include "engine/rules.h"
@@ -12,24 +13,6 @@
 #include "symbols/symbolizer.h"
 #include "engine/timeline.h"
 #include "engine/tracker.h"
-
-const char *fmt_bytes(uint64_t bytes, char *buf, size_t len)
-{
-	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-	double v = (double)bytes;
-	unsigned int u = 0;
-
-	if (bytes < 1024) {
-		snprintf(buf, len, "%" PRIu64 " B", bytes);
-		return buf;
-	}
-	while (v >= 1024 && u < 5) {
-		v /= 1024;
-		u++;
-	}
-	snprintf(buf, len, v >= 100 ? "%.0f %s" : v >= 10 ? "%.1f %s" : "%.2f %s", v, units[u]);
-	return buf;
-}
 
 static double secs(const struct report *r, uint64_t ts_ns)
 {

@@ -62,7 +62,4 @@ bool report__site_leaks(const struct tracker *t, const struct site *s);
 /* A site's name as the tables print it. */
 const char *report__site_name(struct report *r, const struct site *s);
 
-/* "1.50 MiB": binary units, 3 significant digits. */
-const char *fmt_bytes(uint64_t bytes, char *buf, size_t len);
-
 #endif

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "output/outputs.h"
+#include "lib/units.h"
 #include "probe/catalog.h"
 #include "output/report.h"
 #include "engine/series.h"
