@@ -27,6 +27,7 @@
 #include "probe/catalog.h"
 #include "probe/proc_maps.h"
 #include "live/process.h"
+#include "output/pictures.h"
 #include "output/report.h"
 #include "live/ringbuf.h"
 #include "symbols/stacks.h"
@@ -87,6 +88,8 @@ struct trace {
 	struct analysis *an;
 	struct ringbuf *rb;
 	struct report rep;
+	struct pictures *pics; /* --folded, --perfetto, --svg */
+	bool gate_failed;
 	FILE *json;
 	struct target **tgts; /* live targets; an exited one is dropped once reported */
 	size_t nr_tgts, cap_tgts;
@@ -1474,6 +1477,7 @@ static void finish_capture(struct trace *tr)
 
 static void finish(struct trace *tr)
 {
+	struct verdict *v = NULL;
 	uint64_t end_ns, t0;
 	size_t i;
 
@@ -1521,9 +1525,17 @@ static void finish(struct trace *tr)
 	}
 	capture_names(tr, true);
 	end_ns = now_ns();
-	report__final(&tr->rep, end_ns);
-	/* As of the last record, as a report of the capture draws them: the same files. */
-	tr->out_err = analysis__write_outputs(tr->an, &tr->rep, tr->an->t->last_ts_ns) != 0;
+	if (analysis__verdict(tr->an, &v)) {
+		pr_err("out of memory for the verdict\n");
+		tr->out_err = true;
+	} else {
+		report__final(&tr->rep, v, end_ns);
+		tr->gate_failed = v->gate_failed;
+		/* As of the last record, as a report of the capture draws them: the same files. */
+		tr->out_err =
+		    pictures__write(tr->pics, &tr->rep, v, tr->an->se, tr->an->t->last_ts_ns) != 0;
+	}
+	verdict__free(v);
 	if (ringbuf__bad(tr->rb))
 		pr_warn("%" PRIu64 " ring buffer records had an unexpected size (mismatched BPF "
 			"object?)\n",
@@ -1633,6 +1645,8 @@ int trace__run(const struct trace_opts *o)
 	if (!err)
 		err = analysis__new(&o->a, symbolizer__site_frames, tr.sym, &tr.an);
 	if (!err)
+		err = pictures__open(&o->a.out, &tr.pics);
+	if (!err)
 		err = ringbuf__new(bpf_map__fd(tr.skel->maps.events), on_record, &tr, &tr.rb);
 	if (!err)
 		ringbuf__set_prefetch(tr.rb, on_prefetch);
@@ -1647,7 +1661,6 @@ int trace__run(const struct trace_opts *o)
 				 .json = tr.json,
 				 .top = o->top,
 				 .t0_ns = now_ns(),
-				 .gate = o->a.gate,
 				 .verdict_more = verdict_placement,
 				 .verdict_more_ctx = &tr};
 	if (tr.cap)
@@ -1685,6 +1698,7 @@ cleanup:
 	detach_tracepoints(&tr);
 	ringbuf__free(tr.rb);
 	metrics__free(tr.metrics);
+	pictures__free(tr.pics);
 	analysis__free(tr.an);
 	free(tr.code);
 	for (i = 0; i < tr.nr_placements; i++)
@@ -1713,5 +1727,5 @@ cleanup:
 	capture__free(tr.cap);
 	if (err || tr.cap_err || tr.out_err)
 		return TRACE_ERROR;
-	return tr.rep.gate.failed ? TRACE_LEAK : TRACE_OK;
+	return tr.gate_failed ? TRACE_LEAK : TRACE_OK;
 }
