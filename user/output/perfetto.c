@@ -113,12 +113,11 @@ static void counters(struct pw *w, struct report *r, const struct series_proc *s
 	}
 }
 
-static const struct series *cmp_se;
-
-static int cmp_peak(const void *a, const void *b)
+static int cmp_peak(const void *a, const void *b, void *ctx)
 {
-	uint64_t x = cmp_se->sites[*(const uint32_t *)a].peak;
-	uint64_t y = cmp_se->sites[*(const uint32_t *)b].peak;
+	const struct series *se = ctx;
+	uint64_t x = se->sites[*(const uint32_t *)a].peak;
+	uint64_t y = se->sites[*(const uint32_t *)b].peak;
 
 	if (x != y)
 		return x > y ? -1 : 1;
@@ -137,8 +136,7 @@ static int site_counters(struct pw *w, struct report *r, const struct series *se
 	for (i = 0; i < se->nr_sites && i < t->nr_sites; i++)
 		if (t->sites[i].pid == pid && se->sites[i].peak)
 			v[n++] = (uint32_t)i;
-	cmp_se = se;
-	qsort(v, n, sizeof(*v), cmp_peak);
+	qsort_r(v, n, sizeof(*v), cmp_peak, (void *)se);
 	for (i = 0; i < n && i < TOP_SITES; i++) {
 		const struct site *s = &t->sites[v[i]];
 		const struct site_series *ss = &se->sites[v[i]];
