@@ -78,8 +78,42 @@ static void metric_rows(const struct tracker *t, const struct proc_verdict *pv,
 
 enum mtype { M_GAUGE, M_COUNTER, M_INFO };
 
+/* What the exposition is of, and where it goes. */
+struct expo {
+	FILE *out;
+	bool om;
+	const struct tracker *t;
+};
+
+struct family;
+
+/*
+ * The samples of family f: of one process (pv and its rows), or, for a family of the
+ * whole session, of none (pv NULL).
+ */
+typedef void samples_fn(const struct expo *x, const struct family *f, const struct proc_verdict *pv,
+			const struct metric_rows *rows);
+
+struct family {
+	const char *name; /* after gpuleak_, without _total or _info */
+	enum mtype type;
+	const char *help;
+	bool per_process; /* samples for each reported process, or one set for the session */
+	samples_fn *samples;
+	/* What the generic samplers read: a number of a process (or of the session), or a
+	 * member of struct metric_row (a double when row_real). */
+	uint64_t (*value)(const struct expo *x, const struct proc_verdict *pv);
+	size_t row_off;
+	bool row_real;
+};
+
+static const char *suffix(enum mtype type)
+{
+	return type == M_COUNTER ? "_total" : type == M_INFO ? "_info" : "";
+}
+
 /* A label value, quoted: backslash, double quote and newline escaped (both formats). */
-static void metrics_label(FILE *out, const char *s)
+static void label(FILE *out, const char *s)
 {
 	fputc('"', out);
 	for (; *s; s++) {
@@ -96,171 +130,233 @@ static void metrics_label(FILE *out, const char *s)
 }
 
 /*
- * A metric family's HELP and TYPE. OpenMetrics names a counter family without _total and
- * has an info type; Prometheus 0.0.4 names the family as its samples and knows neither.
+ * A family's HELP and TYPE. OpenMetrics names a counter family without _total and has an
+ * info type; Prometheus 0.0.4 names the family as its samples and knows neither.
  */
-static void family(FILE *out, bool om, const char *name, enum mtype type, const char *help)
+static void header(const struct expo *x, const struct family *f)
 {
-	const char *suffix = type == M_COUNTER ? "_total" : type == M_INFO ? "_info" : "";
-	const char *tname = type == M_GAUGE ? "gauge" : type == M_COUNTER ? "counter" : "info";
+	static const char *const tnames[] = {"gauge", "counter", "info"};
 
-	if (om) {
-		fprintf(out, "# TYPE gpuleak_%s %s\n# HELP gpuleak_%s %s\n", name, tname, name,
-			help);
-	} else {
-		fprintf(out, "# HELP gpuleak_%s%s %s\n# TYPE gpuleak_%s%s %s\n", name, suffix, help,
-			name, suffix, type == M_COUNTER ? "counter" : "gauge");
+	if (x->om)
+		fprintf(x->out, "# TYPE gpuleak_%s %s\n# HELP gpuleak_%s %s\n", f->name,
+			tnames[f->type], f->name, f->help);
+	else
+		fprintf(x->out, "# HELP gpuleak_%s%s %s\n# TYPE gpuleak_%s%s %s\n", f->name,
+			suffix(f->type), f->help, f->name, suffix(f->type),
+			f->type == M_COUNTER ? "counter" : "gauge");
+}
+
+/* The start of a sample: its name, and the labels every sample of a process has. */
+static void sample(const struct expo *x, const struct family *f, const struct proc_verdict *pv)
+{
+	fprintf(x->out, "gpuleak_%s%s", f->name, suffix(f->type));
+	if (!pv)
+		return;
+	fprintf(x->out, "{pid=\"%d\",comm=", pv->p->pid);
+	label(x->out, pv->p->comm);
+}
+
+/* ---- the samplers ---- */
+
+/* One number: of a process (the labels closed before it), or of the session. */
+static void one_value(const struct expo *x, const struct family *f, const struct proc_verdict *pv,
+		      const struct metric_rows *rows)
+{
+	(void)rows;
+	sample(x, f, pv);
+	fprintf(x->out, "%s %" PRIu64 "\n", pv ? "}" : "", f->value(x, pv));
+}
+
+/* A number of each of the process's rows (API, device). */
+static void row_values(const struct expo *x, const struct family *f, const struct proc_verdict *pv,
+		       const struct metric_rows *rows)
+{
+	size_t j;
+
+	for (j = 0; j < rows->n; j++) {
+		const char *m = (const char *)&rows->v[j] + f->row_off;
+
+		sample(x, f, pv);
+		fprintf(x->out, ",api=\"%s\",device=", cat_api_name(rows->v[j].api));
+		label(x->out, rows->v[j].dev);
+		if (f->row_real)
+			fprintf(x->out, "} %.1f\n", *(const double *)m);
+		else
+			fprintf(x->out, "} %" PRIu64 "\n", *(const uint64_t *)m);
 	}
 }
 
-/* The start of a sample: its name and the labels every per-process sample has. */
-static void sample(FILE *out, const char *name, enum mtype type, const struct tproc *p)
+static void build_info(const struct expo *x, const struct family *f, const struct proc_verdict *pv,
+		       const struct metric_rows *rows)
 {
-	fprintf(out, "gpuleak_%s%s{pid=\"%d\",comm=", name,
-		type == M_COUNTER ? "_total"
-		: type == M_INFO  ? "_info"
-				  : "",
-		p->pid);
-	metrics_label(out, p->comm);
+	(void)pv;
+	(void)rows;
+	sample(x, f, NULL);
+	fprintf(x->out, "{version=\"%s\"} 1\n", GPULEAK_VERSION);
 }
 
-static void row_metric(FILE *out, bool om, const struct verdict *v, struct metric_rows *rows,
-		       const char *name, const char *help, int field)
+static void process_info(const struct expo *x, const struct family *f,
+			 const struct proc_verdict *pv, const struct metric_rows *rows)
 {
-	size_t i, j;
-
-	family(out, om, name, M_GAUGE, help);
-	for (i = 0; i < v->nr_procs; i++)
-		for (j = 0; v->procs[i].reported && j < rows[i].n; j++) {
-			const struct metric_row *m = &rows[i].v[j];
-
-			sample(out, name, M_GAUGE, v->procs[i].p);
-			fprintf(out, ",api=\"%s\",device=", cat_api_name(m->api));
-			metrics_label(out, m->dev);
-			switch (field) {
-			case 0:
-				fprintf(out, "} %" PRIu64 "\n", m->live);
-				break;
-			case 1:
-				fprintf(out, "} %" PRIu64 "\n", m->count);
-				break;
-			case 2:
-				fprintf(out, "} %" PRIu64 "\n", m->persistent);
-				break;
-			case 3:
-				fprintf(out, "} %" PRIu64 "\n", m->pending);
-				break;
-			case 4:
-				fprintf(out, "} %" PRIu64 "\n", m->suspect);
-				break;
-			case 5:
-				fprintf(out, "} %.1f\n", m->growth_per_s);
-				break;
-			default:
-				fprintf(out, "} %.1f\n", m->growth_per_step);
-				break;
-			}
-		}
+	(void)rows;
+	sample(x, f, pv);
+	fprintf(x->out, ",ppid=\"%d\",state=\"%s\"} 1\n", pv->p->ppid, describe__proc_state(pv->p));
 }
 
-/* The per-process families after the rows. */
-static void proc_metrics(FILE *out, bool om, const struct verdict *v)
+static void time_to_oom(const struct expo *x, const struct family *f, const struct proc_verdict *pv,
+			const struct metric_rows *rows)
 {
+	const struct projection *pr = &pv->proj;
+
+	(void)rows;
+	if (!pr->known)
+		return;
+	sample(x, f, pv);
+	fprintf(x->out, ",device=\"%s%d\"} %.1f\n", pr->webgpu ? "wgpu#" : "",
+		pr->webgpu ? pr->device + 1 : pr->device, pr->seconds_to_oom);
+}
+
+static void findings(const struct expo *x, const struct family *f, const struct proc_verdict *pv,
+		     const struct metric_rows *rows)
+{
+	const struct {
+		const char *kind;
+		uint64_t n;
+	} v[] = {
+	    {"leak_sites", pv->sites[VERDICT_LEAKS].n},
+	    {"growth_leaks", pv->nr_growth},
+	    {"rule_violations", pv->p->nr_viols},
+	    {"rank_skew", pv->skewed},
+	};
 	size_t i;
+
+	(void)rows;
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		sample(x, f, pv);
+		fprintf(x->out, ",kind=\"%s\"} %" PRIu64 "\n", v[i].kind, v[i].n);
+	}
+}
+
+/* The losses by reason; the bytes of lost allocations are a family of their own. */
+static void dropped(const struct expo *x, const struct family *f, const struct proc_verdict *pv,
+		    const struct metric_rows *rows)
+{
 	int k;
 
-	family(out, om, "time_to_oom_seconds", M_GAUGE,
-	       "Projected time until the most pressed device runs out, at the current growth.");
-	for (i = 0; i < v->nr_procs; i++) {
-		const struct proc_verdict *pv = &v->procs[i];
-
-		if (!pv->reported || !pv->proj.known)
+	(void)rows;
+	for (k = 0; k < GL_STAT_MAX; k++) {
+		if (!describe__loss(k) || k == GL_STAT_LOST_ALLOC_BYTES)
 			continue;
-		sample(out, "time_to_oom_seconds", M_GAUGE, pv->p);
-		fprintf(out, ",device=\"%s%d\"} %.1f\n", pv->proj.webgpu ? "wgpu#" : "",
-			pv->proj.webgpu ? pv->proj.device + 1 : pv->proj.device,
-			pv->proj.seconds_to_oom);
-	}
-	family(out, om, "findings", M_GAUGE,
-	       "What the verdict would say now: call sites leaking, growing, rules violated.");
-	for (i = 0; i < v->nr_procs; i++) {
-		const struct proc_verdict *pv = &v->procs[i];
-
-		if (!pv->reported)
-			continue;
-		sample(out, "findings", M_GAUGE, pv->p);
-		fprintf(out, ",kind=\"leak_sites\"} %zu\n", pv->sites[VERDICT_LEAKS].n);
-		sample(out, "findings", M_GAUGE, pv->p);
-		fprintf(out, ",kind=\"growth_leaks\"} %zu\n", pv->nr_growth);
-		sample(out, "findings", M_GAUGE, pv->p);
-		fprintf(out, ",kind=\"rule_violations\"} %zu\n", pv->p->nr_viols);
-		sample(out, "findings", M_GAUGE, pv->p);
-		fprintf(out, ",kind=\"rank_skew\"} %d\n", pv->skewed);
-	}
-	family(out, om, "allocations", M_COUNTER, "Traced allocations made.");
-	for (i = 0; i < v->nr_procs; i++) {
-		if (!v->procs[i].reported)
-			continue;
-		sample(out, "allocations", M_COUNTER, v->procs[i].p);
-		fprintf(out, "} %" PRIu64 "\n", v->procs[i].p->c.allocs);
-	}
-	family(out, om, "frees", M_COUNTER, "Traced frees.");
-	for (i = 0; i < v->nr_procs; i++) {
-		if (!v->procs[i].reported)
-			continue;
-		sample(out, "frees", M_COUNTER, v->procs[i].p);
-		fprintf(out, "} %" PRIu64 "\n", v->procs[i].p->c.frees);
-	}
-	family(out, om, "failed_calls", M_COUNTER, "Traced calls that returned an error.");
-	for (i = 0; i < v->nr_procs; i++) {
-		if (!v->procs[i].reported)
-			continue;
-		sample(out, "failed_calls", M_COUNTER, v->procs[i].p);
-		fprintf(out, "} %" PRIu64 "\n", v->procs[i].p->c.failed_calls);
-	}
-	family(out, om, "dropped", M_COUNTER,
-	       "Events lost or not tracked in the kernel, by reason (the verdict's losses).");
-	for (i = 0; i < v->nr_procs; i++)
-		for (k = 0; v->procs[i].reported && k < GL_STAT_MAX; k++) {
-			if (!describe__loss(k) || k == GL_STAT_LOST_ALLOC_BYTES)
-				continue;
-			sample(out, "dropped", M_COUNTER, v->procs[i].p);
-			fprintf(out, ",reason=\"%s\"} %" PRIu64 "\n", describe__loss(k),
-				v->procs[i].p->loss[k]);
-		}
-	family(out, om, "dropped_alloc_bytes", M_COUNTER,
-	       "Bytes of allocations whose records were lost (outermost calls of known size).");
-	for (i = 0; i < v->nr_procs; i++) {
-		if (!v->procs[i].reported)
-			continue;
-		sample(out, "dropped_alloc_bytes", M_COUNTER, v->procs[i].p);
-		fprintf(out, "} %" PRIu64 "\n", v->procs[i].p->loss[GL_STAT_LOST_ALLOC_BYTES]);
-	}
-	family(out, om, "approximate", M_GAUGE,
-	       "1 when losses make this process's numbers approximate.");
-	for (i = 0; i < v->nr_procs; i++) {
-		if (!v->procs[i].reported)
-			continue;
-		sample(out, "approximate", M_GAUGE, v->procs[i].p);
-		fprintf(out, "} %d\n",
-			!v->procs[i].uncertainty_known || v->procs[i].uncertainty.approximate);
+		sample(x, f, pv);
+		fprintf(x->out, ",reason=\"%s\"} %" PRIu64 "\n", describe__loss(k), pv->p->loss[k]);
 	}
 }
+
+/* ---- the numbers ---- */
+
+static uint64_t allocations(const struct expo *x, const struct proc_verdict *pv)
+{
+	(void)x;
+	return pv->p->c.allocs;
+}
+
+static uint64_t frees(const struct expo *x, const struct proc_verdict *pv)
+{
+	(void)x;
+	return pv->p->c.frees;
+}
+
+static uint64_t failed_calls(const struct expo *x, const struct proc_verdict *pv)
+{
+	(void)x;
+	return pv->p->c.failed_calls;
+}
+
+static uint64_t dropped_alloc_bytes(const struct expo *x, const struct proc_verdict *pv)
+{
+	(void)x;
+	return pv->p->loss[GL_STAT_LOST_ALLOC_BYTES];
+}
+
+static uint64_t approximate(const struct expo *x, const struct proc_verdict *pv)
+{
+	(void)x;
+	return !pv->uncertainty_known || pv->uncertainty.approximate;
+}
+
+static uint64_t records(const struct expo *x, const struct proc_verdict *pv)
+{
+	(void)pv;
+	return x->t->records;
+}
+
+static uint64_t undecodable_records(const struct expo *x, const struct proc_verdict *pv)
+{
+	(void)pv;
+	return x->t->bad_records;
+}
+
+/* A family whose samples its own sampler writes: of each process, or of the session. */
+#define OF_PROCESS(n, t, fn, h)                                                                    \
+	{                                                                                          \
+		.name = n, .type = t, .help = h, .per_process = true, .samples = fn                \
+	}
+#define OF_SESSION(n, t, fn, h)                                                                    \
+	{                                                                                          \
+		.name = n, .type = t, .help = h, .samples = fn                                     \
+	}
+/* One number per process, per row of a process, or for the session. */
+#define PROC_VALUE(n, t, h)                                                                        \
+	{                                                                                          \
+		.name = #n, .type = t, .help = h, .per_process = true, .samples = one_value,       \
+		.value = n                                                                         \
+	}
+#define ROW_VALUE(n, member, real, h)                                                              \
+	{                                                                                          \
+		.name = n, .type = M_GAUGE, .help = h, .per_process = true, .samples = row_values, \
+		.row_off = offsetof(struct metric_row, member), .row_real = real                   \
+	}
+#define SESSION_VALUE(n, h)                                                                        \
+	{                                                                                          \
+		.name = #n, .type = M_COUNTER, .help = h, .samples = one_value, .value = n         \
+	}
+
+/* The families, in the order they are exposed. */
+static const struct family families[] = {
+    OF_SESSION("build", M_INFO, build_info, "gpuleak's version."),
+    OF_PROCESS("process", M_INFO, process_info, "A traced process: its name, parent and state."),
+    ROW_VALUE("live_bytes", live, false, "Bytes of traced allocations still live (all classes)."),
+    ROW_VALUE("live_allocations", count, false, "Traced allocations still live."),
+    ROW_VALUE("persistent_bytes", persistent, false,
+	      "Live bytes a persistent rule says are meant to stay."),
+    ROW_VALUE("pending_bytes", pending, false,
+	      "Bytes freed asynchronously whose stream has not completed."),
+    ROW_VALUE("suspect_bytes", suspect, false,
+	      "Live bytes at call sites whose memory grows step over step."),
+    ROW_VALUE("growth_bytes_per_second", growth_per_s, true,
+	      "Growth rate of the growing call sites (bytes/s)."),
+    ROW_VALUE("growth_bytes_per_step", growth_per_step, true,
+	      "Growth of the growing call sites per step (bytes)."),
+    OF_PROCESS("time_to_oom_seconds", M_GAUGE, time_to_oom,
+	       "Projected time until the most pressed device runs out, at the current growth."),
+    OF_PROCESS("findings", M_GAUGE, findings,
+	       "What the verdict would say now: call sites leaking, growing, rules violated."),
+    PROC_VALUE(allocations, M_COUNTER, "Traced allocations made."),
+    PROC_VALUE(frees, M_COUNTER, "Traced frees."),
+    PROC_VALUE(failed_calls, M_COUNTER, "Traced calls that returned an error."),
+    OF_PROCESS("dropped", M_COUNTER, dropped,
+	       "Events lost or not tracked in the kernel, by reason (the verdict's losses)."),
+    PROC_VALUE(dropped_alloc_bytes, M_COUNTER,
+	       "Bytes of allocations whose records were lost (outermost calls of known size)."),
+    PROC_VALUE(approximate, M_GAUGE, "1 when losses make this process's numbers approximate."),
+    SESSION_VALUE(records, "Records analysed (all processes)."),
+    SESSION_VALUE(undecodable_records, "Records skipped as undecodable."),
+};
 
 int prometheus__write(FILE *out, const struct tracker *t, const struct verdict *v, bool om)
 {
-	static const struct {
-		const char *name, *help;
-	} rowm[] = {
-	    {"live_bytes", "Bytes of traced allocations still live (all classes)."},
-	    {"live_allocations", "Traced allocations still live."},
-	    {"persistent_bytes", "Live bytes a persistent rule says are meant to stay."},
-	    {"pending_bytes", "Bytes freed asynchronously whose stream has not completed."},
-	    {"suspect_bytes", "Live bytes at call sites whose memory grows step over step."},
-	    {"growth_bytes_per_second", "Growth rate of the growing call sites (bytes/s)."},
-	    {"growth_bytes_per_step", "Growth of the growing call sites per step (bytes)."},
-	};
 	struct metric_rows *rows = calloc(v->nr_procs ? v->nr_procs : 1, sizeof(*rows));
+	const struct expo x = {out, om, t};
 	size_t i, k;
 
 	if (!rows)
@@ -268,23 +364,16 @@ int prometheus__write(FILE *out, const struct tracker *t, const struct verdict *
 	for (i = 0; i < v->nr_procs; i++)
 		if (v->procs[i].reported)
 			metric_rows(t, &v->procs[i], &rows[i]);
-	family(out, om, "build", M_INFO, "gpuleak's version.");
-	fprintf(out, "gpuleak_build_info{version=\"%s\"} 1\n", GPULEAK_VERSION);
-	family(out, om, "process", M_INFO, "A traced process: its name, parent and state.");
-	for (i = 0; i < v->nr_procs; i++) {
-		if (!v->procs[i].reported)
-			continue;
-		sample(out, "process", M_INFO, v->procs[i].p);
-		fprintf(out, ",ppid=\"%d\",state=\"%s\"} 1\n", v->procs[i].p->ppid,
-			describe__proc_state(v->procs[i].p));
+	for (k = 0; k < sizeof(families) / sizeof(families[0]); k++) {
+		const struct family *f = &families[k];
+
+		header(&x, f);
+		if (!f->per_process)
+			f->samples(&x, f, NULL, NULL);
+		for (i = 0; f->per_process && i < v->nr_procs; i++)
+			if (v->procs[i].reported)
+				f->samples(&x, f, &v->procs[i], &rows[i]);
 	}
-	for (k = 0; k < sizeof(rowm) / sizeof(rowm[0]); k++)
-		row_metric(out, om, v, rows, rowm[k].name, rowm[k].help, (int)k);
-	proc_metrics(out, om, v);
-	family(out, om, "records", M_COUNTER, "Records analysed (all processes).");
-	fprintf(out, "gpuleak_records_total %" PRIu64 "\n", t->records);
-	family(out, om, "undecodable_records", M_COUNTER, "Records skipped as undecodable.");
-	fprintf(out, "gpuleak_undecodable_records_total %" PRIu64 "\n", t->bad_records);
 	if (om)
 		fputs("# EOF\n", out);
 	free(rows);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * The fleet endpoint's exposition (--metrics): a verdict as metric families, in the
- * OpenMetrics text format or Prometheus text 0.0.4.
+ * OpenMetrics text format or Prometheus text 0.0.4. Every family is a row of one table
+ * (prometheus.c: families[]): its name, type, help and what its samples read.
  */
 #ifndef GPULEAK_PROMETHEUS_H
 #define GPULEAK_PROMETHEUS_H
