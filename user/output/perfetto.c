@@ -199,8 +199,10 @@ static int leaks(struct pw *w, struct report *r, const struct proc_verdict *pv, 
 
 	if (!v)
 		return -ENOMEM;
-	memcpy(v, l->v, l->n * sizeof(*v));
-	qsort(v, l->n, sizeof(*v), cmp_u32);
+	if (l->n) {
+		memcpy(v, l->v, l->n * sizeof(*v));
+		qsort(v, l->n, sizeof(*v), cmp_u32);
+	}
 	for (i = 0; i < l->n; i++) {
 		const struct site *s = &r->t->sites[v[i]];
 
