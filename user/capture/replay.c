@@ -12,6 +12,7 @@
 #include "lib/log.h"
 #include "lib/outfile.h"
 #include "capture/replay.h"
+#include "output/pictures.h"
 #include "output/report.h"
 #include "symbols/symbolizer.h"
 #include "engine/tracker.h"
@@ -22,6 +23,8 @@ struct replay {
 	struct analysis *an;
 	struct symbolizer *sym;
 	struct report rep;
+	struct pictures *pics; /* --folded, --perfetto, --svg */
+	bool gate_failed;
 	uint64_t interval_ns, next_interval_ns;
 	uint64_t last_step_line_ns;
 	struct capture_proc *procs; /* for the summary; strings owned */
@@ -230,6 +233,7 @@ static void replay_free(struct replay *rp)
 		free(rp->procs[i].exe);
 	}
 	free(rp->procs);
+	pictures__free(rp->pics);
 	analysis__free(rp->an);
 	symbolizer__free(rp->sym);
 }
@@ -287,6 +291,7 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 {
 	const struct capture_info *in = capture_reader__info(rp->rd);
 	const struct tracker *t;
+	struct verdict *v = NULL;
 	char *extra = NULL;
 	uint64_t at;
 	size_t i;
@@ -295,6 +300,8 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 	err = symbolizer__new(NULL, &rp->sym);
 	if (!err)
 		err = analysis__new(rp->a, symbolizer__site_frames, rp->sym, &rp->an);
+	if (!err)
+		err = pictures__open(&rp->a->out, &rp->pics);
 	if (err)
 		return err;
 	t = rp->an->t;
@@ -304,8 +311,7 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 				  .out = out,
 				  .json = json,
 				  .top = top,
-				  .t0_ns = in->monotonic_start_ns,
-				  .gate = rp->a->gate};
+				  .t0_ns = in->monotonic_start_ns};
 	timeline__on_step(rp->an->tl, on_step, rp);
 	rp->next_interval_ns = in->monotonic_start_ns + rp->interval_ns;
 	err = capture_reader__read(rp->rd, &names_visitor, rp);
@@ -339,9 +345,15 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 	rp->rep.verdict_extra = extra;
 	/* "Now" is the last thing the capture saw: a process still running when the recorder
 	 * stopped short is reported as of then. */
-	report__final(&rp->rep, t->last_ts_ns);
+	err = analysis__verdict(rp->an, &v);
+	if (!err) {
+		report__final(&rp->rep, v, t->last_ts_ns);
+		rp->gate_failed = v->gate_failed;
+		err = pictures__write(rp->pics, &rp->rep, v, rp->an->se, t->last_ts_ns);
+	}
+	verdict__free(v);
 	free(extra);
-	return analysis__write_outputs(rp->an, &rp->rep, t->last_ts_ns);
+	return err;
 }
 
 int replay__mem(const void *buf, size_t len, unsigned int reader_flags,
@@ -432,5 +444,5 @@ cleanup:
 	capture_reader__free(rp.rd);
 	if (err)
 		return GL_EXIT_ERROR;
-	return rp.rep.gate.failed ? GL_EXIT_GATE : GL_EXIT_OK;
+	return rp.gate_failed ? GL_EXIT_GATE : GL_EXIT_OK;
 }

@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "engine/analysis.h"
-#include "output/outputs.h"
+#include "engine/series.h"
 #include "lib/vec.h"
 
 int analysis__new(const struct analysis_opts *o, frames_fn frames, void *frames_ctx,
@@ -16,14 +16,17 @@ int analysis__new(const struct analysis_opts *o, frames_fn frames, void *frames_
 	err = tracker__new(&a->t);
 	if (!err)
 		err = timeline__new(&o->steps, a->t, &a->tl);
-	if (!err)
-		err = outputs__open(&o->out, &a->out);
-	if (!err)
-		err = outputs__attach(a->out, a->t);
+	/* Only the pictures over time need the series: sampling costs on every record. */
+	if (!err && (o->out.perfetto_path || o->out.svg_path)) {
+		err = series__new(&a->se);
+		if (!err)
+			tracker__on_pending_done(a->t, series__pending_done, a->se);
+	}
 	if (err) {
 		analysis__free(a);
 		return err;
 	}
+	a->gate = o->gate;
 	tracker__set_rules(a->t, o->rules, frames, frames_ctx);
 	/* Before the first sync, marker call or NVTX range the program was setting up; before
 	 * the first time slice it was doing whatever it does at that time. */
@@ -36,7 +39,7 @@ void analysis__free(struct analysis *a)
 {
 	if (!a)
 		return;
-	outputs__free(a->out);
+	series__free(a->se);
 	timeline__free(a->tl);
 	tracker__free(a->t);
 	free(a->ended);
@@ -53,7 +56,7 @@ bool analysis__ended(const struct analysis *a, pid_t pid)
 	return false;
 }
 
-/* One record into the tracker, the timeline and the outputs: inlined in the hot path. */
+/* One record into the tracker, the timeline and the series: inlined in the hot path. */
 static inline __attribute__((always_inline)) int feed(struct analysis *a, const struct gl_hdr *h)
 {
 	int err = tracker__apply(a->t, h);
@@ -62,8 +65,8 @@ static inline __attribute__((always_inline)) int feed(struct analysis *a, const 
 	if (err && err != -EINVAL)
 		return err;
 	err = timeline__on_record(a->tl, h);
-	if (!err)
-		err = outputs__on_record(a->out, a->t, h);
+	if (!err && a->se)
+		err = series__on_record(a->se, a->t, h->ts_ns);
 	return err;
 }
 
@@ -107,9 +110,9 @@ int analysis__feed(struct analysis *a, const struct gl_hdr *h)
 	return feed(a, h);
 }
 
-int analysis__write_outputs(struct analysis *a, struct report *r, uint64_t end_ns)
+int analysis__verdict(const struct analysis *a, struct verdict **out)
 {
-	return outputs__write(a->out, r, end_ns);
+	return verdict__new(a->t, a->tl, &a->gate, out);
 }
 
 void analysis__prefetch(const struct analysis *a, const struct gl_hdr *h)

@@ -8,9 +8,9 @@
 #define GPULEAK_ANALYSIS_H
 
 #include "gpuleak.h"
-#include "output/report.h"
 #include "engine/timeline.h"
 #include "engine/tracker.h"
+#include "engine/verdict.h"
 
 struct rules;
 
@@ -34,21 +34,22 @@ struct analysis_opts {
 	const char *step_file, *step_sym;
 	const char *req_file, *req_begin, *req_end;
 	const char *end_file, *end_sym; /* --end sym:FILE:SYMBOL */
-	struct gate gate;		/* --fail-on-leak and its limits; .failed unused */
+	struct gate gate;		/* --fail-on-leak and its limits */
 	struct output_opts out;
 };
 
-struct outputs;
+struct series;
 
 struct analysis {
 	struct tracker *t;
 	struct timeline *tl;
-	struct outputs *out; /* --folded, --perfetto, --svg: NULL when none */
-	pid_t *ended;	     /* processes past their end marker: nothing more of them */
+	struct series *se; /* what --perfetto and --svg draw over time: NULL when neither */
+	struct gate gate;
+	pid_t *ended; /* processes past their end marker: nothing more of them */
 	size_t nr_ended, cap_ended;
 };
 
-/* Creates the output files of o->out too: -errno naming the file on stderr when it cannot. */
+/* 0 or -ENOMEM. The pictures' files are output/pictures.h's to create. */
 int analysis__new(const struct analysis_opts *o, frames_fn frames, void *frames_ctx,
 		  struct analysis **out);
 void analysis__free(struct analysis *a);
@@ -59,9 +60,8 @@ void analysis__free(struct analysis *a);
 int analysis__feed(struct analysis *a, const struct gl_hdr *h);
 /* Whether pid's session ended at its end marker. */
 bool analysis__ended(const struct analysis *a, pid_t pid);
-/* Write the files of --folded, --perfetto and --svg as of end_ns (after report__final, with
- * its report). 0 or -errno, said on stderr. */
-int analysis__write_outputs(struct analysis *a, struct report *r, uint64_t end_ns);
+/* The verdict on every process as the analysis stands, by its gate. 0 or -ENOMEM. */
+int analysis__verdict(const struct analysis *a, struct verdict **out);
 /* A record that will be fed soon: start loading what it touches (tracker__prefetch). */
 void analysis__prefetch(const struct analysis *a, const struct gl_hdr *h);
 

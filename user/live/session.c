@@ -39,6 +39,7 @@
 #include "live/signals.h"
 #include "live/start.h"
 #include "live/targets.h"
+#include "output/pictures.h"
 #include "output/report.h"
 #include "probe/modules.h"
 #include "symbols/symbolizer.h"
@@ -59,6 +60,8 @@ struct session {
 	struct http *http;	   /* --metrics: the fleet endpoint */
 	struct signals *sig;
 	uint64_t last_step_line_ns;
+	struct pictures *pics; /* --folded, --perfetto, --svg */
+	bool gate_failed;
 	bool out_err; /* --folded, --perfetto or --svg could not be written */
 };
 
@@ -295,6 +298,7 @@ static void detach(struct session *s)
 static void finish(struct session *s)
 {
 	struct live *l = &s->l;
+	struct verdict *v = NULL;
 	size_t i;
 
 	/* Exits the loop did not get to (a signal, --duration): whoever exited while traced
@@ -325,9 +329,17 @@ static void finish(struct session *s)
 			feed__proc(l, t, GL_PROC_DETACH, 0);
 	}
 	recorder__names(l->rec, l->sym, l->an->t, true);
-	report__final(&s->rep, live_now_ns());
-	/* As of the last record, as a report of the capture draws them: the same files. */
-	s->out_err = analysis__write_outputs(l->an, &s->rep, l->an->t->last_ts_ns) != 0;
+	if (analysis__verdict(l->an, &v)) {
+		pr_err("out of memory for the verdict\n");
+		s->out_err = true;
+	} else {
+		report__final(&s->rep, v, live_now_ns());
+		s->gate_failed = v->gate_failed;
+		/* As of the last record, as a report of the capture draws them: the same files. */
+		s->out_err =
+		    pictures__write(s->pics, &s->rep, v, l->an->se, l->an->t->last_ts_ns) != 0;
+	}
+	verdict__free(v);
 	if (ringbuf__bad(s->rb))
 		pr_warn("%" PRIu64 " ring buffer records had an unexpected size (mismatched BPF "
 			"object?)\n",
@@ -423,6 +435,8 @@ static int open_tracing(struct session *s)
 		err = analysis__new(&o->a, symbolizer__site_frames, l->sym, &l->an);
 	}
 	if (!err)
+		err = pictures__open(&o->a.out, &s->pics);
+	if (!err)
 		err = ringbuf__new(bpf_setup__events_fd(l->bpf), on_record, s, &s->rb);
 	if (err) {
 		pr_err("setting up: %s\n", strerror(-err));
@@ -447,7 +461,6 @@ static int open_report(struct session *s)
 				 .json = s->json,
 				 .top = o->top,
 				 .t0_ns = live_now_ns(),
-				 .gate = o->a.gate,
 				 .verdict_more = probe_sites__verdict_more,
 				 .verdict_more_ctx = l->sites};
 	if (l->rec)
@@ -483,6 +496,7 @@ static int close_session(struct session *s, bool traced, int err)
 		bpf_setup__detach_tracepoints(l->bpf);
 	ringbuf__free(s->rb);
 	http__free(s->http);
+	pictures__free(s->pics);
 	analysis__free(l->an);
 	callbacks__free(l->cbs);
 	markers__free(l->mk);
@@ -536,5 +550,5 @@ int session__run(const struct session_opts *o)
 	err = close_session(&s, traced, err);
 	if (err || s.out_err)
 		return GL_EXIT_ERROR;
-	return s.rep.gate.failed ? GL_EXIT_GATE : GL_EXIT_OK;
+	return s.gate_failed ? GL_EXIT_GATE : GL_EXIT_OK;
 }

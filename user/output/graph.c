@@ -6,10 +6,10 @@
 #include <string.h>
 #include "output/graph.h"
 #include "probe/catalog.h"
-#include "output/report.h"
 #include "symbols/stacks.h"
 #include "symbols/symbolizer.h"
 #include "engine/tracker.h"
+#include "lib/units.h"
 #include "lib/vec.h"
 
 #define NONE UINT32_MAX
@@ -233,12 +233,11 @@ static void graph_free(struct graph *g)
 	free(g->v);
 }
 
-static const struct graph *sort_g;
-
-static int cmp_nodes(const void *a, const void *b)
+static int cmp_nodes(const void *a, const void *b, void *ctx)
 {
-	const struct node *x = &sort_g->v[*(const uint32_t *)a];
-	const struct node *y = &sort_g->v[*(const uint32_t *)b];
+	const struct graph *g = ctx;
+	const struct node *x = &g->v[*(const uint32_t *)a];
+	const struct node *y = &g->v[*(const uint32_t *)b];
 
 	if (x->bytes != y->bytes)
 		return x->bytes > y->bytes ? -1 : 1;
@@ -259,8 +258,7 @@ static uint32_t *children(const struct graph *g, uint32_t n, size_t *nr)
 	*nr = 0;
 	for (c = g->v[n].first_child; c != NONE; c = g->v[c].next)
 		v[(*nr)++] = c;
-	sort_g = g;
-	qsort(v, *nr, sizeof(*v), cmp_nodes);
+	qsort_r(v, *nr, sizeof(*v), cmp_nodes, (void *)g);
 	return v;
 }
 

@@ -19,13 +19,12 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include "lib/json.h"
-#include "output/outputs.h"
-#include "probe/catalog.h"
-#include "output/report.h"
 #include "engine/series.h"
-#include "engine/timeline.h"
-#include "engine/tracker.h"
+#include "engine/verdict.h"
+#include "lib/json.h"
+#include "output/describe.h"
+#include "output/perfetto.h"
+#include "output/report_sink.h"
 
 /* Site counter tracks per process: the sites that held the most at their peak. */
 #define TOP_SITES 8
@@ -114,12 +113,11 @@ static void counters(struct pw *w, struct report *r, const struct series_proc *s
 	}
 }
 
-static const struct series *cmp_se;
-
-static int cmp_peak(const void *a, const void *b)
+static int cmp_peak(const void *a, const void *b, void *ctx)
 {
-	uint64_t x = cmp_se->sites[*(const uint32_t *)a].peak;
-	uint64_t y = cmp_se->sites[*(const uint32_t *)b].peak;
+	const struct series *se = ctx;
+	uint64_t x = se->sites[*(const uint32_t *)a].peak;
+	uint64_t y = se->sites[*(const uint32_t *)b].peak;
 
 	if (x != y)
 		return x > y ? -1 : 1;
@@ -138,13 +136,12 @@ static int site_counters(struct pw *w, struct report *r, const struct series *se
 	for (i = 0; i < se->nr_sites && i < t->nr_sites; i++)
 		if (t->sites[i].pid == pid && se->sites[i].peak)
 			v[n++] = (uint32_t)i;
-	cmp_se = se;
-	qsort(v, n, sizeof(*v), cmp_peak);
+	qsort_r(v, n, sizeof(*v), cmp_peak, (void *)se);
 	for (i = 0; i < n && i < TOP_SITES; i++) {
 		const struct site *s = &t->sites[v[i]];
 		const struct site_series *ss = &se->sites[v[i]];
 
-		snprintf(name, sizeof(name), "site: %s (%s)", report__site_name(r, s),
+		snprintf(name, sizeof(name), "site: %s (%s)", describe__site(r, s),
 			 cat_api_name(s->api));
 		for (j = 0; j < ss->n; j++) {
 			ev_begin(w);
@@ -167,13 +164,11 @@ static void instant(struct pw *w, pid_t pid, double ts, const char *name)
 	json_str(w->f, name);
 }
 
-static void steps_and_verdicts(struct pw *w, struct report *r, pid_t pid, uint64_t end_ns)
+static void steps(struct pw *w, struct report *r, pid_t pid)
 {
-	const struct tracker *t = r->t;
 	const struct step_stat *st = NULL;
-	struct growth *g = NULL;
-	size_t n = 0, ng = 0, i, j;
-	char name[512];
+	char name[64];
+	size_t n = 0, i;
 
 	if (r->tl)
 		st = timeline__steps(r->tl, pid, &n);
@@ -185,35 +180,66 @@ static void steps_and_verdicts(struct pw *w, struct report *r, pid_t pid, uint64
 			",\"pending_bytes\":%" PRIu64 ",\"suspect_bytes\":%" PRIu64 "}}",
 			st[i].live, st[i].persistent, st[i].pending, st[i].suspect);
 	}
-	for (i = 0; i < t->nr_sites; i++) {
-		const struct site *s = &t->sites[i];
+}
 
-		if (s->pid != pid || !report__site_leaks(t, s))
-			continue;
-		snprintf(name, sizeof(name), "leak: %s", report__site_name(r, s));
-		instant(w, pid, us(r, end_ns), name);
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* "leak: SITE" at the end for each leaking site, in the order the sites were first seen. */
+static int leaks(struct pw *w, struct report *r, const struct proc_verdict *pv, uint64_t end_ns)
+{
+	const struct site_list *l = &pv->sites[VERDICT_LEAKS];
+	uint32_t *v = malloc((l->n ? l->n : 1) * sizeof(*v));
+	char name[512];
+	size_t i;
+
+	if (!v)
+		return -ENOMEM;
+	if (l->n) {
+		memcpy(v, l->v, l->n * sizeof(*v));
+		qsort(v, l->n, sizeof(*v), cmp_u32);
+	}
+	for (i = 0; i < l->n; i++) {
+		const struct site *s = &r->t->sites[v[i]];
+
+		snprintf(name, sizeof(name), "leak: %s", describe__site(r, s));
+		instant(w, pv->p->pid, us(r, end_ns), name);
 		fprintf(w->f,
 			",\"args\":{\"api\":\"%s\",\"bytes\":%" PRIu64 ",\"count\":%" PRIu64 "}}",
 			cat_api_name(s->api), s->live_bytes, s->live_count);
 	}
-	if (!r->tl || timeline__growth(r->tl, pid, &g, &ng))
-		return;
-	for (i = 0; i < ng; i++) {
+	free(v);
+	return 0;
+}
+
+/* "growth: SITE" where each growth leak began: the end of its first step. */
+static void growths(struct pw *w, struct report *r, const struct proc_verdict *pv, uint64_t end_ns)
+{
+	const struct step_stat *st = NULL;
+	size_t n = 0, i, j;
+	char name[512];
+
+	if (r->tl)
+		st = timeline__steps(r->tl, pv->p->pid, &n);
+	for (i = 0; i < pv->nr_growth; i++) {
+		const struct growth *g = &pv->growth[i];
 		uint64_t at = end_ns;
 
-		/* where the growth began: the end of its first step */
 		for (j = 0; j < n; j++)
-			if (st[j].step == g[i].first_step)
+			if (st[j].step == g->first_step)
 				at = st[j].t_end_ns;
 		snprintf(name, sizeof(name), "growth: %s",
-			 report__site_name(r, &t->sites[g[i].site]));
-		instant(w, pid, us(r, at), name);
+			 describe__site(r, &r->t->sites[g->site]));
+		instant(w, pv->p->pid, us(r, at), name);
 		fprintf(w->f,
 			",\"args\":{\"bytes_per_step\":%.1f,\"bytes_per_s\":%.1f,\"r2\":%.4f,"
 			"\"first_step\":%" PRId64 "}}",
-			g[i].slope_per_step, g[i].slope_per_s, g[i].r2, g[i].first_step);
+			g->slope_per_step, g->slope_per_s, g->r2, g->first_step);
 	}
-	free(g);
 }
 
 /*
@@ -246,7 +272,7 @@ static void pending_slices(struct pw *w, struct report *r, const struct series *
 			lanes++;
 		}
 		lane_end[l] = end > lane_end[l] ? end : lane_end[l];
-		snprintf(name, sizeof(name), "pending free: %s", s ? report__site_name(r, s) : "?");
+		snprintf(name, sizeof(name), "pending free: %s", s ? describe__site(r, s) : "?");
 		ev_begin(w);
 		fprintf(w->f,
 			"{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
@@ -259,7 +285,8 @@ static void pending_slices(struct pw *w, struct report *r, const struct series *
 	}
 }
 
-int perfetto__write(FILE *f, struct report *r, const struct series *se, uint64_t end_ns)
+int perfetto__write(FILE *f, struct report *r, const struct verdict *v, const struct series *se,
+		    uint64_t end_ns)
 {
 	struct pw w = {.f = f, .first = true};
 	size_t i;
@@ -267,8 +294,9 @@ int perfetto__write(FILE *f, struct report *r, const struct series *se, uint64_t
 	int err;
 
 	fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", f);
-	for (i = 0; i < r->t->nr_procs; i++) {
-		const struct tproc *p = r->t->procs[i];
+	for (i = 0; i < v->nr_procs; i++) {
+		const struct proc_verdict *pv = &v->procs[i];
+		const struct tproc *p = pv->p;
 		const struct series_proc *sp = series__proc(se, p->pid);
 
 		snprintf(name, sizeof(name), "%s (pid %d)", p->comm[0] ? p->comm : "?", p->pid);
@@ -277,9 +305,13 @@ int perfetto__write(FILE *f, struct report *r, const struct series *se, uint64_t
 		if (sp)
 			counters(&w, r, sp);
 		err = site_counters(&w, r, se, p->pid);
+		if (!err) {
+			steps(&w, r, p->pid);
+			err = leaks(&w, r, pv, end_ns);
+		}
 		if (err)
 			return err;
-		steps_and_verdicts(&w, r, p->pid, end_ns);
+		growths(&w, r, pv, end_ns);
 		pending_slices(&w, r, se, p->pid, end_ns);
 	}
 	fprintf(f,

@@ -12,12 +12,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "output/outputs.h"
-#include "probe/catalog.h"
-#include "output/report.h"
 #include "engine/series.h"
-#include "engine/timeline.h"
-#include "engine/tracker.h"
+#include "engine/verdict.h"
+#include "lib/units.h"
+#include "output/describe.h"
+#include "output/svg.h"
+#include "output/report_sink.h"
 
 #define WIDTH	   960
 #define PLOT_H	   300
@@ -206,60 +206,47 @@ static void draw_axes(FILE *f, const struct panel *pn, double top)
 		top + M_TOP + PLOT_H / 2.0);
 }
 
-/* The leaking sites of pid to highlight, largest first: growth leaks, then live leaks. */
-static size_t leaking_sites(struct report *r, pid_t pid, uint32_t *out, const struct growth *g,
-			    size_t ng)
+/* The leaking sites to highlight, largest first: growth leaks, then live leaks. */
+static size_t leaking_sites(const struct tracker *t, const struct proc_verdict *pv, uint32_t *out)
 {
-	const struct tracker *t = r->t;
+	const struct site_list *l = &pv->sites[VERDICT_LEAKS];
 	size_t n = 0, i, j;
 
-	for (i = 0; i < ng && n < MAX_LEAKS; i++)
-		out[n++] = g[i].site;
-	while (n < MAX_LEAKS) {
-		uint32_t best = UINT32_MAX;
+	for (i = 0; i < pv->nr_growth && n < MAX_LEAKS; i++)
+		out[n++] = pv->growth[i].site;
+	for (i = 0; i < l->n && n < MAX_LEAKS; i++) {
+		bool taken = false;
 
-		for (i = 0; i < t->nr_sites; i++) {
-			const struct site *s = &t->sites[i];
-			bool taken = false;
-
-			if (s->pid != pid || !s->live_bytes || !report__site_leaks(t, s))
-				continue;
-			for (j = 0; j < n; j++)
-				taken |= out[j] == i;
-			if (!taken &&
-			    (best == UINT32_MAX || s->live_bytes > t->sites[best].live_bytes))
-				best = (uint32_t)i;
-		}
-		if (best == UINT32_MAX)
-			break;
-		out[n++] = best;
+		for (j = 0; j < n; j++)
+			taken |= out[j] == l->v[i];
+		if (!taken && t->sites[l->v[i]].live_bytes)
+			out[n++] = l->v[i];
 	}
 	return n;
 }
 
-static void leak_label(struct report *r, struct line *l, uint32_t site, const struct growth *g,
-		       size_t ng)
+static void leak_label(struct report *r, struct line *l, uint32_t site,
+		       const struct proc_verdict *pv)
 {
 	const struct site *s = &r->t->sites[site];
+	const struct growth *g = verdict__growth_at(pv, site);
 	char b[32];
-	size_t i;
 
-	for (i = 0; i < ng; i++)
-		if (g[i].site == site) {
-			snprintf(l->label, sizeof(l->label), "grows %s/step: %s (%s)",
-				 fmt_bytes((uint64_t)(g[i].slope_per_step + 0.5), b, sizeof(b)),
-				 report__site_name(r, s), cat_api_name(s->api));
-			return;
-		}
-	snprintf(l->label, sizeof(l->label), "leaks %s: %s (%s)",
-		 fmt_bytes(s->live_bytes, b, sizeof(b)), report__site_name(r, s),
-		 cat_api_name(s->api));
+	if (g)
+		snprintf(l->label, sizeof(l->label), "grows %s/step: %s (%s)",
+			 fmt_bytes((uint64_t)(g->slope_per_step + 0.5), b, sizeof(b)),
+			 describe__site(r, s), cat_api_name(s->api));
+	else
+		snprintf(l->label, sizeof(l->label), "leaks %s: %s (%s)",
+			 fmt_bytes(s->live_bytes, b, sizeof(b)), describe__site(r, s),
+			 cat_api_name(s->api));
 }
 
 /* The process over its steps: the step records and the timeline's per-site series. */
-static int by_step(struct report *r, struct panel *pn, pid_t pid, const uint32_t *leaks, size_t nl,
-		   const struct growth *g, size_t ng)
+static int by_step(struct report *r, struct panel *pn, const struct proc_verdict *pv,
+		   const uint32_t *leaks, size_t nl)
 {
+	pid_t pid = pv->p->pid;
 	static const char *const colors[3] = {"#1f77b4", "#7f7f7f", "#ff7f0e"};
 	const struct step_stat *st;
 	struct line *l[3];
@@ -301,16 +288,16 @@ static int by_step(struct report *r, struct panel *pn, pid_t pid, const uint32_t
 			ll->y[i] = (double)v[i];
 		}
 		free(v);
-		leak_label(r, ll, leaks[k], g, ng);
+		leak_label(r, ll, leaks[k], pv);
 	}
 	return 0;
 }
 
 /* The process over time: the series sampled from the records. */
-static int by_time(struct report *r, struct panel *pn, const struct series *se, pid_t pid,
-		   uint64_t end_ns, const uint32_t *leaks, size_t nl, const struct growth *g,
-		   size_t ng)
+static int by_time(struct report *r, struct panel *pn, const struct series *se,
+		   const struct proc_verdict *pv, uint64_t end_ns, const uint32_t *leaks, size_t nl)
 {
+	pid_t pid = pv->p->pid;
 	static const char *const colors[3] = {"#1f77b4", "#7f7f7f", "#ff7f0e"};
 	const struct series_proc *sp = series__proc(se, pid);
 	size_t n = sp ? sp->n : 0, i, k;
@@ -351,7 +338,7 @@ static int by_time(struct report *r, struct panel *pn, const struct series *se, 
 				       : 0;
 			ll->y[i] = (double)ss->v[i].bytes;
 		}
-		leak_label(r, ll, leaks[k], g, ng);
+		leak_label(r, ll, leaks[k], pv);
 	}
 	return 0;
 }
@@ -404,7 +391,8 @@ static bool steps_from_program(const struct report *r)
 	return r->tl && timeline__opts(r->tl)->source != STEP_INTERVAL;
 }
 
-int svg__write(FILE *f, struct report *r, const struct series *se, uint64_t end_ns)
+int svg__write(FILE *f, struct report *r, const struct verdict *v, const struct series *se,
+	       uint64_t end_ns)
 {
 	const struct tracker *t = r->t;
 	double top = 0;
@@ -417,24 +405,19 @@ int svg__write(FILE *f, struct report *r, const struct series *se, uint64_t end_
 	if (!mem)
 		return -ENOMEM;
 	/* Panels first, into memory: the document's height is known only after them. */
-	for (i = 0; i < t->nr_procs && !err; i++) {
-		const struct tproc *p = t->procs[i];
-		struct growth *g = NULL;
+	for (i = 0; i < v->nr_procs && !err; i++) {
+		const struct proc_verdict *pv = &v->procs[i];
 		struct panel pn = {};
 		uint32_t leaks[MAX_LEAKS];
-		size_t ng = 0, nl;
+		size_t nl = leaking_sites(t, pv, leaks);
 
-		if (r->tl && timeline__growth(r->tl, p->pid, &g, &ng))
-			ng = 0;
-		nl = leaking_sites(r, p->pid, leaks, g, ng);
 		if (steps_from_program(r))
-			err = by_step(r, &pn, p->pid, leaks, nl, g, ng);
+			err = by_step(r, &pn, pv, leaks, nl);
 		else
-			err = by_time(r, &pn, se, p->pid, end_ns, leaks, nl, g, ng);
+			err = by_time(r, &pn, se, pv, end_ns, leaks, nl);
 		if (!err)
-			top = draw_panel(mem, p, &pn, top);
+			top = draw_panel(mem, pv->p, &pn, top);
 		panel_free(&pn);
-		free(g);
 	}
 	if (fclose(mem) || err) {
 		free(body);

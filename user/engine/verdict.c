@@ -1,0 +1,339 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "engine/rules.h"
+#include "engine/verdict.h"
+#include "lib/vec.h"
+#include "probe/catalog.h"
+
+/* What the judges read. */
+struct judging {
+	const struct tracker *t;
+	struct timeline *tl;
+	const struct gate *gate;
+};
+
+static enum cat_mem site_mem(const struct site *s)
+{
+	const struct cat_api *a = cat_by_api(s->api);
+
+	return a ? a->mem : MEM_NONE;
+}
+
+/* A persistent class that must be gone at session end leaks when it is not. */
+static bool must_release(const struct tracker *t, const struct site *s)
+{
+	return s->cls == CLS_PERSISTENT && t->rules && t->rules->v[s->rule - 1].release_at_end;
+}
+
+/* How much of list k a site holds: 0 when it is not in the list, else what the list sorts by. */
+static uint64_t amount(const struct tracker *t, const struct site *s, enum verdict_list k)
+{
+	uint64_t live = s->live_bytes ? s->live_bytes : s->live_count;
+
+	switch (k) {
+	case VERDICT_LEAKS:
+		if (!s->counts || (s->cls != CLS_NONE && !must_release(t, s)))
+			return 0;
+		return live;
+	case VERDICT_RETAINED:
+		if (!s->counts || must_release(t, s))
+			return 0;
+		return s->cls == CLS_PERSISTENT || s->cls == CLS_INIT ? live : 0;
+	case VERDICT_IGNORED:
+		return s->counts && s->cls == CLS_IGNORED ? live : 0;
+	case VERDICT_PENDING:
+		if (s->owner_kind == OWNER_LAYER)
+			return 0;
+		return s->pending_bytes ? s->pending_bytes : s->pending_count;
+	case VERDICT_FAILED:
+		return s->failed;
+	case VERDICT_VA:
+		return s->owner_kind != OWNER_LAYER && site_mem(s) == MEM_VA ? s->live_count : 0;
+	case VERDICT_REG:
+		return site_mem(s) == MEM_REG ? s->live_count : 0;
+	case VERDICT_LISTS:
+		break;
+	}
+	return 0;
+}
+
+/* The order of one list, for qsort_r: no file-scope state between two sorts. */
+struct list_order {
+	const struct tracker *t;
+	enum verdict_list k;
+};
+
+static int cmp_sites(const void *a, const void *b, void *ctx)
+{
+	const struct list_order *o = ctx;
+	uint32_t ia = *(const uint32_t *)a, ib = *(const uint32_t *)b;
+	const struct site *x = &o->t->sites[ia], *y = &o->t->sites[ib];
+	uint64_t kx = amount(o->t, x, o->k), ky = amount(o->t, y, o->k);
+
+	if (kx != ky)
+		return kx > ky ? -1 : 1;
+	if (x->live_bytes != y->live_bytes)
+		return x->live_bytes > y->live_bytes ? -1 : 1;
+	return ia < ib ? -1 : 1;
+}
+
+/* The lists of pid whose bit is in mask, in one pass over the sites. 0 or -ENOMEM. */
+static int collect(const struct tracker *t, pid_t pid, unsigned int mask, struct site_list *lists)
+{
+	size_t cap[VERDICT_LISTS] = {0}, i;
+	int k;
+
+	for (i = 0; i < t->nr_sites; i++) {
+		if (t->sites[i].pid != pid)
+			continue;
+		for (k = 0; k < VERDICT_LISTS; k++) {
+			struct site_list *l = &lists[k];
+
+			if (!(mask & 1u << k) || !amount(t, &t->sites[i], k))
+				continue;
+			if (vec_grow((void **)&l->v, &cap[k], l->n, sizeof(*l->v)))
+				return -ENOMEM;
+			l->v[l->n++] = (uint32_t)i;
+		}
+	}
+	for (k = 0; k < VERDICT_LISTS; k++) {
+		struct list_order o = {t, k};
+
+		if (lists[k].n)
+			qsort_r(lists[k].v, lists[k].n, sizeof(*lists[k].v), cmp_sites, &o);
+	}
+	return 0;
+}
+
+int verdict__rank(const struct tracker *t, pid_t pid, enum verdict_list k, struct site_list *out)
+{
+	struct site_list lists[VERDICT_LISTS] = {};
+	int err = collect(t, pid, 1u << k, lists);
+
+	*out = lists[k];
+	if (err) {
+		free(out->v);
+		*out = (struct site_list){};
+	}
+	return err;
+}
+
+/*
+ * Processes in the report: those attached, and any other that did something (a followed
+ * child is announced at its first traced call; a record from one never announced still
+ * counts). Shells and helpers a server forks, which call nothing traced, stay out.
+ */
+bool verdict__reported(const struct tproc *p)
+{
+	return p->attached || p->c.allocs || p->c.frees || p->c.failed_calls || p->live_count ||
+	       tproc__dropped(p);
+}
+
+/* ---- the judges of one process, in the order they run: later ones read earlier ones ---- */
+
+static int judge_sites(const struct judging *j, struct proc_verdict *pv)
+{
+	size_t i;
+	int err;
+
+	err = collect(j->t, pv->p->pid, (1u << VERDICT_LISTS) - 1, pv->sites);
+	for (i = 0; !err && i < pv->sites[VERDICT_LEAKS].n; i++)
+		pv->leaked_bytes += j->t->sites[pv->sites[VERDICT_LEAKS].v[i]].live_bytes;
+	return err;
+}
+
+/* Growth leaks and the time to OOM; a timeline out of memory says none, as it always did. */
+static int judge_growth(const struct judging *j, struct proc_verdict *pv)
+{
+	size_t i;
+
+	if (!j->tl)
+		return 0;
+	pv->nr_steps = timeline__nr_steps(j->tl, pv->p->pid);
+	if (timeline__growth(j->tl, pv->p->pid, &pv->growth, &pv->nr_growth))
+		return 0;
+	timeline__project(j->tl, pv->p->pid, pv->growth, pv->nr_growth, &pv->proj);
+	for (i = 0; i < pv->nr_growth; i++) {
+		pv->growth_per_s += pv->growth[i].slope_per_s;
+		pv->growth_per_step += pv->growth[i].slope_per_step;
+	}
+	return 0;
+}
+
+static int gate_add(struct proc_verdict *pv, size_t *cap, struct gate_violation gv)
+{
+	if (vec_grow((void **)&pv->gate, cap, pv->nr_gate, sizeof(*pv->gate)))
+		return -ENOMEM;
+	pv->gate[pv->nr_gate++] = gv;
+	return 0;
+}
+
+/* Every limit the process exceeds, whether or not the gate is on (the NDJSON says both). */
+static int judge_gate(const struct judging *j, struct proc_verdict *pv)
+{
+	const struct gate *g = j->gate;
+	size_t i, cap = 0;
+	int err = 0;
+
+	for (i = 0; !err && i < pv->nr_growth; i++)
+		if (pv->growth[i].slope_per_step > (double)g->max_growth)
+			err = gate_add(pv, &cap,
+				       (struct gate_violation){.kind = GATE_GROWTH,
+							       .growth = &pv->growth[i],
+							       .limit = g->max_growth});
+	if (!err && g->has_max_live && pv->leaked_bytes > g->max_live_at_exit)
+		err = gate_add(pv, &cap,
+			       (struct gate_violation){.kind = GATE_LIVE_AT_EXIT,
+						       .limit = g->max_live_at_exit});
+	for (i = 0; !err && j->t->rules && i < pv->p->nr_viols; i++)
+		err = gate_add(
+		    pv, &cap, (struct gate_violation){.kind = GATE_RULE, .rule = &pv->p->viols[i]});
+	return err;
+}
+
+static int judge_uncertainty(const struct judging *j, struct proc_verdict *pv)
+{
+	pv->uncertainty_known = !tproc__uncertainty(j->t, pv->p, &pv->uncertainty);
+	return 0;
+}
+
+static int (*const judges[])(const struct judging *j, struct proc_verdict *pv) = {
+    judge_sites,
+    judge_growth,
+    judge_gate,
+    judge_uncertainty,
+};
+
+/* ---- the judges across processes, after every process's own ---- */
+
+static int judge_totals(struct verdict *v)
+{
+	size_t i;
+
+	for (i = 0; i < v->nr_procs; i++) {
+		const struct proc_verdict *pv = &v->procs[i];
+
+		if (!pv->reported)
+			continue;
+		v->nr_reported++;
+		v->live_bytes += pv->p->live_bytes;
+		v->leaked_bytes += pv->leaked_bytes;
+		v->gate_failed |= v->gate.on && pv->nr_gate;
+	}
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* "Does not grow" is a median growth of the peers under this fraction of the process's. */
+#define SKEW_PEER_FRACTION 0.1
+
+static int judge_skew(struct verdict *v)
+{
+	double *peers = malloc((v->nr_procs ? v->nr_procs : 1) * sizeof(*peers));
+	size_t i, j, k;
+
+	if (!peers)
+		return -ENOMEM;
+	for (i = 0; i < v->nr_procs; i++) {
+		struct proc_verdict *pv = &v->procs[i];
+
+		if (!pv->reported || v->nr_reported < 2 || pv->growth_per_s <= 0)
+			continue;
+		for (j = 0, k = 0; j < v->nr_procs; j++)
+			if (j != i && v->procs[j].reported && v->procs[j].p->c.allocs)
+				peers[k++] =
+				    v->procs[j].growth_per_s > 0 ? v->procs[j].growth_per_s : 0;
+		pv->nr_peers = k;
+		if (!k)
+			continue;
+		qsort(peers, k, sizeof(*peers), cmp_double);
+		pv->peer_median_per_s =
+		    k % 2 ? peers[k / 2] : (peers[k / 2 - 1] + peers[k / 2]) / 2;
+		pv->skewed = pv->peer_median_per_s <= SKEW_PEER_FRACTION * pv->growth_per_s;
+	}
+	free(peers);
+	return 0;
+}
+
+static int (*const across[])(struct verdict *v) = {
+    judge_totals, /* first: the others compare reported processes */
+    judge_skew,
+};
+
+static void proc_free(struct proc_verdict *pv)
+{
+	int k;
+
+	for (k = 0; k < VERDICT_LISTS; k++)
+		free(pv->sites[k].v);
+	free(pv->growth);
+	free(pv->gate);
+}
+
+void verdict__free(struct verdict *v)
+{
+	size_t i;
+
+	if (!v)
+		return;
+	for (i = 0; i < v->nr_procs; i++)
+		proc_free(&v->procs[i]);
+	free(v->procs);
+	free(v);
+}
+
+int verdict__new(const struct tracker *t, struct timeline *tl, const struct gate *gate,
+		 struct verdict **out)
+{
+	struct verdict *v = calloc(1, sizeof(*v));
+	struct judging j = {t, tl, NULL};
+	size_t i, k;
+	int err = 0;
+
+	*out = NULL;
+	if (!v)
+		return -ENOMEM;
+	if (gate)
+		v->gate = *gate;
+	j.gate = &v->gate;
+	v->procs = calloc(t->nr_procs ? t->nr_procs : 1, sizeof(*v->procs));
+	if (!v->procs) {
+		free(v);
+		return -ENOMEM;
+	}
+	v->nr_procs = t->nr_procs;
+	for (i = 0; !err && i < t->nr_procs; i++) {
+		struct proc_verdict *pv = &v->procs[i];
+
+		pv->p = t->procs[i];
+		pv->reported = verdict__reported(pv->p);
+		for (k = 0; !err && k < sizeof(judges) / sizeof(judges[0]); k++)
+			err = judges[k](&j, pv);
+	}
+	for (k = 0; !err && k < sizeof(across) / sizeof(across[0]); k++)
+		err = across[k](v);
+	if (err) {
+		verdict__free(v);
+		return err;
+	}
+	*out = v;
+	return 0;
+}
+
+const struct growth *verdict__growth_at(const struct proc_verdict *pv, uint32_t site)
+{
+	size_t i;
+
+	for (i = 0; i < pv->nr_growth; i++)
+		if (pv->growth[i].site == site)
+			return &pv->growth[i];
+	return NULL;
+}

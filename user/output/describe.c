@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <stdio.h>
+#include <string.h>
+#include "engine/timeline.h"
+#include "output/describe.h"
+#include "output/report_sink.h"
+#include "symbols/symbolizer.h"
+
+const char *describe__site(const struct report *r, const struct site *s)
+{
+	return s->caller ? symbolizer__name(r->sym, s->pid, s->caller) : "?";
+}
+
+enum cat_mem describe__mem(const struct site *s)
+{
+	const struct cat_api *a = cat_by_api(s->api);
+
+	return a ? a->mem : MEM_NONE;
+}
+
+const struct tobj *describe__owner(const struct tracker *t, pid_t pid, const struct site *s)
+{
+	struct tproc *p = tracker__proc((struct tracker *)t, pid);
+
+	return p && s->owner_kind == OWNER_DEVICE ? tproc__obj(p, NS_WGPU, s->owner) : NULL;
+}
+
+void describe__device(const struct tracker *t, const struct site *s, char *buf, size_t len)
+{
+	const struct tobj *o = describe__owner(t, s->pid, s);
+
+	if (s->owner_kind == OWNER_DEVICE)
+		snprintf(buf, len, "wgpu#%u", o ? o->ordinal : 0);
+	else if (s->device < 0)
+		snprintf(buf, len, "host");
+	else
+		snprintf(buf, len, "%d", s->device);
+}
+
+const char *describe__owner_kind(uint8_t kind)
+{
+	switch (kind) {
+	case OWNER_CTX:
+		return "context";
+	case OWNER_COMM:
+		return "communicator";
+	case OWNER_DEVICE:
+		return "device";
+	case OWNER_LAYER:
+		return "layer";
+	default:
+		return NULL;
+	}
+}
+
+/* One object's references into out, by AddRef site; past the last slot they share it. */
+static void add_refs(const struct tobj *o, struct addrefs *out)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < o->nr_addref; i++) {
+		for (j = 0; j < out->n; j++)
+			if (out->site[j] == o->addref_site[i])
+				break;
+		if (j == out->n) {
+			if (out->n == TOBJ_ADDREF_SITES)
+				j = TOBJ_ADDREF_SITES - 1;
+			else
+				out->site[out->n++] = o->addref_site[i];
+		}
+		out->count[j] += o->addref_count[i];
+	}
+}
+
+void describe__addrefs(const struct tracker *t, uint32_t site, struct addrefs *out)
+{
+	struct tproc *p = tracker__proc((struct tracker *)t, t->sites[site].pid);
+	const struct hmap_slot *sl;
+	size_t it = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!p || !p->objs.n)
+		return;
+	while (hmap__next(&p->objs, &it, &sl)) {
+		const struct tobj *o = (const struct tobj *)(uintptr_t)sl->val;
+		const struct alloc *a;
+
+		if (o->refs <= 0 || !o->nr_addref || (o->flags & TOBJ_OWNER))
+			continue;
+		a = tracker__alloc(p, o->ns, o->handle);
+		if (a && tracker__alloc_site(t, a) == site)
+			add_refs(o, out);
+	}
+}
+
+void describe__comm(const struct tracker *t, pid_t pid, uint64_t comm, struct comm_totals *out)
+{
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < t->nr_sites; i++) {
+		const struct site *s = &t->sites[i];
+
+		if (s->pid != pid || s->owner_kind != OWNER_COMM || s->owner != comm)
+			continue;
+		if (describe__mem(s) == MEM_REG) {
+			out->regs += s->live_count;
+		} else if (s->counts) {
+			out->bytes += s->live_bytes;
+			out->count += s->live_count;
+		}
+	}
+}
+
+const char *describe__proc_state(const struct tproc *p)
+{
+	return p->execed     ? "exec"
+	       : p->exited   ? "exited"
+	       : p->ended    ? "ended"
+	       : p->detached ? "detached"
+			     : "running";
+}
+
+const char *describe__violation(uint8_t kind)
+{
+	switch (kind) {
+	case VIOL_ONCE:
+		return "once";
+	case VIOL_MAX:
+		return "max";
+	case VIOL_NOT_RELEASED:
+		return "not_released_at_session_end";
+	case VIOL_FREE_NEVER_COMPLETED:
+		return "free_never_completed";
+	}
+	return "?";
+}
+
+const char *describe__violation_site(const struct report *r, const struct violation *v)
+{
+	return v->site < r->t->nr_sites ? describe__site(r, &r->t->sites[v->site]) : "?";
+}
+
+const char *describe__step_source(const struct timeline *tl)
+{
+	switch (timeline__opts(tl)->source) {
+	case STEP_SYNC:
+		return "sync";
+	case STEP_MARKER:
+		return "sym";
+	case STEP_NVTX:
+		return "nvtx";
+	default:
+		return "interval";
+	}
+}
+
+const char *describe__site_class(const struct site *s)
+{
+	switch (s->cls) {
+	case CLS_PERSISTENT:
+		return "persistent";
+	case CLS_IGNORED:
+		return "ignored";
+	case CLS_INIT:
+		return "init";
+	default:
+		return "none";
+	}
+}
+
+const char *describe__loss(int stat)
+{
+	static const char *const names[GL_STAT_MAX] = {
+	    [GL_STAT_RB_FULL] = "ringbuf_full",
+	    [GL_STAT_STASH_FAIL] = "stash_fail",
+	    [GL_STAT_DEPTH_OVERFLOW] = "depth_overflow",
+	    [GL_STAT_READ_FAIL] = "read_fail",
+	    [GL_STAT_RET_NO_ENTRY] = "return_without_entry",
+	    [GL_STAT_STALE_FRAMES] = "stale_frames",
+	    [GL_STAT_STACK_FAIL] = "stack_fail",
+	    [GL_STAT_STACK_COLLISION] = "stack_collision",
+	    [GL_STAT_MAP_FULL] = "map_full",
+	    [GL_STAT_LOST_ALLOCS] = "lost_allocs",
+	    [GL_STAT_LOST_ALLOC_BYTES] = "lost_alloc_bytes",
+	    [GL_STAT_LOST_ALLOCS_UNSIZED] = "lost_allocs_unsized",
+	    [GL_STAT_LOST_FREES] = "lost_frees",
+	    [GL_STAT_LOST_TASKS] = "lost_process_events",
+	};
+
+	return stat >= 0 && stat < GL_STAT_MAX ? names[stat] : NULL;
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The words the writers share for what the tracker holds: a site's name, device column and
+ * owner, the references still held on its objects, a communicator's memory, the names of
+ * process states, violations, step sources, classes and losses. One place, so the text
+ * report, the NDJSON and the metrics call a thing the same.
+ */
+#ifndef GPULEAK_DESCRIBE_H
+#define GPULEAK_DESCRIBE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "engine/tracker.h"
+#include "probe/catalog.h"
+
+struct report;
+struct timeline;
+
+/* A site's name as every output prints it: its caller symbolized, "?" without one. */
+const char *describe__site(const struct report *r, const struct site *s);
+enum cat_mem describe__mem(const struct site *s);
+/* The DEV column: a CUDA ordinal, host, or a WebGPU device as wgpu#N (order of first sight). */
+void describe__device(const struct tracker *t, const struct site *s, char *buf, size_t len);
+/* The owner object (a WebGPU device) of a site of pid, or NULL. */
+const struct tobj *describe__owner(const struct tracker *t, pid_t pid, const struct site *s);
+/* "context", "communicator", "device", "layer"; NULL for none. */
+const char *describe__owner_kind(uint8_t kind);
+
+/*
+ * References still held on a site's live objects, by the AddRef site that took them: what
+ * keeps an unbalanced WebGPU object alive.
+ */
+struct addrefs {
+	unsigned int n;
+	uint32_t site[TOBJ_ADDREF_SITES];
+	uint64_t count[TOBJ_ADDREF_SITES];
+};
+
+void describe__addrefs(const struct tracker *t, uint32_t site, struct addrefs *out);
+
+/* Live memory of a communicator: the sites it owns and everything layered under them. */
+struct comm_totals {
+	uint64_t bytes, count;
+	uint64_t regs; /* registrations */
+};
+
+void describe__comm(const struct tracker *t, pid_t pid, uint64_t comm, struct comm_totals *out);
+
+/* "running", "exited", "detached", "exec", "ended". */
+const char *describe__proc_state(const struct tproc *p);
+/* "once", "max", ...: the NDJSON names of enum violation_kind. */
+const char *describe__violation(uint8_t kind);
+/* Where a violation happened, named as its site. */
+const char *describe__violation_site(const struct report *r, const struct violation *v);
+/* "interval", "sync", "sym", "nvtx". */
+const char *describe__step_source(const struct timeline *tl);
+/* What a rule, or the first step, made of a site's memory: "persistent", "init", ... */
+const char *describe__site_class(const struct site *s);
+/* A BPF loss counter's name (GL_STAT_*), NULL for one no output names. */
+const char *describe__loss(int stat);
+
+#endif

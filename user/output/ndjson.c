@@ -1,0 +1,625 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <inttypes.h>
+#include "engine/rules.h"
+#include "engine/verdict.h"
+#include "lib/json.h"
+#include "output/describe.h"
+#include "output/interval.h"
+#include "output/ndjson.h"
+#include "output/report_sink.h"
+#include "symbols/stacks.h"
+#include "symbols/symbolizer.h"
+
+/* A JSON string, or null for NULL. */
+static void json_str_or_null(FILE *f, const char *s)
+{
+	if (s)
+		json_str(f, s);
+	else
+		fputs("null", f);
+}
+
+/* ---- interval and step records ---- */
+
+void ndjson__interval(struct report *r, const struct interval_view *iv, uint64_t now_ns)
+{
+	const struct tproc *p = iv->p;
+	size_t j;
+
+	fprintf(r->json,
+		"{\"type\":\"interval\",\"t_s\":%.3f,\"pid\":%d,\"live_bytes\":%" PRIu64
+		",\"live_count\":%" PRIu64 ",\"pending_bytes\":%" PRIu64 ",\"allocs\":%" PRIu64
+		",\"frees\":%" PRIu64 ",\"failed_calls\":%" PRIu64 ",\"by_api\":[",
+		report__secs(r, now_ns), p->pid, p->live_bytes, p->live_count, p->pending_bytes,
+		p->c.allocs, p->c.frees, p->c.failed_calls);
+	for (j = 0; j < iv->nr_rows; j++)
+		fprintf(r->json,
+			"%s{\"api\":\"%s\",\"device\":%d,\"bytes\":%" PRIu64 ",\"count\":%" PRIu64
+			"}",
+			j ? "," : "", cat_api_name(iv->rows[j].api), iv->rows[j].device,
+			iv->rows[j].bytes, iv->rows[j].count);
+	fputs("],\"top_sites\":[", r->json);
+	for (j = 0; j < iv->leaks.n && (int)j < r->top; j++) {
+		const struct site *s = &r->t->sites[iv->leaks.v[j]];
+
+		fprintf(r->json, "%s{\"api\":\"%s\",\"site\":", j ? "," : "", cat_api_name(s->api));
+		json_str(r->json, describe__site(r, s));
+		fprintf(r->json, ",\"bytes\":%" PRIu64 ",\"count\":%" PRIu64 "}", s->live_bytes,
+			s->live_count);
+	}
+	fputs("]}\n", r->json);
+}
+
+/* A signed difference of two byte counts. */
+static void json_net(FILE *f, uint64_t allocated, uint64_t freed)
+{
+	if (allocated >= freed)
+		fprintf(f, ",\"net_bytes\":%" PRIu64, allocated - freed);
+	else
+		fprintf(f, ",\"net_bytes\":-%" PRIu64, freed - allocated);
+}
+
+/* A step's memory sites: those that changed most by name, the others summed. */
+static void json_step_sites(struct report *r, const struct step_sites *ss)
+{
+	size_t i;
+
+	fputs(",\"sites\":[", r->json);
+	for (i = 0; i < ss->n; i++) {
+		const struct step_site *v = &ss->top[i];
+		const struct site *s = &r->t->sites[v->site];
+
+		fprintf(r->json, "%s{\"api\":\"%s\",\"site\":", i ? "," : "", cat_api_name(s->api));
+		json_str(r->json, describe__site(r, s));
+		fputs(",\"label\":", r->json);
+		json_str_or_null(r->json, s->label ? tracker__label(r->t, s->label) : NULL);
+		fprintf(r->json,
+			",\"class\":\"%s\",\"live_bytes\":%" PRIu64 ",\"allocated_bytes\":%" PRIu64
+			",\"freed_bytes\":%" PRIu64,
+			describe__site_class(s), v->live, v->allocated, v->freed);
+		json_net(r->json, v->allocated, v->freed);
+		fputc('}', r->json);
+	}
+	fprintf(r->json,
+		"],\"other_sites\":{\"count\":%" PRIu64 ",\"allocated_bytes\":%" PRIu64
+		",\"freed_bytes\":%" PRIu64,
+		ss->rest, ss->rest_allocated, ss->rest_freed);
+	json_net(r->json, ss->rest_allocated, ss->rest_freed);
+	fputc('}', r->json);
+}
+
+void ndjson__step(struct report *r, pid_t pid, const struct step_stat *st)
+{
+	fprintf(r->json,
+		"{\"type\":\"step\",\"pid\":%d,\"step\":%" PRId64 ",\"t_s\":%.3f,\"dt_s\":%.3f"
+		",\"live_bytes\":%" PRIu64 ",\"persistent_bytes\":%" PRIu64
+		",\"pending_bytes\":%" PRIu64 ",\"suspect_bytes\":%" PRIu64
+		",\"allocated_bytes\":%" PRIu64 ",\"freed_bytes\":%" PRIu64 ",\"allocs\":%" PRIu64
+		",\"frees\":%" PRIu64 ",\"requests\":%" PRIu64 ",\"requests_in_flight\":%" PRIu64,
+		pid, st->step, report__secs(r, st->t_end_ns),
+		(double)(st->t_end_ns - st->t_start_ns) / 1e9, st->live, st->persistent,
+		st->pending, st->suspect, st->allocated, st->freed, st->allocs, st->frees,
+		st->requests, st->inflight);
+	if (st->sites)
+		json_step_sites(r, st->sites);
+	fputs("}\n", r->json);
+}
+
+/* ---- the verdict record: its sites ---- */
+
+static void json_owner(struct report *r, const struct site *s)
+{
+	const char *ok = describe__owner_kind(s->owner_kind);
+	const struct tobj *o;
+
+	if (!ok || s->owner_kind == OWNER_LAYER) {
+		fputs(",\"owner\":null", r->json);
+		return;
+	}
+	fprintf(r->json, ",\"owner\":{\"kind\":\"%s\",\"handle\":\"0x%" PRIx64 "\"", ok, s->owner);
+	if (s->owner_kind == OWNER_DEVICE) {
+		o = describe__owner(r->t, s->pid, s);
+		fprintf(r->json, ",\"name\":\"wgpu#%u\",\"label\":", o ? o->ordinal : 0);
+		json_str_or_null(r->json, o && o->label ? tracker__label(r->t, o->label) : NULL);
+	}
+	fputc('}', r->json);
+}
+
+static void json_layers(struct report *r, uint32_t idx)
+{
+	const struct tracker *t = r->t;
+	const struct site *s = &t->sites[idx];
+	bool first = true;
+	size_t i;
+
+	fputs(",\"layers\":[", r->json);
+	if (s->layer_count) {
+		fprintf(r->json, "{\"api\":\"%s\",\"same_memory\":true,\"count\":%" PRIu64 "}",
+			cat_api_name(s->layer_api), s->layer_count);
+		first = false;
+	}
+	for (i = 0; i < t->nr_sites; i++) {
+		const struct site *l = &t->sites[i];
+
+		if (l->owner_kind != OWNER_LAYER || l->owner != idx || !l->live_count)
+			continue;
+		fprintf(
+		    r->json,
+		    "%s{\"api\":\"%s\",\"same_memory\":false,\"memory\":\"%s\",\"bytes\":%" PRIu64
+		    ",\"count\":%" PRIu64 "}",
+		    first ? "" : ",", cat_api_name(l->api), cat_mem_name(describe__mem(l)),
+		    l->live_bytes, l->live_count);
+		first = false;
+	}
+	fputc(']', r->json);
+}
+
+static void json_growth_fields(FILE *f, const struct growth *g)
+{
+	if (!g) {
+		fputs(",\"slope_bytes_per_step\":null,\"slope_bytes_per_s\":null,\"r2\":null,"
+		      "\"first_step\":null",
+		      f);
+		return;
+	}
+	fprintf(f,
+		",\"slope_bytes_per_step\":%.1f,\"slope_bytes_per_s\":%.1f,\"r2\":%.4f,"
+		"\"first_step\":%" PRId64 ",\"growth_steps\":%" PRId64,
+		g->slope_per_step, g->slope_per_s, g->r2, g->first_step, g->growth_steps);
+	if (g->per_request > 0)
+		fprintf(f, ",\"bytes_per_request\":%.1f", g->per_request);
+}
+
+/* One frame of a stack: its name, and function and object when known. */
+static void json_frame(struct report *r, pid_t pid, uint64_t addr)
+{
+	const struct sym_info *si = symbolizer__info(r->sym, pid, addr);
+
+	fputs("{\"name\":", r->json);
+	json_str(r->json, symbolizer__name(r->sym, pid, addr));
+	fputs(",\"function\":", r->json);
+	json_str_or_null(r->json, si ? si->func : NULL);
+	fputs(",\"module\":", r->json);
+	json_str_or_null(r->json, si ? si->module : NULL);
+	fputc('}', r->json);
+}
+
+static uint64_t sstack_bytes(const struct site_stack *ss, enum verdict_list k)
+{
+	return k == VERDICT_PENDING ? ss->pending_bytes : ss->live_bytes;
+}
+
+static uint64_t sstack_count(const struct site_stack *ss, enum verdict_list k)
+{
+	return k == VERDICT_PENDING ? ss->pending_count : ss->live_count;
+}
+
+static void json_stack(struct report *r, const struct site *s, const struct site_stack *ss,
+		       enum verdict_list k, bool first)
+{
+	const struct ustack *st = symbolizer__stack(r->sym, s->pid, ss->stack_id, s->caller);
+	uint32_t j;
+
+	fprintf(r->json, "%s{\"bytes\":%" PRIu64 ",\"count\":%" PRIu64 ",\"frames\":[",
+		first ? "" : ",", sstack_bytes(ss, k), sstack_count(ss, k));
+	for (j = 0; j < st->nr; j++) {
+		if (j)
+			fputc(',', r->json);
+		json_frame(r, s->pid, st->frames[j]);
+	}
+	fprintf(r->json, "],\"truncated\":%s,\"without_frame_pointers\":",
+		st->flags & STACK_TRUNCATED ? "true" : "false");
+	if (st->flags & STACK_NO_FP)
+		fprintf(r->json, "{\"from_frame\":%u}}", st->nofp_from);
+	else
+		fputs("null}", r->json);
+}
+
+/*
+ * The user stacks the site's allocations (live, or pending for the pending list) came from,
+ * largest first, each innermost frame (the call site) first: how the program got to the
+ * site. Empty without stacks and for failed calls.
+ */
+static void json_stacks(struct report *r, uint32_t idx, enum verdict_list k)
+{
+	const struct tracker *t = r->t;
+	const struct site *s = &t->sites[idx];
+	uint32_t v[64], i, n = 0, j;
+
+	fputs(",\"stacks\":[", r->json);
+	for (i = s->sstacks; k != VERDICT_FAILED && i != UINT32_MAX && n < 64;
+	     i = t->sstacks[i].next) {
+		const struct site_stack *ss = &t->sstacks[i];
+
+		if (!sstack_count(ss, k) ||
+		    !symbolizer__stack(r->sym, s->pid, ss->stack_id, s->caller))
+			continue;
+		/* insertion sort: a site has a handful of stacks */
+		for (j = n; j && sstack_bytes(&t->sstacks[v[j - 1]], k) < sstack_bytes(ss, k); j--)
+			v[j] = v[j - 1];
+		v[j] = i;
+		n++;
+	}
+	for (i = 0; i < n; i++)
+		json_stack(r, s, &t->sstacks[v[i]], k, !i);
+	fputc(']', r->json);
+}
+
+static void json_addrefs(struct report *r, uint32_t idx)
+{
+	struct addrefs ar;
+	unsigned int i;
+
+	describe__addrefs(r->t, idx, &ar);
+	fputs(",\"addref_sites\":[", r->json);
+	for (i = 0; i < ar.n; i++) {
+		const struct site *as = &r->t->sites[ar.site[i]];
+
+		fprintf(r->json, "%s{\"api\":\"%s\",\"site\":", i ? "," : "",
+			cat_api_name(as->api));
+		json_str(r->json, describe__site(r, as));
+		fprintf(r->json, ",\"count\":%" PRIu64 "}", ar.count[i]);
+	}
+	fputc(']', r->json);
+}
+
+static void json_failure(struct report *r, const struct site *s)
+{
+	fprintf(r->json, ",\"error\":%d,\"error_name\":", s->last_err);
+	json_str_or_null(r->json, cat_error_name(s->api, s->last_err));
+	fprintf(r->json, ",\"count\":%" PRIu64 "}", s->failed);
+}
+
+/* One entry of a site list: kind is what of the site's memory it is ("live", ...), or NULL. */
+static void json_site(struct report *r, const struct proc_verdict *pv, uint32_t idx,
+		      enum verdict_list k, const char *kind, uint64_t bytes, uint64_t count,
+		      bool first)
+{
+	const struct site *s = &r->t->sites[idx];
+
+	fprintf(r->json, "%s{\"api\":\"%s\",\"site\":", first ? "" : ",", cat_api_name(s->api));
+	json_str(r->json, describe__site(r, s));
+	fprintf(r->json, ",\"module\":");
+	json_str_or_null(r->json, s->caller ? symbolizer__module(r->sym, s->pid, s->caller) : NULL);
+	if (k == VERDICT_FAILED) {
+		json_failure(r, s);
+		return;
+	}
+	fprintf(r->json, ",\"device\":%d,\"memory\":\"%s\"", s->device,
+		cat_mem_name(describe__mem(s)));
+	if (kind)
+		fprintf(r->json, ",\"kind\":\"%s\"", kind);
+	if (s->rule && r->t->rules) {
+		fputs(",\"rule\":", r->json);
+		json_str(r->json, r->t->rules->v[s->rule - 1].text);
+	}
+	if (k == VERDICT_RETAINED)
+		fprintf(r->json, ",\"retained_by\":\"%s\"", s->cls == CLS_INIT ? "init" : "rule");
+	json_owner(r, s);
+	fputs(",\"label\":", r->json);
+	json_str_or_null(r->json, s->label ? tracker__label(r->t, s->label) : NULL);
+	fprintf(r->json, ",\"bytes\":%" PRIu64 ",\"count\":%" PRIu64 ",\"unsized\":%" PRIu64, bytes,
+		count, s->unsized);
+	if (k == VERDICT_LEAKS) {
+		json_growth_fields(r->json, verdict__growth_at(pv, idx));
+		json_addrefs(r, idx);
+	}
+	if (k == VERDICT_LEAKS || k == VERDICT_RETAINED || k == VERDICT_IGNORED)
+		json_layers(r, idx);
+	json_stacks(r, idx, k);
+	fputc('}', r->json);
+}
+
+/*
+ * A live site's entries: its memory, and apart from it VMM handles released while still
+ * mapped, a leak of their own kind. Whether it wrote one after first.
+ */
+static bool json_live_site(struct report *r, const struct proc_verdict *pv, uint32_t idx,
+			   enum verdict_list k, bool first)
+{
+	const struct site *s = &r->t->sites[idx];
+
+	if (s->live_count > s->relmapped_count) {
+		json_site(
+		    r, pv, idx, k, s->api == GL_API_CU_MEM_CREATE ? "handle_not_released" : "live",
+		    s->live_bytes - s->relmapped_bytes, s->live_count - s->relmapped_count, first);
+		first = false;
+	}
+	if (s->relmapped_count) {
+		json_site(r, pv, idx, k, "released_while_mapped", s->relmapped_bytes,
+			  s->relmapped_count, first);
+		first = false;
+	}
+	return first;
+}
+
+static void json_site_array(struct report *r, const struct proc_verdict *pv, enum verdict_list k,
+			    const char *name)
+{
+	const struct site_list *l = &pv->sites[k];
+	bool first = true;
+	size_t j;
+
+	fprintf(r->json, ",\"%s\":[", name);
+	for (j = 0; j < l->n; j++) {
+		const struct site *s = &r->t->sites[l->v[j]];
+
+		switch (k) {
+		case VERDICT_LEAKS:
+		case VERDICT_RETAINED:
+		case VERDICT_IGNORED:
+			first = json_live_site(r, pv, l->v[j], k, first);
+			break;
+		case VERDICT_PENDING:
+			json_site(r, pv, l->v[j], k, NULL, s->pending_bytes, s->pending_count,
+				  first);
+			first = false;
+			break;
+		default:
+			json_site(r, pv, l->v[j], k, NULL, s->live_bytes, s->live_count, first);
+			first = false;
+			break;
+		}
+	}
+	fputc(']', r->json);
+}
+
+static void json_comms(struct report *r, const struct tproc *p)
+{
+	size_t i;
+
+	fputs(",\"communicators\":[", r->json);
+	for (i = 0; i < p->nr_comms; i++) {
+		const struct tcomm *c = &p->comms[i];
+		struct comm_totals ct;
+
+		describe__comm(r->t, p->pid, c->comm, &ct);
+		fprintf(r->json,
+			"%s{\"handle\":\"0x%" PRIx64 "\",\"state\":\"%s\",\"api\":\"%s\","
+			"\"site\":",
+			i ? "," : "", c->comm, c->destroyed ? "destroyed" : "live",
+			cat_api_name(r->t->sites[c->init_site].api));
+		json_str(r->json, describe__site(r, &r->t->sites[c->init_site]));
+		fprintf(r->json,
+			",\"live_bytes\":%" PRIu64 ",\"live_count\":%" PRIu64
+			",\"registrations\":%" PRIu64 "}",
+			ct.bytes, ct.count, ct.regs);
+	}
+	fputc(']', r->json);
+}
+
+/* ---- the verdict record: rules, growth, the gate, losses ---- */
+
+/* What a violation is of: its rule, where, how much. In the verdict's list and the gate's. */
+static void json_violation_fields(struct report *r, const struct violation *v)
+{
+	const struct tracker *t = r->t;
+	const struct rule *ru = &t->rules->v[v->rule];
+	const struct site *s = v->site < t->nr_sites ? &t->sites[v->site] : NULL;
+
+	fputs("\"rule\":", r->json);
+	json_str(r->json, ru->text);
+	fputs(",\"source\":", r->json);
+	json_str(r->json, ru->source);
+	fprintf(r->json, ",\"api\":\"%s\",\"site\":", s ? cat_api_name(s->api) : "?");
+	json_str(r->json, describe__violation_site(r, v));
+	fprintf(r->json, ",\"bytes\":%" PRIu64 ",\"count\":%" PRIu64, v->bytes, v->count);
+}
+
+static void json_violations(struct report *r, const struct tproc *p)
+{
+	size_t i;
+
+	fputs(",\"violations\":[", r->json);
+	for (i = 0; r->t->rules && i < p->nr_viols; i++) {
+		const struct violation *v = &p->viols[i];
+
+		fprintf(r->json, "%s{\"kind\":\"%s\",", i ? "," : "", describe__violation(v->kind));
+		json_violation_fields(r, v);
+		fprintf(r->json, ",\"step\":%" PRId64 ",\"t_s\":%.3f}", v->step,
+			report__secs(r, v->ts_ns));
+	}
+	fputc(']', r->json);
+}
+
+static void json_growth(struct report *r, const struct proc_verdict *pv)
+{
+	const struct projection *pr = &pv->proj;
+	size_t i;
+
+	fprintf(
+	    r->json, ",\"steps\":%zu,\"step_source\":\"%s\",\"requests\":%" PRIu64 ",\"growth\":[",
+	    pv->nr_steps, describe__step_source(r->tl), timeline__nr_requests(r->tl, pv->p->pid));
+	for (i = 0; i < pv->nr_growth; i++) {
+		const struct growth *g = &pv->growth[i];
+		const struct site *s = &r->t->sites[g->site];
+
+		fprintf(r->json, "%s{\"api\":\"%s\",\"site\":", i ? "," : "", cat_api_name(s->api));
+		json_str(r->json, describe__site(r, s));
+		fprintf(r->json, ",\"device\":%d,\"bytes\":%" PRIu64, s->device, g->end_bytes);
+		json_growth_fields(r->json, g);
+		fputc('}', r->json);
+	}
+	fputc(']', r->json);
+	if (pr->known)
+		fprintf(r->json,
+			",\"projected_oom_steps\":%.0f,\"projection\":{\"device\":%d,"
+			"\"capacity_bytes\":%" PRIu64 ",\"used_bytes\":%" PRIu64
+			",\"baseline_bytes\":%" PRIu64 ",\"growth_bytes_per_step\":%.1f"
+			",\"steps_to_oom\":%.1f,\"seconds_to_oom\":%.1f}",
+			pr->steps_to_oom, pr->device, pr->capacity, pr->used, pr->baseline,
+			pr->rate_per_step, pr->steps_to_oom, pr->seconds_to_oom);
+	else
+		fputs(",\"projected_oom_steps\":null,\"projection\":null", r->json);
+}
+
+static void json_gate_violation(struct report *r, const struct proc_verdict *pv,
+				const struct gate_violation *gv)
+{
+	switch (gv->kind) {
+	case GATE_GROWTH:
+		fputs("{\"kind\":\"growth\",\"site\":", r->json);
+		json_str(r->json, describe__site(r, &r->t->sites[gv->growth->site]));
+		fprintf(r->json, ",\"bytes_per_step\":%.1f,\"limit\":%" PRIu64 "}",
+			gv->growth->slope_per_step, gv->limit);
+		break;
+	case GATE_LIVE_AT_EXIT:
+		fprintf(r->json,
+			"{\"kind\":\"live_at_exit\",\"bytes\":%" PRIu64 ",\"limit\":%" PRIu64 "}",
+			pv->leaked_bytes, gv->limit);
+		break;
+	case GATE_RULE:
+		fprintf(r->json, "{\"kind\":\"rule\",\"violation\":\"%s\",",
+			describe__violation(gv->rule->kind));
+		json_violation_fields(r, gv->rule);
+		fputc('}', r->json);
+		break;
+	}
+}
+
+/* The gate: "failed" says whether the process exceeds it, enabled or not. */
+static void json_gate(struct report *r, const struct gate *gate, const struct proc_verdict *pv)
+{
+	size_t i;
+
+	fprintf(r->json, ",\"gate\":{\"enabled\":%s,\"failed\":%s,\"violations\":[",
+		gate->on ? "true" : "false", pv->nr_gate ? "true" : "false");
+	for (i = 0; i < pv->nr_gate; i++) {
+		if (i)
+			fputc(',', r->json);
+		json_gate_violation(r, pv, &pv->gate[i]);
+	}
+	fputs("]}", r->json);
+}
+
+/* The error bounds of a verdict: how far live bytes may be from the truth. */
+static void json_uncertainty(struct report *r, const struct proc_verdict *pv)
+{
+	const struct uncertainty *u = &pv->uncertainty;
+	const struct tproc *p = pv->p;
+
+	if (!pv->uncertainty_known) {
+		fputs(",\"approximate\":true,\"uncertainty\":null", r->json);
+		return;
+	}
+	fprintf(r->json,
+		",\"approximate\":%s,\"uncertainty\":{\"records_lost\":%" PRIu64
+		",\"allocs_missed\":%" PRIu64 ",\"alloc_bytes_missed\":%" PRIu64
+		",\"allocs_missed_unsized\":%" PRIu64 ",\"frees_missed\":%" PRIu64
+		",\"live_bytes_min\":%" PRIu64 ",\"live_bytes_max\":",
+		u->approximate ? "true" : "false", p->loss[GL_STAT_RB_FULL], u->allocs_missed,
+		u->alloc_bytes_missed, u->allocs_missed_unsized, u->frees_missed,
+		p->live_bytes - u->live_overstated_max);
+	if (u->under_known)
+		fprintf(r->json, "%" PRIu64, p->live_bytes + u->live_understated_max);
+	else
+		fputs("null", r->json);
+	fputc('}', r->json);
+}
+
+/* Who the process is, how it ended, and its counters. */
+static void json_process(struct report *r, const struct tproc *p, uint64_t now_ns)
+{
+	uint64_t end = p->exited || p->detached ? p->last_ts_ns : now_ns;
+	int k;
+
+	fprintf(r->json,
+		"{\"type\":\"verdict\",\"pid\":%d,\"ppid\":%d,\"ns_pid\":%u,\"comm\":", p->pid,
+		p->ppid, p->ns_pid);
+	json_str(r->json, p->comm);
+	fprintf(
+	    r->json,
+	    ",\"state\":\"%s\",\"exit_status\":%d,\"duration_s\":%.3f,\"live_bytes\":%" PRIu64
+	    ",\"live_count\":%" PRIu64 ",\"pending_bytes\":%" PRIu64 ",\"pending_count\":%" PRIu64
+	    ",\"allocs\":%" PRIu64 ",\"alloc_bytes\":%" PRIu64 ",\"frees\":%" PRIu64
+	    ",\"failed_calls\":%" PRIu64 ",\"unknown_frees\":%" PRIu64 ",\"null_frees\":%" PRIu64
+	    ",\"double_frees\":%" PRIu64 ",\"addr_reuse\":%" PRIu64 ",\"async_reuse\":%" PRIu64
+	    ",\"persistent_bytes\":%" PRIu64 ",\"persistent_count\":%" PRIu64
+	    ",\"ignored_bytes\":%" PRIu64 ",\"ignored_count\":%" PRIu64 ",\"init_bytes\":%" PRIu64
+	    ",\"init_count\":%" PRIu64 ",\"layers\":%" PRIu64 ",\"released_by_owner\":%" PRIu64
+	    ",\"error_objects\":%" PRIu64 ",\"unknown_refs\":%" PRIu64
+	    ",\"unmatched_done\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"dropped_events\":%" PRIu64
+	    ",\"losses\":{",
+	    describe__proc_state(p), p->exited ? p->exit_status : -1,
+	    end > p->first_ts_ns && p->first_ts_ns ? (double)(end - p->first_ts_ns) / 1e9 : 0.0,
+	    p->live_bytes, p->live_count, p->pending_bytes, p->pending_count, p->c.allocs,
+	    p->c.alloc_bytes, p->c.frees, p->c.failed_calls, p->c.unknown_frees, p->c.null_frees,
+	    p->c.double_frees, p->c.addr_reuse, p->c.async_reuse, p->persistent_bytes,
+	    p->persistent_count, p->ignored_bytes, p->ignored_count, p->init_bytes, p->init_count,
+	    p->c.layers, p->c.released_by_owner, p->c.error_objects, p->c.unknown_refs,
+	    p->c.unmatched_done, p->c.calls, tproc__dropped(p));
+	for (k = 0; k < GL_STAT_MAX; k++)
+		if (describe__loss(k))
+			fprintf(r->json, "%s\"%s\":%" PRIu64, k ? "," : "", describe__loss(k),
+				p->loss[k]);
+	fputc('}', r->json);
+}
+
+void ndjson__verdict(struct report *r, const struct verdict *v, const struct proc_verdict *pv,
+		     uint64_t now_ns)
+{
+	json_process(r, pv->p, now_ns);
+	json_uncertainty(r, pv);
+	json_site_array(r, pv, VERDICT_LEAKS, "leaks");
+	json_site_array(r, pv, VERDICT_RETAINED, "retained");
+	json_site_array(r, pv, VERDICT_IGNORED, "ignored");
+	json_violations(r, pv->p);
+	json_growth(r, pv);
+	json_gate(r, &v->gate, pv);
+	json_site_array(r, pv, VERDICT_PENDING, "pending");
+	json_site_array(r, pv, VERDICT_FAILED, "failures");
+	json_site_array(r, pv, VERDICT_VA, "address_space");
+	json_site_array(r, pv, VERDICT_REG, "registrations");
+	json_comms(r, pv->p);
+	if (r->verdict_extra)
+		fprintf(r->json, ",%s", r->verdict_extra);
+	if (r->verdict_more)
+		r->verdict_more(r->verdict_more_ctx, pv->p->pid, r->json);
+	fputs("}\n", r->json);
+}
+
+/* ---- across processes ---- */
+
+void ndjson__summary(struct report *r, const struct verdict *v)
+{
+	bool first = true;
+	size_t i;
+
+	fprintf(r->json,
+		"{\"type\":\"summary\",\"processes\":%zu,\"live_bytes\":%" PRIu64
+		",\"leaked_bytes\":%" PRIu64 ",\"per_process\":[",
+		v->nr_reported, v->live_bytes, v->leaked_bytes);
+	for (i = 0; i < v->nr_procs; i++) {
+		const struct proc_verdict *pv = &v->procs[i];
+		const struct tproc *p = pv->p;
+
+		if (!pv->reported)
+			continue;
+		fprintf(r->json, "%s{\"pid\":%d,\"ppid\":%d,\"comm\":", first ? "" : ",", p->pid,
+			p->ppid);
+		json_str(r->json, p->comm);
+		fprintf(r->json,
+			",\"state\":\"%s\",\"live_bytes\":%" PRIu64 ",\"leaked_bytes\":%" PRIu64
+			",\"growth_bytes_per_s\":%.1f,\"growth_bytes_per_step\":%.1f"
+			",\"growth_sites\":%zu,\"steps\":%zu,\"approximate\":%s}",
+			describe__proc_state(p), p->live_bytes, pv->leaked_bytes, pv->growth_per_s,
+			pv->growth_per_step, pv->nr_growth, pv->nr_steps,
+			tproc__dropped(p) ? "true" : "false");
+		first = false;
+	}
+	fputs("],\"skew\":[", r->json);
+	for (i = 0, first = true; i < v->nr_procs; i++) {
+		const struct proc_verdict *pv = &v->procs[i];
+
+		if (!pv->reported || !pv->skewed)
+			continue;
+		fprintf(r->json, "%s{\"pid\":%d,\"comm\":", first ? "" : ",", pv->p->pid);
+		json_str(r->json, pv->p->comm);
+		fprintf(r->json,
+			",\"growth_bytes_per_s\":%.1f,\"peers\":%zu"
+			",\"peer_median_bytes_per_s\":%.1f}",
+			pv->growth_per_s, pv->nr_peers, pv->peer_median_per_s);
+		first = false;
+	}
+	fputs("]}\n", r->json);
+}

@@ -1,0 +1,421 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <inttypes.h>
+#include "engine/rules.h"
+#include "engine/verdict.h"
+#include "lib/units.h"
+#include "output/describe.h"
+#include "output/graph.h"
+#include "output/report_sink.h"
+#include "output/text.h"
+
+/* Lower layers of the allocations at site idx: other sites whose owner it is. */
+static void print_layers(struct report *r, uint32_t idx)
+{
+	const struct tracker *t = r->t;
+	const struct site *s = &t->sites[idx];
+	char b[32];
+	size_t i;
+
+	if (s->layer_count)
+		fprintf(r->out, "  %10s %6" PRIu64 "    \\_ %s (same memory)\n", "", s->layer_count,
+			cat_api_name(s->layer_api));
+	for (i = 0; i < t->nr_sites; i++) {
+		const struct site *l = &t->sites[i];
+
+		if (l->owner_kind != OWNER_LAYER || l->owner != idx || !l->live_count)
+			continue;
+		fprintf(r->out, "  %10s %6" PRIu64 "    \\_ %s%s\n",
+			fmt_bytes(l->live_bytes, b, sizeof(b)), l->live_count, cat_api_name(l->api),
+			describe__mem(l) == MEM_VA ? " (address space)" : "");
+	}
+}
+
+/* What lies under a live row: its layers, and the references that keep its objects alive. */
+static void print_row_details(struct report *r, uint32_t idx)
+{
+	struct addrefs ar;
+	unsigned int i;
+
+	print_layers(r, idx);
+	describe__addrefs(r->t, idx, &ar);
+	for (i = 0; i < ar.n; i++) {
+		const struct site *as = &r->t->sites[ar.site[i]];
+
+		fprintf(r->out, "  %17s  %" PRIu64 " reference%s added by %s at %s, still held\n",
+			"", ar.count[i], ar.count[i] == 1 ? "" : "s", cat_api_name(as->api),
+			describe__site(r, as));
+	}
+}
+
+/* One row of a site table (live, pending or failed). */
+static void print_site_row(struct report *r, uint32_t idx, enum verdict_list k, bool labels)
+{
+	const struct site *s = &r->t->sites[idx];
+	const char *ok = describe__owner_kind(s->owner_kind);
+	char b[32], dev[16];
+
+	if (k == VERDICT_FAILED) {
+		const char *en = cat_error_name(s->api, s->last_err);
+
+		fprintf(r->out, "  %8" PRIu64 "  %-26s %5d  %s%s%s\n", s->failed,
+			cat_api_name(s->api), s->last_err, describe__site(r, s), en ? ": " : "",
+			en ? en : "");
+		return;
+	}
+	describe__device(r->t, s, dev, sizeof(dev));
+	fprintf(r->out, "  %10s %6" PRIu64 "  %-26s ",
+		fmt_bytes(k == VERDICT_PENDING ? s->pending_bytes : s->live_bytes, b, sizeof(b)),
+		k == VERDICT_PENDING ? s->pending_count : s->live_count, cat_api_name(s->api));
+	if (labels)
+		fprintf(r->out, "%-16s %s", s->label ? tracker__label(r->t, s->label) : "-",
+			describe__site(r, s));
+	else
+		fprintf(r->out, "%4s  %s", dev, describe__site(r, s));
+	if (ok && s->owner_kind != OWNER_LAYER && s->owner_kind != OWNER_DEVICE)
+		fprintf(r->out, " [%s 0x%" PRIx64 "]", ok, s->owner);
+	if (s->relmapped_count)
+		fprintf(r->out, " (%" PRIu64 " released while mapped)", s->relmapped_count);
+	if (k == VERDICT_RETAINED && s->cls == CLS_INIT)
+		fputs(" (before the first step)", r->out);
+	if (s->unsized)
+		fprintf(r->out, " (%" PRIu64 " of unknown size: texture format)", s->unsized);
+	fputc('\n', r->out);
+	if (k == VERDICT_LEAKS || k == VERDICT_RETAINED)
+		print_row_details(r, idx);
+}
+
+static bool same_device(const struct site *a, const struct site *b)
+{
+	return a->owner_kind == OWNER_DEVICE && b->owner_kind == OWNER_DEVICE &&
+	       a->owner == b->owner;
+}
+
+/* The block of the WebGPU device owning l->v[j]'s objects: from j on, where it begins. */
+static void print_device_block(struct report *r, const struct site_list *l, size_t j,
+			       enum verdict_list k)
+{
+	const struct tracker *t = r->t;
+	const struct site *s = &t->sites[l->v[j]];
+	const struct tobj *o = describe__owner(t, s->pid, s);
+	uint64_t bytes = 0, count = 0;
+	char b[32];
+	size_t i;
+
+	for (i = j; i < l->n; i++) {
+		const struct site *x = &t->sites[l->v[i]];
+
+		if (!same_device(x, s))
+			continue;
+		bytes += k == VERDICT_PENDING ? x->pending_bytes : x->live_bytes;
+		count += k == VERDICT_PENDING ? x->pending_count : x->live_count;
+	}
+	fprintf(r->out, "  WebGPU device wgpu#%u", o ? o->ordinal : 0);
+	if (o && o->label)
+		fprintf(r->out, " \"%s\"", tracker__label(t, o->label));
+	fprintf(r->out, " (0x%" PRIx64 "%s): %s in %" PRIu64 " objects\n", s->owner,
+		o && (o->flags & TOBJ_DESTROYED) ? ", destroyed" : "",
+		fmt_bytes(bytes, b, sizeof(b)), count);
+	fprintf(r->out, "  %10s %6s  %-26s %-16s %s\n", "BYTES", "COUNT", "API", "LABEL", "SITE");
+	for (i = j; i < l->n; i++)
+		if (same_device(&t->sites[l->v[i]], s))
+			print_site_row(r, l->v[i], k, true);
+}
+
+/*
+ * A site table. Objects a WebGPU device owns come after the rest, one block per device
+ * (in the order of its largest site), with their labels: the allocation graph device ->
+ * resources.
+ */
+static void print_sites(struct report *r, const struct proc_verdict *pv, enum verdict_list k,
+			const char *title)
+{
+	const struct site_list *l = &pv->sites[k];
+	const struct tracker *t = r->t;
+	size_t j, i;
+
+	if (!l->n)
+		return;
+	fprintf(r->out, "%s\n", title);
+	if (k == VERDICT_FAILED)
+		fprintf(r->out, "  %8s  %-26s %5s  %s\n", "CALLS", "API", "ERROR", "SITE");
+	else
+		fprintf(r->out, "  %10s %6s  %-26s %4s  %s\n", "BYTES", "COUNT", "API", "DEV",
+			"SITE");
+	for (j = 0; j < l->n; j++)
+		if (k == VERDICT_FAILED || t->sites[l->v[j]].owner_kind != OWNER_DEVICE)
+			print_site_row(r, l->v[j], k, false);
+	for (j = 0; k != VERDICT_FAILED && j < l->n; j++) {
+		const struct site *s = &t->sites[l->v[j]];
+		bool seen = false;
+
+		if (s->owner_kind != OWNER_DEVICE)
+			continue;
+		for (i = 0; i < j && !seen; i++)
+			seen = same_device(&t->sites[l->v[i]], s);
+		if (!seen)
+			print_device_block(r, l, j, k);
+	}
+}
+
+static void print_comms(struct report *r, const struct tproc *p)
+{
+	size_t i;
+	char b[32];
+
+	if (!p->nr_comms)
+		return;
+	fprintf(r->out, "NCCL communicators (memory made while creating them is theirs):\n");
+	fprintf(r->out, "  %-18s %-9s %10s %6s %5s  %s\n", "COMM", "STATE", "LIVE", "COUNT", "REGS",
+		"CREATED AT");
+	for (i = 0; i < p->nr_comms; i++) {
+		const struct tcomm *c = &p->comms[i];
+		struct comm_totals ct;
+
+		describe__comm(r->t, p->pid, c->comm, &ct);
+		fprintf(
+		    r->out, "  0x%-16" PRIx64 " %-9s %10s %6" PRIu64 " %5" PRIu64 "  %s%s\n",
+		    c->comm, c->destroyed ? "destroyed" : "live", fmt_bytes(ct.bytes, b, sizeof(b)),
+		    ct.count, ct.regs, describe__site(r, &r->t->sites[c->init_site]),
+		    c->destroyed && (ct.count || ct.regs) ? "  <- not returned by destroy" : "");
+	}
+}
+
+static void print_violations(struct report *r, const struct tproc *p)
+{
+	const struct tracker *t = r->t;
+	char b[32];
+	size_t i;
+
+	if (!p->nr_viols || !t->rules)
+		return;
+	fprintf(r->out, "rule violations:\n");
+	for (i = 0; i < p->nr_viols; i++) {
+		const struct violation *v = &p->viols[i];
+		const struct rule *ru = &t->rules->v[v->rule];
+
+		fprintf(r->out, "  %-28s %10s %5" PRIu64 "  %s  [%s: %s]\n",
+			describe__violation(v->kind), fmt_bytes(v->bytes, b, sizeof(b)), v->count,
+			describe__violation_site(r, v), ru->source, ru->text);
+	}
+}
+
+static void fmt_duration(double s, char *buf, size_t len)
+{
+	if (s < 120)
+		snprintf(buf, len, "%.0f s", s);
+	else if (s < 7200)
+		snprintf(buf, len, "%.0f min", s / 60);
+	else if (s < 172800)
+		snprintf(buf, len, "%.1f h", s / 3600);
+	else
+		snprintf(buf, len, "%.1f days", s / 86400);
+}
+
+static void print_projection(struct report *r, const struct projection *pr)
+{
+	char b1[32], b2[32], b3[32], d[32];
+
+	if (!pr->known) {
+		fprintf(r->out, "time to OOM: device size unknown (no NVML reading): pass "
+				"--device-mem SIZE\n");
+		return;
+	}
+	fmt_duration(pr->seconds_to_oom, d, sizeof(d));
+	if (pr->webgpu)
+		fprintf(r->out, "WebGPU device wgpu#%d", pr->device + 1);
+	else
+		fprintf(r->out, "device %d", pr->device);
+	fprintf(r->out, ": %s of %s in use", fmt_bytes(pr->used, b1, sizeof(b1)),
+		fmt_bytes(pr->capacity, b2, sizeof(b2)));
+	if (pr->baseline)
+		fprintf(r->out, " (%s held before tracing, unattributed)",
+			fmt_bytes(pr->baseline, b3, sizeof(b3)));
+	fprintf(r->out, "; OOM in ~%.0f steps (~%s)\n", pr->steps_to_oom, d);
+}
+
+static void print_growth(struct report *r, const struct proc_verdict *pv)
+{
+	const struct growth *g = pv->growth;
+	char b1[32], b2[32], b3[32];
+	size_t i;
+
+	fprintf(r->out, "steps: %zu (%s)", pv->nr_steps, describe__step_source(r->tl));
+	if (timeline__opts(r->tl)->requests)
+		fprintf(r->out, ", %" PRIu64 " requests", timeline__nr_requests(r->tl, pv->p->pid));
+	if (!pv->nr_growth) {
+		fprintf(r->out, "; no site grows step over step\n");
+		return;
+	}
+	fprintf(r->out, "\ngrowing sites (live bytes rise step after step):\n");
+	fprintf(r->out, "  %12s %12s %6s %6s %10s  %s\n", "PER STEP", "PER SECOND", "R2", "FROM",
+		"NOW", "SITE");
+	for (i = 0; i < pv->nr_growth; i++) {
+		const struct site *s = &r->t->sites[g[i].site];
+
+		fprintf(r->out, "  %10s/st %10s/s %6.3f %6" PRId64 " %10s  %s (%s)",
+			fmt_bytes((uint64_t)(g[i].slope_per_step + 0.5), b1, sizeof(b1)),
+			fmt_bytes((uint64_t)(g[i].slope_per_s + 0.5), b2, sizeof(b2)), g[i].r2,
+			g[i].first_step, fmt_bytes(g[i].end_bytes, b3, sizeof(b3)),
+			describe__site(r, s), cat_api_name(s->api));
+		if (g[i].per_request > 0)
+			fprintf(r->out, ", %s per request",
+				fmt_bytes((uint64_t)(g[i].per_request + 0.5), b1, sizeof(b1)));
+		fputc('\n', r->out);
+	}
+	print_projection(r, &pv->proj);
+}
+
+/* Every limit the process exceeds, when the gate is on. */
+static void print_gate(struct report *r, const struct gate *gate, const struct proc_verdict *pv)
+{
+	char b1[32], b2[32];
+	size_t i;
+
+	for (i = 0; gate->on && i < pv->nr_gate; i++) {
+		const struct gate_violation *gv = &pv->gate[i];
+		const struct violation *v = gv->rule;
+
+		switch (gv->kind) {
+		case GATE_GROWTH:
+			fprintf(r->out, "GATE: %s grows %s per step (limit %s)\n",
+				describe__site(r, &r->t->sites[gv->growth->site]),
+				fmt_bytes((uint64_t)gv->growth->slope_per_step, b1, sizeof(b1)),
+				fmt_bytes(gv->limit, b2, sizeof(b2)));
+			break;
+		case GATE_LIVE_AT_EXIT:
+			fprintf(r->out, "GATE: %s leaked at exit (limit %s)\n",
+				fmt_bytes(pv->leaked_bytes, b1, sizeof(b1)),
+				fmt_bytes(gv->limit, b2, sizeof(b2)));
+			break;
+		case GATE_RULE:
+			/* Which rule, where: a CI log must say what to fix without the verdict. */
+			fprintf(r->out, "GATE: rule violation: %s, %s at %s [%s: %s]\n",
+				describe__violation(v->kind), fmt_bytes(v->bytes, b1, sizeof(b1)),
+				describe__violation_site(r, v), r->t->rules->v[v->rule].source,
+				r->t->rules->v[v->rule].text);
+			break;
+		}
+	}
+}
+
+/* "LOST (results approximate): ..." and by how much: the line every lossy verdict ends with. */
+static void print_uncertainty(struct report *r, const struct proc_verdict *pv)
+{
+	const struct uncertainty *u = &pv->uncertainty;
+	const struct tproc *p = pv->p;
+	char b1[32], b2[32], b3[32];
+	int k;
+
+	if (!pv->uncertainty_known || !u->approximate)
+		return;
+	fprintf(r->out, "LOST (results approximate):");
+	for (k = 0; k < GL_STAT_MAX; k++)
+		if (describe__loss(k) && p->loss[k] &&
+		    (k < GL_STAT_LOST_ALLOCS || k > GL_STAT_LOST_FREES))
+			fprintf(r->out, " %s=%" PRIu64, describe__loss(k), p->loss[k]);
+	fputc('\n', r->out);
+	if (!u->allocs_missed && !u->frees_missed)
+		return;
+	fprintf(r->out,
+		"  missed: %" PRIu64 " allocations (%s%s), %" PRIu64 " frees; live bytes "
+		"are between %s and ",
+		u->allocs_missed, fmt_bytes(u->alloc_bytes_missed, b1, sizeof(b1)),
+		u->allocs_missed_unsized ? " and some of unknown size" : "", u->frees_missed,
+		fmt_bytes(p->live_bytes - u->live_overstated_max, b2, sizeof(b2)));
+	if (u->under_known)
+		fprintf(r->out, "%s\n",
+			fmt_bytes(p->live_bytes + u->live_understated_max, b3, sizeof(b3)));
+	else
+		fprintf(r->out, "an unknown amount above %s\n",
+			fmt_bytes(p->live_bytes, b3, sizeof(b3)));
+}
+
+/* Who the process is, how it ended, and what it holds. */
+static void print_header(struct report *r, const struct tproc *p, uint64_t now_ns)
+{
+	uint64_t end = p->exited || p->detached ? p->last_ts_ns : now_ns;
+	char b1[32], b2[32];
+
+	fprintf(r->out, "\npid %d (%s", p->pid, p->comm[0] ? p->comm : "?");
+	if (p->ppid)
+		fprintf(r->out, ", child of %d", p->ppid);
+	if (p->ns_pid)
+		fprintf(r->out, ", pid %u in its namespace", p->ns_pid);
+	fprintf(r->out, "): %s",
+		p->ended ? "session ended at its end marker" : describe__proc_state(p));
+	if (p->exited && p->exit_status >= 0)
+		fprintf(r->out, " with status %d", p->exit_status);
+	fprintf(r->out,
+		" after %.2f s traced; %" PRIu64 " allocations (%s), %" PRIu64 " frees, %" PRIu64
+		" failed calls\n",
+		end > p->first_ts_ns && p->first_ts_ns ? (double)(end - p->first_ts_ns) / 1e9 : 0,
+		p->c.allocs, fmt_bytes(p->c.alloc_bytes, b1, sizeof(b1)), p->c.frees,
+		p->c.failed_calls);
+	fprintf(r->out, "still live: %s in %" PRIu64 " allocations",
+		fmt_bytes(p->live_bytes, b1, sizeof(b1)), p->live_count);
+	if (p->pending_count)
+		fprintf(r->out, "; pending async free: %s in %" PRIu64,
+			fmt_bytes(p->pending_bytes, b2, sizeof(b2)), p->pending_count);
+	fputc('\n', r->out);
+	if (p->persistent_count || p->ignored_count)
+		fprintf(r->out,
+			"of which persistent by rule: %s in %" PRIu64
+			"; ignored by rule: %s in %" PRIu64 "\n",
+			fmt_bytes(p->persistent_bytes, b1, sizeof(b1)), p->persistent_count,
+			fmt_bytes(p->ignored_bytes, b2, sizeof(b2)), p->ignored_count);
+}
+
+/* Frees that matched nothing, or something unexpected: they explain odd numbers. */
+static void print_odd_frees(struct report *r, const struct tproc *p)
+{
+	if (p->c.unknown_frees || p->c.double_frees || p->c.addr_reuse || p->c.async_reuse)
+		fprintf(r->out,
+			"frees of untracked pointers (allocated before attach): %" PRIu64
+			"; double frees: %" PRIu64 "; live address returned again: %" PRIu64
+			"; pending free's block reused by its stream (legal): %" PRIu64 "\n",
+			p->c.unknown_frees, p->c.double_frees, p->c.addr_reuse, p->c.async_reuse);
+}
+
+/* Calls recorded without their stack: the graph names them by call site alone. */
+static void print_stacks_lost(struct report *r, const struct tproc *p)
+{
+	if (p->loss[GL_STAT_STACK_FAIL] + p->loss[GL_STAT_STACK_COLLISION])
+		fprintf(r->out,
+			"stacks lost: %" PRIu64 " allocation calls recorded "
+			"without their stack, named by call site alone (stack_fail=%" PRIu64
+			" stack_collision=%" PRIu64 "; --stack-entries holds "
+			"more)\n",
+			p->loss[GL_STAT_STACK_FAIL] + p->loss[GL_STAT_STACK_COLLISION],
+			p->loss[GL_STAT_STACK_FAIL], p->loss[GL_STAT_STACK_COLLISION]);
+}
+
+void text__proc(struct report *r, const struct gate *gate, const struct proc_verdict *pv,
+		uint64_t now_ns)
+{
+	const struct tproc *p = pv->p;
+	char b[32];
+
+	print_header(r, p, now_ns);
+	print_sites(r, pv, VERDICT_LEAKS, "live allocations by site, largest first:");
+	if (p->init_count)
+		fprintf(r->out,
+			"of which made before the first step: %s in %" PRIu64
+			" (retained by init)\n",
+			fmt_bytes(p->init_bytes, b, sizeof(b)), p->init_count);
+	print_sites(r, pv, VERDICT_RETAINED,
+		    "retained at session end (persistent by rule, or made before the first "
+		    "step: not leaks):");
+	graph__print(r->out, r->t, r->sym, p->pid);
+	print_violations(r, p);
+	if (r->tl)
+		print_growth(r, pv);
+	print_sites(r, pv, VERDICT_PENDING, "async frees still pending (stream not synchronized):");
+	print_sites(r, pv, VERDICT_VA, "virtual address ranges reserved and never freed:");
+	print_sites(r, pv, VERDICT_REG, "registrations never deregistered:");
+	print_comms(r, p);
+	print_sites(r, pv, VERDICT_FAILED, "failed calls:");
+	print_odd_frees(r, p);
+	print_gate(r, gate, pv);
+	print_stacks_lost(r, p);
+	print_uncertainty(r, pv);
+}
