@@ -455,7 +455,7 @@ static void step_sites_per_step(void)
 /* The site of the live allocation at addr (a CUDA pointer). */
 static const struct site *site_at(struct tracker *t, struct tproc *p, uint64_t addr)
 {
-	const struct alloc *a = tracker__alloc(p, NS_UVA, addr);
+	const struct alloc *a = tracker__alloc(p, SPACE_UVA, addr);
 
 	return a ? &t->sites[tracker__alloc_site(t, a)] : NULL;
 }

@@ -797,7 +797,7 @@ static int proj_device(const struct timeline *tl, pid_t pid, const struct site *
 {
 	if (s->owner_kind == OWNER_DEVICE) {
 		const struct tproc *tp = tracker__proc(tl->t, pid);
-		const struct tobj *o = tp ? tproc__obj(tp, NS_WGPU, s->owner) : NULL;
+		const struct tobj *o = tp ? tproc__obj(tp, SPACE_WGPU, s->owner) : NULL;
 
 		return o && o->ordinal >= 1 && o->ordinal <= MAX_DEVICES ? (int)o->ordinal - 1 : -1;
 	}

@@ -11,19 +11,19 @@
 
 /* ---- the live allocation table: open addressing, linear probing, backward-shift delete ---- */
 
-static inline size_t at_home(const struct alloc_table *t, uint8_t ns, uint64_t addr)
+static inline size_t at_home(const struct alloc_table *t, uint8_t space, uint64_t addr)
 {
-	return hmap_mix(addr ^ ((uint64_t)ns << 57)) & (t->cap - 1);
+	return hmap_mix(addr ^ ((uint64_t)space << 57)) & (t->cap - 1);
 }
 
-static struct alloc *at_find(const struct alloc_table *t, uint8_t ns, uint64_t addr)
+static struct alloc *at_find(const struct alloc_table *t, uint8_t space, uint64_t addr)
 {
 	size_t mask = t->cap - 1, i;
 
 	if (!t->n)
 		return NULL;
-	for (i = at_home(t, ns, addr); t->slots[i].addr; i = (i + 1) & mask)
-		if (t->slots[i].addr == addr && t->slots[i].ns == ns)
+	for (i = at_home(t, space, addr); t->slots[i].addr; i = (i + 1) & mask)
+		if (t->slots[i].addr == addr && t->slots[i].space == space)
 			return &t->slots[i];
 	return NULL;
 }
@@ -67,7 +67,7 @@ static int at_grow(struct alloc_table *t)
 
 		if (!old[i].addr)
 			continue;
-		for (j = at_home(t, old[i].ns, old[i].addr); t->slots[j].addr;
+		for (j = at_home(t, old[i].space, old[i].addr); t->slots[j].addr;
 		     j = (j + 1) & (cap - 1))
 			;
 		t->slots[j] = old[i];
@@ -76,7 +76,7 @@ static int at_grow(struct alloc_table *t)
 	return 0;
 }
 
-/* Insert a (ns, addr) known to be absent. */
+/* Insert a (space, addr) known to be absent. */
 static struct alloc *at_insert(struct alloc_table *t, const struct alloc *a)
 {
 	size_t i;
@@ -84,7 +84,7 @@ static struct alloc *at_insert(struct alloc_table *t, const struct alloc *a)
 	/* 0.8 load keeps 10 M live allocations under 64 bytes each (16 M slots x 32 B). */
 	if ((t->n + 1) * 5 > t->cap * 4 && at_grow(t))
 		return NULL;
-	for (i = at_home(t, a->ns, a->addr); t->slots[i].addr; i = (i + 1) & (t->cap - 1))
+	for (i = at_home(t, a->space, a->addr); t->slots[i].addr; i = (i + 1) & (t->cap - 1))
 		;
 	t->slots[i] = *a;
 	t->n++;
@@ -96,7 +96,7 @@ static void at_remove(struct alloc_table *t, struct alloc *slot)
 	size_t mask = t->cap - 1, i = slot - t->slots, j;
 
 	for (j = (i + 1) & mask; t->slots[j].addr; j = (j + 1) & mask) {
-		size_t home = at_home(t, t->slots[j].ns, t->slots[j].addr);
+		size_t home = at_home(t, t->slots[j].space, t->slots[j].addr);
 
 		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
 			t->slots[i] = t->slots[j];
@@ -109,7 +109,7 @@ static void at_remove(struct alloc_table *t, struct alloc *slot)
 
 /* ---- threads ---- */
 
-/* Frees the runtime makes underneath a free we already applied: (ns, addr) to ignore once. */
+/* Frees the runtime makes underneath a free we already applied: (space, addr) to ignore once. */
 #define NR_EXPECT 4
 
 /*
@@ -130,7 +130,7 @@ struct tthread {
 	size_t nr_held, cap_held;
 	struct {
 		uint64_t addr;
-		uint8_t ns;
+		uint8_t space;
 		uint8_t family; /* of the free that expects it: only a lower layer matches */
 	} expect[NR_EXPECT];
 	unsigned int nr_expect;
@@ -429,9 +429,9 @@ static uint32_t site_get(struct tracker *t, const struct site_key *k)
 	return idx;
 }
 
-const struct alloc *tracker__alloc(const struct tproc *p, uint8_t ns, uint64_t addr)
+const struct alloc *tracker__alloc(const struct tproc *p, uint8_t space, uint64_t addr)
 {
-	return at_find(&p->allocs, ns, addr);
+	return at_find(&p->allocs, space, addr);
 }
 
 uint64_t tproc__dropped(const struct tproc *p)
@@ -728,13 +728,13 @@ static void pending_end(struct tracker *t, const struct tproc *p, const struct p
 			     t->last_ts_ns);
 }
 
-static void pending_forget(struct tracker *t, struct tproc *p, uint8_t ns, uint64_t addr)
+static void pending_forget(struct tracker *t, struct tproc *p, uint8_t space, uint64_t addr)
 {
 	size_t i;
 
 	for (i = 0; i < p->nr_pend; i++)
-		if (p->pend[i].addr == addr && p->pend[i].ns == ns) {
-			pending_end(t, p, &p->pend[i], at_find(&p->allocs, ns, addr));
+		if (p->pend[i].addr == addr && p->pend[i].space == space) {
+			pending_end(t, p, &p->pend[i], at_find(&p->allocs, space, addr));
 			pending_drop(p, i);
 			return;
 		}
@@ -743,7 +743,7 @@ static void pending_forget(struct tracker *t, struct tproc *p, uint8_t ns, uint6
 /* How a record is placed in the graph: by itself, under an allocation, or by an owner. */
 struct placement {
 	uint8_t owner_kind;
-	uint8_t outer_ns;    /* for OWNER_LAYER: the allocation above, by key (a pointer */
+	uint8_t outer_space; /* for OWNER_LAYER: the allocation above, by key (a pointer */
 	uint64_t outer_addr; /* into the table would not survive its growth) */
 	uint64_t owner;
 };
@@ -913,7 +913,7 @@ static uint32_t place(struct tracker *t, struct tproc *p, struct site_key *k, in
 static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *api,
 		    const struct gl_call_rec *r, const struct placement *pl)
 {
-	uint8_t ns = (uint8_t)api->ns;
+	uint8_t space = (uint8_t)api->space;
 	struct site_key k = {p->pid,	r->hdr.api,  device_of(p, api, r),
 			     r->caller, r->stack_id, pl->owner_kind,
 			     pl->owner, 0,	     0,
@@ -932,7 +932,7 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 	if (!r->addr)
 		return 0;
 	/* Only anonymous mappings are memory; file mappings are the program's files. */
-	if (api->ns == NS_MMAP && !(r->aux & 0x20 /* MAP_ANONYMOUS */))
+	if (api->space == SPACE_MMAP && !(r->aux & 0x20 /* MAP_ANONYMOUS */))
 		return 0;
 	/* A registration belongs to the communicator it was made with (its first argument). */
 	if (k.owner_kind == OWNER_NONE && api->mem == MEM_REG && r->aux) {
@@ -955,20 +955,21 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 	if (ss == UINT32_MAX)
 		return -ENOMEM;
 	site = t->sstacks[ss].site;
-	old = at_find(&p->allocs, ns, r->addr);
+	old = at_find(&p->allocs, space, r->addr);
 	/* NCCL's registration cache hands out the same handle for the same buffer again,
 	 * with one more reference: each needs its own deregister. */
-	if (old && (ns == NS_NCCL_REG || ns == NS_NCCL_WIN) && !(old->flags & AF_PENDING)) {
-		uint64_t *refs = hmap__get(&p->regrefs, ns, r->addr);
+	if (old && (space == SPACE_NCCL_REG || space == SPACE_NCCL_WIN) &&
+	    !(old->flags & AF_PENDING)) {
+		uint64_t *refs = hmap__get(&p->regrefs, space, r->addr);
 
-		return hmap__put(&p->regrefs, ns, r->addr, refs ? *refs + 1 : 1);
+		return hmap__put(&p->regrefs, space, r->addr, refs ? *refs + 1 : 1);
 	}
 	if (old) {
 		if (old->flags & AF_PENDING) {
 			/* Stream-ordered reuse (cudaMallocAsync handing back a block whose
 			 * async free is pending): legal, the pending free is complete. */
 			p->c.async_reuse++;
-			pending_forget(t, p, ns, r->addr);
+			pending_forget(t, p, space, r->addr);
 		} else {
 			/* Still live here: freed by something we did not see. */
 			p->c.addr_reuse++;
@@ -979,7 +980,7 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 			   .size = r->size,
 			   .ts_ns = r->hdr.ts_ns,
 			   .sstack = ss,
-			   .ns = ns,
+			   .space = space,
 			   .flags = (pl->owner_kind == OWNER_LAYER ? AF_LAYER : 0) |
 				    (p->step < 0 ? AF_INIT : 0)};
 	ins = at_insert(&p->allocs, &a);
@@ -1001,7 +1002,7 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 static bool is_layer_family(unsigned int outer, unsigned int inner);
 
 /* Whether this free is the lower half of a free we already applied (cudaFree -> cuMemFree). */
-static bool expected_free(struct tproc *p, uint32_t tid, unsigned int family, uint8_t ns,
+static bool expected_free(struct tproc *p, uint32_t tid, unsigned int family, uint8_t space,
 			  uint64_t addr)
 {
 	uint64_t *v = hmap__get(&p->threads, tid, 0);
@@ -1009,7 +1010,7 @@ static bool expected_free(struct tproc *p, uint32_t tid, unsigned int family, ui
 	unsigned int i;
 
 	for (i = 0; th && i < th->nr_expect; i++) {
-		if (th->expect[i].addr == addr && th->expect[i].ns == ns &&
+		if (th->expect[i].addr == addr && th->expect[i].space == space &&
 		    is_layer_family(th->expect[i].family, family)) {
 			th->expect[i] = th->expect[--th->nr_expect];
 			return true;
@@ -1018,7 +1019,7 @@ static bool expected_free(struct tproc *p, uint32_t tid, unsigned int family, ui
 	return false;
 }
 
-static void expect_free(struct tproc *p, uint32_t tid, unsigned int family, uint8_t ns,
+static void expect_free(struct tproc *p, uint32_t tid, unsigned int family, uint8_t space,
 			uint64_t addr)
 {
 	struct tthread *th = thread_get(p, tid);
@@ -1028,7 +1029,7 @@ static void expect_free(struct tproc *p, uint32_t tid, unsigned int family, uint
 	if (th->nr_expect == NR_EXPECT)
 		th->nr_expect--;
 	th->expect[th->nr_expect].addr = addr;
-	th->expect[th->nr_expect].ns = ns;
+	th->expect[th->nr_expect].space = space;
 	th->expect[th->nr_expect].family = family;
 	th->nr_expect++;
 }
@@ -1066,7 +1067,7 @@ static int add_pending(struct tracker *t, struct tproc *p, struct alloc *a,
 		return -ENOMEM;
 	p->pend[p->nr_pend++] = (struct pending_free){
 	    .addr = a->addr,
-	    .ns = a->ns,
+	    .space = a->space,
 	    .ts_ns = r->hdr.ts_ns,
 	    .stream = stream_key(api, r->hdr.tid, r->aux),
 	    .until = rule ? t->rules->v[rule - 1].until : UNTIL_STREAM_SYNC,
@@ -1084,12 +1085,12 @@ static int add_pending(struct tracker *t, struct tproc *p, struct alloc *a,
  * free neither counts as unknown nor, for a pending async free, as a double free.
  */
 static void expect_lower_free(struct tproc *p, const struct gl_call_rec *r, unsigned int fam,
-			      uint8_t ns)
+			      uint8_t space)
 {
 	if (fam == GL_FAM_CUDART || fam == GL_FAM_NCCL)
-		expect_free(p, r->hdr.tid, fam, ns, r->addr);
+		expect_free(p, r->hdr.tid, fam, space, r->addr);
 	if (fam == GL_FAM_NCCL)
-		expect_free(p, r->hdr.tid, fam, NS_VMM_RANGE, r->addr);
+		expect_free(p, r->hdr.tid, fam, SPACE_VMM_RANGE, r->addr);
 }
 
 /*
@@ -1102,9 +1103,9 @@ static void expect_lower_free(struct tproc *p, const struct gl_call_rec *r, unsi
 #define FREED_SLOTS 2048 /* 16 KiB: stays in the L1 cache of the consumer */
 
 /* The address with its namespace in the top bits (user addresses stay below 2^57). */
-static inline uint64_t freed_key(uint8_t ns, uint64_t addr)
+static inline uint64_t freed_key(uint8_t space, uint64_t addr)
 {
-	return addr ^ ((uint64_t)ns << 58);
+	return addr ^ ((uint64_t)space << 58);
 }
 
 static uint64_t *freed_slot(struct tproc *p, uint64_t key)
@@ -1114,18 +1115,18 @@ static uint64_t *freed_slot(struct tproc *p, uint64_t key)
 	return p->freed ? &p->freed[(key * 0x9e3779b97f4a7c15ULL) >> (64 - 11)] : NULL;
 }
 
-static void remember_freed(struct tproc *p, uint8_t ns, uint64_t addr)
+static void remember_freed(struct tproc *p, uint8_t space, uint64_t addr)
 {
-	uint64_t key = freed_key(ns, addr), *f = freed_slot(p, key);
+	uint64_t key = freed_key(space, addr), *f = freed_slot(p, key);
 
 	/* Without memory for the window a double free reads as an unknown free: counted. */
 	if (f)
 		*f = key;
 }
 
-static bool freed_before(struct tproc *p, uint8_t ns, uint64_t addr)
+static bool freed_before(struct tproc *p, uint8_t space, uint64_t addr)
 {
-	uint64_t key = freed_key(ns, addr), *f = freed_slot(p, key);
+	uint64_t key = freed_key(space, addr), *f = freed_slot(p, key);
 
 	return f && *f == key;
 }
@@ -1134,7 +1135,7 @@ static int do_free(struct tracker *t, struct tproc *p, const struct cat_api *api
 		   const struct gl_call_rec *r)
 {
 	unsigned int fam = GL_API_FAMILY(r->hdr.api);
-	uint8_t ns = (uint8_t)api->ns;
+	uint8_t space = (uint8_t)api->space;
 	struct alloc *a;
 	uint16_t rule;
 
@@ -1142,38 +1143,38 @@ static int do_free(struct tracker *t, struct tproc *p, const struct cat_api *api
 		p->c.null_frees++;
 		return 0;
 	}
-	a = at_find(&p->allocs, ns, r->addr);
+	a = at_find(&p->allocs, space, r->addr);
 	if (!a || (a->flags & AF_PENDING)) {
 		/* The lower half of a free already applied (cudaFreeAsync -> cuMemFreeAsync). */
-		if (expected_free(p, r->hdr.tid, fam, ns, r->addr)) {
+		if (expected_free(p, r->hdr.tid, fam, space, r->addr)) {
 			p->c.layers++;
 			return 0;
 		}
-		if (a || freed_before(p, ns, r->addr))
+		if (a || freed_before(p, space, r->addr))
 			p->c.double_frees++;
 		/* Mappings the program did not make with mmap (libraries, ld.so's) are
 		 * unmapped too: not a free of anything traced. */
-		else if (api->ns != NS_MMAP)
+		else if (api->space != SPACE_MMAP)
 			p->c.unknown_frees++;
-		expect_lower_free(p, r, fam, ns);
+		expect_lower_free(p, r, fam, space);
 		return 0;
 	}
-	expect_lower_free(p, r, fam, ns);
-	if (ns == NS_NCCL_REG || ns == NS_NCCL_WIN) {
-		uint64_t *refs = hmap__get(&p->regrefs, ns, r->addr);
+	expect_lower_free(p, r, fam, space);
+	if (space == SPACE_NCCL_REG || space == SPACE_NCCL_WIN) {
+		uint64_t *refs = hmap__get(&p->regrefs, space, r->addr);
 
 		if (refs && *refs) {
 			(*refs)--;
 			return 0;
 		}
 	}
-	remember_freed(p, ns, r->addr);
+	remember_freed(p, space, r->addr);
 	rule = deferred_rule(t, r);
 	/* Without rules (unit tests, old captures) async frees keep their built-in meaning. */
 	if (rule || (!t->rules && api->op == OP_FREE_ASYNC))
 		return add_pending(t, p, a, api, r, rule);
 	/* A physical handle released while mapped lives on until its last unmap. */
-	if (api->ns == NS_VMM_HANDLE && handle_mapped(p, a->addr)) {
+	if (api->space == SPACE_VMM_HANDLE && handle_mapped(p, a->addr)) {
 		account(t, p, a, -1);
 		a->flags |= AF_RELEASED_MAPPED;
 		account(t, p, a, 1);
@@ -1208,7 +1209,7 @@ static void complete(struct tracker *t, struct tproc *p, enum rule_until by, boo
 			i++;
 			continue;
 		}
-		a = at_find(&p->allocs, pf->ns, pf->addr);
+		a = at_find(&p->allocs, pf->space, pf->addr);
 		if (a && device >= -1 && t->sites[tracker__alloc_site(t, a)].device != device) {
 			i++;
 			continue;
@@ -1239,7 +1240,7 @@ static void release_where(struct tracker *t, struct tproc *p,
 			continue;
 		}
 		if (a->flags & AF_PENDING)
-			pending_forget(t, p, a->ns, a->addr);
+			pending_forget(t, p, a->space, a->addr);
 		p->c.released_by_owner++;
 		release(t, p, a);
 	}
@@ -1308,7 +1309,7 @@ static void vmm_unmap(struct tracker *t, struct tproc *p, const struct gl_call_r
 		}
 		p->maps[i] = p->maps[--p->nr_maps];
 		/* The last mapping of a handle released while mapped frees its memory. */
-		a = at_find(&p->allocs, NS_VMM_HANDLE, m.handle);
+		a = at_find(&p->allocs, SPACE_VMM_HANDLE, m.handle);
 		if (a && (a->flags & AF_RELEASED_MAPPED) && !handle_mapped(p, m.handle))
 			release(t, p, a);
 	}
@@ -1386,23 +1387,23 @@ const char *tracker__label(const struct tracker *t, uint32_t label)
 	return label && label <= t->nr_labels ? t->labels[label - 1] : "";
 }
 
-struct tobj *tproc__obj(const struct tproc *p, uint8_t ns, uint64_t handle)
+struct tobj *tproc__obj(const struct tproc *p, uint8_t space, uint64_t handle)
 {
-	uint64_t *v = hmap__get(&p->objs, (uint64_t)ns << 56 | 1, handle);
+	uint64_t *v = hmap__get(&p->objs, (uint64_t)space << 56 | 1, handle);
 
 	return v ? (struct tobj *)(uintptr_t)*v : NULL;
 }
 
 /* A fresh object for a handle just created, replacing whatever the handle meant before. */
-static struct tobj *obj_new(struct tproc *p, uint8_t ns, uint64_t handle, uint64_t owner)
+static struct tobj *obj_new(struct tproc *p, uint8_t space, uint64_t handle, uint64_t owner)
 {
-	struct tobj *o = tproc__obj(p, ns, handle);
+	struct tobj *o = tproc__obj(p, space, handle);
 
 	if (!o) {
 		o = malloc(sizeof(*o));
 		if (!o)
 			return NULL;
-		if (hmap__put(&p->objs, (uint64_t)ns << 56 | 1, handle, (uintptr_t)o)) {
+		if (hmap__put(&p->objs, (uint64_t)space << 56 | 1, handle, (uintptr_t)o)) {
 			free(o);
 			return NULL;
 		}
@@ -1410,14 +1411,14 @@ static struct tobj *obj_new(struct tproc *p, uint8_t ns, uint64_t handle, uint64
 	memset(o, 0, sizeof(*o));
 	o->handle = handle;
 	o->owner = owner;
-	o->ns = ns;
+	o->space = space;
 	o->refs = 1;
 	return o;
 }
 
 static void obj_drop(struct tproc *p, struct tobj *o)
 {
-	hmap__del(&p->objs, (uint64_t)o->ns << 56 | 1, o->handle);
+	hmap__del(&p->objs, (uint64_t)o->space << 56 | 1, o->handle);
 	free(o);
 }
 
@@ -1425,13 +1426,13 @@ static void obj_drop(struct tproc *p, struct tobj *o)
  * An owner (device) on first sight holds the one reference its creation gave the program:
  * gpuleak does not trace device creation (an asynchronous callback), only its use.
  */
-static struct tobj *owner_get(struct tproc *p, uint8_t ns, uint64_t handle)
+static struct tobj *owner_get(struct tproc *p, uint8_t space, uint64_t handle)
 {
-	struct tobj *o = tproc__obj(p, ns, handle);
+	struct tobj *o = tproc__obj(p, space, handle);
 
 	if (o)
 		return o;
-	o = obj_new(p, ns, handle, 0);
+	o = obj_new(p, space, handle, 0);
 	if (o) {
 		o->flags = TOBJ_OWNER;
 		o->ordinal = ++p->nr_owners;
@@ -1485,7 +1486,7 @@ static struct tqueue *queue_busy(const struct tproc *p, uint64_t owner)
 static int obj_free_memory(struct tracker *t, struct tproc *p, struct tobj *o,
 			   const struct gl_call_rec *r)
 {
-	struct alloc *a = at_find(&p->allocs, o->ns, o->handle);
+	struct alloc *a = at_find(&p->allocs, o->space, o->handle);
 	struct tqueue *q;
 
 	if (!a || (a->flags & AF_PENDING))
@@ -1499,7 +1500,7 @@ static int obj_free_memory(struct tracker *t, struct tproc *p, struct tobj *o,
 		return -ENOMEM;
 	p->pend[p->nr_pend++] = (struct pending_free){
 	    .addr = o->handle,
-	    .ns = o->ns,
+	    .space = o->space,
 	    .ts_ns = r->hdr.ts_ns,
 	    .stream = q->handle,
 	    .serial = q->submitted,
@@ -1526,7 +1527,7 @@ static void queue_complete(struct tracker *t, struct tproc *p, const struct tque
 			i++;
 			continue;
 		}
-		a = at_find(&p->allocs, pf->ns, pf->addr);
+		a = at_find(&p->allocs, pf->space, pf->addr);
 		if (q && a && (a->flags & AF_PENDING)) {
 			pending_end(t, p, pf, a);
 			release(t, p, a);
@@ -1549,13 +1550,13 @@ static void owner_destroy(struct tracker *t, struct tproc *p, struct tobj *owner
 		struct alloc *a = &p->allocs.slots[i];
 		const struct site *s = &t->sites[tracker__alloc_site(t, a)];
 
-		if (!a->addr || a->ns != owner->ns || s->owner_kind != OWNER_DEVICE ||
+		if (!a->addr || a->space != owner->space || s->owner_kind != OWNER_DEVICE ||
 		    s->owner != owner->handle) {
 			i++;
 			continue;
 		}
 		if (a->flags & AF_PENDING)
-			pending_forget(t, p, a->ns, a->addr);
+			pending_forget(t, p, a->space, a->addr);
 		p->c.released_by_owner++;
 		/* Backward shift may move an unvisited entry into slot i: look at i again. */
 		release(t, p, a);
@@ -1590,7 +1591,7 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 		      const struct gl_call_rec *r)
 {
 	const struct gl_desc_rec *dr = (const struct gl_desc_rec *)r;
-	uint8_t ns = (uint8_t)api->ns;
+	uint8_t space = (uint8_t)api->space;
 	uint64_t owner = r->aux;
 	struct site_key k = {
 	    p->pid, r->hdr.api, -1, r->caller, r->stack_id, owner ? OWNER_DEVICE : OWNER_NONE,
@@ -1602,13 +1603,13 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	uint32_t site, ss;
 	bool error;
 
-	if (owner && !owner_get(p, ns, owner))
+	if (owner && !owner_get(p, space, owner))
 		return -ENOMEM;
 	th = thread_get(p, r->hdr.tid);
 	error = th && th->error_depth == r->hdr.depth + 1;
 	if (th)
 		th->error_depth = 0;
-	o = obj_new(p, ns, r->addr, owner);
+	o = obj_new(p, space, r->addr, owner);
 	if (!o)
 		return -ENOMEM;
 	if (error) {
@@ -1630,11 +1631,11 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	if (ss == UINT32_MAX)
 		return -ENOMEM;
 	site = t->sstacks[ss].site;
-	old = at_find(&p->allocs, ns, r->addr);
+	old = at_find(&p->allocs, space, r->addr);
 	if (old) {
 		/* A handle value reused after an untraced release. */
 		if (old->flags & AF_PENDING)
-			pending_forget(t, p, ns, r->addr);
+			pending_forget(t, p, space, r->addr);
 		p->c.addr_reuse++;
 		release(t, p, old);
 	}
@@ -1642,7 +1643,7 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 			   .size = d.bytes,
 			   .ts_ns = r->hdr.ts_ns,
 			   .sstack = ss,
-			   .ns = ns,
+			   .space = space,
 			   .flags =
 			       (d.unknown_format ? AF_UNSIZED : 0) | (p->step < 0 ? AF_INIT : 0)};
 	ins = at_insert(&p->allocs, &a);
@@ -1694,7 +1695,7 @@ static int apply_obj(struct tracker *t, struct tproc *p, const struct cat_api *a
 		     const struct gl_call_rec *r)
 {
 	const struct gl_desc_rec *dr = (const struct gl_desc_rec *)r;
-	uint8_t ns = (uint8_t)api->ns;
+	uint8_t space = (uint8_t)api->space;
 	struct tthread *th;
 	struct tqueue *q;
 	struct tobj *o;
@@ -1706,7 +1707,7 @@ static int apply_obj(struct tracker *t, struct tproc *p, const struct cat_api *a
 	case OP_OBJ_ADDREF:
 	case OP_OBJ_RELEASE:
 	case OP_OBJ_DESTROY:
-		o = tproc__obj(p, ns, r->addr);
+		o = tproc__obj(p, space, r->addr);
 		if (!o) {
 			/* Created before attach, or not traced: nothing to account. */
 			p->c.unknown_refs++;
@@ -1740,7 +1741,7 @@ static int apply_obj(struct tracker *t, struct tproc *p, const struct cat_api *a
 	case OP_OWNER_ADDREF:
 	case OP_OWNER_RELEASE:
 	case OP_OWNER_DESTROY:
-		o = owner_get(p, ns, r->addr);
+		o = owner_get(p, space, r->addr);
 		if (!o)
 			return -ENOMEM;
 		if (api->op == OP_OWNER_ADDREF)
@@ -1758,7 +1759,7 @@ static int apply_obj(struct tracker *t, struct tproc *p, const struct cat_api *a
 		if (r->hdr.kind != GL_REC_ALLOC || !r->addr)
 			return 0;
 		q = queue_get(p, r->addr);
-		if (!q || (r->aux && !owner_get(p, ns, r->aux)))
+		if (!q || (r->aux && !owner_get(p, space, r->aux)))
 			return -ENOMEM;
 		q->owner = r->aux;
 		return 0;
@@ -1831,11 +1832,11 @@ static int apply_label(struct tracker *t, const struct gl_label_rec *r)
 
 	if (!p)
 		return -ENOMEM;
-	if (!api || !api->ns)
+	if (!api || !api->space)
 		return 0;
-	o = tproc__obj(p, (uint8_t)api->ns, r->addr);
+	o = tproc__obj(p, (uint8_t)api->space, r->addr);
 	if (!o && (api->flags & CAT_OWNER))
-		o = owner_get(p, (uint8_t)api->ns, r->addr);
+		o = owner_get(p, (uint8_t)api->space, r->addr);
 	if (!o)
 		return 0;
 	len = r->len > GL_LABEL_MAX ? GL_LABEL_MAX : r->len;
@@ -1846,7 +1847,7 @@ static int apply_label(struct tracker *t, const struct gl_label_rec *r)
 	/* Its creation left the class check to its label (obj_create). */
 	joined = o->flags & TOBJ_CLASS_OWED;
 	o->flags &= (uint8_t)~TOBJ_CLASS_OWED;
-	a = at_find(&p->allocs, o->ns, o->handle);
+	a = at_find(&p->allocs, o->space, o->handle);
 	if (!a || (a->flags & AF_LAYER))
 		return 0;
 	if (t->sites[tracker__alloc_site(t, a)].label != o->label) {
@@ -1905,7 +1906,7 @@ static int apply_op(struct tracker *t, struct tproc *p, const struct cat_api *ap
 				f.addr = r->aux;
 				do_free(t, p, api, &f);
 			} else if (r->aux) {
-				struct alloc *a = at_find(&p->allocs, NS_HOST, r->aux);
+				struct alloc *a = at_find(&p->allocs, SPACE_HOST, r->aux);
 
 				if (a)
 					release(t, p, a);
@@ -2062,7 +2063,7 @@ static bool same_memory(const struct alloc *outer, const struct cat_api *api,
 			const struct gl_call_rec *r)
 {
 	return outer && r->hdr.kind == GL_REC_ALLOC && api->op == OP_ALLOC &&
-	       (uint8_t)api->ns == outer->ns && r->addr == outer->addr;
+	       (uint8_t)api->space == outer->space && r->addr == outer->addr;
 }
 
 /*
@@ -2082,7 +2083,7 @@ static int apply_children(struct tracker *t, struct tproc *p, struct node *nodes
 	if (outer)
 		lp = (struct placement){.owner_kind = OWNER_LAYER,
 					.owner = tracker__alloc_site(t, outer),
-					.outer_ns = outer->ns,
+					.outer_space = outer->space,
 					.outer_addr = outer->addr};
 	for (i = nodes[self].first_child; i < self; i++) {
 		const struct placement *l = layer;
@@ -2223,10 +2224,10 @@ static int apply_tree(struct tracker *t, struct tproc *p, struct node *nodes, si
 		return apply_op(t, p, api, r, layer ? layer : scope, outermost);
 	}
 	if (layer) {
-		struct alloc *outer = at_find(&p->allocs, layer->outer_ns, layer->outer_addr);
+		struct alloc *outer = at_find(&p->allocs, layer->outer_space, layer->outer_addr);
 
 		/* The same address one layer down: the same memory, merged. */
-		if (outer && outer->ns == api->ns && r->addr == outer->addr) {
+		if (outer && outer->space == api->space && r->addr == outer->addr) {
 			p->c.layers++;
 			if (!outer->layer_api) {
 				outer->layer_api = r->hdr.api;
@@ -2241,7 +2242,7 @@ static int apply_tree(struct tracker *t, struct tproc *p, struct node *nodes, si
 	err = do_alloc(t, p, api, r, layer ? layer : scope);
 	if (err)
 		return err;
-	a = r->addr ? at_find(&p->allocs, (uint8_t)api->ns, r->addr) : NULL;
+	a = r->addr ? at_find(&p->allocs, (uint8_t)api->space, r->addr) : NULL;
 	if (!a)
 		return apply_children(t, p, nodes, self, scope, NULL, NULL);
 	/* A copy: children may grow the table under a pointer. */
@@ -2511,7 +2512,7 @@ void tracker__prefetch(const struct tracker *t, const struct gl_hdr *h)
 	api = cat_by_api(h->api);
 	if (!p || !api || !p->allocs.cap)
 		return;
-	i = at_home(&p->allocs, (uint8_t)api->ns, r->addr);
+	i = at_home(&p->allocs, (uint8_t)api->space, r->addr);
 	/* The probe run goes on past the home slot (a lookup of a new address ends at the next
 	 * empty slot, a removal shifts the run back): the slot after it too, in the next cache
 	 * line when the home slot ends its line. */
@@ -2622,7 +2623,7 @@ void tracker__window_checks(struct tracker *t, struct tproc *p, uint64_t ts_ns)
 		ru = &t->rules->v[pf->rule - 1];
 		if (!ru->window_ns || ts_ns - pf->ts_ns <= ru->window_ns)
 			continue;
-		a = at_find(&p->allocs, pf->ns, pf->addr);
+		a = at_find(&p->allocs, pf->space, pf->addr);
 		pf->late = true;
 		add_violation(p, VIOL_FREE_NEVER_COMPLETED, pf->rule - 1,
 			      a ? tracker__alloc_site(t, a) : UINT32_MAX, a ? a->size : 0, 1,

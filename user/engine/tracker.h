@@ -33,12 +33,12 @@ struct alloc {
 	uint64_t size;
 	uint64_t ts_ns;	    /* when it was allocated */
 	uint32_t sstack;    /* index into tracker sstacks (its site: tracker__alloc_site) */
-	uint8_t ns;	    /* enum cat_ns */
+	uint8_t space;	    /* enum cat_space */
 	uint8_t flags;	    /* enum alloc_flags */
 	uint16_t layer_api; /* a lower layer at the same address merged into this one */
 };
 
-/* Open addressing keyed by (ns, addr); slots with addr == 0 are free. */
+/* Open addressing keyed by (space, addr); slots with addr == 0 are free. */
 struct alloc_table {
 	struct alloc *slots;
 	size_t cap; /* power of two */
@@ -127,7 +127,7 @@ struct pending_free {
 	uint64_t addr;
 	uint64_t stream; /* stream key (see tracker.c: stream_key) */
 	uint64_t ts_ns;	 /* when the free was issued */
-	uint8_t ns;
+	uint8_t space;
 	uint8_t until;	 /* enum rule_until: what completes it */
 	uint16_t rule;	 /* the deferred rule (index + 1) */
 	bool late;	 /* reported as never completed within its window */
@@ -155,7 +155,7 @@ struct tobj {
 	int64_t refs;	  /* created with 1; AddRef +1, Release -1 */
 	uint32_t label;	  /* index into tracker labels + 1, 0: none */
 	uint32_t ordinal; /* owners: 1, 2, ... in order of first sight in the process */
-	uint8_t ns;
+	uint8_t space;
 	uint8_t flags; /* enum tobj_flags */
 	uint16_t nr_addref;
 	/* AddRef call sites (tracker sites) and how many references each added */
@@ -266,7 +266,7 @@ struct tproc {
 	struct hmap events;	   /* cudaEvent/CUevent -> stream key of its last record */
 	struct hmap regrefs;	   /* NCCL registration handle -> references beyond the first */
 	uint64_t *freed;	   /* recently freed addresses (tracker.c: FREED_SLOTS), or NULL */
-	struct hmap objs;	   /* (ns, handle) -> struct tobj * */
+	struct hmap objs;	   /* (space, handle) -> struct tobj * */
 	struct hmap queues;	   /* queue handle -> struct tqueue * */
 	struct queue_watch *watch; /* in registration order */
 	size_t nr_watch, cap_watch;
@@ -394,15 +394,15 @@ struct uncertainty {
 
 /* The error bounds of p's live bytes. 0 or -ENOMEM. */
 int tproc__uncertainty(const struct tracker *t, const struct tproc *p, struct uncertainty *u);
-/* The live (or pending) allocation of p at (ns, addr), or NULL. */
-const struct alloc *tracker__alloc(const struct tproc *p, uint8_t ns, uint64_t addr);
+/* The live (or pending) allocation of p at (space, addr), or NULL. */
+const struct alloc *tracker__alloc(const struct tproc *p, uint8_t space, uint64_t addr);
 /* The site (index into sites) of an allocation. */
 static inline uint32_t tracker__alloc_site(const struct tracker *t, const struct alloc *a)
 {
 	return t->sstacks[a->sstack].site;
 }
-/* A refcounted object of p by (ns, handle), or NULL. */
-struct tobj *tproc__obj(const struct tproc *p, uint8_t ns, uint64_t handle);
+/* A refcounted object of p by (space, handle), or NULL. */
+struct tobj *tproc__obj(const struct tproc *p, uint8_t space, uint64_t handle);
 /* A label by index (tobj.label, site.label), "" for 0. */
 const char *tracker__label(const struct tracker *t, uint32_t label);
 /* The communicator of pid with this handle, or NULL. */

@@ -187,7 +187,7 @@ static const struct tobj *owner_obj(const struct tracker *t, pid_t pid, const st
 {
 	struct tproc *p = tracker__proc((struct tracker *)t, pid);
 
-	return p && s->owner_kind == OWNER_DEVICE ? tproc__obj(p, NS_WGPU, s->owner) : NULL;
+	return p && s->owner_kind == OWNER_DEVICE ? tproc__obj(p, SPACE_WGPU, s->owner) : NULL;
 }
 
 static void dev_str(int16_t device, char *buf, size_t len)
@@ -236,7 +236,7 @@ static void site_addrefs(const struct tracker *t, const struct site *s, uint32_t
 
 		if (o->refs <= 0 || !o->nr_addref || (o->flags & TOBJ_OWNER))
 			continue;
-		a = tracker__alloc(p, o->ns, o->handle);
+		a = tracker__alloc(p, o->space, o->handle);
 		if (!a || tracker__alloc_site(t, a) != idx)
 			continue;
 		for (i = 0; i < o->nr_addref; i++) {
