@@ -77,8 +77,8 @@ struct timeline {
 	size_t nr_p, cap_p;
 	step_fn on_step;
 	void *on_step_ctx;
-	struct step_sites sites; /* of the step being closed, for on_step */
-	uint64_t boundaries;	 /* records that closed a step (sync, marker, NVTX range) */
+	struct step_site_summary sites; /* of the step being closed, for on_step */
+	uint64_t boundaries;		/* records that closed a step (sync, marker, NVTX range) */
 };
 
 int timeline__new(const struct timeline_opts *o, struct tracker *t, struct timeline **out)
@@ -281,7 +281,7 @@ static void settle(struct timeline *tl, struct ptl *p, struct tproc *tp)
 }
 
 /* Which of two sites' step activity a step record lists first. */
-static bool step_site_before(const struct step_site *a, const struct step_site *b)
+static bool step_site_before(const struct step_site_stat *a, const struct step_site_stat *b)
 {
 	uint64_t na = a->allocated > a->freed ? a->allocated - a->freed : a->freed - a->allocated;
 	uint64_t nb = b->allocated > b->freed ? b->allocated - b->freed : b->freed - b->allocated;
@@ -293,18 +293,19 @@ static bool step_site_before(const struct step_site *a, const struct step_site *
 	return a->site < b->site;
 }
 
-/* The sites whose memory changed in the step ending now (the tracker's step_sites). */
-static void collect_step_sites(struct timeline *tl, const struct tproc *tp, struct step_sites *out)
+/* The sites whose memory changed in the step ending now (the tracker's step_changes). */
+static void collect_step_sites(struct timeline *tl, const struct tproc *tp,
+			       struct step_site_summary *out)
 {
 	size_t i, j;
 
 	memset(out, 0, sizeof(*out));
-	for (i = 0; i < tp->nr_step_sites; i++) {
-		const struct site_step *e = &tp->step_sites[i];
-		struct step_site v = {.site = e->site,
-				      .live = tl->t->sites[e->site].live_bytes,
-				      .allocated = e->allocated,
-				      .freed = e->freed};
+	for (i = 0; i < tp->nr_step_changes; i++) {
+		const struct step_change *e = &tp->step_changes[i];
+		struct step_site_stat v = {.site = e->site,
+					   .live = tl->t->sites[e->site].live_bytes,
+					   .allocated = e->allocated,
+					   .freed = e->freed};
 
 		/* Touched and back where it was (a label moved in and out, say): no change. */
 		if (!v.allocated && !v.freed && v.live == e->live0)
@@ -316,7 +317,7 @@ static void collect_step_sites(struct timeline *tl, const struct tproc *tp, stru
 			continue;
 		}
 		if (out->n == STEP_TOP_SITES) {
-			const struct step_site *last = &out->top[--out->n];
+			const struct step_site_stat *last = &out->top[--out->n];
 
 			out->rest++;
 			out->rest_allocated += last->allocated;

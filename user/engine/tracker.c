@@ -215,7 +215,7 @@ static void proc_free(struct tproc *p)
 	free(p->rule_live);
 	free(p->viols);
 	free(p->dirty);
-	free(p->step_sites);
+	free(p->step_changes);
 	free(p);
 }
 
@@ -582,45 +582,48 @@ static void mark_dirty(struct tproc *p, struct site *s, uint32_t idx)
 }
 
 /*
- * The entry of memory site idx in p's step_sites, added at its first change in the step
+ * The entry of memory site idx in p's step_changes, added at its first change in the step
  * (before the change: live0 is where the step found it). -1 without room. A site's slot is
  * checked against the entry: a pid reused by a new process shares the old one's sites.
  */
-static ssize_t step_slot_add(struct tproc *p, struct site *s, uint32_t idx);
+static ssize_t step_change_add(struct tproc *p, struct site *s, uint32_t idx);
 
 /* Inlined: it runs for every allocation and free (the consumer's hot path). */
-static inline __attribute__((always_inline)) ssize_t step_slot(struct tproc *p, struct site *s,
-							       uint32_t idx)
+static inline __attribute__((always_inline)) ssize_t step_change_get(struct tproc *p,
+								     struct site *s, uint32_t idx)
 {
-	uint32_t slot = s->step_slot;
+	uint32_t slot = s->step_change;
 
 	if (__builtin_expect(
-		slot && slot <= p->nr_step_sites && p->step_sites[slot - 1].site == idx, 1))
+		slot && slot <= p->nr_step_changes && p->step_changes[slot - 1].site == idx, 1))
 		return slot - 1;
-	return step_slot_add(p, s, idx);
+	return step_change_add(p, s, idx);
 }
 
 /* A site's first change in the step: a new entry. */
-static ssize_t step_slot_add(struct tproc *p, struct site *s, uint32_t idx)
+static ssize_t step_change_add(struct tproc *p, struct site *s, uint32_t idx)
 {
-	if (vec_grow((void **)&p->step_sites, &p->cap_step_sites, p->nr_step_sites,
-		     sizeof(*p->step_sites)))
+	if (vec_grow((void **)&p->step_changes, &p->cap_step_changes, p->nr_step_changes,
+		     sizeof(*p->step_changes)))
 		return -1;
-	p->step_sites[p->nr_step_sites] = (struct site_step){.site = idx, .live0 = s->live_bytes};
-	s->step_slot = (uint32_t)++p->nr_step_sites;
-	return (ssize_t)p->nr_step_sites - 1;
+	p->step_changes[p->nr_step_changes] =
+	    (struct step_change){.site = idx, .live0 = s->live_bytes};
+	s->step_change = (uint32_t)++p->nr_step_changes;
+	return (ssize_t)p->nr_step_changes - 1;
 }
 
 /* Bytes allocated or freed at a memory site, for the step's numbers per site. */
-static inline __attribute__((always_inline)) void
-step_note(struct tracker *t, struct tproc *p, uint32_t idx, uint64_t allocated, uint64_t freed)
+static inline __attribute__((always_inline)) void step_change_note(struct tracker *t,
+								   struct tproc *p, uint32_t idx,
+								   uint64_t allocated,
+								   uint64_t freed)
 {
-	ssize_t i = step_slot(p, &t->sites[idx], idx);
+	ssize_t i = step_change_get(p, &t->sites[idx], idx);
 
 	if (i < 0)
 		return;
-	p->step_sites[i].allocated += allocated;
-	p->step_sites[i].freed += freed;
+	p->step_changes[i].allocated += allocated;
+	p->step_changes[i].freed += freed;
 }
 
 /*
@@ -628,19 +631,19 @@ step_note(struct tracker *t, struct tproc *p, uint32_t idx, uint64_t allocated, 
  * made in this step was made at its new site as far as the step's numbers go. After the
  * move is accounted, so both sites have their entries.
  */
-static void step_move(struct tracker *t, struct tproc *p, uint32_t from, uint32_t to,
-		      const struct alloc *a)
+static void step_change_move(struct tracker *t, struct tproc *p, uint32_t from, uint32_t to,
+			     const struct alloc *a)
 {
 	ssize_t f, e;
 
 	if (!t->sites[from].counts || !t->sites[to].counts || a->ts_ns < p->step_ts_ns)
 		return;
-	f = step_slot(p, &t->sites[from], from);
-	e = step_slot(p, &t->sites[to], to);
-	if (f < 0 || e < 0 || p->step_sites[f].allocated < a->size)
+	f = step_change_get(p, &t->sites[from], from);
+	e = step_change_get(p, &t->sites[to], to);
+	if (f < 0 || e < 0 || p->step_changes[f].allocated < a->size)
 		return;
-	p->step_sites[f].allocated -= a->size;
-	p->step_sites[e].allocated += a->size;
+	p->step_changes[f].allocated -= a->size;
+	p->step_changes[e].allocated += a->size;
 }
 
 static void account(struct tracker *t, struct tproc *p, struct alloc *a, int sign)
@@ -651,7 +654,7 @@ static void account(struct tracker *t, struct tproc *p, struct alloc *a, int sig
 
 	mark_dirty(p, s, ss->site);
 	if (s->counts)
-		step_slot(p, s, ss->site);
+		step_change_get(p, s, ss->site);
 
 	if (a->flags & AF_PENDING) {
 		ss->pending_bytes += sign * b;
@@ -709,7 +712,7 @@ static void release(struct tracker *t, struct tproc *p, struct alloc *a)
 	if (t->sites[site].counts) {
 		p->c.frees++;
 		p->c.freed_bytes += a->size;
-		step_note(t, p, site, 0, a->size);
+		step_change_note(t, p, site, 0, a->size);
 	}
 	at_remove(&p->allocs, a);
 }
@@ -994,7 +997,7 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 	if (t->sites[site].counts) {
 		p->c.allocs++;
 		p->c.alloc_bytes += r->size;
-		step_note(t, p, site, r->size, 0);
+		step_change_note(t, p, site, r->size, 0);
 	}
 	return 0;
 }
@@ -1664,7 +1667,7 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	if (t->sites[site].counts) {
 		p->c.allocs++;
 		p->c.alloc_bytes += d.bytes;
-		step_note(t, p, site, d.bytes, 0);
+		step_change_note(t, p, site, d.bytes, 0);
 	}
 	return 0;
 }
@@ -1876,7 +1879,7 @@ static int apply_label(struct tracker *t, const struct gl_label_rec *r)
 		t->sites[site].allocs++;
 		t->sites[site].alloc_bytes += a->size;
 		account(t, p, a, 1);
-		step_move(t, p, from, site, a);
+		step_change_move(t, p, from, site, a);
 		/* Moving within its class is not a new member of it. */
 		joined |= t->sites[from].rule != k.rule;
 	}
@@ -2596,9 +2599,9 @@ void tracker__set_step(struct tracker *t, pid_t pid, int64_t step, uint64_t ts_n
 		return;
 	p->step = step;
 	p->step_ts_ns = ts_ns;
-	for (i = 0; i < p->nr_step_sites; i++)
-		t->sites[p->step_sites[i].site].step_slot = 0;
-	p->nr_step_sites = 0;
+	for (i = 0; i < p->nr_step_changes; i++)
+		t->sites[p->step_changes[i].site].step_change = 0;
+	p->nr_step_changes = 0;
 	tracker__window_checks(t, p, ts_ns);
 }
 

@@ -81,7 +81,7 @@ struct site {
 	uint32_t label;	      /* WebGPU label (tracker labels index + 1), 0: none */
 	uint32_t sstacks;     /* first sstack (index), then their next; UINT32_MAX: none */
 	uint32_t sstack_last; /* the sstack used last: most calls of a site share a stack */
-	uint32_t step_slot;   /* its entry in the process's step_sites + 1, 0: none (checked) */
+	uint32_t step_change; /* its entry in the process's step_changes + 1, 0: none (checked) */
 	uint64_t allocs;
 	uint64_t alloc_bytes;
 	uint64_t frees;
@@ -113,10 +113,12 @@ enum site_class {
 };
 
 /*
- * A memory site's activity in the step in progress of its process: sites enter the list at
- * their first change in the step, and the list empties at each step boundary.
+ * How a memory site changed in the step in progress of its process, kept up to date by
+ * every allocation and free (the timeline turns it into a step_site_stat when the step
+ * closes): sites enter the list at their first change in the step, and the list empties at
+ * each step boundary.
  */
-struct site_step {
+struct step_change {
 	uint32_t site;	    /* index into tracker sites */
 	uint64_t live0;	    /* its live bytes when the step began */
 	uint64_t allocated; /* bytes allocated there during the step */
@@ -280,10 +282,10 @@ struct tproc {
 	struct proc_counters c;
 	uint64_t loss[GL_STAT_MAX]; /* latest cumulative BPF loss counts */
 	uint64_t records;
-	int64_t step;		      /* current step, -1 before the first */
-	uint64_t step_ts_ns;	      /* when it began (0: the first step, begun at attach) */
-	struct site_step *step_sites; /* memory sites changed in the current step */
-	size_t nr_step_sites, cap_step_sites;
+	int64_t step;			  /* current step, -1 before the first */
+	uint64_t step_ts_ns;		  /* when it began (0: the first step, begun at attach) */
+	struct step_change *step_changes; /* memory sites changed in the current step */
+	size_t nr_step_changes, cap_step_changes;
 	uint64_t init_bytes, init_count; /* live, made before the first step (CLS_INIT) */
 	uint64_t persistent_bytes, persistent_count;
 	uint64_t ignored_bytes, ignored_count;
@@ -356,7 +358,7 @@ void tracker__on_pending_done(struct tracker *t, pending_done_fn fn, void *ctx);
  */
 void tracker__set_init_retained(struct tracker *t, bool on);
 /* pid entered step `step` at ts_ns (the timeline calls this at each boundary): the memory
- * sites changed in the step that ended (step_sites) are forgotten. */
+ * sites changed in the step that ended (step_changes) are forgotten. */
 void tracker__set_step(struct tracker *t, pid_t pid, int64_t step, uint64_t ts_ns);
 /* Session end for pid: classes that must be released, deferred frees past their window. */
 void tracker__end_checks(struct tracker *t, struct tproc *p, uint64_t ts_ns);
