@@ -2,110 +2,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include "probe/catalog.h"
 #include "engine/rules.h"
 #include "engine/tracker.h"
 #include "lib/vec.h"
 #include "probe/wgpu_abi.h"
-
-/* ---- the live allocation table: open addressing, linear probing, backward-shift delete ---- */
-
-static inline size_t at_home(const struct alloc_table *t, uint8_t space, uint64_t addr)
-{
-	return hmap_mix(addr ^ ((uint64_t)space << 57)) & (t->cap - 1);
-}
-
-static struct alloc *at_find(const struct alloc_table *t, uint8_t space, uint64_t addr)
-{
-	size_t mask = t->cap - 1, i;
-
-	if (!t->n)
-		return NULL;
-	for (i = at_home(t, space, addr); t->slots[i].addr; i = (i + 1) & mask)
-		if (t->slots[i].addr == addr && t->slots[i].space == space)
-			return &t->slots[i];
-	return NULL;
-}
-
-/*
- * Slots of a big table on transparent huge pages: every lookup lands on a random slot, and
- * with 4 KiB pages each one is a TLB miss as well as a cache miss (a two-level page walk
- * under virtualization). Small tables stay on the ordinary heap.
- */
-#define AT_HUGE_BYTES (2UL << 20)
-
-static struct alloc *at_slots_alloc(size_t cap)
-{
-	size_t bytes = cap * sizeof(struct alloc);
-	void *p;
-
-	if (bytes < AT_HUGE_BYTES)
-		return calloc(cap, sizeof(struct alloc));
-	if (posix_memalign(&p, AT_HUGE_BYTES, bytes))
-		return NULL;
-	/* Advice only: without THP the table works the same, slower. */
-	madvise(p, bytes, MADV_HUGEPAGE);
-	memset(p, 0, bytes);
-	return p;
-}
-
-static int at_grow(struct alloc_table *t)
-{
-	size_t cap = t->cap ? 2 * t->cap : 1024, i;
-	struct alloc *old = t->slots;
-	size_t old_cap = t->cap;
-
-	t->slots = at_slots_alloc(cap);
-	if (!t->slots) {
-		t->slots = old;
-		return -ENOMEM;
-	}
-	t->cap = cap;
-	for (i = 0; i < old_cap; i++) {
-		size_t j;
-
-		if (!old[i].addr)
-			continue;
-		for (j = at_home(t, old[i].space, old[i].addr); t->slots[j].addr;
-		     j = (j + 1) & (cap - 1))
-			;
-		t->slots[j] = old[i];
-	}
-	free(old);
-	return 0;
-}
-
-/* Insert a (space, addr) known to be absent. */
-static struct alloc *at_insert(struct alloc_table *t, const struct alloc *a)
-{
-	size_t i;
-
-	/* 0.8 load keeps 10 M live allocations under 64 bytes each (16 M slots x 32 B). */
-	if ((t->n + 1) * 5 > t->cap * 4 && at_grow(t))
-		return NULL;
-	for (i = at_home(t, a->space, a->addr); t->slots[i].addr; i = (i + 1) & (t->cap - 1))
-		;
-	t->slots[i] = *a;
-	t->n++;
-	return &t->slots[i];
-}
-
-static void at_remove(struct alloc_table *t, struct alloc *slot)
-{
-	size_t mask = t->cap - 1, i = slot - t->slots, j;
-
-	for (j = (i + 1) & mask; t->slots[j].addr; j = (j + 1) & mask) {
-		size_t home = at_home(t, t->slots[j].space, t->slots[j].addr);
-
-		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
-			t->slots[i] = t->slots[j];
-			i = j;
-		}
-	}
-	t->slots[i].addr = 0;
-	t->n--;
-}
 
 /* ---- threads ---- */
 
@@ -207,7 +108,7 @@ static void proc_free(struct tproc *p)
 	hmap__free(&p->objs);
 	hmap__free(&p->queues);
 	free(p->watch);
-	free(p->allocs.slots);
+	alloc_table__free(&p->allocs);
 	free(p->pend);
 	free(p->ctxs);
 	free(p->comms);
@@ -431,7 +332,7 @@ static uint32_t site_get(struct tracker *t, const struct site_key *k)
 
 const struct alloc *tracker__alloc(const struct tproc *p, uint8_t space, uint64_t addr)
 {
-	return at_find(&p->allocs, space, addr);
+	return alloc_table__find(&p->allocs, space, addr);
 }
 
 uint64_t tproc__dropped(const struct tproc *p)
@@ -714,7 +615,7 @@ static void release(struct tracker *t, struct tproc *p, struct alloc *a)
 		p->c.freed_bytes += a->size;
 		step_change_note(t, p, site, 0, a->size);
 	}
-	at_remove(&p->allocs, a);
+	alloc_table__remove(&p->allocs, a);
 }
 
 static void pending_drop(struct tproc *p, size_t i)
@@ -737,7 +638,7 @@ static void pending_forget(struct tracker *t, struct tproc *p, uint8_t space, ui
 
 	for (i = 0; i < p->nr_pend; i++)
 		if (p->pend[i].addr == addr && p->pend[i].space == space) {
-			pending_end(t, p, &p->pend[i], at_find(&p->allocs, space, addr));
+			pending_end(t, p, &p->pend[i], alloc_table__find(&p->allocs, space, addr));
 			pending_drop(p, i);
 			return;
 		}
@@ -958,7 +859,7 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 	if (ss == UINT32_MAX)
 		return -ENOMEM;
 	site = t->sstacks[ss].site;
-	old = at_find(&p->allocs, space, r->addr);
+	old = alloc_table__find(&p->allocs, space, r->addr);
 	/* NCCL's registration cache hands out the same handle for the same buffer again,
 	 * with one more reference: each needs its own deregister. */
 	if (old && (space == SPACE_NCCL_REG || space == SPACE_NCCL_WIN) &&
@@ -986,7 +887,7 @@ static int do_alloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 			   .space = space,
 			   .flags = (pl->owner_kind == OWNER_LAYER ? AF_LAYER : 0) |
 				    (p->step < 0 ? AF_INIT : 0)};
-	ins = at_insert(&p->allocs, &a);
+	ins = alloc_table__insert(&p->allocs, &a);
 	if (!ins)
 		return -ENOMEM;
 	account(t, p, ins, 1);
@@ -1146,7 +1047,7 @@ static int do_free(struct tracker *t, struct tproc *p, const struct cat_api *api
 		p->c.null_frees++;
 		return 0;
 	}
-	a = at_find(&p->allocs, space, r->addr);
+	a = alloc_table__find(&p->allocs, space, r->addr);
 	if (!a || (a->flags & AF_PENDING)) {
 		/* The lower half of a free already applied (cudaFreeAsync -> cuMemFreeAsync). */
 		if (expected_free(p, r->hdr.tid, fam, space, r->addr)) {
@@ -1212,7 +1113,7 @@ static void complete(struct tracker *t, struct tproc *p, enum rule_until by, boo
 			i++;
 			continue;
 		}
-		a = at_find(&p->allocs, pf->space, pf->addr);
+		a = alloc_table__find(&p->allocs, pf->space, pf->addr);
 		if (a && device >= -1 && t->sites[tracker__alloc_site(t, a)].device != device) {
 			i++;
 			continue;
@@ -1312,7 +1213,7 @@ static void vmm_unmap(struct tracker *t, struct tproc *p, const struct gl_call_r
 		}
 		p->maps[i] = p->maps[--p->nr_maps];
 		/* The last mapping of a handle released while mapped frees its memory. */
-		a = at_find(&p->allocs, SPACE_VMM_HANDLE, m.handle);
+		a = alloc_table__find(&p->allocs, SPACE_VMM_HANDLE, m.handle);
 		if (a && (a->flags & AF_RELEASED_MAPPED) && !handle_mapped(p, m.handle))
 			release(t, p, a);
 	}
@@ -1489,7 +1390,7 @@ static struct tqueue *queue_busy(const struct tproc *p, uint64_t owner)
 static int obj_free_memory(struct tracker *t, struct tproc *p, struct tobj *o,
 			   const struct gl_call_rec *r)
 {
-	struct alloc *a = at_find(&p->allocs, o->space, o->handle);
+	struct alloc *a = alloc_table__find(&p->allocs, o->space, o->handle);
 	struct tqueue *q;
 
 	if (!a || (a->flags & AF_PENDING))
@@ -1530,7 +1431,7 @@ static void queue_complete(struct tracker *t, struct tproc *p, const struct tque
 			i++;
 			continue;
 		}
-		a = at_find(&p->allocs, pf->space, pf->addr);
+		a = alloc_table__find(&p->allocs, pf->space, pf->addr);
 		if (q && a && (a->flags & AF_PENDING)) {
 			pending_end(t, p, pf, a);
 			release(t, p, a);
@@ -1634,7 +1535,7 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	if (ss == UINT32_MAX)
 		return -ENOMEM;
 	site = t->sstacks[ss].site;
-	old = at_find(&p->allocs, space, r->addr);
+	old = alloc_table__find(&p->allocs, space, r->addr);
 	if (old) {
 		/* A handle value reused after an untraced release. */
 		if (old->flags & AF_PENDING)
@@ -1649,7 +1550,7 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 			   .space = space,
 			   .flags =
 			       (d.unknown_format ? AF_UNSIZED : 0) | (p->step < 0 ? AF_INIT : 0)};
-	ins = at_insert(&p->allocs, &a);
+	ins = alloc_table__insert(&p->allocs, &a);
 	if (!ins)
 		return -ENOMEM;
 	account(t, p, ins, 1);
@@ -1850,7 +1751,7 @@ static int apply_label(struct tracker *t, const struct gl_label_rec *r)
 	/* Its creation left the class check to its label (obj_create). */
 	joined = o->flags & TOBJ_CLASS_OWED;
 	o->flags &= (uint8_t)~TOBJ_CLASS_OWED;
-	a = at_find(&p->allocs, o->space, o->handle);
+	a = alloc_table__find(&p->allocs, o->space, o->handle);
 	if (!a || (a->flags & AF_LAYER))
 		return 0;
 	if (t->sites[tracker__alloc_site(t, a)].label != o->label) {
@@ -1909,7 +1810,7 @@ static int apply_op(struct tracker *t, struct tproc *p, const struct cat_api *ap
 				f.addr = r->aux;
 				do_free(t, p, api, &f);
 			} else if (r->aux) {
-				struct alloc *a = at_find(&p->allocs, SPACE_HOST, r->aux);
+				struct alloc *a = alloc_table__find(&p->allocs, SPACE_HOST, r->aux);
 
 				if (a)
 					release(t, p, a);
@@ -2227,7 +2128,8 @@ static int apply_tree(struct tracker *t, struct tproc *p, struct node *nodes, si
 		return apply_op(t, p, api, r, layer ? layer : scope, outermost);
 	}
 	if (layer) {
-		struct alloc *outer = at_find(&p->allocs, layer->outer_space, layer->outer_addr);
+		struct alloc *outer =
+		    alloc_table__find(&p->allocs, layer->outer_space, layer->outer_addr);
 
 		/* The same address one layer down: the same memory, merged. */
 		if (outer && outer->space == api->space && r->addr == outer->addr) {
@@ -2245,7 +2147,7 @@ static int apply_tree(struct tracker *t, struct tproc *p, struct node *nodes, si
 	err = do_alloc(t, p, api, r, layer ? layer : scope);
 	if (err)
 		return err;
-	a = r->addr ? at_find(&p->allocs, (uint8_t)api->space, r->addr) : NULL;
+	a = r->addr ? alloc_table__find(&p->allocs, (uint8_t)api->space, r->addr) : NULL;
 	if (!a)
 		return apply_children(t, p, nodes, self, scope, NULL, NULL);
 	/* A copy: children may grow the table under a pointer. */
@@ -2513,14 +2415,8 @@ void tracker__prefetch(const struct tracker *t, const struct gl_hdr *h)
 		if (t->procs[i]->pid == (pid_t)h->pid)
 			p = t->procs[i];
 	api = cat_by_api(h->api);
-	if (!p || !api || !p->allocs.cap)
-		return;
-	i = at_home(&p->allocs, (uint8_t)api->space, r->addr);
-	/* The probe run goes on past the home slot (a lookup of a new address ends at the next
-	 * empty slot, a removal shifts the run back): the slot after it too, in the next cache
-	 * line when the home slot ends its line. */
-	__builtin_prefetch(&p->allocs.slots[i]);
-	__builtin_prefetch(&p->allocs.slots[(i + 1) & (p->allocs.cap - 1)]);
+	if (p && api)
+		alloc_table__prefetch(&p->allocs, (uint8_t)api->space, r->addr);
 }
 
 int tracker__apply(struct tracker *t, const struct gl_hdr *h)
@@ -2626,7 +2522,7 @@ void tracker__window_checks(struct tracker *t, struct tproc *p, uint64_t ts_ns)
 		ru = &t->rules->v[pf->rule - 1];
 		if (!ru->window_ns || ts_ns - pf->ts_ns <= ru->window_ns)
 			continue;
-		a = at_find(&p->allocs, pf->space, pf->addr);
+		a = alloc_table__find(&p->allocs, pf->space, pf->addr);
 		pf->late = true;
 		add_violation(p, VIOL_FREE_NEVER_COMPLETED, pf->rule - 1,
 			      a ? tracker__alloc_site(t, a) : UINT32_MAX, a ? a->size : 0, 1,

@@ -17,33 +17,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "gpuleak.h"
+#include "engine/alloc_table.h"
 #include "lib/hmap.h"
-
-enum alloc_flags {
-	AF_PENDING = 1 << 0,	     /* async free issued, its stream has not completed yet */
-	AF_LAYER = 1 << 1,	     /* a lower layer of another allocation: not counted */
-	AF_RELEASED_MAPPED = 1 << 2, /* VMM handle released while still mapped */
-	AF_UNSIZED = 1 << 3,	     /* bytes unknown (a texture format without a size) */
-	AF_INIT = 1 << 4,	     /* made before the process's first step */
-};
-
-/* One live allocation. 32 bytes: the table is sized for ten million of them. */
-struct alloc {
-	uint64_t addr;
-	uint64_t size;
-	uint64_t ts_ns;	    /* when it was allocated */
-	uint32_t sstack;    /* index into tracker sstacks (its site: tracker__alloc_site) */
-	uint8_t space;	    /* enum cat_space */
-	uint8_t flags;	    /* enum alloc_flags */
-	uint16_t layer_api; /* a lower layer at the same address merged into this one */
-};
-
-/* Open addressing keyed by (space, addr); slots with addr == 0 are free. */
-struct alloc_table {
-	struct alloc *slots;
-	size_t cap; /* power of two */
-	size_t n;
-};
 
 enum owner_kind {
 	OWNER_NONE = 0,
