@@ -102,7 +102,7 @@ struct step_change {
 
 struct pending_free {
 	uint64_t addr;
-	uint64_t stream; /* stream key (see tracker.c: stream_key) */
+	uint64_t stream; /* stream key (see pending.c: stream_key) */
 	uint64_t ts_ns;	 /* when the free was issued */
 	uint8_t space;
 	uint8_t until;	 /* enum rule_until: what completes it */
@@ -242,7 +242,7 @@ struct tproc {
 	struct hmap threads;	   /* tid -> struct tthread * */
 	struct hmap events;	   /* cudaEvent/CUevent -> stream key of its last record */
 	struct hmap regrefs;	   /* NCCL registration handle -> references beyond the first */
-	uint64_t *freed;	   /* recently freed addresses (tracker.c: FREED_SLOTS), or NULL */
+	uint64_t *freed;	   /* recently freed addresses (allocs.c: FREED_SLOTS), or NULL */
 	struct hmap objs;	   /* (space, handle) -> struct tobj * */
 	struct hmap queues;	   /* queue handle -> struct tqueue * */
 	struct queue_watch *watch; /* in registration order */
