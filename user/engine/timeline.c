@@ -144,15 +144,8 @@ static struct ptl *ptl_get(struct timeline *tl, pid_t pid)
 
 	if (p && !p->finished)
 		return p;
-	if (tl->nr_p == tl->cap_p) {
-		size_t cap = tl->cap_p ? 2 * tl->cap_p : 8;
-		struct ptl **v = realloc(tl->p, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		tl->p = v;
-		tl->cap_p = cap;
-	}
+	if (vec_grow((void **)&tl->p, &tl->cap_p, tl->nr_p, sizeof(*tl->p)))
+		return NULL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
@@ -189,15 +182,8 @@ static void sample(struct timeline *tl, struct ptl *p, struct trend *tr, uint64_
 
 	if (tr->n && tr->v[tr->n - 1].live == live)
 		return;
-	if (tr->n == tr->cap) {
-		size_t cap = tr->cap ? 2 * tr->cap : 16;
-		struct sample *v = realloc(tr->v, cap * sizeof(*v));
-
-		if (!v)
-			return;
-		tr->v = v;
-		tr->cap = cap;
-	}
+	if (vec_grow((void **)&tr->v, &tr->cap, tr->n, sizeof(*tr->v)))
+		return;
 	tr->v[tr->n++] = (struct sample){step, live};
 	if (step >= tl->o.warmup_steps) {
 		if (live > tr->last)
@@ -265,15 +251,9 @@ static void settle(struct timeline *tl, struct ptl *p, struct tproc *tp)
 		tr->settled = s->live_bytes;
 		if (tr->in_settled)
 			continue;
-		if (p->nr_settled == p->cap_settled) {
-			size_t cap = p->cap_settled ? 2 * p->cap_settled : 32;
-			uint32_t *v = realloc(p->settled, cap * sizeof(*v));
-
-			if (!v)
-				continue;
-			p->settled = v;
-			p->cap_settled = cap;
-		}
+		if (vec_grow((void **)&p->settled, &p->cap_settled, p->nr_settled,
+			     sizeof(*p->settled)))
+			continue;
 		tr->in_settled = true;
 		p->settled[p->nr_settled++] = (uint32_t)(tr - p->tr);
 	}
@@ -363,16 +343,7 @@ static void close_step(struct timeline *tl, struct ptl *p, uint64_t ts_ns)
 	st.frees = tp->c.frees - p->frees0;
 	if (p->nr_steps == TL_MAX_STEPS)
 		forget_old_steps(p);
-	if (p->nr_steps == p->cap_steps) {
-		size_t cap = p->cap_steps ? 2 * p->cap_steps : 64;
-		struct step_stat *v = realloc(p->steps, cap * sizeof(*v));
-
-		if (v) {
-			p->steps = v;
-			p->cap_steps = cap;
-		}
-	}
-	if (p->nr_steps < p->cap_steps)
+	if (!vec_grow((void **)&p->steps, &p->cap_steps, p->nr_steps, sizeof(*p->steps)))
 		p->steps[p->nr_steps++] = st;
 	if (tl->on_step) {
 		collect_step_sites(tl, tp, &tl->sites);
