@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * Allocations and frees: what they do to the graph. An allocation enters its process's
- * table (alloc_table.c) at the site stack sites.c places it in, and its bytes join the sums
+ * table (alloc_table.c) in the site stack sites.c assigns it, and its bytes join the sums
  * this file keeps up to date on every record: live and pending bytes of its sstack, site and
  * process, of its class and rule, the sites changed since the timeline last sampled, and the
  * step's changes per site. A free takes them out, now or, when something completes it later,
@@ -353,7 +353,7 @@ int allocs__alloc(struct tracker *t, struct tproc *p, const struct cat_api *api,
 	if (api->space == SPACE_MMAP && !(r->aux & 0x20 /* MAP_ANONYMOUS */))
 		return 0;
 	own(p, api, r, &k);
-	ss = sites__place(t, &k, r->stack_id, r->size, NULL, p->step, p->step < 0);
+	ss = sites__assign(t, &k, r->stack_id, r->size, NULL, p->step, p->step < 0);
 	if (ss == UINT32_MAX)
 		return -ENOMEM;
 	old = alloc_table__find(&p->allocs, space, r->addr);

@@ -57,7 +57,7 @@ static bool same_memory(const struct alloc *outer, const struct cat_api *api,
 /*
  * Children of a node. Under an allocation (outer != NULL), calls of a lower layer family
  * are that allocation's layers; anything else (a malloc inside cudaMalloc) is memory of its
- * own, placed by the enclosing scope (a communicator being created, or nothing).
+ * own, owned by the enclosing scope (a communicator being created, or nothing).
  */
 static int apply_children(struct tracker *t, struct tproc *p, struct node *nodes, size_t self,
 			  const struct call_scope *scope, const struct call_scope *layer,

@@ -190,8 +190,8 @@ static bool init_site(const struct tracker *t, bool before_first_step, const str
 	return t->init_retained && before_first_step && !k->rule && k->owner_kind != OWNER_LAYER;
 }
 
-uint32_t sites__place(struct tracker *t, struct site_key *k, int32_t stack_id, uint64_t size,
-		      const char *label, int64_t step, bool init_phase)
+uint32_t sites__assign(struct tracker *t, struct site_key *k, int32_t stack_id, uint64_t size,
+		       const char *label, int64_t step, bool init_phase)
 {
 	uint32_t ss = sites__stack(t, sites__get(t, k), stack_id);
 

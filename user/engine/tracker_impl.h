@@ -109,7 +109,7 @@ int allocs__realloc(struct tracker *t, struct tproc *p, const struct cat_api *ap
 int allocs__free(struct tracker *t, struct tproc *p, const struct cat_api *api,
 		 const struct gl_call_rec *r);
 /*
- * A new allocation a (its sstack placed) enters p's table and the sums of its site and
+ * A new allocation a (its sstack assigned) enters p's table and the sums of its site and
  * process; its class is checked now unless check_class is false (the caller checks it
  * later). 0 or -ENOMEM.
  */
@@ -163,8 +163,8 @@ uint32_t sites__stack(struct tracker *t, uint32_t site, int32_t stack_id);
  * say. label: its WebGPU label or NULL; step: the step it was made in; init_phase: made
  * before the process's first step. UINT32_MAX without memory.
  */
-uint32_t sites__place(struct tracker *t, struct site_key *k, int32_t stack_id, uint64_t size,
-		      const char *label, int64_t step, bool init_phase);
+uint32_t sites__assign(struct tracker *t, struct site_key *k, int32_t stack_id, uint64_t size,
+		       const char *label, int64_t step, bool init_phase);
 /* The rule subject of a call site, frames named only when a rule needs them. */
 void sites__subject(struct tracker *t, pid_t pid, uint16_t api, uint64_t caller, int32_t stack_id,
 		    bool frames, struct rule_subject *s, const char **syms, const char **mods);

@@ -316,7 +316,7 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	if (!api->decode || !(r->hdr.flags & GL_HF_DESC) || r->hdr.size < sizeof(*dr) ||
 	    (r->hdr.flags & GL_HF_DESC_READ_FAIL) || api->decode(dr->desc, api->spec.desc_len, &d))
 		d.unknown_format = true;
-	ss = sites__place(t, &k, r->stack_id, d.bytes, NULL, p->step, p->step < 0);
+	ss = sites__assign(t, &k, r->stack_id, d.bytes, NULL, p->step, p->step < 0);
 	if (ss == UINT32_MAX)
 		return -ENOMEM;
 	old = alloc_table__find(&p->allocs, space, r->addr);
@@ -497,8 +497,8 @@ int wgpu_objects__label(struct tracker *t, struct tproc *p, const struct gl_labe
 		uint32_t ss;
 
 		/* Rules and init see the allocation as made, in its step, not the label's. */
-		ss = sites__place(t, &k, stack_id, a->size, tracker__label(t, o->label),
-				  init ? -1 : p->step, init);
+		ss = sites__assign(t, &k, stack_id, a->size, tracker__label(t, o->label),
+				   init ? -1 : p->step, init);
 		if (ss == UINT32_MAX)
 			return -ENOMEM;
 		allocs__move(t, p, a, ss);
