@@ -307,8 +307,9 @@ static int reused(struct tracker *t, struct tproc *p, uint8_t space, const struc
 	return 0;
 }
 
-int allocs__add(struct tracker *t, struct tproc *p, const struct alloc *a, uint64_t ts_ns,
-		bool check_class)
+/* allocs__add, inlined into the allocations of this file: the hot path. */
+static inline __attribute__((always_inline)) int
+add(struct tracker *t, struct tproc *p, const struct alloc *a, uint64_t ts_ns, bool check_class)
 {
 	uint32_t site = t->sstacks[a->sstack].site;
 	struct alloc *ins = alloc_table__insert(&p->allocs, a);
@@ -367,7 +368,13 @@ int allocs__alloc(struct tracker *t, struct tproc *p, const struct cat_api *api,
 			   .space = space,
 			   .flags = (scope->owner_kind == OWNER_LAYER ? AF_LAYER : 0) |
 				    (p->step < 0 ? AF_INIT : 0)};
-	return allocs__add(t, p, &a, r->hdr.ts_ns, true);
+	return add(t, p, &a, r->hdr.ts_ns, true);
+}
+
+int allocs__add(struct tracker *t, struct tproc *p, const struct alloc *a, uint64_t ts_ns,
+		bool check_class)
+{
+	return add(t, p, a, ts_ns, check_class);
 }
 
 int allocs__realloc(struct tracker *t, struct tproc *p, const struct cat_api *api,

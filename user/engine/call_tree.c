@@ -376,23 +376,11 @@ int call_tree__group_start(struct tproc *p, const struct gl_call_rec *r)
 	return 0;
 }
 
-int call_tree__apply(struct tracker *t, struct tproc *p, const struct gl_call_rec *r)
+int call_tree__apply(struct tracker *t, struct tproc *p, struct tthread *th,
+		     const struct cat_api *api, const struct gl_call_rec *r)
 {
-	const struct cat_api *api = cat_by_api(r->hdr.api);
-	struct tthread *th;
 	int err;
 
-	if (api && api->op != OP_RENDEZVOUS)
-		p->c.calls++;
-	if (!api || api->op == OP_RENDEZVOUS)
-		return 0;
-	th = tproc__thread(p, r->hdr.tid);
-	if (!th)
-		return -ENOMEM;
-	/* A new allocation may reuse an address whose lower-layer free never came: expected
-	 * frees do not outlive the thread's next allocation. */
-	if (th->nr_expect && r->hdr.kind == GL_REC_ALLOC && !r->hdr.depth)
-		th->nr_expect = 0;
 	if (th->nr_adoptees && r->hdr.depth == th->adoptees_depth) {
 		err = adopt(p, th);
 		if (err)
@@ -418,12 +406,9 @@ int call_tree__apply(struct tracker *t, struct tproc *p, const struct gl_call_re
 	if (th->nr_held || (r->hdr.kind == GL_REC_ALLOC && api->op == OP_COMM_INIT) ||
 	    api->op == OP_GROUP_END)
 		err = apply_held(t, p, th, r);
-	else /* the common case, nothing nested: no tree to build */
+	else /* nothing nested after all: no tree to build */
 		err = tracker__apply_op(t, p, api, r, &(struct call_scope){0}, true);
-	/* An error-object mark not taken by the creation it was made in is stale now. */
-	if (r->hdr.kind != GL_REC_NOTIFY && r->hdr.kind != GL_REC_FREE &&
-	    th->error_depth > r->hdr.depth)
-		th->error_depth = 0;
+	call_tree__applied(th, r);
 	return err;
 }
 

@@ -165,26 +165,15 @@ void *tracker__map_obj(struct hmap *h, uint64_t k0, uint64_t k1, size_t size)
 	return o;
 }
 
-struct tthread *tproc__thread(struct tproc *p, uint32_t tid)
+struct tthread *tproc__thread_lookup(struct tproc *p, uint32_t tid)
 {
-	struct tthread *th;
+	struct tthread *th = tracker__map_obj(&p->threads, tid, 0, sizeof(*th));
 
-	/* Looked up several times per record: the thread of the last one first. Threads live
-	 * as long as their process, so the pointer stays valid. */
-	if (p->last_thread && p->last_thread->tid == tid)
-		return p->last_thread;
-	th = tracker__map_obj(&p->threads, tid, 0, sizeof(*th));
 	if (!th)
 		return NULL;
 	th->tid = tid;
+	/* Threads live as long as their process, so the pointer stays valid. */
 	return p->last_thread = th;
-}
-
-int16_t tproc__thread_device(struct tproc *p, uint32_t tid)
-{
-	struct tthread *th = tproc__thread(p, tid);
-
-	return th ? th->device : 0;
 }
 
 /* ---- a process's allocations and the error bounds of its live bytes ---- */
@@ -304,6 +293,30 @@ int tracker__apply_op(struct tracker *t, struct tproc *p, const struct cat_api *
 	return apply_call_op(t, p, api, r);
 }
 
+/* Every call record comes in here; nested ones go through the call tree (call_tree.c). */
+static int apply_call(struct tracker *t, struct tproc *p, const struct gl_call_rec *r)
+{
+	const struct cat_api *api = cat_by_api(r->hdr.api);
+	struct tthread *th;
+	int err;
+
+	if (!api || api->op == OP_RENDEZVOUS)
+		return 0;
+	p->c.calls++;
+	th = tproc__thread(p, r->hdr.tid);
+	if (!th)
+		return -ENOMEM;
+	/* A new allocation may reuse an address whose lower-layer free never came: expected
+	 * frees do not outlive the thread's next allocation. */
+	if (th->nr_expect && r->hdr.kind == GL_REC_ALLOC && !r->hdr.depth)
+		th->nr_expect = 0;
+	if (call_tree__needed(th, api, r))
+		return call_tree__apply(t, p, th, api, r);
+	err = tracker__apply_op(t, p, api, r, &(struct call_scope){0}, true);
+	call_tree__applied(th, r);
+	return err;
+}
+
 static void apply_proc(struct tracker *t, const struct gl_proc_rec *r)
 {
 	struct tproc *p =
@@ -389,7 +402,7 @@ int tracker__apply(struct tracker *t, const struct gl_hdr *h)
 		if (!p->first_ts_ns)
 			p->first_ts_ns = h->ts_ns;
 		p->last_ts_ns = h->ts_ns;
-		return call_tree__apply(t, p, (const struct gl_call_rec *)h);
+		return apply_call(t, p, (const struct gl_call_rec *)h);
 	case GL_REC_LABEL:
 		if (h->size < sizeof(struct gl_label_rec))
 			break;

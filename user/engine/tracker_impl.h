@@ -73,10 +73,27 @@ struct tthread {
 	unsigned int nr_group_comms;
 };
 
-/* The thread tid of p, made on first sight; NULL without memory. Valid while p lives. */
-struct tthread *tproc__thread(struct tproc *p, uint32_t tid);
+/* tproc__thread past the thread of the last record: found in, or made into, p->threads. */
+struct tthread *tproc__thread_lookup(struct tproc *p, uint32_t tid);
+
+/*
+ * The thread tid of p, made on first sight; NULL without memory. Valid while p lives.
+ * Looked up several times per record: the thread of the last one first, inline.
+ */
+static inline struct tthread *tproc__thread(struct tproc *p, uint32_t tid)
+{
+	if (p->last_thread && p->last_thread->tid == tid)
+		return p->last_thread;
+	return tproc__thread_lookup(p, tid);
+}
+
 /* The CUDA device thread tid is on (0 until it sets one). */
-int16_t tproc__thread_device(struct tproc *p, uint32_t tid);
+static inline int16_t tproc__thread_device(struct tproc *p, uint32_t tid)
+{
+	struct tthread *th = tproc__thread(p, tid);
+
+	return th ? th->device : 0;
+}
 /*
  * The object stored (as a pointer) under (k0, k1) in h, or a new zeroed one of size bytes
  * put there; NULL without memory. For the maps of threads and queues.
@@ -245,8 +262,31 @@ void wgpu_objects__free(struct tproc *p);
 
 /* ---- call_tree.c: nested calls ---- */
 
-/* Every call record enters here: nested ones wait for their outermost call. */
-int call_tree__apply(struct tracker *t, struct tproc *p, const struct gl_call_rec *r);
+/*
+ * Whether call record r on th goes through the call tree: nested in another call, on a
+ * thread that holds nested records or works for another call (adopted, adopting), or one
+ * that applies a tree of its own (a communicator init, a group end). Inline: the common
+ * call, a plain allocation or free, needs no tree.
+ */
+static inline bool call_tree__needed(const struct tthread *th, const struct cat_api *api,
+				     const struct gl_call_rec *r)
+{
+	return r->hdr.depth || th->nr_held || th->adopter || th->nr_adoptees ||
+	       (r->hdr.kind == GL_REC_ALLOC && api->op == OP_COMM_INIT) || api->op == OP_GROUP_END;
+}
+
+/* A call record r that call_tree__needed: held until its outermost call returns, or applied. */
+int call_tree__apply(struct tracker *t, struct tproc *p, struct tthread *th,
+		     const struct cat_api *api, const struct gl_call_rec *r);
+
+/* r was applied on th (not held): an error-object mark not taken by the creation it was
+ * made in is stale now. */
+static inline void call_tree__applied(struct tthread *th, const struct gl_call_rec *r)
+{
+	if (r->hdr.kind != GL_REC_NOTIFY && r->hdr.kind != GL_REC_FREE &&
+	    th->error_depth > r->hdr.depth)
+		th->error_depth = 0;
+}
 /* GL_TASK_THREAD: a thread made by a traced call to do its work. */
 int call_tree__thread_made(struct tproc *p, const struct gl_task_rec *r);
 /* Records still held when a process ends belong to calls that never returned. */
