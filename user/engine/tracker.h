@@ -8,6 +8,9 @@
  * were made), sites may have an owner (a CUDA context, an NCCL communicator, or, for a lower
  * layer, the site of the allocation it sits under). One user allocation is counted once, at
  * the outermost traced call; the calls it made underneath are its layers.
+ *
+ * This header is what the rest of gpuleak reads; the tracker's modules, one per thing it
+ * keeps, share engine/tracker_impl.h, which lists them.
  */
 #ifndef GPULEAK_TRACKER_H
 #define GPULEAK_TRACKER_H

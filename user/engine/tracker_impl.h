@@ -13,6 +13,9 @@
  *   wgpu_objects.c  refcounted WebGPU objects, their owners, labels, queues and watches
  *   call_tree.c     nested calls, applied when the outermost returns: layers, communicator
  *                   inits, NCCL groups, threads adopted by a call
+ * A function of tracker.h is defined in the module that owns what it reads (tproc__obj in
+ * wgpu_objects.c, tracker__window_checks in pending.c, ...). Cross-module calls here are
+ * named module__verb; what runs per allocation and free stays inside one file, or inline.
  */
 #ifndef GPULEAK_ENGINE_TRACKER_IMPL_H
 #define GPULEAK_ENGINE_TRACKER_IMPL_H
@@ -22,9 +25,6 @@
 #include "engine/tracker.h"
 
 struct rule_subject;
-struct gl_call_rec;
-struct gl_label_rec;
-struct gl_task_rec;
 
 /* ---- tracker.c: processes and threads ---- */
 
