@@ -440,22 +440,22 @@ static void step_sites_per_step(void)
 		return;
 	alloc(t, GL_API_CUDA_MALLOC, TID, 0x1000, 1 << 20, 0);
 	p = tracker__proc(t, PID);
-	CHECK_U64(p->nr_step_sites, 1, "the first step's one site");
-	CHECK_U64(p->step_sites[0].allocated, 1 << 20, "allocated in the first step");
+	CHECK_U64(p->nr_step_changes, 1, "the first step's one site");
+	CHECK_U64(p->step_changes[0].allocated, 1 << 20, "allocated in the first step");
 	tracker__set_step(t, PID, 0, clock_ns);
-	CHECK_U64(p->nr_step_sites, 0, "a boundary forgets the step's sites");
+	CHECK_U64(p->nr_step_changes, 0, "a boundary forgets the step's sites");
 	feed(t, rec(GL_REC_FREE, GL_API_CUDA_FREE, TID, 0x1000, 0, 0));
-	CHECK_U64(p->nr_step_sites, 1, "one site changed in step 0");
-	CHECK_U64(p->step_sites[0].freed, 1 << 20, "step 0: freed");
-	CHECK_U64(p->step_sites[0].allocated, 0, "step 0: nothing allocated");
-	CHECK_U64(p->step_sites[0].live0, 1 << 20, "the site held 1 MiB when the step began");
+	CHECK_U64(p->nr_step_changes, 1, "one site changed in step 0");
+	CHECK_U64(p->step_changes[0].freed, 1 << 20, "step 0: freed");
+	CHECK_U64(p->step_changes[0].allocated, 0, "step 0: nothing allocated");
+	CHECK_U64(p->step_changes[0].live0, 1 << 20, "the site held 1 MiB when the step began");
 	tracker__free(t);
 }
 
 /* The site of the live allocation at addr (a CUDA pointer). */
 static const struct site *site_at(struct tracker *t, struct tproc *p, uint64_t addr)
 {
-	const struct alloc *a = tracker__alloc(p, NS_UVA, addr);
+	const struct alloc *a = tracker__alloc(p, SPACE_UVA, addr);
 
 	return a ? &t->sites[tracker__alloc_site(t, a)] : NULL;
 }
@@ -474,10 +474,10 @@ static void init_retained_before_the_first_step(void)
 	s = site_at(t, p, 0x1000);
 	CHECK(s && s->cls == CLS_INIT, "before the first step, no rule: retained by init");
 	CHECK_U64(p->init_bytes, 1 << 20, "init bytes");
-	CHECK_U64(p->nr_step_sites, 1, "the init step's one site");
-	CHECK_U64(p->step_sites[0].allocated, 1 << 20, "allocated in the init step");
+	CHECK_U64(p->nr_step_changes, 1, "the init step's one site");
+	CHECK_U64(p->step_changes[0].allocated, 1 << 20, "allocated in the init step");
 	tracker__set_step(t, PID, 0, clock_ns);
-	CHECK_U64(p->nr_step_sites, 0, "a boundary forgets the step's sites");
+	CHECK_U64(p->nr_step_changes, 0, "a boundary forgets the step's sites");
 	/* The same call site in a step is another site: ordinary memory. */
 	alloc(t, GL_API_CUDA_MALLOC, TID, 0x2000, 2 << 20, 0);
 	s = site_at(t, p, 0x2000);
@@ -486,11 +486,11 @@ static void init_retained_before_the_first_step(void)
 	CHECK_U64(p->init_bytes, 1 << 20, "init bytes unchanged");
 	feed(t, rec(GL_REC_FREE, GL_API_CUDA_FREE, TID, 0x1000, 0, 0));
 	CHECK_U64(p->init_bytes, 0, "init memory freed in a step");
-	CHECK_U64(p->nr_step_sites, 2, "two sites changed in step 0");
-	CHECK_U64(p->step_sites[0].allocated, 2 << 20, "step 0: allocated at the step site");
-	CHECK_U64(p->step_sites[0].live0, 0, "from nothing");
-	CHECK_U64(p->step_sites[1].freed, 1 << 20, "step 0: freed at the init site");
-	CHECK_U64(p->step_sites[1].live0, 1 << 20, "which held 1 MiB when the step began");
+	CHECK_U64(p->nr_step_changes, 2, "two sites changed in step 0");
+	CHECK_U64(p->step_changes[0].allocated, 2 << 20, "step 0: allocated at the step site");
+	CHECK_U64(p->step_changes[0].live0, 0, "from nothing");
+	CHECK_U64(p->step_changes[1].freed, 1 << 20, "step 0: freed at the init site");
+	CHECK_U64(p->step_changes[1].live0, 1 << 20, "which held 1 MiB when the step began");
 	tracker__free(t);
 	/* Off (interval steps): the first slice is no phase of the program. */
 	if (!CHECK(!tracker__new(&t), "new"))

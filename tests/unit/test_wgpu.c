@@ -134,18 +134,18 @@ static void refcounts(void)
 	call(t, GL_API_WGPU_BUFFER_RELEASE, 0xb1);
 	p = tracker__proc(t, PID);
 	CHECK_U64(p->live_bytes, 4096, "one reference left");
-	o = tproc__obj(p, NS_WGPU, 0xb1);
+	o = tproc__obj(p, SPACE_WGPU, 0xb1);
 	CHECK(o && o->refs == 1 && o->nr_addref == 1 && o->addref_count[0] == 1, "addref site");
 	call(t, GL_API_WGPU_BUFFER_RELEASE, 0xb1);
 	CHECK_U64(p->live_bytes, 0, "freed at zero");
-	CHECK(!tproc__obj(p, NS_WGPU, 0xb1), "handle gone");
+	CHECK(!tproc__obj(p, SPACE_WGPU, 0xb1), "handle gone");
 	call(t, GL_API_WGPU_BUFFER_RELEASE, 0xb2);
 	CHECK_U64(p->c.unknown_refs, 1, "release of a buffer never seen");
 	/* Destroy frees the memory; the handle lives on until its last release. */
 	create_buffer(t, 0xb3, 100, 0);
 	call(t, GL_API_WGPU_BUFFER_DESTROY, 0xb3);
 	CHECK_U64(p->live_bytes, 0, "destroyed");
-	CHECK(tproc__obj(p, NS_WGPU, 0xb3) != NULL, "handle still referenced");
+	CHECK(tproc__obj(p, SPACE_WGPU, 0xb3) != NULL, "handle still referenced");
 	call(t, GL_API_WGPU_BUFFER_RELEASE, 0xb3);
 	CHECK_U64(p->c.frees, 2, "one free each, none for the release after destroy");
 	tracker__free(t);
@@ -242,7 +242,7 @@ static void error_objects(void)
 	p = tracker__proc(t, PID);
 	CHECK_U64(p->c.error_objects, 1, "the creation MakeError ran in");
 	CHECK_U64(p->live_bytes, 0, "not memory");
-	CHECK(tproc__obj(p, NS_WGPU, 0xe1) != NULL, "but a handle to release");
+	CHECK(tproc__obj(p, SPACE_WGPU, 0xe1) != NULL, "but a handle to release");
 	call(t, GL_API_WGPU_BUFFER_RELEASE, 0xe1);
 	CHECK_U64(p->c.unknown_refs, 0, "its release is known");
 	create_buffer(t, 0xb1, 100, 0);
@@ -277,21 +277,23 @@ static void owners_and_labels(void)
 	memcpy(lr.label, "kv_cache", 8);
 	tracker__apply(t, &lr.hdr);
 	p = tracker__proc(t, PID);
-	CHECK(!strcmp(tracker__label(t, tproc__obj(p, NS_WGPU, 0xb1)->label), "kv_cache"), "label");
+	CHECK(!strcmp(tracker__label(t, tproc__obj(p, SPACE_WGPU, 0xb1)->label), "kv_cache"),
+	      "label");
 	lr.addr = 0xb2;
 	tracker__apply(t, &lr.hdr);
 	CHECK_U64(t->nr_labels, 1, "interned once");
 	lr.len = 0;
 	tracker__apply(t, &lr.hdr);
-	CHECK(!strcmp(tracker__label(t, tproc__obj(p, NS_WGPU, 0xb2)->label), ""), "cleared");
+	CHECK(!strcmp(tracker__label(t, tproc__obj(p, SPACE_WGPU, 0xb2)->label), ""), "cleared");
 	/* Cut inside a UTF-8 sequence: the partial character goes. */
 	lr.len = 64;
 	lr.truncated = 1;
 	memset(lr.label, 'a', 63);
 	lr.label[63] = (char)0xc3;
 	tracker__apply(t, &lr.hdr);
-	CHECK_U64(strlen(tracker__label(t, tproc__obj(p, NS_WGPU, 0xb2)->label)), 63, "utf-8 trim");
-	dev = tproc__obj(p, NS_WGPU, DEV);
+	CHECK_U64(strlen(tracker__label(t, tproc__obj(p, SPACE_WGPU, 0xb2)->label)), 63,
+		  "utf-8 trim");
+	dev = tproc__obj(p, SPACE_WGPU, DEV);
 	CHECK(dev && dev->ordinal == 1 && (dev->flags & TOBJ_OWNER), "device seen");
 	call(t, GL_API_WGPU_DEVICE_ADD_REF, DEV);
 	call(t, GL_API_WGPU_DEVICE_RELEASE, DEV);

@@ -423,17 +423,10 @@ static int parse_upto(struct rules *rs, const char *text, size_t len, const char
 		if (ret)
 			break;
 		if (got) {
-			if (n == cap) {
-				struct rule *v;
-
-				cap = cap ? 2 * cap : 8;
-				v = realloc(parsed, cap * sizeof(*v));
-				if (!v) {
-					rule_free(&r);
-					ret = -ENOMEM;
-					break;
-				}
-				parsed = v;
+			ret = vec_grow((void **)&parsed, &cap, n, sizeof(*parsed));
+			if (ret) {
+				rule_free(&r);
+				break;
 			}
 			parsed[n++] = r;
 		}

@@ -164,7 +164,8 @@ int series__finish(struct series *se, const struct tracker *t, uint64_t end_ns)
 		const struct tproc *p = t->procs[i];
 
 		for (j = 0; j < p->nr_pend; j++) {
-			const struct alloc *a = tracker__alloc(p, p->pend[j].ns, p->pend[j].addr);
+			const struct alloc *a =
+			    tracker__alloc(p, p->pend[j].space, p->pend[j].addr);
 
 			if (a)
 				series__pending_done(se, p, tracker__alloc_site(t, a), a->size,

@@ -77,8 +77,8 @@ struct timeline {
 	size_t nr_p, cap_p;
 	step_fn on_step;
 	void *on_step_ctx;
-	struct step_sites sites; /* of the step being closed, for on_step */
-	uint64_t boundaries;	 /* records that closed a step (sync, marker, NVTX range) */
+	struct step_site_summary sites; /* of the step being closed, for on_step */
+	uint64_t boundaries;		/* records that closed a step (sync, marker, NVTX range) */
 };
 
 int timeline__new(const struct timeline_opts *o, struct tracker *t, struct timeline **out)
@@ -144,15 +144,8 @@ static struct ptl *ptl_get(struct timeline *tl, pid_t pid)
 
 	if (p && !p->finished)
 		return p;
-	if (tl->nr_p == tl->cap_p) {
-		size_t cap = tl->cap_p ? 2 * tl->cap_p : 8;
-		struct ptl **v = realloc(tl->p, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		tl->p = v;
-		tl->cap_p = cap;
-	}
+	if (vec_grow((void **)&tl->p, &tl->cap_p, tl->nr_p, sizeof(*tl->p)))
+		return NULL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
@@ -189,15 +182,8 @@ static void sample(struct timeline *tl, struct ptl *p, struct trend *tr, uint64_
 
 	if (tr->n && tr->v[tr->n - 1].live == live)
 		return;
-	if (tr->n == tr->cap) {
-		size_t cap = tr->cap ? 2 * tr->cap : 16;
-		struct sample *v = realloc(tr->v, cap * sizeof(*v));
-
-		if (!v)
-			return;
-		tr->v = v;
-		tr->cap = cap;
-	}
+	if (vec_grow((void **)&tr->v, &tr->cap, tr->n, sizeof(*tr->v)))
+		return;
 	tr->v[tr->n++] = (struct sample){step, live};
 	if (step >= tl->o.warmup_steps) {
 		if (live > tr->last)
@@ -265,15 +251,9 @@ static void settle(struct timeline *tl, struct ptl *p, struct tproc *tp)
 		tr->settled = s->live_bytes;
 		if (tr->in_settled)
 			continue;
-		if (p->nr_settled == p->cap_settled) {
-			size_t cap = p->cap_settled ? 2 * p->cap_settled : 32;
-			uint32_t *v = realloc(p->settled, cap * sizeof(*v));
-
-			if (!v)
-				continue;
-			p->settled = v;
-			p->cap_settled = cap;
-		}
+		if (vec_grow((void **)&p->settled, &p->cap_settled, p->nr_settled,
+			     sizeof(*p->settled)))
+			continue;
 		tr->in_settled = true;
 		p->settled[p->nr_settled++] = (uint32_t)(tr - p->tr);
 	}
@@ -281,7 +261,7 @@ static void settle(struct timeline *tl, struct ptl *p, struct tproc *tp)
 }
 
 /* Which of two sites' step activity a step record lists first. */
-static bool step_site_before(const struct step_site *a, const struct step_site *b)
+static bool step_site_before(const struct step_site_stat *a, const struct step_site_stat *b)
 {
 	uint64_t na = a->allocated > a->freed ? a->allocated - a->freed : a->freed - a->allocated;
 	uint64_t nb = b->allocated > b->freed ? b->allocated - b->freed : b->freed - b->allocated;
@@ -293,18 +273,19 @@ static bool step_site_before(const struct step_site *a, const struct step_site *
 	return a->site < b->site;
 }
 
-/* The sites whose memory changed in the step ending now (the tracker's step_sites). */
-static void collect_step_sites(struct timeline *tl, const struct tproc *tp, struct step_sites *out)
+/* The sites whose memory changed in the step ending now (the tracker's step_changes). */
+static void collect_step_sites(struct timeline *tl, const struct tproc *tp,
+			       struct step_site_summary *out)
 {
 	size_t i, j;
 
 	memset(out, 0, sizeof(*out));
-	for (i = 0; i < tp->nr_step_sites; i++) {
-		const struct site_step *e = &tp->step_sites[i];
-		struct step_site v = {.site = e->site,
-				      .live = tl->t->sites[e->site].live_bytes,
-				      .allocated = e->allocated,
-				      .freed = e->freed};
+	for (i = 0; i < tp->nr_step_changes; i++) {
+		const struct step_change *e = &tp->step_changes[i];
+		struct step_site_stat v = {.site = e->site,
+					   .live = tl->t->sites[e->site].live_bytes,
+					   .allocated = e->allocated,
+					   .freed = e->freed};
 
 		/* Touched and back where it was (a label moved in and out, say): no change. */
 		if (!v.allocated && !v.freed && v.live == e->live0)
@@ -316,7 +297,7 @@ static void collect_step_sites(struct timeline *tl, const struct tproc *tp, stru
 			continue;
 		}
 		if (out->n == STEP_TOP_SITES) {
-			const struct step_site *last = &out->top[--out->n];
+			const struct step_site_stat *last = &out->top[--out->n];
 
 			out->rest++;
 			out->rest_allocated += last->allocated;
@@ -362,16 +343,7 @@ static void close_step(struct timeline *tl, struct ptl *p, uint64_t ts_ns)
 	st.frees = tp->c.frees - p->frees0;
 	if (p->nr_steps == TL_MAX_STEPS)
 		forget_old_steps(p);
-	if (p->nr_steps == p->cap_steps) {
-		size_t cap = p->cap_steps ? 2 * p->cap_steps : 64;
-		struct step_stat *v = realloc(p->steps, cap * sizeof(*v));
-
-		if (v) {
-			p->steps = v;
-			p->cap_steps = cap;
-		}
-	}
-	if (p->nr_steps < p->cap_steps)
+	if (!vec_grow((void **)&p->steps, &p->cap_steps, p->nr_steps, sizeof(*p->steps)))
 		p->steps[p->nr_steps++] = st;
 	if (tl->on_step) {
 		collect_step_sites(tl, tp, &tl->sites);
@@ -797,7 +769,7 @@ static int proj_device(const struct timeline *tl, pid_t pid, const struct site *
 {
 	if (s->owner_kind == OWNER_DEVICE) {
 		const struct tproc *tp = tracker__proc(tl->t, pid);
-		const struct tobj *o = tp ? tproc__obj(tp, NS_WGPU, s->owner) : NULL;
+		const struct tobj *o = tp ? tproc__obj(tp, SPACE_WGPU, s->owner) : NULL;
 
 		return o && o->ordinal >= 1 && o->ordinal <= MAX_DEVICES ? (int)o->ordinal - 1 : -1;
 	}

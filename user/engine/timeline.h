@@ -37,8 +37,8 @@ struct timeline_opts {
 /* Memory sites a step record lists by name: the ones whose memory changed most. */
 #define STEP_TOP_SITES 8
 
-/* One memory site in one step. */
-struct step_site {
+/* One memory site in one closed step, from the tracker's step_change. */
+struct step_site_stat {
 	uint32_t site;	    /* tracker site index */
 	uint64_t live;	    /* bytes at the end of the step */
 	uint64_t allocated; /* bytes allocated there during the step */
@@ -50,8 +50,8 @@ struct step_site {
  * freed| (then by allocated + freed), and the sum of the others, so the sites and the rest
  * add up to the step's own allocated and freed bytes.
  */
-struct step_sites {
-	struct step_site top[STEP_TOP_SITES];
+struct step_site_summary {
+	struct step_site_stat top[STEP_TOP_SITES];
 	size_t n;
 	uint64_t rest; /* sites beyond the top */
 	uint64_t rest_allocated, rest_freed;
@@ -67,7 +67,7 @@ struct step_stat {
 	uint64_t requests; /* --request: requests completed during the step */
 	uint64_t inflight; /* and in flight at its end */
 	/* Its sites, only while the step callback runs (NULL in timeline__steps). */
-	const struct step_sites *sites;
+	const struct step_site_summary *sites;
 };
 
 /* A growth leak found at one site. */

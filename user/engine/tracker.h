@@ -8,6 +8,9 @@
  * were made), sites may have an owner (a CUDA context, an NCCL communicator, or, for a lower
  * layer, the site of the allocation it sits under). One user allocation is counted once, at
  * the outermost traced call; the calls it made underneath are its layers.
+ *
+ * This header is what the rest of gpuleak reads; the tracker's modules, one per thing it
+ * keeps, share engine/tracker_impl.h, which lists them.
  */
 #ifndef GPULEAK_TRACKER_H
 #define GPULEAK_TRACKER_H
@@ -17,33 +20,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "gpuleak.h"
+#include "engine/alloc_table.h"
 #include "lib/hmap.h"
-
-enum alloc_flags {
-	AF_PENDING = 1 << 0,	     /* async free issued, its stream has not completed yet */
-	AF_LAYER = 1 << 1,	     /* a lower layer of another allocation: not counted */
-	AF_RELEASED_MAPPED = 1 << 2, /* VMM handle released while still mapped */
-	AF_UNSIZED = 1 << 3,	     /* bytes unknown (a texture format without a size) */
-	AF_INIT = 1 << 4,	     /* made before the process's first step */
-};
-
-/* One live allocation. 32 bytes: the table is sized for ten million of them. */
-struct alloc {
-	uint64_t addr;
-	uint64_t size;
-	uint64_t ts_ns;	    /* when it was allocated */
-	uint32_t sstack;    /* index into tracker sstacks (its site: tracker__alloc_site) */
-	uint8_t ns;	    /* enum cat_ns */
-	uint8_t flags;	    /* enum alloc_flags */
-	uint16_t layer_api; /* a lower layer at the same address merged into this one */
-};
-
-/* Open addressing keyed by (ns, addr); slots with addr == 0 are free. */
-struct alloc_table {
-	struct alloc *slots;
-	size_t cap; /* power of two */
-	size_t n;
-};
 
 enum owner_kind {
 	OWNER_NONE = 0,
@@ -81,7 +59,7 @@ struct site {
 	uint32_t label;	      /* WebGPU label (tracker labels index + 1), 0: none */
 	uint32_t sstacks;     /* first sstack (index), then their next; UINT32_MAX: none */
 	uint32_t sstack_last; /* the sstack used last: most calls of a site share a stack */
-	uint32_t step_slot;   /* its entry in the process's step_sites + 1, 0: none (checked) */
+	uint32_t step_change; /* its entry in the process's step_changes + 1, 0: none (checked) */
 	uint64_t allocs;
 	uint64_t alloc_bytes;
 	uint64_t frees;
@@ -113,10 +91,12 @@ enum site_class {
 };
 
 /*
- * A memory site's activity in the step in progress of its process: sites enter the list at
- * their first change in the step, and the list empties at each step boundary.
+ * How a memory site changed in the step in progress of its process, kept up to date by
+ * every allocation and free (the timeline turns it into a step_site_stat when the step
+ * closes): sites enter the list at their first change in the step, and the list empties at
+ * each step boundary.
  */
-struct site_step {
+struct step_change {
 	uint32_t site;	    /* index into tracker sites */
 	uint64_t live0;	    /* its live bytes when the step began */
 	uint64_t allocated; /* bytes allocated there during the step */
@@ -125,9 +105,9 @@ struct site_step {
 
 struct pending_free {
 	uint64_t addr;
-	uint64_t stream; /* stream key (see tracker.c: stream_key) */
+	uint64_t stream; /* stream key (see pending.c: stream_key) */
 	uint64_t ts_ns;	 /* when the free was issued */
-	uint8_t ns;
+	uint8_t space;
 	uint8_t until;	 /* enum rule_until: what completes it */
 	uint16_t rule;	 /* the deferred rule (index + 1) */
 	bool late;	 /* reported as never completed within its window */
@@ -155,7 +135,7 @@ struct tobj {
 	int64_t refs;	  /* created with 1; AddRef +1, Release -1 */
 	uint32_t label;	  /* index into tracker labels + 1, 0: none */
 	uint32_t ordinal; /* owners: 1, 2, ... in order of first sight in the process */
-	uint8_t ns;
+	uint8_t space;
 	uint8_t flags; /* enum tobj_flags */
 	uint16_t nr_addref;
 	/* AddRef call sites (tracker sites) and how many references each added */
@@ -265,8 +245,8 @@ struct tproc {
 	struct hmap threads;	   /* tid -> struct tthread * */
 	struct hmap events;	   /* cudaEvent/CUevent -> stream key of its last record */
 	struct hmap regrefs;	   /* NCCL registration handle -> references beyond the first */
-	uint64_t *freed;	   /* recently freed addresses (tracker.c: FREED_SLOTS), or NULL */
-	struct hmap objs;	   /* (ns, handle) -> struct tobj * */
+	uint64_t *freed;	   /* recently freed addresses (allocs.c: FREED_SLOTS), or NULL */
+	struct hmap objs;	   /* (space, handle) -> struct tobj * */
 	struct hmap queues;	   /* queue handle -> struct tqueue * */
 	struct queue_watch *watch; /* in registration order */
 	size_t nr_watch, cap_watch;
@@ -280,10 +260,10 @@ struct tproc {
 	struct proc_counters c;
 	uint64_t loss[GL_STAT_MAX]; /* latest cumulative BPF loss counts */
 	uint64_t records;
-	int64_t step;		      /* current step, -1 before the first */
-	uint64_t step_ts_ns;	      /* when it began (0: the first step, begun at attach) */
-	struct site_step *step_sites; /* memory sites changed in the current step */
-	size_t nr_step_sites, cap_step_sites;
+	int64_t step;			  /* current step, -1 before the first */
+	uint64_t step_ts_ns;		  /* when it began (0: the first step, begun at attach) */
+	struct step_change *step_changes; /* memory sites changed in the current step */
+	size_t nr_step_changes, cap_step_changes;
 	uint64_t init_bytes, init_count; /* live, made before the first step (CLS_INIT) */
 	uint64_t persistent_bytes, persistent_count;
 	uint64_t ignored_bytes, ignored_count;
@@ -356,7 +336,7 @@ void tracker__on_pending_done(struct tracker *t, pending_done_fn fn, void *ctx);
  */
 void tracker__set_init_retained(struct tracker *t, bool on);
 /* pid entered step `step` at ts_ns (the timeline calls this at each boundary): the memory
- * sites changed in the step that ended (step_sites) are forgotten. */
+ * sites changed in the step that ended (step_changes) are forgotten. */
 void tracker__set_step(struct tracker *t, pid_t pid, int64_t step, uint64_t ts_ns);
 /* Session end for pid: classes that must be released, deferred frees past their window. */
 void tracker__end_checks(struct tracker *t, struct tproc *p, uint64_t ts_ns);
@@ -394,15 +374,15 @@ struct uncertainty {
 
 /* The error bounds of p's live bytes. 0 or -ENOMEM. */
 int tproc__uncertainty(const struct tracker *t, const struct tproc *p, struct uncertainty *u);
-/* The live (or pending) allocation of p at (ns, addr), or NULL. */
-const struct alloc *tracker__alloc(const struct tproc *p, uint8_t ns, uint64_t addr);
+/* The live (or pending) allocation of p at (space, addr), or NULL. */
+const struct alloc *tracker__alloc(const struct tproc *p, uint8_t space, uint64_t addr);
 /* The site (index into sites) of an allocation. */
 static inline uint32_t tracker__alloc_site(const struct tracker *t, const struct alloc *a)
 {
 	return t->sstacks[a->sstack].site;
 }
-/* A refcounted object of p by (ns, handle), or NULL. */
-struct tobj *tproc__obj(const struct tproc *p, uint8_t ns, uint64_t handle);
+/* A refcounted object of p by (space, handle), or NULL. */
+struct tobj *tproc__obj(const struct tproc *p, uint8_t space, uint64_t handle);
 /* A label by index (tobj.label, site.label), "" for 0. */
 const char *tracker__label(const struct tracker *t, uint32_t label);
 /* The communicator of pid with this handle, or NULL. */

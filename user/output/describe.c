@@ -22,7 +22,7 @@ const struct tobj *describe__owner(const struct tracker *t, pid_t pid, const str
 {
 	struct tproc *p = tracker__proc((struct tracker *)t, pid);
 
-	return p && s->owner_kind == OWNER_DEVICE ? tproc__obj(p, NS_WGPU, s->owner) : NULL;
+	return p && s->owner_kind == OWNER_DEVICE ? tproc__obj(p, SPACE_WGPU, s->owner) : NULL;
 }
 
 void describe__device(const struct tracker *t, const struct site *s, char *buf, size_t len)
@@ -87,7 +87,7 @@ void describe__addrefs(const struct tracker *t, uint32_t site, struct addrefs *o
 
 		if (o->refs <= 0 || !o->nr_addref || (o->flags & TOBJ_OWNER))
 			continue;
-		a = tracker__alloc(p, o->ns, o->handle);
+		a = tracker__alloc(p, o->space, o->handle);
 		if (a && tracker__alloc_site(t, a) == site)
 			add_refs(o, out);
 	}

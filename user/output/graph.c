@@ -107,7 +107,7 @@ static char *group_label(const struct tracker *t, const struct site *s)
 	int n;
 
 	if (s->owner_kind == OWNER_DEVICE) {
-		const struct tobj *o = p ? tproc__obj(p, NS_WGPU, s->owner) : NULL;
+		const struct tobj *o = p ? tproc__obj(p, SPACE_WGPU, s->owner) : NULL;
 
 		if (o && o->label)
 			n = asprintf(&out, "WebGPU device wgpu#%u \"%s\"", o->ordinal,

@@ -60,13 +60,13 @@ static void json_net(FILE *f, uint64_t allocated, uint64_t freed)
 }
 
 /* A step's memory sites: those that changed most by name, the others summed. */
-static void json_step_sites(struct report *r, const struct step_sites *ss)
+static void json_step_sites(struct report *r, const struct step_site_summary *ss)
 {
 	size_t i;
 
 	fputs(",\"sites\":[", r->json);
 	for (i = 0; i < ss->n; i++) {
-		const struct step_site *v = &ss->top[i];
+		const struct step_site_stat *v = &ss->top[i];
 		const struct site *s = &r->t->sites[v->site];
 
 		fprintf(r->json, "%s{\"api\":\"%s\",\"site\":", i ? "," : "", cat_api_name(s->api));

@@ -42,7 +42,7 @@
 #define SETLABEL_SV DSPEC(GL_SHAPE_NOTIFY, 1, 2, 3, 0, 0, 0, 0, GL_LABEL_ARGS_SV, 0, 0)
 /* void wgpuXSetLabel(WGPUX x, char const *label) */
 #define SETLABEL_CSTR DSPEC(GL_SHAPE_NOTIFY, 1, 2, 0, 0, 0, 0, 0, GL_LABEL_ARGS_CSTR, 0, 0)
-/* API(name, id, spec, op, mem, flags [, .ns = ..., ...more designated fields]) */
+/* API(name, id, spec, op, mem, flags [, .space = ..., ...more designated fields]) */
 #define API(n, id, sp, o, m, fl, ...)                                                              \
 	{                                                                                          \
 		.name = (n), .api = (id), .spec = sp, .op = (o), .mem = (m), .flags = (fl),        \
@@ -152,16 +152,16 @@ const struct cat_api cat_apis[] = {
     /* Virtual memory management: ranges, physical handles, mappings between them. */
     /* cuMemAddressReserve(CUdeviceptr *p, size_t size, size_t align, CUdeviceptr addr, ...) */
     API("cuMemAddressReserve", GL_API_CU_MEM_ADDRESS_RESERVE, OUTPTR(1, 2, 0, 0), OP_ALLOC, MEM_VA,
-	0, .ns = NS_VMM_RANGE),
+	0, .space = SPACE_VMM_RANGE),
     API("cuMemAddressFree", GL_API_CU_MEM_ADDRESS_FREE, FREE(1), OP_FREE, MEM_VA, 0,
-	.ns = NS_VMM_RANGE),
+	.space = SPACE_VMM_RANGE),
     /* cuMemCreate(handle *h, size_t size, const CUmemAllocationProp *prop, flags): the
      * device is prop->location.id, at offset 12 */
     API("cuMemCreate", GL_API_CU_MEM_CREATE,
 	SPEC(GL_SHAPE_ALLOC_OUTPTR, 1, 2, 0, 0, 0, 0, .arg_desc = 3, .desc_len = 16), OP_ALLOC,
-	MEM_DEVICE, CAT_VMM_DEVICE, .ns = NS_VMM_HANDLE),
+	MEM_DEVICE, CAT_VMM_DEVICE, .space = SPACE_VMM_HANDLE),
     API("cuMemRelease", GL_API_CU_MEM_RELEASE, FREE(1), OP_FREE, MEM_DEVICE, 0,
-	.ns = NS_VMM_HANDLE),
+	.space = SPACE_VMM_HANDLE),
     /* cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, handle h, flags) */
     API("cuMemMap", GL_API_CU_MEM_MAP, SPEC(GL_SHAPE_CALL, 1, 2, 4, 3, 0, 0), OP_VMM_MAP, MEM_NONE,
 	0),
@@ -173,14 +173,14 @@ const struct cat_api cat_apis[] = {
     API("ncclMemFree", GL_API_NCCL_MEM_FREE, FREE(1), OP_FREE, MEM_DEVICE, 0),
     /* ncclCommRegister(comm, void *buff, size_t size, void **handle) */
     API("ncclCommRegister", GL_API_NCCL_COMM_REGISTER, OUTPTR(4, 3, 1, 2), OP_ALLOC, MEM_REG, 0,
-	.ns = NS_NCCL_REG),
+	.space = SPACE_NCCL_REG),
     API("ncclCommDeregister", GL_API_NCCL_COMM_DEREGISTER, SPEC(GL_SHAPE_FREE, 2, 0, 1, 0, 0, 0),
-	OP_FREE, MEM_REG, 0, .ns = NS_NCCL_REG),
+	OP_FREE, MEM_REG, 0, .space = SPACE_NCCL_REG),
     /* ncclCommWindowRegister(comm, void *buff, size_t size, ncclWindow_t *win, int flags) */
     API("ncclCommWindowRegister", GL_API_NCCL_COMM_WINDOW_REGISTER, OUTPTR(4, 3, 1, 2), OP_ALLOC,
-	MEM_REG, 0, .ns = NS_NCCL_WIN),
+	MEM_REG, 0, .space = SPACE_NCCL_WIN),
     API("ncclCommWindowDeregister", GL_API_NCCL_COMM_WINDOW_DEREGISTER,
-	SPEC(GL_SHAPE_FREE, 2, 0, 1, 0, 0, 0), OP_FREE, MEM_REG, 0, .ns = NS_NCCL_WIN),
+	SPEC(GL_SHAPE_FREE, 2, 0, 1, 0, 0, 0), OP_FREE, MEM_REG, 0, .space = SPACE_NCCL_WIN),
     /* Communicator creation: (ncclComm_t *comm, ...). ncclUniqueId is a 128-byte struct
      * passed on the stack; the out-pointer is the first register argument either way. Each
      * may run the init on threads it makes (ADOPT): what they allocate is the call's. */
@@ -208,75 +208,77 @@ const struct cat_api cat_apis[] = {
 
     /* libc, with --libc: host-side memory that travels with GPU memory. */
     API("malloc", GL_API_MALLOC, SPEC(GL_SHAPE_ALLOC_RET, 0, 1, 0, 0, 0, 0), OP_ALLOC, MEM_HOST,
-	CAT_LIBC, .ns = NS_HOST),
+	CAT_LIBC, .space = SPACE_HOST),
     /* calloc(nmemb, size): size x nmemb */
     API("calloc", GL_API_CALLOC, SPEC(GL_SHAPE_ALLOC_RET, 0, 2, 0, 0, 1, 0), OP_ALLOC, MEM_HOST,
-	CAT_LIBC, .ns = NS_HOST),
+	CAT_LIBC, .space = SPACE_HOST),
     /* realloc(old, size) */
     API("realloc", GL_API_REALLOC, SPEC(GL_SHAPE_ALLOC_RET, 0, 2, 1, 0, 0, 0), OP_REALLOC, MEM_HOST,
-	CAT_LIBC, .ns = NS_HOST),
+	CAT_LIBC, .space = SPACE_HOST),
     /* posix_memalign(void **p, size_t align, size_t size): returns 0 or an errno */
     API("posix_memalign", GL_API_POSIX_MEMALIGN, OUTPTR(1, 3, 0, 0), OP_ALLOC, MEM_HOST, CAT_LIBC,
-	.ns = NS_HOST),
+	.space = SPACE_HOST),
     API("aligned_alloc", GL_API_ALIGNED_ALLOC, SPEC(GL_SHAPE_ALLOC_RET, 0, 2, 0, 0, 0, 0), OP_ALLOC,
-	MEM_HOST, CAT_LIBC, .ns = NS_HOST),
+	MEM_HOST, CAT_LIBC, .space = SPACE_HOST),
     API("memalign", GL_API_MEMALIGN, SPEC(GL_SHAPE_ALLOC_RET, 0, 2, 0, 0, 0, 0), OP_ALLOC, MEM_HOST,
-	CAT_LIBC, .ns = NS_HOST),
-    API("free", GL_API_FREE, FREE(1), OP_FREE, MEM_HOST, CAT_LIBC, .ns = NS_HOST),
+	CAT_LIBC, .space = SPACE_HOST),
+    API("free", GL_API_FREE, FREE(1), OP_FREE, MEM_HOST, CAT_LIBC, .space = SPACE_HOST),
     /* mmap(addr, len, prot, flags, fd, off): only anonymous mappings are counted */
     API("mmap", GL_API_MMAP, SPEC(GL_SHAPE_ALLOC_RET, 0, 2, 4, 5, 0, GL_SPEC_FAIL_IS_NEG1),
-	OP_ALLOC, MEM_HOST, CAT_LIBC, .ns = NS_MMAP),
+	OP_ALLOC, MEM_HOST, CAT_LIBC, .space = SPACE_MMAP),
     API("munmap", GL_API_MUNMAP, SPEC(GL_SHAPE_FREE, 1, 2, 0, 0, 0, 0), OP_FREE, MEM_HOST, CAT_LIBC,
-	.ns = NS_MMAP),
+	.space = SPACE_MMAP),
 
     /*
      * WebGPU, as Dawn exports it (webgpu.h). Offsets are those of user/wgpu.c's decoders and
      * tests/scenarios/webgpu_min.h, checked against the real library.
      */
     API("wgpuDeviceCreateBuffer", GL_API_WGPU_DEVICE_CREATE_BUFFER,
-	WCREATE(48, GL_LABEL_STRINGVIEW), OP_OBJ_CREATE, MEM_DEVICE, CAT_WGPU_SV, .ns = NS_WGPU,
-	.decode = wgpu_decode_buffer_sv),
+	WCREATE(48, GL_LABEL_STRINGVIEW), OP_OBJ_CREATE, MEM_DEVICE, CAT_WGPU_SV,
+	.space = SPACE_WGPU, .decode = wgpu_decode_buffer_sv),
     API("wgpuDeviceCreateTexture", GL_API_WGPU_DEVICE_CREATE_TEXTURE,
 	WCREATE(60, GL_LABEL_STRINGVIEW), OP_OBJ_CREATE, MEM_DEVICE,
-	CAT_WGPU_SV | CAT_WGPU_FMT_PRE_TIER1, .ns = NS_WGPU, .decode = wgpu_decode_texture_sv),
+	CAT_WGPU_SV | CAT_WGPU_FMT_PRE_TIER1, .space = SPACE_WGPU,
+	.decode = wgpu_decode_texture_sv),
     API("wgpuDeviceCreateTexture", GL_API_WGPU_DEVICE_CREATE_TEXTURE_TIER1,
 	WCREATE(60, GL_LABEL_STRINGVIEW), OP_OBJ_CREATE, MEM_DEVICE,
-	CAT_WGPU_SV | CAT_WGPU_FMT_TIER1, .ns = NS_WGPU, .decode = wgpu_decode_texture_sv_tier1),
+	CAT_WGPU_SV | CAT_WGPU_FMT_TIER1, .space = SPACE_WGPU,
+	.decode = wgpu_decode_texture_sv_tier1),
     API("wgpuDeviceCreateTexture", GL_API_WGPU_DEVICE_CREATE_TEXTURE_FMT_UNKNOWN,
 	WCREATE(60, GL_LABEL_STRINGVIEW), OP_OBJ_CREATE, MEM_DEVICE,
-	CAT_WGPU_SV | CAT_WGPU_FMT_UNKNOWN, .ns = NS_WGPU,
+	CAT_WGPU_SV | CAT_WGPU_FMT_UNKNOWN, .space = SPACE_WGPU,
 	.decode = wgpu_decode_texture_sv_unknown),
     API("wgpuBufferAddRef", GL_API_WGPU_BUFFER_ADD_REF, NOTIFY(1), OP_OBJ_ADDREF, MEM_NONE, 0,
-	.ns = NS_WGPU),
+	.space = SPACE_WGPU),
     API("wgpuBufferRelease", GL_API_WGPU_BUFFER_RELEASE, NOTIFY(1), OP_OBJ_RELEASE, MEM_NONE, 0,
-	.ns = NS_WGPU),
+	.space = SPACE_WGPU),
     API("wgpuBufferDestroy", GL_API_WGPU_BUFFER_DESTROY, NOTIFY(1), OP_OBJ_DESTROY, MEM_NONE, 0,
-	.ns = NS_WGPU),
+	.space = SPACE_WGPU),
     API("wgpuBufferSetLabel", GL_API_WGPU_BUFFER_SET_LABEL, SETLABEL_SV, OP_NONE, MEM_NONE,
-	CAT_WGPU_SV | CAT_OPTIONAL, .ns = NS_WGPU),
+	CAT_WGPU_SV | CAT_OPTIONAL, .space = SPACE_WGPU),
     API("wgpuTextureAddRef", GL_API_WGPU_TEXTURE_ADD_REF, NOTIFY(1), OP_OBJ_ADDREF, MEM_NONE, 0,
-	.ns = NS_WGPU),
+	.space = SPACE_WGPU),
     API("wgpuTextureRelease", GL_API_WGPU_TEXTURE_RELEASE, NOTIFY(1), OP_OBJ_RELEASE, MEM_NONE, 0,
-	.ns = NS_WGPU),
+	.space = SPACE_WGPU),
     API("wgpuTextureDestroy", GL_API_WGPU_TEXTURE_DESTROY, NOTIFY(1), OP_OBJ_DESTROY, MEM_NONE, 0,
-	.ns = NS_WGPU),
+	.space = SPACE_WGPU),
     API("wgpuTextureSetLabel", GL_API_WGPU_TEXTURE_SET_LABEL, SETLABEL_SV, OP_NONE, MEM_NONE,
-	CAT_WGPU_SV | CAT_OPTIONAL, .ns = NS_WGPU),
+	CAT_WGPU_SV | CAT_OPTIONAL, .space = SPACE_WGPU),
     API("wgpuDeviceAddRef", GL_API_WGPU_DEVICE_ADD_REF, NOTIFY(1), OP_OWNER_ADDREF, MEM_NONE,
-	CAT_OWNER | CAT_OPTIONAL, .ns = NS_WGPU),
+	CAT_OWNER | CAT_OPTIONAL, .space = SPACE_WGPU),
     API("wgpuDeviceRelease", GL_API_WGPU_DEVICE_RELEASE, NOTIFY(1), OP_OWNER_RELEASE, MEM_NONE,
-	CAT_OWNER | CAT_OPTIONAL, .ns = NS_WGPU),
+	CAT_OWNER | CAT_OPTIONAL, .space = SPACE_WGPU),
     API("wgpuDeviceDestroy", GL_API_WGPU_DEVICE_DESTROY, NOTIFY(1), OP_OWNER_DESTROY, MEM_NONE,
-	CAT_OWNER | CAT_OPTIONAL, .ns = NS_WGPU),
+	CAT_OWNER | CAT_OPTIONAL, .space = SPACE_WGPU),
     API("wgpuDeviceSetLabel", GL_API_WGPU_DEVICE_SET_LABEL, SETLABEL_SV, OP_NONE, MEM_NONE,
-	CAT_WGPU_SV | CAT_OWNER | CAT_OPTIONAL, .ns = NS_WGPU),
+	CAT_WGPU_SV | CAT_OWNER | CAT_OPTIONAL, .space = SPACE_WGPU),
     /* WGPUQueue wgpuDeviceGetQueue(WGPUDevice device): which device a queue's work is for */
     API("wgpuDeviceGetQueue", GL_API_WGPU_DEVICE_GET_QUEUE,
 	SPEC(GL_SHAPE_ALLOC_RET, 0, 0, 1, 0, 0, 0), OP_QUEUE_GET, MEM_NONE,
-	CAT_WGPU_SV | CAT_OPTIONAL, .ns = NS_WGPU),
+	CAT_WGPU_SV | CAT_OPTIONAL, .space = SPACE_WGPU),
     /* void wgpuQueueSubmit(WGPUQueue queue, size_t commandCount, ...) */
     API("wgpuQueueSubmit", GL_API_WGPU_QUEUE_SUBMIT, SPEC(GL_SHAPE_NOTIFY, 1, 2, 0, 0, 0, 0),
-	OP_QUEUE_SUBMIT, MEM_NONE, CAT_WGPU_SV | CAT_OPTIONAL, .ns = NS_WGPU),
+	OP_QUEUE_SUBMIT, MEM_NONE, CAT_WGPU_SV | CAT_OPTIONAL, .space = SPACE_WGPU),
     /*
      * WGPUFuture wgpuQueueOnSubmittedWorkDone(WGPUQueue, WGPUQueueWorkDoneCallbackInfo):
      * the 40-byte callback info {nextInChain, mode, callback @16, userdata1 @24,
@@ -285,7 +287,7 @@ const struct cat_api cat_apis[] = {
     API("wgpuQueueOnSubmittedWorkDone", GL_API_WGPU_QUEUE_ON_SUBMITTED_WORK_DONE,
 	DSPEC(GL_SHAPE_NOTIFY, 1, 0, 0, GL_SPEC_DESC_BYVAL | GL_SPEC_CODE_PTR, 2, 0, 40,
 	      GL_LABEL_NONE, 0, 16),
-	OP_QUEUE_WATCH, MEM_NONE, CAT_WGPU_SV | CAT_OPTIONAL, .ns = NS_WGPU,
+	OP_QUEUE_WATCH, MEM_NONE, CAT_WGPU_SV | CAT_OPTIONAL, .space = SPACE_WGPU,
 	.code_api = GL_API_WGPU_QUEUE_WORK_DONE_CALLBACK),
     /*
      * The program's WGPUQueueWorkDoneCallback. Since webgpu-headers of 2025-04-30 it is
@@ -294,7 +296,7 @@ const struct cat_api cat_apis[] = {
      */
     API("wgpuQueueWorkDoneCallback", GL_API_WGPU_QUEUE_WORK_DONE_CALLBACK,
 	SPEC(GL_SHAPE_NOTIFY, 2, 3, 4, 5, 0, 0), OP_QUEUE_DONE, MEM_NONE,
-	CAT_DYNAMIC | CAT_OPTIONAL, .ns = NS_WGPU),
+	CAT_DYNAMIC | CAT_OPTIONAL, .space = SPACE_WGPU),
     /*
      * Dawn returns an error object, never NULL, from a creation that fails validation or
      * runs out of memory, and makes it here, inside the wgpu call (Dawn-internal, stable
@@ -302,28 +304,29 @@ const struct cat_api cat_apis[] = {
      */
     API("_ZN4dawn6native10BufferBase9MakeErrorEPNS0_10DeviceBaseEPKNS0_16BufferDescriptorE",
 	GL_API_DAWN_BUFFER_MAKE_ERROR, NOTIFY(0), OP_ERROR_OBJECT, MEM_NONE, CAT_OPTIONAL,
-	.ns = NS_WGPU, .display = "dawn::native::BufferBase::MakeError"),
+	.space = SPACE_WGPU, .display = "dawn::native::BufferBase::MakeError"),
     API("_ZN4dawn6native11TextureBase9MakeErrorEPNS0_10DeviceBaseEPKNS0_17TextureDescriptorE",
 	GL_API_DAWN_TEXTURE_MAKE_ERROR, NOTIFY(0), OP_ERROR_OBJECT, MEM_NONE, CAT_OPTIONAL,
-	.ns = NS_WGPU, .display = "dawn::native::TextureBase::MakeError"),
+	.space = SPACE_WGPU, .display = "dawn::native::TextureBase::MakeError"),
     /* webgpu.h before 2024-10: char const * labels, 32-bit usage, *Reference */
     API("wgpuDeviceCreateBuffer", GL_API_WGPU_DEVICE_CREATE_BUFFER_CSTR, WCREATE(40, GL_LABEL_CSTR),
-	OP_OBJ_CREATE, MEM_DEVICE, CAT_WGPU_CSTR, .ns = NS_WGPU, .decode = wgpu_decode_buffer_cstr),
+	OP_OBJ_CREATE, MEM_DEVICE, CAT_WGPU_CSTR, .space = SPACE_WGPU,
+	.decode = wgpu_decode_buffer_cstr),
     API("wgpuDeviceCreateTexture", GL_API_WGPU_DEVICE_CREATE_TEXTURE_CSTR,
-	WCREATE(48, GL_LABEL_CSTR), OP_OBJ_CREATE, MEM_DEVICE, CAT_WGPU_CSTR, .ns = NS_WGPU,
+	WCREATE(48, GL_LABEL_CSTR), OP_OBJ_CREATE, MEM_DEVICE, CAT_WGPU_CSTR, .space = SPACE_WGPU,
 	.decode = wgpu_decode_texture_cstr),
     API("wgpuBufferSetLabel", GL_API_WGPU_BUFFER_SET_LABEL_CSTR, SETLABEL_CSTR, OP_NONE, MEM_NONE,
-	CAT_WGPU_CSTR | CAT_OPTIONAL, .ns = NS_WGPU),
+	CAT_WGPU_CSTR | CAT_OPTIONAL, .space = SPACE_WGPU),
     API("wgpuTextureSetLabel", GL_API_WGPU_TEXTURE_SET_LABEL_CSTR, SETLABEL_CSTR, OP_NONE, MEM_NONE,
-	CAT_WGPU_CSTR | CAT_OPTIONAL, .ns = NS_WGPU),
+	CAT_WGPU_CSTR | CAT_OPTIONAL, .space = SPACE_WGPU),
     API("wgpuDeviceSetLabel", GL_API_WGPU_DEVICE_SET_LABEL_CSTR, SETLABEL_CSTR, OP_NONE, MEM_NONE,
-	CAT_WGPU_CSTR | CAT_OWNER | CAT_OPTIONAL, .ns = NS_WGPU),
+	CAT_WGPU_CSTR | CAT_OWNER | CAT_OPTIONAL, .space = SPACE_WGPU),
     API("wgpuBufferReference", GL_API_WGPU_BUFFER_REFERENCE, NOTIFY(1), OP_OBJ_ADDREF, MEM_NONE,
-	CAT_WGPU_CSTR, .ns = NS_WGPU),
+	CAT_WGPU_CSTR, .space = SPACE_WGPU),
     API("wgpuTextureReference", GL_API_WGPU_TEXTURE_REFERENCE, NOTIFY(1), OP_OBJ_ADDREF, MEM_NONE,
-	CAT_WGPU_CSTR, .ns = NS_WGPU),
+	CAT_WGPU_CSTR, .space = SPACE_WGPU),
     API("wgpuDeviceReference", GL_API_WGPU_DEVICE_REFERENCE, NOTIFY(1), OP_OWNER_ADDREF, MEM_NONE,
-	CAT_WGPU_CSTR | CAT_OWNER | CAT_OPTIONAL, .ns = NS_WGPU),
+	CAT_WGPU_CSTR | CAT_OWNER | CAT_OPTIONAL, .space = SPACE_WGPU),
 
     /* ld.so calls this empty function whenever its link map changes (dlopen/dlclose). */
     API("_dl_debug_state", GL_API_LD_DEBUG_STATE,

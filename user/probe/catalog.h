@@ -78,19 +78,19 @@ static inline bool cat_mem_counts(enum cat_mem m)
 }
 
 /*
- * Address spaces: the tracker keys allocations by (ns, address), so a VMM handle never
+ * Address spaces: the tracker keys allocations by (space, address), so a VMM handle never
  * matches a device pointer of the same value. Persisted in captures: never renumber.
  */
-enum cat_ns {
-	NS_UVA = 0,	   /* CUDA device, managed and pinned host pointers */
-	NS_VMM_HANDLE = 1, /* cuMemCreate's CUmemGenericAllocationHandle */
-	NS_VMM_RANGE = 2,  /* cuMemAddressReserve's virtual ranges */
-	NS_NCCL_REG = 3,   /* ncclCommRegister handles */
-	NS_NCCL_WIN = 4,   /* ncclCommWindowRegister windows */
-	NS_HOST = 5,	   /* libc malloc family */
-	NS_MMAP = 6,	   /* anonymous mmap */
-	NS_WGPU = 7,	   /* WebGPU object handles: buffers, textures, devices, queues */
-	NS_MAX = 16,
+enum cat_space {
+	SPACE_UVA = 0,	      /* CUDA device, managed and pinned host pointers */
+	SPACE_VMM_HANDLE = 1, /* cuMemCreate's CUmemGenericAllocationHandle */
+	SPACE_VMM_RANGE = 2,  /* cuMemAddressReserve's virtual ranges */
+	SPACE_NCCL_REG = 3,   /* ncclCommRegister handles */
+	SPACE_NCCL_WIN = 4,   /* ncclCommWindowRegister windows */
+	SPACE_HOST = 5,	      /* libc malloc family */
+	SPACE_MMAP = 6,	      /* anonymous mmap */
+	SPACE_WGPU = 7,	      /* WebGPU object handles: buffers, textures, devices, queues */
+	SPACE_MAX = 16,
 };
 
 enum cat_flags {
@@ -124,8 +124,8 @@ struct cat_api {
 	struct gl_api_spec spec;
 	enum cat_op op;
 	enum cat_mem mem;
-	unsigned int flags; /* enum cat_flags */
-	enum cat_ns ns;	    /* address space of addr (default NS_UVA) */
+	unsigned int flags;   /* enum cat_flags */
+	enum cat_space space; /* address space of addr (default SPACE_UVA) */
 	/* GL_SPEC_CODE_PTR: the API a probe on the code the pointer points to reports as. */
 	enum gl_api code_api;
 	/* Descriptor bytes (gl_desc_rec) to memory: 0 or -EINVAL. */
