@@ -406,7 +406,7 @@ static bool expected_free(struct tproc *p, uint32_t tid, unsigned int family, ui
 
 	for (i = 0; th && i < th->nr_expect; i++) {
 		if (th->expect[i].addr == addr && th->expect[i].space == space &&
-		    call_tree__layer_family(th->expect[i].family, family)) {
+		    model_lower_layer(th->expect[i].family, family)) {
 			th->expect[i] = th->expect[--th->nr_expect];
 			return true;
 		}

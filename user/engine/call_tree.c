@@ -24,24 +24,6 @@ struct node {
 	size_t parent;
 };
 
-/*
- * Lower layers of the same memory: the runtime allocates through the driver, NCCL through
- * the runtime and the driver, the driver's VMM underneath it.
- */
-bool call_tree__layer_family(unsigned int outer, unsigned int inner)
-{
-	switch (outer) {
-	case GL_FAM_CUDART:
-		return inner == GL_FAM_CUDA || inner == GL_FAM_VMM;
-	case GL_FAM_NCCL:
-		return inner == GL_FAM_CUDART || inner == GL_FAM_CUDA || inner == GL_FAM_VMM;
-	case GL_FAM_CUDA:
-		return inner == GL_FAM_VMM;
-	default:
-		return false;
-	}
-}
-
 static int apply_tree(struct tracker *t, struct tproc *p, struct node *nodes, size_t self,
 		      const struct call_scope *scope, const struct call_scope *layer,
 		      bool outermost);
@@ -82,9 +64,9 @@ static int apply_children(struct tracker *t, struct tproc *p, struct node *nodes
 			l = &lp;
 		/* Only calls one layer further down stay in the layer (not cudaMalloc's
 		 * bookkeeping malloc, nor a malloc inside the driver's cuCtxSetCurrent). */
-		if (l && !(nodes[i].api &&
-			   (call_tree__layer_family(fam, GL_API_FAMILY(nodes[i].r->hdr.api)) ||
-			    same_memory(outer, nodes[i].api, nodes[i].r))))
+		if (l &&
+		    !(nodes[i].api && (model_lower_layer(fam, GL_API_FAMILY(nodes[i].r->hdr.api)) ||
+				       same_memory(outer, nodes[i].api, nodes[i].r))))
 			l = NULL;
 		err = apply_tree(t, p, nodes, i, scope, l, false);
 		if (err)

@@ -125,16 +125,6 @@ static void primary_release(struct tracker *t, struct tproc *p, const struct cat
 
 /* ---- communicators ---- */
 
-const struct tcomm *tproc__comm(const struct tproc *p, uint64_t comm)
-{
-	size_t i = p->nr_comms;
-
-	while (i--)
-		if (p->comms[i].comm == comm)
-			return &p->comms[i];
-	return NULL;
-}
-
 int gpu_objects__comm_add(struct tproc *p, uint64_t comm, uint32_t site, uint64_t ts_ns)
 {
 	if (vec_grow((void **)&p->comms, &p->cap_comms, p->nr_comms, sizeof(*p->comms)))

@@ -207,7 +207,7 @@ int pending__sync(struct tracker *t, struct tproc *p, const struct cat_api *api,
 	}
 }
 
-void tracker__window_checks(struct tracker *t, struct tproc *p, uint64_t ts_ns)
+void pending__window_checks(struct tracker *t, struct tproc *p, uint64_t ts_ns)
 {
 	size_t i;
 

@@ -55,7 +55,7 @@ void tracker__set_step(struct tracker *t, pid_t pid, int64_t step, uint64_t ts_n
 	for (i = 0; i < p->nr_step_changes; i++)
 		t->sites[p->step_changes[i].site].step_change = 0;
 	p->nr_step_changes = 0;
-	tracker__window_checks(t, p, ts_ns);
+	pending__window_checks(t, p, ts_ns);
 }
 
 /* ---- processes ---- */
@@ -176,12 +176,7 @@ struct tthread *tproc__thread_lookup(struct tproc *p, uint32_t tid)
 	return p->last_thread = th;
 }
 
-/* ---- a process's allocations and the error bounds of its live bytes ---- */
-
-const struct alloc *tracker__alloc(const struct tproc *p, uint8_t space, uint64_t addr)
-{
-	return alloc_table__find(&p->allocs, space, addr);
-}
+/* ---- the error bounds of a process's live bytes ---- */
 
 uint64_t tproc__dropped(const struct tproc *p)
 {
@@ -317,6 +312,13 @@ static int apply_call(struct tracker *t, struct tproc *p, const struct gl_call_r
 	return err;
 }
 
+/* Session end for p: deferred frees past their window, classes that must be released. */
+static void end_checks(struct tracker *t, struct tproc *p, uint64_t ts_ns)
+{
+	pending__window_checks(t, p, ts_ns);
+	violations__not_released(t, p, ts_ns);
+}
+
 static void apply_proc(struct tracker *t, const struct gl_proc_rec *r)
 {
 	struct tproc *p =
@@ -340,21 +342,21 @@ static void apply_proc(struct tracker *t, const struct gl_proc_rec *r)
 	case GL_PROC_EXEC:
 		/* Its memory went with its old program: the same end as an exit. */
 		call_tree__flush(t, p);
-		tracker__end_checks(t, p, r->hdr.ts_ns);
+		end_checks(t, p, r->hdr.ts_ns);
 		p->exited = true;
 		p->execed = true;
 		p->exit_status = -1;
 		break;
 	case GL_PROC_EXIT:
 		call_tree__flush(t, p);
-		tracker__end_checks(t, p, r->hdr.ts_ns);
+		end_checks(t, p, r->hdr.ts_ns);
 		p->exited = true;
 		p->exit_status = r->status;
 		break;
 	case GL_PROC_DETACH:
 	case GL_PROC_END:
 		call_tree__flush(t, p);
-		tracker__end_checks(t, p, r->hdr.ts_ns);
+		end_checks(t, p, r->hdr.ts_ns);
 		p->detached = true;
 		p->ended = r->event == GL_PROC_END;
 		break;

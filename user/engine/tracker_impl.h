@@ -100,18 +100,6 @@ static inline int16_t tproc__thread_device(struct tproc *p, uint32_t tid)
  */
 void *tracker__map_obj(struct hmap *h, uint64_t k0, uint64_t k1, size_t size);
 
-/*
- * What a record is made under, which says where its allocations go in the graph: nothing,
- * an allocation of a higher layer (OWNER_LAYER: the outer allocation by key, as a pointer
- * into the table would not survive its growth), or an owner (a communicator being made).
- */
-struct call_scope {
-	uint8_t owner_kind; /* enum owner_kind */
-	uint8_t outer_space;
-	uint64_t outer_addr;
-	uint64_t owner;
-};
-
 /* One call record with its meaning, made under scope; outermost: no traced call above it. */
 int tracker__apply_op(struct tracker *t, struct tproc *p, const struct cat_api *api,
 		      const struct gl_call_rec *r, const struct call_scope *scope, bool outermost);
@@ -196,6 +184,8 @@ int violations__add(struct tproc *p, enum violation_kind kind, uint16_t rule, ui
  */
 int violations__check_class(struct tracker *t, struct tproc *p, const struct alloc *a,
 			    uint64_t ts_ns);
+/* Session end: classes of release=session-end rules still live. */
+void violations__not_released(struct tracker *t, struct tproc *p, uint64_t ts_ns);
 
 /* ---- pending.c: frees that complete later ---- */
 
@@ -221,6 +211,8 @@ void pending__queue_done(struct tracker *t, struct tproc *p, const struct tqueue
 /* Stream, device and event syncs, and event records: what completes pending frees. */
 int pending__sync(struct tracker *t, struct tproc *p, const struct cat_api *api,
 		  const struct gl_call_rec *r);
+/* Deferred frees of p pending longer than their window at ts_ns become violations. */
+void pending__window_checks(struct tracker *t, struct tproc *p, uint64_t ts_ns);
 
 /* ---- gpu_objects.c: CUDA devices, contexts, VMM mappings, NCCL communicators ---- */
 
@@ -293,7 +285,5 @@ int call_tree__thread_made(struct tproc *p, const struct gl_task_rec *r);
 int call_tree__flush(struct tracker *t, struct tproc *p);
 /* ncclGroupStart on r's thread. */
 int call_tree__group_start(struct tproc *p, const struct gl_call_rec *r);
-/* Whether family inner is a lower layer of the same memory as family outer. */
-bool call_tree__layer_family(unsigned int outer, unsigned int inner);
 
 #endif

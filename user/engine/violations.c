@@ -53,11 +53,10 @@ int violations__check_class(struct tracker *t, struct tproc *p, const struct all
 	return 0;
 }
 
-void tracker__end_checks(struct tracker *t, struct tproc *p, uint64_t ts_ns)
+void violations__not_released(struct tracker *t, struct tproc *p, uint64_t ts_ns)
 {
 	size_t i;
 
-	tracker__window_checks(t, p, ts_ns);
 	if (!t->rules)
 		return;
 	for (i = 0; i < t->nr_sites; i++) {

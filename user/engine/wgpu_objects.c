@@ -60,19 +60,7 @@ static uint32_t label_intern(struct tracker *t, const char *s, size_t len)
 	return t->nr_labels;
 }
 
-const char *tracker__label(const struct tracker *t, uint32_t label)
-{
-	return label && label <= t->nr_labels ? t->labels[label - 1] : "";
-}
-
 /* ---- objects and owners ---- */
-
-struct tobj *tproc__obj(const struct tproc *p, uint8_t space, uint64_t handle)
-{
-	uint64_t *v = hmap__get(&p->objs, (uint64_t)space << 56 | 1, handle);
-
-	return v ? (struct tobj *)(uintptr_t)*v : NULL;
-}
 
 /* A fresh object for a handle just created, replacing whatever the handle meant before. */
 static struct tobj *obj_new(struct tproc *p, uint8_t space, uint64_t handle, uint64_t owner)
@@ -83,7 +71,7 @@ static struct tobj *obj_new(struct tproc *p, uint8_t space, uint64_t handle, uin
 		o = malloc(sizeof(*o));
 		if (!o)
 			return NULL;
-		if (hmap__put(&p->objs, (uint64_t)space << 56 | 1, handle, (uintptr_t)o)) {
+		if (hmap__put(&p->objs, tobj_key(space), handle, (uintptr_t)o)) {
 			free(o);
 			return NULL;
 		}
@@ -98,7 +86,7 @@ static struct tobj *obj_new(struct tproc *p, uint8_t space, uint64_t handle, uin
 
 static void obj_drop(struct tproc *p, struct tobj *o)
 {
-	hmap__del(&p->objs, (uint64_t)o->space << 56 | 1, o->handle);
+	hmap__del(&p->objs, tobj_key(o->space), o->handle);
 	free(o);
 }
 
