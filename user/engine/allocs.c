@@ -236,7 +236,7 @@ static int16_t device_of(struct tproc *p, const struct cat_api *api, const struc
 		if (loc_type == 1)
 			return (int16_t)id;
 	}
-	return tproc__thread_device(p, r->hdr.tid);
+	return threads__device(p, r->hdr.tid);
 }
 
 void allocs__count_failure(struct tracker *t, struct tproc *p, const struct cat_api *api,
@@ -271,7 +271,7 @@ static void own(struct tproc *p, const struct cat_api *api, const struct gl_call
 	 * explicitly"), like VMM handles. */
 	if (k->owner_kind == OWNER_NONE && GL_API_FAMILY(r->hdr.api) == GL_FAM_CUDA &&
 	    !(api->flags & CAT_STREAM_POOL)) {
-		th = tproc__thread(p, r->hdr.tid);
+		th = threads__get(p, r->hdr.tid);
 		if (th && th->ctx) {
 			k->owner_kind = OWNER_CTX;
 			k->owner = th->ctx;
@@ -417,7 +417,7 @@ static bool expected_free(struct tproc *p, uint32_t tid, unsigned int family, ui
 static void expect_free(struct tproc *p, uint32_t tid, unsigned int family, uint8_t space,
 			uint64_t addr)
 {
-	struct tthread *th = tproc__thread(p, tid);
+	struct tthread *th = threads__get(p, tid);
 
 	if (!th)
 		return;

@@ -84,7 +84,7 @@ static int apply_children(struct tracker *t, struct tproc *p, struct node *nodes
 static int apply_comm_init(struct tracker *t, struct tproc *p, struct node *nodes, size_t self)
 {
 	const struct gl_call_rec *r = nodes[self].r;
-	struct site_key k = {p->pid,	r->hdr.api,  tproc__thread_device(p, r->hdr.tid),
+	struct site_key k = {p->pid,	r->hdr.api,  threads__device(p, r->hdr.tid),
 			     r->caller, r->stack_id, OWNER_NONE,
 			     0,		0,	     0,
 			     false};
@@ -106,7 +106,7 @@ static int apply_comm_init(struct tracker *t, struct tproc *p, struct node *node
 	for (i = 0; i < nr; i++)
 		if (comms[i] && gpu_objects__comm_add(p, comms[i], site, r->hdr.ts_ns))
 			return -ENOMEM;
-	th = tproc__thread(p, r->hdr.tid);
+	th = threads__get(p, r->hdr.tid);
 	if (!th)
 		return -ENOMEM;
 	/* Inside a group it only queued: the outermost ncclGroupEnd initialises it. */
@@ -114,7 +114,7 @@ static int apply_comm_init(struct tracker *t, struct tproc *p, struct node *node
 		th->group_comms[th->nr_group_comms++] = (struct group_comm){r->addr, k.device};
 	for (j = nodes[self].first_child; j < self; j++) {
 		struct call_scope comm = {.owner_kind = OWNER_COMM, .owner = comms[0]};
-		int16_t dev = tproc__thread_device(p, nodes[j].r->hdr.tid);
+		int16_t dev = threads__device(p, nodes[j].r->hdr.tid);
 
 		if (nodes[j].parent != self)
 			continue;
@@ -149,7 +149,7 @@ static int apply_group_end(struct tracker *t, struct tproc *p, struct node *node
 			   bool outermost)
 {
 	const struct gl_call_rec *r = nodes[self].r;
-	struct tthread *th = tproc__thread(p, r->hdr.tid);
+	struct tthread *th = threads__get(p, r->hdr.tid);
 	size_t j;
 	int err = 0;
 
@@ -163,7 +163,7 @@ static int apply_group_end(struct tracker *t, struct tproc *p, struct node *node
 
 			if (nodes[j].parent != self)
 				continue;
-			comm.owner = group_comm(th, tproc__thread_device(p, nodes[j].r->hdr.tid));
+			comm.owner = group_comm(th, threads__device(p, nodes[j].r->hdr.tid));
 			err = apply_tree(t, p, nodes, j, comm.owner ? &comm : scope, NULL, false);
 		}
 	}
@@ -333,8 +333,8 @@ int call_tree__thread_made(struct tproc *p, const struct gl_task_rec *r)
 {
 	struct tthread *c, *parent;
 
-	c = tproc__thread(p, r->hdr.tid);
-	parent = tproc__thread(p, r->ppid);
+	c = threads__get(p, r->hdr.tid);
+	parent = threads__get(p, r->ppid);
 	if (!c || !parent)
 		return -ENOMEM;
 	/* One adopting call per thread at a time: the innermost BPF saw open. */
@@ -350,7 +350,7 @@ int call_tree__thread_made(struct tproc *p, const struct gl_task_rec *r)
 
 int call_tree__group_start(struct tproc *p, const struct gl_call_rec *r)
 {
-	struct tthread *th = tproc__thread(p, r->hdr.tid);
+	struct tthread *th = threads__get(p, r->hdr.tid);
 
 	if (!th)
 		return -ENOMEM;

@@ -91,7 +91,7 @@ static int ctx_use(struct tproc *p, const struct cat_api *api, const struct gl_c
 			return 0;
 		/* A created context is current on the creating thread. */
 	}
-	th = tproc__thread(p, r->hdr.tid);
+	th = threads__get(p, r->hdr.tid);
 	if (!th)
 		return -ENOMEM;
 	th->ctx = r->addr;
@@ -183,13 +183,13 @@ int gpu_objects__apply(struct tracker *t, struct tproc *p, const struct cat_api 
 
 	switch (api->op) {
 	case OP_SET_DEVICE:
-		th = tproc__thread(p, r->hdr.tid);
+		th = threads__get(p, r->hdr.tid);
 		if (!th)
 			return -ENOMEM;
 		th->device = (int16_t)r->aux;
 		return 0;
 	case OP_DEVICE_RESET:
-		device_reset(t, p, tproc__thread_device(p, r->hdr.tid));
+		device_reset(t, p, threads__device(p, r->hdr.tid));
 		return 0;
 	case OP_CTX_CREATE:
 	case OP_CTX_RETAIN:

@@ -191,8 +191,8 @@ int pending__sync(struct tracker *t, struct tproc *p, const struct cat_api *api,
 		pending__complete(t, p, UNTIL_STREAM_SYNC, key == 0, key, -2, r->aux2);
 		return 0;
 	case OP_SYNC_DEVICE:
-		pending__complete(t, p, UNTIL_DEVICE_SYNC, true, 0,
-				  tproc__thread_device(p, r->hdr.tid), r->aux2);
+		pending__complete(t, p, UNTIL_DEVICE_SYNC, true, 0, threads__device(p, r->hdr.tid),
+				  r->aux2);
 		return 0;
 	case OP_SYNC_EVENT:
 		ev = hmap__get(&p->events, r->aux, 0);

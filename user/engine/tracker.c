@@ -62,19 +62,10 @@ void tracker__set_step(struct tracker *t, pid_t pid, int64_t step, uint64_t ts_n
 
 static void proc_free(struct tproc *p)
 {
-	const struct hmap_slot *s;
-	size_t i;
-
 	if (!p)
 		return;
-	for (i = 0; hmap__next(&p->threads, &i, &s);) {
-		struct tthread *th = (struct tthread *)(uintptr_t)s->val;
-
-		free(th->held);
-		free(th);
-	}
+	threads__free(p);
 	wgpu_objects__free(p);
-	hmap__free(&p->threads);
 	hmap__free(&p->events);
 	hmap__free(&p->regrefs);
 	free(p->freed);
@@ -144,36 +135,6 @@ static struct tproc *proc_get(struct tracker *t, pid_t pid)
 	}
 	t->procs[t->nr_procs++] = p;
 	return p;
-}
-
-/* ---- threads ---- */
-
-void *tracker__map_obj(struct hmap *h, uint64_t k0, uint64_t k1, size_t size)
-{
-	uint64_t *v = hmap__get(h, k0, k1);
-	void *o;
-
-	if (v)
-		return (void *)(uintptr_t)*v;
-	o = calloc(1, size);
-	if (!o)
-		return NULL;
-	if (hmap__put(h, k0, k1, (uintptr_t)o)) {
-		free(o);
-		return NULL;
-	}
-	return o;
-}
-
-struct tthread *tproc__thread_lookup(struct tproc *p, uint32_t tid)
-{
-	struct tthread *th = tracker__map_obj(&p->threads, tid, 0, sizeof(*th));
-
-	if (!th)
-		return NULL;
-	th->tid = tid;
-	/* Threads live as long as their process, so the pointer stays valid. */
-	return p->last_thread = th;
 }
 
 /* ---- the error bounds of a process's live bytes ---- */
@@ -298,7 +259,7 @@ static int apply_call(struct tracker *t, struct tproc *p, const struct gl_call_r
 	if (!api || api->op == OP_RENDEZVOUS)
 		return 0;
 	p->c.calls++;
-	th = tproc__thread(p, r->hdr.tid);
+	th = threads__get(p, r->hdr.tid);
 	if (!th)
 		return -ENOMEM;
 	/* A new allocation may reuse an address whose lower-layer free never came: expected

@@ -126,7 +126,7 @@ void wgpu_objects__free(struct tproc *p)
 
 static struct tqueue *queue_get(struct tproc *p, uint64_t handle)
 {
-	struct tqueue *q = tracker__map_obj(&p->queues, handle, 0, sizeof(*q));
+	struct tqueue *q = threads__map_obj(&p->queues, handle, 0, sizeof(*q));
 
 	if (q)
 		q->handle = handle;
@@ -292,7 +292,7 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 
 	if (owner && !owner_get(p, space, owner))
 		return -ENOMEM;
-	th = tproc__thread(p, r->hdr.tid);
+	th = threads__get(p, r->hdr.tid);
 	error = th && th->error_depth == r->hdr.depth + 1;
 	if (th)
 		th->error_depth = 0;
@@ -417,7 +417,7 @@ int wgpu_objects__apply(struct tracker *t, struct tproc *p, const struct cat_api
 		return 0;
 	case OP_ERROR_OBJECT:
 		/* Only inside a traced creation (depth > 0) does it name that creation's result. */
-		th = r->hdr.depth ? tproc__thread(p, r->hdr.tid) : NULL;
+		th = r->hdr.depth ? threads__get(p, r->hdr.tid) : NULL;
 		if (th)
 			th->error_depth = r->hdr.depth;
 		return 0;
