@@ -5,9 +5,13 @@
  * (tproc.maps). This file follows their lives from the calls that make, switch, map and
  * tear them down, and releases what a context destroy, a device or primary context reset,
  * or a last unmap takes with it.
+ * Calls: pending.c (teardown, a reset's completions), allocs.c, threads.c.
  */
 #include <errno.h>
-#include "engine/tracker_impl.h"
+#include "engine/gpu_objects.h"
+#include "engine/allocs.h"
+#include "engine/pending.h"
+#include "engine/threads.h"
 #include "lib/vec.h"
 
 /* ---- contexts and devices ---- */
@@ -72,7 +76,7 @@ static void device_reset(struct tracker *t, struct tproc *p, int16_t device)
 	for (i = 0; i < p->nr_ctxs; i++)
 		if (p->ctxs[i].primary && p->ctxs[i].device == device && !p->ctxs[i].destroyed)
 			m.ctx = p->ctxs[i].ctx;
-	allocs__release_where(t, p, on_device, &m);
+	pending__release_where(t, p, on_device, &m);
 	pending__complete(t, p, UNTIL_DEVICE_SYNC, true, 0, device, UINT64_MAX);
 }
 
@@ -197,7 +201,7 @@ int gpu_objects__apply(struct tracker *t, struct tproc *p, const struct cat_api 
 		return ctx_use(p, api, r);
 	case OP_CTX_DESTROY:
 		c = ctx_find(p, r->addr);
-		allocs__release_where(t, p, of_ctx, &(uint64_t){r->addr});
+		pending__release_where(t, p, of_ctx, &(uint64_t){r->addr});
 		if (c)
 			c->destroyed = true;
 		return 0;

@@ -236,12 +236,12 @@ struct tproc {
 	uint64_t pending_bytes, pending_count;
 	struct pending_free *pend;
 	size_t nr_pend, cap_pend;
-	struct hmap threads;	   /* tid -> struct tthread * */
-	struct hmap events;	   /* cudaEvent/CUevent -> stream key of its last record */
-	struct hmap regrefs;	   /* NCCL registration handle -> references beyond the first */
-	uint64_t *freed;	   /* recently freed addresses (allocs.c: FREED_SLOTS), or NULL */
-	struct hmap objs;	   /* (space, handle) -> struct tobj * */
-	struct hmap queues;	   /* queue handle -> struct tqueue * */
+	struct hmap threads; /* tid -> struct tthread * */
+	struct hmap events;  /* cudaEvent/CUevent -> stream key of its last record */
+	struct hmap regrefs; /* NCCL registration handle -> references beyond the first */
+	uint64_t *freed;     /* recently freed addresses (mem_calls.c: FREED_SLOTS), or NULL */
+	struct hmap objs;    /* (space, handle) -> struct tobj * */
+	struct hmap queues;  /* queue handle -> struct tqueue * */
 	struct queue_watch *watch; /* in registration order */
 	size_t nr_watch, cap_watch;
 	uint32_t nr_owners; /* owners seen: the next ordinal */

@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* A process's threads (threads.h): found, made on first sight, freed with their process. */
+/*
+ * A process's threads (tproc.threads): found, made on first sight, kept as long as their
+ * process and freed with it. What a thread holds is kept by the modules above (threads.h).
+ * Calls nothing of the tracker.
+ */
 #include <stdlib.h>
 #include "engine/threads.h"
 

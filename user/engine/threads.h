@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * A process's threads (tproc.threads), made on first sight and kept as long as their
- * process: the CUDA device and context each is on, and the state the modules above keep per
- * thread (expected lower-layer frees: mem_calls.c; held nested calls, adoption and NCCL
- * groups: call_tree.c; an error object's depth: wgpu_objects.c). Calls nothing of the
- * tracker: every module may look a thread up.
+ * process, with the state the modules above keep per thread: the CUDA device and context it
+ * is on (gpu_objects.c), expected lower-layer frees (mem_calls.c), held nested calls,
+ * adoption and NCCL groups (call_tree.c), an error object's depth (wgpu_objects.c). Every
+ * module may look a thread up.
  */
 #ifndef GPULEAK_ENGINE_THREADS_H
 #define GPULEAK_ENGINE_THREADS_H
@@ -56,7 +56,7 @@ struct tthread {
 	unsigned int nr_group_comms;
 };
 
-/* tproc__thread past the thread of the last record: found in, or made into, p->threads. */
+/* threads__get past the thread of the last record: found in, or made into, p->threads. */
 struct tthread *threads__lookup(struct tproc *p, uint32_t tid);
 
 /*

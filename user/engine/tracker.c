@@ -1,15 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The tracker itself (tracker.h): its processes and their threads, and the way in of every
- * record. It owns the process list and each process's thread map, and routes each record by
- * kind and by the operation of its API to the module that decides what it means
- * (tracker_impl.h lists them): calls through the call tree, labels to the WebGPU objects,
- * process events and loss counts to the process itself.
+ * The tracker itself (tracker.h): its processes, and the way in of every record. It owns the
+ * process list, and routes each record by kind: calls to the call tree (which applies them by
+ * their operation), labels to the WebGPU objects, threads made for a call to the call tree,
+ * process events and loss counts to the process itself. A process's end runs the checks of
+ * the session's end; freeing one frees what every module keeps in it.
+ * Calls: call_tree.c, wgpu_objects.c, pending.c, violations.c, threads.c (tracker.h lists
+ * the modules).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine/tracker_impl.h"
+#include "engine/tracker.h"
+#include "engine/call_tree.h"
+#include "engine/pending.h"
+#include "engine/rules.h"
+#include "engine/threads.h"
+#include "engine/violations.h"
+#include "engine/wgpu_objects.h"
+#include "probe/catalog.h"
 #include "lib/vec.h"
 
 int tracker__new(struct tracker **out)
@@ -195,84 +204,6 @@ int tproc__uncertainty(const struct tracker *t, const struct tproc *p, struct un
 	return 0;
 }
 
-/* ---- records to their meaning ---- */
-
-/* Calls that are neither allocations nor frees, once they succeeded. */
-static int apply_call_op(struct tracker *t, struct tproc *p, const struct cat_api *api,
-			 const struct gl_call_rec *r)
-{
-	switch (api->op) {
-	case OP_SYNC_STREAM:
-	case OP_SYNC_DEVICE:
-	case OP_SYNC_EVENT:
-	case OP_EVENT_RECORD:
-		return pending__sync(t, p, api, r);
-	case OP_GROUP_START:
-		return call_tree__group_start(p, r);
-	default:
-		return gpu_objects__apply(t, p, api, r);
-	}
-}
-
-int tracker__apply_op(struct tracker *t, struct tproc *p, const struct cat_api *api,
-		      const struct gl_call_rec *r, const struct call_scope *scope, bool outermost)
-{
-	if (wgpu_objects__is_op(api->op) && r->hdr.kind != GL_REC_ALLOC_FAIL)
-		return wgpu_objects__apply(t, p, api, r);
-
-	switch (r->hdr.kind) {
-	case GL_REC_ALLOC:
-		if (api->op == OP_ALLOC)
-			return allocs__alloc(t, p, api, r, scope);
-		if (api->op == OP_REALLOC)
-			return allocs__realloc(t, p, api, r, scope);
-		break;
-	case GL_REC_ALLOC_FAIL:
-		/* A failure under an outer call is that call's failure, counted there. */
-		if (outermost)
-			allocs__count_failure(t, p, api, r);
-		return 0;
-	case GL_REC_FREE:
-		return api->op == OP_FREE || api->op == OP_FREE_ASYNC ? allocs__free(t, p, api, r)
-								      : 0;
-	case GL_REC_SYNC:
-	case GL_REC_CALL:
-		break;
-	default:
-		return 0;
-	}
-	if (r->ret) {
-		if (outermost)
-			allocs__count_failure(t, p, api, r);
-		return 0;
-	}
-	return apply_call_op(t, p, api, r);
-}
-
-/* Every call record comes in here; nested ones go through the call tree (call_tree.c). */
-static int apply_call(struct tracker *t, struct tproc *p, const struct gl_call_rec *r)
-{
-	const struct cat_api *api = cat_by_api(r->hdr.api);
-	struct tthread *th;
-	int err;
-
-	if (!api || api->op == OP_RENDEZVOUS)
-		return 0;
-	p->c.calls++;
-	th = threads__get(p, r->hdr.tid);
-	if (!th)
-		return -ENOMEM;
-	/* A new allocation may reuse an address whose lower-layer free never came: expected
-	 * frees do not outlive the thread's next allocation. */
-	if (th->nr_expect && r->hdr.kind == GL_REC_ALLOC && !r->hdr.depth)
-		th->nr_expect = 0;
-	if (call_tree__needed(th, api, r))
-		return call_tree__apply(t, p, th, api, r);
-	err = tracker__apply_op(t, p, api, r, &(struct call_scope){0}, true);
-	call_tree__applied(th, r);
-	return err;
-}
-
 /* Session end for p: deferred frees past their window, classes that must be released. */
 static void end_checks(struct tracker *t, struct tproc *p, uint64_t ts_ns)
 {
@@ -365,7 +296,7 @@ int tracker__apply(struct tracker *t, const struct gl_hdr *h)
 		if (!p->first_ts_ns)
 			p->first_ts_ns = h->ts_ns;
 		p->last_ts_ns = h->ts_ns;
-		return apply_call(t, p, (const struct gl_call_rec *)h);
+		return call_tree__apply(t, p, (const struct gl_call_rec *)h);
 	case GL_REC_LABEL:
 		if (h->size < sizeof(struct gl_label_rec))
 			break;

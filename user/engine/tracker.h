@@ -6,8 +6,25 @@
  * the clock. One user allocation is counted once, at the outermost traced call; the calls it
  * made underneath are its layers.
  *
- * This header is what the rest of gpuleak reads; the tracker's modules, one per thing it
- * keeps, share engine/tracker_impl.h, which lists them.
+ * This header is what the rest of gpuleak reads. Behind it, one module per thing the tracker
+ * keeps, from the bottom up; each calls only those below it, and includes their headers
+ * alone (model.h holds the types they share and is no module):
+ *   alloc_table.c   a process's live allocations (tproc.allocs)
+ *   threads.c       a process's threads (tproc.threads): device, context, nesting state
+ *   sites.c         sites and site stacks: interning, and the class rules put them in
+ *   violations.c    rule violations (tproc.viols): once=, max=, release=session-end
+ *   allocs.c        the sums: what an allocation entering or leaving the table does to the
+ *                   live and pending bytes of its site stack, site, process, class, rule
+ *                   and step
+ *   pending.c       frees that complete later (tproc.pend): deferred rules, streams,
+ *                   events, queues, windows; memory that goes while its free is pending
+ *   gpu_objects.c   CUDA contexts and devices, NCCL communicators, VMM mappings
+ *   wgpu_objects.c  refcounted WebGPU objects, their owners, labels, queues and watches
+ *   mem_calls.c     allocation and free calls: device, owner, a reused address, and the
+ *                   free policy (now, deferred, a VMM handle still mapped, a double free)
+ *   call_tree.c     a call's operation, applied at once or, nested, when the outermost
+ *                   call returns: layers, communicator inits, NCCL groups, adopted threads
+ *   tracker.c       the tracker and its processes: the way in of every record
  */
 #ifndef GPULEAK_TRACKER_H
 #define GPULEAK_TRACKER_H

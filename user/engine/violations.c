@@ -4,8 +4,10 @@
  * `once` class while one is live, a class over its max=, a release=session-end class still
  * live at the session's end. Deferred frees never completed within their window are found by
  * pending.c and recorded here too.
+ * Calls nothing of the tracker.
  */
-#include "engine/tracker_impl.h"
+#include "engine/violations.h"
+#include "engine/rules.h"
 #include "lib/vec.h"
 
 int violations__add(struct tproc *p, enum violation_kind kind, uint16_t rule, uint32_t site,

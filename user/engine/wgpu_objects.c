@@ -7,11 +7,17 @@
  * (tproc.watch). An object's memory is in the allocation table like any other; this file
  * decides when it goes: a destroy or the last release, once the device's queue is done with
  * the work submitted so far, or the owner's destruction.
+ * Calls: pending.c, allocs.c, violations.c, sites.c, threads.c.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine/tracker_impl.h"
+#include "engine/wgpu_objects.h"
+#include "engine/allocs.h"
+#include "engine/pending.h"
+#include "engine/sites.h"
+#include "engine/threads.h"
+#include "engine/violations.h"
 #include "lib/vec.h"
 #include "probe/wgpu_abi.h"
 
@@ -247,7 +253,7 @@ static void owner_destroy(struct tracker *t, struct tproc *p, struct tobj *owner
 	size_t i;
 
 	owner->flags |= TOBJ_DESTROYED;
-	allocs__release_where(t, p, of_owner, owner);
+	pending__release_where(t, p, of_owner, owner);
 	pending__queue_done(t, p, NULL);
 	for (i = 0; hmap__next(&p->objs, &i, &sl);) {
 		struct tobj *o = (struct tobj *)(uintptr_t)sl->val;
@@ -310,10 +316,8 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	old = alloc_table__find(&p->allocs, space, r->addr);
 	if (old) {
 		/* A handle value reused after an untraced release. */
-		if (old->flags & AF_PENDING)
-			pending__forget(t, p, space, r->addr);
 		p->c.addr_reuse++;
-		allocs__release(t, p, old);
+		pending__release(t, p, old);
 	}
 	/*
 	 * A label in the descriptor comes in the next record and may put the object in another
