@@ -143,9 +143,9 @@ static int apply_children(struct tracker *t, struct tproc *p, struct node *nodes
 			l = &lp;
 		/* Only calls one layer further down stay in the layer (not cudaMalloc's
 		 * bookkeeping malloc, nor a malloc inside the driver's cuCtxSetCurrent). */
-		if (l &&
-		    !(nodes[i].api && (model_lower_layer(fam, GL_API_FAMILY(nodes[i].r->hdr.api)) ||
-				       same_memory(outer, nodes[i].api, nodes[i].r))))
+		if (l && !(nodes[i].api &&
+			   (family_is_lower_layer(fam, GL_API_FAMILY(nodes[i].r->hdr.api)) ||
+			    same_memory(outer, nodes[i].api, nodes[i].r))))
 			l = NULL;
 		err = apply_tree(t, p, nodes, i, scope, l, false);
 		if (err)

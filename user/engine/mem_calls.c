@@ -179,7 +179,7 @@ static bool expected_free(struct tproc *p, uint32_t tid, unsigned int family, ui
 
 	for (i = 0; th && i < th->nr_expect; i++) {
 		if (th->expect[i].addr == addr && th->expect[i].space == space &&
-		    model_lower_layer(th->expect[i].family, family)) {
+		    family_is_lower_layer(th->expect[i].family, family)) {
 			th->expect[i] = th->expect[--th->nr_expect];
 			return true;
 		}

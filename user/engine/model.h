@@ -336,7 +336,7 @@ struct call_scope {
  * allocates through the driver, NCCL through the runtime and the driver, the driver's VMM
  * underneath it.
  */
-static inline bool model_lower_layer(unsigned int outer, unsigned int inner)
+static inline bool family_is_lower_layer(unsigned int outer, unsigned int inner)
 {
 	switch (outer) {
 	case GL_FAM_CUDART:
