@@ -24,7 +24,9 @@ static const char probes_doc[] =
     "List the traced APIs found in a process or a file: name, family, file offset of the "
     "probe, binding, where the probe sits (entry; entry+N: moved past a first instruction the "
     "kernel single-steps; slow: single-stepped, could not be moved; refused) and object, "
-    "then why each probe not at a plain entry is where it is. Attaches nothing.\v"
+    "then why each probe not at a plain entry is where it is; then the USDT probes of each "
+    "object (.note.stapsdt): provider:name, the API gpuleak traces it as (or - : usable by "
+    "--step usdt:), its sites, its semaphore and its arguments. Attaches nothing.\v"
     "EXAMPLES:\n"
     "  gpuleak probes -p 4242\n"
     "  gpuleak probes --lib /usr/local/cuda/lib64/libcudart.so.13\n"
@@ -121,6 +123,77 @@ static void print_placement(const struct module *m, FILE *out)
 	}
 }
 
+/* USDT probes of one module, a table row each (the header once, before the first). */
+static void print_usdt(const struct module *m, bool *header, FILE *out)
+{
+	size_t i;
+
+	for (i = 0; i < m->nr_usdt; i++) {
+		const struct usdt_probe *u = &m->usdt[i];
+		char name[96], sema[24];
+
+		if (!*header) {
+			fprintf(out, "%-32s %-24s %5s %-12s %s\n", "USDT PROBE", "TRACED AS",
+				"SITES", "SEMAPHORE", "OBJECT");
+			*header = true;
+		}
+		snprintf(name, sizeof(name), "%s:%s", u->provider, u->name);
+		if (u->sema_vaddr)
+			snprintf(sema, sizeof(sema), "0x%" PRIx64, u->sema_vaddr);
+		else
+			snprintf(sema, sizeof(sema), "none");
+		fprintf(out, "%-32s %-24s %5u %-12s %s\n", name,
+			u->api ? cat_api_name(u->api->api) : "-", u->nr_sites, sema, m->path);
+	}
+}
+
+/*
+ * After the USDT table: each probe's arguments (named where the catalog knows them) and what
+ * libbpf may refuse, indented like the placement lines.
+ */
+static void print_usdt_args(const struct module *m, FILE *out)
+{
+	size_t i;
+
+	for (i = 0; i < m->nr_usdt; i++) {
+		const struct usdt_probe *u = &m->usdt[i];
+		const char *meaning = u->api ? u->api->args : NULL, *spec = u->args;
+
+		fprintf(out, "  %s:%s in %s: arguments", u->provider, u->name, m->name);
+		if (!*spec)
+			fputs(" none", out);
+		/* Each spec with the catalog's name for it: "ptr=8@%rax device=-1@%bl" */
+		while (*spec) {
+			size_t n = strcspn(spec, " "), k = meaning ? strcspn(meaning, ",") : 0;
+
+			if (meaning && *meaning)
+				fprintf(out, " %.*s=%.*s", (int)k, meaning, (int)n, spec);
+			else
+				fprintf(out, " %.*s", (int)n, spec);
+			spec += n;
+			spec += strspn(spec, " ");
+			if (meaning && *meaning) {
+				meaning += k;
+				meaning += strspn(meaning, ", ");
+			}
+		}
+		if (u->args_differ)
+			fputs(" (the first site's; its sites differ)", out);
+		fputc('\n', out);
+		if (u->base_missing)
+			fprintf(out,
+				"  %s:%s in %s: its note records no .stapsdt.base, which libbpf "
+				"before 1.6 misplaces (the attach fails)\n",
+				u->provider, u->name, m->name);
+		if (u->sib)
+			fprintf(
+			    out,
+			    "  %s:%s in %s: an argument is base+index*scale, which libbpf before "
+			    "1.7 cannot read (the attach fails)\n",
+			    u->provider, u->name, m->name);
+	}
+}
+
 static int print_module(struct module *m, bool *header)
 {
 	int err = module__scan(m);
@@ -128,9 +201,9 @@ static int print_module(struct module *m, bool *header)
 	if (err && gl_verbosity)
 		fprintf(stderr, "%s: not readable as ELF: %s\n", m->path, strerror(-err));
 	if (!m->nr_sites) {
-		if (gl_verbosity && !err)
+		if (gl_verbosity && !err && !m->nr_usdt)
 			fprintf(stderr, "%s: no traced APIs\n", m->path);
-		return 0;
+		return (int)m->nr_usdt;
 	}
 	if (!*header) {
 		printf("%-32s %-7s %-12s %-6s %-8s %s\n", "API", "FAMILY", "OFFSET", "BIND",
@@ -138,7 +211,8 @@ static int print_module(struct module *m, bool *header)
 		*header = true;
 	}
 	print_sites(m, stdout);
-	return (int)m->nr_required;
+	/* Its USDT probes count too: each is a step or request marker (--step usdt:). */
+	return (int)(m->nr_required + m->nr_usdt);
 }
 
 /* After the table: the webgpu.h generation of each WebGPU object, and why. */
@@ -173,6 +247,14 @@ static int probe_lib(struct modules *mods, const char *path, bool *header)
 	found = print_module(mod, header);
 	print_placement(mod, stdout);
 	print_wgpu_abi(mod);
+	if (mod->nr_usdt) {
+		bool uh = false;
+
+		if (*header)
+			putchar('\n');
+		print_usdt(mod, &uh, stdout);
+		print_usdt_args(mod, stdout);
+	}
 	if (!found && module__has_hidden_dawn(mod))
 		fprintf(stderr,
 			"gpuleak: %s has Dawn (WebGPU) linked in but no wgpu* "
@@ -200,6 +282,7 @@ static bool first_mapping(const struct proc_maps *m, size_t i)
  * many required APIs they have, or -errno said on stderr. */
 static int probe_pid(struct modules *mods, pid_t pid, bool *header)
 {
+	bool usdt_header = false;
 	struct proc_maps *m = NULL;
 	int found = 0, err;
 	size_t i;
@@ -230,6 +313,21 @@ static int probe_pid(struct modules *mods, pid_t pid, bool *header)
 			print_wgpu_abi(mod);
 		}
 	}
+	for (i = 0; i < m->n; i++) {
+		struct module *mod = first_mapping(m, i) ? modules__get(mods, pid, &m->v[i]) : NULL;
+
+		if (mod && mod->nr_usdt) {
+			if (*header && !usdt_header)
+				putchar('\n');
+			print_usdt(mod, &usdt_header, stdout);
+		}
+	}
+	for (i = 0; i < m->n; i++) {
+		struct module *mod = first_mapping(m, i) ? modules__get(mods, pid, &m->v[i]) : NULL;
+
+		if (mod && mod->nr_usdt)
+			print_usdt_args(mod, stdout);
+	}
 cleanup:
 	proc_maps__free(m);
 	return found;
@@ -252,7 +350,8 @@ int probes__run(const struct cli *c)
 		goto cleanup;
 	}
 	if (!found) {
-		fprintf(stderr, "gpuleak: no traced GPU allocation API found in %s\n",
+		fprintf(stderr,
+			"gpuleak: no traced GPU allocation API nor USDT probe found in %s\n",
 			c->lib ? c->lib : "the process's mapped objects");
 		err = -ENOENT;
 	}

@@ -13,7 +13,7 @@
 
 struct markers {
 	struct marker {
-		const char *file, *sym;
+		const char *file, *provider, *sym; /* provider: a USDT probe, NULL: a function */
 		unsigned int api;
 	} v[4];
 	int n;
@@ -28,14 +28,17 @@ int markers__new(const struct analysis_opts *a, struct markers **out)
 	if (!mk)
 		return -ENOMEM;
 	if (a->step_file)
-		mk->v[mk->n++] = (struct marker){a->step_file, a->step_sym, GL_API_MARKER_STEP};
+		mk->v[mk->n++] = (struct marker){a->step_file, a->step_provider, a->step_sym,
+						 GL_API_MARKER_STEP};
 	if (a->req_file) {
-		mk->v[mk->n++] =
-		    (struct marker){a->req_file, a->req_begin, GL_API_MARKER_REQ_BEGIN};
-		mk->v[mk->n++] = (struct marker){a->req_file, a->req_end, GL_API_MARKER_REQ_END};
+		mk->v[mk->n++] = (struct marker){a->req_file, a->req_provider, a->req_begin,
+						 GL_API_MARKER_REQ_BEGIN};
+		mk->v[mk->n++] = (struct marker){a->req_file, a->req_provider, a->req_end,
+						 GL_API_MARKER_REQ_END};
 	}
 	if (a->end_file)
-		mk->v[mk->n++] = (struct marker){a->end_file, a->end_sym, GL_API_MARKER_END};
+		mk->v[mk->n++] =
+		    (struct marker){a->end_file, a->end_provider, a->end_sym, GL_API_MARKER_END};
 	return 0;
 }
 
@@ -69,18 +72,21 @@ int markers__attach(struct markers *mk, struct attach *att, struct target *t,
 			snprintf(rooted, sizeof(rooted), "/proc/%d/root%s", t->pid, file);
 			file = rooted;
 		}
-		err = attach__marker(att, t->pid, m, file, k->sym, k->api);
+		err = attach__marker(att, t->pid, m, file, k->provider, k->sym, k->api);
 		if (!err) {
 			t->markers_done |= 1U << i;
 			/* Once, not once per process: a server's ranks all get it. */
 			if (mk->said & (1U << i))
 				continue;
 			mk->said |= 1U << i;
-			fprintf(stderr, "gpuleak: %s marker on %s in %s\n", marker_kind(k->api),
-				k->sym, k->file);
+			fprintf(stderr, "gpuleak: %s marker on %s%s%s%s in %s\n",
+				marker_kind(k->api), k->provider ? "USDT " : "",
+				k->provider ? k->provider : "", k->provider ? ":" : "", k->sym,
+				k->file);
 		} else if (err != -ENOENT) {
-			pr_err("cannot put a marker on %s in %s: %s\n", k->sym, k->file,
-			       strerror(-err));
+			pr_err("cannot put a marker on %s%s%s in %s: %s\n",
+			       k->provider ? k->provider : "", k->provider ? ":" : "", k->sym,
+			       k->file, strerror(-err));
 			t->markers_done |= 1U << i; /* said once; do not retry */
 		} else {
 			left++;

@@ -426,7 +426,7 @@ static int open_tracing(struct session *s)
 		modules__set_wgpu_abi(l->mods, &o->webgpu_abi);
 		modules__move_probes(l->mods, !o->probe_at_entry);
 		err = attach__new(bpf_setup__enter_prog(l->bpf), bpf_setup__exit_prog(l->bpf),
-				  l->mods, &l->att);
+				  bpf_setup__usdt_prog(l->bpf), l->mods, &l->att);
 	}
 	if (!err)
 		err = symbolizer__new(l->mods, &l->sym);
