@@ -94,7 +94,7 @@ static int sample_sites(struct series *se, const struct tracker *t, uint64_t ts_
 		const struct site *s = &t->sites[i];
 		struct site_series *ss = &se->sites[i];
 
-		if (!s->counts ||
+		if (!(s->counts || s->judged) ||
 		    (ss->n ? ss->v[ss->n - 1].bytes == s->live_bytes : !s->live_bytes))
 			continue;
 		if (vec_grow((void **)&ss->v, &ss->cap, ss->n, sizeof(*ss->v)))
