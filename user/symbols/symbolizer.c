@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <elf.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -702,6 +703,43 @@ int symbolizer__set_stack(struct symbolizer *s, pid_t pid, int32_t id, uint64_t 
 			  unsigned int nofp_from)
 {
 	return stacks__add(s->stacks, pid, id, caller, frames, nr, flags, nofp_from);
+}
+
+static bool skipped(const char *module, const char *const *skip)
+{
+	for (; *skip; skip++)
+		if (!fnmatch(*skip, module, 0))
+			return true;
+	return false;
+}
+
+int symbolizer__site_outside(struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller,
+			     const char *const *skip, uint64_t *site)
+{
+	const struct ustack *st = stacks__get(s->stacks, pid, id, caller);
+	unsigned int flags, nofp_from = 0;
+	uint16_t i, trusted;
+
+	if (!st)
+		return -ENOENT;
+	trusted = (st->flags & STACK_NO_FP) ? st->nofp_from : st->nr;
+	for (i = 0; i < trusted; i++) {
+		const char *mod = symbolizer__module(s, pid, st->frames[i]);
+
+		if (!mod)
+			return -ENOENT; /* in no object: not a frame to name a site by */
+		if (!skipped(mod, skip))
+			break;
+	}
+	if (i >= trusted)
+		return -ENOENT;
+	*site = st->frames[i];
+	if (!i || stacks__get(s->stacks, pid, id, *site))
+		return 0;
+	flags = st->flags;
+	if (flags & STACK_NO_FP)
+		nofp_from = st->nofp_from - i;
+	return stacks__add(s->stacks, pid, id, *site, st->frames + i, st->nr - i, flags, nofp_from);
 }
 
 const struct ustack *symbolizer__stack(const struct symbolizer *s, pid_t pid, int32_t id,
