@@ -70,7 +70,7 @@ STANDIN_LIBC10 := $(STANDIN_LIBDIR)/libc10.so
 STANDIN_LIBC10_CUDA := $(STANDIN_LIBDIR)/libc10_cuda.so
 NOSDT_LIBDIR := $(TESTS_OUTPUT)/lib-nosdt
 NOSDT_LIBC10_CUDA := $(NOSDT_LIBDIR)/libc10_cuda.so
-TORCH_SCENARIOS := $(addprefix $(SCENARIO_BINDIR)/,torch_decode torch_decode_nosdt)
+TORCH_SCENARIOS := $(addprefix $(SCENARIO_BINDIR)/,torch_decode torch_decode_nosdt torch_dlopen)
 # The probe-placement runtime (reloc.S): a libcudart.so.13 of its own, in its own folder.
 RELOC_LIBDIR := $(TESTS_OUTPUT)/lib-reloc
 RELOC_LIBCUDART := $(RELOC_LIBDIR)/libcudart.so.13
@@ -187,6 +187,11 @@ $(SCENARIO_BINDIR)/torch_decode_nosdt: tests/scenarios/torch_decode.c \
 	$(TESTS_CC) $(SCENARIO_CFLAGS) -Itests/standin -o $@ $< $(NOSDT_LIBC10_CUDA) \
 		$(STANDIN_LIBC10) $(STANDIN_LIBCUDART) -Wl,--disable-new-dtags \
 		-Wl,-rpath,'$$ORIGIN/../lib-nosdt:$$ORIGIN/../lib'
+
+# No PyTorch at link time: it dlopen()s the stand-in, which must exist when it runs.
+$(SCENARIO_BINDIR)/torch_dlopen: tests/scenarios/torch_dlopen.c tests/scenarios/scenario.h \
+		$(TESTS_BUILD_MK) | $(STANDIN_LIBC10_CUDA) $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -Itests/standin -o $@ $< $(SCENARIO_RPATH) -ldl
 
 # Assembly entries (reloc.S) whose first instructions the kernel single-steps; stripped like
 # the others, their symbol sizes stay in .dynsym.

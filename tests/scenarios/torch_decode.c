@@ -10,9 +10,11 @@
  *   workspace_init         c10_cuda_raw_alloc(32 MiB): a 32 MiB segment (cuBLAS's workspace,
  *                          no probe fires), kept
  * Then STEPS calls of decode_step (a step each):
- *   attention_scores       3 x c10_cuda_alloc(512 KiB) on stream 0 (on stream 1 in MODE
- *                          streams), from one 2 MiB segment of the small pool, freed at the
- *                          end of the step: cached, the same blocks every step
+ *   attention_scores       3 x c10_cuda_alloc(512 KiB) on stream 0 (in MODE streams on
+ *                          stream 0 in even steps, stream 1 in odd ones: a cached block
+ *                          serves only its own stream, so each has a 2 MiB segment), from
+ *                          one 2 MiB segment of the small pool, freed at the end of the
+ *                          step: cached, the same blocks every step
  *   mlp_intermediate       c10_cuda_alloc(4 MiB): split from a 20 MiB segment, freed at the
  *                          end of the step, cached
  *   leaky_cache_append     MODE leak: c10_cuda_alloc(2 MiB), never freed: the leak, 2 MiB
@@ -25,7 +27,7 @@
  * every free segment goes back.
  *
  * At the end it prints the allocator's own view (torch.cuda.memory_stats), then "done":
- *   stats allocated=A requested=R reserved=V segments=S reports=N
+ *   stats allocated=A requested=R reserved=V segments=S device_frees=F reports=N
  * Expected live at "done" (MODE leak, STEPS 20, cudaMalloc segments): blocks 72 MiB at
  * load_weights, 48 MiB at kv_cache_init, 40 MiB at leaky_cache_append (20 x 2 MiB); segments
  * holding blocks 182 MiB (72 + 48, the small pool's 2 MiB, three 20 MiB); outside PyTorch
@@ -101,7 +103,7 @@ static SCENARIO_SITE void decode_step(enum mode mode, unsigned long long step)
 
 	for (i = 0; i < 3; i++) {
 		SCENARIO_OPAQUE(i);
-		scores[i] = attention_scores(mode == MODE_STREAMS ? 1 : 0);
+		scores[i] = attention_scores(mode == MODE_STREAMS ? (int64_t)(step % 2) : 0);
 	}
 	mlp = mlp_intermediate();
 	if (mode == MODE_LEAK)
@@ -150,10 +152,11 @@ int main(int argc, char **argv)
 	if (mode == MODE_CACHE_EMPTY)
 		c10_cuda_empty_cache();
 	SCENARIO_OK(c10_cuda_memory_stats(0, &st));
-	printf("stats allocated=%llu requested=%llu reserved=%llu segments=%llu reports=%llu\n",
+	printf("stats allocated=%llu requested=%llu reserved=%llu segments=%llu device_frees=%llu "
+	       "reports=%llu\n",
 	       (unsigned long long)st.allocated_bytes, (unsigned long long)st.requested_bytes,
 	       (unsigned long long)st.reserved_bytes, (unsigned long long)st.segments,
-	       (unsigned long long)c10_standin_reports());
+	       (unsigned long long)st.device_frees, (unsigned long long)c10_standin_reports());
 	scenario_done();
 	return 0;
 }
