@@ -676,6 +676,41 @@ static __always_inline __u64 arg_of(struct pt_regs *ctx, int n, bool usdt, __u32
 	return usdt ? usdt_arg(ctx, n, pid) : gl_arg(ctx, n);
 }
 
+/* emit_done's short record: a FREE_SMALL (size unused) or an ALLOC_SMALL. */
+static __always_inline int small_done(struct pt_regs *ctx, __u16 api, struct gl_api_spec s,
+				      __u64 pid_tgid, __u8 depth, __u8 kind, __u64 addr,
+				      __u64 size, bool usdt)
+{
+	__u64 caller = usdt ? PT_REGS_IP(ctx) : gl_entry_caller(ctx);
+	__u32 pid = pid_tgid >> 32;
+	struct gl_small_rec *sr;
+
+	if (kind == GL_REC_FREE_SMALL) {
+		sr = bpf_ringbuf_reserve(&events, GL_SMALL_FREE_SIZE, 0);
+		if (!sr)
+			goto lost;
+		hdr_fill(&sr->hdr, GL_SMALL_FREE_SIZE, kind, depth, api, pid_tgid,
+			 bpf_ktime_get_ns());
+		sr->addr = addr;
+		sr->caller = caller;
+		bpf_ringbuf_submit(sr, rb_flags(s.flags, GL_SMALL_FREE_SIZE));
+		return 0;
+	}
+	sr = bpf_ringbuf_reserve(&events, GL_SMALL_ALLOC_SIZE, 0);
+	if (!sr)
+		goto lost;
+	hdr_fill(&sr->hdr, GL_SMALL_ALLOC_SIZE, kind, depth, api, pid_tgid, bpf_ktime_get_ns());
+	sr->addr = addr;
+	sr->caller = caller;
+	sr->size = size;
+	bpf_ringbuf_submit(sr, rb_flags(s.flags, GL_SMALL_ALLOC_SIZE));
+	return 0;
+lost:
+	count_loss(pid, GL_STAT_RB_FULL, 1);
+	count_loss(pid, kind == GL_REC_FREE_SMALL ? GL_STAT_LOST_FREES : GL_STAT_LOST_ALLOCS, 1);
+	return 0;
+}
+
 /*
  * An allocation complete where the probe fires (GL_SHAPE_ALLOC_DONE): one record, with the
  * stack. A USDT sits inside a function: its call site is the probe's own address (the kernel
@@ -700,12 +735,18 @@ static __always_inline int emit_done(struct pt_regs *ctx, __u16 api, struct gl_a
 
 	if (!release && stack_depth && !(st && under_alloc(st, depth, api)))
 		stack_id = stack_get(ctx, pid);
+	/*
+	 * The short record when it says all (device 0, stream 0, no stack): gl_small_rec. Two
+	 * reservations of constant size: the verifier has to see which one it writes.
+	 */
+	if (!aux && !aux2 && stack_id < 0 && release)
+		return small_done(ctx, api, s, pid_tgid, depth, GL_REC_FREE_SMALL, addr, 0, usdt);
+	if (!aux && !aux2 && stack_id < 0)
+		return small_done(ctx, api, s, pid_tgid, depth, GL_REC_ALLOC_SMALL, addr, size,
+				  usdt);
 	r = rec_reserve(pid);
-	if (!r) {
-		/* What a lost block costs is its own record: its memory is its segment's. */
-		count_loss(pid, release ? GL_STAT_LOST_FREES : GL_STAT_LOST_ALLOCS, 1);
-		return 0;
-	}
+	if (!r)
+		goto lost;
 	rec_header(r, release ? GL_REC_FREE : GL_REC_ALLOC, depth, api, pid_tgid,
 		   bpf_ktime_get_ns());
 	r->addr = addr;
@@ -716,6 +757,10 @@ static __always_inline int emit_done(struct pt_regs *ctx, __u16 api, struct gl_a
 	r->ret = 0;
 	r->stack_id = stack_id;
 	bpf_ringbuf_submit(r, rb_flags(s.flags, sizeof(*r)));
+	return 0;
+lost:
+	/* What a lost block costs is its own record: its memory is its segment's. */
+	count_loss(pid, release ? GL_STAT_LOST_FREES : GL_STAT_LOST_ALLOCS, 1);
 	return 0;
 }
 
@@ -730,8 +775,25 @@ static __always_inline int usdt_entry(struct pt_regs *ctx, __u16 api, struct gl_
 	__u64 aux = usdt_arg(ctx, s.arg_aux, pid);
 	__u64 aux2 = usdt_arg(ctx, s.arg_aux2, pid);
 	__u8 kind = s.shape == GL_SHAPE_NOTIFY ? GL_REC_NOTIFY : GL_REC_FREE;
-	struct gl_call_rec *r = rec_reserve(pid);
+	struct gl_call_rec *r;
 
+	if (kind == GL_REC_FREE && !size && !aux && !aux2) {
+		struct gl_small_rec *sr = bpf_ringbuf_reserve(&events, GL_SMALL_FREE_SIZE, 0);
+
+		if (!sr) {
+			count_loss(pid, GL_STAT_RB_FULL, 1);
+			if (addr)
+				count_loss(pid, GL_STAT_LOST_FREES, 1);
+			return 0;
+		}
+		hdr_fill(&sr->hdr, GL_SMALL_FREE_SIZE, GL_REC_FREE_SMALL, st ? st->depth : 0, api,
+			 pid_tgid, bpf_ktime_get_ns());
+		sr->addr = addr;
+		sr->caller = PT_REGS_IP(ctx);
+		bpf_ringbuf_submit(sr, rb_flags(s.flags, GL_SMALL_FREE_SIZE));
+		return 0;
+	}
+	r = rec_reserve(pid);
 	if (!r) {
 		if (kind == GL_REC_FREE && addr)
 			count_loss(pid, GL_STAT_LOST_FREES, 1);
