@@ -265,12 +265,12 @@ static int cmd_usdt(int argc, char **argv)
 			return usage();
 		snprintf(prov, sizeof(prov), "%.*s", (int)(colon - argv[i]), argv[i]);
 		snprintf(name, sizeof(name), "%s", colon + 1);
-		links[n] = bpf_program__attach_usdt(skel->progs.bare_usdt, pid, lib, prov, name,
-						    NULL);
+		links[n] =
+		    bpf_program__attach_usdt(skel->progs.bare_usdt, pid, lib, prov, name, NULL);
 		if (!links[n]) {
 			err = -errno;
-			fprintf(stderr, "glbench: USDT %s in %s for pid %d: %s\n", argv[i], lib, pid,
-				strerror(-err));
+			fprintf(stderr, "glbench: USDT %s in %s for pid %d: %s\n", argv[i], lib,
+				pid, strerror(-err));
 			goto cleanup;
 		}
 		n++;

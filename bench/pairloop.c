@@ -202,8 +202,9 @@ int main(int argc, char **argv)
 			seconds = strtod(optarg, NULL);
 			break;
 		default:
-			fprintf(stderr, "usage: pairloop [--sync] [--torch LIB] [-n PAIRS] [-w WARMUP] "
-					"[-s SIZE] [-r CALLS_PER_S -d SECONDS]\n");
+			fprintf(stderr,
+				"usage: pairloop [--sync] [--torch LIB] [-n PAIRS] [-w WARMUP] "
+				"[-s SIZE] [-r CALLS_PER_S -d SECONDS]\n");
 			return 2;
 		}
 	}

@@ -678,8 +678,8 @@ static __always_inline __u64 arg_of(struct pt_regs *ctx, int n, bool usdt, __u32
 
 /* emit_done's short record: a FREE_SMALL (size unused) or an ALLOC_SMALL. */
 static __always_inline int small_done(struct pt_regs *ctx, __u16 api, struct gl_api_spec s,
-				      __u64 pid_tgid, __u8 depth, __u8 kind, __u64 addr,
-				      __u64 size, bool usdt)
+				      __u64 pid_tgid, __u8 depth, __u8 kind, __u64 addr, __u64 size,
+				      bool usdt)
 {
 	__u64 caller = usdt ? PT_REGS_IP(ctx) : gl_entry_caller(ctx);
 	__u32 pid = pid_tgid >> 32;
