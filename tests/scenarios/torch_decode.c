@@ -9,7 +9,7 @@
  *   comm_init              cudaMalloc(4 MiB), not through PyTorch (NCCL's buffers), kept
  *   workspace_init         c10_cuda_raw_alloc(32 MiB): a 32 MiB segment (cuBLAS's workspace,
  *                          no probe fires), kept
- * Then STEPS calls of decode_step (a step each):
+ * Then STEPS calls of decode_step (a step each), 10 ms apart:
  *   attention_scores       3 x c10_cuda_alloc(512 KiB) on stream 0 (in MODE streams on
  *                          stream 0 in even steps, stream 1 in odd ones: a cached block
  *                          serves only its own stream, so each has a 2 MiB segment), from
@@ -34,6 +34,7 @@
  * 36 MiB (comm_init's 4 MiB, the workspace's 32 MiB segment, whose block fired no probe).
  */
 #include <stdint.h>
+#include <time.h>
 #include <cuda_runtime_api.h>
 #include "c10.h"
 #include "c10_cuda.h"
@@ -147,8 +148,12 @@ int main(int argc, char **argv)
 	kv_cache_init();
 	comm_init();
 	workspace_init();
-	for (i = 0; i < steps; i++)
+	for (i = 0; i < steps; i++) {
+		const struct timespec gap = {.tv_nsec = 10 * 1000 * 1000};
+
 		decode_step(mode, i);
+		nanosleep(&gap, NULL);
+	}
 	if (mode == MODE_CACHE_EMPTY)
 		c10_cuda_empty_cache();
 	SCENARIO_OK(c10_cuda_memory_stats(0, &st));
