@@ -51,7 +51,9 @@ static void metric_rows(const struct tracker *t, const struct proc_verdict *pv,
 	for (i = 0; i < t->nr_sites; i++) {
 		const struct site *s = &t->sites[i];
 
-		if (s->pid != pv->p->pid || !s->counts || (!s->live_count && !s->pending_count))
+		/* Memory, and PyTorch's blocks (rows of their own, api="pytorch:malloc"). */
+		if (s->pid != pv->p->pid || !(s->counts || s->judged) ||
+		    (!s->live_count && !s->pending_count))
 			continue;
 		describe__device(t, s, dev, sizeof(dev));
 		m = row_of(rows, s->api, dev);
