@@ -414,3 +414,40 @@ def usdt_step_marker_on_a_running_python_process():
     eq(v["steps"], n + 1, "N boundaries after the attach, and the last step")
     eq((v["live_bytes"], v["allocs"]), (n * MiB, n), "1 MiB kept per step")
     eq([g["slope_bytes_per_step"] for g in v["growth"]], [float(MiB)], "growth per step")
+
+
+@test
+def pytorch_in_a_container():
+    """The decode loop in its own pid namespace and root, PyTorch's libraries copies the host
+    never mapped: the USDT probes go on the container's own libc10_cuda.so (opened through
+    /proc/PID/map_files), its semaphores raised in that process."""
+    from test_reliability import container_root, need_unshare
+    if need_unshare():
+        return "skip"
+    root = container_root("torch_decode")
+    for lib in ("libc10_cuda.so", "libc10.so"):
+        shutil.copy(os.path.join(LIB, lib), os.path.join(root, "lib"))
+    json_path = tmpfile(".ndjson")
+    t = Proc(["unshare", "--pid", "--fork", "--mount-proc", f"--root={root}",
+              "/bin/torch_decode", "leak", str(STEPS)],
+             env=env_for_targets({"SCENARIO_SYNC": "1"}))
+    try:
+        t.wait_line(r"^ready 1$")
+        with open(f"/proc/{t.pid}/task/{t.pid}/children") as f:
+            pid = int(f.read().split()[0])
+        g = Proc([GPULEAK, "attach", "-p", str(pid), "--interval", "0", "--json", json_path,
+                  "--step", "sym:/bin/torch_decode:decode_step"], env=gpuleak_env(),
+                 stdin=False)
+        g.wait_line(r"tracing pid %d \(pid 1 in its namespace\)" % pid, stream="err")
+        t.send()
+        t.wait_line("^done")
+        stats = allocator_stats(t.text("out"))
+        t.send()
+        eq(g.finish(), 0, f"exit code ({g.text('err')})")
+    finally:
+        t.kill()
+        shutil.rmtree(root)
+    v = [r for r in read_ndjson(json_path) if r["type"] == "verdict"][0]
+    os.unlink(json_path)
+    eq(v["ns_pid"], 1, "pid 1 in its namespace")
+    check_leak_verdict(v, stats)
