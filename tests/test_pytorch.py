@@ -358,6 +358,26 @@ def usdt_step_marker_counts_python_collections_in_run_mode():
     check("step marker on USDT python:gc__start in python3.11" in res.err, res.err)
 
 
+@test
+def usdt_request_markers_on_python():
+    """--request usdt: two probes begin and end a request: each collection is one."""
+    if not need_python():
+        print("no /usr/bin/python3.11 with SDT notes (Debian's python3.11)")
+        return "skip"
+    script = tmpfile(".py")
+    with open(script, "w") as f:
+        f.write(GC_SCRIPT % 5)
+    try:
+        res = run_gpuleak(["run", "--interval", "0", "--step",
+                           "usdt:python3.11:python:gc__done", "--request",
+                           "usdt:python3.11:python:gc__start,gc__done", "--", PYTHON, script])
+    finally:
+        os.unlink(script)
+    n = int(re.search(r"collections (\d+)", res.out).group(1))
+    v = res.verdict()
+    eq((v["steps"], v["requests"]), (n + 1, n), "a step and a request per collection")
+
+
 ATTACH_SCRIPT = """
 import ctypes, gc, os, sys
 gc.disable()
