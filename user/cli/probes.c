@@ -278,11 +278,32 @@ static bool first_mapping(const struct proc_maps *m, size_t i)
 	return true;
 }
 
+/* Whether a module has PyTorch's USDT probes, or its profiler hook. */
+static bool torch_usdt(const struct module *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->nr_usdt; i++)
+		if (m->usdt[i].api && GL_API_FAMILY(m->usdt[i].api->api) == GL_FAM_PYTORCH)
+			return true;
+	return false;
+}
+
+static const struct probe_site *torch_hook(const struct module *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->nr_sites; i++)
+		if (GL_API_FAMILY(m->sites[i].api->api) == GL_FAM_PYTORCH)
+			return &m->sites[i];
+	return NULL;
+}
+
 /* -p PID: the table over every object it maps, then each one's placements. Returns how
  * many required APIs they have, or -errno said on stderr. */
 static int probe_pid(struct modules *mods, pid_t pid, bool *header)
 {
-	bool usdt_header = false;
+	bool usdt_header = false, usdt_torch = false;
 	struct proc_maps *m = NULL;
 	int found = 0, err;
 	size_t i;
@@ -327,6 +348,18 @@ static int probe_pid(struct modules *mods, pid_t pid, bool *header)
 
 		if (mod && mod->nr_usdt)
 			print_usdt_args(mod, stdout);
+		usdt_torch |= mod && torch_usdt(mod);
+	}
+	/* The hook reports the blocks the probes report: attach leaves it out (docs/pytorch.md). */
+	for (i = 0; usdt_torch && i < m->n; i++) {
+		struct module *mod = first_mapping(m, i) ? modules__get(mods, pid, &m->v[i]) : NULL;
+		const struct probe_site *h = mod ? torch_hook(mod) : NULL;
+
+		if (h)
+			printf("  %s in %s: not attached in this process: PyTorch's USDT probes "
+			       "report "
+			       "the same blocks\n",
+			       cat_api_name(h->api->api), mod->name);
 	}
 cleanup:
 	proc_maps__free(m);
