@@ -306,8 +306,7 @@ static const char *usdt_why(int err, const struct usdt_probe *u)
  * a warning on failure (the object's other probes stay).
  */
 static struct bpf_link *link_usdt(struct attach *a, pid_t pid, const char *path,
-				  const struct module *mod, const struct usdt_probe *u,
-				  unsigned int api)
+				  const struct module *mod, struct usdt_probe *u, unsigned int api)
 {
 	LIBBPF_OPTS(bpf_usdt_opts, opts, .usdt_cookie = api);
 	struct bpf_link *link;
@@ -316,8 +315,11 @@ static struct bpf_link *link_usdt(struct attach *a, pid_t pid, const char *path,
 	if (!link) {
 		int err = -errno;
 
-		pr_warn("pid %d: cannot attach USDT %s:%s in %s: %s\n", pid, u->provider, u->name,
-			mod->path, usdt_why(err, u));
+		/* Once per probe: the object is looked at again at every rescan. */
+		if (!u->warned)
+			pr_warn("pid %d: cannot attach USDT %s:%s in %s: %s\n", pid, u->provider,
+				u->name, mod->path, usdt_why(err, u));
+		u->warned = true;
 		errno = -err;
 	}
 	return link;
@@ -404,7 +406,7 @@ static int attach_module(struct attach *a, pid_t pid, struct module *mod, const 
 		}
 	}
 	for (k = 0; k < mod->nr_usdt; k++) {
-		const struct usdt_probe *u = &mod->usdt[k];
+		struct usdt_probe *u = &mod->usdt[k];
 		struct bpf_link *l;
 
 		if (!u->api)
@@ -640,7 +642,7 @@ int attach__marker(struct attach *a, pid_t pid, const struct proc_maps *m, const
 		   const char *provider, const char *symbol, unsigned int api)
 {
 	struct find_sym fs = {.name = symbol};
-	const struct usdt_probe *u = NULL;
+	struct usdt_probe *u = NULL;
 	char open_path[96];
 	const char *path = file;
 	struct module *mod = NULL;
@@ -676,7 +678,7 @@ int attach__marker(struct attach *a, pid_t pid, const struct proc_maps *m, const
 			return 0;
 	if (provider) {
 		module__scan(mod);
-		u = module__usdt(mod, provider, symbol);
+		u = (struct usdt_probe *)module__usdt(mod, provider, symbol);
 		if (!u) {
 			pr_err("%s: no USDT probe %s:%s (gpuleak probes --lib %s lists them)\n",
 			       mod->path, provider, symbol, mod->path);

@@ -40,6 +40,7 @@ struct usdt_probe {
 	bool args_differ;    /* its sites disagree on their argument specs */
 	bool base_missing;   /* a site libbpf before 1.6 misplaces (elf_obj.h: elf_sdt) */
 	bool sib;	     /* an argument base+index*scale, which libbpf before 1.7 refuses */
+	bool warned;	     /* an attach of it failed and said so (once) */
 };
 
 struct modules;
