@@ -201,6 +201,10 @@ def jit_node_names_javascript_frames_live_and_offline():
             eq(sum(int(n) for path, n in (l.rsplit(" ", 1) for l in f.read().splitlines())
                    if re.search(r";(\? )?makeLogits;", path) and path.endswith(";calloc")),
                STEPS * HOST_COPY, "offline --folded")
+        # rules see JavaScript frames: function and location
+        ruled = report(cap, ["--rule", f"persistent site=makeLogits lib={where} "
+                             f"size>={HOST_COPY}"]).verdict()
+        eq(ruled["persistent_bytes"], STEPS * HOST_COPY, "persistent by a rule on makeLogits")
     finally:
         run.cleanup()
         for p in (cap, folded):
