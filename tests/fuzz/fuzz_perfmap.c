@@ -123,9 +123,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd >= 0) {
 		if (!write_all(fd, data, half)) {
-			perfmap__refresh(file, path, geteuid());
+			perfmap__refresh(file, NULL, path, geteuid());
 			if (!write_all(fd, data + half, size - half)) {
-				perfmap__refresh(file, path, geteuid());
+				perfmap__refresh(file, NULL, path, geteuid());
 				lookups(whole, file, text, size, "from a growing file");
 			}
 		}

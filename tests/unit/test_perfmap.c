@@ -261,13 +261,14 @@ static void file_grows_and_is_rewritten(void)
 	snprintf(path, sizeof(path), "%s/perf-1.map", dir);
 	snprintf(other, sizeof(other), "%s/other", dir);
 	snprintf(link, sizeof(link), "%s/link", dir);
-	CHECK(perfmap__refresh(pm, path, me) == -ENOENT, "no file yet");
+	CHECK(perfmap__refresh(pm, NULL, path, me) == -ENOENT, "no file yet");
 	write_file(path, "1000 10 one\n2000 10 two\n3000 10 thr", O_TRUNC);
-	CHECK(perfmap__refresh(pm, path, me) == 1 && found(pm, 0x2000, "two") && !find(pm, 0x3000),
+	CHECK(perfmap__refresh(pm, NULL, path, me) == 1 && found(pm, 0x2000, "two") &&
+		  !find(pm, 0x3000),
 	      "read: two lines, a partial third");
-	CHECK(perfmap__refresh(pm, path, me) == 0, "nothing new");
+	CHECK(perfmap__refresh(pm, NULL, path, me) == 0, "nothing new");
 	write_file(path, "ee\n4000 10 four\n", O_APPEND);
-	CHECK(perfmap__refresh(pm, path, me) == 1 && found(pm, 0x3000, "three") &&
+	CHECK(perfmap__refresh(pm, NULL, path, me) == 1 && found(pm, 0x3000, "three") &&
 		  found(pm, 0x4000, "four") && found(pm, 0x1000, "one"),
 	      "read on from where it stopped");
 	perfmap__stats(pm, &st);
@@ -275,17 +276,18 @@ static void file_grows_and_is_rewritten(void)
 	      "each byte read once: %" PRIu64 " bytes, %zu entries", st.bytes_read, st.entries);
 	/* truncated and written again (a new process with that pid) */
 	write_file(path, "5000 10 five\n", O_TRUNC);
-	CHECK(perfmap__refresh(pm, path, me) == 1 && found(pm, 0x5000, "five") && !find(pm, 0x1000),
+	CHECK(perfmap__refresh(pm, NULL, path, me) == 1 && found(pm, 0x5000, "five") &&
+		  !find(pm, 0x1000),
 	      "truncated: read from its start");
 	/* rewritten in place, as long as before and longer: told by the bytes before the offset */
 	write_file(path, "6000 10 sixx\n7000 10 seven\n", O_TRUNC);
-	CHECK(perfmap__refresh(pm, path, me) == 1 && found(pm, 0x6000, "sixx") &&
+	CHECK(perfmap__refresh(pm, NULL, path, me) == 1 && found(pm, 0x6000, "sixx") &&
 		  found(pm, 0x7000, "seven") && !find(pm, 0x5000),
 	      "rewritten: read from its start");
 	/* replaced by another file */
 	write_file(other, "8000 10 eight\n", O_TRUNC);
 	CHECK(!rename(other, path), "rename");
-	CHECK(perfmap__refresh(pm, path, me) == 1 && found(pm, 0x8000, "eight") &&
+	CHECK(perfmap__refresh(pm, NULL, path, me) == 1 && found(pm, 0x8000, "eight") &&
 		  !find(pm, 0x6000),
 	      "replaced: the new file");
 	perfmap__stats(pm, &st);
@@ -294,22 +296,63 @@ static void file_grows_and_is_rewritten(void)
 	pm = NULL;
 	/* not to trust: a symlink, a FIFO, another user's file */
 	CHECK(!symlink(path, link) && !perfmap__new(&pm), "symlink");
-	CHECK(perfmap__refresh(pm, link, me) == -EPERM, "a symlink is not followed");
+	CHECK(perfmap__refresh(pm, NULL, link, me) == -EPERM, "a symlink is not followed");
 	unlink(link);
 	CHECK(!mkfifo(link, 0644), "fifo");
-	CHECK(perfmap__refresh(pm, link, me) == -EPERM, "a FIFO is not read");
+	CHECK(perfmap__refresh(pm, NULL, link, me) == -EPERM, "a FIFO is not read");
 	unlink(link);
 	if (me == 0)
 		CHECK(!chown(path, 4321, 4321), "chown");
-	CHECK(perfmap__refresh(pm, path, me == 0 ? 1234 : me + 1) == -EPERM,
+	CHECK(perfmap__refresh(pm, NULL, path, me == 0 ? 1234 : me + 1) == -EPERM,
 	      "a file of another user than the process's");
-	CHECK(me != 0 || perfmap__refresh(pm, path, 4321) == 1, "its own user's");
+	CHECK(me != 0 || perfmap__refresh(pm, NULL, path, 4321) == 1, "its own user's");
 out:
 	perfmap__free(pm);
 	unlink(path);
 	unlink(link);
 	unlink(other);
 	rmdir(dir);
+}
+
+/*
+ * A process's root (its /proc/PID/root): the map's path is resolved inside it, and symlinks
+ * there cannot lead out of it, by ".." or by an absolute path.
+ */
+static void resolved_inside_the_root(void)
+{
+	char root[] = "/tmp/gpuleak-root.XXXXXX", out[] = "/tmp/gpuleak-out.XXXXXX";
+	char outside[64], up[96], abs[96], escape[64], inside_dir[96], inside[128];
+	struct perfmap *pm = NULL;
+	uid_t me = geteuid();
+
+	if (!CHECK(mkdtemp(root) && mkdtemp(out) && !perfmap__new(&pm), "set up"))
+		goto cleanup;
+	snprintf(outside, sizeof(outside), "%s/perf-7.map", out);
+	snprintf(up, sizeof(up), "%s/tmp", root);
+	snprintf(abs, sizeof(abs), "%s/abs", root);
+	snprintf(escape, sizeof(escape), "../%s", out + 5); /* ../gpuleak-out.XXXXXX */
+	snprintf(inside_dir, sizeof(inside_dir), "%s/%s", root, out + 5);
+	snprintf(inside, sizeof(inside), "%s/perf-7.map", inside_dir);
+	write_file(outside, "1000 10 outside\n", O_TRUNC);
+	CHECK(!symlink(escape, up) && !symlink(out, abs), "symlinks");
+	CHECK(perfmap__refresh(pm, root, "/tmp/perf-7.map", me) == -ENOENT,
+	      "a relative symlink does not climb out of the root");
+	CHECK(perfmap__refresh(pm, root, "/abs/perf-7.map", me) == -ENOENT,
+	      "an absolute symlink is resolved in the root");
+	CHECK(!mkdir(inside_dir, 0755), "mkdir");
+	write_file(inside, "2000 10 inside\n", O_TRUNC);
+	CHECK(perfmap__refresh(pm, root, "/tmp/perf-7.map", me) == 1 &&
+		  found(pm, 0x2000, "inside") && !find(pm, 0x1000),
+	      "the file the process would see");
+cleanup:
+	perfmap__free(pm);
+	unlink(inside);
+	rmdir(inside_dir);
+	unlink(up);
+	unlink(abs);
+	rmdir(root);
+	unlink(outside);
+	rmdir(out);
 }
 
 static void describes_names(void)
@@ -425,6 +468,7 @@ int main(void)
 	    {"overlapping_entries", overlapping_entries},
 	    {"bounds", bounds},
 	    {"file_grows_and_is_rewritten", file_grows_and_is_rewritten},
+	    {"resolved_inside_the_root", resolved_inside_the_root},
 	    {"describes_names", describes_names},
 	    {"symbolizer_names_jit_frames", symbolizer_names_jit_frames},
 	};

@@ -9,7 +9,9 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "symbols/perfmap.h"
 
@@ -345,15 +347,39 @@ const char *perfmap__find(const struct perfmap *pm, uint64_t addr, uint64_t *sta
 	return pm->names + best->name;
 }
 
-static int open_map(struct perfmap *pm, const char *path, uid_t owner)
+/*
+ * path with root as its "/": absolute symlinks and ".." resolve inside root, as they do for
+ * the process whose root it is (never on our side of it); without root, path as it is.
+ */
+static int open_under(const char *root, const char *path, int flags)
+{
+	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC),
+			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+	int dfd, fd;
+
+	if (!root) {
+		fd = open(path, flags | O_CLOEXEC);
+		return fd < 0 ? -errno : fd;
+	}
+	dfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	fd = (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+	if (fd < 0)
+		fd = -errno;
+	close(dfd);
+	return fd;
+}
+
+static int open_map(struct perfmap *pm, const char *root, const char *path, uid_t owner)
 {
 	struct stat st;
 	int fd;
 
 	/* O_NONBLOCK: a FIFO in its place must not hang us before fstat says what it is. */
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	fd = open_under(root, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
-		return errno == ELOOP ? -EPERM : -errno;
+		return fd == -ELOOP ? -EPERM : fd;
 	if (fstat(fd, &st)) {
 		int err = -errno;
 
@@ -368,6 +394,20 @@ static int open_map(struct perfmap *pm, const char *path, uid_t owner)
 	pm->dev = st.st_dev;
 	pm->ino = st.st_ino;
 	return 0;
+}
+
+/* Whether path now names another file than the one open (it was replaced). */
+static bool replaced(const struct perfmap *pm, const char *root, const char *path)
+{
+	int fd = open_under(root, path, O_PATH | O_NOFOLLOW);
+	struct stat st;
+	bool other;
+
+	if (fd < 0)
+		return false; /* gone (the process exited): what is open is still its map */
+	other = !fstat(fd, &st) && (st.st_dev != pm->dev || st.st_ino != pm->ino);
+	close(fd);
+	return other;
 }
 
 /* Whether the bytes before the read offset are still those that were read. */
@@ -388,7 +428,7 @@ static void restart(struct perfmap *pm)
 	pm->st.resets++;
 }
 
-int perfmap__refresh(struct perfmap *pm, const char *path, uid_t owner)
+int perfmap__refresh(struct perfmap *pm, const char *root, const char *path, uid_t owner)
 {
 	bool reset = false;
 	size_t before;
@@ -396,14 +436,14 @@ int perfmap__refresh(struct perfmap *pm, const char *path, uid_t owner)
 	char *buf;
 	int err = 0;
 
-	if (pm->fd >= 0 && !stat(path, &st) && (st.st_dev != pm->dev || st.st_ino != pm->ino)) {
+	if (pm->fd >= 0 && replaced(pm, root, path)) {
 		/* Replaced by another file (a new process with this pid, a new run). */
 		close(pm->fd);
 		pm->fd = -1;
 		reset = true;
 	}
 	if (pm->fd < 0) {
-		err = open_map(pm, path, owner);
+		err = open_map(pm, root, path, owner);
 		if (err)
 			return err;
 		if (reset || pm->off)

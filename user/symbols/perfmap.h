@@ -41,11 +41,12 @@ void perfmap__reset(struct perfmap *pm);
 /*
  * Read what the file at path holds past what was read: opened on first use (not through a
  * symlink, a regular file owned by owner or root), read again from its start when it was
- * replaced, truncated or rewritten in place. 1 when entries were added, 0 when nothing new,
- * -ENOENT when there is no such file (yet), -EPERM when it is not one to trust, -ENOSPC at
- * the bounds, -errno.
+ * replaced, truncated or rewritten in place. root: the directory path is resolved in, as its
+ * "/" (a process's /proc/PID/root: its mount namespace, its symlinks kept inside it), or
+ * NULL for path as it is. 1 when entries were added, 0 when nothing new, -ENOENT when there
+ * is no such file (yet), -EPERM when it is not one to trust, -ENOSPC at the bounds, -errno.
  */
-int perfmap__refresh(struct perfmap *pm, const char *path, uid_t owner);
+int perfmap__refresh(struct perfmap *pm, const char *root, const char *path, uid_t owner);
 
 /*
  * The name of the latest entry covering addr and its start address, or NULL. The name is valid

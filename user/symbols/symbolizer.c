@@ -59,20 +59,20 @@ struct obj_fp {
 /*
  * The perf map of one process, for code in no mapped file (JIT code in anonymous memory):
  * /tmp/perf-NSPID.map as the process sees its /tmp and its pid (in a container, its own),
- * read through /proc/PID/root and only while live.
+ * read through /proc/PID/root (its symlinks resolved inside it) and only while live.
  */
 struct jit_map {
 	pid_t pid;
 	uint32_t ns_pid;
 	uid_t owner; /* the process's: the file must be its user's, or root's */
 	struct perfmap *pm;
-	char path[64];
-	int err;	   /* of the last read: -ENOENT while there is no file */
-	bool tried;	   /* read at least once */
-	uint64_t idle_at;  /* batches + 1 when a read found nothing new */
-	uint8_t checks;	   /* unnamed frames looked up in /proc/PID/maps for the hint */
-	bool hinted, said; /* the hint given; -v said the file names frames */
-	bool warned;	   /* a file not trusted, or full */
+	char root[32], path[32]; /* /proc/PID/root, and the map's path inside it */
+	int err;		 /* of the last read: -ENOENT while there is no file */
+	bool tried;		 /* read at least once */
+	uint64_t idle_at;	 /* batches + 1 when a read found nothing new */
+	uint8_t checks;		 /* unnamed frames looked up in /proc/PID/maps for the hint */
+	bool hinted, said;	 /* the hint given; -v said the file names frames */
+	bool warned;		 /* a file not trusted, or full */
 };
 
 #define SYM_FIXED UINT32_MAX
@@ -444,7 +444,8 @@ static struct jit_map *jit_get(struct symbolizer *s, pid_t pid)
 	snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
 	if (!stat(proc, &st))
 		j->owner = st.st_uid;
-	snprintf(j->path, sizeof(j->path), "/proc/%d/root/tmp/perf-%u.map", (int)pid, j->ns_pid);
+	snprintf(j->root, sizeof(j->root), "/proc/%d/root", (int)pid);
+	snprintf(j->path, sizeof(j->path), "/tmp/perf-%u.map", j->ns_pid);
 	return j;
 }
 
@@ -452,7 +453,7 @@ static struct jit_map *jit_get(struct symbolizer *s, pid_t pid)
 static int jit_refresh(struct symbolizer *s, struct jit_map *j)
 {
 	struct perfmap_stats st;
-	int err = perfmap__refresh(j->pm, j->path, j->owner);
+	int err = perfmap__refresh(j->pm, j->root, j->path, j->owner);
 
 	j->tried = true;
 	j->err = err < 0 ? err : 0;
