@@ -245,8 +245,10 @@ static int commit(struct perfmap *pm, size_t sorted)
 		from = upper_bound(pm->v, 0, sorted, &pm->v[sorted]);
 		na = sorted - from;
 		a = malloc(na * sizeof(*a));
-		if (!a)
+		if (!a) {
+			pm->n = sorted; /* the new entries are dropped: the rest stays sorted */
 			return -ENOMEM;
+		}
 		memcpy(a, pm->v + from, na * sizeof(*a));
 		/* Writing at d never passes reading at ib: d = from + ia + (ib - sorted). */
 		for (d = from; ia < na; d++) {

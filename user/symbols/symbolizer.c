@@ -547,6 +547,9 @@ static int jit_resolve(struct symbolizer *s, pid_t pid, uint64_t addr, struct sy
 
 	if (!j)
 		return -ENOMEM;
+	/* Below mmap_min_addr or above any user address space: a bad frame, never code. */
+	if (addr < 0x10000 || addr >> 56)
+		return 0;
 	name = perfmap__find(j->pm, addr, &start);
 	/* Past what was read: read on, once per batch of frames when there is nothing new. */
 	if (!name && j->idle_at != s->st.batches + 1 && jit_refresh(s, j) > 0)
