@@ -539,17 +539,18 @@ static void jit_unnamed(struct symbolizer *s, struct jit_map *j, uint64_t addr)
 /* Name addr, in no mapped file, from pid's perf map (read on when it does not cover addr). */
 static int jit_resolve(struct symbolizer *s, pid_t pid, uint64_t addr, struct sym_info *si)
 {
-	struct jit_map *j = jit_get(s, pid);
+	struct jit_map *j;
 	char *func, *where;
 	const char *name;
 	uint64_t start;
 	int n;
 
-	if (!j)
-		return -ENOMEM;
 	/* Below mmap_min_addr or above any user address space: a bad frame, never code. */
 	if (addr < 0x10000 || addr >> 56)
 		return 0;
+	j = jit_get(s, pid);
+	if (!j)
+		return -ENOMEM;
 	name = perfmap__find(j->pm, addr, &start);
 	/* Past what was read: read on, once per batch of frames when there is nothing new. */
 	if (!name && j->idle_at != s->st.batches + 1 && jit_refresh(s, j) > 0)
