@@ -310,7 +310,7 @@ static int make_capture(const char *path, size_t n, union rec_buf **recs, uint8_
 
 	*recs = calloc(n ? n : 1, sizeof(**recs));
 	*buf = NULL;
-	err = *recs ? capture__create(path, &o, &c) : -ENOMEM;
+	err = *recs ? capture__create(path, &o, &c, NULL, 0) : -ENOMEM;
 	if (err)
 		goto cleanup;
 	err = capture__add_process(c, &p);
@@ -381,9 +381,9 @@ static void file_round_trip(void)
 		struct capture *c = NULL;
 		struct capture_opts o = {};
 
-		CHECK(capture__create(path, &o, &c) == -EEXIST, "existing file refused");
+		CHECK(capture__create(path, &o, &c, NULL, 0) == -EEXIST, "existing file refused");
 		o.force = true;
-		CHECK(!capture__create(path, &o, &c), "--force replaces");
+		CHECK(!capture__create(path, &o, &c, NULL, 0), "--force replaces");
 		capture__free(c);
 	}
 cleanup:

@@ -95,10 +95,13 @@ struct capture_proc {
 
 /*
  * Create path (lib/outfile: mode 0600, since it names code paths of someone's process; under
- * sudo the invoking user's) and write the header with INCOMPLETE set. Never follows a symlink
- * at path; an existing file is -EEXIST unless opts->force. 0 or -errno.
+ * sudo the invoking user's) and write the header with INCOMPLETE set. Never through a
+ * symlink, never over anything but a regular file; an existing file is -EEXIST unless
+ * opts->force, and then it is replaced only when capture__finish succeeds (the new capture is
+ * written beside it until then). 0, or -errno with why (for "cannot create PATH: WHY").
  */
-int capture__create(const char *path, const struct capture_opts *opts, struct capture **out);
+int capture__create(const char *path, const struct capture_opts *opts, struct capture **out,
+		    char *why, size_t whylen);
 /*
  * Append one record to the RECORDS block being built; writes the block out when it is full
  * or a second (of record time) old. After a write error every call returns that error and
@@ -116,9 +119,11 @@ bool capture__has_symbol(const struct capture *c, uint32_t pid, uint64_t addr);
 int capture__add_stack(struct capture *c, const struct ustack *st);
 /* Write what is buffered (records, symbols) now. */
 int capture__flush(struct capture *c);
-/* Flush, append the END block, clear INCOMPLETE. 0 or the first error of the session. */
+/* Flush, append the END block, clear INCOMPLETE, and put the file in place (over the file
+ * --force replaces). 0 or the first error of the session. */
 int capture__finish(struct capture *c);
-/* Frees; a capture not finished stays INCOMPLETE on disk. Accepts NULL. */
+/* Frees; a capture not finished stays INCOMPLETE on disk, where capture__temp_path says when
+ * it was to replace a file. Accepts NULL. */
 void capture__free(struct capture *c);
 /* Frees and removes the file: a capture of nothing worth keeping. Accepts NULL. */
 void capture__discard(struct capture *c);
@@ -131,6 +136,9 @@ struct capture_stats {
 };
 void capture__stats(const struct capture *c, struct capture_stats *st);
 const char *capture__path(const struct capture *c);
+/* Where the capture is written until it is finished, when that is not its path (--force over
+ * an existing file): NULL otherwise. */
+const char *capture__temp_path(const struct capture *c);
 /* The capture's time origin (CLOCK_MONOTONIC at create): a report of it prints times
  * relative to this, so a live session that records uses it too. */
 uint64_t capture__t0_ns(const struct capture *c);

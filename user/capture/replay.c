@@ -30,6 +30,7 @@ struct replay {
 	struct capture_proc *procs; /* for the summary; strings owned */
 	size_t nr_procs;
 	FILE *blocks; /* --blocks: the listing goes here, no analysis */
+	int out_err;  /* a picture could not be written: exit 1 */
 };
 
 /* ---- what the reader hands us ---- */
@@ -349,7 +350,8 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 	if (!err) {
 		report__final(&rp->rep, v, t->last_ts_ns);
 		rp->gate_failed = v->gate_failed;
-		err = pictures__write(rp->pics, &rp->rep, v, rp->an->se, t->last_ts_ns);
+		/* said, and exit 1; the verdicts are written all the same */
+		rp->out_err = pictures__write(rp->pics, &rp->rep, v, rp->an->se, t->last_ts_ns);
 	}
 	verdict__free(v);
 	free(extra);
@@ -365,6 +367,8 @@ int replay__mem(const void *buf, size_t len, unsigned int reader_flags,
 	err = capture_reader__open_mem(buf, len, reader_flags, &rp.rd);
 	if (!err)
 		err = replay_reader(&rp, "mem", out, json, 5, true);
+	if (!err)
+		err = rp.out_err;
 	replay_free(&rp);
 	capture_reader__free(rp.rd);
 	return err;
@@ -409,6 +413,7 @@ int replay__run(const struct replay_opts *o)
 	struct replay rp = {.a = &o->a, .interval_ns = o->interval_ns};
 	struct outfile *json_file = NULL;
 	FILE *json = NULL;
+	char why[256];
 	int err;
 
 	err = capture_reader__open(o->path, 0, &rp.rd);
@@ -421,9 +426,9 @@ int replay__run(const struct replay_opts *o)
 		goto cleanup;
 	}
 	if (o->json_path) {
-		err = outfile__open(o->json_path, OUTFILE_TRUNCATE, &json_file);
+		err = outfile__open(o->json_path, OUTFILE_REPLACE, &json_file, why, sizeof(why));
 		if (err) {
-			pr_err("cannot write %s: %s\n", o->json_path, strerror(-err));
+			pr_err("cannot write %s: %s\n", o->json_path, why);
 			goto cleanup;
 		}
 		json = outfile__stream(json_file);
@@ -432,17 +437,17 @@ int replay__run(const struct replay_opts *o)
 	if (err == -ENOMEM)
 		pr_err("out of memory\n");
 cleanup:
-	if (json_file) {
-		int e = outfile__commit(json_file);
-
-		if (e && !err) {
-			pr_err("writing %s: %s\n", o->json_path, strerror(-e));
-			err = -EIO;
-		}
+	/* Verdicts were written: they replace what the path had. */
+	if (json_file && !err) {
+		err = outfile__commit(json_file);
+		if (err)
+			pr_err("writing %s: %s\n", o->json_path, strerror(-err));
+	} else {
+		outfile__abort(json_file);
 	}
 	replay_free(&rp);
 	capture_reader__free(rp.rd);
-	if (err)
+	if (err || rp.out_err)
 		return GL_EXIT_ERROR;
 	return rp.gate_failed ? GL_EXIT_GATE : GL_EXIT_OK;
 }
