@@ -433,7 +433,8 @@ int replay__run(const struct replay_opts *o)
 		}
 		json = outfile__stream(json_file);
 	}
-	err = replay_reader(&rp, o->path, stdout, json, o->top, false);
+	err = replay_reader(&rp, o->path, pictures__text_stream(o->json_path, &o->a.out), json,
+			    o->top, false);
 	if (err == -ENOMEM)
 		pr_err("out of memory\n");
 cleanup:

@@ -9,10 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli/options.h"
 #include "cli/probes.h"
 #include "engine/rules.h"
 #include "lib/exit.h"
+#include "lib/outfile.h"
 #include "lib/units.h"
 
 #ifndef GPULEAK_VERSION
@@ -206,6 +208,11 @@ static error_t parse_record(int key, char *arg, struct argp_state *state)
 		cli__init_children(state, record_children);
 		break;
 	case 'o':
+		/* The writer rewrites the header at the end: a pipe cannot take that. */
+		if (!strcmp(arg, "-"))
+			argp_error(state,
+				   "-o -: a capture is a file (its header is rewritten at the "
+				   "end); write one, then gzip or copy it");
 		c->t.capture_path = arg;
 		break;
 	case OPT_FORCE:
@@ -395,6 +402,17 @@ static void set_defaults(struct cli *c, const struct command *cmd)
 	c->t.stack_entries = 16384;
 }
 
+/* At every exit (argp's too): what could not reach standard output is an error, exit 1. */
+static void close_stdout(void)
+{
+	int err = outfile__stdout_close();
+
+	if (err) {
+		fprintf(stderr, "gpuleak: writing standard output: %s\n", strerror(-err));
+		_exit(GL_EXIT_ERROR);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct argp top = {.args_doc = "COMMAND [ARGS...]", .doc = top_doc};
@@ -403,7 +421,9 @@ int main(int argc, char **argv)
 	char name[64];
 	int ret;
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* Line-buffered, its write errors kept for close_stdout. */
+	if (!outfile__stdout_init())
+		atexit(close_stdout);
 	if (argc < 2 || argv[1][0] == '-') {
 		/* gpuleak --help, --version, or a mistake */
 		argp_parse(&top, argc, argv, 0, NULL, NULL);

@@ -10,6 +10,7 @@
 #include "gpuleak.h"
 #include "lib/exit.h"
 #include "lib/log.h"
+#include "lib/outfile.h"
 #include "lib/units.h"
 #include "lib/vec.h"
 #include "probe/wgpu_abi.h"
@@ -107,7 +108,7 @@ static const struct argp_option analysis_options[] = {
      "Gate: growth per step a site may have (default 0: any growth leak fails)", 3},
     {"max-live-at-exit", OPT_MAX_LIVE, "BYTES", 0,
      "Gate: leaked bytes allowed at the end (persistent, ignored, init excluded)", 3},
-    {NULL, 0, NULL, 0, "Pictures (written at the end):", 4},
+    {NULL, 0, NULL, 0, "Pictures (written at the end; -: standard output):", 4},
     {"folded", OPT_FOLDED, "FILE", 0,
      "Live bytes by stack in the folded format of flamegraph.pl and speedscope", 4},
     {"perfetto", OPT_PERFETTO, "FILE", 0,
@@ -265,7 +266,7 @@ const struct argp cli_analysis_argp = {.options = analysis_options, .parser = pa
 static const struct argp_option output_options[] = {
     {"json", OPT_JSON, "FILE", 0,
      "Write NDJSON: one record per interval, one verdict per process, a summary across "
-     "processes",
+     "processes (-: standard output)",
      0},
     {"top", OPT_TOP, "N", 0, "Sites listed in interval tables (default 5)", 0},
     {"interval", 'i', "DURATION", 0,
@@ -290,6 +291,18 @@ static error_t parse_output(int key, char *arg, struct argp_state *state)
 		if (parse_duration_ns(arg, &c->out.interval_ns))
 			argp_error(state, "invalid interval '%s' (e.g. 2s; 0 disables)", arg);
 		break;
+	case ARGP_KEY_END: {
+		/* Standard output carries one file whole (the text report goes to stderr then). */
+		const char *paths[] = {c->out.json_path, c->a.out.folded_path,
+				       c->a.out.perfetto_path, c->a.out.svg_path};
+		int i, n = 0;
+
+		for (i = 0; i < 4; i++)
+			n += outfile__is_stdout(paths[i]);
+		if (n > 1)
+			argp_error(state, "one output only can be - (standard output)");
+		break;
+	}
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
@@ -312,7 +325,8 @@ static char *output_help(int key, const char *text, void *input)
 	if (!is_command(input, "report"))
 		return (char *)text;
 	if (key == OPT_JSON)
-		return strdup("Write NDJSON: the verdict per process (and intervals)");
+		return strdup("Write NDJSON: the verdict per process (and intervals; -: standard "
+			      "output)");
 	if (key == 'i')
 		return strdup("Print a compact table every DURATION of recorded time (default 0: "
 			      "none)");

@@ -459,7 +459,7 @@ static int open_report(struct session *s)
 	s->rep = (struct report){.t = l->an->t,
 				 .tl = l->an->tl,
 				 .sym = l->sym,
-				 .out = stdout,
+				 .out = pictures__text_stream(o->json_path, &o->a.out),
 				 .json = s->json,
 				 .top = o->top,
 				 .t0_ns = live_now_ns(),

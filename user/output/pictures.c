@@ -104,3 +104,11 @@ int pictures__write(struct pictures *pics, struct report *r, const struct verdic
 	}
 	return err;
 }
+
+FILE *pictures__text_stream(const char *json_path, const struct output_opts *o)
+{
+	if (outfile__is_stdout(json_path) || outfile__is_stdout(o->folded_path) ||
+	    outfile__is_stdout(o->perfetto_path) || outfile__is_stdout(o->svg_path))
+		return stderr;
+	return stdout;
+}

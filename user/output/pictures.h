@@ -36,4 +36,11 @@ void pictures__free(struct pictures *pics);
 int pictures__write(struct pictures *pics, struct report *r, const struct verdict *v,
 		    struct series *se, uint64_t end_ns);
 
+/*
+ * Where the text report goes when json_path (may be NULL) and o name the outputs: stdout, or
+ * stderr when one of them is "-", so that standard output carries that file alone (a pipe to
+ * jq, flamegraph.pl) and the report is still seen.
+ */
+FILE *pictures__text_stream(const char *json_path, const struct output_opts *o);
+
 #endif
