@@ -212,8 +212,12 @@ enum capture_read_flags {
 
 struct capture_reader;
 
-/* Open a file (or a buffer the caller keeps alive) and check its header. 0 or -errno; on
- * error with a reader out, capture_reader__error says what and where. */
+/*
+ * Open a file (or a buffer the caller keeps alive) and check its header. 0 or -errno; on
+ * error with a reader out, capture_reader__error says what and where. path "-" is standard
+ * input, and /dev/fd/N an inherited pipe (lib/infile: a FIFO by name is refused, never waited
+ * on): a pipe is copied to an unnamed temporary file first, since the file is read twice.
+ */
 int capture_reader__open(const char *path, unsigned int flags, struct capture_reader **out);
 int capture_reader__open_mem(const void *buf, size_t len, unsigned int flags,
 			     struct capture_reader **out);

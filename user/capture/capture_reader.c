@@ -17,6 +17,7 @@
 #include <zlib.h>
 #include "capture/capture.h"
 #include "capture/codec.h"
+#include "lib/infile.h"
 #include "symbols/stacks.h"
 #include "symbols/symbolizer.h"
 
@@ -172,29 +173,115 @@ static int reader_new(struct capture_reader **out, unsigned int flags)
 	return 0;
 }
 
+/*
+ * A pipe copied to an unnamed temporary file, which then reads as a file: the reader reads
+ * twice (names, then records) and at offsets, and a capture may be far larger than memory,
+ * so it goes to disk ($TMPDIR, else /tmp), SPOOL_CHUNK bytes of memory at a time, and is gone
+ * with its descriptor whatever ends gpuleak. The descriptor, or -errno with r->err set.
+ */
+#define SPOOL_CHUNK (256U << 10)
+
+static int spool(struct capture_reader *r, int in)
+{
+	const char *dir = getenv("TMPDIR");
+	char tmpl[4200];
+	uint8_t *buf = NULL;
+	int fd, err = 0;
+
+	if (!dir || !*dir)
+		dir = "/tmp";
+	fd = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+		/* a file system without O_TMPFILE: a named one, unlinked at once */
+		snprintf(tmpl, sizeof(tmpl), "%s/gpuleak-stdin-XXXXXX", dir);
+		fd = mkostemp(tmpl, O_CLOEXEC);
+		if (fd >= 0)
+			unlink(tmpl);
+	}
+	if (fd < 0) {
+		err = -errno;
+		snprintf(r->err, sizeof(r->err), "copying it to %s (it is read twice): %s", dir,
+			 strerror(errno));
+		return err;
+	}
+	buf = malloc(SPOOL_CHUNK);
+	if (!buf) {
+		err = -ENOMEM;
+		snprintf(r->err, sizeof(r->err), "out of memory");
+		goto cleanup;
+	}
+	for (;;) {
+		ssize_t n = read(in, buf, SPOOL_CHUNK), done = 0;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = -errno;
+			snprintf(r->err, sizeof(r->err), "read error: %s", strerror(errno));
+			goto cleanup;
+		}
+		if (!n)
+			break;
+		while (done < n) {
+			ssize_t w = write(fd, buf + done, n - done);
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				err = w < 0 ? -errno : -EIO;
+				snprintf(r->err, sizeof(r->err),
+					 "copying it to %s (it is read twice): %s", dir,
+					 strerror(-err));
+				goto cleanup;
+			}
+			done += w;
+		}
+	}
+cleanup:
+	free(buf);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
 int capture_reader__open(const char *path, unsigned int flags, struct capture_reader **out)
 {
 	struct capture_reader *r;
 	struct stat st;
-	int err = reader_new(out, flags);
+	bool stream;
+	int err = reader_new(out, flags), in;
 
 	if (err)
 		return err;
 	r = *out;
-	r->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (r->fd < 0) {
-		err = -errno;
-		snprintf(r->err, sizeof(r->err), "%s", strerror(-err));
+	/* A FIFO by name would block here: only "-" and /dev/fd/N are read as pipes. */
+	err = infile__open(path, &in, &stream, r->err, sizeof(r->err));
+	if (err)
 		return err;
+	if (stream && isatty(in)) {
+		snprintf(r->err, sizeof(r->err),
+			 "a terminal: give a capture file, or pipe one in (zcat x.glc.gz | gpuleak "
+			 "report -)");
+		close(in);
+		return -EINVAL;
+	}
+	if (stream) {
+		r->fd = spool(r, in);
+		close(in);
+		if (r->fd < 0) {
+			err = r->fd;
+			r->fd = -1;
+			return err;
+		}
+	} else {
+		r->fd = in;
 	}
 	if (fstat(r->fd, &st)) {
 		err = -errno;
 		snprintf(r->err, sizeof(r->err), "%s", strerror(-err));
 		return err;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(r->err, sizeof(r->err), "not a regular file");
-		return -EINVAL;
 	}
 	r->size = st.st_size;
 	return parse_header(r);

@@ -8,6 +8,7 @@
 #include "engine/analysis.h"
 #include "capture/capture.h"
 #include "lib/exit.h"
+#include "lib/infile.h"
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/outfile.h"
@@ -411,6 +412,7 @@ static int list_blocks(struct replay *rp, const char *name)
 int replay__run(const struct replay_opts *o)
 {
 	struct replay rp = {.a = &o->a, .interval_ns = o->interval_ns};
+	const char *name = infile__name(o->path);
 	struct outfile *json_file = NULL;
 	FILE *json = NULL;
 	char why[256];
@@ -418,11 +420,11 @@ int replay__run(const struct replay_opts *o)
 
 	err = capture_reader__open(o->path, 0, &rp.rd);
 	if (err) {
-		pr_err("%s: %s\n", o->path, rp.rd ? capture_reader__error(rp.rd) : strerror(-err));
+		pr_err("%s: %s\n", name, rp.rd ? capture_reader__error(rp.rd) : strerror(-err));
 		goto cleanup;
 	}
 	if (o->list_blocks) {
-		err = list_blocks(&rp, o->path);
+		err = list_blocks(&rp, name);
 		goto cleanup;
 	}
 	if (o->json_path) {
@@ -433,8 +435,8 @@ int replay__run(const struct replay_opts *o)
 		}
 		json = outfile__stream(json_file);
 	}
-	err = replay_reader(&rp, o->path, pictures__text_stream(o->json_path, &o->a.out), json,
-			    o->top, false);
+	err = replay_reader(&rp, name, pictures__text_stream(o->json_path, &o->a.out), json, o->top,
+			    false);
 	if (err == -ENOMEM)
 		pr_err("out of memory\n");
 cleanup:

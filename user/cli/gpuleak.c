@@ -300,6 +300,8 @@ static error_t parse_report(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_END:
 		if (!c->r.path)
 			argp_error(state, "report needs a capture file: gpuleak report FILE");
+		if (!strcmp(c->r.path, "-") && c->stdin_taken)
+			argp_error(state, "standard input is read once: one --rules - or report -");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

@@ -4,11 +4,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli/options.h"
 #include "engine/rules.h"
 #include "engine/timeline.h"
 #include "gpuleak.h"
 #include "lib/exit.h"
+#include "lib/infile.h"
 #include "lib/log.h"
 #include "lib/outfile.h"
 #include "lib/units.h"
@@ -75,11 +77,67 @@ void cli__parse_pid(const char *arg, struct argp_state *state, pid_t *pid)
 
 /* ---- analysis: rules, steps, the gate, pictures ---- */
 
+/* As the rules parser's own files: a rules file is text a person wrote. */
+#define RULES_FILE_MAX (16U << 20)
+
+/*
+ * --rules FILE read whole, through lib/infile ("-" standard input; a FIFO by name refused, not
+ * waited on), then parsed as text named FILE. 0, or -errno with err set.
+ */
+static int load_rules(struct cli *c, const char *path, char *err, size_t errlen)
+{
+	const char *name = infile__name(path);
+	size_t len = 0, cap = 0;
+	char why[256], *buf = NULL;
+	int fd, ret;
+
+	ret = infile__open(path, &fd, &(bool){false}, why, sizeof(why));
+	if (ret) {
+		snprintf(err, errlen, "--rules %s: %s", name, why);
+		return ret;
+	}
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			char *p = cap > RULES_FILE_MAX ? NULL : realloc(buf, cap ? 2 * cap : 65536);
+
+			if (!p) {
+				ret = cap > RULES_FILE_MAX ? -EFBIG : -ENOMEM;
+				snprintf(err, errlen, "--rules %s: %s", name,
+					 ret == -EFBIG ? "more than 16 MiB of rules"
+						       : "out of memory");
+				goto cleanup;
+			}
+			buf = p;
+			cap = cap ? 2 * cap : 65536;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = -errno;
+			snprintf(err, errlen, "--rules %s: %s", name, strerror(errno));
+			goto cleanup;
+		}
+		if (!n)
+			break;
+		len += (size_t)n;
+	}
+	ret = rules__parse(c->rules, buf ? buf : "", len, name, err, errlen);
+cleanup:
+	close(fd);
+	free(buf);
+	return ret;
+}
+
 /* The analysis: the same for a live session and the report of a capture. */
 static const struct argp_option analysis_options[] = {
     {NULL, 0, NULL, 0, "Rules (persistent buffers, deferred frees, ignores):", 1},
     {"rules", OPT_RULES, "FILE", 0,
-     "Persistent-buffer, deferred-free and ignore rules, one per line (repeatable)", 1},
+     "Persistent-buffer, deferred-free and ignore rules, one per line (repeatable; -: "
+     "standard input)",
+     1},
     {"rule", OPT_RULE, "TEXT", 0,
      "One rule, e.g. 'persistent site=*kv_cache* release=session-end' (repeatable)", 1},
     {"preset", OPT_PRESET, "NAME", 0,
@@ -238,9 +296,12 @@ static error_t parse_analysis(int key, char *arg, struct argp_state *state)
 		char err[512];
 		int ret;
 
-		if (key == OPT_RULES)
-			ret = rules__load_file(c->rules, arg, err, sizeof(err));
-		else if (key == OPT_RULE) {
+		if (key == OPT_RULES && !strcmp(arg, "-") && c->stdin_taken)
+			argp_error(state, "standard input is read once: one --rules - or report -");
+		if (key == OPT_RULES) {
+			c->stdin_taken |= !strcmp(arg, "-");
+			ret = load_rules(c, arg, err, sizeof(err));
+		} else if (key == OPT_RULE) {
 			char src[32];
 
 			snprintf(src, sizeof(src), "--rule #%d", ++c->nr_rule_args);
