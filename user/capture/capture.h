@@ -228,13 +228,21 @@ const struct capture_info *capture_reader__info(const struct capture_reader *r);
 /*
  * Read every block to the end, calling v; again from the start on every call. A visitor
  * without a record callback checks RECORDS payloads but does not decode them (a pass for
- * names before the records). Returns 0 when the file ended cleanly or was cut
- * short (capture_reader__truncated), -errno on a corrupt file or a callback's error.
+ * names before the records). Returns 0 when the file ended cleanly, was cut short
+ * (capture_reader__truncated) or is damaged from a block on (capture_reader__damaged: v saw
+ * everything before it), -errno on a read error or a callback's error.
  */
 int capture_reader__read(struct capture_reader *r, const struct capture_visitor *v, void *ctx);
 /* Whether the file ended inside a block or without an END block; and where the last whole
  * block ended. */
 bool capture_reader__truncated(const struct capture_reader *r, uint64_t *at_offset);
+/*
+ * Whether the last read stopped at a damaged block (a CRC mismatch, a length or entry that
+ * does not hold; capture_reader__error says what): at_offset is where the damage starts,
+ * block its number (1-based, in file order). What came before it was read, and the read
+ * returned 0: capture_reader__truncated is true, at the end of the last whole block.
+ */
+bool capture_reader__damaged(const struct capture_reader *r, uint64_t *at_offset, uint32_t *block);
 /* Whether an END block was read (the recorder finished). */
 bool capture_reader__finished(const struct capture_reader *r);
 uint64_t capture_reader__records(const struct capture_reader *r);
