@@ -131,6 +131,21 @@ cleanup:
 	return ret;
 }
 
+/* A rule's message quotes the rule: bytes a terminal would act on are shown, not sent. */
+static void print_rules_error(const char *msg)
+{
+	const unsigned char *p;
+
+	fputs("gpuleak: ", stderr);
+	for (p = (const unsigned char *)msg; *p; p++) {
+		if (*p < 0x20 || *p >= 0x7f)
+			fprintf(stderr, "\\x%02x", *p);
+		else
+			fputc(*p, stderr);
+	}
+	fputc('\n', stderr);
+}
+
 /* The analysis: the same for a live session and the report of a capture. */
 static const struct argp_option analysis_options[] = {
     {NULL, 0, NULL, 0, "Rules (persistent buffers, deferred frees, ignores):", 1},
@@ -309,7 +324,7 @@ static error_t parse_analysis(int key, char *arg, struct argp_state *state)
 		} else
 			ret = rules__load_preset(c->rules, arg, err, sizeof(err));
 		if (ret) {
-			fprintf(stderr, "gpuleak: %s\n", err);
+			print_rules_error(err);
 			c->rules_err = ret;
 		}
 		break;
