@@ -185,10 +185,11 @@ static const char record_doc[] =
     "  sudo gpuleak record -o run.glc --json live.ndjson -- python3 serve.py\n"
     "  gpuleak report incident.glc\n"
     "\n"
-    "FILE is created with mode 0600 (it names code paths of the target); an existing FILE "
-    "is only replaced with --force. Under sudo it belongs to the user who ran sudo. Blocks "
-    "are written at least every second: if gpuleak is killed, FILE keeps all but the last "
-    "second.\n"
+    "FILE is created with mode 0600 (it names code paths of the target), never through a "
+    "symlink; an existing regular FILE is only replaced with --force, once the new capture "
+    "is finished (it is written beside FILE until then). Under sudo it belongs to the user "
+    "who ran sudo. Blocks are written at least every second: if gpuleak is killed, FILE (or "
+    "with --force the file beside it) keeps all but the last second.\n"
     "EXIT STATUS: 0 done, 1 runtime error (also when FILE could not be written completely), "
     "2 usage error, 3 --fail-on-leak found leaks (FILE is complete).";
 
@@ -269,10 +270,12 @@ static const char report_doc[] =
     "--request use the marker calls the recording made (record with the same --step or "
     "--request); nvtx:NAME needs a recording made with --step nvtx:NAME. A capture cut "
     "short (recorder killed, disk full) is reported up to its last whole block, with a "
-    "warning; its verdicts say \"truncated\":true.\n"
+    "warning; its verdicts say \"truncated\":true. A damaged one (a CRC mismatch) is "
+    "reported up to the damaged block, named by number and offset, and exits 1. FILE - is "
+    "standard input (zcat x.glc.gz | gpuleak report -).\n"
     "EXIT STATUS: 0 done (also for a truncated capture), 1 unreadable, corrupt or "
-    "unsupported capture (the message names the byte offset), 2 usage error, "
-    "3 --fail-on-leak found leaks.";
+    "unsupported capture (the message names the byte offset), or an output not written, "
+    "2 usage error, 3 --fail-on-leak found leaks.";
 
 static const struct argp_child report_children[] = {
     {&cli_output_argp, 0, NULL, 0},
