@@ -521,6 +521,12 @@ def fifos_and_directories_by_name_never_hang_reading():
                "probes --lib FIFO")
         r = gl(["probes", "--lib", sub], timeout=10)
         expect(r, 1, f"gpuleak: {sub}: a directory, not a regular file", "probes --lib DIR")
+        # --preset NAME reads GPULEAK_RULES_DIR/NAME.rules: a folder others may write to.
+        os.mkfifo(os.path.join(d, "planted.rules"))
+        r = gl(["report", CAPTURE, "--preset", "planted"], timeout=10,
+               env=dict(gpuleak_env(), GPULEAK_RULES_DIR=d))
+        expect(r, 2, f"gpuleak: {d}/planted.rules: a FIFO, not a regular file {PIPE_HINT}",
+               "--preset FIFO")
         text = os.path.join(d, "notes.txt")
         put(text, b"hello\n")
         r = gl(["probes", "--lib", text], timeout=10)
