@@ -10,6 +10,7 @@
 #include "probe/elf_obj.h"
 #include "lib/json.h"
 #include "lib/log.h"
+#include "probe/dawn_procs.h"
 #include "probe/modules.h"
 #include "probe/catalog.h"
 #include "probe/proc_maps.h"
@@ -282,6 +283,9 @@ static int attach_module(struct attach *a, pid_t pid, struct module *mod, const 
 	}
 	a->n++;
 	pr_info("pid %d: attached %zu probes to %s\n", pid, mod->nr_sites, mod->path);
+	if (mod->dawn)
+		pr_info("pid %d: %s: no wgpu* symbols; entry points from %s\n", pid, mod->name,
+			mod->dawn->why);
 	if (mod->nr_wgpu_funcs) {
 		char d[128];
 
