@@ -675,6 +675,91 @@ static int build(const struct rec *r, const struct table *t, struct dawn_procs *
 	return 0;
 }
 
+/* ---- error objects by their class (RTTI) ---- */
+
+/*
+ * Itanium C++ ABI: a class's type_info is {vptr, const char *name}; its vtable is
+ * {offset-to-top, type_info *, virtual functions...}, objects point at the first function
+ * (vtable + 16). The name of a class with internal linkage starts with '*'. Dawn's error
+ * buffer is an ErrorBuffer in an anonymous namespace; an error texture is a bare TextureBase
+ * (no backend texture is one). Namespaces as Dawn spelled them since 2021 and before.
+ */
+static const char *const error_classes[] = {
+    "N4dawn6native12_GLOBAL__N_111ErrorBufferE",
+    "N4dawn6native11TextureBaseE",
+    "N11dawn_native12_GLOBAL__N_111ErrorBufferE",
+    "N11dawn_native11TextureBaseE",
+    NULL,
+};
+
+struct rtti {
+	struct rec *r;
+	uint64_t want[16]; /* addresses a type_info's name or a vtable's type_info may have */
+	unsigned int nr_want;
+	uint64_t found[16]; /* where a relocated word with such a value is */
+	unsigned int nr_found;
+};
+
+static void scan_class_names(uint64_t vaddr, const uint8_t *p, size_t len, void *ctx)
+{
+	struct rtti *x = ctx;
+	size_t i;
+
+	for (i = 0; error_classes[i]; i++) {
+		size_t n = strlen(error_classes[i]) + 1; /* with its NUL */
+		const uint8_t *q = p, *end = p + len;
+
+		while ((q = memmem(q, end - q, error_classes[i], n)) && x->nr_want + 2 <= 16) {
+			x->want[x->nr_want++] = vaddr + (q - p);
+			if (q > p && q[-1] == '*')
+				x->want[x->nr_want++] = vaddr + (q - p) - 1;
+			q += n;
+		}
+	}
+}
+
+static int rtti_ref(uint64_t where, uint64_t value, enum elf_word_src src, void *ctx)
+{
+	struct rtti *x = ctx;
+	unsigned int i;
+
+	(void)src;
+	for (i = 0; i < x->nr_want; i++)
+		if (value == x->want[i] && x->nr_found < 16)
+			x->found[x->nr_found++] = where;
+	return 0;
+}
+
+/* The error classes' vtable address points: name -> type_info -> primary vtable. */
+static void find_error_classes(struct rec *r, struct dawn_procs *p)
+{
+	struct rtti x = {.r = r};
+	unsigned int i;
+
+	elf_image__for_each_ro(r->im, false, scan_class_names, &x);
+	if (!x.nr_want)
+		return; /* built without RTTI, or not these classes */
+	elf_image__for_each_reloc(r->im, rtti_ref, &x);
+	/* The name pointer is type_info + 8. */
+	for (i = 0; i < x.nr_found; i++)
+		x.want[i] = x.found[i] - 8;
+	x.nr_want = x.nr_found;
+	x.nr_found = 0;
+	elf_image__for_each_reloc(r->im, rtti_ref, &x);
+	for (i = 0; i < x.nr_found && p->nr_error_vptr < DAWN_ERROR_CLASSES; i++) {
+		enum elf_word_src src;
+		uint64_t top, fn;
+
+		/* The type_info pointer is vtable + 8; a primary vtable has offset-to-top 0 and
+		 * code in its first slot (a secondary one, for a second base, does not). */
+		if (!elf_image__word(r->im, x.found[i] - 8, &top, &src) || top ||
+		    !elf_image__word(r->im, x.found[i] + 8, &fn, &src) ||
+		    !elf_image__is_code(r->im, fn))
+			continue;
+		p->error_vptr[p->nr_error_vptr++] = x.found[i] + 8;
+	}
+}
+
 static int recover(struct rec *r, struct dawn_procs *p)
 {
 	struct {
@@ -750,6 +835,8 @@ static int recover(struct rec *r, struct dawn_procs *p)
 		err = -ENOENT;
 	else
 		err = build(r, have_i && (!have_d || ti.n >= td.n) ? &ti : &td, p);
+	if (!err)
+		find_error_classes(r, p);
 cleanup:
 	if (in)
 		cs_free(in, 1);

@@ -49,6 +49,8 @@ struct dawn_proc {
 	uint16_t shared; /* names with this address: > 1 under identical code folding */
 };
 
+#define DAWN_ERROR_CLASSES 4
+
 struct dawn_procs {
 	struct dawn_proc *v; /* in table order (by name when `sorted`) */
 	size_t n;
@@ -60,6 +62,15 @@ struct dawn_procs {
 	bool sorted;		/* by name, as Dawn sorts it: evidence it is the real table */
 	unsigned int nr_fde;	/* entries where an FDE starts */
 	unsigned int nr_folded; /* entries that share an address with another */
+	/*
+	 * Error objects by their class, from run-time type information (RTTI) where the object
+	 * has it (onnxruntime does; dawn.node and libwebgpu_wrapper.so are built without): the
+	 * address points of the vtables of Dawn's ErrorBuffer and of a bare TextureBase (what
+	 * TextureBase::MakeError makes), link-time addresses. A creation that returns an object
+	 * whose first word is one of these, relocated, returned an error object.
+	 */
+	uint64_t error_vptr[DAWN_ERROR_CLASSES];
+	unsigned int nr_error_vptr;
 	/* How the search went, for -v: */
 	unsigned int nr_names;	/* wgpu* strings in read-only data */
 	unsigned int nr_starts; /* functions emulated */
