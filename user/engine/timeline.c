@@ -45,6 +45,12 @@ struct ptl {
 	pid_t pid;
 	bool started;
 	bool finished;
+	/*
+	 * The last step was closed by the session's end, not by a boundary of the program's:
+	 * what it holds is shutdown (frees on the way out, a runtime releasing every handle at
+	 * exit), not a step, and growth is judged on the complete steps before it.
+	 */
+	bool tail;
 	int64_t step; /* in progress; -1: before the first boundary (init) */
 	uint64_t step_start_ns;
 	uint64_t next_ns; /* next interval boundary */
@@ -437,8 +443,10 @@ void timeline__finish(struct timeline *tl, pid_t pid, uint64_t ts_ns)
 		return;
 	advance_interval(tl, p, ts_ns);
 	/* The step in progress counts if anything happened in it. */
-	if (p->started && ts_ns > p->step_start_ns)
+	if (p->started && ts_ns > p->step_start_ns) {
 		close_step(tl, p, ts_ns);
+		p->tail = tl->o.source != STEP_INTERVAL;
+	}
 	p->finished = true;
 }
 
@@ -750,6 +758,9 @@ int timeline__growth(struct timeline *tl, pid_t pid, struct growth **out, size_t
 	if (!p || !p->nr_steps || !p->nr_tr)
 		return 0;
 	last = p->steps[p->nr_steps - 1].step;
+	/* Steps the program marks: the stretch after its last boundary is its shutdown. */
+	if (p->tail && p->nr_steps > 1)
+		last = p->steps[p->nr_steps - 2].step;
 	v = calloc(p->nr_tr, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
