@@ -546,6 +546,11 @@ static const struct argp_option probing_options[] = {
      "single-steps (by default such probes move past instructions that cannot matter to "
      "them: gpuleak probes shows where)",
      0},
+    {"dawn-procs", OPT_DAWN_PROCS, NULL, 0,
+     "Take Dawn's WebGPU entry points from its proc table, as in an object without symbols, "
+     "even where wgpu* and Dawn's C++ symbols exist (no MakeError probe either: error "
+     "objects are told by what they are made of)",
+     0},
     {},
 };
 
@@ -561,6 +566,9 @@ static error_t parse_probing(int key, char *arg, struct argp_state *state)
 	case OPT_PROBE_AT_ENTRY:
 		c->t.probe_at_entry = true;
 		break;
+	case OPT_DAWN_PROCS:
+		c->t.dawn_procs = true;
+		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
@@ -575,6 +583,9 @@ static char *probing_help(int key, const char *text, void *input)
 		return strdup("webgpu.h generation of WebGPU libraries: sv, sv-tier1 or cstr");
 	if (key == OPT_PROBE_AT_ENTRY)
 		return strdup("Show the probes as --probe-at-entry places them");
+	if (key == OPT_DAWN_PROCS)
+		return strdup("Show Dawn's entry points from its proc table, as in an object "
+			      "without symbols, even where symbols exist");
 	return (char *)text;
 }
 

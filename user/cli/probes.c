@@ -160,6 +160,16 @@ static void print_wgpu_abi(struct module *m)
 		return;
 	if (m->dawn) {
 		printf("%s: no wgpu* symbols; entry points from %s\n", m->path, m->dawn->why);
+		if (m->dawn->nr_error_vptr) {
+			printf("%s: error objects told by their class: vtables at", m->path);
+			for (size_t i = 0; i < m->dawn->nr_error_vptr; i++)
+				printf(" 0x%" PRIx64, m->dawn->error_vptr[i]);
+			printf(" (RTTI: ErrorBuffer, TextureBase)\n");
+		} else {
+			printf("%s: error objects told by their reference count word (no RTTI for "
+			       "Dawn's error classes)\n",
+			       m->path);
+		}
 		/* -v: the whole table, for a user checking what else Dawn exports there. */
 		for (size_t i = 0; gl_verbosity && i < m->dawn->n; i++) {
 			const struct dawn_proc *p = &m->dawn->v[i];
@@ -277,6 +287,7 @@ int probes__run(const struct cli *c)
 		goto cleanup;
 	modules__set_wgpu_abi(mods, &c->t.webgpu_abi);
 	modules__move_probes(mods, !c->t.probe_at_entry);
+	modules__dawn_procs_only(mods, c->t.dawn_procs);
 	found = c->lib ? probe_lib(mods, c->lib, &header) : probe_pid(mods, c->probe_pid, &header);
 	if (found < 0) {
 		err = found;

@@ -15,6 +15,7 @@ struct modules {
 	bool libc;
 	bool nvtx;
 	bool fixed_probes;	  /* --probe-at-entry */
+	bool dawn_procs_only;	  /* --dawn-procs */
 	struct wgpu_abi wgpu_abi; /* --webgpu-abi; labels == 0: detect per object */
 };
 
@@ -31,6 +32,11 @@ void modules__trace_nvtx(struct modules *ms, bool on)
 void modules__move_probes(struct modules *ms, bool on)
 {
 	ms->fixed_probes = !on;
+}
+
+void modules__dawn_procs_only(struct modules *ms, bool on)
+{
+	ms->dawn_procs_only = on;
 }
 
 void modules__set_wgpu_abi(struct modules *ms, const struct wgpu_abi *abi)
@@ -272,6 +278,10 @@ static int scan_one(const struct elf_func *f, void *ctx)
 
 	/* Quick reject: catalog names start with 'c', 'n', 'w', 'm', 'f', 'p', 'r', 'a' or '_'. */
 	if (!f->name[0] || !strchr("cnwmfpra_", f->name[0]))
+		return 0;
+	/* --dawn-procs: as if the object had no WebGPU symbols at all. */
+	if (m->ms->dawn_procs_only &&
+	    (!strncmp(f->name, "wgpu", 4) || !strncmp(f->name, "_ZN4dawn", 8)))
 		return 0;
 	wgpu_abi__note(&sc->marks, f->name);
 	a = cat_by_name(f->name, strlen(f->name));

@@ -83,6 +83,11 @@ void modules__move_probes(struct modules *ms, bool on);
 struct module *modules__get(struct modules *ms, pid_t pid, const struct pmap_ent *e);
 /* The module of a file by path (run mode, before the target has mapped it). */
 struct module *modules__get_path(struct modules *ms, const char *path);
+/*
+ * Dawn's entry points from its proc table only (--dawn-procs): an object's wgpu* symbols and
+ * Dawn's C++ ones (MakeError) are not used, as if it had none, for modules scanned from now.
+ */
+void modules__dawn_procs_only(struct modules *ms, bool on);
 /* Find the catalog's functions in a module (cached: done once per module). */
 int module__scan(struct module *m);
 /* Use this webgpu.h generation for every WebGPU object instead of detecting it. */
