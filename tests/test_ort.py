@@ -257,7 +257,7 @@ def ort_outputs_kept_alive_on_the_device_are_a_growth_leak():
     leak at ORT's buffer site of exactly 256 KiB per step from the first step, and the gate
     fails (exit 3), though the exit releases it all (judged on the complete steps)."""
     steps = 12
-    res = ort_run("keep", steps, "--fail-on-leak", expect_rc=3)
+    res = ort_run("keep", steps, "--fail-on-leak", "--preset", "ort-webgpu", expect_rc=3)
     v = res.verdict()
     eq(deltas(res, 0, steps - 2), [Y] * (steps - 1), "256 KiB more live each step")
     eq([(g["api"], g["site"], g["slope_bytes_per_step"], g["r2"], g["first_step"],
