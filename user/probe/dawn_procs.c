@@ -450,6 +450,8 @@ static void stores_settle(struct rec *r)
 {
 	size_t i, o = 0;
 
+	if (!r->nr_st)
+		return;
 	qsort(r->st, r->nr_st, sizeof(*r->st), store_cmp);
 	for (i = 0; i < r->nr_st; i++) {
 		if (o && r->st[o - 1].addr == r->st[i].addr)
@@ -508,6 +510,8 @@ static bool find_table(const struct rec *r, bool init, struct slot *sl, size_t n
 	unsigned int stride = 0;
 	int k, proc = 0, len = -1;
 
+	if (n < TABLE_MIN)
+		return false;
 	qsort(sl, n, sizeof(*sl), slot_cmp);
 	for (i = 0; i + 1 < n; i = j) {
 		uint64_t d = sl[i + 1].addr - sl[i].addr;
@@ -779,10 +783,10 @@ static int recover(struct rec *r, struct dawn_procs *p)
 	elf_image__for_each_ro(r->im, false, scan_names, r);
 	if (r->err)
 		return r->err;
-	qsort(r->names, r->nr_names, sizeof(*r->names), name_cmp);
 	p->nr_names = (unsigned int)r->nr_names;
 	if (r->nr_names < TABLE_MIN)
 		return -ENOENT;
+	qsort(r->names, r->nr_names, sizeof(*r->names), name_cmp);
 
 	err = elf_image__for_each_reloc(r->im, data_slot, &data);
 	if (err)

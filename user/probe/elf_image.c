@@ -281,7 +281,8 @@ static int read_dynamic(struct elf_image *im, const Elf64_Phdr *dyn)
 		return err;
 	if (relr && (err = read_relr(im, relr, relrsz)))
 		return err;
-	qsort(im->rel, im->nr_rel, sizeof(*im->rel), rel_cmp);
+	if (im->nr_rel)
+		qsort(im->rel, im->nr_rel, sizeof(*im->rel), rel_cmp);
 	return 0;
 }
 
