@@ -325,10 +325,17 @@ def ort_releases_after_a_submit_are_pending_until_the_work_is_done():
     steps = 8
     res = ort_run("dispose", steps)
     v = res.verdict()
-    eq([steps_of(res)[s][1] for s in range(0, steps - 1)], [Y] + [2 * Y] * (steps - 2),
-       "pending at each step's end")
-    eq((v["pending_bytes"], v["double_frees"], v["leaks"], v["growth"]), (0, 0, [], []),
-       "nothing pending at the end, no double free, no leak")
+    # The run's own staging buffer is pending at its end; earlier runs' are freed when Dawn
+    # hands their handles out again, which depends on Dawn's heap: a few stay pending.
+    pend = [steps_of(res)[s][1] for s in range(0, steps - 1)]
+    check(all(p % Y == 0 and Y <= p <= 4 * Y for p in pend),
+          f"pending at each step's end: the last run's 256 KiB staging, and a few more: {pend}")
+    eq(pend[0], Y, "after the first step: its staging buffer")
+    eq((v["pending_bytes"], v["double_frees"], v["leaks"], v["growth"], v["allocs"] - v["frees"]),
+       (0, 0, [], [], 0), "nothing pending at the end, no double free, no leak")
+    eq(v["async_reuse"] + v["released_by_owner"] >= steps - 1, True,
+       f"each staging buffer's pending release ended: {v['async_reuse']} handles made again, "
+       f"{v['released_by_owner']} by the device's release")
     res = ort_run("cpu", steps)
     v = res.verdict()
     eq([steps_of(res)[s][1] for s in range(-1, steps - 1)], [0] * steps,
