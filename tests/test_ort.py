@@ -234,6 +234,7 @@ def error_objects_are_counted_on_the_stripped_path():
     table and without the MakeError probes (--dawn-procs, the path an object without
     symbols takes): the returned objects' reference count word tells the 4 error objects,
     at the same sites as the symbol path, none of them memory."""
+    import test_capture
     need(WRAPPER)
     for extra in ([], ["--dawn-procs"]):
         v = run_gpuleak(["run"] + extra + ["--", scenario("wgpu"), "errors", "4096"]).verdict()
@@ -246,6 +247,13 @@ def error_objects_are_counted_on_the_stripped_path():
             ("wgpuDeviceCreateBuffer", "make_bad_scoped", "error object", 1),
             ("wgpuDeviceCreateTexture", "make_bad_texture", "error object", 1)],
            f"failures {extra}")
+    # Offline: the objects' first bytes and what they mean are in the capture.
+    r = test_capture.record(["--", scenario("wgpu"), "errors", "4096"], extra=["--dawn-procs"])
+    try:
+        test_capture.same_verdict(r.verdict(), test_capture.report(r.path).verdict())
+        eq(r.verdict()["error_objects"], 4, "error objects in the recording's verdict")
+    finally:
+        r.cleanup()
 
 
 # ---- ONNX Runtime's WebGPU EP on lavapipe ----
@@ -270,14 +278,37 @@ def ort_outputs_kept_alive_on_the_device_are_a_growth_leak():
 
 
 @test
+def ort_capture_gives_the_live_verdict():
+    """`gpuleak record` of the leaking loop, then `gpuleak report` of the file with the same
+    analysis options: the same verdict, the growth leak included (the class records and the
+    objects' first bytes are in the capture)."""
+    import test_capture
+    need(ORT)
+    steps, opts = 12, ["--step", STEP, "--preset", "ort-webgpu"]
+    home = tempfile.mkdtemp(prefix="gpuleak-ort-")
+    r = test_capture.record(["--", "node", DECODE, "keep", str(steps)], extra=opts,
+                            env=ort_env(home))
+    try:
+        live = r.verdict()
+        eq([(g["site"], g["slope_bytes_per_step"]) for g in live["growth"]], [(ORT_SITE, Y)],
+           "the live growth")
+        test_capture.same_verdict(live, test_capture.report(r.path, opts).verdict())
+    finally:
+        r.cleanup()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@test
 def ort_outputs_disposed_each_step_are_no_finding():
     """decode.js dispose: each Y disposed; ORT's bucket cache gives its buffer to the next
     run. Live bytes flat from the second step (W, B, a uniform, two input buffers, one
     output: 1049680 B), nothing found, everything released at exit."""
     steps = 12
-    res = ort_run("dispose", steps, "--fail-on-leak", "--preset", "ort-webgpu")
+    res = ort_run("dispose", steps, "-v", "--fail-on-leak", "--preset", "ort-webgpu")
     v = res.verdict()
     clean(v, "dispose")
+    check(re.search(r"attached 19 probes to \S*libonnxruntime\.so\.1 \(addresses from Dawn's "
+                    r"proc table\)", res.err), f"-v says where the addresses came from: {res.err}")
     eq(deltas(res, 1, steps - 2), [0] * (steps - 2), "flat")
     eq(steps_of(res)[steps - 2][0], 1049680, "live bytes of a step")
     eq((v["live_bytes"], v["allocs"], v["frees"]), (0, 18, 18), "all released")

@@ -282,7 +282,8 @@ static int attach_module(struct attach *a, pid_t pid, struct module *mod, const 
 		goto fail;
 	}
 	a->n++;
-	pr_info("pid %d: attached %zu probes to %s\n", pid, mod->nr_sites, mod->path);
+	pr_info("pid %d: attached %zu probes to %s (addresses from %s)\n", pid, mod->nr_sites,
+		mod->path, module__site_source(&mod->sites[0]));
 	if (mod->dawn)
 		pr_info("pid %d: %s: no wgpu* symbols; entry points from %s\n", pid, mod->name,
 			mod->dawn->why);

@@ -403,5 +403,5 @@ bool module__has_hidden_dawn(struct module *m)
 
 const char *module__site_source(const struct probe_site *s)
 {
-	return s->source == SITE_DAWN_PROCS ? "Dawn proc table" : "symbol";
+	return s->source == SITE_DAWN_PROCS ? "Dawn's proc table" : "symbols";
 }

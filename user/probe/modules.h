@@ -99,7 +99,7 @@ void modules__set_wgpu_abi(struct modules *ms, const struct wgpu_abi *abi);
  * is not hidden.
  */
 bool module__has_hidden_dawn(struct module *m);
-/* "symbol", "Dawn proc table": where a site's address came from. */
+/* "symbols", "Dawn's proc table": where a site's address came from. */
 const char *module__site_source(const struct probe_site *s);
 
 #endif
