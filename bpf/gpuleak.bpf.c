@@ -812,6 +812,7 @@ int gl_exit(struct pt_regs *ctx)
 	__u32 pid = pid_tgid >> 32;
 	__u64 entry_sp = GL_RET_SP_TO_ENTRY_SP(PT_REGS_SP(ctx));
 	struct gl_api_spec s;
+	struct gl_peek_rec *pr = NULL;
 	struct gl_desc_rec *dr;
 	struct tstate *st;
 	struct frame *f;
@@ -863,15 +864,35 @@ int gl_exit(struct pt_regs *ctx)
 	if (!s.arg_desc)
 		return emit_exit(ctx, s, api, pid_tgid, i, stale, f);
 	/* Separate reservations of constant size: the verifier needs to see which it is. */
-	dr = bpf_ringbuf_reserve(&events, sizeof(*dr), 0);
+	if (s.flags2 & GL_SPEC2_PEEK_RET) {
+		pr = bpf_ringbuf_reserve(&events, sizeof(*pr), 0);
+		dr = pr ? &pr->desc : NULL;
+	} else {
+		dr = bpf_ringbuf_reserve(&events, sizeof(*dr), 0);
+	}
 	if (!dr) {
 		count_loss(pid, GL_STAT_RB_FULL, 1);
 		count_lost_alloc(ctx, s, f, pid, i);
 		return 0;
 	}
 	fill_exit(ctx, s, api, pid_tgid, i, stale, f, &dr->call);
-	dr->call.hdr.size = sizeof(*dr);
+	dr->call.hdr.size = pr ? sizeof(*pr) : sizeof(*dr);
 	dr->call.hdr.flags |= GL_HF_DESC;
+	if (pr) {
+		/* The first bytes of the object just made, for user space to tell what it is. */
+		__u32 len = s.peek_len > GL_PEEK_MAX ? GL_PEEK_MAX : s.peek_len;
+
+		__builtin_memset(pr->peek, 0, sizeof(pr->peek));
+		if (dr->call.hdr.kind == GL_REC_ALLOC && len) {
+			if (bpf_probe_read_user(pr->peek, len & (2 * GL_PEEK_MAX - 1),
+						(void *)dr->call.addr)) {
+				dr->call.hdr.flags |= GL_HF_PEEK_READ_FAIL;
+				count_loss(pid, GL_STAT_READ_FAIL, 1);
+			} else {
+				dr->call.hdr.flags |= GL_HF_PEEK;
+			}
+		}
+	}
 	if (s.flags & GL_SPEC_DESC_AT_RETURN) {
 		/* What the call wrote through its out-pointer, e.g. every communicator made. */
 		__u32 len = s.desc_len;

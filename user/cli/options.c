@@ -160,8 +160,10 @@ static const struct argp_option analysis_options[] = {
     {NULL, 0, NULL, 0, "Steps and leak timelines:", 2},
     {"step", OPT_STEP, "SPEC", 0,
      "Step boundaries: interval:DURATION (default interval:1s), sync (CUDA syncs, WebGPU "
-     "queue submits), sym:FILE:SYMBOL (each call of a function), nvtx:NAME (each NVTX "
-     "range of that name)",
+     "queue submits), sym:FILE:SYMBOL (each call of a function), api:NAME (each call of an "
+     "entry point, in any object that has it: a symbol or Dawn's proc table, e.g. "
+     "api:wgpuDevicePopErrorScope, once per onnxruntime run), nvtx:NAME (each NVTX range of "
+     "that name)",
      2},
     {"request", OPT_REQUEST, "sym:FILE:BEGIN,END", 0,
      "Request boundaries: calls of BEGIN and END in FILE", 2},
@@ -213,6 +215,11 @@ static void parse_step(struct argp_state *state, struct cli *c, char *arg)
 				   GL_LABEL_MAX);
 		o->source = STEP_NVTX;
 		snprintf(o->nvtx_name, sizeof(o->nvtx_name), "%s", arg + 5);
+	} else if (!strncmp(arg, "api:", 4) && arg[4] && !strchr(arg + 4, ':')) {
+		/* Any object that has the function, by symbol or in Dawn's proc table. */
+		o->source = STEP_MARKER;
+		c->a.step_file = "*";
+		c->a.step_sym = arg + 4;
 	} else if (!strncmp(arg, "sym:", 4) && strrchr(arg + 4, ':') && strrchr(arg, ':')[1]) {
 		char *colon = strrchr(arg, ':');
 
@@ -225,7 +232,7 @@ static void parse_step(struct argp_state *state, struct cli *c, char *arg)
 	} else {
 		argp_error(state,
 			   "invalid --step '%s' (interval:DURATION, sync, sym:FILE:SYMBOL, "
-			   "nvtx:NAME)",
+			   "api:NAME, nvtx:NAME)",
 			   arg);
 	}
 }
@@ -539,6 +546,11 @@ static const struct argp_option probing_options[] = {
      "single-steps (by default such probes move past instructions that cannot matter to "
      "them: gpuleak probes shows where)",
      0},
+    {"dawn-procs", OPT_DAWN_PROCS, NULL, 0,
+     "Take Dawn's WebGPU entry points from its proc table, as in an object without symbols, "
+     "even where wgpu* and Dawn's C++ symbols exist (no MakeError probe either: error "
+     "objects are told by what they are made of)",
+     0},
     {},
 };
 
@@ -554,6 +566,9 @@ static error_t parse_probing(int key, char *arg, struct argp_state *state)
 	case OPT_PROBE_AT_ENTRY:
 		c->t.probe_at_entry = true;
 		break;
+	case OPT_DAWN_PROCS:
+		c->t.dawn_procs = true;
+		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
@@ -568,6 +583,9 @@ static char *probing_help(int key, const char *text, void *input)
 		return strdup("webgpu.h generation of WebGPU libraries: sv, sv-tier1 or cstr");
 	if (key == OPT_PROBE_AT_ENTRY)
 		return strdup("Show the probes as --probe-at-entry places them");
+	if (key == OPT_DAWN_PROCS)
+		return strdup("Show Dawn's entry points from its proc table, as in an object "
+			      "without symbols, even where symbols exist");
 	return (char *)text;
 }
 

@@ -77,7 +77,8 @@ int markers__attach(struct markers *mk, struct attach *att, struct target *t,
 				continue;
 			mk->said |= 1U << i;
 			fprintf(stderr, "gpuleak: %s marker on %s in %s\n", marker_kind(k->api),
-				k->sym, k->file);
+				k->sym,
+				strcmp(k->file, "*") ? k->file : "every object that has it");
 		} else if (err != -ENOENT) {
 			pr_err("cannot put a marker on %s in %s: %s\n", k->sym, k->file,
 			       strerror(-err));

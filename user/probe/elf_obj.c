@@ -472,6 +472,11 @@ bool elf_obj__section_has(struct elf_obj *o, const char *section, const char *ne
 	return d && d->d_buf && memmem(d->d_buf, d->d_size, needle, strlen(needle));
 }
 
+const uint8_t *elf_obj__image(const struct elf_obj *o, size_t *size)
+{
+	return (const uint8_t *)elf_rawfile(o->elf, size);
+}
+
 ssize_t elf_obj__read(const struct elf_obj *o, uint64_t off, void *buf, size_t len)
 {
 	ssize_t n = pread(o->fd, buf, len, off);

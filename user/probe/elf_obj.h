@@ -58,6 +58,8 @@ int elf_obj__add_debug(struct elf_obj *o, const char *path);
 const char *elf_obj__interp(const struct elf_obj *o);
 /* Whether the named section contains the bytes of needle (a string, without its NUL). */
 bool elf_obj__section_has(struct elf_obj *o, const char *section, const char *needle);
+/* The whole file as mapped (libelf keeps it mapped until elf_obj__free), or NULL. */
+const uint8_t *elf_obj__image(const struct elf_obj *o, size_t *size);
 /* Up to len bytes of file content at a file offset; returns bytes copied or -errno. */
 ssize_t elf_obj__read(const struct elf_obj *o, uint64_t off, void *buf, size_t len);
 
