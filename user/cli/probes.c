@@ -9,6 +9,7 @@
 #include "gpuleak.h"
 #include "lib/exit.h"
 #include "lib/log.h"
+#include "lib/term.h"
 #include "probe/catalog.h"
 #include "probe/modules.h"
 #include "probe/proc_maps.h"
@@ -88,7 +89,7 @@ static void print_sites(const struct module *m, FILE *out)
 								   : "entry");
 		fprintf(out, "%-32s %-7s 0x%-10" PRIx64 " %-6s %-8s %s\n",
 			cat_api_name(s->api->api), cat_family_name(GL_API_FAMILY(s->api->api)),
-			s->offset, s->local ? "local" : "global", probe, m->path);
+			s->offset, s->local ? "local" : "global", probe, term_tmp(m->path));
 	}
 }
 
@@ -107,17 +108,17 @@ static void print_placement(const struct module *m, FILE *out)
 				"  %s in %s: probe moved %u bytes past its entry's %s, "
 				"which the kernel single-steps; what it skips changes no argument, "
 				"no stack or frame pointer, no memory\n",
-				api, m->name, s->place.moved, s->place.first);
+				api, term_tmp(m->name), s->place.moved, s->place.first);
 		else if (s->place.place == PLACE_SLOW)
 			fprintf(out,
 				"  %s in %s: probe on %s, which the kernel single-steps "
 				"(~20 us per call on a VM), not moved: %s\n",
-				api, m->name, s->place.first, s->place.why);
+				api, term_tmp(m->name), s->place.first, s->place.why);
 		else if (s->place.place == PLACE_REFUSED)
 			fprintf(out,
 				"  %s in %s: the kernel refuses a probe on %s, not traced: "
 				"%s\n",
-				api, m->name, s->place.first, s->place.why);
+				api, term_tmp(m->name), s->place.first, s->place.why);
 	}
 }
 
@@ -126,10 +127,10 @@ static int print_module(struct module *m, bool *header)
 	int err = module__scan(m);
 
 	if (err && gl_verbosity)
-		fprintf(stderr, "%s: not readable as ELF: %s\n", m->path, strerror(-err));
+		fprintf(stderr, "%s: not readable as ELF: %s\n", term_tmp(m->path), strerror(-err));
 	if (!m->nr_sites) {
 		if (gl_verbosity && !err)
-			fprintf(stderr, "%s: no traced APIs\n", m->path);
+			fprintf(stderr, "%s: no traced APIs\n", term_tmp(m->path));
 		return 0;
 	}
 	if (!*header) {
@@ -148,10 +149,11 @@ static void print_wgpu_abi(struct module *m)
 
 	if (!m->nr_wgpu_funcs)
 		return;
-	printf("%s: %s (%s)\n", m->path, wgpu_abi__describe(&m->wgpu, d, sizeof(d)), m->wgpu.why);
+	printf("%s: %s (%s)\n", term_tmp(m->path), wgpu_abi__describe(&m->wgpu, d, sizeof(d)),
+	       m->wgpu.why);
 	if (m->nr_wgpu_dropped)
 		printf("%s: %u WebGPU functions not traced: generation unknown (--webgpu-abi)\n",
-		       m->path, m->nr_wgpu_dropped);
+		       term_tmp(m->path), m->nr_wgpu_dropped);
 }
 
 /* --lib PATH: returns how many required APIs it has, or -errno said on stderr. */

@@ -10,6 +10,7 @@
 #include "probe/elf_obj.h"
 #include "lib/json.h"
 #include "lib/log.h"
+#include "lib/term.h"
 #include "probe/modules.h"
 #include "probe/catalog.h"
 #include "probe/proc_maps.h"
@@ -412,15 +413,16 @@ void attach__print_objects(const struct attach *a, pid_t pid, const struct proc_
 			continue;
 		module__scan(mod);
 		if (!mod->elf)
-			fprintf(out, "  %s: not readable as ELF (%s)\n", mod->path,
+			fprintf(out, "  %s: not readable as ELF (%s)\n", term_tmp(mod->path),
 				strerror(-mod->open_err));
 		else if (module__has_hidden_dawn(mod))
 			fprintf(out,
 				"  %s: Dawn (WebGPU) linked in without wgpu* symbols (static, "
 				"stripped): its WebGPU calls cannot be traced by name\n",
-				mod->path);
+				term_tmp(mod->path));
 		else
-			fprintf(out, "  %s: %zu traced functions%s\n", mod->path, mod->nr_required,
+			fprintf(out, "  %s: %zu traced functions%s\n", term_tmp(mod->path),
+				mod->nr_required,
 				elf_obj__has_symtab(mod->elf) ? "" : " (no .symtab)");
 	}
 }
@@ -430,7 +432,7 @@ void attach__print(const struct attach *a, FILE *out)
 	size_t i;
 
 	for (i = 0; i < a->n; i++) {
-		fprintf(out, "pid %d: %s (%zu probes)\n", a->v[i].pid, a->v[i].mod->path,
+		fprintf(out, "pid %d: %s (%zu probes)\n", a->v[i].pid, term_tmp(a->v[i].mod->path),
 			a->v[i].nr_probes);
 	}
 }

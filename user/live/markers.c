@@ -76,8 +76,7 @@ int markers__attach(struct markers *mk, struct attach *att, struct target *t,
 			if (mk->said & (1U << i))
 				continue;
 			mk->said |= 1U << i;
-			fprintf(stderr, "gpuleak: %s marker on %s in %s\n", marker_kind(k->api),
-				k->sym, k->file);
+			pr_note("%s marker on %s in %s\n", marker_kind(k->api), k->sym, k->file);
 		} else if (err != -ENOENT) {
 			pr_err("cannot put a marker on %s in %s: %s\n", k->sym, k->file,
 			       strerror(-err));

@@ -471,7 +471,7 @@ static int open_report(struct session *s)
 			pr_err("--metrics %s: %s\n", o->metrics_addr, why);
 			return err;
 		}
-		fprintf(stderr, "gpuleak: serving metrics on %s\n", http__url(s->http));
+		pr_note("serving metrics on %s\n", http__url(s->http));
 	}
 	err = bpf_setup__attach_tracepoints(l->bpf);
 	if (err)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
+#include "lib/log.h"
 #include "live/signals.h"
 
 struct signals {
@@ -64,8 +65,7 @@ bool signals__stop(struct signals *sg, pid_t child)
 	/* In run mode Ctrl-C reached the child too: trace its shutdown (its frees) unless
 	 * asked twice. */
 	if (child && si.ssi_signo == SIGINT && ++sg->sigints == 1) {
-		fprintf(stderr, "gpuleak: waiting for pid %d to exit (Ctrl-C again to stop now)\n",
-			child);
+		pr_note("waiting for pid %d to exit (Ctrl-C again to stop now)\n", child);
 		return false;
 	}
 	return true;

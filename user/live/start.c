@@ -62,8 +62,7 @@ static int check_gpu_lib(struct live *l, struct target *t, const struct proc_map
 		return 0;
 	}
 	if (l->o->wait_for_lib) {
-		fprintf(stderr,
-			"gpuleak: pid %d maps no GPU library yet; waiting for it to "
+		pr_note("pid %d maps no GPU library yet; waiting for it to "
 			"load one\n",
 			t->pid);
 		return 0;
@@ -72,8 +71,8 @@ static int check_gpu_lib(struct live *l, struct target *t, const struct proc_map
 	       "any object); looked in:\n",
 	       t->pid);
 	attach__print_objects(l->att, t->pid, m, stderr);
-	fprintf(stderr, "gpuleak: if it loads one later (PyTorch loads CUDA at first use), "
-			"run with --wait\n");
+	pr_note("if it loads one later (PyTorch loads CUDA at first use), "
+		"run with --wait\n");
 	return -ENOENT;
 }
 
@@ -111,11 +110,10 @@ static int attach_one(struct live *l, const struct session_pid *sp)
 	t->has_rendezvous = scan__has_rendezvous(l, m);
 	t->last_rescan_ns = live_now_ns();
 	if (markers__attach(l->mk, l->att, t, m))
-		fprintf(stderr, "gpuleak: a step/request marker's object is not mapped yet; "
-				"it is attached when it is\n");
+		pr_note("a step/request marker's object is not mapped yet; "
+			"it is attached when it is\n");
 	if (l->o->a.steps.source == STEP_NVTX && !scan__has_site(l, m, CAT_NVTX, -1))
-		fprintf(stderr,
-			"gpuleak: pid %d has no NVTX entry points to probe: NVTX v3 is "
+		pr_note("pid %d has no NVTX entry points to probe: NVTX v3 is "
 			"header-only and reaches a tool only through NVTX_INJECTION64_PATH, which "
 			"gpuleak sets in run mode; steps will not advance\n",
 			pid);
