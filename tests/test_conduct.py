@@ -65,3 +65,35 @@ def target_strings_are_escaped_on_the_terminal():
     check("leaky_sampler+0x14 (%s)" % ESC_SHOWN in res.out, f"sites escaped: {res.out}")
     check("step marker on decode_step in %s" % ESC_SHOWN in res.err,
           f"the marker line escaped: {res.err}")
+
+
+# ---- the exit status: the command's failure ------------------------------------------------
+
+@test
+def run_exit_status_says_the_command_failed():
+    """The command gpuleak runs exits 2 or dies of SIGSEGV: exit status 4, the command's end
+    said on stderr, with or without the gate; a leak the gate fails on comes first (3);
+    record -- CMD the same; a command that succeeds is 0."""
+    loop = scenario("loop")
+    for gate in ([], ["--fail-on-leak"]):
+        res = run_gpuleak(["run"] + gate + ["--", loop, "1", "1MiB"], expect_rc=4)
+        check(f"gpuleak: the command {loop} exited with status 2\n" in res.err,
+              f"said: {res.err!r}")
+        eq(res.verdict()["exit_status"], 2, "the verdict has it too")
+    crash = scenario("crash")
+    res = run_gpuleak(["run", "--", crash], expect_rc=4)
+    check(f"gpuleak: the command {crash} was killed by SIGSEGV (signal 11)\n" in res.err,
+          f"said: {res.err!r}")
+    # crash leaves 2 MiB live at its exit: the gate's finding wins over the command's status
+    res = run_gpuleak(["run", "--fail-on-leak", "--max-live-at-exit", "0", "--", crash],
+                      expect_rc=3)
+    check("GATE: " in res.out and "was killed by SIGSEGV" not in res.err,
+          f"the gate's 3, not 4: {res.out} {res.err}")
+    cap = tmpfile(".glc")
+    try:
+        p = run_plain([gl(), "record", "-o", cap, "--", loop, "1", "1MiB"])
+        eq(p.returncode, 4, f"record -- CMD: {p.stderr}")
+    finally:
+        if os.path.exists(cap):
+            os.unlink(cap)
+    run_gpuleak(["run", "--", loop, "1", "65536"], expect_rc=0)

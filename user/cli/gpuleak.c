@@ -40,8 +40,10 @@ static const char top_doc[] =
     "  sudo gpuleak record -o incident.glc -p 4242 --duration 60s\n"
     "  gpuleak report incident.glc --json verdict.ndjson\n"
     "\n"
-    "EXIT STATUS: 0 done, 1 runtime error, 2 usage error, 3 --fail-on-leak found leaks.\n"
-    "Run 'gpuleak COMMAND --help' for the options of a command.";
+    "EXIT STATUS: 0 done, 1 runtime error, 2 usage error, 3 --fail-on-leak found leaks, 4 the "
+    "command of run or record failed (exited non-zero or was killed by a signal); when "
+    "several apply, the first of 2, 1, 3, 4.\n"
+    "Run 'gpuleak COMMAND --help' (or 'gpuleak help COMMAND') for the options of a command.";
 
 /* ---- attach ---- */
 
@@ -107,7 +109,9 @@ static const char run_doc[] =
     "CI gate: sudo gpuleak run --step sym:./server:decode_step --fail-on-leak \\\n"
     "           --max-growth 1MiB --max-live-at-exit 0 -- ./server --requests 100\n"
     "\n"
-    "EXIT STATUS: 0 done, 1 runtime error, 2 usage error, 3 --fail-on-leak found leaks.";
+    "EXIT STATUS: 0 done, 1 runtime error, 2 usage error, 3 --fail-on-leak found leaks, 4 CMD "
+    "failed (exited non-zero or was killed by a signal, said on stderr); when several "
+    "apply, the first of 2, 1, 3, 4.";
 
 /* Not an option of run (it starts its own process), but the usage error says what to do
  * instead. */
@@ -188,7 +192,8 @@ static const char record_doc[] =
     "are written at least every second: if gpuleak is killed, FILE keeps all but the last "
     "second.\n"
     "EXIT STATUS: 0 done, 1 runtime error (also when FILE could not be written completely), "
-    "2 usage error, 3 --fail-on-leak found leaks (FILE is complete).";
+    "2 usage error, 3 --fail-on-leak found leaks (FILE is complete), 4 CMD failed (exited "
+    "non-zero or was killed by a signal); when several apply, the first of 2, 1, 3, 4.";
 
 static const struct argp_child record_children[] = {
     {&cli_target_argp, 0, NULL, 0},

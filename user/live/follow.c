@@ -114,7 +114,7 @@ void follow__exited(struct live *l, struct target *t, int status, uint64_t ts_ns
 	if (t->launch && waitpid(t->pid, &ws, WNOHANG) == t->pid)
 		status = ws;
 	if (status >= 0)
-		t->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+		target__set_wstatus(t, status);
 	/* A loss announces a process that lost records: before it leaves the analysis. */
 	feed__loss(l, t);
 	reported = target__in_analysis(t);

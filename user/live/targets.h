@@ -54,6 +54,7 @@ struct target {
 	unsigned int execs;	   /* programs it exec'd since it was first traced */
 	unsigned int markers_done; /* bit i: marker i attached (or failed, said once) */
 	int status;		   /* exit status (128 + signal), -1: not known */
+	int wstatus;		   /* the same as waitpid() says it, -1: not known */
 	uint64_t loss[GL_STAT_MAX];
 	uint64_t last_rescan_ns;
 };
@@ -91,6 +92,8 @@ int target__pin(struct target *t, uint64_t want_ticks);
  * may sit on whichever process took the pid since (said, when one did): take them off.
  */
 bool target__exited_meanwhile(const struct target *t);
+/* Its exit, as waitpid() or the kernel's exit code (the same encoding) says it. */
+void target__set_wstatus(struct target *t, int ws);
 /* Let a stopped target go on; through its pidfd, so a reused pid is never signalled. */
 void target__resume(const struct target *t);
 
