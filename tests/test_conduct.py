@@ -97,3 +97,102 @@ def run_exit_status_says_the_command_failed():
         if os.path.exists(cap):
             os.unlink(cap)
     run_gpuleak(["run", "--", loop, "1", "65536"], expect_rc=0)
+
+
+# ---- markers that cannot be placed ----------------------------------------------------------
+
+def never_ran(p, what):
+    """gpuleak stopped before the command ran: no report, nothing of the target's."""
+    eq(p.stdout, "", f"{what}: no report, and the command printed nothing")
+
+
+@test
+def misspelt_marker_is_a_usage_error_before_the_command_runs():
+    """run: a --step, --request or --end marker whose file or function does not exist is exit 2,
+    one line naming the option, the file, the symbol and the closest names there are, before
+    the command runs (its executable and the libraries it needs are read, not run) — with
+    --fail-on-leak on a leaking program this was exit 0. A marker in a library the executable
+    needs, named by its soname, is found; one loaded later is waited for with --wait."""
+    loop, lib = scenario("loop"), os.path.join(harness.LIB, "libcudart.so.13")
+    timeline = scenario("timeline")
+    cases = [
+        (["--step", "sym:loop:decode_stpe"], loop,
+         f"gpuleak: --step sym:loop:decode_stpe: loop has no function decode_stpe ({loop}; "
+         "closest: decode_step, "),
+        (["--step", "sym:nofile:x"], loop,
+         f"gpuleak: --step sym:nofile:x: no object named nofile in what {loop} maps at its "
+         "start (loop, libcudart.so.13, libc.so.6, ld-linux-x86-64.so.2; closest: "),
+        (["--step", "sym:libcudart.so.13:cudaMallocc"], loop,
+         "gpuleak: --step sym:libcudart.so.13:cudaMallocc: libcudart.so.13 has no function "
+         f"cudaMallocc ({lib}; closest: cudaMalloc, "),
+        (["--request", "sym:timeline:request_begin,request_ned"], timeline,
+         "gpuleak: --request sym:timeline:request_begin,request_ned: timeline has no function "
+         f"request_ned ({timeline}; closest: request_end, "),
+        (["--end", "sym:/nonexistent/libx.so:f"], loop,
+         "gpuleak: --end sym:/nonexistent/libx.so:f: /nonexistent/libx.so: No such file or "
+         "directory\n"),
+        (["--step", "sym:/etc/passwd:f"], loop,
+         "gpuleak: --step sym:/etc/passwd:f: /etc/passwd is not an ELF object\n"),
+    ]
+    for opts, prog, msg in cases:
+        args = [gl(), "run", "--fail-on-leak"] + opts + ["--", prog]
+        args += ["3", "65536"] if prog == loop else ["3", "65536", "1"]
+        p = run_plain(args)
+        eq(p.returncode, 2, f"{opts}: exit status ({p.stderr})")
+        check(p.stderr.startswith(msg) and p.stderr.count("\n") == 1,
+              f"{opts}: one line: {msg!r}, got {p.stderr!r}")
+        never_ran(p, str(opts))
+    # found: in the executable, and in a library it needs, by name
+    for spec in ("sym:loop:decode_step", "sym:libcudart.so.13:cudaStreamSynchronize"):
+        p = run_plain([gl(), "run", "--fail-on-leak", "--step", spec, "--", loop, "12", "65536"])
+        eq(p.returncode, 3, f"{spec}: the gate sees the leak ({p.stderr})")
+    # --wait: a library that is not among those it needs is said, and waited for
+    p = run_plain([gl(), "run", "--wait", "--step", "sym:libnotyet.so:f", "--", loop, "1",
+                   "65536"])
+    eq(p.returncode, 0, f"--wait: {p.stderr}")
+    check("gpuleak: --step sym:libnotyet.so:f: no object named libnotyet.so in what "
+          f"{loop} maps at its start yet: waiting for one to be loaded (--wait)\n" in p.stderr,
+          f"--wait says so: {p.stderr!r}")
+
+
+@test
+def misspelt_marker_in_attach_mode():
+    """attach: the same check against the process's mappings, before any probe: exit 2 and
+    the process runs on untouched (it goes on to finish its work untraced)."""
+    a = harness.Attached("loop", [3, 65536], gl_args=["--step", "sym:loop:decode_stpe"])
+    try:
+        rc = a.gl.finish()
+        eq(rc, 2, f"exit status: {a.gl.text('err')}")
+        eq(a.gl.text("err"),
+           f"gpuleak: --step sym:loop:decode_stpe: loop has no function decode_stpe "
+           f"({scenario('loop')}; closest: decode_step, "
+           + a.gl.text("err").split("closest: decode_step, ", 1)[-1], "one line")
+        check(a.gl.text("err").count("\n") == 1, f"one line: {a.gl.text('err')!r}")
+        a.target.send()
+        a.target.wait_line("^done")
+        a.target.send()
+        eq(a.target.finish(), 0, "the target ran on")
+        a = harness.Attached("loop", [3, 65536], gl_args=["--step", "sym:libnope.so:f"])
+        eq(a.gl.finish(), 2, f"exit status: {a.gl.text('err')}")
+        check(a.gl.text("err").startswith(
+            f"gpuleak: --step sym:libnope.so:f: no object named libnope.so in what pid "
+            f"{a.target.pid} maps ("), f"message: {a.gl.text('err')!r}")
+    finally:
+        a.cleanup()
+
+
+@test
+def marker_on_a_fifo_does_not_hang():
+    """--step sym:FIFO:x: refused at once (the open would block until a writer came), exit 2;
+    the command never runs."""
+    d = tempfile.mkdtemp(prefix="gpuleak-test-")
+    fifo = os.path.join(d, "fifo")
+    os.mkfifo(fifo)
+    try:
+        p = run_plain([gl(), "run", "--step", f"sym:{fifo}:x", "--", scenario("loop"), "1",
+                       "65536"], timeout=20)
+        eq((p.returncode, p.stderr),
+           (2, f"gpuleak: --step sym:{fifo}:x: {fifo} is not a regular file\n"), "refused")
+        never_ran(p, "fifo")
+    finally:
+        shutil.rmtree(d)

@@ -357,7 +357,9 @@ static const struct argp_option trace_options[] = {
     {"duration", 'd', "DURATION", 0,
      "Stop after DURATION (e.g. 30s, 5m) and report; the target keeps running", 0},
     {"wait", OPT_WAIT, NULL, 0,
-     "Attach even if no GPU library is loaded yet, and trace it once it is", 0},
+     "Attach even if no GPU library is loaded yet, and trace it once it is; also wait for "
+     "a marker's (--step, --request, --end sym:FILE) object not loaded yet",
+     0},
     {"libc", OPT_LIBC, NULL, 0,
      "Also trace the C library's malloc, calloc, realloc, posix_memalign, aligned_alloc, "
      "memalign, free, mmap and munmap (host memory beside the GPU's; costs more per call)",

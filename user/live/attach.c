@@ -483,6 +483,16 @@ static int find_sym_cb(const struct elf_func *f, void *ctx)
 	return 1;
 }
 
+/* A library is named by its DT_SONAME too (libfoo.so.1 for libfoo.so.1.2.3): as DT_NEEDED
+ * names it, and as markers__check_exec finds it. */
+static bool has_soname(struct attach *a, pid_t pid, const struct pmap_ent *e, const char *name)
+{
+	struct module *mod = modules__get(a->mods, pid, e);
+	const struct elf_dyn *dy = mod && mod->elf ? elf_obj__dyn(mod->elf) : NULL;
+
+	return dy && dy->soname && !strcmp(dy->soname, name);
+}
+
 int attach__marker(struct attach *a, pid_t pid, const struct proc_maps *m, const char *file,
 		   const char *symbol, unsigned int api)
 {
@@ -504,7 +514,8 @@ int attach__marker(struct attach *a, pid_t pid, const struct proc_maps *m, const
 		for (i = 0; m && i < m->n && !mod; i++) {
 			const char *b = m->v[i].path ? strrchr(m->v[i].path, '/') : NULL;
 
-			if (m->v[i].exec && b && !strcmp(b + 1, file)) {
+			if (m->v[i].exec && b &&
+			    (!strcmp(b + 1, file) || has_soname(a, pid, &m->v[i], file))) {
 				mod = modules__get(a->mods, pid, &m->v[i]);
 				proc_maps__open_path(pid, &m->v[i], open_path, sizeof(open_path));
 				path = open_path;

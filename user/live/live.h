@@ -40,6 +40,7 @@ struct live {
 	struct launch child;	   /* run mode's command; pid -1 in attach mode */
 	bool finishing;		   /* detached: stopped processes are resumed, not attached to */
 	bool warned_unstopped;	   /* the kernel cannot stop forks before they run: said once */
+	bool usage_err;		   /* starting failed on the command line's fault: exit 2 */
 };
 
 /* The clock of bpf_ktime_get_ns(): record and user-space times compare directly. */

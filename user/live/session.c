@@ -573,6 +573,8 @@ int session__run(const struct session_opts *o)
 	}
 	err = close_session(&s, traced, err);
 	/* The precedence of lib/exit.h: gpuleak's failure, its finding, then the command's. */
+	if (s.l.usage_err)
+		return GL_EXIT_USAGE;
 	if (err || s.out_err)
 		return GL_EXIT_ERROR;
 	if (s.gate_failed)

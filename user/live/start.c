@@ -129,6 +129,22 @@ cleanup:
 	return err;
 }
 
+/* Every marker can be placed in pid's mappings (or --wait waits for its object). */
+static int check_markers(struct live *l, pid_t pid)
+{
+	struct proc_maps *m = NULL;
+	int err = proc_maps__load(pid, &m);
+
+	if (err) {
+		pr_err("cannot read /proc/%d/maps: %s\n", pid, strerror(-err));
+		return err;
+	}
+	err = markers__check_maps(l->mk, l->mods, pid, m, l->o->wait_for_lib);
+	l->usage_err = err == -EINVAL;
+	proc_maps__free(m);
+	return err;
+}
+
 int start__attach_mode(struct live *l)
 {
 	size_t i;
@@ -140,6 +156,12 @@ int start__attach_mode(struct live *l)
 			pr_err("no such process: %d\n", l->o->pids[i].pid);
 			return err;
 		}
+	}
+	/* Before any probe: a misspelt marker stops everything, as a usage error. */
+	for (i = 0; i < l->o->nr_pids; i++) {
+		err = check_markers(l, l->o->pids[i].pid);
+		if (err)
+			return err;
 	}
 	for (i = 0; i < l->o->nr_pids; i++) {
 		err = attach_one(l, &l->o->pids[i]);
@@ -192,6 +214,12 @@ int start__run_mode(struct live *l)
 	err = launch__fork(l->o->argv, env, &l->child);
 	if (err) {
 		pr_err("cannot run %s: %s\n", l->o->argv[0], strerror(-err));
+		return err;
+	}
+	/* Held before exec: a marker that cannot be placed stops it from ever running. */
+	err = markers__check_exec(l->mk, l->child.exe, l->o->wait_for_lib);
+	if (err) {
+		l->usage_err = err == -EINVAL;
 		return err;
 	}
 	t = targets__add(l->tgts, l->child.pid, 0);
