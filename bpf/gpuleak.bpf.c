@@ -25,7 +25,7 @@ const volatile struct gl_api_spec specs[GL_API_MAX] = {};
 const volatile __u64 wakeup_bytes = 256 * 1024;
 /* Frames of a user stack kept (--stack-depth); 0: no stacks. */
 const volatile __u32 stack_depth = 0;
-/* --follow: processes forked by a traced process are traced too. */
+/* --follow: processes forked by a traced process are traced too (else only said). */
 const volatile bool follow_children = false;
 /*
  * gpuleak's own pid namespace when it is not the initial one (gpuleak in a container): pids
@@ -1030,8 +1030,19 @@ int gl_fork(__u64 *ctx)
 	/* A new thread shares its parent's tgid: only new processes are followed. */
 	if (pid == ppid)
 		return thread_made(parent, child, pid);
-	if (!follow_children || !bpf_map_lookup_elem(&traced, &ppid))
+	if (!bpf_map_lookup_elem(&traced, &ppid))
 		return 0;
+	if (!follow_children) {
+		/* Not traced: said, so that a command whose work is in its child (sh -c) does
+		 * not end in a report of nothing without a word. */
+		r = task_rec(pid, ppid, GL_TASK_FORK, child);
+		if (!r)
+			return 0;
+		r->ppid = ppid;
+		r->flags = GL_TF_UNFOLLOWED;
+		bpf_ringbuf_submit(r, 0);
+		return 0;
+	}
 	if (bpf_map_update_elem(&traced, &pid, &one, BPF_ANY)) {
 		count_loss(ppid, GL_STAT_MAP_FULL, 1);
 		return 0;
@@ -1059,7 +1070,8 @@ int gl_exec(__u64 *ctx)
 	__u32 pid = task_tgid(p);
 	struct gl_task_rec *r;
 
-	if (!follow_children || !pid || !bpf_map_lookup_elem(&traced, &pid))
+	/* With or without --follow: the process is the one traced, its new program too. */
+	if (!pid || !bpf_map_lookup_elem(&traced, &pid))
 		return 0;
 	r = task_rec(pid, pid, GL_TASK_EXEC, p);
 	if (!r)

@@ -196,3 +196,43 @@ def marker_on_a_fifo_does_not_hang():
         never_ran(p, "fifo")
     finally:
         shutil.rmtree(d)
+
+
+# ---- run -- sh -c: forks and execs without --follow -----------------------------------------
+
+SH = os.path.basename(os.path.realpath("/bin/sh"))[:15]
+
+
+@test
+def command_that_forks_says_so_without_follow():
+    """run -- sh -c 'loop; loop': the shell forks the work, which --follow alone traces: said
+    once, naming the shell and its child, instead of a silent report of 0 allocations."""
+    loop = scenario("loop")
+    res = run_gpuleak(["run", "--", "/bin/sh", "-c", f"{loop} 2 65536; {loop} 2 65536"])
+    said = re.findall(r"^gpuleak: pid (\d+) \((.*)\) started pid (\d+), which is not traced: "
+                      r"--follow traces the processes a target starts$", res.err, re.M)
+    v = res.verdict()
+    eq(len(said), 1, f"said once: {res.err}")
+    eq((int(said[0][0]), said[0][1]), (v["pid"], SH), "the shell named")
+    eq((v["comm"], v["allocs"]), (SH, 0), "the shell itself allocated nothing")
+    res = run_gpuleak(["run", "--follow", "--", "/bin/sh", "-c", f"{loop} 2 65536"])
+    check("not traced" not in res.err, f"nothing to say with --follow: {res.err}")
+    eq(sorted(v["comm"] for v in res.verdicts()), sorted([SH, "loop"]), "both traced")
+
+
+@test
+def command_that_execs_is_named_by_its_new_program():
+    """run -- sh -c 'exec loop': the process is the command's, with or without --follow; after
+    the exec it is the new program's, named by it in the report and the verdict (it stayed
+    the shell's name), and what the shell held went with its old program."""
+    loop = scenario("loop")
+    for follow in ([], ["--follow"]):
+        res = run_gpuleak(["run"] + follow + ["--", "/bin/sh", "-c", f"exec {loop} 3 65536"])
+        vs = res.verdicts()
+        eq([(v["comm"], v["state"]) for v in vs], [(SH, "exec"), ("loop", "exited")],
+           f"{follow}: the shell until its exec, then loop")
+        eq(vs[0]["pid"], vs[1]["pid"], "one pid")
+        eq(vs[1]["live_count"], 4, f"{follow}: loop's own memory: kv_cache_init and 3 leaks")
+        check(re.search(r"^pid %d \(loop\): exited with status 0 " % vs[1]["pid"], res.out,
+                        re.M), f"{follow}: the report names loop: {res.out}")
+        check(f"tracing pid {vs[1]['pid']} (after exec)" in res.err, f"said: {res.err}")

@@ -347,8 +347,9 @@ const struct argp cli_target_argp = {.options = target_options, .parser = parse_
 
 static const struct argp_option trace_options[] = {
     {"follow", OPT_FOLLOW, NULL, 0,
-     "Also trace every process the targets fork, and what they exec (multi-process "
-     "servers, one process per rank)",
+     "Also trace every process the targets fork, and what those exec (multi-process "
+     "servers, one process per rank); without it a fork is only said, and a target's own "
+     "exec is traced either way",
      0},
     {"metrics", OPT_METRICS, "[ADDR]:PORT", 0,
      "Serve OpenMetrics (Prometheus) on http://ADDR:PORT/metrics while tracing; ADDR "

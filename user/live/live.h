@@ -41,6 +41,7 @@ struct live {
 	bool finishing;		   /* detached: stopped processes are resumed, not attached to */
 	bool warned_unstopped;	   /* the kernel cannot stop forks before they run: said once */
 	bool usage_err;		   /* starting failed on the command line's fault: exit 2 */
+	bool said_unfollowed;	   /* a target forked without --follow: said once */
 };
 
 /* The clock of bpf_ktime_get_ns(): record and user-space times compare directly. */

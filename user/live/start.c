@@ -239,7 +239,7 @@ int start__run_mode(struct live *l)
 		return t->pidfd;
 	/* Followed from before its exec: the exec that starts it is not a new process. */
 	mark_traced(l, t);
-	t->state = l->o->follow ? TARGET_LAUNCHING : TARGET_TRACED;
+	t->state = TARGET_LAUNCHING;
 	feed__proc(l, t, GL_PROC_ATTACH, 0);
 	err = launch__release(&l->child);
 	if (err) {

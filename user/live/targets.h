@@ -2,10 +2,11 @@
 /*
  * The traced processes: the table of targets and each one's place in its life, one state.
  *
- *   -p PID, run mode:            TRACED at once
- *   run mode with --follow:      LAUNCHING --the exec of its command--> TRACED
+ *   -p PID:                      TRACED at once
+ *   run mode:                    LAUNCHING --the exec of its command--> TRACED
  *   a followed fork, after exec: NEW --its first traced call (or a loss)--> TRACED
- *   TRACED --exec--> NEW         TRACED --end marker--> ENDING --the drain is done--> ENDED
+ *   TRACED --exec--> NEW (with or without --follow: the program it became is traced)
+ *   TRACED --end marker--> ENDING --the drain is done--> ENDED
  *   any not gone --exit--> EXITED
  *
  * A target in the analysis (LAUNCHING, TRACED, ENDING) has had its GL_PROC_ATTACH; one
@@ -28,7 +29,7 @@ struct launch;
 enum target_state {
 	TARGET_NEW,	  /* probed, not in the analysis until it calls something traced: the
 			   * shells and helpers a server forks never show up */
-	TARGET_LAUNCHING, /* run mode's child before the exec of its command, which --follow
+	TARGET_LAUNCHING, /* run mode's child before the exec of its command, which BPF
 			   * reports and which is not a new program */
 	TARGET_TRACED,	  /* in the analysis: GL_PROC_ATTACH went out */
 	TARGET_ENDING,	  /* called its end marker (--end): let go after this drain */
@@ -53,6 +54,7 @@ struct target {
 	bool code_wait;		   /* stopped until a callback's probe is in place */
 	unsigned int execs;	   /* programs it exec'd since it was first traced */
 	unsigned int markers_done; /* bit i: marker i attached (or failed, said once) */
+	char comm[16];		   /* its name at its fork or exec, as BPF saw it, or "" */
 	int status;		   /* exit status (128 + signal), -1: not known */
 	int wstatus;		   /* the same as waitpid() says it, -1: not known */
 	uint64_t loss[GL_STAT_MAX];
