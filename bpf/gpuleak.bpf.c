@@ -17,6 +17,7 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+#define SIGCONT 18
 #define SIGSTOP 19
 #define EEXIST	17
 
@@ -38,6 +39,13 @@ const volatile __u64 pidns_ino = 0;
 /* Since Linux 6.13; without it a forked child is not stopped before it runs (weak). */
 extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type,
 				__u64 value) __weak __ksym;
+/* Since Linux 6.2: what lets gpuleak's death resume the processes it held (weak). */
+extern struct task_struct *bpf_task_from_pid(s32 pid) __weak __ksym;
+extern void bpf_task_release(struct task_struct *p) __weak __ksym;
+/* gpuleak's own process id (in its namespace, as task_tgid gives it). */
+const volatile __u32 self_tgid = 0;
+/* gpuleak is exiting with these programs still attached: no process is stopped any more. */
+volatile bool tracer_gone = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -348,7 +356,7 @@ static __always_inline void code_ptr_check(__u16 api, struct gl_api_spec s, cons
 	/* First thread to see it reports it; others carry on (the process stops soon). */
 	if (bpf_map_update_elem(&code_seen, &k, &one, BPF_NOEXIST))
 		return;
-	stop = bpf_map_lookup_elem(&held, &k.pid) != NULL;
+	stop = bpf_map_lookup_elem(&held, &k.pid) && !tracer_gone;
 	r = rec_reserve(k.pid);
 	if (!r)
 		return;
@@ -610,7 +618,8 @@ static __always_inline int emit_entry(struct pt_regs *ctx, __u16 api, struct gl_
 	__u8 kind = s.shape == GL_SHAPE_NOTIFY ? GL_REC_NOTIFY : GL_REC_FREE;
 	__u64 size, aux, aux2;
 
-	if ((s.flags & GL_SPEC_HOLD) && bpf_map_lookup_elem(&held, &(__u32){pid_tgid >> 32}))
+	if ((s.flags & GL_SPEC_HOLD) && bpf_map_lookup_elem(&held, &(__u32){pid_tgid >> 32}) &&
+	    !tracer_gone)
 		/* Queued before the record is visible, so user space's SIGCONT cannot precede it. */
 		bpf_send_signal(SIGSTOP);
 	if (s.label_kind == GL_LABEL_ARGS_SV || s.label_kind == GL_LABEL_ARGS_CSTR)
@@ -1056,7 +1065,7 @@ int gl_fork(__u64 *ctx)
 	 * Stop the child before its first instruction, so nothing it does happens before its
 	 * probes are in place (it shares the parent's libraries, but the probes filter by pid).
 	 */
-	if (bpf_ksym_exists(bpf_send_signal_task) &&
+	if (bpf_ksym_exists(bpf_send_signal_task) && !tracer_gone &&
 	    !bpf_send_signal_task(child, SIGSTOP, PIDTYPE_TGID, 0))
 		r->flags |= GL_TF_STOPPED;
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
@@ -1077,9 +1086,21 @@ int gl_exec(__u64 *ctx)
 	if (!r)
 		return 0;
 	/* The new program has not run yet: it stops before ld.so's first instruction. */
-	if (!bpf_send_signal(SIGSTOP))
+	if (!tracer_gone && !bpf_send_signal(SIGSTOP))
 		r->flags |= GL_TF_STOPPED;
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+static long resume_one(struct bpf_map *map __attribute__((unused)), __u32 *pid,
+		       __u8 *val __attribute__((unused)), void *ctx __attribute__((unused)))
+{
+	struct task_struct *t = bpf_task_from_pid(*pid);
+
+	if (t) {
+		bpf_send_signal_task(t, SIGCONT, PIDTYPE_TGID, 0);
+		bpf_task_release(t);
+	}
 	return 0;
 }
 
@@ -1094,6 +1115,21 @@ int gl_task_exit(__u64 *ctx)
 	if (!group_dead)
 		return 0;
 	pid = task_tgid(p);
+	/*
+	 * gpuleak dies still attached (SIGKILL, a crash: a clean exit detaches this program
+	 * first): a process BPF or gpuleak stopped (at a fork, an exec, a dlopen) would stay
+	 * stopped for good. From here on none is stopped (the links outlive this tracepoint a
+	 * little: a fork now would stop its child), and every traced one gets SIGCONT; one
+	 * running ignores it. Only in the initial pid namespace, where the map's pids are the
+	 * kernel's.
+	 */
+	if (pid && pid == self_tgid) {
+		tracer_gone = true;
+		if (!pidns_ino && bpf_ksym_exists(bpf_task_from_pid) &&
+		    bpf_ksym_exists(bpf_send_signal_task))
+			bpf_for_each_map_elem(&traced, resume_one, NULL, 0);
+		return 0;
+	}
 	if (!pid || !bpf_map_lookup_elem(&traced, &pid))
 		return 0;
 	bpf_map_delete_elem(&traced, &pid);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "gpuleak.h"
@@ -88,6 +89,7 @@ int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out)
 	}
 	set_specs(b->skel);
 	b->skel->rodata->follow_children = o->follow;
+	b->skel->rodata->self_tgid = getpid();
 	/* gpuleak in a container with its own pid namespace: BPF reports pids as we see them. */
 	err = process__pidns(&ns_dev, &ns_ino, &initial);
 	if (err) {

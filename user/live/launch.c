@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "live/launch.h"
@@ -67,6 +68,13 @@ int launch__fork(char **argv, char *const env[], struct launch *l)
 		char c;
 		int e;
 
+		/*
+		 * gpuleak killed while this child is held must not leave it stopped with nobody
+		 * to let it go: before exec it reads EOF below and exits; after, stopped by BPF at
+		 * its exec or a dlopen, it gets SIGCONT when gpuleak dies (the setting outlives
+		 * exec; a running process ignores it) and runs on, untraced.
+		 */
+		prctl(PR_SET_PDEATHSIG, SIGCONT);
 		/* The tracer blocks signals for its signalfd; the target must not inherit that. */
 		sigemptyset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
