@@ -13,6 +13,7 @@ import tempfile
 import harness
 from harness import (ROOT, Fail, Proc, check, eq, env_for_targets, gpuleak_env, run_gpuleak,
                      run_plain, scenario, test, tmpfile)
+from test_reliability import proc_state
 
 
 def gl():
@@ -320,3 +321,92 @@ def killing_gpuleak_at_startup_leaves_no_process_stopped():
     n = kill_at_points(["run", "--follow", "--", "/bin/sh", "-c", f"{loop} 2 65536; true"],
                        points)
     check(n >= len(points) - 2, f"--follow: gpuleak was killed at {n} of {len(points)} points")
+
+
+# ---- signals: what Ctrl-C means, and startup ------------------------------------------------
+
+@test
+def sigint_to_gpuleak_alone_stops_tracing_and_the_command_runs_on():
+    """run mode, SIGINT sent to gpuleak only (kill -INT): it used to wait for a command that
+    never got the signal. Now it stops tracing at once, as for SIGTERM: the report (state
+    detached), exit 0, and the command runs on to its end, untraced."""
+    json_path = tmpfile(".ndjson")
+    g = Proc([gl(), "run", "--interval", "0", "--json", json_path, "--", scenario("loop"), "3",
+              "65536"], env=env_for_targets(dict(gpuleak_env(), SCENARIO_SYNC="1")))
+    try:
+        m = g.wait_line(r"^ready (\d+)")
+        child = int(m.group(1))
+        os.kill(g.pid, signal.SIGINT)
+        # not finish(): the command shares gpuleak's stdin, and its end would end the command
+        eq(g.p.wait(timeout=harness.TIMEOUT), 0, f"exit status: {g.text('err')}")
+        v = [r for r in harness.read_ndjson(json_path) if r.get("type") == "verdict"]
+        eq([(x["pid"], x["state"]) for x in v], [(child, "detached")], "detached")
+        check(proc_state(child) not in (None, "T", "Z"), "the command runs on")
+        g.send()
+        g.wait_line("^done")
+        g.send()
+        g.wait_line(r"^pid %d \(loop\): detached after " % child)
+        check("waiting for pid" not in g.text("err"), f"did not wait: {g.text('err')}")
+    finally:
+        g.kill()
+        if os.path.exists(json_path):
+            os.unlink(json_path)
+
+
+@test
+def ctrl_c_on_the_terminal_waits_for_the_command():
+    """run mode, Ctrl-C typed on gpuleak's terminal: the kernel sends SIGINT to the whole
+    foreground group, the command included; gpuleak says it waits for it, traces its
+    shutdown, reports its end (killed by SIGINT: exit status 4)."""
+    import pty
+    pid, fd = pty.fork()
+    if pid == 0:
+        env = env_for_targets(gpuleak_env())
+        os.execve(gl(), [gl(), "run", "--interval", "0", "--", scenario("loop"), "100000",
+                         "65536"], env)
+    out = b""
+    try:
+        def read_until(pat):
+            nonlocal out
+
+            def poll():
+                nonlocal out
+                r, _, _ = __import__("select").select([fd], [], [], 0.2)
+                if r:
+                    try:
+                        out += os.read(fd, 65536)
+                    except OSError:
+                        return "eof"
+                return True if re.search(pat, out) else None
+            return harness.wait_for(f"{pat!r} on the terminal", poll)
+        read_until(rb"tracing pid \d+")
+        os.write(fd, b"\x03")
+        read_until(rb"waiting for pid \d+ to exit \(Ctrl-C again to stop now\)")
+        eq(read_until(rb"was killed by SIGINT \(signal 2\)"), True, "the command's end said")
+        _, status = os.waitpid(pid, 0)
+        pid = 0
+        eq(os.waitstatus_to_exitcode(status), 4, f"exit status: {out.decode(errors='replace')}")
+        check(re.search(rb"exited with status 130 ", out), "its end in the report")
+    finally:
+        if pid:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(fd)
+
+
+@test
+def signals_while_starting_stop_before_anything_runs():
+    """SIGTERM or SIGINT while gpuleak loads its BPF programs, forks the command or holds it:
+    it stops there (it went on until tracing began, and a wait there was deaf to them):
+    'interrupted by SIGTERM while starting: nothing traced', exit 1, the command never ran.
+    Delivered by strace at the Nth call of a syscall: a count, the same point every time."""
+    if not shutil.which("strace"):
+        return "skip"
+    for sysc, n, sig in (("bpf", 20, "TERM"), ("clone", 1, "INT"), ("pidfd_open", 1, "TERM"),
+                         ("bpf", 5, "INT")):
+        p = run_plain(["strace", "-o", "/dev/null", "-e", f"inject={sysc}:signal={sig}:when={n}",
+                       gl(), "run", "--", scenario("loop"), "2", "65536"])
+        eq(p.returncode, 1, f"{sysc} #{n}: exit status ({p.stderr})")
+        check(p.stderr.endswith(f"gpuleak: interrupted by SIG{sig} while starting: nothing "
+                                "traced\n"), f"{sysc} #{n}: said: {p.stderr!r}")
+        eq(p.stdout, "", f"{sysc} #{n}: the command never ran, nothing reported")

@@ -405,6 +405,7 @@ static int open_outputs(struct session *s)
 		err = probe_sites__new(&s->l.sites);
 	if (!err)
 		err = signals__new(&s->sig);
+	s->l.sig = s->sig;
 	return err;
 }
 
@@ -559,6 +560,8 @@ int session__run(const struct session_opts *o)
 	err = open_outputs(&s);
 	if (!err)
 		err = open_tracing(&s);
+	if (!err)
+		err = start__interrupted(&s.l);
 	if (!err)
 		err = open_report(&s);
 	if (!err)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include "lib/log.h"
@@ -15,6 +16,7 @@
 #include "live/process.h"
 #include "live/recorder.h"
 #include "live/scan.h"
+#include "live/signals.h"
 #include "live/start.h"
 #include "live/targets.h"
 #include "probe/catalog.h"
@@ -22,6 +24,17 @@
 #include "probe/modules.h"
 #include "probe/proc_maps.h"
 #include "symbols/symbolizer.h"
+
+int start__interrupted(struct live *l)
+{
+	int sig = signals__take(l->sig);
+	const char *name = sig ? sigabbrev_np(sig) : NULL;
+
+	if (!sig)
+		return 0;
+	pr_note("interrupted by SIG%s while starting: nothing traced\n", name ? name : "?");
+	return -EINTR;
+}
 
 static void mark_traced(struct live *l, struct target *t)
 {
@@ -164,7 +177,9 @@ int start__attach_mode(struct live *l)
 			return err;
 	}
 	for (i = 0; i < l->o->nr_pids; i++) {
-		err = attach_one(l, &l->o->pids[i]);
+		err = start__interrupted(l);
+		if (!err)
+			err = attach_one(l, &l->o->pids[i]);
 		if (err)
 			return err;
 	}
@@ -241,9 +256,16 @@ int start__run_mode(struct live *l)
 	mark_traced(l, t);
 	t->state = TARGET_LAUNCHING;
 	feed__proc(l, t, GL_PROC_ATTACH, 0);
-	err = launch__release(&l->child);
-	if (err) {
+	/* The command has not run: a signal now, or while it execs, means it never does. */
+	err = start__interrupted(l);
+	if (err)
+		return err;
+	err = launch__release(&l->child, signals__fd(l->sig));
+	if (err == -EINTR)
+		start__interrupted(l);
+	else if (err)
 		pr_err("cannot run %s: %s\n", l->o->argv[0], strerror(-err));
+	if (err) {
 		t->state = TARGET_EXITED;
 		return err;
 	}

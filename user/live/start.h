@@ -14,5 +14,7 @@ struct live;
 /* 0 or -errno, said on stderr. */
 int start__attach_mode(struct live *l);
 int start__run_mode(struct live *l);
+/* A SIGINT, SIGTERM or SIGHUP came while starting: said, -EINTR (nothing traced yet). */
+int start__interrupted(struct live *l);
 
 #endif
