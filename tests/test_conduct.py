@@ -410,3 +410,114 @@ def signals_while_starting_stop_before_anything_runs():
         check(p.stderr.endswith(f"gpuleak: interrupted by SIG{sig} while starting: nothing "
                                 "traced\n"), f"{sysc} #{n}: said: {p.stderr!r}")
         eq(p.stdout, "", f"{sysc} #{n}: the command never ran, nothing reported")
+
+
+# ---- what is wrong with a target, said ------------------------------------------------------
+
+def attach_msg(pid, user=None):
+    cmd = [gl(), "attach", "-p", str(pid)]
+    if user:
+        caps = "+bpf,+perfmon,+sys_admin"
+        cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+               f"--inh-caps={caps}", f"--ambient-caps={caps}"] + cmd
+    return run_plain(cmd)
+
+
+@test
+def targets_that_cannot_be_traced_say_why():
+    """Each refusal says what is wrong, before anything is loaded (exit 1, one line): a kernel
+    thread, a thread rather than its process, a zombie, a pid that does not exist, a
+    process whose maps even root may not read."""
+    p = attach_msg(2)
+    with open("/proc/2/comm") as f:
+        kcomm = f.read().strip()
+    eq((p.returncode, p.stderr),
+       (1, f"gpuleak: pid 2 ({kcomm}) is a kernel thread: nothing to trace\n"), "pid 2")
+    t = Proc(["python3", "-c", "import threading, sys\n"
+              "e = threading.Event()\n"
+              "th = threading.Thread(target=e.wait); th.start()\n"
+              "print(th.native_id, flush=True); sys.stdin.readline(); e.set()"])
+    try:
+        tid = int(t.wait_line(r"^(\d+)").group(1))
+        p = attach_msg(tid)
+        eq((p.returncode, p.stderr),
+           (1, f"gpuleak: pid {tid} is a thread of process {t.pid} (python3): -p {t.pid}\n"),
+           "a thread")
+    finally:
+        t.kill()
+    z = Proc(["sh", "-c", "sleep 0 & exec sleep 30"], stdin=False)
+    try:
+        def zombie():
+            for d in os.listdir("/proc"):
+                try:
+                    with open(f"/proc/{d}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                    if fields[0] == "Z" and int(fields[1]) == z.pid:
+                        return int(d)
+                except (OSError, ValueError, IndexError):
+                    pass
+            return None
+        # sh forked sleep 0, which exited; after the exec nobody reaps it
+        zp = harness.wait_for("a zombie", zombie)
+        p = attach_msg(zp)
+        eq((p.returncode, p.stderr),
+           (1, f"gpuleak: pid {zp} (sleep) has exited (a zombie its parent has not reaped): "
+               "nothing to trace\n"), "a zombie")
+    finally:
+        z.kill()
+    with open("/proc/sys/kernel/pid_max") as f:
+        gone = int(f.read()) + 1
+    eq(attach_msg(gone).stderr, f"gpuleak: no such process: {gone}\n", "no such process")
+
+
+@test
+def another_users_process_says_which_capabilities():
+    """gpuleak as uid 65534 with the BPF capabilities (CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN):
+    its own user's processes are traced; another user's (here root's, and PID 1) is refused
+    naming the two capabilities it lacks, not 'Permission denied' from an attach."""
+    if not shutil.which("setpriv"):
+        return "skip"
+    t = Proc(["sleep", "30"], stdin=False)
+    try:
+        for pid, comm in ((t.pid, "sleep"), (1, open("/proc/1/comm").read().strip())):
+            p = attach_msg(pid, user=65534)
+            eq((p.returncode, p.stderr),
+               (1, f"gpuleak: pid {pid} ({comm}) belongs to uid 0, not to uid 65534 that "
+                   "gpuleak runs as: tracing another user's process needs CAP_SYS_PTRACE and "
+                   "CAP_DAC_READ_SEARCH (run gpuleak as root)\n"), f"pid {pid}")
+    finally:
+        t.kill()
+
+
+@test
+def one_target_per_pid():
+    """-p P,P (and -p P -p P): one target, whose exit status is kept (it was attached twice
+    and reported "exit_status":-1); the same pid with two different start times is a usage
+    error."""
+    a = harness.Attached("loop", [2, 65536],
+                         gl_args=lambda pid: ["-p", f"{pid},{pid}", "-p", str(pid)])
+    try:
+        a.wait_attached()
+        a.target.send()
+        a.target.wait_line("^done")
+        a.target.send()
+        res = a.finish()
+    finally:
+        a.cleanup()
+    v = res.verdict()
+    eq((v["state"], v["exit_status"]), ("exited", 0), "one verdict, with the exit status")
+    eq(res.err.count("tracing pid"), 1, f"attached once: {res.err}")
+    p = run_plain([gl(), "attach", "-p", "4242@100,4242@200"])
+    eq(p.returncode, 2, "conflicting start times")
+    check("pid 4242 given twice, with start times 100 and 200" in p.stderr, p.stderr)
+
+
+@test
+def record_with_both_pid_and_command_says_both():
+    p = run_plain([gl(), "record", "-o", tmpfile(".glc"), "-p", "1", "--", "true"])
+    eq(p.returncode, 2, "usage error")
+    check(p.stderr.startswith("gpuleak record: record takes -p PID or a command, not both: "),
+          f"says both were given: {p.stderr!r}")
+    p = run_plain([gl(), "record", "-o", tmpfile(".glc")])
+    check(p.stderr.startswith("gpuleak record: record needs -p PID or a command: "),
+          f"neither: {p.stderr!r}")

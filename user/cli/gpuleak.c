@@ -227,7 +227,10 @@ static error_t parse_record(int key, char *arg, struct argp_state *state)
 		take_command(state, c);
 		break;
 	case ARGP_KEY_END:
-		if (!c->t.nr_pids == !c->t.argv)
+		if (c->t.nr_pids && c->t.argv)
+			argp_error(state, "record takes -p PID or a command, not both: "
+					  "gpuleak record -o FILE (-p PID | -- CMD ARGS)");
+		if (!c->t.nr_pids && !c->t.argv)
 			argp_error(state, "record needs -p PID or a command: "
 					  "gpuleak record -o FILE (-p PID | -- CMD ARGS)");
 		if (!c->t.capture_path)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,30 @@ void cli__init_children(struct argp_state *state, const struct argp_child *child
 
 	for (i = 0; children[i].argp; i++)
 		state->child_inputs[i] = state->input;
+}
+
+/* tp into the list, once per pid (PID@TICKS checked against the same pid given before). */
+static int add_pid(struct argp_state *state, struct cli *c, const struct session_pid *tp)
+{
+	size_t i;
+
+	for (i = 0; i < c->t.nr_pids; i++) {
+		struct session_pid *o = &c->t.pids[i];
+
+		if (o->pid != tp->pid)
+			continue;
+		if (o->start_ticks && tp->start_ticks && o->start_ticks != tp->start_ticks)
+			argp_error(state,
+				   "pid %d given twice, with start times %" PRIu64 " and %" PRIu64,
+				   tp->pid, o->start_ticks, tp->start_ticks);
+		if (!o->start_ticks)
+			o->start_ticks = tp->start_ticks;
+		return 0;
+	}
+	if (vec_grow((void **)&c->t.pids, &c->cap_pids, c->t.nr_pids, sizeof(*c->t.pids)))
+		return -ENOMEM;
+	c->t.pids[c->t.nr_pids++] = *tp;
+	return 0;
 }
 
 void cli__parse_pid_list(const char *arg, struct argp_state *state, struct cli *c)
@@ -53,10 +78,10 @@ void cli__parse_pid_list(const char *arg, struct argp_state *state, struct cli *
 		if (*end && *end != ',')
 			argp_error(state, "invalid PID '%.*s' (element at character %d of '%s')",
 				   len, arg + at - 1, at, arg);
-		if (vec_grow((void **)&c->t.pids, &c->cap_pids, c->t.nr_pids, sizeof(*c->t.pids)))
-			argp_failure(state, GL_EXIT_ERROR, ENOMEM, "-p");
-		c->t.pids[c->t.nr_pids++] = tp;
 		p = *end ? end + 1 : end;
+		/* One target per process: a pid given twice would be attached twice. */
+		if (add_pid(state, c, &tp))
+			argp_failure(state, GL_EXIT_ERROR, ENOMEM, "-p");
 	}
 }
 

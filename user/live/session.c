@@ -555,7 +555,7 @@ int session__run(const struct session_opts *o)
 	bool traced = false;
 	int err;
 
-	if (check_host())
+	if (check_host() || start__check_pids(o))
 		return GL_EXIT_ERROR;
 	err = open_outputs(&s);
 	if (!err)

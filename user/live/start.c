@@ -158,18 +158,27 @@ static int check_markers(struct live *l, pid_t pid)
 	return err;
 }
 
+int start__check_pids(const struct session_opts *o)
+{
+	char why[512];
+	size_t i;
+	int err;
+
+	for (i = 0; i < o->nr_pids; i++) {
+		err = process__check_target(o->pids[i].pid, why, sizeof(why));
+		if (err) {
+			pr_err("%s\n", why);
+			return err;
+		}
+	}
+	return 0;
+}
+
 int start__attach_mode(struct live *l)
 {
 	size_t i;
 	int err;
 
-	for (i = 0; i < l->o->nr_pids; i++) {
-		err = process__start_ticks(l->o->pids[i].pid, &(uint64_t){0});
-		if (err) {
-			pr_err("no such process: %d\n", l->o->pids[i].pid);
-			return err;
-		}
-	}
 	/* Before any probe: a misspelt marker stops everything, as a usage error. */
 	for (i = 0; i < l->o->nr_pids; i++) {
 		err = check_markers(l, l->o->pids[i].pid);
