@@ -521,3 +521,51 @@ def record_with_both_pid_and_command_says_both():
     p = run_plain([gl(), "record", "-o", tmpfile(".glc")])
     check(p.stderr.startswith("gpuleak record: record needs -p PID or a command: "),
           f"neither: {p.stderr!r}")
+
+
+# ---- rules: empty, unbalanced, unmatched ----------------------------------------------------
+
+@test(root=False)
+def empty_or_unbalanced_rules_are_usage_errors():
+    """--rule '' (an unset shell variable) and a quote left open are exit 2 with the place,
+    before anything runs; 'single' quotes are quotes, as in a shell."""
+    for rule, msg in (
+            ("", "gpuleak: --rule #1: no rule in '' (e.g. --rule 'persistent "
+                 "site=*kv_cache*')\n"),
+            ("  # only a comment", "gpuleak: --rule #1: no rule in '  # only a comment' (e.g. "
+                                   "--rule 'persistent site=*kv_cache*')\n"),
+            ("persistent site='abc", "gpuleak: --rule #1:1:17: unterminated quoted string "
+                                     "(' without its closing ')\n"),
+            ('persistent site="abc', "gpuleak: --rule #1:1:17: unterminated quoted string "
+                                     "(\" without its closing \")\n")):
+        for cmd in (["run"], ["report", "/nonexistent.glc"]):
+            p = run_plain([gl()] + cmd + ["--rule", rule] + (["--", "true"] if cmd == ["run"]
+                                                                else []))
+            eq((p.returncode, p.stderr, p.stdout), (2, msg, ""), f"{cmd[0]} --rule {rule!r}")
+
+
+@test
+def single_quotes_and_unmatched_rules():
+    """A rule in 'single' quotes matches as written; one of the user's rules that decided
+    nothing all run (a typo) is said once, at the end, live and offline; a preset's are not
+    (a preset covers what a stack may do)."""
+    loop = scenario("loop")
+    res = run_gpuleak(["run", "--rule", "persistent site='kv_cache_init'", "--rule",
+                       "persistent site=kv_cach_init", "--rule", "ignore api=cudaMalloc size>=1TiB",
+                       "--preset", "vllm", "--", loop, "3", "65536"])
+    v = res.verdict()
+    eq([r["site"].split("+")[0] for r in v["retained"]], ["kv_cache_init"], "quoted rule used")
+    said = re.findall(r"^gpuleak: warning: (.*): rule matched nothing: (.*)$", res.err, re.M)
+    eq(said, [("--rule #2:1", "persistent site=kv_cach_init"),
+              ("--rule #3:1", "ignore api=cudaMalloc size>=1TiB")], "said once each, in order")
+    cap = tmpfile(".glc")
+    try:
+        p = run_plain([gl(), "record", "-o", cap, "--", loop, "3", "65536"])
+        eq(p.returncode, 0, f"record: {p.stderr}")
+        p = run_plain([gl(), "report", cap, "--rule", "persistent site=kv_cach_init"])
+        eq(re.findall(r"^gpuleak: warning: .*rule matched nothing.*$", p.stderr, re.M),
+           ["gpuleak: warning: --rule #1:1: rule matched nothing: persistent site=kv_cach_init"],
+           "offline too")
+    finally:
+        if os.path.exists(cap):
+            os.unlink(cap)

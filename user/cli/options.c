@@ -267,8 +267,18 @@ static error_t parse_analysis(int key, char *arg, struct argp_state *state)
 		else if (key == OPT_RULE) {
 			char src[32];
 
+			size_t before = c->rules->n;
+
 			snprintf(src, sizeof(src), "--rule #%d", ++c->nr_rule_args);
 			ret = rules__parse(c->rules, arg, strlen(arg), src, err, sizeof(err));
+			/* Blank, or a comment: a rule meant and lost (an unset shell variable). */
+			if (!ret && c->rules->n == before) {
+				snprintf(err, sizeof(err),
+					 "%s: no rule in '%s' (e.g. --rule 'persistent "
+					 "site=*kv_cache*')",
+					 src, arg);
+				ret = -EINVAL;
+			}
 		} else
 			ret = rules__load_preset(c->rules, arg, err, sizeof(err));
 		if (ret) {
