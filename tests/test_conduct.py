@@ -569,3 +569,123 @@ def single_quotes_and_unmatched_rules():
     finally:
         if os.path.exists(cap):
             os.unlink(cap)
+
+
+# ---- the command line: help, --interval 0, --metrics ----------------------------------------
+
+COMMANDS = ("attach", "run", "record", "report", "probes")
+
+
+def help_text(args, fmt=None):
+    env = dict(os.environ)
+    env.pop("ARGP_HELP_FMT", None)
+    if fmt:
+        env["ARGP_HELP_FMT"] = fmt
+    p = run_plain([gl()] + args, env=env)
+    eq(p.returncode, 0, f"gpuleak {' '.join(args)}: {p.stderr}")
+    return p.stdout
+
+
+def paragraphs(text):
+    """--help's option entries and paragraphs, each as its lines."""
+    out, cur = [], []
+    for line in text.splitlines():
+        if not line.strip() or re.match(r"^\s{1,8}(-\w, )?--?\w", line):
+            if cur:
+                out.append(cur)
+            cur = [line] if line.strip() else []
+        else:
+            cur.append(line)
+    return out + ([cur] if cur else [])
+
+
+def cut_groups(lines, limit=40):
+    """The (...) groups and 'quoted' examples, short enough to fit on a line, that a line
+    break cuts in two (an apostrophe is not a quote)."""
+    joined, cuts = "", []
+    for i, line in enumerate(lines):
+        if i:
+            cuts.append(len(joined))
+            joined += " " + line.strip()
+        else:
+            joined = line.rstrip()
+    spans, stack, q = [], [], None
+    for j, c in enumerate(joined):
+        if c == "(":
+            stack.append(j)
+        elif c == ")" and stack:
+            spans.append((stack.pop(), j))
+        elif c == "'" and not (j and joined[j - 1].isalnum() and joined[j + 1:j + 2].isalnum()):
+            if q is None:
+                q = j
+            else:
+                spans.append((q, j))
+                q = None
+    return [joined[a:b + 1] for a, b in spans
+            if b - a < limit and any(a < c < b for c in cuts)]
+
+
+@test(root=False)
+def help_lines_do_not_break_mid_phrase():
+    """Every --help at gpuleak's own format (100 columns, the text from column 30: argp's 79
+    broke nearly every option mid-phrase): no line over 100 columns, and no short (...) or
+    'quoted' group cut by a line break. The user's ARGP_HELP_FMT still wins."""
+    for cmd in ((),) + tuple((c,) for c in COMMANDS):
+        text = help_text(list(cmd) + ["--help"])
+        long_lines = [l for l in text.splitlines() if len(l) > 100]
+        eq(long_lines, [], f"{cmd}: lines over 100 columns")
+        cut = [g for p in paragraphs(text) for g in cut_groups(p)]
+        eq(cut, [], f"gpuleak {' '.join(cmd)} --help: groups cut by a line break")
+    narrow = help_text(["run", "--help"], fmt="rmargin=60")
+    check(max(len(l) for l in narrow.splitlines()) <= 60, "ARGP_HELP_FMT=rmargin=60 honoured")
+
+
+@test(root=False)
+def help_command_and_run_help_lists_only_what_run_takes():
+    """gpuleak help and gpuleak help CMD are --help; every option run --help lists is one run
+    takes (each parses: only the missing command is wrong); help of no such command is 2."""
+    eq(help_text(["help"]), help_text(["--help"]), "gpuleak help")
+    for cmd in COMMANDS:
+        eq(help_text(["help", cmd]), help_text([cmd, "--help"]), f"gpuleak help {cmd}")
+    p = run_plain([gl(), "help", "bogus"])
+    eq(p.returncode, 2, "help bogus")
+    values = {"DURATION": "1s", "FILE": "/tmp/gpuleak-help-test", "N": "1", "BYTES": "4096",
+              "SPEC": "sync", "GEN": "sv", "NAME": "vllm", "TEXT": "persistent site=x",
+              "[ADDR]:PORT": ":0", "DIR": "/tmp", "K": "1", "sym:FILE:SYMBOL": "sym:f:s",
+              "sym:FILE:BEGIN,END": "sym:f:b,e"}
+    opts = re.findall(r"^\s{1,8}(?:-\w, )?(--[a-z][a-z-]*)(?:=(\S+))?",
+                      help_text(["run", "--help"]), re.M)
+    check(len(opts) > 20, f"options found: {opts}")
+    for opt, metavar in opts:
+        if opt in ("--help", "--usage", "--version"):
+            continue
+        value = os.path.join(ROOT, "rules", "vllm.rules") if opt == "--rules" else \
+            values.get(metavar)
+        arg = [f"{opt}={value}"] if metavar else [opt]
+        p = run_plain([gl(), "run"] + arg)
+        eq((p.returncode, p.stderr.splitlines()[0]),
+           (2, "gpuleak run: run needs a command: gpuleak run [OPTIONS] -- CMD ARGS"),
+           f"run {arg[0]} is taken")
+
+
+@test(root=False)
+def malformed_metrics_address_is_a_usage_error():
+    """--metrics ADDR that is no address is exit 2 at once (it was 1, after BPF was loaded);
+    --interval 0's words say what it does: no tables, and with --step a line for every step."""
+    for addr in ("abc", ":99999", ":x", "[::1", "::1:9464", ""):
+        p = run_plain([gl(), "run", "--metrics", addr, "--", "true"])
+        eq(p.returncode, 2, f"--metrics {addr!r}")
+        check(p.stderr.startswith(f"gpuleak run: invalid --metrics '{addr}' (PORT, :PORT, "
+                                  "ADDR:PORT or [IPv6]:PORT, a port of 0..65535)\n"),
+              f"--metrics {addr!r}: {p.stderr!r}")
+    h = " ".join(help_text(["run", "--help"]).split())
+    check("Print a compact table every DURATION, default 5s, 0: none; with --step, a line per "
+          "step instead, at most one per DURATION, 0: a line for every step" in h, h)
+
+
+@test
+def interval_0_prints_no_tables():
+    """--interval 0 without --step: the report only, no interval table."""
+    res = run_gpuleak(["run", "--interval", "0", "--", scenario("loop"), "30", "65536"])
+    eq(re.findall(r"^\[ *[\d.]+s\] pid", res.out, re.M), [], "no interval table")
+    eq([r for r in res.records if r.get("type") == "interval"], [], "no interval record")

@@ -6,6 +6,7 @@
  * (report), or the listing of probes (probes).
  */
 #include <argp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,8 +105,8 @@ static const char run_doc[] =
     "  sudo gpuleak run -- ./my_inference_server --model m.gguf\n"
     "  sudo gpuleak run --json out.ndjson --interval 0 -- python3 bench.py\n"
     "\n"
-    "A Ctrl-C typed on the terminal reaches CMD too: gpuleak waits for it to exit (a second "
-    "Ctrl-C stops at once). SIGINT sent to gpuleak alone (kill -INT), SIGTERM and SIGHUP stop "
+    "A Ctrl-C typed on the terminal reaches CMD too: gpuleak waits for it to exit; a second "
+    "Ctrl-C stops at once. SIGINT sent to gpuleak alone (kill -INT), SIGTERM and SIGHUP stop "
     "tracing at once: gpuleak reports, CMD runs on.\n"
     "\n"
     "CI gate: sudo gpuleak run --step sym:./server:decode_step --fail-on-leak \\\n"
@@ -387,6 +388,27 @@ static const struct command *command_named(const char *name)
 	return NULL;
 }
 
+/*
+ * --help as wide as the tree's 100 columns, the text from column 30: argp's 79 columns broke
+ * nearly every option's words mid-phrase. Set for argp only (the user's ARGP_HELP_FMT wins);
+ * the variable is gone again before anything runs, so the command never inherits it.
+ */
+static bool help_fmt_set;
+
+static void help_format(void)
+{
+	if (getenv("ARGP_HELP_FMT"))
+		return;
+	help_fmt_set = !setenv("ARGP_HELP_FMT", "rmargin=100,opt-doc-col=30", 0);
+}
+
+static void help_format_done(void)
+{
+	if (help_fmt_set)
+		unsetenv("ARGP_HELP_FMT");
+	help_fmt_set = false;
+}
+
 static void set_defaults(struct cli *c, const struct command *cmd)
 {
 	c->cmd = cmd->name;
@@ -414,6 +436,28 @@ int main(int argc, char **argv)
 	int ret;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	help_format();
+	/* gpuleak help [COMMAND]: the same as --help, for those who type it that way. */
+	if (argc >= 2 && !strcmp(argv[1], "help")) {
+		/* --help prints and exits 0 */
+		if (argc == 2)
+			return argp_parse(&top, 2, (char *[]){"gpuleak", "--help", NULL}, 0, NULL,
+					  NULL)
+				   ? GL_EXIT_USAGE
+				   : GL_EXIT_OK;
+		cmd = command_named(argv[2]);
+		if (!cmd || argc > 3) {
+			fprintf(stderr,
+				"gpuleak: help takes one command: attach, run, probes, record "
+				"or report (gpuleak help COMMAND)\n");
+			return GL_EXIT_USAGE;
+		}
+		snprintf(name, sizeof(name), "gpuleak %s", cmd->name);
+		set_defaults(&c, cmd);
+		return argp_parse(cmd->argp, 2, (char *[]){name, "--help", NULL}, 0, NULL, &c)
+			   ? GL_EXIT_USAGE
+			   : GL_EXIT_OK;
+	}
 	if (argc < 2 || argv[1][0] == '-') {
 		/* gpuleak --help, --version, or a mistake */
 		argp_parse(&top, argc, argv, 0, NULL, NULL);
@@ -439,10 +483,12 @@ int main(int argc, char **argv)
 	}
 	/* argp exits with argp_err_exit_status on usage errors. */
 	argp_err_exit_status = GL_EXIT_USAGE;
-	if (argp_parse(cmd->argp, argc - 1, argv + 1, ARGP_IN_ORDER, NULL, &c))
+	if (argp_parse(cmd->argp, argc - 1, argv + 1, ARGP_IN_ORDER, NULL, &c)) {
 		ret = GL_EXIT_USAGE;
-	else
+	} else {
+		help_format_done();
 		ret = cmd->run(&c);
+	}
 	rules__free(c.rules);
 	free(c.req_spec);
 	free(c.t.pids);

@@ -13,6 +13,7 @@
 #include "lib/log.h"
 #include "lib/units.h"
 #include "lib/vec.h"
+#include "live/http.h"
 #include "probe/wgpu_abi.h"
 #include "symbols/symbolizer.h"
 
@@ -110,9 +111,9 @@ static const struct argp_option analysis_options[] = {
      "Rules for a known stack: vllm, hf-transformers, ort-webgpu, llama.cpp (files in rules/)", 1},
     {NULL, 0, NULL, 0, "Steps and leak timelines:", 2},
     {"step", OPT_STEP, "SPEC", 0,
-     "Step boundaries: interval:DURATION (default interval:1s), sync (CUDA syncs, WebGPU "
-     "queue submits), sym:FILE:SYMBOL (each call of a function), nvtx:NAME (each NVTX "
-     "range of that name)",
+     "Step boundaries, one of: interval:DURATION, a time slice, by default interval:1s; "
+     "sync, each CUDA sync or WebGPU queue submit; sym:FILE:SYMBOL, each call of a function; "
+     "nvtx:NAME, each NVTX range of that name",
      2},
     {"request", OPT_REQUEST, "sym:FILE:BEGIN,END", 0,
      "Request boundaries: calls of BEGIN and END in FILE", 2},
@@ -129,9 +130,11 @@ static const struct argp_option analysis_options[] = {
     {"fail-on-leak", OPT_FAIL_ON_LEAK, NULL, 0,
      "CI gate: exit 3 on a growth leak, a rule violation or --max-live-at-exit", 3},
     {"max-growth", OPT_MAX_GROWTH, "BYTES", 0,
-     "Gate: growth per step a site may have (default 0: any growth leak fails)", 3},
+     "Gate: growth per step a site may have; default 0: any growth leak fails", 3},
     {"max-live-at-exit", OPT_MAX_LIVE, "BYTES", 0,
-     "Gate: leaked bytes allowed at the end (persistent, ignored, init excluded)", 3},
+     "Gate: leaked bytes allowed at the end, not counting what is persistent, ignored or "
+     "retained by init",
+     3},
     {NULL, 0, NULL, 0, "Pictures (written at the end):", 4},
     {"folded", OPT_FOLDED, "FILE", 0,
      "Live bytes by stack in the folded format of flamegraph.pl and speedscope", 4},
@@ -304,7 +307,9 @@ static const struct argp_option output_options[] = {
      0},
     {"top", OPT_TOP, "N", 0, "Sites listed in interval tables (default 5)", 0},
     {"interval", 'i', "DURATION", 0,
-     "Print a compact table every DURATION (default 5s; 0 disables)", 0},
+     "Print a compact table every DURATION, default 5s, 0: none; with --step, a line per step "
+     "instead, at most one per DURATION, 0: a line for every step",
+     0},
     {},
 };
 
@@ -349,8 +354,8 @@ static char *output_help(int key, const char *text, void *input)
 	if (key == OPT_JSON)
 		return strdup("Write NDJSON: the verdict per process (and intervals)");
 	if (key == 'i')
-		return strdup("Print a compact table every DURATION of recorded time (default 0: "
-			      "none)");
+		return strdup("Print a compact table every DURATION of recorded time; default 0: "
+			      "none");
 	return (char *)text;
 }
 
@@ -430,6 +435,12 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 		c->t.follow = true;
 		break;
 	case OPT_METRICS:
+		/* A typo is the command line's fault: exit 2 before anything is loaded. */
+		if (http__check_addr(arg))
+			argp_error(state,
+				   "invalid --metrics '%s' (PORT, :PORT, ADDR:PORT or [IPv6]:PORT, "
+				   "a port of 0..65535)",
+				   arg);
 		c->t.metrics_addr = arg;
 		break;
 	case 'd':
