@@ -90,13 +90,16 @@ struct frame {
 	__u64 ts_ns; /* entry time, syncs only */
 	__s32 stack_id;
 	__u32 api;
-	__u32 hflags; /* enum gl_hdr_flags found at entry */
-	__u32 pad;
+	__u32 hflags;	  /* enum gl_hdr_flags found at entry */
+	__u32 layer_seen; /* the record of an allocation nested in this one (its layer) went out */
 };
 
 struct tstate {
 	__u32 depth;
 	__u32 pad;
+	/* Entry sp of the last allocation counted as returning without its entry: the call
+	 * around it returns so too, and is that same allocation (count_orphan_alloc). */
+	__u64 orphan_sp;
 	struct frame f[GL_MAX_DEPTH];
 	/* Per frame, only for APIs whose spec asks: kept apart so frames stay small. */
 	__u8 desc[GL_MAX_DEPTH][GL_DESC_MAX];
@@ -381,35 +384,6 @@ static __always_inline bool is_alloc(struct gl_api_spec s)
 }
 
 /*
- * Frames above the one a return matched are calls whose return never came: entered while
- * gpuleak attached its entry link but not yet its return link, or left by a longjmp or an
- * exception. An allocation among them may have succeeded unseen: a missed allocation of the
- * size its arguments said (unsized when that was a pointer, or a descriptor's).
- */
-static __always_inline void count_stale(struct tstate *st, __u32 i, __u32 stale, __u32 pid)
-{
-	count_loss(pid, GL_STAT_STALE_FRAMES, stale);
-	for (__u32 k = 1; k < GL_MAX_DEPTH; k++) {
-		struct frame *sf;
-		struct gl_api_spec s;
-
-		if (k > stale)
-			break;
-		sf = &st->f[(i + k) & (GL_MAX_DEPTH - 1)];
-		if (sf->api >= GL_API_MAX)
-			continue;
-		s = specs[sf->api];
-		if (!is_alloc(s))
-			continue;
-		count_loss(pid, GL_STAT_LOST_ALLOCS, 1);
-		if (!s.arg_size || (s.flags & GL_SPEC_SIZE_BY_PTR))
-			count_loss(pid, GL_STAT_LOST_ALLOCS_UNSIZED, 1);
-		else
-			count_loss(pid, GL_STAT_LOST_ALLOC_BYTES, sf->size * sf->mul);
-	}
-}
-
-/*
  * Whether the GPU allocation api at depth d runs inside a traced allocation of memory on
  * this thread (GL_SPEC_LAYERS): the runtime's cuMemAlloc under cudaMalloc, a VMM handle
  * under ncclMemAlloc. The tracker folds those into the allocation above as its layers, so
@@ -425,6 +399,37 @@ static __always_inline bool under_alloc(const struct tstate *st, __u32 d, __u16 
 		return false;
 	outer = st->f[(d - 1) & (GL_MAX_DEPTH - 1)].api;
 	return outer < GL_API_MAX && (specs[outer].flags & GL_SPEC_LAYERS);
+}
+
+/*
+ * Frames above the one a return matched are calls whose return never came: entered while
+ * gpuleak attached its entry link but not yet its return link, or left by a longjmp or an
+ * exception. An allocation among them may have succeeded unseen: a missed allocation of the
+ * size its arguments said (unsized when that was a pointer, or a descriptor's), counted once:
+ * at the outermost call, not again at its layers (cudaMalloc's cuMemAlloc).
+ */
+static __always_inline void count_stale(struct tstate *st, __u32 i, __u32 stale, __u32 pid)
+{
+	count_loss(pid, GL_STAT_STALE_FRAMES, stale);
+	for (__u32 k = 1; k < GL_MAX_DEPTH; k++) {
+		struct frame *sf;
+		struct gl_api_spec s;
+
+		if (k > stale)
+			break;
+		sf = &st->f[(i + k) & (GL_MAX_DEPTH - 1)];
+		if (sf->api >= GL_API_MAX)
+			continue;
+		s = specs[sf->api];
+		/* A layer of the allocation around it is that allocation: counted there. */
+		if (!is_alloc(s) || under_alloc(st, i + k, sf->api))
+			continue;
+		count_loss(pid, GL_STAT_LOST_ALLOCS, 1);
+		if (!s.arg_size || (s.flags & GL_SPEC_SIZE_BY_PTR))
+			count_loss(pid, GL_STAT_LOST_ALLOCS_UNSIZED, 1);
+		else
+			count_loss(pid, GL_STAT_LOST_ALLOC_BYTES, sf->size * sf->mul);
+	}
 }
 
 /*
@@ -484,6 +489,7 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 	f->api = api;
 	f->stack_id = -1;
 	f->hflags = 0;
+	f->layer_seen = 0;
 	/* No label unless this call's descriptor names one (AT_RETURN copies none at entry). */
 	st->label_len[d & (GL_MAX_DEPTH - 1)] = ~0U;
 	if (s.arg_desc && !(s.flags & GL_SPEC_DESC_AT_RETURN)) {
@@ -764,25 +770,55 @@ static __always_inline bool alloc_succeeded(struct pt_regs *ctx, struct gl_api_s
 	return false;
 }
 
-/* The record of a successful allocation was lost: count it, and its bytes at depth 0. */
+/*
+ * The record of a successful allocation was lost: count it, and its bytes. Once per
+ * allocation, as the tracker folds layers into the allocation above them: a layer (the
+ * driver's record under cudaMalloc's) is part of the outer call, lost or not, and a flood
+ * that loses both records missed one allocation, not two; one whose layer's record went out
+ * missed none (the tracker takes the layer for the allocation).
+ */
 static __always_inline void count_lost_alloc(struct pt_regs *ctx, struct gl_api_spec s,
-					     struct frame *f, __u32 pid, __u32 depth)
+					     struct frame *f, __u32 pid, bool layer)
 {
 	__u64 size = f->size * f->mul;
 
-	if (!alloc_succeeded(ctx, s))
+	/* A layer's record that went out shows the memory: the tracker has it, not missed. */
+	if (layer || f->layer_seen || !alloc_succeeded(ctx, s))
 		return;
 	count_loss(pid, GL_STAT_LOST_ALLOCS, 1);
 	/* Pitch sizes are read through a pointer at return: not worth it for a lost record. */
 	if (s.flags & GL_SPEC_SIZE_BY_PTR)
 		count_loss(pid, GL_STAT_LOST_ALLOCS_UNSIZED, 1);
-	else if (!depth)
+	else
 		count_loss(pid, GL_STAT_LOST_ALLOC_BYTES, size);
 }
 
+/*
+ * A successful allocation returning without its entry: in flight when gpuleak attached, its
+ * memory never seen and its size unknown. Calls in flight at attach nest: the driver's
+ * cuMemAlloc returns without its entry inside cudaMalloc, which then does too, deeper on
+ * the stack first. One allocation: counted at the first, and the allocation around it
+ * (whose entry sp lies above) is not counted again.
+ */
+static __always_inline void count_orphan_alloc(struct tstate *st, __u16 api, struct gl_api_spec s,
+					       __u64 entry_sp, __u32 pid)
+{
+	if (st && st->orphan_sp && st->orphan_sp < entry_sp && (s.flags & GL_SPEC_LAYERS)) {
+		st->orphan_sp = entry_sp;
+		return;
+	}
+	count_loss(pid, GL_STAT_LOST_ALLOCS, 1);
+	count_loss(pid, GL_STAT_LOST_ALLOCS_UNSIZED, 1);
+	/* Host memory a GPU call allocates is its own (under_alloc): no layer of it. */
+	if (st && GL_API_FAMILY(api) != GL_FAM_LIBC)
+		st->orphan_sp = entry_sp;
+}
+
 /* A return without a descriptor: the short record when it says all (gl_small_rec). */
+/* outer: the frame of the allocation this one is a layer of (under_alloc), else NULL. */
 static __always_inline int emit_exit(struct pt_regs *ctx, struct gl_api_spec s, __u16 api,
-				     __u64 pid_tgid, __u32 depth, __u32 stale, struct frame *f)
+				     __u64 pid_tgid, __u32 depth, __u32 stale, struct frame *f,
+				     struct frame *outer)
 {
 	struct gl_call_rec c, *r;
 	struct gl_small_rec *sr;
@@ -799,17 +835,20 @@ static __always_inline int emit_exit(struct pt_regs *ctx, struct gl_api_spec s, 
 		sr->caller = c.caller;
 		sr->size = c.size;
 		bpf_ringbuf_submit(sr, rb_flags(s.flags, GL_SMALL_ALLOC_SIZE));
-		return 0;
+		goto sent;
 	}
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r)
 		goto lost;
 	*r = c;
 	bpf_ringbuf_submit(r, rb_flags(s.flags, sizeof(*r)));
+sent:
+	if (outer && c.hdr.kind == GL_REC_ALLOC)
+		outer->layer_seen = 1;
 	return 0;
 lost:
 	count_loss(pid_tgid >> 32, GL_STAT_RB_FULL, 1);
-	count_lost_alloc(ctx, s, f, pid_tgid >> 32, depth);
+	count_lost_alloc(ctx, s, f, pid_tgid >> 32, outer != NULL);
 	return 0;
 }
 
@@ -823,7 +862,7 @@ int gl_exit(struct pt_regs *ctx)
 	struct gl_api_spec s;
 	struct gl_desc_rec *dr;
 	struct tstate *st;
-	struct frame *f;
+	struct frame *f, *outer;
 	__u32 d, i = 0, stale;
 	bool label;
 	__u64 handle;
@@ -835,10 +874,9 @@ int gl_exit(struct pt_regs *ctx)
 	st = tstate_get(false);
 	if (!st) {
 		count_loss(pid, GL_STAT_RET_NO_ENTRY, 1);
-		if (alloc_succeeded(ctx, s)) {
-			count_loss(pid, GL_STAT_LOST_ALLOCS, 1);
-			count_loss(pid, GL_STAT_LOST_ALLOCS_UNSIZED, 1);
-		}
+		/* The thread's state, made now: it remembers the allocation for its outer call. */
+		if (alloc_succeeded(ctx, s))
+			count_orphan_alloc(tstate_get(true), api, s, entry_sp, pid);
 		return 0;
 	}
 	d = st->depth;
@@ -856,10 +894,8 @@ int gl_exit(struct pt_regs *ctx)
 		count_loss(pid, GL_STAT_RET_NO_ENTRY, 1);
 		/* An allocation that began before attach, or whose entry was not kept: its
 		 * memory is never seen, and its size was an argument. */
-		if (alloc_succeeded(ctx, s)) {
-			count_loss(pid, GL_STAT_LOST_ALLOCS, 1);
-			count_loss(pid, GL_STAT_LOST_ALLOCS_UNSIZED, 1);
-		}
+		if (alloc_succeeded(ctx, s))
+			count_orphan_alloc(st, api, s, entry_sp, pid);
 		return 0;
 	}
 	/* The slot stays intact until this thread's next traced call: no copy needed. */
@@ -869,13 +905,14 @@ int gl_exit(struct pt_regs *ctx)
 	if (stale)
 		count_stale(st, i, stale, pid);
 
+	outer = under_alloc(st, i, api) ? &st->f[(i - 1) & (GL_MAX_DEPTH - 1)] : NULL;
 	if (!s.arg_desc)
-		return emit_exit(ctx, s, api, pid_tgid, i, stale, f);
+		return emit_exit(ctx, s, api, pid_tgid, i, stale, f, outer);
 	/* Separate reservations of constant size: the verifier needs to see which it is. */
 	dr = bpf_ringbuf_reserve(&events, sizeof(*dr), 0);
 	if (!dr) {
 		count_loss(pid, GL_STAT_RB_FULL, 1);
-		count_lost_alloc(ctx, s, f, pid, i);
+		count_lost_alloc(ctx, s, f, pid, outer != NULL);
 		return 0;
 	}
 	fill_exit(ctx, s, api, pid_tgid, i, stale, f, &dr->call);
@@ -902,6 +939,8 @@ int gl_exit(struct pt_regs *ctx)
 	/* User space waits for the label before judging what the handle is (its rule). */
 	if (label)
 		dr->call.hdr.flags |= GL_HF_LABEL;
+	if (outer && dr->call.hdr.kind == GL_REC_ALLOC)
+		outer->layer_seen = 1;
 	bpf_ringbuf_submit(dr, rb_flags(s.flags, sizeof(*dr)));
 	/* The handle exists only now: a label read at entry follows its allocation. */
 	if (label)
