@@ -328,7 +328,7 @@ static error_t parse_output(int key, char *arg, struct argp_state *state)
 		break;
 	case 'i':
 		if (parse_duration_ns(arg, &c->out.interval_ns))
-			argp_error(state, "invalid interval '%s' (e.g. 2s; 0 disables)", arg);
+			argp_error(state, "invalid interval '%s' (e.g. 2s; 0: no tables)", arg);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
