@@ -441,7 +441,7 @@ int main(int argc, char **argv)
 	if (argc >= 2 && !strcmp(argv[1], "help")) {
 		/* --help prints and exits 0 */
 		if (argc == 2)
-			return argp_parse(&top, 2, (char *[]){"gpuleak", "--help", NULL}, 0, NULL,
+			return argp_parse(&top, 2, (char *[]){argv[0], "--help", NULL}, 0, NULL,
 					  NULL)
 				   ? GL_EXIT_USAGE
 				   : GL_EXIT_OK;
