@@ -202,8 +202,8 @@ struct gl_proc_rec {
 
 /* GL_REC_TASK events: what the scheduler tracepoints saw of a traced process. */
 enum gl_task_event {
-	GL_TASK_FORK = 1, /* pid was forked by ppid (followed: --follow) */
-	GL_TASK_EXEC = 2, /* pid exec'd a new program */
+	GL_TASK_FORK = 1, /* pid was forked by ppid (followed with --follow, else said) */
+	GL_TASK_EXEC = 2, /* pid exec'd a new program (followed, with or without --follow) */
 	GL_TASK_EXIT = 3, /* pid's last thread exited: exit_code is its wait status */
 	/*
 	 * Thread hdr.tid of pid was made by thread ppid while ppid was inside the traced call
@@ -214,7 +214,9 @@ enum gl_task_event {
 };
 
 enum gl_task_flags {
-	GL_TF_STOPPED = 1 << 0, /* BPF sent pid SIGSTOP: user space attaches, then resumes it */
+	GL_TF_STOPPED = 1 << 0,	   /* BPF sent pid SIGSTOP: user space attaches, then resumes it */
+	GL_TF_UNFOLLOWED = 1 << 1, /* FORK without --follow: not traced, told for the user's
+				    * sake (a command that forks its work, sh -c) */
 };
 
 struct gl_task_rec {

@@ -11,6 +11,7 @@
 #include "lib/exit.h"
 #include "lib/infile.h"
 #include "lib/log.h"
+#include "lib/term.h"
 #include "probe/catalog.h"
 #include "probe/dawn_procs.h"
 #include "probe/elf_obj.h"
@@ -98,7 +99,7 @@ static void print_sites(const struct module *m, FILE *out)
 			s->source == SITE_DAWN_PROCS ? "table"
 			: s->local		     ? "local"
 						     : "global",
-			probe, m->path);
+			probe, term_tmp(m->path));
 	}
 }
 
@@ -117,17 +118,17 @@ static void print_placement(const struct module *m, FILE *out)
 				"  %s in %s: probe moved %u bytes past its entry's %s, "
 				"which the kernel single-steps; what it skips changes no argument, "
 				"no stack or frame pointer, no memory\n",
-				api, m->name, s->place.moved, s->place.first);
+				api, term_tmp(m->name), s->place.moved, s->place.first);
 		else if (s->place.place == PLACE_SLOW)
 			fprintf(out,
 				"  %s in %s: probe on %s, which the kernel single-steps "
 				"(~20 us per call on a VM), not moved: %s\n",
-				api, m->name, s->place.first, s->place.why);
+				api, term_tmp(m->name), s->place.first, s->place.why);
 		else if (s->place.place == PLACE_REFUSED)
 			fprintf(out,
 				"  %s in %s: the kernel refuses a probe on %s, not traced: "
 				"%s\n",
-				api, m->name, s->place.first, s->place.why);
+				api, term_tmp(m->name), s->place.first, s->place.why);
 	}
 }
 
@@ -136,10 +137,10 @@ static int print_module(struct module *m, bool *header)
 	int err = module__scan(m);
 
 	if (err && gl_verbosity)
-		fprintf(stderr, "%s: not readable as ELF: %s\n", m->path, strerror(-err));
+		fprintf(stderr, "%s: not readable as ELF: %s\n", term_tmp(m->path), strerror(-err));
 	if (!m->nr_sites) {
 		if (gl_verbosity && !err)
-			fprintf(stderr, "%s: no traced APIs\n", m->path);
+			fprintf(stderr, "%s: no traced APIs\n", term_tmp(m->path));
 		return 0;
 	}
 	if (!*header) {
@@ -159,16 +160,18 @@ static void print_wgpu_abi(struct module *m)
 	if (!m->nr_wgpu_funcs)
 		return;
 	if (m->dawn) {
-		printf("%s: no wgpu* symbols; entry points from %s\n", m->path, m->dawn->why);
+		printf("%s: no wgpu* symbols; entry points from %s\n", term_tmp(m->path),
+		       m->dawn->why);
 		if (m->dawn->nr_error_vptr) {
-			printf("%s: error objects told by their class: vtables at", m->path);
+			printf("%s: error objects told by their class: vtables at",
+			       term_tmp(m->path));
 			for (size_t i = 0; i < m->dawn->nr_error_vptr; i++)
 				printf(" 0x%" PRIx64, m->dawn->error_vptr[i]);
 			printf(" (RTTI: ErrorBuffer, TextureBase)\n");
 		} else {
 			printf("%s: error objects told by their reference count word (no RTTI for "
 			       "Dawn's error classes)\n",
-			       m->path);
+			       term_tmp(m->path));
 		}
 		/* -v: the whole table, for a user checking what else Dawn exports there. */
 		for (size_t i = 0; gl_verbosity && i < m->dawn->n; i++) {
@@ -180,10 +183,11 @@ static void print_wgpu_abi(struct module *m)
 			       dawn_procs__how(p->how), p->shared > 1 ? ", folded" : "");
 		}
 	}
-	printf("%s: %s (%s)\n", m->path, wgpu_abi__describe(&m->wgpu, d, sizeof(d)), m->wgpu.why);
+	printf("%s: %s (%s)\n", term_tmp(m->path), wgpu_abi__describe(&m->wgpu, d, sizeof(d)),
+	       m->wgpu.why);
 	if (m->nr_wgpu_dropped)
 		printf("%s: %u WebGPU functions not traced: generation unknown (--webgpu-abi)\n",
-		       m->path, m->nr_wgpu_dropped);
+		       term_tmp(m->path), m->nr_wgpu_dropped);
 }
 
 /* --lib PATH: returns how many required APIs it has, or -errno said on stderr. */

@@ -11,6 +11,7 @@
 #include "lib/json.h"
 #include "lib/log.h"
 #include "probe/dawn_procs.h"
+#include "lib/term.h"
 #include "probe/modules.h"
 #include "probe/catalog.h"
 #include "probe/proc_maps.h"
@@ -417,15 +418,16 @@ void attach__print_objects(const struct attach *a, pid_t pid, const struct proc_
 			continue;
 		module__scan(mod);
 		if (!mod->elf)
-			fprintf(out, "  %s: not readable as ELF (%s)\n", mod->path,
+			fprintf(out, "  %s: not readable as ELF (%s)\n", term_tmp(mod->path),
 				strerror(-mod->open_err));
 		else if (module__has_hidden_dawn(mod))
 			fprintf(out,
 				"  %s: Dawn (WebGPU) linked in without wgpu* symbols (static, "
 				"stripped): its WebGPU calls cannot be traced by name\n",
-				mod->path);
+				term_tmp(mod->path));
 		else
-			fprintf(out, "  %s: %zu traced functions%s\n", mod->path, mod->nr_required,
+			fprintf(out, "  %s: %zu traced functions%s\n", term_tmp(mod->path),
+				mod->nr_required,
 				elf_obj__has_symtab(mod->elf) ? "" : " (no .symtab)");
 	}
 }
@@ -435,7 +437,7 @@ void attach__print(const struct attach *a, FILE *out)
 	size_t i;
 
 	for (i = 0; i < a->n; i++) {
-		fprintf(out, "pid %d: %s (%zu probes)\n", a->v[i].pid, a->v[i].mod->path,
+		fprintf(out, "pid %d: %s (%zu probes)\n", a->v[i].pid, term_tmp(a->v[i].mod->path),
 			a->v[i].nr_probes);
 	}
 }
@@ -568,6 +570,16 @@ static int marker_anywhere(struct attach *a, pid_t pid, const struct proc_maps *
 	return found ? 0 : -ENOENT;
 }
 
+/* A library is named by its DT_SONAME too (libfoo.so.1 for libfoo.so.1.2.3): as DT_NEEDED
+ * names it, and as markers__check_exec finds it. */
+static bool has_soname(struct attach *a, pid_t pid, const struct pmap_ent *e, const char *name)
+{
+	struct module *mod = modules__get(a->mods, pid, e);
+	const struct elf_dyn *dy = mod && mod->elf ? elf_obj__dyn(mod->elf) : NULL;
+
+	return dy && dy->soname && !strcmp(dy->soname, name);
+}
+
 int attach__marker(struct attach *a, pid_t pid, const struct proc_maps *m, const char *file,
 		   const char *symbol, unsigned int api)
 {
@@ -587,7 +599,8 @@ int attach__marker(struct attach *a, pid_t pid, const struct proc_maps *m, const
 		for (i = 0; m && i < m->n && !mod; i++) {
 			const char *b = m->v[i].path ? strrchr(m->v[i].path, '/') : NULL;
 
-			if (m->v[i].exec && b && !strcmp(b + 1, file)) {
+			if (m->v[i].exec && b &&
+			    (!strcmp(b + 1, file) || has_soname(a, pid, &m->v[i], file))) {
 				mod = modules__get(a->mods, pid, &m->v[i]);
 				proc_maps__open_path(pid, &m->v[i], open_path, sizeof(open_path));
 				path = open_path;

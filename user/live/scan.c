@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
 #include <stdio.h>
+#include "lib/log.h"
 #include "live/attach.h"
 #include "live/feed.h"
 #include "live/live.h"
@@ -53,9 +54,8 @@ void scan__say_tracing(struct live *l, const struct target *t)
 	if (t->ns_pid)
 		n += snprintf(about + n, sizeof(about) - n, "%spid %u in its namespace",
 			      n ? ", " : " (", t->ns_pid);
-	fprintf(stderr, "gpuleak: tracing pid %d%s%s: %zu probes in %zu objects\n", t->pid, about,
-		n ? ")" : "", attach__nr_probes(l->att, t->pid),
-		attach__nr_objects(l->att, t->pid));
+	pr_note("tracing pid %d%s%s: %zu probes in %zu objects\n", t->pid, about, n ? ")" : "",
+		attach__nr_probes(l->att, t->pid), attach__nr_objects(l->att, t->pid));
 }
 
 static void class_rec(struct live *l, pid_t pid, enum gl_class_kind kind, uint64_t vptr,
