@@ -448,8 +448,8 @@ static char *output_help(int key, const char *text, void *input)
 	if (!is_command(input, "report"))
 		return (char *)text;
 	if (key == OPT_JSON)
-		return strdup("Write NDJSON: the verdict per process (and intervals; -: standard "
-			      "output)");
+		return strdup("Write NDJSON: the verdict per process, and intervals; - is standard "
+			      "output");
 	if (key == 'i')
 		return strdup("Print a compact table every DURATION of recorded time; default 0: "
 			      "none");
