@@ -659,12 +659,21 @@ def scrape(url):
 def wait_metrics(url, what, **want):
     """Scrapes until each metric named in want, summed over its samples, has that value: to
     wait until gpuleak has seen a count of work (the timeout only bounds a hang)."""
+    last = {}
+
     def poll():
         got = scrape(url)
-        if got is not None and all(total(got, name) == v for name, v in want.items()):
-            return got
+        if got is not None:
+            last.update({name: total(got, name) for name in want})
+            last["dropped"] = total(got, "gpuleak_dropped_total")
+            if all(last[name] == v for name, v in want.items()):
+                return got
         return None
-    return harness.wait_for(what, poll)
+    try:
+        return harness.wait_for(what, poll)
+    except harness.Fail as e:
+        # What it had seen by then tells a hang from a loss from a miscount.
+        raise harness.Fail(f"{e}; last scrape: {last}, wanted {want}") from None
 
 
 def curl(url, accept=None):
