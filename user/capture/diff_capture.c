@@ -94,7 +94,6 @@ static void on_step(void *ctx, const struct analysis *an, struct symbolizer *sym
 	const struct tracker *t = an->t;
 	const struct tproc *tp = tracker__proc(an->t, pid);
 	struct diff_proc *p;
-	uint64_t requests;
 	int pi, si, err = 0;
 	size_t i;
 
@@ -110,6 +109,10 @@ static void on_step(void *ctx, const struct analysis *an, struct symbolizer *sym
 		const struct site *s = &t->sites[idx];
 		int64_t d;
 
+		/* Touched and back (a WebGPU object's memory moved on to its label's site): a site
+		 * only when it holds something, or the verdict or its allocations name it. */
+		if ((idx >= l->cap_parts || !l->parts[idx].known) && !s->live_bytes)
+			continue;
 		si = site_of(l, t, sym, pi, idx);
 		if (si < 0) {
 			err = si;
@@ -124,9 +127,9 @@ static void on_step(void *ctx, const struct analysis *an, struct symbolizer *sym
 					s->cls == CLS_NONE ? d : 0, s->cls == CLS_INIT ? d : 0);
 	}
 	p = &l->run->procs[pi];
-	requests = (p->nr_series ? p->series[p->nr_series - 1].requests : 0) + st->requests;
 	if (!err)
-		err = diff_proc__step(l->run, p, st->step, st->live, requests);
+		err = diff_proc__step(l->run, p, st->step, st->live, st->requests, st->allocs,
+				      st->allocated);
 	l->err = err;
 }
 

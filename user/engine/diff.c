@@ -257,8 +257,10 @@ int diff_site__change(struct diff_run *r, struct diff_proc *p, struct diff_site 
 }
 
 int diff_proc__step(struct diff_run *r, struct diff_proc *p, int64_t step, uint64_t live,
-		    uint64_t requests)
+		    uint64_t requests, uint64_t allocs, uint64_t alloc_bytes)
 {
+	struct diff_step st = {.step = step, .live = live};
+
 	if (p->series_cut)
 		return 0;
 	if (r->samples >= DIFF_MAX_SAMPLES) {
@@ -267,8 +269,14 @@ int diff_proc__step(struct diff_run *r, struct diff_proc *p, int64_t step, uint6
 	}
 	if (vec_grow((void **)&p->series, &p->cap_series, p->nr_series, sizeof(*p->series)))
 		return -ENOMEM;
-	p->series[p->nr_series++] =
-	    (struct diff_step){.step = step, .live = live, .requests = requests};
+	if (p->nr_series)
+		st = p->series[p->nr_series - 1];
+	st.step = step;
+	st.live = live;
+	st.requests += requests;
+	st.allocs += allocs;
+	st.alloc_bytes += alloc_bytes;
+	p->series[p->nr_series++] = st;
 	r->samples++;
 	return 0;
 }
@@ -841,6 +849,7 @@ static void proc_values(struct diff_proc_pair *pp, const struct diff_opts *o)
 {
 	static const struct diff_proc none = {.sites_exact = true};
 	const struct diff_proc *b = pp->b ? pp->b : &none, *n = pp->n ? pp->n : &none;
+	const struct diff_step *sb, *sn;
 	size_t k;
 
 	pp->clean_b = !pp->b || clean(b);
@@ -869,8 +878,15 @@ static void proc_values(struct diff_proc_pair *pp, const struct diff_opts *o)
 		return;
 	}
 	/* At a step: the process's live bytes from its steps, the rest summed over its sites,
-	 * which holds only when the sites' series have every change. */
-	pp->live = val((double)step_at(b, pp->step_b)->live, (double)step_at(n, pp->step_n)->live);
+	 * which holds only when the sites' series have every change. Allocation per step over
+	 * the steps up to it. */
+	sb = step_at(b, pp->step_b);
+	sn = step_at(n, pp->step_n);
+	pp->live = val((double)sb->live, (double)sn->live);
+	pp->alloc_bytes_per_step = val(per_step(sb->alloc_bytes, (size_t)(sb - b->series) + 1),
+				       per_step(sn->alloc_bytes, (size_t)(sn - n->series) + 1));
+	pp->allocs_per_step = val(per_step(sb->allocs, (size_t)(sb - b->series) + 1),
+				  per_step(sn->allocs, (size_t)(sn - n->series) + 1));
 	pp->peak = val((double)proc_peak(b, pp->step_b), (double)proc_peak(n, pp->step_n));
 	if (!b->sites_exact || !n->sites_exact) {
 		pp->caveat = DIFF_INEXACT_SITES;

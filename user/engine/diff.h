@@ -76,11 +76,12 @@ struct diff_site {
 	size_t nr_samples, cap_samples;
 };
 
-/* A process's live bytes at the end of each step, and the requests completed by then. */
+/* A process's live bytes at the end of each step, and what it did up to then. */
 struct diff_step {
 	int64_t step;
 	uint64_t live;
-	uint64_t requests; /* cumulative */
+	uint64_t requests;	      /* completed, cumulative */
+	uint64_t allocs, alloc_bytes; /* cumulative */
 };
 
 struct diff_proc {
@@ -144,9 +145,10 @@ int diff_proc__site(struct diff_proc *p, const char *api, const char *name, cons
 /* The site's bytes changed by these amounts at the end of step: a sample. 0 or -ENOMEM. */
 int diff_site__change(struct diff_run *r, struct diff_proc *p, struct diff_site *s, int64_t step,
 		      int64_t d_live, int64_t d_leaked, int64_t d_init);
-/* p closed step with live bytes and requests completed so far. 0 or -ENOMEM. */
+/* p closed step with live bytes, and in it completed requests and made allocs allocations of
+ * alloc_bytes. 0 or -ENOMEM. */
 int diff_proc__step(struct diff_run *r, struct diff_proc *p, int64_t step, uint64_t live,
-		    uint64_t requests);
+		    uint64_t requests, uint64_t allocs, uint64_t alloc_bytes);
 /*
  * Split a site name as the reports write it into what sites are matched by:
  * "func+0x1a (module)", "func (file.py:42)", "module+0x1f00" (no symbol), "0x7f12..."/"?"

@@ -29,7 +29,6 @@ struct part {
 struct open_proc {
 	pid_t pid;
 	size_t proc; /* index into the run's procs */
-	uint64_t requests;
 	struct part *parts;
 	size_t nr_parts, cap_parts;
 	struct hmap part_idx;
@@ -301,7 +300,7 @@ static int step_site(struct loader *l, struct open_proc *op, int64_t step,
 static int step_record(struct loader *l, const struct json_value *r)
 {
 	const struct json_value *sites, *other;
-	uint64_t live, requests, rest = 0;
+	uint64_t live, requests, allocs, alloc_bytes, rest = 0;
 	int64_t pid, step;
 	struct open_proc *op;
 	size_t i;
@@ -314,6 +313,10 @@ static int step_record(struct loader *l, const struct json_value *r)
 		err = get_u64(l, r, "step record", "live_bytes", &live);
 	if (!err)
 		err = get_u64(l, r, "step record", "requests", &requests);
+	if (!err)
+		err = get_u64(l, r, "step record", "allocs", &allocs);
+	if (!err)
+		err = get_u64(l, r, "step record", "allocated_bytes", &alloc_bytes);
 	if (!err)
 		err = get_arr(l, r, "step record", "sites", &sites);
 	if (!err)
@@ -339,8 +342,8 @@ static int step_record(struct loader *l, const struct json_value *r)
 	/* A step with more sites than it lists: the others' values are unknown. */
 	if (rest)
 		l->run->procs[op->proc].sites_exact = false;
-	op->requests += requests;
-	return diff_proc__step(l->run, &l->run->procs[op->proc], step, live, op->requests);
+	return diff_proc__step(l->run, &l->run->procs[op->proc], step, live, requests, allocs,
+			       alloc_bytes);
 }
 
 /* ---- verdict records ---- */

@@ -31,8 +31,9 @@ static void triple(FILE *f, const char *key, const struct diff_val *v, bool byte
 		fprintf(f, "{\"base\":%.0f,\"new\":%.0f,\"delta\":%.0f}", v->base, v->new,
 			v->new - v->base);
 	else
-		fprintf(f, "{\"base\":%.1f,\"new\":%.1f,\"delta\":%.1f}", v->base, v->new,
-			diff__tenth(v->new - v->base));
+		fprintf(f, "{\"base\":%.1f,\"new\":%.1f,\"delta\":%.1f}", diff__tenth(v->base),
+			diff__tenth(v->new),
+			diff__tenth(diff__tenth(v->new) - diff__tenth(v->base)));
 }
 
 static void side(FILE *f, const char *key, const struct diff_proc *p, bool clean)

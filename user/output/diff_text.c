@@ -37,6 +37,23 @@ const char *diff_report__ended(const struct diff_proc *p, char *buf, size_t len)
 	return buf;
 }
 
+/* "label" func (module), or the name where no function is known. */
+static const char *site_title(const struct diff_site_pair *sp, char *buf, size_t len)
+{
+	const struct diff_site *s = sp->n ? sp->n : sp->b;
+	size_t n = 0;
+
+	if (s->label)
+		n += (size_t)snprintf(buf, len, "\"%s\" ", s->label);
+	if (n < len) {
+		if (s->func)
+			snprintf(buf + n, len - n, "%s (%s)", s->func, s->module ? s->module : "?");
+		else
+			snprintf(buf + n, len - n, "%s", s->name);
+	}
+	return buf;
+}
+
 const char *diff_report__site(const struct diff_site_pair *sp, char *buf, size_t len)
 {
 	const struct diff_site *s = sp->n ? sp->n : sp->b;
@@ -245,11 +262,13 @@ static void pair_piece(FILE *out, size_t *col, const char *what, const struct di
 }
 
 /* What else changed at a site, and how it was paired when not by its name. */
-static void site_details(FILE *out, const struct diff_site_pair *sp)
+static void site_details(FILE *out, const struct diff_site_pair *sp, const char *api)
 {
 	char b[160];
 	size_t col = 0;
 
+	if (api)
+		piece(out, &col, api);
 	pair_piece(out, &col, "peak", &sp->peak, true);
 	pair_piece(out, &col, "retained by init", &sp->init, true);
 	pair_piece(out, &col, "live allocations", &sp->live_count, false);
@@ -275,7 +294,8 @@ static void site_details(FILE *out, const struct diff_site_pair *sp)
 
 static void site_rows(FILE *out, const struct diff_proc_pair *pp, int top)
 {
-	char b[6][32], name[512];
+	char b[6][32], name[600], apart[700];
+	const struct diff_site *s;
 	size_t i, shown = 0;
 
 	fprintf(out, "  sites: %zu paired (%zu unchanged), %zu only in NEW, %zu only in BASE%s\n",
@@ -283,7 +303,7 @@ static void site_rows(FILE *out, const struct diff_proc_pair *pp, int top)
 		pp->nr_sites ? "; largest difference first:" : "");
 	if (!pp->nr_sites)
 		return;
-	fprintf(out, "  %-6s %-29s  %-29s\n", "",
+	fprintf(out, "  %-6s %-29s  %s\n", "",
 		pp->align == DIFF_AT_END ? "live bytes at the end" : "live bytes where compared",
 		"growth per step");
 	fprintf(out, "  %-6s %9s %9s %9s  %9s %9s %9s  %s\n", "STATUS", "BASE", "NEW", "CHANGE",
@@ -296,19 +316,32 @@ static void site_rows(FILE *out, const struct diff_proc_pair *pp, int top)
 			break;
 		}
 		shown++;
-		fprintf(out, "  %-6s %9s %9s %9s  %9s %9s %9s  %s\n", change_word(sp),
+		/* The site and its API after the numbers when they fit in 100 columns, else the
+		 * API, or both, on the next line. */
+		s = sp->n ? sp->n : sp->b;
+		site_title(sp, name, sizeof(name));
+		snprintf(apart, sizeof(apart), "%s", s->api);
+		if (strlen(name) > WRAP - 71) {
+			snprintf(apart, sizeof(apart), "%s %s", name, s->api);
+			name[0] = 0;
+		} else if (strlen(name) + 1 + strlen(s->api) <= WRAP - 71) {
+			strcat(name, " ");
+			strcat(name, s->api);
+			apart[0] = 0;
+		}
+		fprintf(out, "  %-6s %9s %9s %9s  %9s %9s %9s%s%s\n", change_word(sp),
 			num(&sp->live, false, b[0], 32), num(&sp->live, true, b[1], 32),
 			chg(&sp->live, b[2], 32), num(&sp->slope, false, b[3], 32),
 			num(&sp->slope, true, b[4], 32), chg(&sp->slope, b[5], 32),
-			diff_report__site(sp, name, sizeof(name)));
-		site_details(out, sp);
+			name[0] ? "  " : "", name);
+		site_details(out, sp, apart[0] ? apart : NULL);
 	}
 }
 
 static void gate_line(FILE *out, const struct diff_proc_pair *pp,
 		      const struct diff_gate_violation *g)
 {
-	char b1[32], b2[32], name[512];
+	char b1[64], b2[64], name[512];
 
 	fprintf(out, "GATE: %s (rank %d): ", pp->comm, pp->rank);
 	switch (g->kind) {
@@ -368,10 +401,15 @@ void diff_text__print(FILE *out, const struct diff_result *r, int top)
 			fprintf(out, "%s (rank %d): only in %s, pid %d\n", pp->comm, pp->rank,
 				pp->match == DIFF_ONLY_BASE ? "BASE" : "NEW", p->pid);
 		where(out, pp);
+		if (!pp->nr_sites && !nonzero(&pp->live) && !nonzero(&pp->alloc_bytes_per_step)) {
+			fprintf(out, "  no memory allocated in either run\n");
+			continue;
+		}
 		proc_numbers(out, pp);
 		site_rows(out, pp, top);
-		nv += pp->nr_gate;
 	}
+	for (i = 0; i < r->nr_procs; i++)
+		nv += r->procs[i].nr_gate;
 	if (!r->o.gate.on)
 		return;
 	fputc('\n', out);
