@@ -352,6 +352,9 @@ static int parse_number(struct parser *p, struct json_value *v)
 	v->num.integer = integer;
 	v->num.neg = integer && neg && mag;
 	v->num.mag = integer ? mag : 0;
+	/* An integer is its exact value: -0 is 0. */
+	if (integer)
+		v->num.d = v->num.neg ? -(double)mag : (double)mag;
 	return 0;
 }
 
