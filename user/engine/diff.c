@@ -647,7 +647,7 @@ static bool same_place(const struct diff_site *x, const struct diff_site *y)
 static void pair_group(const struct diff_site **b, size_t nb, const struct diff_site **n, size_t nn,
 		       bool *used_b, bool *used_n, struct diff_site_pair *out, size_t *nout)
 {
-	size_t i, j, cb, cn;
+	size_t i, j, k, cb, cn;
 	int g = group(b[0]);
 
 	/* 1. the same place and offset (or name) */
@@ -664,23 +664,28 @@ static void pair_group(const struct diff_site **b, size_t nb, const struct diff_
 			}
 	if (g >= 2)
 		return;
-	/* 2. the same place, the offset moved: in offset order (both are sorted so) */
+	/* 2. the same place, the offset moved: in offset order (both are sorted so); "by order"
+	 * when the place had several sites left on a side after 1 */
 	for (i = 0; i < nb; i++) {
-		if (used_b[i])
+		if (used_b[i] || (i && !used_b[i - 1] && same_place(b[i - 1], b[i])))
 			continue;
-		for (cb = 0, j = 0; j < nb; j++)
+		for (cb = 0, j = i; j < nb; j++)
 			cb += !used_b[j] && same_place(b[i], b[j]);
 		for (cn = 0, j = 0; j < nn; j++)
 			cn += !used_n[j] && same_place(b[i], n[j]);
-		for (j = 0; j < nn; j++)
-			if (!used_n[j] && same_place(b[i], n[j])) {
-				used_b[i] = used_n[j] = true;
-				out[(*nout)++] = (struct diff_site_pair){
-				    .b = b[i],
-				    .n = n[j],
-				    .by = cb == 1 && cn == 1 ? DIFF_BY_FUNCTION : DIFF_BY_ORDER};
+		for (k = i, j = 0; k < nb && j < nn; k++) {
+			if (used_b[k] || !same_place(b[i], b[k]))
+				continue;
+			while (j < nn && (used_n[j] || !same_place(b[i], n[j])))
+				j++;
+			if (j == nn)
 				break;
-			}
+			used_b[k] = used_n[j] = true;
+			out[(*nout)++] = (struct diff_site_pair){
+			    .b = b[k],
+			    .n = n[j],
+			    .by = cb == 1 && cn == 1 ? DIFF_BY_FUNCTION : DIFF_BY_ORDER};
+		}
 	}
 	if (g != 0)
 		return;
