@@ -12,6 +12,7 @@
 #include "output/diff_report.h"
 
 #define WRAP 100
+#define ROW  65 /* where a site row's name begins */
 
 const char *diff_report__ended(const struct diff_proc *p, char *buf, size_t len)
 {
@@ -303,11 +304,11 @@ static void site_rows(FILE *out, const struct diff_proc_pair *pp, int top)
 		pp->nr_sites ? "; largest difference first:" : "");
 	if (!pp->nr_sites)
 		return;
-	fprintf(out, "  %-6s %-29s  %s\n", "",
+	fprintf(out, "  %-4s %-27s  %s\n", "",
 		pp->align == DIFF_AT_END ? "live bytes at the end" : "live bytes where compared",
 		"growth per step");
-	fprintf(out, "  %-6s %9s %9s %9s  %9s %9s %9s  %s\n", "STATUS", "BASE", "NEW", "CHANGE",
-		"BASE", "NEW", "CHANGE", "SITE");
+	fprintf(out, "  %-4s %8s %8s %9s  %8s %8s %9s  %s\n", "", "BASE", "NEW", "CHANGE", "BASE",
+		"NEW", "CHANGE", "SITE");
 	for (i = 0; i < pp->nr_sites; i++) {
 		const struct diff_site_pair *sp = &pp->sites[i];
 
@@ -321,15 +322,15 @@ static void site_rows(FILE *out, const struct diff_proc_pair *pp, int top)
 		s = sp->n ? sp->n : sp->b;
 		site_title(sp, name, sizeof(name));
 		snprintf(apart, sizeof(apart), "%s", s->api);
-		if (strlen(name) > WRAP - 71) {
+		if (strlen(name) > WRAP - ROW) {
 			snprintf(apart, sizeof(apart), "%s %s", name, s->api);
 			name[0] = 0;
-		} else if (strlen(name) + 1 + strlen(s->api) <= WRAP - 71) {
+		} else if (strlen(name) + 1 + strlen(s->api) <= WRAP - ROW) {
 			strcat(name, " ");
 			strcat(name, s->api);
 			apart[0] = 0;
 		}
-		fprintf(out, "  %-6s %9s %9s %9s  %9s %9s %9s%s%s\n", change_word(sp),
+		fprintf(out, "  %-4s %8s %8s %9s  %8s %8s %9s%s%s\n", change_word(sp),
 			num(&sp->live, false, b[0], 32), num(&sp->live, true, b[1], 32),
 			chg(&sp->live, b[2], 32), num(&sp->slope, false, b[3], 32),
 			num(&sp->slope, true, b[4], 32), chg(&sp->slope, b[5], 32),
