@@ -747,7 +747,9 @@ static void site_values(const struct diff_proc_pair *pp, struct diff_site_pair *
 		sp->slope.base = fb;
 		sp->slope.new = fn;
 	}
-	sp->per_request = val(xb->per_request, xn->per_request);
+	/* The verdicts' bytes per request, like their slopes, hold for runs of one length. */
+	if (!pp->slopes_fitted)
+		sp->per_request = val(xb->per_request, xn->per_request);
 	if (pp->align == DIFF_AT_END && (!b || b->has_allocs) && (!n || n->has_allocs))
 		sp->allocs = val((double)xb->allocs, (double)xn->allocs);
 	common =

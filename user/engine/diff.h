@@ -202,7 +202,7 @@ struct diff_site_pair {
 	enum diff_by by;
 	const struct diff_site *b, *n;
 	/* At the alignment point (end values where not aligned per site: see at_end); allocs
-	 * (made during the whole run) only at the end. */
+	 * (made during the whole run) and per_request (the verdicts') only at the end. */
 	struct diff_val live, leaked, live_count, peak, init, slope, per_request, allocs;
 	bool at_end;  /* the values are the end's, not the aligned step's */
 	double score; /* the largest byte difference any of its numbers shows: the order */

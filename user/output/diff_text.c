@@ -201,7 +201,7 @@ static void proc_numbers(FILE *out, const struct diff_proc_pair *pp)
 	if (nonzero(&pp->init))
 		row(out, "retained by init", &pp->init, NULL);
 	if (nonzero(&pp->persistent))
-		row(out, "retained by rule, ignored", &pp->persistent, NULL);
+		row(out, "retained by rule", &pp->persistent, NULL);
 	if (nonzero(&pp->pending))
 		row(out, "pending frees", &pp->pending, NULL);
 	row(out, "allocated per step", &pp->alloc_bytes_per_step, NULL);
@@ -211,7 +211,9 @@ static void proc_numbers(FILE *out, const struct diff_proc_pair *pp)
 
 static const char *change_word(const struct diff_site_pair *sp)
 {
-	double d;
+	const struct diff_val *v[] = {&sp->live, &sp->slope,	  &sp->peak,  &sp->leaked,
+				      &sp->init, &sp->live_count, &sp->allocs};
+	size_t i;
 
 	if (sp->match == DIFF_ONLY_NEW)
 		return "new";
@@ -219,12 +221,11 @@ static const char *change_word(const struct diff_site_pair *sp)
 		return "gone";
 	if (!sp->changed)
 		return "same";
-	d = sp->live.new - sp->live.base;
-	if (fabs(d) < 0.05)
-		d = sp->slope.new - sp->slope.base;
-	if (fabs(d) < 0.05)
-		d = sp->peak.new - sp->peak.base;
-	return d < 0 ? "less" : "more";
+	/* the sign of the first number that moved */
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		if (v[i]->known && fabs(v[i]->new - v[i]->base) >= 0.05)
+			return v[i]->new > v[i]->base ? "more" : "less";
+	return "diff";
 }
 
 /* A piece of a site's detail line: appended, wrapped at WRAP columns. */
@@ -271,6 +272,7 @@ static void site_details(FILE *out, const struct diff_site_pair *sp, const char 
 	if (api)
 		piece(out, &col, api);
 	pair_piece(out, &col, "peak", &sp->peak, true);
+	pair_piece(out, &col, "not retained", &sp->leaked, true);
 	pair_piece(out, &col, "retained by init", &sp->init, true);
 	pair_piece(out, &col, "live allocations", &sp->live_count, false);
 	pair_piece(out, &col, "allocations made", &sp->allocs, false);
