@@ -272,7 +272,9 @@ static void site_details(FILE *out, const struct diff_site_pair *sp, const char 
 	if (api)
 		piece(out, &col, api);
 	pair_piece(out, &col, "peak", &sp->peak, true);
-	pair_piece(out, &col, "not retained", &sp->leaked, true);
+	/* Not retained bytes that did not move with the live ones: memory changed class. */
+	if (fabs((sp->leaked.new - sp->leaked.base) - (sp->live.new - sp->live.base)) >= 0.05)
+		pair_piece(out, &col, "not retained", &sp->leaked, true);
 	pair_piece(out, &col, "retained by init", &sp->init, true);
 	pair_piece(out, &col, "live allocations", &sp->live_count, false);
 	pair_piece(out, &col, "allocations made", &sp->allocs, false);
