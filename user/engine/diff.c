@@ -1132,7 +1132,8 @@ int diff__compare(const struct diff_run *base, const struct diff_run *new,
 	err = pair_procs(r, rb, rn);
 	if (err)
 		goto cleanup;
-	qsort(r->procs, r->nr_procs, sizeof(*r->procs), cmp_proc_pair);
+	if (r->nr_procs)
+		qsort(r->procs, r->nr_procs, sizeof(*r->procs), cmp_proc_pair);
 	for (i = 0; i < r->nr_procs; i++) {
 		struct diff_proc_pair *pp = &r->procs[i];
 
