@@ -228,8 +228,8 @@ def diff_gate_exit_statuses():
                           "base_pid": d.proc()["base"]["pid"], "new_pid": d.proc()["new"]["pid"],
                           "amount": float(MiB), "limit": 0,
                           "site": "cache_logits (diffapp) cudaMalloc"}], "why")
-    check(re.search(r"^GATE: diffapp \(rank 0\): growth per step rose by 1\.00 MiB \(limit 0 B\), "
-                    r"most at cache_logits \(diffapp\) cudaMalloc$", d.out, re.M), d.out)
+    check(re.search(r"^GATE: diffapp \(rank 0\): growth per step rose by 1\.00 MiB \(limit 0 B\),\n"
+                    r"      most at cache_logits \(diffapp\) cudaMalloc$", d.out, re.M), d.out)
     for limit, rc in (("1MiB", 0), (str(MiB - 1), EXIT_REGRESSION)):
         diff(bg, ng, STEP + ["--fail-on-regression", "--max-growth-increase", limit],
              expect_rc=rc)

@@ -173,11 +173,15 @@ static void where(FILE *out, const struct diff_proc_pair *pp)
 			pp->requests_at, pp->requests_at == 1 ? "" : "s", pp->step_b, pp->step_n);
 		break;
 	}
-	if (pp->slopes_fitted)
+	if (pp->slopes_fitted && pp->fit_from_b == pp->fit_from_n && pp->step_b == pp->step_n)
 		fprintf(out,
-			"  growth per step: a fit of each run's steps %" PRId64 "..%" PRId64
-			" and %" PRId64 "..%" PRId64
-			" (the verdicts judged runs of other lengths)\n",
+			"  growth per step: fitted over steps %" PRId64 "..%" PRId64
+			" of both (the verdicts judged runs of other lengths)\n",
+			pp->fit_from_b, pp->step_b);
+	else if (pp->slopes_fitted)
+		fprintf(out,
+			"  growth per step: fitted over steps %" PRId64 "..%" PRId64
+			" of BASE, %" PRId64 "..%" PRId64 " of NEW\n",
 			pp->fit_from_b, pp->step_b, pp->fit_from_n, pp->step_n);
 	if (pp->caveat == DIFF_INEXACT_SITES)
 		fprintf(out,
@@ -346,36 +350,45 @@ static void site_rows(FILE *out, const struct diff_proc_pair *pp, int top)
 static void gate_line(FILE *out, const struct diff_proc_pair *pp,
 		      const struct diff_gate_violation *g)
 {
-	char b1[64], b2[64], name[512];
+	char b1[64], b2[64], name[512], line[1024];
+	int n = snprintf(line, sizeof(line), "GATE: %s (rank %d): ", pp->comm, pp->rank);
+	size_t len = sizeof(line) - (size_t)n;
 
-	fprintf(out, "GATE: %s (rank %d): ", pp->comm, pp->rank);
 	switch (g->kind) {
 	case DIFF_GATE_GROWTH:
-		fprintf(out, "growth per step rose by %s (limit %s)",
-			fmt_bytes((uint64_t)llround(g->amount), b1, sizeof(b1)),
-			fmt_bytes(g->limit, b2, sizeof(b2)));
+		snprintf(line + n, len, "growth per step rose by %s (limit %s)",
+			 fmt_bytes((uint64_t)llround(g->amount), b1, sizeof(b1)),
+			 fmt_bytes(g->limit, b2, sizeof(b2)));
 		break;
 	case DIFF_GATE_LIVE:
-		fprintf(out, "live bytes not retained rose by %s (limit %s)",
-			fmt_bytes((uint64_t)llround(g->amount), b1, sizeof(b1)),
-			fmt_bytes(g->limit, b2, sizeof(b2)));
+		snprintf(line + n, len, "live bytes not retained rose by %s (limit %s)",
+			 fmt_bytes((uint64_t)llround(g->amount), b1, sizeof(b1)),
+			 fmt_bytes(g->limit, b2, sizeof(b2)));
 		break;
 	case DIFF_GATE_ENDED_EARLY:
-		fprintf(out, "NEW ended early: %s after %zu steps (BASE %zu)",
-			diff_report__ended(pp->n, b1, sizeof(b1)), pp->n->steps,
-			pp->b ? pp->b->steps : 0);
+		snprintf(line + n, len, "NEW ended early: %s after %zu steps (BASE %zu)",
+			 diff_report__ended(pp->n, b1, sizeof(b1)), pp->n->steps,
+			 pp->b ? pp->b->steps : 0);
 		break;
 	case DIFF_GATE_MISSING:
-		fprintf(out, "in BASE (pid %d), not in NEW", pp->b->pid);
+		snprintf(line + n, len, "in BASE (pid %d), not in NEW", pp->b->pid);
 		break;
 	case DIFF_GATE_INCOMPARABLE:
-		fprintf(out, "%s",
-			pp->sources_differ ? "not comparable: different step sources"
-					   : "live bytes not comparable step for step (see above)");
+		snprintf(line + n, len, "%s",
+			 pp->sources_differ
+			     ? "not comparable: different step sources"
+			     : "live bytes not comparable step for step (see above)");
 		break;
 	}
-	if (g->site)
-		fprintf(out, ", most at %s", diff_report__site(g->site, name, sizeof(name)));
+	fputs(line, out);
+	/* Where, on the line when it fits in 100 columns, else on the next. */
+	if (g->site) {
+		diff_report__site(g->site, name, sizeof(name));
+		if (strlen(line) + strlen(", most at ") + strlen(name) <= WRAP)
+			fprintf(out, ", most at %s", name);
+		else
+			fprintf(out, ",\n      most at %s", name);
+	}
 	fputc('\n', out);
 }
 
