@@ -131,14 +131,16 @@ static void where(FILE *out, const struct diff_proc_pair *pp)
 {
 	char b1[64], b2[64];
 
+	if (pp->b)
+		fprintf(out, "  BASE: pid %d %s after %zu step%s (%s)\n", pp->b->pid,
+			diff_report__ended(pp->b, b1, sizeof(b1)), pp->b->steps,
+			pp->b->steps == 1 ? "" : "s", pp->b->step_source);
+	if (pp->n)
+		fprintf(out, "  NEW:  pid %d %s after %zu step%s (%s)\n", pp->n->pid,
+			diff_report__ended(pp->n, b2, sizeof(b2)), pp->n->steps,
+			pp->n->steps == 1 ? "" : "s", pp->n->step_source);
 	if (pp->match != DIFF_PAIRED)
 		return;
-	fprintf(out, "  BASE: pid %d %s after %zu step%s (%s)\n", pp->b->pid,
-		diff_report__ended(pp->b, b1, sizeof(b1)), pp->b->steps,
-		pp->b->steps == 1 ? "" : "s", pp->b->step_source);
-	fprintf(out, "  NEW:  pid %d %s after %zu step%s (%s)\n", pp->n->pid,
-		diff_report__ended(pp->n, b2, sizeof(b2)), pp->n->steps,
-		pp->n->steps == 1 ? "" : "s", pp->n->step_source);
 	if (pp->sources_differ)
 		fprintf(out,
 			"  NOT COMPARABLE per step: BASE's steps are %s, NEW's %s (give both the "
@@ -410,14 +412,13 @@ void diff_text__print(FILE *out, const struct diff_result *r, int top)
 			     "verdicts; no allocation counts)\n");
 	for (i = 0; i < r->nr_procs; i++) {
 		const struct diff_proc_pair *pp = &r->procs[i];
-		const struct diff_proc *p = pp->b ? pp->b : pp->n;
 
 		fputc('\n', out);
 		if (pp->match == DIFF_PAIRED)
 			fprintf(out, "%s (rank %d)\n", pp->comm, pp->rank);
 		else
-			fprintf(out, "%s (rank %d): only in %s, pid %d\n", pp->comm, pp->rank,
-				pp->match == DIFF_ONLY_BASE ? "BASE" : "NEW", p->pid);
+			fprintf(out, "%s (rank %d): only in %s\n", pp->comm, pp->rank,
+				pp->match == DIFF_ONLY_BASE ? "BASE" : "NEW");
 		where(out, pp);
 		if (!pp->nr_sites && !nonzero(&pp->live) && !nonzero(&pp->alloc_bytes_per_step)) {
 			fprintf(out, "  no memory allocated in either run\n");
