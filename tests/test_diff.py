@@ -202,6 +202,19 @@ def diff_ndjson_verdicts_agree_with_captures():
         eq(d.summary()["base"]["kind"], "ndjson", f"{how}: NDJSON inputs")
         eq(all(s["allocs"] is None for s in pp["sites"]), True, f"{how}: no allocation counts")
         eq(_without(pp), _without(caps.proc()), f"{how}: the captures' diff")
+    # standard input: NDJSON or a capture, either side; --json - the records alone
+    for inp, other in ((bl, nl), (bg, ng)):
+        with open(inp, "rb") as f:
+            p = subprocess.run([gl(), "diff", "-", other, "--json", "-"] + STEP, stdin=f,
+                               capture_output=True, timeout=harness.TIMEOUT,
+                               env=harness.gpuleak_env())
+        check_sanitizers(p.stderr.decode())
+        eq(p.returncode, 0, f"diff - {other}: {p.stderr.decode()}")
+        recs = [json.loads(l) for l in p.stdout.decode().splitlines()]
+        eq([r["type"] for r in recs], ["diff_process", "diff"], "--json -: the records on stdout")
+        eq(recs[-1]["base"]["file"], "standard input", "named as such")
+        check("diffapp (rank 0)" in p.stderr.decode(), "the text on stderr")
+        check_builds(Diff(p, recs))
     mixed = diff(bg, nl, STEP)
     pp = check_builds(mixed)
     eq(mixed.summary()["mixed"], True, "one capture, one NDJSON")
@@ -436,8 +449,12 @@ def diff_usage_and_input_errors():
         data[1000] ^= 0x10
         with open(bad, "wb") as f:
             f.write(data)
-        err = run([bad, cap], 1)
-        check(re.match(r"gpuleak: %s: offset \d+: .*\n$" % re.escape(bad), err), err)
+        p = run_plain([gl(), "diff", bad, cap])
+        check_sanitizers(p.stderr)
+        eq(p.returncode, 1, f"a damaged capture: {p.stderr}")
+        check(re.match(r"gpuleak: %s: damaged from block \d+ at offset \d+ \(.*\); reporting "
+                       r"the \d+ records before it\n" % re.escape(bad), p.stderr), p.stderr)
+        check("BASE %s: capture" % bad in p.stdout, "compared up to the damage, and said")
     finally:
         os.unlink(bad)
 

@@ -13,6 +13,7 @@
 #include "capture/diff_capture.h"
 #include "capture/replay.h"
 #include "engine/verdict.h"
+#include "lib/infile.h"
 #include "lib/vec.h"
 #include "output/describe.h"
 #include "probe/catalog.h"
@@ -33,6 +34,7 @@ struct loader {
 	struct part *parts; /* per tracker site */
 	size_t cap_parts;
 	int err; /* of a step hook, which cannot return one */
+	bool damaged;
 };
 
 /* The diff proc of a tracker process: its index, or -ENOMEM. */
@@ -287,24 +289,27 @@ static int on_done(void *ctx, const struct replay_result *res)
 	r->nr_procs = j;
 	free(keep);
 	r->truncated = res->truncated;
+	l->damaged = res->damaged;
 	r->gpuleak = strdup(res->info->version);
 	return r->gpuleak ? 0 : -ENOMEM;
 }
 
 int diff_capture__load(const char *path, const void *buf, size_t len, const struct analysis_opts *a,
-		       struct diff_run **out)
+		       struct diff_run **out, bool *damaged)
 {
 	struct loader l = {0};
 	int err;
 
 	*out = NULL;
-	err = diff_run__new(DIFF_CAPTURE, path, &l.run);
+	*damaged = false;
+	err = diff_run__new(DIFF_CAPTURE, infile__name(path), &l.run);
 	if (!err)
 		err = replay__analyse(path, buf, len, a, on_step, on_done, &l);
-	if (err == -ENOMEM && !buf)
-		fprintf(stderr, "gpuleak: %s: out of memory\n", path);
+	if (err == -ENOMEM)
+		fprintf(stderr, "gpuleak: %s: out of memory\n", infile__name(path));
 	if (!err) {
 		*out = l.run;
+		*damaged = l.damaged;
 		l.run = NULL;
 	}
 	diff_run__free(l.run);

@@ -8,15 +8,17 @@
 #ifndef GPULEAK_DIFF_CAPTURE_H
 #define GPULEAK_DIFF_CAPTURE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include "engine/analysis.h"
 #include "engine/diff.h"
 
 /*
- * The run of the capture at path (or of buf[0..len) when buf is given: the fuzzers'),
- * analysed with a. 0, or -errno with the reason printed (as report prints it).
+ * The run of the capture at path (or of buf[0..len) when buf is given: what path named, read
+ * from a pipe), analysed with a. 0, or -errno with the reason printed (as report prints it).
+ * A damaged capture is analysed up to its damage and said: *damaged tells.
  */
 int diff_capture__load(const char *path, const void *buf, size_t len, const struct analysis_opts *a,
-		       struct diff_run **out);
+		       struct diff_run **out, bool *damaged);
 
 #endif

@@ -8,6 +8,7 @@
 #include "engine/analysis.h"
 #include "capture/capture.h"
 #include "lib/exit.h"
+#include "lib/infile.h"
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/outfile.h"
@@ -30,6 +31,9 @@ struct replay {
 	struct capture_proc *procs; /* for the summary; strings owned */
 	size_t nr_procs;
 	FILE *blocks;		  /* --blocks: the listing goes here, no analysis */
+	uint64_t nr_fed;	  /* records into the analysis */
+	bool damaged;		  /* reported up to a damaged block: exit 1 */
+	int out_err;		  /* a picture could not be written: exit 1 */
 	replay_step_fn step_hook; /* replay__analyse: its caller's, at every closed step */
 	void *hook_ctx;
 };
@@ -49,6 +53,7 @@ static int on_record(void *ctx, const struct gl_hdr *h)
 		if (rp->next_interval_ns <= h->ts_ns)
 			rp->next_interval_ns = h->ts_ns + rp->interval_ns;
 	}
+	rp->nr_fed++;
 	err = analysis__feed(rp->an, h);
 	/* A record the tracker cannot decode is counted there, as live. */
 	return err == -ENOMEM ? err : 0;
@@ -190,12 +195,21 @@ static void print_summary(struct replay *rp, const char *name, FILE *out)
 		records ? (double)size / records : 0.0);
 }
 
+/* What is wrong with a damaged capture, without the "offset N: " the message starts with. */
+static const char *damage_why(const struct capture_reader *rd)
+{
+	const char *e = capture_reader__error(rd), *p = strstr(e, ": ");
+
+	return !strncmp(e, "offset ", 7) && p ? p + 2 : e;
+}
+
 /* The "capture" member of each verdict: what a live verdict cannot say. */
 static char *verdict_extra(struct replay *rp, const char *name)
 {
 	const struct capture_info *in = capture_reader__info(rp->rd);
 	char when[64], *buf = NULL;
 	uint64_t at;
+	uint32_t blk;
 	bool cut = capture_reader__truncated(rp->rd, &at);
 	size_t len;
 	FILE *f = open_memstream(&buf, &len);
@@ -221,6 +235,10 @@ static char *verdict_extra(struct replay *rp, const char *name)
 		cut ? "true" : "false");
 	if (cut)
 		fprintf(f, ",\"truncated_at\":%" PRIu64, at);
+	if (capture_reader__damaged(rp->rd, &at, &blk)) {
+		fprintf(f, ",\"damaged_at\":%" PRIu64 ",\"damaged_block\":%u,\"damage\":", at, blk);
+		json_str(f, damage_why(rp->rd));
+	}
 	fputc('}', f);
 	if (fclose(f)) {
 		free(buf);
@@ -302,15 +320,17 @@ static int replay_new_analysis(struct replay *rp)
 }
 
 /*
- * The second pass, the records, into the analysis; then what a capture cut short needs (its
- * processes' last steps closed) and the warnings about what the options asked for and the
- * capture lacks. 0, or -errno with the reader's message printed when quiet is false.
+ * The second pass, the records, into the analysis; then what a capture cut short or damaged
+ * needs (its processes' last steps closed, what was kept said) and the warnings about what
+ * the options asked for and the capture lacks. 0, or -errno with the reader's message
+ * printed when quiet is false.
  */
 static int replay_records(struct replay *rp, const char *name, bool quiet)
 {
 	const struct capture_info *in = capture_reader__info(rp->rd);
 	const struct tracker *t = rp->an->t;
 	uint64_t at;
+	uint32_t blk;
 	size_t i;
 	int err;
 
@@ -320,7 +340,12 @@ static int replay_records(struct replay *rp, const char *name, bool quiet)
 			pr_err("%s: %s\n", name, capture_reader__error(rp->rd));
 		return err;
 	}
-	if (capture_reader__truncated(rp->rd, &at) && !quiet)
+	rp->damaged = capture_reader__damaged(rp->rd, &at, &blk);
+	if (rp->damaged && !quiet)
+		pr_err("%s: damaged from block %u at offset %" PRIu64
+		       " (%s); reporting the %" PRIu64 " records before it\n",
+		       name, blk, at, damage_why(rp->rd), rp->nr_fed);
+	else if (capture_reader__truncated(rp->rd, &at) && !quiet)
 		pr_warn("%s: capture truncated at offset %" PRIu64 " (%s); reporting the %" PRIu64
 			" records of the %u whole blocks before it\n",
 			name, at,
@@ -385,7 +410,8 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 	if (!err) {
 		report__final(&rp->rep, v, t->last_ts_ns);
 		rp->gate_failed = v->gate_failed;
-		err = pictures__write(rp->pics, &rp->rep, v, rp->an->se, t->last_ts_ns);
+		/* said, and exit 1; the verdicts are written all the same */
+		rp->out_err = pictures__write(rp->pics, &rp->rep, v, rp->an->se, t->last_ts_ns);
 	}
 	verdict__free(v);
 	free(extra);
@@ -396,17 +422,18 @@ int replay__analyse(const char *path, const void *buf, size_t len, const struct 
 		    replay_step_fn step, replay_done_fn done, void *ctx)
 {
 	struct replay rp = {.a = a, .step_hook = step, .hook_ctx = ctx};
+	const char *name = infile__name(path);
 	struct replay_result res = {0};
 	struct verdict *v = NULL;
-	bool quiet = buf != NULL;
+	bool quiet = false;
 	uint64_t at;
 	int err;
 
-	err = buf ? capture_reader__open_mem(buf, len, CAPTURE_R_NO_CRC, &rp.rd)
+	err = buf ? capture_reader__open_mem(buf, len, 0, &rp.rd)
 		  : capture_reader__open(path, 0, &rp.rd);
 	if (err) {
 		if (!quiet)
-			pr_err("%s: %s\n", path,
+			pr_err("%s: %s\n", name,
 			       rp.rd ? capture_reader__error(rp.rd) : strerror(-err));
 		goto cleanup;
 	}
@@ -417,9 +444,9 @@ int replay__analyse(const char *path, const void *buf, size_t len, const struct 
 		timeline__on_step(rp.an->tl, on_step_hook, &rp);
 	err = capture_reader__read(rp.rd, &names_visitor, &rp);
 	if (err && !quiet)
-		pr_err("%s: %s\n", path, capture_reader__error(rp.rd));
+		pr_err("%s: %s\n", name, capture_reader__error(rp.rd));
 	if (!err)
-		err = replay_records(&rp, path, quiet);
+		err = replay_records(&rp, name, quiet);
 	if (!err)
 		err = analysis__verdict(rp.an, &v);
 	if (err)
@@ -428,7 +455,8 @@ int replay__analyse(const char *path, const void *buf, size_t len, const struct 
 				     .sym = rp.sym,
 				     .v = v,
 				     .info = capture_reader__info(rp.rd),
-				     .truncated = capture_reader__truncated(rp.rd, &at)};
+				     .truncated = capture_reader__truncated(rp.rd, &at),
+				     .damaged = rp.damaged};
 	err = done(ctx, &res);
 cleanup:
 	verdict__free(v);
@@ -446,6 +474,10 @@ int replay__mem(const void *buf, size_t len, unsigned int reader_flags,
 	err = capture_reader__open_mem(buf, len, reader_flags, &rp.rd);
 	if (!err)
 		err = replay_reader(&rp, "mem", out, json, 5, true);
+	if (!err && rp.damaged)
+		err = -EINVAL;
+	if (!err)
+		err = rp.out_err;
 	replay_free(&rp);
 	capture_reader__free(rp.rd);
 	return err;
@@ -462,6 +494,7 @@ static int list_blocks(struct replay *rp, const char *name)
 {
 	const struct capture_info *in = capture_reader__info(rp->rd);
 	uint64_t at;
+	uint32_t blk;
 	int err;
 
 	rp->blocks = stdout;
@@ -477,6 +510,13 @@ static int list_blocks(struct replay *rp, const char *name)
 		pr_err("%s: %s\n", name, capture_reader__error(rp->rd));
 		return err;
 	}
+	/* The listing is a check of the file: a damaged block is its error, after the blocks
+	 * before it. */
+	if (capture_reader__damaged(rp->rd, &at, &blk)) {
+		pr_err("%s: damaged from block %u at offset %" PRIu64 " (%s)\n", name, blk, at,
+		       damage_why(rp->rd));
+		return -EINVAL;
+	}
 	if (capture_reader__truncated(rp->rd, &at))
 		printf("truncated at offset %" PRIu64 " of %" PRIu64 "\n", at,
 		       capture_reader__size(rp->rd));
@@ -488,42 +528,45 @@ static int list_blocks(struct replay *rp, const char *name)
 int replay__run(const struct replay_opts *o)
 {
 	struct replay rp = {.a = &o->a, .interval_ns = o->interval_ns};
+	const char *name = infile__name(o->path);
 	struct outfile *json_file = NULL;
 	FILE *json = NULL;
+	char why[256];
 	int err;
 
 	err = capture_reader__open(o->path, 0, &rp.rd);
 	if (err) {
-		pr_err("%s: %s\n", o->path, rp.rd ? capture_reader__error(rp.rd) : strerror(-err));
+		pr_err("%s: %s\n", name, rp.rd ? capture_reader__error(rp.rd) : strerror(-err));
 		goto cleanup;
 	}
 	if (o->list_blocks) {
-		err = list_blocks(&rp, o->path);
+		err = list_blocks(&rp, name);
 		goto cleanup;
 	}
 	if (o->json_path) {
-		err = outfile__open(o->json_path, OUTFILE_TRUNCATE, &json_file);
+		err = outfile__open(o->json_path, OUTFILE_REPLACE, &json_file, why, sizeof(why));
 		if (err) {
-			pr_err("cannot write %s: %s\n", o->json_path, strerror(-err));
+			pr_err("cannot write %s: %s\n", o->json_path, why);
 			goto cleanup;
 		}
 		json = outfile__stream(json_file);
 	}
-	err = replay_reader(&rp, o->path, stdout, json, o->top, false);
+	err = replay_reader(&rp, name, pictures__text_stream(o->json_path, &o->a.out), json, o->top,
+			    false);
 	if (err == -ENOMEM)
 		pr_err("out of memory\n");
 cleanup:
-	if (json_file) {
-		int e = outfile__commit(json_file);
-
-		if (e && !err) {
-			pr_err("writing %s: %s\n", o->json_path, strerror(-e));
-			err = -EIO;
-		}
+	/* Verdicts were written (of all, or of what precedes the damage): they replace. */
+	if (json_file && !err) {
+		err = outfile__commit(json_file);
+		if (err)
+			pr_err("writing %s: %s\n", o->json_path, strerror(-err));
+	} else {
+		outfile__abort(json_file);
 	}
 	replay_free(&rp);
 	capture_reader__free(rp.rd);
-	if (err)
+	if (err || rp.damaged || rp.out_err)
 		return GL_EXIT_ERROR;
 	return rp.gate_failed ? GL_EXIT_GATE : GL_EXIT_OK;
 }

@@ -47,6 +47,7 @@ struct replay_result {
 	const struct verdict *v;   /* as report would judge it */
 	const struct capture_info *info;
 	bool truncated; /* the capture was cut short: its processes are "running" */
+	bool damaged;	/* analysed up to a damaged block (said on stderr): report exits 1 */
 };
 
 /* A step closed while the capture is analysed: the tracker still holds the memory sites the
@@ -57,10 +58,10 @@ typedef int (*replay_done_fn)(void *ctx, const struct replay_result *res);
 
 /*
  * The analysis of a capture with options a, for a caller that reads the result instead of
- * printing the report (gpuleak diff): the file at path, or buf[0..len) (named path, CRCs not
- * checked: the fuzzers'); step (may be NULL) at every closed step, done with the result
- * before it is freed. Warnings (a capture cut short, steps it has no records for) go to
- * stderr as report prints them, and for a file, the reader's error. Returns 0, what done
+ * printing the report (gpuleak diff): the file at path, or buf[0..len) (what path named: a
+ * capture read from a pipe); step (may be NULL) at every closed step, done with the result
+ * before it is freed. Warnings (a capture cut short or damaged, steps it has no records for)
+ * and the reader's errors go to stderr as report prints them. Returns 0, what done
  * returned, or -errno.
  */
 int replay__analyse(const char *path, const void *buf, size_t len, const struct analysis_opts *a,

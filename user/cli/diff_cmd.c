@@ -8,12 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "capture/capture.h"
 #include "capture/diff_capture.h"
 #include "cli/diff_cmd.h"
 #include "cli/options.h"
 #include "engine/diff_verdicts.h"
 #include "lib/exit.h"
+#include "lib/infile.h"
 #include "lib/log.h"
 #include "lib/outfile.h"
 #include "lib/units.h"
@@ -23,7 +25,7 @@ static const struct argp_option diff_options[] = {
     {NULL, 0, NULL, 0, "Output:", 5},
     {"json", OPT_JSON, "FILE", 0,
      "Write NDJSON for CI: a diff_process record per process pair, then a diff record "
-     "(docs/gpuleak-diff.schema.json)",
+     "(docs/gpuleak-diff.schema.json); -: standard output (the text goes to standard error)",
      5},
     {"top", OPT_TOP, "N", 0, "Site rows per process pair (default 20; 0: all)", 5},
     {NULL, 0, NULL, 0, "Which processes (default: paired by command and rank):", 6},
@@ -58,7 +60,8 @@ static const char diff_doc[] =
     "by init, and per call site the same, largest difference first. BASE and NEW are "
     "captures (gpuleak record), analysed here with the options given (as 'gpuleak report' "
     "would), or NDJSON verdicts (gpuleak run/record/report --json), judged when they were "
-    "written; one of each compares what both have.\v"
+    "written; one of each compares what both have. One of them may be -, standard "
+    "input.\v"
     "EXAMPLES:\n"
     "  gpuleak diff main.glc pr.glc --step sym:server:decode_step\n"
     "  gpuleak diff main.ndjson pr.ndjson --fail-on-regression --max-growth-increase 64KiB\n"
@@ -71,8 +74,9 @@ static const char diff_doc[] =
     "compared at the end when both closed as many steps and ended the same way, otherwise "
     "at the last step both completed (with --request: where both had completed as many "
     "requests), so a run that crashed or ran shorter is never read as less memory.\n"
-    "EXIT STATUS: 0 done, 1 an input unreadable or corrupt (the message says where), 2 "
-    "usage error, 5 --fail-on-regression found a regression.";
+    "EXIT STATUS: 0 done, 1 an input unreadable, corrupt or damaged (the message says "
+    "where; a damaged capture is compared up to its damage) or an output not written, 2 "
+    "usage error, 5 --fail-on-regression found a regression (1 and 2 take precedence).";
 
 static const struct argp_child diff_children[] = {
     {&cli_judging_argp, 0, NULL, 0},
@@ -139,6 +143,9 @@ static error_t parse_diff(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_END:
 		if (!c->d.new)
 			argp_error(state, "diff needs two runs: gpuleak diff BASE NEW");
+		if (!strcmp(c->d.base, "-") && !strcmp(c->d.new, "-"))
+			argp_error(state,
+				   "standard input (-) can be one of BASE and NEW, not both");
 		if (c->d.o.comm && (c->d.o.pid_base || c->d.o.pid_new))
 			argp_error(state, "--comm chooses by command, --pid-base/--pid-new by pid: "
 					  "give one or the other");
@@ -155,41 +162,105 @@ const struct argp cli_diff_argp = {.options = diff_options,
 				   .doc = diff_doc,
 				   .children = diff_children};
 
-/* One input: a capture (by its magic) or NDJSON verdicts (a record starts with '{'). 0, or
- * -errno with the reason printed. */
-static int load(struct cli *c, const char *path, struct diff_run **out)
+/* All of a pipe (standard input) into memory: it can be read once only. 0 or -errno. */
+static int read_all(int fd, char **buf, size_t *len)
 {
-	char head[sizeof(CAPTURE_MAGIC) - 1], err[512];
+	size_t cap = 0;
+	ssize_t n;
+
+	*buf = NULL;
+	*len = 0;
+	for (;;) {
+		if (*len == cap) {
+			char *p = realloc(*buf, cap ? 2 * cap : 1 << 16);
+
+			if (!p)
+				return -ENOMEM;
+			*buf = p;
+			cap = cap ? 2 * cap : 1 << 16;
+		}
+		n = read(fd, *buf + *len, cap - *len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (!n)
+			return 0;
+		*len += (size_t)n;
+	}
+}
+
+/*
+ * One input, opened as every file a user names (lib/infile.h: "-" is standard input, a FIFO
+ * by name is refused): a capture (by its magic) or NDJSON verdicts (a record starts with
+ * '{'). 0, or -errno with the reason printed; *damaged: a capture analysed up to its damage.
+ */
+static int load(struct cli *c, const char *path, struct diff_run **out, bool *damaged)
+{
+	const char *name = infile__name(path);
+	char why[256], err[512], head[4096];
+	const char *p;
 	size_t n, i;
-	FILE *f;
-	int ret;
+	char *buf = NULL;
+	bool stream;
+	FILE *f = NULL;
+	ssize_t got;
+	int fd, ret;
 
 	*out = NULL;
-	f = fopen(path, "rb");
-	if (!f) {
-		ret = -errno;
-		pr_err("%s: %s\n", path, strerror(errno));
+	*damaged = false;
+	ret = infile__open(path, &fd, &stream, why, sizeof(why));
+	if (ret) {
+		pr_err("%s: %s\n", name, why);
 		return ret;
 	}
-	n = fread(head, 1, sizeof(head), f);
-	if (n == sizeof(head) && !memcmp(head, CAPTURE_MAGIC, sizeof(head))) {
-		fclose(f);
-		return diff_capture__load(path, NULL, 0, &c->a, out);
+	if (stream) {
+		ret = read_all(fd, &buf, &n);
+		p = buf;
+	} else {
+		got = pread(fd, head, sizeof(head), 0);
+		ret = got < 0 ? -errno : 0;
+		n = got < 0 ? 0 : (size_t)got;
+		p = head;
 	}
-	for (i = 0; i < n && strchr(" \t\r\n", head[i]); i++)
+	if (ret) {
+		pr_err("%s: %s\n", name, strerror(-ret));
+		goto cleanup;
+	}
+	if (n >= sizeof(CAPTURE_MAGIC) - 1 &&
+	    !memcmp(p, CAPTURE_MAGIC, sizeof(CAPTURE_MAGIC) - 1)) {
+		close(fd);
+		fd = -1;
+		ret = diff_capture__load(path, stream ? buf : NULL, stream ? n : 0, &c->a, out,
+					 damaged);
+		goto cleanup;
+	}
+	for (i = 0; i < n && strchr(" \t\r\n", p[i]); i++)
 		;
-	if (i == n || head[i] != '{') {
-		fclose(f);
+	if (i == n || p[i] != '{') {
 		pr_err("%s: offset %zu: neither a capture (gpuleak record -o) nor NDJSON verdicts "
 		       "(gpuleak run/record/report --json)\n",
-		       path, i);
-		return -EINVAL;
+		       name, i);
+		ret = -EINVAL;
+		goto cleanup;
 	}
-	rewind(f);
-	ret = diff_verdicts__load(f, path, out, err, sizeof(err));
-	fclose(f);
+	f = stream ? fmemopen(buf, n, "r") : fdopen(fd, "r");
+	if (!f) {
+		ret = -errno;
+		pr_err("%s: %s\n", name, strerror(errno));
+		goto cleanup;
+	}
+	if (!stream)
+		fd = -1; /* the stream's now */
+	ret = diff_verdicts__load(f, name, out, err, sizeof(err));
 	if (ret)
 		pr_err("%s\n", err);
+cleanup:
+	if (f)
+		fclose(f);
+	if (fd >= 0)
+		close(fd);
+	free(buf);
 	return ret;
 }
 
@@ -213,23 +284,26 @@ int diff_cmd__run(struct cli *c)
 	struct diff_run *b = NULL, *n = NULL;
 	struct diff_result *r = NULL;
 	struct outfile *json = NULL;
+	/* --json -: the records alone on standard output, the text on standard error */
+	FILE *text = outfile__is_stdout(c->d.json_path) ? stderr : stdout;
+	bool damaged_b = false, damaged_n = false;
+	char why[256];
 	int err, ret = GL_EXIT_ERROR;
 
 	c->d.o.by_request = c->a.steps.requests;
 	c->d.o.warmup_steps = c->a.steps.warmup_steps;
-	err = load(c, c->d.base, &b);
+	err = load(c, c->d.base, &b, &damaged_b);
 	if (!err)
-		err = load(c, c->d.new, &n);
+		err = load(c, c->d.new, &n, &damaged_n);
 	if (err)
 		goto cleanup;
 	warn_judged(c, b, n);
 	err = diff__compare(b, n, &c->d.o, &r);
 	if (err == -ESRCH) {
+		bool in_b = c->d.o.pid_base && !diff__has_pid(b, c->d.o.pid_base);
+
 		pr_err("no process with pid %d in %s (gpuleak report FILE lists its processes)\n",
-		       c->d.o.pid_base && !diff__has_pid(b, c->d.o.pid_base) ? c->d.o.pid_base
-									     : c->d.o.pid_new,
-		       c->d.o.pid_base && !diff__has_pid(b, c->d.o.pid_base) ? c->d.base
-									     : c->d.new);
+		       in_b ? c->d.o.pid_base : c->d.o.pid_new, in_b ? b->path : n->path);
 		goto cleanup;
 	}
 	if (err) {
@@ -242,9 +316,9 @@ int diff_cmd__run(struct cli *c)
 		goto cleanup;
 	}
 	if (c->d.json_path) {
-		err = outfile__open(c->d.json_path, OUTFILE_TRUNCATE, &json);
+		err = outfile__open(c->d.json_path, OUTFILE_REPLACE, &json, why, sizeof(why));
 		if (err) {
-			pr_err("cannot write %s: %s\n", c->d.json_path, strerror(-err));
+			pr_err("cannot write %s: %s\n", c->d.json_path, why);
 			goto cleanup;
 		}
 		diff_ndjson__write(outfile__stream(json), r);
@@ -255,11 +329,10 @@ int diff_cmd__run(struct cli *c)
 			goto cleanup;
 		}
 	}
-	diff_text__print(stdout, r, c->d.top);
-	if (fflush(stdout)) {
-		pr_err("writing the diff: %s\n", strerror(errno));
+	diff_text__print(text, r, c->d.top);
+	/* A damaged capture was compared up to its damage, and said: as report, exit 1. */
+	if (damaged_b || damaged_n)
 		goto cleanup;
-	}
 	ret = r->regression ? GL_EXIT_REGRESSION : GL_EXIT_OK;
 cleanup:
 	outfile__abort(json);

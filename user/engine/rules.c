@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "engine/rules.h"
+#include "lib/infile.h"
 #include "lib/units.h"
 #include "lib/vec.h"
 
@@ -466,12 +467,13 @@ int rules__load_file(struct rules *r, const char *path, char *err, size_t errlen
 	struct stat st;
 	char *buf = NULL;
 	ssize_t got = 0;
+	char why[128] = "";
 	int fd, ret;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	/* Presets come from a folder others may write to: a FIFO there must not hang us. */
+	ret = infile__open(path, &fd, NULL, why, sizeof(why));
+	if (ret) {
+		snprintf(err, errlen, "%s: %s", path, why[0] ? why : strerror(-ret));
 		return ret;
 	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > (16 << 20)) {
