@@ -37,7 +37,7 @@ def build(which, prog="diffapp"):
 _runs = {}
 
 
-def recorded(key, prog, args, opts=STEP):
+def recorded(key, prog, args, opts=STEP, expect_rc=0):
     """`gpuleak record` of prog ARGS, once per test session: (capture, its live NDJSON)."""
     if key in _runs:
         return _runs[key]
@@ -46,7 +46,7 @@ def recorded(key, prog, args, opts=STEP):
         ["--", prog] + [str(a) for a in args]
     p = run_plain(cmd)
     check_sanitizers(p.stderr)
-    eq(p.returncode, 0, f"exit code of {' '.join(cmd)} (stderr: {p.stderr})")
+    eq(p.returncode, expect_rc, f"exit code of {' '.join(cmd)} (stderr: {p.stderr})")
     read_ndjson(live)
     _runs[key] = (glc, live)
     return _runs[key]
@@ -266,7 +266,8 @@ def diff_crashed_run_is_reported_not_read_as_less_memory():
     fails it as ended early, not as more or less memory. The other way round, the new leak
     shows at step 4 too."""
     bg = base12()[0]
-    crash = recorded("crash5", build("base"), [12, 5])[0]
+    # record -- CMD exits 4 when its command fails (lib/exit.h)
+    crash = recorded("crash5", build("base"), [12, 5], expect_rc=4)[0]
     d = diff(bg, crash, STEP)
     pp = d.proc()
     eq((pp["new"]["state"], pp["new"]["exit_status"], pp["new"]["clean"], pp["base"]["clean"]),

@@ -30,6 +30,10 @@ static void parse_names(void)
 	    {"0x7f0012345678", NULL, NULL, false, 0},
 	    {"?", NULL, NULL, false, 0},
 	    {"forward (model.py:42)", "forward", "model.py", true, 42},
+	    {"makeLogits+0xdc (wgpu_node_jit.mjs:32:20)", "makeLogits", "wgpu_node_jit.mjs", true,
+	     0xdc},
+	    {"f (a.mjs:3:9)", "f", "a.mjs", true, 3},
+	    {"(anonymous)+0x10 (perf-77.map)", "(anonymous)", "perf-77.map", true, 0x10},
 	    {"f+0x10 (?)", "f", NULL, true, 0x10},
 	    {"weird+0xzz (m)", "weird+0xzz", "m", false, 0},
 	};

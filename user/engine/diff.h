@@ -10,8 +10,9 @@
  *              command), or as --pid-base/--pid-new/--comm choose; the others are only in
  *              one run
  *   sites      paired by what survives a rebuild, never by address: a labelled site (WebGPU)
- *              by API and label, any other by API, function and module (a Python frame: its
- *              file); the call-site offset only breaks ties between sites of one function
+ *              by API and label, any other by API, function and module (a JIT or Python
+ *              frame: its script or file, without line and column); the call-site offset (or
+ *              line) only breaks ties between sites of one function
  *   alignment  at the end when both runs closed as many steps and ended the same way;
  *              otherwise at the last step both completed (or, with --request, at the step
  *              where both had completed as many requests), so a run that crashed or ran
@@ -151,8 +152,8 @@ int diff_proc__step(struct diff_run *r, struct diff_proc *p, int64_t step, uint6
 		    uint64_t requests, uint64_t allocs, uint64_t alloc_bytes);
 /*
  * Split a site name as the reports write it into what sites are matched by:
- * "func+0x1a (module)", "func (file.py:42)", "module+0x1f00" (no symbol), "0x7f12..."/"?"
- * (nothing). *func and *module are allocated (NULL when absent). 0 or -ENOMEM.
+ * "func+0x1a (module)", "func+0xdc (script.mjs:32:20)" and "func (file.py:42)" (the file; the
+ * offset, else the line, a tiebreak), "module+0x1f00" (no symbol), "0x7f12..."/"?" (nothing). *func and *module are allocated (NULL when absent). 0 or -ENOMEM.
  */
 int diff__parse_site(const char *name, char **func, char **module, bool *has_off, uint64_t *off);
 

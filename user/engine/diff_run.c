@@ -100,17 +100,29 @@ static bool hex_to_end(const char *s, size_t n, uint64_t *v)
 	return !errno && end == s + n;
 }
 
-/* ":LINE" at the end of s[0..*n): a source file with its line, the line taken off. */
+/*
+ * ":LINE" or ":LINE:COLUMN" at the end of s[0..*n): a source file with where the function is
+ * (a Python frame's file and line, a JIT frame's script, line and column from a perf map),
+ * taken off; the line in *line.
+ */
 static bool line_at_end(const char *s, size_t *n, uint64_t *line)
 {
-	size_t i = *n;
+	size_t end = *n, k, i;
+	uint64_t v[2];
 
-	while (i && s[i - 1] >= '0' && s[i - 1] <= '9')
-		i--;
-	if (i == *n || i < 2 || s[i - 1] != ':' || *n - i > 9)
+	for (k = 0; k < 2; k++) {
+		i = end;
+		while (i && s[i - 1] >= '0' && s[i - 1] <= '9')
+			i--;
+		if (i == end || i < 2 || s[i - 1] != ':' || end - i > 9)
+			break;
+		v[k] = strtoull(s + i, NULL, 10);
+		end = i - 1;
+	}
+	if (!k)
 		return false;
-	*line = strtoull(s + i, NULL, 10);
-	*n = i - 1;
+	*line = v[k - 1];
+	*n = end;
 	return true;
 }
 

@@ -2,9 +2,11 @@
 /*
  * The exit status of every gpuleak command, in one place: the numbers are an interface (CI
  * scripts test for 3 and 5, the man page and every --help list them), so they never change.
- * 4 is kept for the status of a traced target that failed (issue 15). When several apply, the
- * first that does wins: a usage error, then a runtime error (no result to judge), then the
- * gate of the command (3 for attach/run/record/report, 5 for diff), then 0.
+ *
+ * When several apply, the first of these wins: 2 (nothing ran), 1 (gpuleak's own failure:
+ * what it says cannot be trusted), 3 (its finding, as valgrind's --error-exitcode and
+ * compute-sanitizer's come before the program's status), 4 (the command failed), 0. diff runs
+ * no command and has no --fail-on-leak: its gate is 5, after 2 and 1.
  */
 #ifndef GPULEAK_EXIT_H
 #define GPULEAK_EXIT_H
@@ -14,6 +16,8 @@ enum gl_exit {
 	GL_EXIT_ERROR = 1,	/* a runtime error: said on stderr */
 	GL_EXIT_USAGE = 2,	/* a usage error: the command line is wrong */
 	GL_EXIT_GATE = 3,	/* --fail-on-leak: the gate found leaks */
+	GL_EXIT_TARGET = 4,	/* run, record -- CMD: the command exited non-zero or was killed by
+				 * a signal while traced (its status is said on stderr) */
 	GL_EXIT_REGRESSION = 5, /* diff --fail-on-regression: the new run regressed */
 };
 

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include "lib/term.h"
 #include "lib/units.h"
 #include "output/diff_report.h"
 
@@ -296,7 +297,8 @@ static void site_details(FILE *out, const struct diff_site_pair *sp, const char 
 			 sp->b->off, sp->n->off);
 		piece(out, &col, b);
 	} else if (sp->match == DIFF_PAIRED && sp->by == DIFF_BY_LABEL) {
-		snprintf(b, sizeof(b), "paired by label: made in %s in BASE", sp->b->name);
+		snprintf(b, sizeof(b), "paired by label: made in %s in BASE",
+			 term_tmp(sp->b->name));
 		piece(out, &col, b);
 	}
 	if (col)
@@ -305,7 +307,7 @@ static void site_details(FILE *out, const struct diff_site_pair *sp, const char 
 
 static void site_rows(FILE *out, const struct diff_proc_pair *pp, int top)
 {
-	char b[6][32], name[600], apart[700];
+	char b[6][32], name[600], apart[700], raw[600];
 	const struct diff_site *s;
 	size_t i, shown = 0;
 
@@ -330,7 +332,8 @@ static void site_rows(FILE *out, const struct diff_proc_pair *pp, int top)
 		/* The site and its API after the numbers when they fit in 100 columns, else the
 		 * API, or both, on the next line. */
 		s = sp->n ? sp->n : sp->b;
-		site_title(sp, name, sizeof(name));
+		/* a target's names, fit for a terminal (lib/term.h) before they are measured */
+		snprintf(name, sizeof(name), "%s", term_tmp(site_title(sp, raw, sizeof(raw))));
 		snprintf(apart, sizeof(apart), "%s", s->api);
 		if (strlen(name) > WRAP - ROW) {
 			snprintf(apart, sizeof(apart), "%s %s", name, s->api);
@@ -352,8 +355,8 @@ static void site_rows(FILE *out, const struct diff_proc_pair *pp, int top)
 static void gate_line(FILE *out, const struct diff_proc_pair *pp,
 		      const struct diff_gate_violation *g)
 {
-	char b1[64], b2[64], name[512], line[1024];
-	int n = snprintf(line, sizeof(line), "GATE: %s (rank %d): ", pp->comm, pp->rank);
+	char b1[64], b2[64], name[512], raw[512], line[1024];
+	int n = snprintf(line, sizeof(line), "GATE: %s (rank %d): ", term_tmp(pp->comm), pp->rank);
 	size_t len = sizeof(line) - (size_t)n;
 
 	switch (g->kind) {
@@ -385,7 +388,8 @@ static void gate_line(FILE *out, const struct diff_proc_pair *pp,
 	fputs(line, out);
 	/* Where, on the line when it fits in 100 columns, else on the next. */
 	if (g->site) {
-		diff_report__site(g->site, name, sizeof(name));
+		snprintf(name, sizeof(name), "%s",
+			 term_tmp(diff_report__site(g->site, raw, sizeof(raw))));
 		if (strlen(line) + strlen(", most at ") + strlen(name) <= WRAP)
 			fprintf(out, ", most at %s", name);
 		else
@@ -396,7 +400,7 @@ static void gate_line(FILE *out, const struct diff_proc_pair *pp,
 
 static void input_line(FILE *out, const char *which, const struct diff_run *r)
 {
-	fprintf(out, "%s %s: %s%s, %zu process%s\n", which, r->path,
+	fprintf(out, "%s %s: %s%s, %zu process%s\n", which, term_tmp(r->path),
 		r->source == DIFF_CAPTURE ? "capture" : "NDJSON verdicts",
 		r->truncated ? " (cut short)" : "", r->nr_procs, r->nr_procs == 1 ? "" : "es");
 }
@@ -415,9 +419,9 @@ void diff_text__print(FILE *out, const struct diff_result *r, int top)
 
 		fputc('\n', out);
 		if (pp->match == DIFF_PAIRED)
-			fprintf(out, "%s (rank %d)\n", pp->comm, pp->rank);
+			fprintf(out, "%s (rank %d)\n", term_tmp(pp->comm), pp->rank);
 		else
-			fprintf(out, "%s (rank %d): only in %s\n", pp->comm, pp->rank,
+			fprintf(out, "%s (rank %d): only in %s\n", term_tmp(pp->comm), pp->rank,
 				pp->match == DIFF_ONLY_BASE ? "BASE" : "NEW");
 		where(out, pp);
 		if (!pp->nr_sites && !nonzero(&pp->live) && !nonzero(&pp->alloc_bytes_per_step)) {
