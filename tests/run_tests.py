@@ -22,6 +22,7 @@ import test_driver_nccl  # noqa: E402,F401
 import test_rules  # noqa: E402,F401
 import test_timeline  # noqa: E402,F401
 import test_capture  # noqa: E402,F401
+import test_diff  # noqa: E402,F401
 import test_stacks  # noqa: E402,F401
 import test_jit  # noqa: E402,F401
 import test_reliability  # noqa: E402,F401

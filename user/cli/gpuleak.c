@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "cli/diff_cmd.h"
 #include "cli/options.h"
 #include "cli/probes.h"
 #include "engine/rules.h"
@@ -34,6 +35,7 @@ static const char top_doc[] =
     "  gpuleak probes (-p PID | --lib PATH) list the traced APIs found, without attaching\n"
     "  gpuleak record -o FILE (-p PID | -- CMD ARGS)  trace and write a capture file\n"
     "  gpuleak report FILE [OPTIONS]       analyse a capture file, anywhere, without root\n"
+    "  gpuleak diff BASE NEW [OPTIONS]     what changed between two runs (captures or NDJSON)\n"
     "\n"
     "EXAMPLES:\n"
     "  sudo gpuleak attach -p 4242 --interval 10s\n"
@@ -42,10 +44,12 @@ static const char top_doc[] =
     "  gpuleak probes --lib /usr/local/cuda/lib64/libcudart.so.13\n"
     "  sudo gpuleak record -o incident.glc -p 4242 --duration 60s\n"
     "  gpuleak report incident.glc --json verdict.ndjson\n"
+    "  gpuleak diff main.glc pr.glc --step sym:server:decode_step --fail-on-regression\n"
     "\n"
     "EXIT STATUS: 0 done, 1 runtime error, 2 usage error, 3 --fail-on-leak found leaks, 4 the "
-    "command of run or record failed (exited non-zero or was killed by a signal); when "
-    "several apply, the first of 2, 1, 3, 4.\n"
+    "command of run or record failed (exited non-zero or was killed by a signal), 5 diff "
+    "--fail-on-regression found a regression; when several apply, the first of 2, 1, 3, 4 "
+    "(diff: 2, 1, 5).\n"
     "Run 'gpuleak COMMAND --help' (or 'gpuleak help COMMAND') for the options of a command.";
 
 /* ---- attach ---- */
@@ -372,6 +376,13 @@ static int run_report(struct cli *c)
 	return replay__run(&c->r);
 }
 
+static int run_diff(struct cli *c)
+{
+	int ret = finish_rules(c);
+
+	return ret ? ret : diff_cmd__run(c);
+}
+
 static int run_probes(struct cli *c)
 {
 	/* A malformed rule is a usage error even where rules mean nothing. */
@@ -389,6 +400,7 @@ static const struct command {
     {"probes", &cli_probes_argp, run_probes, 0},
     {"record", &record_argp, run_session, 5000000000ULL},
     {"report", &report_argp, run_report, 0},
+    {"diff", &cli_diff_argp, run_diff, 0},
 };
 
 static const struct command *command_named(const char *name)
@@ -426,6 +438,7 @@ static void set_defaults(struct cli *c, const struct command *cmd)
 {
 	c->cmd = cmd->name;
 	c->out.top = 5;
+	c->d.top = 20;
 	c->out.interval_ns = cmd->interval_ns;
 	c->a.steps.interval_ns = 1000000000ULL;
 	c->a.steps.warmup_steps = 3;
@@ -474,8 +487,8 @@ int main(int argc, char **argv)
 		cmd = command_named(argv[2]);
 		if (!cmd || argc > 3) {
 			fprintf(stderr,
-				"gpuleak: help takes one command: attach, run, probes, record "
-				"or report (gpuleak help COMMAND)\n");
+				"gpuleak: help takes one command: attach, run, probes, record, "
+				"report or diff (gpuleak help COMMAND)\n");
 			return GL_EXIT_USAGE;
 		}
 		snprintf(name, sizeof(name), "gpuleak %s", cmd->name);
@@ -487,15 +500,15 @@ int main(int argc, char **argv)
 	if (argc < 2 || argv[1][0] == '-') {
 		/* gpuleak --help, --version, or a mistake */
 		argp_parse(&top, argc, argv, 0, NULL, NULL);
-		fprintf(stderr, "gpuleak: a command is needed: attach, run, probes, record or "
-				"report (gpuleak --help)\n");
+		fprintf(stderr, "gpuleak: a command is needed: attach, run, probes, record, report "
+				"or diff (gpuleak --help)\n");
 		return GL_EXIT_USAGE;
 	}
 	cmd = command_named(argv[1]);
 	if (!cmd) {
 		fprintf(stderr,
-			"gpuleak: unknown command '%s' (attach, run, probes, record or "
-			"report; gpuleak --help)\n",
+			"gpuleak: unknown command '%s' (attach, run, probes, record, report "
+			"or diff; gpuleak --help)\n",
 			argv[1]);
 		return GL_EXIT_USAGE;
 	}

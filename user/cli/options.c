@@ -172,8 +172,12 @@ static void print_rules_error(const char *msg)
 	fputc('\n', stderr);
 }
 
-/* The analysis: the same for a live session and the report of a capture. */
-static const struct argp_option analysis_options[] = {
+/*
+ * The analysis: the same for a live session and the report of a capture, in three children:
+ * how memory is judged (rules and steps: also what `gpuleak diff` applies to both runs), the
+ * CI gate, and the pictures.
+ */
+static const struct argp_option judging_options[] = {
     {NULL, 0, NULL, 0, "Rules (persistent buffers, deferred frees, ignores):", 1},
     {"rules", OPT_RULES, "FILE", 0,
      "Persistent-buffer, deferred-free and ignore rules, one per line (repeatable; -: "
@@ -202,6 +206,10 @@ static const struct argp_option analysis_options[] = {
      "Steps a site must grow in to be a growth leak (default 5)", 2},
     {"device-mem", OPT_DEVICE_MEM, "BYTES", 0,
      "Device memory for time-to-OOM (default: from NVML when present)", 2},
+    {},
+};
+
+static const struct argp_option gate_options[] = {
     {NULL, 0, NULL, 0, "CI gate:", 3},
     {"fail-on-leak", OPT_FAIL_ON_LEAK, NULL, 0,
      "CI gate: exit 3 on a growth leak, a rule violation or --max-live-at-exit", 3},
@@ -211,6 +219,10 @@ static const struct argp_option analysis_options[] = {
      "Gate: leaked bytes allowed at the end, not counting what is persistent, ignored or "
      "retained by init",
      3},
+    {},
+};
+
+static const struct argp_option pictures_options[] = {
     {NULL, 0, NULL, 0, "Pictures (written at the end; -: standard output):", 4},
     {"folded", OPT_FOLDED, "FILE", 0,
      "Live bytes by stack in the folded format of flamegraph.pl and speedscope", 4},
@@ -270,6 +282,10 @@ static error_t parse_analysis(int key, char *arg, struct argp_state *state)
 	struct cli *c = state->input;
 	uint64_t v;
 
+	/* diff says when these cannot apply to an input (NDJSON verdicts). */
+	if (key == OPT_STEP || key == OPT_REQUEST || key == OPT_END || key == OPT_WARMUP ||
+	    key == OPT_MIN_GROWTH || key == OPT_RULES || key == OPT_RULE || key == OPT_PRESET)
+		c->d.analysis_given = true;
 	switch (key) {
 	case OPT_STEP:
 		parse_step(state, c, arg);
@@ -380,7 +396,29 @@ static error_t parse_analysis(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-const struct argp cli_analysis_argp = {.options = analysis_options, .parser = parse_analysis};
+/* Each child parses with parse_analysis, which knows every key of the three. */
+const struct argp cli_judging_argp = {.options = judging_options, .parser = parse_analysis};
+static const struct argp gate_argp = {.options = gate_options, .parser = parse_analysis};
+static const struct argp pictures_argp = {.options = pictures_options, .parser = parse_analysis};
+
+static const struct argp_child analysis_children[] = {
+    {&cli_judging_argp, 0, NULL, 0},
+    {&gate_argp, 0, NULL, 0},
+    {&pictures_argp, 0, NULL, 0},
+    {},
+};
+
+static error_t parse_analysis_group(int key, char *arg, struct argp_state *state)
+{
+	(void)arg;
+	if (key != ARGP_KEY_INIT)
+		return ARGP_ERR_UNKNOWN;
+	cli__init_children(state, analysis_children);
+	return 0;
+}
+
+const struct argp cli_analysis_argp = {.parser = parse_analysis_group,
+				       .children = analysis_children};
 
 /* ---- output: what the report writes, live or of a capture ---- */
 
