@@ -30,6 +30,10 @@ Sections (--only picks some):
              the probe gains on the real libnccl.so.2
   capture    bench/capture_bench.sh: bytes per captured event, `gpuleak report` of 10 M,
              against the consumer's rate
+  symbols    naming a stack frame from a perf map of 100 000 entries (JIT code) against
+             naming one from an ELF symbol table of 100 000 functions, taking turns in one
+             process (glbench symbols); the first frame of each (reading the table), and the
+             heap per perf map entry
 
 Every target on a machine-speed figure is a ratio of two things measured in the same run,
 so that a slower or busier machine does not flip it: gpuleak's cost per call against the
@@ -64,10 +68,16 @@ PAIRLOOP = os.path.join(BENCH, "bin", "pairloop")
 TORCHLOOP = os.path.join(BENCH, "bin", "torchloop")
 REALTARGET = os.path.join(BENCH, "bin", "realtarget")
 GLBENCH = os.path.join(BENCH, "glbench")
+MANYSYMS = os.path.join(BENCH, "lib", "libmanysyms.so")
 BENCH_LIB = os.path.realpath(os.path.join(BENCH, "lib", "libcudart.so.13"))
 TORCH_LIB = os.path.join(OUT, "tests", "lib", "libc10_cuda.so")
 REAL_CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 REAL_NCCL = "/usr/local/cuda/lib/libnccl.so.2"
+NPM = os.path.join(os.environ.get("GPULEAK_DEPS", "/var/cache/gpuleak"), "npm")
+ORT_LIB = os.path.join(NPM, "onnxruntime-node@1.30.0", "node_modules", "onnxruntime-node", "bin",
+                       "napi-v6", "linux", "x64", "libonnxruntime.so.1")
+DAWN_NODE = os.path.join(NPM, "webgpu@0.6.2", "node_modules", "webgpu", "dist", "linux-x64",
+                         "dawn.node")
 
 # (key, target, "le" or "ge") for the table and bench.json's "met". The ratios replaced
 # absolute figures of the 2026-11-29 run on the project's VM, at what they were there: the
@@ -86,6 +96,13 @@ TARGETS = {
     "detach_vs_floor": (DETACH_VS_FLOOR, "le"),
     "report_vs_consumer": (0.3, "ge"),
     "capture_bytes_per_event": (12, "le"),
+    "perf_map_vs_elf_per_frame": (1.5, "le"),
+    "perf_map_vs_elf_first_frame": (1.0, "le"),
+    "perf_map_heap_bytes_per_entry": (160, "le"),
+    # Dawn's proc table from libonnxruntime.so.1 (45 MB): 16-21 x one memmem pass over its
+    # read-only bytes on the 2026-12-01 run, the name scan, relocations, the lea scan and
+    # the emulator together; a second of it would be felt at every attach.
+    "procs_recover_vs_floor": (40, "le"),
 }
 
 # What a user would write with bpftrace instead: the live table in a BPF map, keyed by
@@ -453,6 +470,29 @@ def bench_memory(a, tmp, res):
             "peak_rss_bytes_per_live_alloc": stats([m["peak_rss_bytes_per_live_alloc"]])}
 
 
+def bench_procs(a, tmp, res):
+    """Dawn's proc table recovered from the real libonnxruntime.so.1, against one pass over its
+    read-only bytes and against the symbol scan of dawn.node, per MB."""
+    for path in (ORT_LIB, DAWN_NODE):
+        if not os.path.exists(path):
+            log(f"procs: skipped, {path} missing (scripts/install-deps.sh)")
+            return {}
+    rec, floor, ratio, per_mb = [], [], [], []
+    for rep in range(a.procs_reps):
+        out = subprocess.run([GLBENCH, "procs", "-r", "9", ORT_LIB, DAWN_NODE],
+                             capture_output=True, text=True, timeout=600)
+        if out.returncode:
+            raise BenchError(f"glbench procs: {out.stderr.strip()}")
+        m = json.loads(out.stdout)
+        log(f"procs {rep + 1}/{a.procs_reps}: {m}")
+        rec.append(m["recover_ms"])
+        floor.append(m["floor_ms"])
+        ratio.append(m["recover_ms"] / m["floor_ms"])
+        per_mb.append(m["recover_ms_per_mb"] / m["symscan_ms_per_mb"])
+    return {"procs_recover_ms": stats(rec), "procs_floor_ms": stats(floor),
+            "procs_recover_vs_floor": stats(ratio), "procs_vs_symscan_per_mb": stats(per_mb)}
+
+
 def drops_run(a, variant, jp, pairs):
     """Records lost by `variant` on a target making `pairs` pairs flat out."""
     target = Proc([PAIRLOOP, "--sync", "-n", str(pairs), "-w", str(a.warmup)])
@@ -655,10 +695,36 @@ def bench_capture(a, tmp, res):
             "report_calls": vals["calls"]}
 
 
+def bench_symbols(a, tmp, res):
+    """Naming frames from a perf map against naming them from ELF symbols, in one process:
+    ratios within each run, then the median."""
+    runs = []
+    for rep in range(a.symbols_reps):
+        out = subprocess.run([GLBENCH, "symbols", "-n", "100000", "-f", a.symbols_frames,
+                              MANYSYMS], capture_output=True, text=True, timeout=600)
+        if out.returncode:
+            raise BenchError(f"glbench symbols: {out.stderr.strip()}")
+        runs.append(json.loads(out.stdout))
+        r = runs[-1]
+        log(f"symbols {rep + 1}/{a.symbols_reps}: perf map {r['perf_map_ns_per_frame']:.0f} "
+            f"ns/frame, ELF {r['elf_ns_per_frame']:.0f}; first frame {r['perf_map_first_ms']:.1f}"
+            f" ms against {r['elf_first_ms']:.1f} ms")
+    return {"perf_map_ns_per_frame": stats([r["perf_map_ns_per_frame"] for r in runs]),
+            "elf_ns_per_frame": stats([r["elf_ns_per_frame"] for r in runs]),
+            "perf_map_vs_elf_per_frame":
+                stats([r["perf_map_ns_per_frame"] / r["elf_ns_per_frame"] for r in runs]),
+            "perf_map_first_ms": stats([r["perf_map_first_ms"] for r in runs]),
+            "elf_first_ms": stats([r["elf_first_ms"] for r in runs]),
+            "perf_map_vs_elf_first_frame":
+                stats([r["perf_map_first_ms"] / r["elf_first_ms"] for r in runs]),
+            "perf_map_heap_bytes_per_entry":
+                stats([r["perf_map_heap_bytes_per_entry"] for r in runs])}
+
+
 SECTIONS = {"pairs": bench_pairs, "torch": bench_torch, "breakdown": bench_breakdown,
             "consumer": bench_consumer, "memory": bench_memory,
             "drops": bench_drops, "attach": bench_attach, "placement": bench_placement,
-            "capture": bench_capture}
+            "capture": bench_capture, "symbols": bench_symbols, "procs": bench_procs}
 
 ROWS = [  # key, label, unit, scale, format
     ("pair_ns_none", "pair, untraced", "ns", 1, "{:.0f}"),
@@ -709,6 +775,17 @@ ROWS = [  # key, label, unit, scale, format
     ("report_events_per_s", "  events per second", "M/s", 1e-6, "{:.2f}"),
     ("report_vs_consumer", "  report / consumer", "x", 1, "{:.2f}"),
     ("capture_bytes_per_event", "capture bytes per event", "B", 1, "{:.2f}"),
+    ("perf_map_ns_per_frame", "frame named from a perf map, 100 k", "ns", 1, "{:.0f}"),
+    ("elf_ns_per_frame", "  from ELF symbols, 100 k", "ns", 1, "{:.0f}"),
+    ("perf_map_vs_elf_per_frame", "  perf map / ELF", "", 1, "{:.2f}"),
+    ("perf_map_first_ms", "  first frame: reading the perf map", "ms", 1, "{:.1f}"),
+    ("elf_first_ms", "  first frame: the ELF symbol table", "ms", 1, "{:.1f}"),
+    ("perf_map_vs_elf_first_frame", "  perf map / ELF", "", 1, "{:.2f}"),
+    ("perf_map_heap_bytes_per_entry", "  heap per perf map entry", "B", 1, "{:.0f}"),
+    ("procs_recover_ms", "Dawn proc table, libonnxruntime.so.1", "ms", 1, "{:.1f}"),
+    ("procs_floor_ms", "  floor: one pass over its bytes", "ms", 1, "{:.1f}"),
+    ("procs_recover_vs_floor", "  table / floor", "x", 1, "{:.1f}"),
+    ("procs_vs_symscan_per_mb", "  per MB, / dawn.node's symbol scan", "x", 1, "{:.1f}"),
 ]
 
 
@@ -774,6 +851,9 @@ def main():
     a.attach_reps = 3 if q else 7
     a.placement_reps = 2 if q else 5
     a.placement_calls = 20000 if q else 100000
+    a.symbols_reps = 3 if q else 7
+    a.symbols_frames = "20000" if q else "50000"
+    a.procs_reps = 2 if q else 5
     only = a.only.split(",") if a.only else list(SECTIONS)
     for s in only:
         if s not in SECTIONS:
@@ -795,7 +875,9 @@ def main():
                                                   "consumer_events", "memory_live", "drop_reps",
                                                   "drop_seconds", "ref_reps",
                                                   "attach_reps",
-                                                  "placement_reps", "placement_calls")},
+                                                  "placement_reps", "placement_calls",
+                                                  "symbols_reps", "symbols_frames",
+                                                  "procs_reps")},
            "spread": {}, "targets": {}}
     for k, v in res.items():
         if isinstance(v, dict):

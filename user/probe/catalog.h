@@ -58,6 +58,13 @@ enum cat_op {
 	OP_QUEUE_WATCH,	  /* a completion callback for queue addr's work so far */
 	OP_QUEUE_DONE,	  /* a completion callback ran (its userdata in size..aux2) */
 	/*
+	 * Futures (webgpu.h since 2024): a call returns a future (addr) that completes once the
+	 * work submitted so far to the queue of the device owning object aux is done (a buffer
+	 * map); a wait says which futures completed (its copied WGPUFutureWaitInfo array).
+	 */
+	OP_FUTURE_WATCH,
+	OP_FUTURE_WAIT,
+	/*
 	 * A block of a caching allocator (PyTorch's): an ALLOC record carves addr/size out of the
 	 * segment (a CUDA allocation, or a VMM mapping) that holds addr, a FREE record gives it
 	 * back to the cache. Blocks are what leaks and grows; their bytes are their segment's.
