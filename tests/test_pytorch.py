@@ -280,6 +280,72 @@ def pytorch_loaded_by_dlopen_after_attach():
     eq((v["pytorch"]["blocks_allocated"], v["pytorch"]["blocks_freed"]), (4, 1), "blocks")
 
 
+# ---- USDT markers checked before the target runs ----
+
+@test
+def misspelt_usdt_marker_is_a_usage_error_before_the_command_runs():
+    """run: a usdt: marker whose object has no such SDT probe is exit 2 before the command
+    runs, one line with the closest probes the object has (or that it has none); a library
+    the executable needs is found by name, one dlopen()ed later only with --wait."""
+    exe, c10 = scenario("torch_decode"), os.path.join(LIB, "libc10_cuda.so")
+    cases = [
+        (["--step", "usdt:libc10_cuda.so:pytorch:mallco"],
+         "gpuleak: --step usdt:libc10_cuda.so:pytorch:mallco: libc10_cuda.so has no USDT probe "
+         f"pytorch:mallco ({c10}; closest: pytorch:malloc, pytorch:free)\n"),
+        (["--request", "usdt:libc10_cuda.so:pytorch:malloc,fre"],
+         "gpuleak: --request usdt:libc10_cuda.so:pytorch:malloc,fre: libc10_cuda.so has no USDT "
+         f"probe pytorch:fre ({c10}; closest: pytorch:free, pytorch:malloc)\n"),
+        (["--end", "usdt:torch_decode:pytorch:free"],
+         "gpuleak: --end usdt:torch_decode:pytorch:free: torch_decode has no USDT probe "
+         f"pytorch:free ({exe}; no USDT probes (.note.stapsdt))\n"),
+        # the option as given is cut to 63 bytes; the file and probe follow whole
+        (["--step", f"usdt:{c10}:torch:malloc"],
+         f"gpuleak: {f'--step usdt:{c10}:torch:malloc'[:63]}: {c10} has no USDT probe "
+         "torch:malloc "
+         f"({c10}; closest: pytorch:malloc, pytorch:free)\n"),
+    ]
+    for opts, msg in cases:
+        p = run_plain([GPULEAK, "run", "--fail-on-leak"] + opts + ["--", exe, "leak", "3"])
+        eq((p.returncode, p.stderr), (2, msg), f"{opts}: exit 2, one line")
+        eq(p.stdout, "", f"{opts}: the command never ran")
+    # found: the probe of a library the executable needs, by name and by path
+    for spec in ("usdt:libc10_cuda.so:pytorch:free", f"usdt:{c10}:pytorch:free"):
+        res = run_gpuleak(["run", "--interval", "0", "--step", spec, "--", exe, "leak", "3"])
+        check("step marker on USDT pytorch:free in " in res.err, f"{spec}: {res.err}")
+    # torch_dlopen maps libc10_cuda.so late: a usage error, or waited for with --wait
+    p = run_plain([GPULEAK, "run", "--step", "usdt:libc10_cuda.so:pytorch:free", "--",
+                   scenario("torch_dlopen")])
+    eq(p.returncode, 2, f"not needed at start: {p.stderr}")
+    check(p.stderr.startswith("gpuleak: --step usdt:libc10_cuda.so:pytorch:free: no object "
+                              "named libc10_cuda.so in what ") and "add --wait" in p.stderr,
+          f"says so: {p.stderr!r}")
+    res = run_gpuleak(["run", "--wait", "--interval", "0", "--step",
+                       "usdt:libc10_cuda.so:pytorch:free", "--", scenario("torch_dlopen")])
+    check("maps at its start yet: waiting for one to be loaded (--wait)" in res.err, res.err)
+    eq(res.verdict()["steps"], 2, "its one pytorch:free a boundary, once the object came")
+
+
+@test
+def misspelt_usdt_marker_in_attach_mode():
+    """attach: checked against the process's mappings before any probe: exit 2, and the
+    process runs on."""
+    a = Attached("torch_decode", ["leak", 3],
+                 gl_args=["--step", "usdt:libc10_cuda.so:pytorch:mallocc"])
+    try:
+        eq(a.gl.finish(), 2, f"exit status: {a.gl.text('err')}")
+        err = a.gl.text("err")
+        check(err.startswith("gpuleak: --step usdt:libc10_cuda.so:pytorch:mallocc: "
+                             "libc10_cuda.so has no USDT probe pytorch:mallocc (")
+              and "closest: pytorch:malloc, pytorch:free)\n" in err and err.count("\n") == 1,
+              f"one line: {err!r}")
+        a.target.send()
+        a.target.wait_line("done")
+        a.target.send()
+        eq(a.target.finish(), 0, "the target ran on")
+    finally:
+        a.cleanup()
+
+
 # ---- USDT machinery ----
 
 @test(root=False)
