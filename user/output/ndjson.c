@@ -77,6 +77,9 @@ static void json_step_sites(struct report *r, const struct step_site_summary *ss
 			",\"class\":\"%s\",\"live_bytes\":%" PRIu64 ",\"allocated_bytes\":%" PRIu64
 			",\"freed_bytes\":%" PRIu64,
 			describe__site_class(s), v->live, v->allocated, v->freed);
+		/* A caching allocator's segments: memory, judged by their blocks instead. */
+		if (!s->judged)
+			fputs(",\"pool\":true", r->json);
 		json_net(r->json, v->allocated, v->freed);
 		fputc('}', r->json);
 	}
