@@ -372,6 +372,10 @@ static const struct argp_option trace_options[] = {
      "Distinct stacks each of the two kernel stack maps holds (default 16384; each costs "
      "(depth + 2) x 8 bytes of kernel memory)",
      0},
+    {"python-depth", OPT_PYTHON_DEPTH, "N", 0,
+     "Python frames kept per allocation of a Python process (CPython 3.10 to 3.13; default "
+     "32, at most 64; 0: no Python frames)",
+     0},
     {"debug-dir", OPT_DEBUG_DIR, "DIR", 0,
      "Also look for separate debug files of stripped libraries in DIR "
      "(DIR/.build-id/xx/yyyy.debug, or the .gnu_debuglink name under DIR), before "
@@ -421,6 +425,14 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 		if (!*arg || *end || n < 1 || n > (1L << 20))
 			argp_error(state, "invalid --stack-entries '%s' (1..1048576)", arg);
 		c->t.stack_entries = (unsigned int)n;
+		break;
+	case OPT_PYTHON_DEPTH:
+		n = strtol(arg, &end, 10);
+		if (!*arg || *end || n < 0 || n > GL_PY_DEPTH_MAX)
+			argp_error(state,
+				   "invalid --python-depth '%s' (0..%d; 0: no Python frames)", arg,
+				   GL_PY_DEPTH_MAX);
+		c->t.python_depth = (unsigned int)n;
 		break;
 	case OPT_DEBUG_DIR:
 		if (c->t.nr_debug_dirs == SYMBOLIZER_MAX_DEBUG_DIRS)

@@ -20,6 +20,7 @@ struct callbacks;
 struct markers;
 struct modules;
 struct probe_sites;
+struct pyconf;
 struct recorder;
 struct session_opts;
 struct symbolizer;
@@ -37,6 +38,7 @@ struct live {
 	struct callbacks *cbs;	   /* callbacks waiting for their probes */
 	struct markers *mk;	   /* step/request/end markers */
 	struct probe_sites *sites; /* --json: where the probes sat, for the verdicts, else NULL */
+	struct pyconf *py;	   /* Python interpreters found in targets */
 	struct launch child;	   /* run mode's command; pid -1 in attach mode */
 	bool finishing;		   /* detached: stopped processes are resumed, not attached to */
 	bool warned_unstopped;	   /* the kernel cannot stop forks before they run: said once */

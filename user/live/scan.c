@@ -4,6 +4,7 @@
 #include "live/attach.h"
 #include "live/live.h"
 #include "live/markers.h"
+#include "live/python.h"
 #include "live/recorder.h"
 #include "live/scan.h"
 #include "live/targets.h"
@@ -69,6 +70,7 @@ int scan__target(struct live *l, struct target *t)
 	recorder__maps(l->rec, m, l->mods);
 	err = attach__scan(l->att, m, &nr_new);
 	markers__attach(l->mk, l->att, t, m);
+	pyconf__scan(l, t, m);
 	if (!t->has_rendezvous)
 		t->has_rendezvous = scan__has_rendezvous(l, m);
 	if (!t->has_lib && attach__has_required(l->att, t->pid)) {

@@ -31,6 +31,7 @@
 #include "live/live.h"
 #include "live/markers.h"
 #include "live/probe_sites.h"
+#include "live/python.h"
 #include "live/process.h"
 #include "live/recorder.h"
 #include "live/ringbuf.h"
@@ -399,6 +400,8 @@ static int open_outputs(struct session *s)
 		err = callbacks__new(&s->l.cbs);
 	if (!err)
 		err = markers__new(&o->a, &s->l.mk);
+	if (!err)
+		err = pyconf__new(&s->l.py);
 	if (!err && o->json_path)
 		err = probe_sites__new(&s->l.sites);
 	if (!err)
@@ -416,7 +419,8 @@ static int open_tracing(struct session *s)
 	err = bpf_setup__new(&(struct bpf_setup_opts){.follow = o->follow,
 						      .ringbuf_bytes = o->ringbuf_bytes,
 						      .stack_depth = o->stack_depth,
-						      .stack_entries = o->stack_entries},
+						      .stack_entries = o->stack_entries,
+						      .python_depth = o->python_depth},
 			     &l->bpf);
 	if (err)
 		return err;
@@ -500,6 +504,7 @@ static int close_session(struct session *s, bool traced, int err)
 	analysis__free(l->an);
 	callbacks__free(l->cbs);
 	markers__free(l->mk);
+	pyconf__free(l->py);
 	probe_sites__free(l->sites);
 	symbolizer__free(l->sym);
 	modules__free(l->mods);

@@ -54,6 +54,8 @@ struct target {
 	unsigned int execs;	   /* programs it exec'd since it was first traced */
 	unsigned int markers_done; /* bit i: marker i attached (or failed, said once) */
 	int status;		   /* exit status (128 + signal), -1: not known */
+	uint64_t py_runtime;	   /* the _PyRuntime BPF walks Python frames from, 0: none */
+	bool py_said;		   /* its interpreter was said on stderr */
 	uint64_t loss[GL_STAT_MAX];
 	uint64_t last_rescan_ns;
 };
