@@ -47,6 +47,10 @@ static int on_record(void *ctx, const struct gl_hdr *h)
 		if (rp->next_interval_ns <= h->ts_ns)
 			rp->next_interval_ns = h->ts_ns + rp->interval_ns;
 	}
+	/* Python frames are named from their records, in stream order, as live. */
+	err = symbolizer__py_record(rp->sym, h);
+	if (err == -ENOMEM)
+		return err;
 	err = analysis__feed(rp->an, h);
 	/* A record the tracker cannot decode is counted there, as live. */
 	return err == -ENOMEM ? err : 0;

@@ -181,6 +181,11 @@ static void json_frame(struct report *r, pid_t pid, uint64_t addr)
 	json_str_or_null(r->json, si ? si->func : NULL);
 	fputs(",\"module\":", r->json);
 	json_str_or_null(r->json, si ? si->module : NULL);
+	if (si && si->python) {
+		fputs(",\"file\":", r->json);
+		json_str_or_null(r->json, si->file);
+		fprintf(r->json, ",\"line\":%d,\"python\":true", si->line);
+	}
 	fputc('}', r->json);
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <elf.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include "lib/hmap.h"
 #include "lib/log.h"
 #include "probe/modules.h"
+#include "symbols/python.h"
 #include "symbols/stacks.h"
 #include "symbols/symbolizer.h"
 #include "lib/vec.h"
@@ -73,6 +75,9 @@ struct symbolizer {
 	size_t nr_objfp, cap_objfp;
 	const char *const *debug_dirs; /* --debug-dir, searched before /usr/lib/debug */
 	size_t nr_debug_dirs;
+	struct pyframes *py;	 /* Python code objects and stacks, from their records */
+	const char *const *skip; /* --site-skip: frames of these never name a site */
+	size_t nr_skip;
 	struct symbolizer_stats st;
 };
 
@@ -82,7 +87,8 @@ int symbolizer__new(struct modules *mods, struct symbolizer **out)
 
 	if (!s)
 		return -ENOMEM;
-	if (stacks__new(&s->stacks)) {
+	if (stacks__new(&s->stacks) || pyframes__new(&s->py)) {
+		stacks__free(s->stacks);
 		free(s);
 		return -ENOMEM;
 	}
@@ -101,6 +107,7 @@ static void info_free(struct sym_info *si)
 {
 	free((char *)si->module);
 	free((char *)si->func);
+	free((char *)si->file);
 }
 
 void symbolizer__free(struct symbolizer *s)
@@ -125,6 +132,7 @@ void symbolizer__free(struct symbolizer *s)
 	free(s->bids);
 	free(s->objfp);
 	stacks__free(s->stacks);
+	pyframes__free(s->py);
 	hmap__free(&s->idx);
 	free(s);
 }
@@ -217,7 +225,13 @@ static char *format_name(const struct sym_info *si, uint64_t addr)
 	char *out = NULL;
 	int n;
 
-	if (si->func)
+	if (si->python && si->line)
+		n = asprintf(&out, "%s (%s:%d)", si->func ? si->func : "?",
+			     si->module ? si->module : "?", si->line);
+	else if (si->python)
+		n = asprintf(&out, "%s (%s)", si->func ? si->func : "?",
+			     si->module ? si->module : "?");
+	else if (si->func)
 		n = asprintf(&out, "%s+0x%" PRIx64 " (%s)", si->func, si->func_off,
 			     si->module ? si->module : "?");
 	else if (si->module)
@@ -390,7 +404,9 @@ static int info_dup(struct sym_info *dst, const struct sym_info *src)
 	*dst = *src;
 	dst->module = src->module ? strdup(src->module) : NULL;
 	dst->func = src->func ? strdup(src->func) : NULL;
-	if ((src->module && !dst->module) || (src->func && !dst->func)) {
+	dst->file = src->file ? strdup(src->file) : NULL;
+	if ((src->module && !dst->module) || (src->func && !dst->func) ||
+	    (src->file && !dst->file)) {
 		info_free(dst);
 		return -ENOMEM;
 	}
@@ -741,4 +757,243 @@ int symbolizer__site_frames(void *ctx, pid_t pid, uint64_t caller, int32_t stack
 		mods[i] = si->module;
 	}
 	return n;
+}
+
+/* ---- Python frames ---- */
+
+/*
+ * Frames that never name a site: the interpreter and its way into C (ctypes, libffi), the
+ * libraries gpuleak traces, PyTorch's allocator. Object basenames; then Python files.
+ */
+static const char *const skip_objects[] = {
+    "libpython*",  "python*",	  "_ctypes*",	   "libffi.so*", "libcudart.so*",
+    "libcuda.so*", "libnccl.so*", "libc.so*",	   "libwebgpu*", "libdawn*",
+    "dawn.node",   "libc10*.so*", "libtorch*.so*",
+};
+static const char *const skip_files[] = {
+    "*/site-packages/torch/*",
+    "*/dist-packages/torch/*",
+    "*/ctypes/__init__.py",
+    "<frozen *>",
+};
+
+void symbolizer__set_site_skip(struct symbolizer *s, const char *const *globs, size_t n)
+{
+	s->skip = globs;
+	s->nr_skip = n;
+}
+
+static bool any_glob(const char *const *globs, size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; name && i < n; i++)
+		if (!fnmatch(globs[i], name, 0))
+			return true;
+	return false;
+}
+
+static bool skipped(const struct symbolizer *s, const struct sym_info *si)
+{
+	if (!si)
+		return true;
+	if (si->python)
+		return any_glob(skip_files, sizeof(skip_files) / sizeof(skip_files[0]), si->file) ||
+		       any_glob(s->skip, s->nr_skip, si->file) ||
+		       any_glob(s->skip, s->nr_skip, si->module);
+	return !si->module ||
+	       any_glob(skip_objects, sizeof(skip_objects) / sizeof(skip_objects[0]), si->module) ||
+	       any_glob(s->skip, s->nr_skip, si->module);
+}
+
+/* A call of the interpreter's evaluation loop: where Python frames run. */
+static bool eval_frame(const struct sym_info *si)
+{
+	return si && si->func && !strncmp(si->func, "_PyEval_EvalFrameDefault", 24);
+}
+
+static bool interp_frame(const struct sym_info *si)
+{
+	return si && si->module &&
+	       (!fnmatch("libpython*", si->module, 0) || !fnmatch("python*", si->module, 0));
+}
+
+/* The address of Python frame i of st, named as such on first use; 0 without memory. */
+static uint64_t py_addr(struct symbolizer *s, const struct py_stack *st, unsigned int i)
+{
+	struct py_frame_name nm;
+	struct sym_info si = {.python = true};
+	struct sym_entry *e;
+	const char *base;
+	uint64_t addr;
+
+	addr = pyframes__frame(s->py, st->pid, st->version, &st->frames[i], &nm);
+	if (!addr)
+		return 0;
+	e = entry_get(s, st->pid, addr);
+	if (!e)
+		return 0;
+	if (e->name)
+		return addr;
+	base = nm.file ? strrchr(nm.file, '/') : NULL;
+	si.func = strdup(nm.name ? nm.name : "?");
+	si.module = strdup(nm.file ? (base ? base + 1 : nm.file) : "python");
+	si.file = nm.file ? strdup(nm.file) : NULL;
+	si.line = nm.line;
+	if (!si.func || !si.module || (nm.file && !si.file)) {
+		info_free(&si);
+		return 0;
+	}
+	return entry_set(s, e, &si, addr, SYM_FIXED) ? 0 : addr;
+}
+
+struct merge {
+	uint64_t v[STACK_MAX_FRAMES];
+	size_t n;
+	bool cut;
+};
+
+static void merge_add(struct merge *m, uint64_t addr)
+{
+	if (m->n < STACK_MAX_FRAMES)
+		m->v[m->n++] = addr;
+	else
+		m->cut = true;
+}
+
+/*
+ * Python frames from *next up to the outermost of those one call of the evaluation loop
+ * runs (entry_mask), into m; *next moves past them.
+ */
+static void merge_group(struct merge *m, const struct py_stack *st, const uint64_t *py,
+			unsigned int *next)
+{
+	unsigned int i;
+
+	for (i = *next; i < st->nr; i++) {
+		merge_add(m, py[i]);
+		if (st->entry_mask & (1ULL << (i & 63)))
+			break;
+	}
+	*next = i < st->nr ? i + 1 : st->nr;
+}
+
+/*
+ * The stack of a record with Python frames, as py-spy --native shows one: the native
+ * frames, with the Python frames in place of the evaluation loop's calls they ran in. A
+ * native walk through an interpreter built without frame pointers (all of these here) is
+ * unreliable from the interpreter on: what it found there is dropped while Python frames
+ * remain to be placed, since the interpreter's own frame chain says where the program
+ * was, exactly; the Python frames left then follow the native frames kept.
+ */
+static int py_merge(struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller)
+{
+	const struct py_stack *st = pyframes__stack(s->py, pid, id);
+	uint64_t py[GL_PY_DEPTH_MAX], site = 0;
+	const uint64_t *nat = &caller;
+	size_t nn = 1, bad_from = 1, i;
+	unsigned int next = 0, flags = 0, nofp = 0, p;
+	const struct ustack *ns = NULL;
+	struct merge m = {};
+	bool has_eval = false;
+	struct ustack *out;
+	int err;
+
+	if (!st || stacks__get(s->stacks, pid, id, caller))
+		return 0;
+	for (p = 0; p < st->nr; p++) {
+		py[p] = py_addr(s, st, p);
+		if (!py[p])
+			return -ENOMEM;
+	}
+	if (st->native_id >= 0)
+		ns = stacks__get(s->stacks, pid, st->native_id, caller);
+	if (ns) {
+		nat = ns->frames;
+		nn = ns->nr;
+		bad_from = ns->flags & STACK_NO_FP ? ns->nofp_from : nn;
+		flags |= ns->flags & STACK_TRUNCATED;
+	}
+	if (!caller)
+		nn = 0;
+	for (i = 0; i < nn; i++)
+		has_eval |= eval_frame(symbolizer__info(s, pid, nat[i]));
+	for (i = 0; i < nn; i++) {
+		const struct sym_info *si = symbolizer__info(s, pid, nat[i]);
+		bool bad = i >= bad_from;
+
+		if (eval_frame(si) && next < st->nr) {
+			merge_group(&m, st, py, &next);
+			continue;
+		}
+		/* The interpreter again with no Python left: the Python stack was cut here. */
+		if (eval_frame(si) && (st->flags & GL_PYS_TRUNCATED)) {
+			flags |= STACK_TRUNCATED;
+			break;
+		}
+		if (bad && next < st->nr)
+			continue;
+		if (!has_eval && interp_frame(si))
+			while (next < st->nr)
+				merge_add(&m, py[next++]);
+		if (bad && !(flags & STACK_NO_FP)) {
+			flags |= STACK_NO_FP;
+			nofp = (unsigned int)m.n;
+		}
+		merge_add(&m, nat[i]);
+	}
+	while (next < st->nr)
+		merge_add(&m, py[next++]);
+	if (m.cut || (st->flags & GL_PYS_TRUNCATED))
+		flags |= STACK_TRUNCATED;
+	/* The site: the innermost frame of the program's own code, else its innermost Python. */
+	for (i = 0; i < m.n && !site; i++)
+		if (!skipped(s, symbolizer__info(s, pid, m.v[i])))
+			site = m.v[i];
+	if (!site)
+		site = py[0];
+	err = stacks__add(s->stacks, pid, id, caller, m.v, m.n, flags, nofp);
+	if (err)
+		return err;
+	out = stacks__get(s->stacks, pid, id, caller);
+	if (out)
+		out->site = site == caller ? 0 : site;
+	return 0;
+}
+
+int symbolizer__py_record(struct symbolizer *s, const struct gl_hdr *h)
+{
+	const struct gl_call_rec *r = (const struct gl_call_rec *)h;
+
+	switch (h->kind) {
+	case GL_REC_PY_CODE:
+	case GL_REC_PY_STACK:
+		return pyframes__record(s->py, h);
+	case GL_REC_ALLOC:
+	case GL_REC_ALLOC_FAIL:
+		if (h->size < sizeof(*r) || !gl_stack_is_py(r->stack_id))
+			return 0;
+		return py_merge(s, (pid_t)h->pid, r->stack_id, r->caller);
+	default:
+		return 0;
+	}
+}
+
+int32_t symbolizer__py_native_id(const struct symbolizer *s, pid_t pid, int32_t id)
+{
+	const struct py_stack *st = pyframes__stack(s->py, pid, id);
+
+	return st ? st->native_id : -1;
+}
+
+uint64_t symbolizer__site_frame(const struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller)
+{
+	const struct ustack *st = stacks__get(s->stacks, pid, id, caller);
+
+	return st ? st->site : 0;
+}
+
+uint64_t symbolizer__py_bad(const struct symbolizer *s)
+{
+	return pyframes__bad(s->py);
 }
