@@ -931,7 +931,9 @@ static int py_merge(struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller
 			flags |= STACK_TRUNCATED;
 			break;
 		}
-		if (bad && next < st->nr)
+		/* Found by a walk gone astray: not where the Python frames belong, and once
+		 * they are placed, no call of the loop runs any we know of. */
+		if (bad && (next < st->nr || eval_frame(si)))
 			continue;
 		if (!has_eval && interp_frame(si))
 			while (next < st->nr)
