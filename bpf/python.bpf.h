@@ -612,7 +612,8 @@ static __always_inline void py_stack(struct tstate *st, __u64 pid_tgid, __s32 *s
 		count_loss(pid, GL_STAT_PY_WALK_FAIL, 1);
 	if (!w.n)
 		return;
-	py_mix(&w.hash, w.entry_mask);
+	/* Not the entry mask: the same frames are one stack however the calls between them
+	 * went (3.13 runs a generator's first step through C, the next ones inline). */
 	py_mix(&w.hash, w.flags);
 	key.hash = w.hash;
 	id = bpf_map_lookup_elem(&pystacks, &key);

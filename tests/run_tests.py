@@ -25,6 +25,7 @@ import test_capture  # noqa: E402,F401
 import test_stacks  # noqa: E402,F401
 import test_reliability  # noqa: E402,F401
 import test_probes  # noqa: E402,F401
+import test_python  # noqa: E402,F401
 
 if __name__ == "__main__":
     sys.exit(harness.main(sys.argv[1:]))

@@ -398,6 +398,18 @@ static void merged(void)
 	      "unreliable frames dropped: %s", names(s, st));
 	CHECK(st && (st->flags & STACK_NO_FP) && st->nofp_from == 6,
 	      "unreliable after the Python frames: from %u", st ? st->nofp_from : 0);
+	/* another native walk gone astray the same way: one stack stands for both */
+	{
+		const uint64_t w[] = {LIB + 1, LIB + 2, LIB + 8, LIB + 3,
+				      LIB + 4, LIB + 6, LIB + 7};
+		int32_t first = id;
+
+		CHECK(!symbolizer__set_stack(s, PID, 6, LIB + 1, w, 7, STACK_NO_FP, 2), "native");
+		id = send_stack(s, 6, codes, 4, 1 << 3, 0);
+		CHECK(alloc(s, id, LIB + 1) && symbolizer__py_canonical(s, PID, id) == first &&
+			  symbolizer__py_canonical(s, PID, first) == first,
+		      "the same frames: %d for %d", symbolizer__py_canonical(s, PID, id), first);
+	}
 	/* no evaluation frame named: the Python frames at the first interpreter frame */
 	{
 		const uint64_t w[] = {LIB + 1, LIB + 8, LIB + 6, LIB + 7};

@@ -186,6 +186,8 @@ const char *describe__loss(int stat)
 	    [GL_STAT_LOST_ALLOCS_UNSIZED] = "lost_allocs_unsized",
 	    [GL_STAT_LOST_FREES] = "lost_frees",
 	    [GL_STAT_LOST_TASKS] = "lost_process_events",
+	    [GL_STAT_PY_LOST] = "python_lost",
+	    [GL_STAT_PY_WALK_FAIL] = "python_walk_failed",
 	};
 
 	return stat >= 0 && stat < GL_STAT_MAX ? names[stat] : NULL;

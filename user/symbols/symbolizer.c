@@ -76,6 +76,8 @@ struct symbolizer {
 	const char *const *debug_dirs; /* --debug-dir, searched before /usr/lib/debug */
 	size_t nr_debug_dirs;
 	struct pyframes *py;	 /* Python code objects and stacks, from their records */
+	struct hmap py_merged;	 /* ((u32)pid, hash of a merged stack) -> its first id */
+	struct hmap py_canon;	 /* ((u32)pid, id) -> the first id merged to the same frames */
 	const char *const *skip; /* --site-skip: frames of these never name a site */
 	size_t nr_skip;
 	struct symbolizer_stats st;
@@ -133,6 +135,8 @@ void symbolizer__free(struct symbolizer *s)
 	free(s->objfp);
 	stacks__free(s->stacks);
 	pyframes__free(s->py);
+	hmap__free(&s->py_merged);
+	hmap__free(&s->py_canon);
 	hmap__free(&s->idx);
 	free(s);
 }
@@ -847,6 +851,32 @@ static uint64_t py_addr(struct symbolizer *s, const struct py_stack *st, unsigne
 	return entry_set(s, e, &si, addr, SYM_FIXED) ? 0 : addr;
 }
 
+/*
+ * Two Python stack ids merge to the same frames when only what was dropped differs (the
+ * native frames of a walk gone astray, how a call of the loop was entered): the first one
+ * stands for both, so an allocation site has one stack where a user sees one.
+ */
+static int canonical(struct symbolizer *s, const struct ustack *st)
+{
+	uint64_t h = hmap_hash2(st->caller, st->flags | (uint64_t)st->nofp_from << 16), *at;
+	const struct ustack *first;
+	uint16_t i;
+
+	for (i = 0; i < st->nr; i++)
+		h = hmap_hash2(h, st->frames[i]);
+	for (;; h++) {
+		at = hmap__get(&s->py_merged, (uint32_t)st->pid, h);
+		if (!at)
+			break;
+		first = stacks__get(s->stacks, st->pid, (int32_t)*at, st->caller);
+		if (first && first->nr == st->nr && first->flags == st->flags &&
+		    first->nofp_from == st->nofp_from && first->site == st->site &&
+		    !memcmp(first->frames, st->frames, st->nr * sizeof(st->frames[0])))
+			return hmap__put(&s->py_canon, (uint32_t)st->pid, (uint32_t)st->id, *at);
+	}
+	return hmap__put(&s->py_merged, (uint32_t)st->pid, h, (uint32_t)st->id);
+}
+
 struct merge {
 	uint64_t v[STACK_MAX_FRAMES];
 	size_t n;
@@ -958,9 +988,10 @@ static int py_merge(struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller
 	if (err)
 		return err;
 	out = stacks__get(s->stacks, pid, id, caller);
-	if (out)
-		out->site = site == caller ? 0 : site;
-	return 0;
+	if (!out)
+		return -ENOMEM;
+	out->site = site == caller ? 0 : site;
+	return canonical(s, out);
 }
 
 int symbolizer__py_record(struct symbolizer *s, const struct gl_hdr *h)
@@ -993,6 +1024,13 @@ uint64_t symbolizer__site_frame(const struct symbolizer *s, pid_t pid, int32_t i
 	const struct ustack *st = stacks__get(s->stacks, pid, id, caller);
 
 	return st ? st->site : 0;
+}
+
+int32_t symbolizer__py_canonical(const struct symbolizer *s, pid_t pid, int32_t id)
+{
+	const uint64_t *at = hmap__get(&s->py_canon, (uint32_t)pid, (uint32_t)id);
+
+	return at ? (int32_t)*at : id;
 }
 
 uint64_t symbolizer__py_bad(const struct symbolizer *s)

@@ -143,6 +143,11 @@ int32_t symbolizer__py_native_id(const struct symbolizer *s, pid_t pid, int32_t 
  * frames, the innermost frame of the program's own code; 0: the call site, as for others.
  */
 uint64_t symbolizer__site_frame(const struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller);
+/*
+ * The id that stands for Python stack id of pid: the first one whose merged stack has the
+ * same frames (ids that differ only in what the merge dropped), else id itself.
+ */
+int32_t symbolizer__py_canonical(const struct symbolizer *s, pid_t pid, int32_t id);
 /* Python records left out as malformed. */
 uint64_t symbolizer__py_bad(const struct symbolizer *s);
 

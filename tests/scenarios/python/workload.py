@@ -50,9 +50,7 @@ def handshake(what):
         sys.stdin.readline()
 
 
-def device_malloc(size):
-    p = ctypes.c_void_p()
-    rc = rt.cudaMalloc(ctypes.byref(p), size)  # line: device_malloc
+def ok(rc, p):
     if rc:
         raise RuntimeError(f"cudaMalloc: {rc}")
     return p.value
@@ -60,17 +58,12 @@ def device_malloc(size):
 
 def custom_attention_forward(step):
     p = ctypes.c_void_p()
-    rc = rt.cudaMalloc(ctypes.byref(p), MiB)  # line: leak
-    if rc:
-        raise RuntimeError(f"cudaMalloc: {rc}")
-    keep.append(p.value)
+    keep.append(ok(rt.cudaMalloc(ctypes.byref(p), MiB), p))  # line: leak
 
 
 def scratch_buffer():
     p = ctypes.c_void_p()
-    rc = rt.cudaMalloc(ctypes.byref(p), 64 << 10)  # line: scratch
-    if rc:
-        raise RuntimeError(f"cudaMalloc: {rc}")
+    ok(rt.cudaMalloc(ctypes.byref(p), 64 << 10), p)  # line: scratch
     rt.cudaFree(p)
 
 
@@ -89,7 +82,8 @@ def decode(steps):
 
 
 def worker_alloc():
-    keep.append(device_malloc(64 << 10))  # line: worker_alloc
+    p = ctypes.c_void_p()
+    keep.append(ok(rt.cudaMalloc(ctypes.byref(p), 64 << 10), p))  # line: worker_alloc
 
 
 def worker_loop(n, done):
@@ -110,14 +104,16 @@ def spin_with_the_gil(n):
 
 def recurse(depth):
     if depth == 0:
-        keep.append(device_malloc(MiB))  # line: recurse_bottom
+        p = ctypes.c_void_p()
+        keep.append(ok(rt.cudaMalloc(ctypes.byref(p), MiB), p))  # line: recurse_bottom
         return
     recurse(depth - 1)  # line: recurse
 
 
 def gen_buffers(n):
     for _ in range(n):
-        yield device_malloc(256 << 10)  # line: gen_buffers
+        p = ctypes.c_void_p()
+        yield ok(rt.cudaMalloc(ctypes.byref(p), 256 << 10), p)  # line: gen_buffers
 
 
 def consume(n):
@@ -127,9 +123,7 @@ def consume(n):
 
 async def fetch_block(i):
     p = ctypes.c_void_p()
-    rc = rt.cudaMalloc(ctypes.byref(p), 512 << 10)  # line: fetch_block
-    if rc:
-        raise RuntimeError(f"cudaMalloc: {rc}")
+    ok(rt.cudaMalloc(ctypes.byref(p), 512 << 10), p)  # line: fetch_block
     await asyncio.sleep(0)
     return p.value
 
@@ -140,12 +134,14 @@ async def run_requests(n):
 
 
 def parent_alloc():
-    keep.append(device_malloc(MiB))  # line: parent_alloc
+    p = ctypes.c_void_p()
+    keep.append(ok(rt.cudaMalloc(ctypes.byref(p), MiB), p))  # line: parent_alloc
 
 
 def child_work(n):
     for _ in range(n):
-        keep.append(device_malloc(128 << 10))  # line: child_work
+        p = ctypes.c_void_p()
+        keep.append(ok(rt.cudaMalloc(ctypes.byref(p), 128 << 10), p))  # line: child_work
 
 
 def fork_and_wait(n):

@@ -1,0 +1,302 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""Python frames, on real interpreters: Debian's /usr/bin/python3.11 (3.11.2: .dynsym only,
+no frame pointers, a static executable) and the machine image's pyenv builds 3.10.13, 3.11.7,
+3.12.1 and 3.13.0 (libpython). Each runs tests/scenarios/python/workload.py, which allocates
+through the stand-in CUDA runtime with ctypes; every test runs under every interpreter the
+machine has and says which it lacks. Sites, bytes, counts and the Python frames of stacks
+(function, line, in order) are exact; lines come from the "# line: NAME" markers of the
+workload, so editing it moves no expectation."""
+import os
+import re
+
+from harness import (LIB, ROOT, GPULEAK, Proc, check, env_for_targets, eq, gpuleak_env,
+                     read_ndjson, run_gpuleak, test, tmpfile, check_sanitizers)
+import harness
+
+MiB = 1 << 20
+KiB = 1 << 10
+WORKLOAD = os.path.join(ROOT, "tests", "scenarios", "python", "workload.py")
+CUDART = os.path.join(LIB, "libcudart.so.13")
+
+# (name, interpreter, (major, minor))
+PYTHONS = [
+    ("3.11.2 (Debian)", "/usr/bin/python3.11", (3, 11)),
+    ("3.10.13", "/root/.pyenv/versions/3.10.13/bin/python3.10", (3, 10)),
+    ("3.11.7", "/root/.pyenv/versions/3.11.7/bin/python3.11", (3, 11)),
+    ("3.12.1", "/root/.pyenv/versions/3.12.1/bin/python3.12", (3, 12)),
+    ("3.13.0", "/root/.pyenv/versions/3.13.0/bin/python3.13", (3, 13)),
+]
+_said = set()
+
+
+def interpreters():
+    """The interpreters this machine has; each missing one is said once."""
+    got = []
+    for name, path, ver in PYTHONS:
+        if os.access(path, os.X_OK):
+            got.append((name, path, ver))
+        elif name not in _said:
+            _said.add(name)
+            print(f"# Python {name}: {path} not on this machine, not tested")
+    check(got, "no Python interpreter to test (/usr/bin/python3.11, /root/.pyenv/versions)")
+    return got
+
+
+def lines():
+    out = {}
+    with open(WORKLOAD) as f:
+        for i, text in enumerate(f, 1):
+            m = re.search(r"# line: (\w+)", text)
+            if m:
+                out[m.group(1)] = i
+    return out
+
+
+L = lines()
+
+
+def site(fn, line):
+    return f"{fn} (workload.py:{L[line]})"
+
+
+def qual(ver, qualname):
+    """3.10 has no co_qualname: a method is named by its own name."""
+    return qualname if ver >= (3, 11) else qualname.rsplit(".", 1)[-1]
+
+
+def workload(python, *args):
+    return ["--", python, WORKLOAD] + [str(a) for a in args]
+
+
+def env():
+    return dict(gpuleak_env(), GPULEAK_CUDART=CUDART)
+
+
+def run(python, args, gl_args=(), expect_rc=0):
+    return run_gpuleak(["run", "--interval", "0", *gl_args, *workload(python, *args)],
+                       expect_rc=expect_rc, env=env())
+
+
+def py_frames(stack):
+    """[(function, line)] of a stack's Python frames, innermost first."""
+    return [(f["function"], f["line"]) for f in stack["frames"] if f.get("python")]
+
+
+def entry(v, name, lst="leaks"):
+    got = [e for e in v[lst] if e["site"] == name]
+    check(len(got) == 1, f"one {lst} entry at {name}: {[e['site'] for e in v[lst]]}")
+    return got[0]
+
+
+def no_python_losses(v):
+    eq((v["losses"]["python_lost"], v["losses"]["python_walk_failed"]), (0, 0),
+       "Python frames lost or walks failed")
+
+
+def within(actual, expected, rel, what):
+    check(abs(actual - expected) <= rel * expected,
+          f"{what}: {actual} not within {rel:.0%} of {expected}")
+
+
+@test
+def python_decode_loop_leak_named_by_its_function():
+    """decode 20, a step per cudaDeviceSynchronize: custom_attention_forward keeps 1 MiB per
+    step (the first made before the first step: retained by init), scratch_buffer frees its
+    64 KiB; the leak is named by the Python function and line, with its Python callers."""
+    for name, py, ver in interpreters():
+        res = run(py, ["decode", 20], ["--step", "sync"])
+        v = res.verdict()
+        leak = entry(v, site("custom_attention_forward", "leak"))
+        eq((leak["bytes"], leak["count"]), (19 * MiB, 19), f"{name}: leaked")
+        eq(leak["module"], "workload.py", f"{name}: the site's file")
+        within(leak["slope_bytes_per_step"], MiB, 0.01, f"{name}: slope")
+        g = entry(v, site("custom_attention_forward", "leak"), "growth")
+        within(g["slope_bytes_per_step"], MiB, 0.01, f"{name}: growth slope")
+        eq([e["site"] for e in v["leaks"]], [site("custom_attention_forward", "leak")],
+           f"{name}: the one leak (scratch_buffer frees what it takes)")
+        eq([(e["site"], e["bytes"]) for e in v["retained"]],
+           [(site("custom_attention_forward", "leak"), MiB)], f"{name}: step 0, by init")
+        eq(len(leak["stacks"]), 1, f"{name}: one stack")
+        st = leak["stacks"][0]
+        eq(py_frames(st), [("custom_attention_forward", L["leak"]),
+                           (qual(ver, "Decoder.forward"), L["forward"]),
+                           ("decode", L["decode"]), ("main", L["main_decode"]),
+                           ("<module>", L["module"])], f"{name}: Python callers in order")
+        check(not st["frames"][0].get("python") and
+              st["frames"][0]["module"].startswith("libffi"),
+              f"{name}: the native call site first: {st['frames'][0]}")
+        eq(st["truncated"], False, f"{name}: whole")
+        no_python_losses(v)
+        check(f"{site('custom_attention_forward', 'leak')}" in res.out,
+              f"{name}: the text report names it:\n{res.out}")
+
+
+@test
+def python_thread_allocating_while_main_holds_the_gil():
+    """thread 40: a worker thread allocates 40 x 64 KiB at worker_alloc, releasing the GIL
+    in each ctypes call, while the main thread spins in Python holding it: the worker's own
+    Python frames, not the GIL holder's."""
+    for name, py, ver in interpreters():
+        v = run(py, ["thread", 40]).verdict()
+        leak = entry(v, site("worker_alloc", "worker_alloc"))
+        eq((leak["bytes"], leak["count"]), (40 * 64 * KiB, 40), f"{name}: the worker's")
+        fr = py_frames(leak["stacks"][0])
+        eq(fr[:3], [("worker_alloc", L["worker_alloc"]), ("worker_loop", L["worker_loop"]),
+                    (qual(ver, "Thread.run"), fr[2][1])], f"{name}: the worker thread's frames")
+        check(all(f[0] != "spin_with_the_gil" for f in fr), f"{name}: none of main's: {fr}")
+        check(fr[-1][0] == qual(ver, "Thread._bootstrap"), f"{name}: its outermost: {fr}")
+        eq(len(v["leaks"]), 1, f"{name}: nothing else")
+        no_python_losses(v)
+
+
+@test
+def python_recursion_past_the_depth_is_marked_truncated():
+    """recurse 50: 1 MiB at the bottom of 50 recursive calls. --python-depth 32 keeps the
+    innermost 32 frames and marks the stack truncated; --python-depth 64 keeps them all."""
+    for name, py, ver in interpreters():
+        v = run(py, ["recurse", 50], ["--python-depth", "32"]).verdict()
+        st = entry(v, site("recurse", "recurse_bottom"))["stacks"][0]
+        eq(py_frames(st), [("recurse", L["recurse_bottom"])] + [("recurse", L["recurse"])] * 31,
+           f"{name}: the innermost 32")
+        eq(st["truncated"], True, f"{name}: cut, and said")
+        no_python_losses(v)
+        v = run(py, ["recurse", 50], ["--python-depth", "64"]).verdict()
+        st = entry(v, site("recurse", "recurse_bottom"))["stacks"][0]
+        eq(py_frames(st), [("recurse", L["recurse_bottom"])] + [("recurse", L["recurse"])] * 50 +
+           [("main", L["main_recurse"]), ("<module>", L["module"])], f"{name}: all 53")
+        eq(st["truncated"], False, f"{name}: whole")
+
+
+@test
+def python_generator_and_async_frames():
+    """gen 5: a generator's frame on top of the loop that drives it; async 4: a coroutine
+    awaited by another under asyncio.run, the event loop's frames between them and main."""
+    for name, py, ver in interpreters():
+        v = run(py, ["gen", 5]).verdict()
+        leak = entry(v, site("gen_buffers", "gen_buffers"))
+        eq((leak["bytes"], leak["count"]), (5 * 256 * KiB, 5), f"{name}: generator")
+        eq(py_frames(leak["stacks"][0])[:4], [("gen_buffers", L["gen_buffers"]),
+                                             ("consume", L["consume"]), ("main", L["main_gen"]),
+                                             ("<module>", L["module"])], f"{name}: generator")
+        v = run(py, ["async", 4]).verdict()
+        leak = entry(v, site("fetch_block", "fetch_block"))
+        eq((leak["bytes"], leak["count"]), (4 * 512 * KiB, 4), f"{name}: coroutine")
+        fr = py_frames(leak["stacks"][0])
+        eq(fr[:2], [("fetch_block", L["fetch_block"]), ("run_requests", L["run_requests"])],
+           f"{name}: the coroutines")
+        eq(fr[-2:], [("main", L["main_async"]), ("<module>", L["module"])],
+           f"{name}: under asyncio.run: {fr}")
+        no_python_losses(v)
+
+
+@test
+def python_fork_followed_with_its_frames():
+    """fork 6 --follow: the parent keeps 1 MiB at parent_alloc, its child (configured by BPF
+    at the fork, before user space knows of it) 6 x 128 KiB at child_work, with the frames
+    it inherited."""
+    for name, py, ver in interpreters():
+        res = run(py, ["fork", 6], ["--follow"])
+        vs = res.verdicts()
+        eq(len(vs), 2, f"{name}: parent and child")
+        parent = [v for v in vs if not v.get("ppid")][0]
+        child = [v for v in vs if v.get("ppid")][0]
+        eq(entry(parent, site("parent_alloc", "parent_alloc"))["bytes"], MiB, f"{name}: parent")
+        leak = entry(child, site("child_work", "child_work"))
+        eq((leak["bytes"], leak["count"]), (6 * 128 * KiB, 6), f"{name}: child")
+        eq(py_frames(leak["stacks"][0]), [("child_work", L["child_work"]),
+                                         ("fork_and_wait", L["fork_child"]),
+                                         ("main", L["main_fork"]), ("<module>", L["module"])],
+           f"{name}: the child's frames")
+        no_python_losses(child)
+
+
+@test
+def python_attach_to_a_running_process():
+    """attach -p to a decode loop already running: its outer frames (main, decode) started
+    before gpuleak did, and are named."""
+    for name, py, ver in interpreters():
+        jp = tmpfile(".ndjson")
+        t = Proc([py, WORKLOAD, "decode", "12"],
+                 env=env_for_targets(dict(SCENARIO_SYNC="1", GPULEAK_CUDART=CUDART)))
+        gl = None
+        try:
+            m = t.wait_line(r"ready (\d+)")
+            eq(int(m.group(1)), t.pid, "pid")
+            gl = Proc([GPULEAK, "attach", "-p", str(t.pid), "--json", jp, "--interval", "0",
+                       "--step", "sync"], env=env(), stdin=False)
+            gl.wait_line(r"tracing pid %d" % t.pid, stream="err")
+            check(re.search(r"pid %d runs Python 3\.%d" % (t.pid, ver[1]), gl.text("err")),
+                  f"{name}: said: {gl.text('err')}")
+            t.send()
+            t.wait_line("done")
+            t.send()
+            eq(t.finish(), 0, "workload")
+            eq(gl.finish(), 0, "gpuleak")
+            check_sanitizers(gl.text("err"))
+            v = [r for r in read_ndjson(jp) if r["type"] == "verdict"][0]
+        finally:
+            t.kill()
+            if gl:
+                gl.kill()
+            if os.path.exists(jp):
+                os.unlink(jp)
+        leak = entry(v, site("custom_attention_forward", "leak"))
+        eq(leak["count"] + sum(e["count"] for e in v["retained"]), 12, f"{name}: 12 kept")
+        eq(py_frames(leak["stacks"][0])[2:], [("decode", L["decode"]), ("main", L["main_decode"]),
+                                             ("<module>", L["module"])],
+           f"{name}: frames begun before attach")
+
+
+@test
+def python_rules_match_python_frames():
+    """site= names a Python function, or a file and line: the leak is persistent by rule."""
+    for name, py, ver in interpreters():
+        for rule in ("persistent site=custom_attention_forward",
+                     f"persistent site=workload.py:{L['leak']}",
+                     f"persistent site=*/workload.py:{L['forward']}"):
+            v = run(py, ["decode", 8], ["--step", "sync", "--rule", rule]).verdict()
+            eq(v["leaks"], [], f"{name}: {rule}: no leak")
+            r = entry(v, site("custom_attention_forward", "leak"), "retained")
+            eq((r["bytes"], r.get("rule")), (8 * MiB, rule), f"{name}: {rule}")
+        v = run(py, ["decode", 8], ["--step", "sync", "--rule",
+                                    f"persistent site=workload.py:{L['scratch']}"]).verdict()
+        eq(entry(v, site("custom_attention_forward", "leak"))["bytes"], 7 * MiB,
+           f"{name}: a rule on another line holds nothing")
+
+
+@test
+def python_capture_report_names_frames_offline():
+    """record, then report the capture: the same sites, bytes and Python frames, named from
+    the records with the process gone, and the same text."""
+    for name, py, ver in interpreters():
+        cap = tmpfile(".glc")
+        try:
+            live = run_gpuleak(["record", "-o", cap, "--interval", "0", "--step", "sync",
+                                *workload(py, "decode", 10)], env=env())
+            rep = run_gpuleak(["report", cap, "--step", "sync"])
+        finally:
+            if os.path.exists(cap):
+                os.unlink(cap)
+        lv, rv = live.verdict(), rep.verdict()
+        for k in ("leaks", "retained", "growth"):
+            eq([(e["site"], e.get("bytes"), [py_frames(s) for s in e.get("stacks", [])])
+                for e in rv[k]],
+               [(e["site"], e.get("bytes"), [py_frames(s) for s in e.get("stacks", [])])
+                for e in lv[k]], f"{name}: {k} offline as live")
+        graph = lambda out: out[out.index("allocation graph"):]
+        eq(graph(rep.out), graph(live.out), f"{name}: the graph offline")
+        check(site("custom_attention_forward", "leak") in rep.out, f"{name}: named offline")
+
+
+@test
+def python_depth_zero_names_call_sites_only():
+    """--python-depth 0: no walk, the call site names the site (libffi's), as without Python
+    support; and no "runs Python" line."""
+    name, py, ver = interpreters()[0]
+    res = run(py, ["decode", 6], ["--step", "sync", "--python-depth", "0"])
+    v = res.verdict()
+    check(all(e["site"].startswith("libffi") for e in v["leaks"] + v["retained"]),
+          f"call sites: {[e['site'] for e in v['leaks']]}")
+    check("runs Python" not in res.err, "no Python line")
+    check(all(not f.get("python") for e in v["leaks"] for s in e["stacks"]
+              for f in s["frames"]), "no Python frames")
