@@ -8,6 +8,12 @@
 #include "probe/py_abi.h"
 #include "symbols/python.h"
 
+/* Persisted in captures (docs/capture-format.md): their layout never moves. */
+_Static_assert(offsetof(struct gl_py_code_rec, data) == 52, "gl_py_code_rec");
+_Static_assert(sizeof(((struct gl_py_code_rec *)0)->data) == 3488, "gl_py_code_rec");
+_Static_assert(offsetof(struct gl_py_stack_rec, frames) == 48, "gl_py_stack_rec");
+_Static_assert(sizeof(struct gl_py_frame) == 16, "gl_py_frame");
+
 /* One address standing for a Python frame: a code object (index into codes) at a line. */
 struct pframe {
 	uint32_t code;
