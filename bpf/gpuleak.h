@@ -373,7 +373,7 @@ struct gl_loss_rec {
 
 /*
  * Call shapes: one generic BPF handler each. The shape and argument positions of every API
- * come from the probe catalog (user/probe_catalog.c) through rodata; the BPF side knows
+ * come from the probe catalog (user/probe/catalog.c) through rodata; the BPF side knows
  * nothing about individual APIs.
  */
 enum gl_shape {

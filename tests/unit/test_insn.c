@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The prologue decoder and probe placement (user/insn.c), on byte sequences taken from real
+ * The prologue decoder and probe placement (user/probe/insn.c), on byte sequences taken from real
  * libraries (NVIDIA's libnccl.so.2, glibc 2.36, clang/gcc prologues) and on the cases that
  * must keep a probe where it is.
  */

@@ -49,7 +49,7 @@ enum capture_flags {
 
 /* Block types; persisted. */
 enum capture_block_type {
-	CB_RECORDS = 1, /* gl records, column-encoded (capture_codec.c) */
+	CB_RECORDS = 1, /* gl records, column-encoded (capture/codec.c) */
 	CB_MAPS = 2,	/* a snapshot of one process's executable mappings */
 	CB_SYMBOLS = 3, /* (pid, address) -> function, offset, module */
 	CB_PROCESS = 4, /* a traced process: command line, start time */

@@ -1,18 +1,97 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Call trees: one user allocation is counted once, at the outermost traced call. Records of
- * calls nested inside another traced call on the same thread wait in the thread's held list
- * (tthread.held) until the outermost call returns; then the tree they form is applied from
- * the top: calls of a lower layer family under an allocation are its layers (merged when at
- * its own address), memory made while a communicator is created or an NCCL group ends is
- * that communicator's, and the calls threads made to do a call's work (adopted) count as
- * made inside it. A call with nothing nested is applied at once.
+ * Calls: every call record comes in here, and is applied by its API's operation by the module
+ * that owns what it changes. One user allocation is counted once, at the outermost traced
+ * call: records of calls nested inside another traced call on the same thread wait in the
+ * thread's held list (tthread.held) until the outermost call returns; then the tree they form
+ * is applied from the top: calls of a lower layer family under an allocation are its layers
+ * (merged when at its own address), memory made while a communicator is created or an NCCL
+ * group ends is that communicator's, and the calls threads made to do a call's work (adopted)
+ * count as made inside it. A call with nothing nested, the common one, is applied at once.
+ * Calls: mem_calls.c, wgpu_objects.c, gpu_objects.c, pending.c (syncs), allocs.c (a merged
+ * layer), sites.c, threads.c.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine/tracker_impl.h"
+#include "engine/call_tree.h"
+#include "engine/allocs.h"
+#include "engine/gpu_objects.h"
+#include "engine/mem_calls.h"
+#include "engine/pending.h"
+#include "engine/sites.h"
+#include "engine/threads.h"
+#include "engine/wgpu_objects.h"
 #include "lib/vec.h"
+
+/* ---- a call's operation ---- */
+
+/* ncclGroupStart on r's thread. */
+static int group_start(struct tproc *p, const struct gl_call_rec *r)
+{
+	struct tthread *th = threads__get(p, r->hdr.tid);
+
+	if (!th)
+		return -ENOMEM;
+	th->group_depth++;
+	return 0;
+}
+
+/* Calls that are neither allocations nor frees, once they succeeded. */
+static int apply_call_op(struct tracker *t, struct tproc *p, const struct cat_api *api,
+			 const struct gl_call_rec *r)
+{
+	switch (api->op) {
+	case OP_SYNC_STREAM:
+	case OP_SYNC_DEVICE:
+	case OP_SYNC_EVENT:
+	case OP_EVENT_RECORD:
+		return pending__sync(t, p, api, r);
+	case OP_GROUP_START:
+		return group_start(p, r);
+	default:
+		return gpu_objects__apply(t, p, api, r);
+	}
+}
+
+/* One call record with its meaning, made under scope; outermost: no traced call above it. */
+static int apply_op(struct tracker *t, struct tproc *p, const struct cat_api *api,
+		    const struct gl_call_rec *r, const struct call_scope *scope, bool outermost)
+{
+	if (wgpu_objects__is_op(api->op) && r->hdr.kind != GL_REC_ALLOC_FAIL)
+		return wgpu_objects__apply(t, p, api, r);
+
+	switch (r->hdr.kind) {
+	case GL_REC_ALLOC:
+		if (api->op == OP_ALLOC)
+			return mem_calls__alloc(t, p, api, r, scope);
+		if (api->op == OP_REALLOC)
+			return mem_calls__realloc(t, p, api, r, scope);
+		break;
+	case GL_REC_ALLOC_FAIL:
+		/* A failure under an outer call is that call's failure, counted there. */
+		if (outermost)
+			mem_calls__count_failure(t, p, api, r);
+		return 0;
+	case GL_REC_FREE:
+		return api->op == OP_FREE || api->op == OP_FREE_ASYNC
+			   ? mem_calls__free(t, p, api, r)
+			   : 0;
+	case GL_REC_SYNC:
+	case GL_REC_CALL:
+		break;
+	default:
+		return 0;
+	}
+	if (r->ret) {
+		if (outermost)
+			mem_calls__count_failure(t, p, api, r);
+		return 0;
+	}
+	return apply_call_op(t, p, api, r);
+}
+
+/* ---- the tree ---- */
 
 /* A thread that never leaves its outer call must not grow without bound. */
 #define MAX_HELD (1u << 20)
@@ -23,24 +102,6 @@ struct node {
 	size_t first_child; /* children are nodes [first_child, self) not owned by others */
 	size_t parent;
 };
-
-/*
- * Lower layers of the same memory: the runtime allocates through the driver, NCCL through
- * the runtime and the driver, the driver's VMM underneath it.
- */
-bool call_tree__layer_family(unsigned int outer, unsigned int inner)
-{
-	switch (outer) {
-	case GL_FAM_CUDART:
-		return inner == GL_FAM_CUDA || inner == GL_FAM_VMM;
-	case GL_FAM_NCCL:
-		return inner == GL_FAM_CUDART || inner == GL_FAM_CUDA || inner == GL_FAM_VMM;
-	case GL_FAM_CUDA:
-		return inner == GL_FAM_VMM;
-	default:
-		return false;
-	}
-}
 
 static int apply_tree(struct tracker *t, struct tproc *p, struct node *nodes, size_t self,
 		      const struct call_scope *scope, const struct call_scope *layer,
@@ -83,7 +144,7 @@ static int apply_children(struct tracker *t, struct tproc *p, struct node *nodes
 		/* Only calls one layer further down stay in the layer (not cudaMalloc's
 		 * bookkeeping malloc, nor a malloc inside the driver's cuCtxSetCurrent). */
 		if (l && !(nodes[i].api &&
-			   (call_tree__layer_family(fam, GL_API_FAMILY(nodes[i].r->hdr.api)) ||
+			   (family_is_lower_layer(fam, GL_API_FAMILY(nodes[i].r->hdr.api)) ||
 			    same_memory(outer, nodes[i].api, nodes[i].r))))
 			l = NULL;
 		err = apply_tree(t, p, nodes, i, scope, l, false);
@@ -102,7 +163,7 @@ static int apply_children(struct tracker *t, struct tproc *p, struct node *nodes
 static int apply_comm_init(struct tracker *t, struct tproc *p, struct node *nodes, size_t self)
 {
 	const struct gl_call_rec *r = nodes[self].r;
-	struct site_key k = {p->pid,	r->hdr.api,  tproc__thread_device(p, r->hdr.tid),
+	struct site_key k = {p->pid,	r->hdr.api,  threads__device(p, r->hdr.tid),
 			     r->caller, r->stack_id, OWNER_NONE,
 			     0,		0,	     0,
 			     false};
@@ -124,7 +185,7 @@ static int apply_comm_init(struct tracker *t, struct tproc *p, struct node *node
 	for (i = 0; i < nr; i++)
 		if (comms[i] && gpu_objects__comm_add(p, comms[i], site, r->hdr.ts_ns))
 			return -ENOMEM;
-	th = tproc__thread(p, r->hdr.tid);
+	th = threads__get(p, r->hdr.tid);
 	if (!th)
 		return -ENOMEM;
 	/* Inside a group it only queued: the outermost ncclGroupEnd initialises it. */
@@ -132,7 +193,7 @@ static int apply_comm_init(struct tracker *t, struct tproc *p, struct node *node
 		th->group_comms[th->nr_group_comms++] = (struct group_comm){r->addr, k.device};
 	for (j = nodes[self].first_child; j < self; j++) {
 		struct call_scope comm = {.owner_kind = OWNER_COMM, .owner = comms[0]};
-		int16_t dev = tproc__thread_device(p, nodes[j].r->hdr.tid);
+		int16_t dev = threads__device(p, nodes[j].r->hdr.tid);
 
 		if (nodes[j].parent != self)
 			continue;
@@ -167,7 +228,7 @@ static int apply_group_end(struct tracker *t, struct tproc *p, struct node *node
 			   bool outermost)
 {
 	const struct gl_call_rec *r = nodes[self].r;
-	struct tthread *th = tproc__thread(p, r->hdr.tid);
+	struct tthread *th = threads__get(p, r->hdr.tid);
 	size_t j;
 	int err = 0;
 
@@ -181,13 +242,13 @@ static int apply_group_end(struct tracker *t, struct tproc *p, struct node *node
 
 			if (nodes[j].parent != self)
 				continue;
-			comm.owner = group_comm(th, tproc__thread_device(p, nodes[j].r->hdr.tid));
+			comm.owner = group_comm(th, threads__device(p, nodes[j].r->hdr.tid));
 			err = apply_tree(t, p, nodes, j, comm.owner ? &comm : scope, NULL, false);
 		}
 	}
 	if (th->group_depth && !--th->group_depth)
 		th->nr_group_comms = 0;
-	return err ? err : tracker__apply_op(t, p, nodes[self].api, r, scope, outermost);
+	return err ? err : apply_op(t, p, nodes[self].api, r, scope, outermost);
 }
 
 static int apply_tree(struct tracker *t, struct tproc *p, struct node *nodes, size_t self,
@@ -210,7 +271,7 @@ static int apply_tree(struct tracker *t, struct tproc *p, struct node *nodes, si
 		err = apply_children(t, p, nodes, self, scope, layer, NULL);
 		if (err)
 			return err;
-		return tracker__apply_op(t, p, api, r, layer ? layer : scope, outermost);
+		return apply_op(t, p, api, r, layer ? layer : scope, outermost);
 	}
 	if (layer) {
 		struct alloc *outer =
@@ -223,7 +284,7 @@ static int apply_tree(struct tracker *t, struct tproc *p, struct node *nodes, si
 			return apply_children(t, p, nodes, self, scope, layer, &entry);
 		}
 	}
-	err = allocs__alloc(t, p, api, r, layer ? layer : scope);
+	err = mem_calls__alloc(t, p, api, r, layer ? layer : scope);
 	if (err)
 		return err;
 	a = r->addr ? alloc_table__find(&p->allocs, (uint8_t)api->space, r->addr) : NULL;
@@ -351,8 +412,8 @@ int call_tree__thread_made(struct tproc *p, const struct gl_task_rec *r)
 {
 	struct tthread *c, *parent;
 
-	c = tproc__thread(p, r->hdr.tid);
-	parent = tproc__thread(p, r->ppid);
+	c = threads__get(p, r->hdr.tid);
+	parent = threads__get(p, r->ppid);
 	if (!c || !parent)
 		return -ENOMEM;
 	/* One adopting call per thread at a time: the innermost BPF saw open. */
@@ -366,18 +427,35 @@ int call_tree__thread_made(struct tproc *p, const struct gl_task_rec *r)
 	return 0;
 }
 
-int call_tree__group_start(struct tproc *p, const struct gl_call_rec *r)
-{
-	struct tthread *th = tproc__thread(p, r->hdr.tid);
+/* ---- the way in of every call ---- */
 
-	if (!th)
-		return -ENOMEM;
-	th->group_depth++;
-	return 0;
+/*
+ * Whether call record r on th goes through the call tree: nested in another call, on a
+ * thread that holds nested records or works for another call (adopted, adopting), or one
+ * that applies a tree of its own (a communicator init, a group end). Inline: the common
+ * call, a plain allocation or free, needs no tree.
+ */
+static inline bool needed(const struct tthread *th, const struct cat_api *api,
+			  const struct gl_call_rec *r)
+{
+	return r->hdr.depth || th->nr_held || th->adopter || th->nr_adoptees ||
+	       (r->hdr.kind == GL_REC_ALLOC && api->op == OP_COMM_INIT) || api->op == OP_GROUP_END;
 }
 
-int call_tree__apply(struct tracker *t, struct tproc *p, struct tthread *th,
-		     const struct cat_api *api, const struct gl_call_rec *r)
+/*
+ * r was applied on th (not held): an error-object mark not taken by the creation it was made
+ * in is stale now.
+ */
+static inline void applied(struct tthread *th, const struct gl_call_rec *r)
+{
+	if (r->hdr.kind != GL_REC_NOTIFY && r->hdr.kind != GL_REC_FREE &&
+	    th->error_depth > r->hdr.depth)
+		th->error_depth = 0;
+}
+
+/* A call record r that needed(): held until its outermost call returns, or applied. */
+static int apply_nested(struct tracker *t, struct tproc *p, struct tthread *th,
+			const struct cat_api *api, const struct gl_call_rec *r)
 {
 	int err;
 
@@ -407,8 +485,32 @@ int call_tree__apply(struct tracker *t, struct tproc *p, struct tthread *th,
 	    api->op == OP_GROUP_END)
 		err = apply_held(t, p, th, r);
 	else /* nothing nested after all: no tree to build */
-		err = tracker__apply_op(t, p, api, r, &(struct call_scope){0}, true);
-	call_tree__applied(th, r);
+		err = apply_op(t, p, api, r, &(struct call_scope){0}, true);
+	applied(th, r);
+	return err;
+}
+
+/* Every call record comes in here; nested ones go through the tree. */
+int call_tree__apply(struct tracker *t, struct tproc *p, const struct gl_call_rec *r)
+{
+	const struct cat_api *api = cat_by_api(r->hdr.api);
+	struct tthread *th;
+	int err;
+
+	if (!api || api->op == OP_RENDEZVOUS)
+		return 0;
+	p->c.calls++;
+	th = threads__get(p, r->hdr.tid);
+	if (!th)
+		return -ENOMEM;
+	/* A new allocation may reuse an address whose lower-layer free never came: expected
+	 * frees do not outlive the thread's next allocation. */
+	if (th->nr_expect && r->hdr.kind == GL_REC_ALLOC && !r->hdr.depth)
+		th->nr_expect = 0;
+	if (needed(th, api, r))
+		return apply_nested(t, p, th, api, r);
+	err = apply_op(t, p, api, r, &(struct call_scope){0}, true);
+	applied(th, r);
 	return err;
 }
 

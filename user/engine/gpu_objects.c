@@ -5,9 +5,13 @@
  * (tproc.maps). This file follows their lives from the calls that make, switch, map and
  * tear them down, and releases what a context destroy, a device or primary context reset,
  * or a last unmap takes with it.
+ * Calls: pending.c (teardown, a reset's completions), allocs.c, threads.c.
  */
 #include <errno.h>
-#include "engine/tracker_impl.h"
+#include "engine/gpu_objects.h"
+#include "engine/allocs.h"
+#include "engine/pending.h"
+#include "engine/threads.h"
 #include "lib/vec.h"
 
 /* ---- contexts and devices ---- */
@@ -72,7 +76,7 @@ static void device_reset(struct tracker *t, struct tproc *p, int16_t device)
 	for (i = 0; i < p->nr_ctxs; i++)
 		if (p->ctxs[i].primary && p->ctxs[i].device == device && !p->ctxs[i].destroyed)
 			m.ctx = p->ctxs[i].ctx;
-	allocs__release_where(t, p, on_device, &m);
+	pending__release_where(t, p, on_device, &m);
 	pending__complete(t, p, UNTIL_DEVICE_SYNC, true, 0, device, UINT64_MAX);
 }
 
@@ -91,7 +95,7 @@ static int ctx_use(struct tproc *p, const struct cat_api *api, const struct gl_c
 			return 0;
 		/* A created context is current on the creating thread. */
 	}
-	th = tproc__thread(p, r->hdr.tid);
+	th = threads__get(p, r->hdr.tid);
 	if (!th)
 		return -ENOMEM;
 	th->ctx = r->addr;
@@ -124,16 +128,6 @@ static void primary_release(struct tracker *t, struct tproc *p, const struct cat
 }
 
 /* ---- communicators ---- */
-
-const struct tcomm *tproc__comm(const struct tproc *p, uint64_t comm)
-{
-	size_t i = p->nr_comms;
-
-	while (i--)
-		if (p->comms[i].comm == comm)
-			return &p->comms[i];
-	return NULL;
-}
 
 int gpu_objects__comm_add(struct tproc *p, uint64_t comm, uint32_t site, uint64_t ts_ns)
 {
@@ -193,13 +187,13 @@ int gpu_objects__apply(struct tracker *t, struct tproc *p, const struct cat_api 
 
 	switch (api->op) {
 	case OP_SET_DEVICE:
-		th = tproc__thread(p, r->hdr.tid);
+		th = threads__get(p, r->hdr.tid);
 		if (!th)
 			return -ENOMEM;
 		th->device = (int16_t)r->aux;
 		return 0;
 	case OP_DEVICE_RESET:
-		device_reset(t, p, tproc__thread_device(p, r->hdr.tid));
+		device_reset(t, p, threads__device(p, r->hdr.tid));
 		return 0;
 	case OP_CTX_CREATE:
 	case OP_CTX_RETAIN:
@@ -207,7 +201,7 @@ int gpu_objects__apply(struct tracker *t, struct tproc *p, const struct cat_api 
 		return ctx_use(p, api, r);
 	case OP_CTX_DESTROY:
 		c = ctx_find(p, r->addr);
-		allocs__release_where(t, p, of_ctx, &(uint64_t){r->addr});
+		pending__release_where(t, p, of_ctx, &(uint64_t){r->addr});
 		if (c)
 			c->destroyed = true;
 		return 0;

@@ -5,11 +5,16 @@
  * until= says (a stream, event or device sync, a WebGPU queue's work); a WebGPU object
  * destroyed while its device's queue is busy waits for that queue. This file keeps the list,
  * the events recorded on streams, which rule defers a free, and the windows past which a
- * deferred free that never completed is a violation.
+ * deferred free that never completed is a violation; memory that goes while its free is
+ * pending (its address handed out again, its owner torn down) ends that free here too.
+ * Calls: allocs.c, violations.c, sites.c (the rule subject of a free), threads.c.
  */
 #include <errno.h>
-#include <string.h>
-#include "engine/tracker_impl.h"
+#include "engine/pending.h"
+#include "engine/allocs.h"
+#include "engine/sites.h"
+#include "engine/threads.h"
+#include "engine/violations.h"
 #include "lib/vec.h"
 
 /*
@@ -44,7 +49,8 @@ static void pending_end(struct tracker *t, const struct tproc *p, const struct p
 			     t->last_ts_ns);
 }
 
-void pending__forget(struct tracker *t, struct tproc *p, uint8_t space, uint64_t addr)
+/* The pending free of (space, addr) is over without completing (its memory went otherwise). */
+static void forget(struct tracker *t, struct tproc *p, uint8_t space, uint64_t addr)
 {
 	size_t i;
 
@@ -54,6 +60,34 @@ void pending__forget(struct tracker *t, struct tproc *p, uint8_t space, uint64_t
 			pending_drop(p, i);
 			return;
 		}
+}
+
+void pending__release(struct tracker *t, struct tproc *p, struct alloc *a)
+{
+	if (a->flags & AF_PENDING)
+		forget(t, p, a->space, a->addr);
+	allocs__release(t, p, a);
+}
+
+void pending__release_where(struct tracker *t, struct tproc *p,
+			    bool (*match)(const struct tracker *t, const struct alloc *a,
+					  void *ctx),
+			    void *ctx)
+{
+	size_t i = 0;
+
+	/* Backward-shift deletion may move an unvisited entry into slot i: slot i is looked at
+	 * again after a release. */
+	while (i < p->allocs.cap) {
+		struct alloc *a = &p->allocs.slots[i];
+
+		if (!a->addr || !match(t, a, ctx)) {
+			i++;
+			continue;
+		}
+		p->c.released_by_owner++;
+		pending__release(t, p, a);
+	}
 }
 
 /*
@@ -191,8 +225,8 @@ int pending__sync(struct tracker *t, struct tproc *p, const struct cat_api *api,
 		pending__complete(t, p, UNTIL_STREAM_SYNC, key == 0, key, -2, r->aux2);
 		return 0;
 	case OP_SYNC_DEVICE:
-		pending__complete(t, p, UNTIL_DEVICE_SYNC, true, 0,
-				  tproc__thread_device(p, r->hdr.tid), r->aux2);
+		pending__complete(t, p, UNTIL_DEVICE_SYNC, true, 0, threads__device(p, r->hdr.tid),
+				  r->aux2);
 		return 0;
 	case OP_SYNC_EVENT:
 		ev = hmap__get(&p->events, r->aux, 0);
@@ -207,7 +241,7 @@ int pending__sync(struct tracker *t, struct tproc *p, const struct cat_api *api,
 	}
 }
 
-void tracker__window_checks(struct tracker *t, struct tproc *p, uint64_t ts_ns)
+void pending__window_checks(struct tracker *t, struct tproc *p, uint64_t ts_ns)
 {
 	size_t i;
 

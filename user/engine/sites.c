@@ -6,9 +6,12 @@
  * frames (site=, lib=) are matched once and remembered. This file decides which site stack a
  * new allocation goes to: its call site and stack, then the class a persistent or ignore rule,
  * or being made before the first step (init), puts it in.
+ * Calls nothing of the tracker (rules.c matches the rules).
  */
 #include <string.h>
-#include "engine/tracker_impl.h"
+#include "engine/sites.h"
+#include "engine/rules.h"
+#include "probe/catalog.h"
 #include "lib/vec.h"
 
 static bool site_matches(const struct site *s, const struct site_key *k)

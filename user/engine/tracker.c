@@ -1,15 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The tracker itself (tracker.h): its processes and their threads, and the way in of every
- * record. It owns the process list and each process's thread map, and routes each record by
- * kind and by the operation of its API to the module that decides what it means
- * (tracker_impl.h lists them): calls through the call tree, labels to the WebGPU objects,
- * process events and loss counts to the process itself.
+ * The tracker itself (tracker.h): its processes, and the way in of every record. It owns the
+ * process list, and routes each record by kind: calls to the call tree (which applies them by
+ * their operation), labels to the WebGPU objects, threads made for a call to the call tree,
+ * process events and loss counts to the process itself. A process's end runs the checks of
+ * the session's end; freeing one frees what every module keeps in it.
+ * Calls: call_tree.c, wgpu_objects.c, pending.c, violations.c, threads.c (tracker.h lists
+ * the modules).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine/tracker_impl.h"
+#include "engine/tracker.h"
+#include "engine/call_tree.h"
+#include "engine/pending.h"
+#include "engine/rules.h"
+#include "engine/threads.h"
+#include "engine/violations.h"
+#include "engine/wgpu_objects.h"
+#include "probe/catalog.h"
 #include "lib/vec.h"
 
 int tracker__new(struct tracker **out)
@@ -55,26 +64,17 @@ void tracker__set_step(struct tracker *t, pid_t pid, int64_t step, uint64_t ts_n
 	for (i = 0; i < p->nr_step_changes; i++)
 		t->sites[p->step_changes[i].site].step_change = 0;
 	p->nr_step_changes = 0;
-	tracker__window_checks(t, p, ts_ns);
+	pending__window_checks(t, p, ts_ns);
 }
 
 /* ---- processes ---- */
 
 static void proc_free(struct tproc *p)
 {
-	const struct hmap_slot *s;
-	size_t i;
-
 	if (!p)
 		return;
-	for (i = 0; hmap__next(&p->threads, &i, &s);) {
-		struct tthread *th = (struct tthread *)(uintptr_t)s->val;
-
-		free(th->held);
-		free(th);
-	}
+	threads__free(p);
 	wgpu_objects__free(p);
-	hmap__free(&p->threads);
 	hmap__free(&p->events);
 	hmap__free(&p->regrefs);
 	free(p->freed);
@@ -146,42 +146,7 @@ static struct tproc *proc_get(struct tracker *t, pid_t pid)
 	return p;
 }
 
-/* ---- threads ---- */
-
-void *tracker__map_obj(struct hmap *h, uint64_t k0, uint64_t k1, size_t size)
-{
-	uint64_t *v = hmap__get(h, k0, k1);
-	void *o;
-
-	if (v)
-		return (void *)(uintptr_t)*v;
-	o = calloc(1, size);
-	if (!o)
-		return NULL;
-	if (hmap__put(h, k0, k1, (uintptr_t)o)) {
-		free(o);
-		return NULL;
-	}
-	return o;
-}
-
-struct tthread *tproc__thread_lookup(struct tproc *p, uint32_t tid)
-{
-	struct tthread *th = tracker__map_obj(&p->threads, tid, 0, sizeof(*th));
-
-	if (!th)
-		return NULL;
-	th->tid = tid;
-	/* Threads live as long as their process, so the pointer stays valid. */
-	return p->last_thread = th;
-}
-
-/* ---- a process's allocations and the error bounds of its live bytes ---- */
-
-const struct alloc *tracker__alloc(const struct tproc *p, uint8_t space, uint64_t addr)
-{
-	return alloc_table__find(&p->allocs, space, addr);
-}
+/* ---- the error bounds of a process's live bytes ---- */
 
 uint64_t tproc__dropped(const struct tproc *p)
 {
@@ -239,82 +204,11 @@ int tproc__uncertainty(const struct tracker *t, const struct tproc *p, struct un
 	return 0;
 }
 
-/* ---- records to their meaning ---- */
-
-/* Calls that are neither allocations nor frees, once they succeeded. */
-static int apply_call_op(struct tracker *t, struct tproc *p, const struct cat_api *api,
-			 const struct gl_call_rec *r)
+/* Session end for p: deferred frees past their window, classes that must be released. */
+static void end_checks(struct tracker *t, struct tproc *p, uint64_t ts_ns)
 {
-	switch (api->op) {
-	case OP_SYNC_STREAM:
-	case OP_SYNC_DEVICE:
-	case OP_SYNC_EVENT:
-	case OP_EVENT_RECORD:
-		return pending__sync(t, p, api, r);
-	case OP_GROUP_START:
-		return call_tree__group_start(p, r);
-	default:
-		return gpu_objects__apply(t, p, api, r);
-	}
-}
-
-int tracker__apply_op(struct tracker *t, struct tproc *p, const struct cat_api *api,
-		      const struct gl_call_rec *r, const struct call_scope *scope, bool outermost)
-{
-	if (wgpu_objects__is_op(api->op) && r->hdr.kind != GL_REC_ALLOC_FAIL)
-		return wgpu_objects__apply(t, p, api, r);
-
-	switch (r->hdr.kind) {
-	case GL_REC_ALLOC:
-		if (api->op == OP_ALLOC)
-			return allocs__alloc(t, p, api, r, scope);
-		if (api->op == OP_REALLOC)
-			return allocs__realloc(t, p, api, r, scope);
-		break;
-	case GL_REC_ALLOC_FAIL:
-		/* A failure under an outer call is that call's failure, counted there. */
-		if (outermost)
-			allocs__count_failure(t, p, api, r);
-		return 0;
-	case GL_REC_FREE:
-		return api->op == OP_FREE || api->op == OP_FREE_ASYNC ? allocs__free(t, p, api, r)
-								      : 0;
-	case GL_REC_SYNC:
-	case GL_REC_CALL:
-		break;
-	default:
-		return 0;
-	}
-	if (r->ret) {
-		if (outermost)
-			allocs__count_failure(t, p, api, r);
-		return 0;
-	}
-	return apply_call_op(t, p, api, r);
-}
-
-/* Every call record comes in here; nested ones go through the call tree (call_tree.c). */
-static int apply_call(struct tracker *t, struct tproc *p, const struct gl_call_rec *r)
-{
-	const struct cat_api *api = cat_by_api(r->hdr.api);
-	struct tthread *th;
-	int err;
-
-	if (!api || api->op == OP_RENDEZVOUS)
-		return 0;
-	p->c.calls++;
-	th = tproc__thread(p, r->hdr.tid);
-	if (!th)
-		return -ENOMEM;
-	/* A new allocation may reuse an address whose lower-layer free never came: expected
-	 * frees do not outlive the thread's next allocation. */
-	if (th->nr_expect && r->hdr.kind == GL_REC_ALLOC && !r->hdr.depth)
-		th->nr_expect = 0;
-	if (call_tree__needed(th, api, r))
-		return call_tree__apply(t, p, th, api, r);
-	err = tracker__apply_op(t, p, api, r, &(struct call_scope){0}, true);
-	call_tree__applied(th, r);
-	return err;
+	pending__window_checks(t, p, ts_ns);
+	violations__not_released(t, p, ts_ns);
 }
 
 static void apply_proc(struct tracker *t, const struct gl_proc_rec *r)
@@ -340,21 +234,21 @@ static void apply_proc(struct tracker *t, const struct gl_proc_rec *r)
 	case GL_PROC_EXEC:
 		/* Its memory went with its old program: the same end as an exit. */
 		call_tree__flush(t, p);
-		tracker__end_checks(t, p, r->hdr.ts_ns);
+		end_checks(t, p, r->hdr.ts_ns);
 		p->exited = true;
 		p->execed = true;
 		p->exit_status = -1;
 		break;
 	case GL_PROC_EXIT:
 		call_tree__flush(t, p);
-		tracker__end_checks(t, p, r->hdr.ts_ns);
+		end_checks(t, p, r->hdr.ts_ns);
 		p->exited = true;
 		p->exit_status = r->status;
 		break;
 	case GL_PROC_DETACH:
 	case GL_PROC_END:
 		call_tree__flush(t, p);
-		tracker__end_checks(t, p, r->hdr.ts_ns);
+		end_checks(t, p, r->hdr.ts_ns);
 		p->detached = true;
 		p->ended = r->event == GL_PROC_END;
 		break;
@@ -402,7 +296,7 @@ int tracker__apply(struct tracker *t, const struct gl_hdr *h)
 		if (!p->first_ts_ns)
 			p->first_ts_ns = h->ts_ns;
 		p->last_ts_ns = h->ts_ns;
-		return apply_call(t, p, (const struct gl_call_rec *)h);
+		return call_tree__apply(t, p, (const struct gl_call_rec *)h);
 	case GL_REC_LABEL:
 		if (h->size < sizeof(struct gl_label_rec))
 			break;

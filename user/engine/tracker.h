@@ -1,329 +1,35 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * The tracker: the live allocation graph of every traced process, rebuilt from records.
- * It is fed the same record stream live (ring buffer) and offline (capture file), and is
- * the only place that decides what a record means; it never reads /proc or the clock.
+ * The tracker: the live allocation graph of every traced process (engine/model.h), rebuilt
+ * from records. It is fed the same record stream live (ring buffer) and offline (capture
+ * file), and is the only place that decides what a record means; it never reads /proc or
+ * the clock. One user allocation is counted once, at the outermost traced call; the calls it
+ * made underneath are its layers.
  *
- * The graph: allocations (keyed by address space and address) belong to sites (where they
- * were made), sites may have an owner (a CUDA context, an NCCL communicator, or, for a lower
- * layer, the site of the allocation it sits under). One user allocation is counted once, at
- * the outermost traced call; the calls it made underneath are its layers.
- *
- * This header is what the rest of gpuleak reads; the tracker's modules, one per thing it
- * keeps, share engine/tracker_impl.h, which lists them.
+ * This header is what the rest of gpuleak reads. Behind it, one module per thing the tracker
+ * keeps, from the bottom up; each calls only those below it, and includes their headers
+ * alone (model.h holds the types they share and is no module):
+ *   alloc_table.c   a process's live allocations (tproc.allocs)
+ *   threads.c       a process's threads (tproc.threads): device, context, nesting state
+ *   sites.c         sites and site stacks: interning, and the class rules put them in
+ *   violations.c    rule violations (tproc.viols): once=, max=, release=session-end
+ *   allocs.c        the sums: what an allocation entering or leaving the table does to the
+ *                   live and pending bytes of its site stack, site, process, class, rule
+ *                   and step
+ *   pending.c       frees that complete later (tproc.pend): deferred rules, streams,
+ *                   events, queues, windows; memory that goes while its free is pending
+ *   gpu_objects.c   CUDA contexts and devices, NCCL communicators, VMM mappings
+ *   wgpu_objects.c  refcounted WebGPU objects, their owners, labels, queues and watches
+ *   mem_calls.c     allocation and free calls: device, owner, a reused address, and the
+ *                   free policy (now, deferred, a VMM handle still mapped, a double free)
+ *   call_tree.c     a call's operation, applied at once or, nested, when the outermost
+ *                   call returns: layers, communicator inits, NCCL groups, adopted threads
+ *   tracker.c       the tracker and its processes: the way in of every record
  */
 #ifndef GPULEAK_TRACKER_H
 #define GPULEAK_TRACKER_H
 
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <sys/types.h>
-#include "gpuleak.h"
-#include "engine/alloc_table.h"
-#include "lib/hmap.h"
-
-enum owner_kind {
-	OWNER_NONE = 0,
-	OWNER_LAYER = 1,  /* owner: index of the site of the allocation above */
-	OWNER_CTX = 2,	  /* owner: CUcontext */
-	OWNER_COMM = 3,	  /* owner: ncclComm_t */
-	OWNER_DEVICE = 4, /* owner: a device handle (WebGPU) */
-};
-
-/*
- * Where allocations come from: (process, API, device, call site, owner). Live bytes per site
- * are kept up to date on every record, so reports and timelines never walk the allocations.
- */
-struct site {
-	pid_t pid;
-	uint16_t api;
-	int16_t device;	    /* CUDA device ordinal, -1 for host memory */
-	uint64_t caller;    /* return address in the caller */
-	int32_t last_err;   /* last error code of a failed call here */
-	uint8_t owner_kind; /* enum owner_kind */
-	bool counts;	    /* its bytes are memory in the process totals */
-	uint16_t layer_api; /* API of a same-address layer seen under allocations here */
-	uint8_t cls;	    /* enum site_class: what a rule made of allocations here */
-	bool dirty;	    /* live bytes changed since the timeline last sampled */
-	uint16_t rule;	    /* the persistent/ignore rule (index + 1), 0: none */
-	uint64_t owner;
-	uint64_t live_bytes;
-	uint64_t live_count;
-	uint64_t pending_bytes;
-	uint64_t pending_count;
-	uint64_t relmapped_bytes; /* VMM handles released while mapped (in live_*) */
-	uint64_t relmapped_count;
-	uint64_t layer_count; /* live allocations here with a merged same-address layer */
-	uint64_t unsized;     /* live allocations of unknown bytes (counted, 0 bytes) */
-	uint32_t label;	      /* WebGPU label (tracker labels index + 1), 0: none */
-	uint32_t sstacks;     /* first sstack (index), then their next; UINT32_MAX: none */
-	uint32_t sstack_last; /* the sstack used last: most calls of a site share a stack */
-	uint32_t step_change; /* its entry in the process's step_changes + 1, 0: none (checked) */
-	uint64_t allocs;
-	uint64_t alloc_bytes;
-	uint64_t frees;
-	uint64_t failed;
-};
-
-/*
- * A site's allocations from one user stack: what the stack views need (the allocation
- * graph, folded stacks) and where rules with site=/lib= are matched, since those may name
- * any frame. A call without a stack has the site's sstack of stack_id -1. Tables, verdicts
- * and timelines read sites, which hold the sums over their sstacks.
- */
-struct site_stack {
-	uint32_t site;	     /* index into tracker sites */
-	uint32_t next;	     /* the site's next sstack, UINT32_MAX: none */
-	int32_t stack_id;    /* gl_call_rec.stack_id, -1: none */
-	uint32_t cand_first; /* persistent/ignore rules whose site=/lib= hold here: */
-	uint32_t nr_cand;    /* tracker cands[cand_first ...], nr_cand of them */
-	bool cand_valid;
-	uint64_t live_bytes, live_count;
-	uint64_t pending_bytes, pending_count;
-};
-
-enum site_class {
-	CLS_NONE = 0,
-	CLS_PERSISTENT = 1, /* meant to stay: never a step-level leak candidate */
-	CLS_IGNORED = 2,    /* counted, kept out of verdicts */
-	CLS_INIT = 3,	    /* made before the first step, no rule: retained by init */
-};
-
-/*
- * How a memory site changed in the step in progress of its process, kept up to date by
- * every allocation and free (the timeline turns it into a step_site_stat when the step
- * closes): sites enter the list at their first change in the step, and the list empties at
- * each step boundary.
- */
-struct step_change {
-	uint32_t site;	    /* index into tracker sites */
-	uint64_t live0;	    /* its live bytes when the step began */
-	uint64_t allocated; /* bytes allocated there during the step */
-	uint64_t freed;	    /* bytes released there during the step (frees completed) */
-};
-
-struct pending_free {
-	uint64_t addr;
-	uint64_t stream; /* stream key (see pending.c: stream_key) */
-	uint64_t ts_ns;	 /* when the free was issued */
-	uint8_t space;
-	uint8_t until;	 /* enum rule_until: what completes it */
-	uint16_t rule;	 /* the deferred rule (index + 1) */
-	bool late;	 /* reported as never completed within its window */
-	uint64_t serial; /* until=queue-done: the WebGPU queue (stream) finishing this submit */
-};
-
-/*
- * A refcounted object (WebGPU buffer, texture, device) beyond its memory: references the
- * program holds, its owner, label and where it gained references. Memory objects live here
- * from creation to their last release; owners from first sight to their last release.
- */
-enum tobj_flags {
-	TOBJ_OWNER = 1 << 0,	  /* owns other objects (a device) */
-	TOBJ_DESTROYED = 1 << 1,  /* its memory is gone, the handle is still referenced */
-	TOBJ_ERROR = 1 << 2,	  /* an error object: never memory */
-	TOBJ_CLASS_OWED = 1 << 3, /* its label is on the way: its class is checked once it
-				   * is in (rule once=, max=) */
-};
-
-#define TOBJ_ADDREF_SITES 4
-
-struct tobj {
-	uint64_t handle;
-	uint64_t owner;	  /* owning object's handle, 0: none */
-	int64_t refs;	  /* created with 1; AddRef +1, Release -1 */
-	uint32_t label;	  /* index into tracker labels + 1, 0: none */
-	uint32_t ordinal; /* owners: 1, 2, ... in order of first sight in the process */
-	uint8_t space;
-	uint8_t flags; /* enum tobj_flags */
-	uint16_t nr_addref;
-	/* AddRef call sites (tracker sites) and how many references each added */
-	uint32_t addref_site[TOBJ_ADDREF_SITES];
-	uint32_t addref_count[TOBJ_ADDREF_SITES];
-};
-
-/* A WebGPU queue: submits are numbered, completion callbacks report how far work got. */
-struct tqueue {
-	uint64_t handle;
-	uint64_t owner;	    /* its device, 0: unknown (got before attach) */
-	uint64_t submitted; /* submits seen */
-	uint64_t done;	    /* submits known complete */
-};
-
-/* A completion callback registered for a queue's work up to a submit serial. */
-struct queue_watch {
-	uint64_t queue;
-	uint64_t serial;
-	uint64_t userdata1, userdata2;
-};
-
-enum violation_kind {
-	VIOL_ONCE = 1,		       /* a second allocation of a `once` class while one is live */
-	VIOL_MAX = 2,		       /* live bytes of a class above its max= */
-	VIOL_NOT_RELEASED = 3,	       /* release=session-end class still live at the end */
-	VIOL_FREE_NEVER_COMPLETED = 4, /* a deferred free still pending after its window */
-};
-
-struct violation {
-	uint8_t kind;  /* enum violation_kind */
-	uint16_t rule; /* index into the rules */
-	uint32_t site;
-	uint64_t bytes;
-	uint64_t count;
-	uint64_t ts_ns;
-	int64_t step;
-};
-
-struct rule_live {
-	uint64_t bytes;
-	uint64_t count;
-	bool over_max; /* a max= violation is open: report the next one only after */
-};
-
-struct tctx {
-	uint64_t ctx;
-	int16_t device;
-	bool primary;
-	bool destroyed;
-	uint32_t refs; /* primary context retains */
-};
-
-struct tcomm {
-	uint64_t comm;
-	uint32_t init_site; /* site of the ncclCommInit* call */
-	bool destroyed;
-	uint64_t ts_ns;
-};
-
-struct tmapping {
-	uint64_t va;
-	uint64_t size;
-	uint64_t handle;
-};
-
-struct proc_counters {
-	uint64_t allocs;
-	uint64_t alloc_bytes;
-	uint64_t frees;
-	uint64_t freed_bytes;
-	uint64_t failed_calls;
-	uint64_t unknown_frees;	    /* pointer never seen: allocated before attach, or untraced */
-	uint64_t null_frees;	    /* free(NULL): legal no-op */
-	uint64_t double_frees;	    /* freed again: while its async free was pending, or after */
-	uint64_t addr_reuse;	    /* allocation returned an address still live here */
-	uint64_t async_reuse;	    /* stream-ordered reuse of a pending block: legal */
-	uint64_t calls;		    /* every traced call seen */
-	uint64_t layers;	    /* lower-layer calls folded into an outer allocation */
-	uint64_t released_by_owner; /* freed by a context, device or communicator teardown */
-	uint64_t error_objects;	    /* creations that returned an error object (not memory) */
-	uint64_t unknown_refs;	    /* AddRef/Release/Destroy of objects never seen created */
-	uint64_t unmatched_done;    /* completion callbacks matching no registration */
-	/* Successful allocations whose out-pointer BPF could not read: size known, not where */
-	uint64_t unaddressed_allocs;
-	uint64_t unaddressed_bytes;
-};
-
-struct tproc {
-	pid_t pid;
-	pid_t ppid;	 /* the traced process it was followed from, 0: none */
-	uint32_t ns_pid; /* its pid in its own pid namespace, 0: the same as pid */
-	bool attached;
-	bool exited;
-	bool execed; /* ended by exec: the pid lives on as another process */
-	bool detached;
-	bool ended; /* detached by its end marker (--end) */
-	int exit_status;
-	uint64_t start_ticks;
-	uint64_t first_ts_ns, last_ts_ns;
-	char comm[16];
-	struct alloc_table allocs;
-	uint64_t live_bytes, live_count; /* memory only: no layers, ranges, registrations */
-	uint64_t pending_bytes, pending_count;
-	struct pending_free *pend;
-	size_t nr_pend, cap_pend;
-	struct hmap threads;	   /* tid -> struct tthread * */
-	struct hmap events;	   /* cudaEvent/CUevent -> stream key of its last record */
-	struct hmap regrefs;	   /* NCCL registration handle -> references beyond the first */
-	uint64_t *freed;	   /* recently freed addresses (allocs.c: FREED_SLOTS), or NULL */
-	struct hmap objs;	   /* (space, handle) -> struct tobj * */
-	struct hmap queues;	   /* queue handle -> struct tqueue * */
-	struct queue_watch *watch; /* in registration order */
-	size_t nr_watch, cap_watch;
-	uint32_t nr_owners; /* owners seen: the next ordinal */
-	struct tctx *ctxs;
-	size_t nr_ctxs, cap_ctxs;
-	struct tcomm *comms;
-	size_t nr_comms, cap_comms;
-	struct tmapping *maps;
-	size_t nr_maps, cap_maps;
-	struct proc_counters c;
-	uint64_t loss[GL_STAT_MAX]; /* latest cumulative BPF loss counts */
-	uint64_t records;
-	int64_t step;			  /* current step, -1 before the first */
-	uint64_t step_ts_ns;		  /* when it began (0: the first step, begun at attach) */
-	struct step_change *step_changes; /* memory sites changed in the current step */
-	size_t nr_step_changes, cap_step_changes;
-	uint64_t init_bytes, init_count; /* live, made before the first step (CLS_INIT) */
-	uint64_t persistent_bytes, persistent_count;
-	uint64_t ignored_bytes, ignored_count;
-	struct rule_live *rule_live; /* per rule */
-	struct violation *viols;
-	size_t nr_viols, cap_viols;
-	uint32_t *dirty; /* sites whose live bytes changed since the last step */
-	size_t nr_dirty, cap_dirty;
-	struct tthread *last_thread; /* of the last record: most come from one thread */
-};
-
-struct rules;
-
-/*
- * Names of the frames of a call site, for rules with site=/lib=: fills syms/mods (innermost
- * first) and returns how many. Live it is the symbolizer; offline the capture's names.
- */
-typedef int (*frames_fn)(void *ctx, pid_t pid, uint64_t caller, int32_t stack_id, const char **syms,
-			 const char **mods, int max);
-
-/*
- * A pending free ended at end_ns, issued at begin_ns: its stream or queue completed, or its
- * memory went otherwise (reused, its owner destroyed). bytes of site (an index).
- */
-typedef void (*pending_done_fn)(void *ctx, const struct tproc *p, uint32_t site, uint64_t bytes,
-				uint64_t begin_ns, uint64_t end_ns);
-
-#define TRACKER_SITE_CACHE 64
-
-struct tracker {
-	const struct rules *rules;
-	/* Allocations made before a process's first step and left to no rule are retained by
-	 * init (CLS_INIT), not leaks: only when steps are the program's own boundaries. */
-	bool init_retained;
-	frames_fn frames;
-	void *frames_ctx;
-	/* The deferred rule of each API, once known (index + 1, 0: none): frees look it up. */
-	uint16_t defer_by_api[GL_API_MAX];
-	uint8_t defer_known[GL_API_MAX];
-	bool defer_per_call; /* a deferred rule looks at frames or the pid: every call */
-	pending_done_fn pend_done;
-	void *pend_done_ctx;
-	struct tproc **procs;
-	size_t nr_procs, cap_procs;
-	struct site *sites;
-	size_t nr_sites, cap_sites;
-	struct hmap site_idx;
-	struct site_stack *sstacks;
-	size_t nr_sstacks, cap_sstacks;
-	struct hmap sstack_idx; /* (site, stack id) -> index into sstacks */
-	uint32_t *cands;	/* rule indexes, a run per sstack (site_stack.cand_first) */
-	size_t nr_cands, cap_cands;
-	uint32_t site_cache[TRACKER_SITE_CACHE]; /* site index + 1 by caller, 0: none */
-	char **labels; /* interned label strings; tobj.label is index + 1 */
-	size_t nr_labels, cap_labels;
-	struct hmap label_idx; /* (hash, length) -> index */
-	uint64_t records;
-	uint64_t bad_records; /* unknown kind or size: counted, skipped */
-	uint64_t last_ts_ns;
-};
+#include "engine/model.h"
 
 int tracker__new(struct tracker **out);
 /* Classify allocations and deferred frees with these rules (NULL: built-in behaviour). */
@@ -338,10 +44,6 @@ void tracker__set_init_retained(struct tracker *t, bool on);
 /* pid entered step `step` at ts_ns (the timeline calls this at each boundary): the memory
  * sites changed in the step that ended (step_changes) are forgotten. */
 void tracker__set_step(struct tracker *t, pid_t pid, int64_t step, uint64_t ts_ns);
-/* Session end for pid: classes that must be released, deferred frees past their window. */
-void tracker__end_checks(struct tracker *t, struct tproc *p, uint64_t ts_ns);
-/* Deferred frees of pid pending longer than their window at ts_ns become violations. */
-void tracker__window_checks(struct tracker *t, struct tproc *p, uint64_t ts_ns);
 void tracker__free(struct tracker *t);
 /* Apply one record. Returns 0, or -EINVAL for a record it cannot decode (counted). */
 int tracker__apply(struct tracker *t, const struct gl_hdr *h);
@@ -374,18 +76,5 @@ struct uncertainty {
 
 /* The error bounds of p's live bytes. 0 or -ENOMEM. */
 int tproc__uncertainty(const struct tracker *t, const struct tproc *p, struct uncertainty *u);
-/* The live (or pending) allocation of p at (space, addr), or NULL. */
-const struct alloc *tracker__alloc(const struct tproc *p, uint8_t space, uint64_t addr);
-/* The site (index into sites) of an allocation. */
-static inline uint32_t tracker__alloc_site(const struct tracker *t, const struct alloc *a)
-{
-	return t->sstacks[a->sstack].site;
-}
-/* A refcounted object of p by (space, handle), or NULL. */
-struct tobj *tproc__obj(const struct tproc *p, uint8_t space, uint64_t handle);
-/* A label by index (tobj.label, site.label), "" for 0. */
-const char *tracker__label(const struct tracker *t, uint32_t label);
-/* The communicator of pid with this handle, or NULL. */
-const struct tcomm *tproc__comm(const struct tproc *p, uint64_t comm);
 
 #endif

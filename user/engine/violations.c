@@ -4,8 +4,10 @@
  * `once` class while one is live, a class over its max=, a release=session-end class still
  * live at the session's end. Deferred frees never completed within their window are found by
  * pending.c and recorded here too.
+ * Calls nothing of the tracker.
  */
-#include "engine/tracker_impl.h"
+#include "engine/violations.h"
+#include "engine/rules.h"
 #include "lib/vec.h"
 
 int violations__add(struct tproc *p, enum violation_kind kind, uint16_t rule, uint32_t site,
@@ -53,11 +55,10 @@ int violations__check_class(struct tracker *t, struct tproc *p, const struct all
 	return 0;
 }
 
-void tracker__end_checks(struct tracker *t, struct tproc *p, uint64_t ts_ns)
+void violations__not_released(struct tracker *t, struct tproc *p, uint64_t ts_ns)
 {
 	size_t i;
 
-	tracker__window_checks(t, p, ts_ns);
 	if (!t->rules)
 		return;
 	for (i = 0; i < t->nr_sites; i++) {

@@ -7,11 +7,17 @@
  * (tproc.watch). An object's memory is in the allocation table like any other; this file
  * decides when it goes: a destroy or the last release, once the device's queue is done with
  * the work submitted so far, or the owner's destruction.
+ * Calls: pending.c, allocs.c, violations.c, sites.c, threads.c.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine/tracker_impl.h"
+#include "engine/wgpu_objects.h"
+#include "engine/allocs.h"
+#include "engine/pending.h"
+#include "engine/sites.h"
+#include "engine/threads.h"
+#include "engine/violations.h"
 #include "lib/vec.h"
 #include "probe/wgpu_abi.h"
 
@@ -60,19 +66,7 @@ static uint32_t label_intern(struct tracker *t, const char *s, size_t len)
 	return t->nr_labels;
 }
 
-const char *tracker__label(const struct tracker *t, uint32_t label)
-{
-	return label && label <= t->nr_labels ? t->labels[label - 1] : "";
-}
-
 /* ---- objects and owners ---- */
-
-struct tobj *tproc__obj(const struct tproc *p, uint8_t space, uint64_t handle)
-{
-	uint64_t *v = hmap__get(&p->objs, (uint64_t)space << 56 | 1, handle);
-
-	return v ? (struct tobj *)(uintptr_t)*v : NULL;
-}
 
 /* A fresh object for a handle just created, replacing whatever the handle meant before. */
 static struct tobj *obj_new(struct tproc *p, uint8_t space, uint64_t handle, uint64_t owner)
@@ -83,7 +77,7 @@ static struct tobj *obj_new(struct tproc *p, uint8_t space, uint64_t handle, uin
 		o = malloc(sizeof(*o));
 		if (!o)
 			return NULL;
-		if (hmap__put(&p->objs, (uint64_t)space << 56 | 1, handle, (uintptr_t)o)) {
+		if (hmap__put(&p->objs, tobj_key(space), handle, (uintptr_t)o)) {
 			free(o);
 			return NULL;
 		}
@@ -98,7 +92,7 @@ static struct tobj *obj_new(struct tproc *p, uint8_t space, uint64_t handle, uin
 
 static void obj_drop(struct tproc *p, struct tobj *o)
 {
-	hmap__del(&p->objs, (uint64_t)o->space << 56 | 1, o->handle);
+	hmap__del(&p->objs, tobj_key(o->space), o->handle);
 	free(o);
 }
 
@@ -138,7 +132,7 @@ void wgpu_objects__free(struct tproc *p)
 
 static struct tqueue *queue_get(struct tproc *p, uint64_t handle)
 {
-	struct tqueue *q = tracker__map_obj(&p->queues, handle, 0, sizeof(*q));
+	struct tqueue *q = threads__map_obj(&p->queues, handle, 0, sizeof(*q));
 
 	if (q)
 		q->handle = handle;
@@ -259,7 +253,7 @@ static void owner_destroy(struct tracker *t, struct tproc *p, struct tobj *owner
 	size_t i;
 
 	owner->flags |= TOBJ_DESTROYED;
-	allocs__release_where(t, p, of_owner, owner);
+	pending__release_where(t, p, of_owner, owner);
 	pending__queue_done(t, p, NULL);
 	for (i = 0; hmap__next(&p->objs, &i, &sl);) {
 		struct tobj *o = (struct tobj *)(uintptr_t)sl->val;
@@ -304,7 +298,7 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 
 	if (owner && !owner_get(p, space, owner))
 		return -ENOMEM;
-	th = tproc__thread(p, r->hdr.tid);
+	th = threads__get(p, r->hdr.tid);
 	error = th && th->error_depth == r->hdr.depth + 1;
 	if (th)
 		th->error_depth = 0;
@@ -322,10 +316,8 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	old = alloc_table__find(&p->allocs, space, r->addr);
 	if (old) {
 		/* A handle value reused after an untraced release. */
-		if (old->flags & AF_PENDING)
-			pending__forget(t, p, space, r->addr);
 		p->c.addr_reuse++;
-		allocs__release(t, p, old);
+		pending__release(t, p, old);
 	}
 	/*
 	 * A label in the descriptor comes in the next record and may put the object in another
@@ -429,7 +421,7 @@ int wgpu_objects__apply(struct tracker *t, struct tproc *p, const struct cat_api
 		return 0;
 	case OP_ERROR_OBJECT:
 		/* Only inside a traced creation (depth > 0) does it name that creation's result. */
-		th = r->hdr.depth ? tproc__thread(p, r->hdr.tid) : NULL;
+		th = r->hdr.depth ? threads__get(p, r->hdr.tid) : NULL;
 		if (th)
 			th->error_depth = r->hdr.depth;
 		return 0;

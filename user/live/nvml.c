@@ -58,7 +58,7 @@ int nvml__snapshot(pid_t pid, struct gl_devmem_rec *out, int max)
 	}
 	if (count(&n) != NVML_SUCCESS)
 		n = 0;
-	/* NVML numbers devices by PCI order; CUDA's default order can differ (see README). */
+	/* NVML numbers devices by PCI order; CUDA's default order can differ (docs/timelines.md). */
 	for (i = 0; i < n && got < max; i++) {
 		struct gl_devmem_rec *d = &out[got];
 		struct nvml_memory m;

@@ -230,7 +230,7 @@ const struct cat_api cat_apis[] = {
 	.space = SPACE_MMAP),
 
     /*
-     * WebGPU, as Dawn exports it (webgpu.h). Offsets are those of user/wgpu.c's decoders and
+     * WebGPU, as Dawn exports it (webgpu.h). Offsets are those of probe/wgpu_abi.c's decoders and
      * tests/scenarios/webgpu_min.h, checked against the real library.
      */
     API("wgpuDeviceCreateBuffer", GL_API_WGPU_DEVICE_CREATE_BUFFER,

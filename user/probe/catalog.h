@@ -104,7 +104,7 @@ enum cat_flags {
 	CAT_DYNAMIC = 1 << 7,	  /* never looked up by symbol: probed at a code address found
 				 * at run time (a callback, a --step sym: marker) */
 	/*
-	 * webgpu.h generations (user/wgpu.h). An entry with any of these is attached only to an
+	 * webgpu.h generations (probe/wgpu_abi.h). An entry with any of these is attached only to an
 	 * object of that generation; entries with none fit every generation.
 	 */
 	CAT_WGPU_SV = 1 << 8,		  /* WGPUStringView labels, 64-bit usage */

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The sums (allocs.c): an allocation entering or leaving p's table, or changing how it
+ * counts, and what that does to the live and pending bytes it is part of. What a call means
+ * (mem_calls.h) and when a pending free completes (pending.h) are decided above. Adding and
+ * releasing run for every allocation and free, called from those modules: they are inline
+ * here, with the sums they keep (the consumer's hot path, as alloc_table.h's lookups).
+ */
+#ifndef GPULEAK_ENGINE_ALLOCS_H
+#define GPULEAK_ENGINE_ALLOCS_H
+
+#include <errno.h>
+#include "engine/model.h"
+#include "engine/rules.h"
+#include "engine/violations.h"
+#include "lib/vec.h"
+
+/* Site idx changed: the timeline samples it next time. */
+static inline void allocs_mark_dirty(struct tproc *p, struct site *s, uint32_t idx)
+{
+	if (s->dirty)
+		return;
+	/* Without room the site misses one sample: it is sampled when next changed. */
+	if (vec_grow((void **)&p->dirty, &p->cap_dirty, p->nr_dirty, sizeof(*p->dirty)))
+		return;
+	p->dirty[p->nr_dirty++] = idx;
+	s->dirty = true;
+}
+
+/*
+ * The entry of memory site idx in p's step_changes, added at its first change in the step
+ * (before the change: live0 is where the step found it). -1 without room. A site's slot is
+ * checked against the entry: a pid reused by a new process shares the old one's sites.
+ */
+ssize_t allocs__step_change_add(struct tproc *p, struct site *s, uint32_t idx);
+
+/* Inlined: it runs for every allocation and free (the consumer's hot path). */
+static inline __attribute__((always_inline)) ssize_t
+allocs_step_change_get(struct tproc *p, struct site *s, uint32_t idx)
+{
+	uint32_t slot = s->step_change;
+
+	if (__builtin_expect(
+		slot && slot <= p->nr_step_changes && p->step_changes[slot - 1].site == idx, 1))
+		return slot - 1;
+	return allocs__step_change_add(p, s, idx);
+}
+
+/* Bytes allocated or freed at a memory site, for the step's numbers per site. */
+static inline __attribute__((always_inline)) void
+allocs_step_change_note(struct tracker *t, struct tproc *p, uint32_t idx, uint64_t allocated,
+			uint64_t freed)
+{
+	ssize_t i = allocs_step_change_get(p, &t->sites[idx], idx);
+
+	if (i < 0)
+		return;
+	p->step_changes[i].allocated += allocated;
+	p->step_changes[i].freed += freed;
+}
+
+/* a's bytes into (sign 1) or out of (-1) every sum it is part of, by its flags. */
+static inline void allocs_account(struct tracker *t, struct tproc *p, struct alloc *a, int sign)
+{
+	struct site_stack *ss = &t->sstacks[a->sstack];
+	struct site *s = &t->sites[ss->site];
+	uint64_t b = a->size;
+
+	allocs_mark_dirty(p, s, ss->site);
+	if (s->counts)
+		allocs_step_change_get(p, s, ss->site);
+
+	if (a->flags & AF_PENDING) {
+		ss->pending_bytes += sign * b;
+		ss->pending_count += sign;
+		s->pending_bytes += sign * b;
+		s->pending_count += sign;
+		if (s->counts) {
+			p->pending_bytes += sign * b;
+			p->pending_count += sign;
+		}
+		return;
+	}
+	ss->live_bytes += sign * b;
+	ss->live_count += sign;
+	s->live_bytes += sign * b;
+	s->live_count += sign;
+	if (a->flags & AF_RELEASED_MAPPED) {
+		s->relmapped_bytes += sign * b;
+		s->relmapped_count += sign;
+	}
+	if (a->layer_api)
+		s->layer_count += sign;
+	if (a->flags & AF_UNSIZED)
+		s->unsized += sign;
+	if (s->counts) {
+		p->live_bytes += sign * b;
+		p->live_count += sign;
+		if (s->cls == CLS_PERSISTENT) {
+			p->persistent_bytes += sign * b;
+			p->persistent_count += sign;
+		} else if (s->cls == CLS_IGNORED) {
+			p->ignored_bytes += sign * b;
+			p->ignored_count += sign;
+		} else if (s->cls == CLS_INIT) {
+			p->init_bytes += sign * b;
+			p->init_count += sign;
+		}
+	}
+	if (s->rule && p->rule_live) {
+		struct rule_live *rl = &p->rule_live[s->rule - 1];
+
+		rl->bytes += sign * b;
+		rl->count += sign;
+		if (rl->over_max && rl->bytes <= t->rules->v[s->rule - 1].max_bytes)
+			rl->over_max = false;
+	}
+}
+
+/* a (in p's table) is gone: out of the sums and the table. */
+static inline void allocs__release(struct tracker *t, struct tproc *p, struct alloc *a)
+{
+	uint32_t site = tracker__alloc_site(t, a);
+
+	allocs_account(t, p, a, -1);
+	t->sites[site].frees++;
+	if (t->sites[site].counts) {
+		p->c.frees++;
+		p->c.freed_bytes += a->size;
+		allocs_step_change_note(t, p, site, 0, a->size);
+	}
+	alloc_table__remove(&p->allocs, a);
+}
+
+/*
+ * A new allocation a (its sstack assigned) enters p's table and the sums of its site and
+ * process; its class is checked now unless check_class is false (the caller checks it
+ * later). 0 or -ENOMEM.
+ */
+static inline int allocs__add(struct tracker *t, struct tproc *p, const struct alloc *a,
+			      uint64_t ts_ns, bool check_class)
+{
+	uint32_t site = t->sstacks[a->sstack].site;
+	struct alloc *ins = alloc_table__insert(&p->allocs, a);
+
+	if (!ins)
+		return -ENOMEM;
+	allocs_account(t, p, ins, 1);
+	if (check_class && violations__check_class(t, p, ins, ts_ns))
+		return -ENOMEM;
+	t->sites[site].allocs++;
+	t->sites[site].alloc_bytes += a->size;
+	if (t->sites[site].counts) {
+		p->c.allocs++;
+		p->c.alloc_bytes += a->size;
+		allocs_step_change_note(t, p, site, a->size, 0);
+	}
+	return 0;
+}
+
+/* Set flag (AF_PENDING, AF_RELEASED_MAPPED) on a, moving its bytes where the flag counts them. */
+void allocs__set_flag(struct tracker *t, struct tproc *p, struct alloc *a, uint8_t flag);
+/* a moves to site stack ss (its label changed): not an allocation, nor a free. */
+void allocs__move(struct tracker *t, struct tproc *p, struct alloc *a, uint32_t ss);
+/* A lower layer at outer's own address: the same memory, merged into it. */
+void allocs__merge_layer(struct tracker *t, struct tproc *p, struct alloc *outer, uint16_t api);
+
+#endif

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* What owns CUDA memory besides the program (gpu_objects.c): contexts, communicators, VMM maps. */
+#ifndef GPULEAK_ENGINE_GPU_OBJECTS_H
+#define GPULEAK_ENGINE_GPU_OBJECTS_H
+
+#include "engine/model.h"
+#include "probe/catalog.h"
+
+/* Device, context, VMM mapping and communicator teardown calls. */
+int gpu_objects__apply(struct tracker *t, struct tproc *p, const struct cat_api *api,
+		       const struct gl_call_rec *r);
+/* A communicator made by the call at site. 0 or -ENOMEM. */
+int gpu_objects__comm_add(struct tproc *p, uint64_t comm, uint32_t site, uint64_t ts_ns);
+/* Whether a VMM handle is mapped somewhere. */
+bool gpu_objects__handle_mapped(const struct tproc *p, uint64_t handle);
+
+#endif
