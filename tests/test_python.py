@@ -101,21 +101,20 @@ def within(actual, expected, rel, what):
 @test
 def python_decode_loop_leak_named_by_its_function():
     """decode 20, a step per cudaDeviceSynchronize: custom_attention_forward keeps 1 MiB per
-    step (the first made before the first step: retained by init), scratch_buffer frees its
-    64 KiB; the leak is named by the Python function and line, with its Python callers."""
+    step, scratch_buffer frees its 64 KiB; the leak is named by the Python function and
+    line, with its Python callers."""
     for name, py, ver in interpreters():
         res = run(py, ["decode", 20], ["--step", "sync"])
         v = res.verdict()
         leak = entry(v, site("custom_attention_forward", "leak"))
-        eq((leak["bytes"], leak["count"]), (19 * MiB, 19), f"{name}: leaked")
+        eq((leak["bytes"], leak["count"]), (20 * MiB, 20), f"{name}: leaked")
         eq(leak["module"], "workload.py", f"{name}: the site's file")
         within(leak["slope_bytes_per_step"], MiB, 0.01, f"{name}: slope")
         g = entry(v, site("custom_attention_forward", "leak"), "growth")
         within(g["slope_bytes_per_step"], MiB, 0.01, f"{name}: growth slope")
         eq([e["site"] for e in v["leaks"]], [site("custom_attention_forward", "leak")],
            f"{name}: the one leak (scratch_buffer frees what it takes)")
-        eq([(e["site"], e["bytes"]) for e in v["retained"]],
-           [(site("custom_attention_forward", "leak"), MiB)], f"{name}: step 0, by init")
+        eq(v["retained"], [], f"{name}: nothing made before the first step")
         eq(len(leak["stacks"]), 1, f"{name}: one stack")
         st = leak["stacks"][0]
         eq(py_frames(st), [("custom_attention_forward", L["leak"]),
@@ -260,7 +259,7 @@ def python_rules_match_python_frames():
             eq((r["bytes"], r.get("rule")), (8 * MiB, rule), f"{name}: {rule}")
         v = run(py, ["decode", 8], ["--step", "sync", "--rule",
                                     f"persistent site=workload.py:{L['scratch']}"]).verdict()
-        eq(entry(v, site("custom_attention_forward", "leak"))["bytes"], 7 * MiB,
+        eq(entry(v, site("custom_attention_forward", "leak"))["bytes"], 8 * MiB,
            f"{name}: a rule on another line holds nothing")
 
 

@@ -305,6 +305,8 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 	if (!err)
 		err = analysis__new(rp->a, symbolizer__site_frames, rp->sym, &rp->an);
 	if (!err)
+		tracker__set_site_fn(rp->an->t, symbolizer__py_site, rp->sym);
+	if (!err)
 		err = pictures__open(&rp->a->out, &rp->pics);
 	if (err)
 		return err;

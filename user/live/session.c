@@ -437,6 +437,8 @@ static int open_tracing(struct session *s)
 	if (!err) {
 		symbolizer__set_debug_dirs(l->sym, o->debug_dirs, o->nr_debug_dirs);
 		err = analysis__new(&o->a, symbolizer__site_frames, l->sym, &l->an);
+		if (!err)
+			tracker__set_site_fn(l->an->t, symbolizer__py_site, l->sym);
 	}
 	if (!err)
 		err = pictures__open(&o->a.out, &s->pics);

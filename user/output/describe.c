@@ -8,6 +8,9 @@
 
 const char *describe__site(const struct report *r, const struct site *s)
 {
+	/* A call from Python: the frame of the program's own code, not libffi's call site. */
+	if (s->frame)
+		return symbolizer__name(r->sym, s->pid, s->frame);
 	return s->caller ? symbolizer__name(r->sym, s->pid, s->caller) : "?";
 }
 

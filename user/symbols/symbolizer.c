@@ -41,6 +41,7 @@ struct sym_entry {
 	char *name;
 	uint32_t gen; /* unmapped: nr_maps when resolved; SYM_FIXED: set, never redone */
 	int8_t fp;    /* frame_fp() once known: 1, 0, -1 unknown; 2: not asked yet */
+	char *where;  /* a Python frame: "file:line", what rules match besides its function */
 };
 
 /* One ELF object per build-id names every file with that build-id (copies, containers). */
@@ -121,6 +122,7 @@ void symbolizer__free(struct symbolizer *s)
 	for (i = 0; i < s->nr_ents; i++) {
 		info_free(&s->ents[i]->info);
 		free(s->ents[i]->name);
+		free(s->ents[i]->where);
 		free(s->ents[i]);
 	}
 	for (i = 0; i < s->nr_paths; i++)
@@ -741,7 +743,7 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 }
 
 int symbolizer__site_frames(void *ctx, pid_t pid, uint64_t caller, int32_t stack_id,
-			    const char **syms, const char **mods, int max)
+			    const char **syms, const char **mods, const char **where, int max)
 {
 	struct symbolizer *s = ctx;
 	const struct ustack *st = symbolizer__stack(s, pid, stack_id, caller);
@@ -749,6 +751,7 @@ int symbolizer__site_frames(void *ctx, pid_t pid, uint64_t caller, int32_t stack
 
 	if (max < 1 || !caller)
 		return 0;
+	where[0] = NULL;
 	if (!st)
 		return symbolizer__frame(s, pid, caller, &syms[0], &mods[0]) ? 0 : 1;
 	/* Every frame, named or not, so that frame i of syms and of mods is one frame. */
@@ -759,6 +762,8 @@ int symbolizer__site_frames(void *ctx, pid_t pid, uint64_t caller, int32_t stack
 			return i;
 		syms[i] = si->func;
 		mods[i] = si->module;
+		/* info is the first member of its entry */
+		where[i] = ((const struct sym_entry *)si)->where;
 	}
 	return n;
 }
@@ -845,6 +850,11 @@ static uint64_t py_addr(struct symbolizer *s, const struct py_stack *st, unsigne
 	si.file = nm.file ? strdup(nm.file) : NULL;
 	si.line = nm.line;
 	if (!si.func || !si.module || (nm.file && !si.file)) {
+		info_free(&si);
+		return 0;
+	}
+	if (nm.file && asprintf(&e->where, "%s:%d", nm.file, nm.line) < 0) {
+		e->where = NULL;
 		info_free(&si);
 		return 0;
 	}
@@ -1031,6 +1041,15 @@ int32_t symbolizer__py_canonical(const struct symbolizer *s, pid_t pid, int32_t 
 	const uint64_t *at = hmap__get(&s->py_canon, (uint32_t)pid, (uint32_t)id);
 
 	return at ? (int32_t)*at : id;
+}
+
+uint64_t symbolizer__py_site(void *ctx, pid_t pid, uint64_t caller, int32_t *stack_id)
+{
+	const struct symbolizer *s = ctx;
+	uint64_t site = symbolizer__site_frame(s, pid, *stack_id, caller);
+
+	*stack_id = symbolizer__py_canonical(s, pid, *stack_id);
+	return site;
 }
 
 uint64_t symbolizer__py_bad(const struct symbolizer *s)

@@ -110,11 +110,12 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st);
 
 /*
  * The frames rules match on (a frames_fn of the tracker; ctx is the symbolizer), innermost
- * first: every frame of the site's stack, named or not (NULL), so that syms[i] and mods[i]
- * are one frame; the call site alone when it has no stack.
+ * first: every frame of the site's stack, named or not (NULL), so that syms[i], mods[i] and
+ * where[i] are one frame (where: "file:line" of a Python frame, else NULL); the call site
+ * alone when it has no stack.
  */
 int symbolizer__site_frames(void *ctx, pid_t pid, uint64_t caller, int32_t stack_id,
-			    const char **syms, const char **mods, int max);
+			    const char **syms, const char **mods, const char **where, int max);
 /* The module (basename) containing addr in pid, or NULL. */
 const char *symbolizer__module(struct symbolizer *s, pid_t pid, uint64_t addr);
 
@@ -148,6 +149,11 @@ uint64_t symbolizer__site_frame(const struct symbolizer *s, pid_t pid, int32_t i
  * same frames (ids that differ only in what the merge dropped), else id itself.
  */
 int32_t symbolizer__py_canonical(const struct symbolizer *s, pid_t pid, int32_t id);
+/*
+ * The tracker's site_fn (ctx is the symbolizer): symbolizer__site_frame, with *stack_id
+ * replaced by its canonical id.
+ */
+uint64_t symbolizer__py_site(void *ctx, pid_t pid, uint64_t caller, int32_t *stack_id);
 /* Python records left out as malformed. */
 uint64_t symbolizer__py_bad(const struct symbolizer *s);
 

@@ -5,7 +5,8 @@ Python-frame tests (tests/test_python.py). Runs under any CPython 3.10 to 3.13.
     workload.py decode STEPS     a decode loop: Decoder.forward calls custom_attention_forward,
                                  which keeps 1 MiB per step (the leak), and scratch_buffer,
                                  which allocates 64 KiB and frees it; cudaDeviceSynchronize
-                                 ends each step. Left: STEPS x 1 MiB at custom_attention_forward.
+                                 begins each step. Left: STEPS x 1 MiB at
+                                 custom_attention_forward.
     workload.py thread N         a worker thread makes N allocations of 64 KiB at worker_alloc
                                  (kept) while the main thread spins in Python, holding the GIL
                                  but for its switch intervals; the worker releases it in each
@@ -77,8 +78,8 @@ def decode(steps):
     d = Decoder()
     handshake(f"ready {os.getpid()}")
     for step in range(steps):
-        d.forward(step)  # line: decode
         rt.cudaDeviceSynchronize()
+        d.forward(step)  # line: decode
 
 
 def worker_alloc():
