@@ -9,7 +9,7 @@ workload, so editing it moves no expectation."""
 import os
 import re
 
-from harness import (LIB, ROOT, GPULEAK, Proc, check, env_for_targets, eq, gpuleak_env,
+from harness import (LIB, ROOT, Proc, check, env_for_targets, eq, gpuleak_env,
                      read_ndjson, run_gpuleak, test, tmpfile, check_sanitizers)
 import harness
 
@@ -221,7 +221,7 @@ def python_attach_to_a_running_process():
         try:
             m = t.wait_line(r"ready (\d+)")
             eq(int(m.group(1)), t.pid, "pid")
-            gl = Proc([GPULEAK, "attach", "-p", str(t.pid), "--json", jp, "--interval", "0",
+            gl = Proc([harness.GPULEAK, "attach", "-p", str(t.pid), "--json", jp, "--interval", "0",
                        "--step", "sync"], env=env(), stdin=False)
             gl.wait_line(r"tracing pid %d" % t.pid, stream="err")
             check(re.search(r"pid %d runs Python 3\.%d" % (t.pid, ver[1]), gl.text("err")),
@@ -299,3 +299,96 @@ def python_depth_zero_names_call_sites_only():
     check("runs Python" not in res.err, "no Python line")
     check(all(not f.get("python") for e in v["leaks"] for s in e["stacks"]
               for f in s["frames"]), "no Python frames")
+
+
+def attached(cmd, envs, steps=None, gl_args=()):
+    """cmd started with the sync handshake, gpuleak attached by pid (the first child's when
+    cmd is unshare). steps: (pattern, stream, say) to wait for ("err": gpuleak's stderr) and
+    whether to say a line to the target then, from the attach to the target's "done"; by
+    default gpuleak's "tracing pid". The verdict, gpuleak's stderr and the host pid."""
+    jp = tmpfile(".ndjson")
+    t = Proc(cmd, env=env_for_targets(dict(SCENARIO_SYNC="1", GPULEAK_CUDART=CUDART, **envs)))
+    gl = None
+    try:
+        t.wait_line(r"ready (\d+)")
+        pid = t.pid
+        if cmd[0] == "unshare":
+            with open(f"/proc/{t.pid}/task/{t.pid}/children") as f:
+                pid = int(f.read().split()[0])
+        gl = Proc([harness.GPULEAK, "attach", "-p", str(pid), "--json", jp, "--interval", "0",
+                   "--step", "sync", *gl_args], env=env(), stdin=False)
+        for pattern, stream, say in steps or [(r"tracing pid %d" % pid, "err", True)]:
+            (t if stream == "out" else gl).wait_line(pattern, stream=stream)
+            if say:
+                t.send()
+        t.wait_line("done")
+        t.send()
+        eq(t.finish(), 0, "target")
+        eq(gl.finish(), 0, "gpuleak")
+        check_sanitizers(gl.text("err"))
+        v = [r for r in read_ndjson(jp) if r["type"] == "verdict"][0]
+    finally:
+        t.kill()
+        if gl:
+            gl.kill()
+        if os.path.exists(jp):
+            os.unlink(jp)
+    return v, gl.text("err"), pid
+
+
+@test
+def python_libpython_dlopened_after_attach():
+    """An application that dlopen()s libpython after gpuleak attached (tests/scenarios/
+    pyembed.c): the rendezvous' rescan finds the interpreter, and what the embedded
+    interpreter allocates is named by its Python frames."""
+    embed = harness.scenario("pyembed")
+    for name, py, ver in interpreters():
+        lib = os.path.join(os.path.dirname(os.path.dirname(py)), "lib",
+                           f"libpython{ver[0]}.{ver[1]}.so.1.0")
+        if not os.path.exists(lib):
+            continue  # a static interpreter: nothing to dlopen
+        home = os.path.dirname(os.path.dirname(py))
+        # attached before any GPU library or interpreter is mapped (--wait); the interpreter
+        # once dlopen()ed and found; the stand-in runtime once its script loaded it
+        # Attached before any GPU library or interpreter is mapped (--wait). The embedder
+        # dlopen()s libpython, its script loads the stand-in runtime and waits (its own
+        # "ready"): by then gpuleak has found both.
+        v, err, pid = attached([embed, lib, WORKLOAD, "decode", "6"], {"PYTHONHOME": home},
+                               [(r"waiting for it to load one", "err", True),
+                                (r"^loaded", "out", True), (r"^ready", "out", False),
+                                (r"runs Python 3\.%d" % ver[1], "err", False),
+                                (r"tracing pid", "err", True)], ["--wait"])
+        leak = entry(v, site("custom_attention_forward", "leak"))
+        eq(leak["count"] + sum(e["count"] for e in v["retained"]), 6, f"{name}: 6 kept")
+        eq(py_frames(leak["stacks"][0])[-1], ("<module>", L["module"]), f"{name}: its script")
+        no_python_losses(v)
+
+
+@test
+def python_in_a_container():
+    """Debian's interpreter copied to a directory of its own (another inode than the host's)
+    and run in its own pid namespace (pid 1 there): attached by its host pid, its Python
+    frames are named as anywhere."""
+    import shutil
+    if not shutil.which("unshare"):
+        return "skip"
+    name, py, ver = interpreters()[0]
+    d = tempfile_dir()
+    try:
+        copy = os.path.join(d, os.path.basename(py))
+        shutil.copy(py, copy)
+        v, err, pid = attached(["unshare", "--pid", "--fork", "--mount-proc", copy, WORKLOAD,
+                                "decode", "8"], {})
+    finally:
+        shutil.rmtree(d)
+    eq(v["ns_pid"], 1, f"{name}: pid 1 in its namespace")
+    leak = entry(v, site("custom_attention_forward", "leak"))
+    eq(leak["count"] + sum(e["count"] for e in v["retained"]), 8, f"{name}: 8 kept")
+    eq(py_frames(leak["stacks"][0])[2:], [("decode", L["decode"]), ("main", L["main_decode"]),
+                                         ("<module>", L["module"])], f"{name}: its frames")
+    check(re.search(r"pid %d runs Python" % pid, err), f"{name}: configured: {err}")
+
+
+def tempfile_dir():
+    import tempfile
+    return tempfile.mkdtemp(prefix="gpuleak-python-")
