@@ -15,7 +15,8 @@ import harness
 
 MiB = 1 << 20
 KiB = 1 << 10
-WORKLOAD = os.path.join(ROOT, "tests", "scenarios", "python", "workload.py")
+PYDIR = os.path.join(ROOT, "tests", "scenarios", "python")
+WORKLOAD = os.path.join(PYDIR, "workload.py")
 CUDART = os.path.join(LIB, "libcudart.so.13")
 
 # (name, interpreter, (major, minor))
@@ -44,19 +45,21 @@ def interpreters():
 
 def lines():
     out = {}
-    with open(WORKLOAD) as f:
-        for i, text in enumerate(f, 1):
-            m = re.search(r"# line: (\w+)", text)
-            if m:
-                out[m.group(1)] = i
+    for path in (WORKLOAD, os.path.join(PYDIR, "site-packages", "torch", "_alloc.py"),
+                 os.path.join(PYDIR, "site-packages", "mylib", "pool.py")):
+        with open(path) as f:
+            for i, text in enumerate(f, 1):
+                m = re.search(r"# line: (\w+)", text)
+                if m:
+                    out[m.group(1)] = i
     return out
 
 
 L = lines()
 
 
-def site(fn, line):
-    return f"{fn} (workload.py:{L[line]})"
+def site(fn, line, file="workload.py"):
+    return f"{fn} ({file}:{L[line]})"
 
 
 def qual(ver, qualname):
@@ -261,6 +264,38 @@ def python_rules_match_python_frames():
                                     f"persistent site=workload.py:{L['scratch']}"]).verdict()
         eq(entry(v, site("custom_attention_forward", "leak"))["bytes"], 8 * MiB,
            f"{name}: a rule on another line holds nothing")
+
+
+@test
+def python_site_skips_framework_frames():
+    """framework 4: what PyTorch's own files allocate is sited at the caller that asked
+    (build_cache), a library's pool at its own function (mylib's take) until --site-skip
+    names its files, live and from a capture."""
+    for name, py, ver in interpreters():
+        v = run(py, ["framework", 4]).verdict()
+        eq(sorted((e["site"], e["bytes"]) for e in v["leaks"]),
+           sorted([(site("build_cache", "build_cache"), 4 * MiB),
+                   (site("take", "pool_take", "pool.py"), 2 * MiB)]), f"{name}: built in")
+        st = entry(v, site("build_cache", "build_cache"))["stacks"][0]
+        eq(py_frames(st)[:2], [("empty", L["torch_empty"]), ("build_cache", L["build_cache"])],
+           f"{name}: the framework's frame stays in the stack")
+        cap = tmpfile(".glc")
+        try:
+            v = run_gpuleak(["record", "-o", cap, "--interval", "0", "--site-skip",
+                             "*/site-packages/mylib/*", *workload(py, "framework", 4)],
+                            env=env()).verdict()
+            rv = run_gpuleak(["report", cap, "--site-skip", "*/site-packages/mylib/*"]).verdict()
+            r0 = run_gpuleak(["report", cap]).verdict()
+        finally:
+            if os.path.exists(cap):
+                os.unlink(cap)
+        want = sorted([(site("build_cache", "build_cache"), 4 * MiB),
+                       (site("grow_pool", "grow_pool"), 2 * MiB)])
+        eq(sorted((e["site"], e["bytes"]) for e in v["leaks"]), want, f"{name}: --site-skip")
+        eq(sorted((e["site"], e["bytes"]) for e in rv["leaks"]), want, f"{name}: offline")
+        eq(sorted(e["site"] for e in r0["leaks"]),
+           sorted([site("build_cache", "build_cache"), site("take", "pool_take", "pool.py")]),
+           f"{name}: a report decides its own sites")
 
 
 @test

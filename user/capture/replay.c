@@ -303,6 +303,8 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 
 	err = symbolizer__new(NULL, &rp->sym);
 	if (!err)
+		symbolizer__set_site_skip(rp->sym, rp->a->site_skip, rp->a->nr_site_skip);
+	if (!err)
 		err = analysis__new(rp->a, symbolizer__site_frames, rp->sym, &rp->an);
 	if (!err)
 		tracker__set_site_fn(rp->an->t, symbolizer__py_site, rp->sym);

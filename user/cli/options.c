@@ -83,6 +83,11 @@ static const struct argp_option analysis_options[] = {
      "One rule, e.g. 'persistent site=*kv_cache* release=session-end' (repeatable)", 1},
     {"preset", OPT_PRESET, "NAME", 0,
      "Rules for a known stack: vllm, hf-transformers, ort-webgpu, llama.cpp (files in rules/)", 1},
+    {"site-skip", OPT_SITE_SKIP, "GLOB", 0,
+     "A call from Python is sited at the innermost frame of the program's own code: frames "
+     "of objects (basenames) or Python files (paths) matching GLOB are not (repeatable; "
+     "built in: the interpreter, ctypes, libffi, the traced libraries, PyTorch's)",
+     1},
     {NULL, 0, NULL, 0, "Steps and leak timelines:", 2},
     {"step", OPT_STEP, "SPEC", 0,
      "Step boundaries: interval:DURATION (default interval:1s), sync (CUDA syncs, WebGPU "
@@ -221,6 +226,13 @@ static error_t parse_analysis(int key, char *arg, struct argp_state *state)
 		if (parse_bytes(arg, &c->a.gate.max_live_at_exit))
 			argp_error(state, "invalid --max-live-at-exit '%s' (e.g. 0, 512MiB)", arg);
 		c->a.gate.has_max_live = true;
+		break;
+	case OPT_SITE_SKIP:
+		if (c->a.nr_site_skip == ANALYSIS_SITE_SKIP_MAX)
+			argp_error(state, "at most %d --site-skip", ANALYSIS_SITE_SKIP_MAX);
+		if (!*arg)
+			argp_error(state, "empty --site-skip");
+		c->a.site_skip[c->a.nr_site_skip++] = arg;
 		break;
 	case OPT_FOLDED:
 		c->a.out.folded_path = arg;

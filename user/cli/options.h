@@ -91,6 +91,7 @@ enum cli_key {
 	OPT_DEBUG_DIR,
 	OPT_END,
 	OPT_PYTHON_DEPTH,
+	OPT_SITE_SKIP,
 };
 
 /* Hand the struct cli to every one of a command's children (its parser's ARGP_KEY_INIT). */

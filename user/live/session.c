@@ -436,6 +436,7 @@ static int open_tracing(struct session *s)
 		err = symbolizer__new(l->mods, &l->sym);
 	if (!err) {
 		symbolizer__set_debug_dirs(l->sym, o->debug_dirs, o->nr_debug_dirs);
+		symbolizer__set_site_skip(l->sym, o->a.site_skip, o->a.nr_site_skip);
 		err = analysis__new(&o->a, symbolizer__site_frames, l->sym, &l->an);
 		if (!err)
 			tracker__set_site_fn(l->an->t, symbolizer__py_site, l->sym);

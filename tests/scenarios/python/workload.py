@@ -17,6 +17,9 @@ Python-frame tests (tests/test_python.py). Runs under any CPython 3.10 to 3.13.
                                  asyncio.run: N x 512 KiB kept.
     workload.py fork N           parent_alloc keeps 1 MiB, then the process forks; the child
                                  keeps N x 128 KiB at child_work and exits 0; the parent waits.
+    workload.py framework N      build_cache keeps N x 1 MiB through torch._alloc.empty (a
+                                 stand-in at a PyTorch-like path, site-packages/torch/), and
+                                 grow_pool N x 512 KiB through mylib.pool.take.
 
 With SCENARIO_SYNC=1 it prints "ready PID" once its modules are loaded and its outer frames
 (main, and decode's own in decode) are running, and waits for a line on stdin; at the end it
@@ -28,6 +31,10 @@ import ctypes
 import os
 import sys
 import threading
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "site-packages"))
+import torch._alloc  # noqa: E402  (tests/scenarios/python/site-packages: not PyTorch)
+import mylib.pool  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CUDART = os.environ.get("GPULEAK_CUDART") or os.path.join(
@@ -156,6 +163,16 @@ def fork_and_wait(n):
         raise RuntimeError(f"child: {status}")
 
 
+def build_cache(n):
+    for _ in range(n):
+        keep.append(torch._alloc.empty(rt, MiB))  # line: build_cache
+
+
+def grow_pool(n):
+    for _ in range(n):
+        keep.append(mylib.pool.take(rt, 512 << 10))  # line: grow_pool
+
+
 def main(mode, n):
     if mode == "decode":
         decode(n)  # line: main_decode
@@ -172,6 +189,9 @@ def main(mode, n):
         asyncio.run(run_requests(n))  # line: main_async
     elif mode == "fork":
         fork_and_wait(n)  # line: main_fork
+    elif mode == "framework":
+        build_cache(n)
+        grow_pool(n)
     else:
         raise SystemExit(f"unknown mode {mode}")
     handshake("done")
