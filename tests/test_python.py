@@ -30,7 +30,7 @@ PYTHONS = [
 _said = set()
 
 
-def interpreters():
+def interpreters(required=True):
     """The interpreters this machine has; each missing one is said once."""
     got = []
     for name, path, ver in PYTHONS:
@@ -39,7 +39,8 @@ def interpreters():
         elif name not in _said:
             _said.add(name)
             print(f"# Python {name}: {path} not on this machine, not tested")
-    check(got, "no Python interpreter to test (/usr/bin/python3.11, /root/.pyenv/versions)")
+    check(got or not required,
+          "no Python interpreter to test (/usr/bin/python3.11, /root/.pyenv/versions)")
     return got
 
 
@@ -427,3 +428,88 @@ def python_in_a_container():
 def tempfile_dir():
     import tempfile
     return tempfile.mkdtemp(prefix="gpuleak-python-")
+
+
+# DWARF of each layout field, as gdb evaluates offsetof() in the interpreter's own debug info.
+_COMMON = {
+    "ts_next": "&((PyThreadState*)0)->next",
+    "ts_thread_id": "&((PyThreadState*)0)->thread_id",
+    "co_filename": "&((PyCodeObject*)0)->co_filename",
+    "co_firstlineno": "&((PyCodeObject*)0)->co_firstlineno",
+    "co_linetable": "&((PyCodeObject*)0)->co_linetable",
+    "str_state": "&((PyASCIIObject*)0)->state",
+    "str_length": "&((PyASCIIObject*)0)->length",
+    "str_ascii_data": "sizeof(PyASCIIObject)",
+    "str_compact_data": "sizeof(PyCompactUnicodeObject)",
+    "bytes_size": "&((PyBytesObject*)0)->ob_base.ob_size",
+    "bytes_data": "&((PyBytesObject*)0)->ob_sval",
+    "is_next": "&((PyInterpreterState*)0)->next",
+    "rt_interp_head": "&((_PyRuntimeState*)0)->interpreters.head",
+}
+_IFRAME = "((struct _PyInterpreterFrame*)0)"
+DWARF = {
+    (3, 10): dict(_COMMON, is_threads_head="&((PyInterpreterState*)0)->tstate_head",
+                  ts_frame="&((PyThreadState*)0)->frame", fr_back="&((struct _frame*)0)->f_back",
+                  fr_code="&((struct _frame*)0)->f_code",
+                  fr_instr="&((struct _frame*)0)->f_lasti", co_name="&((PyCodeObject*)0)->co_name"),
+    (3, 11): dict(_COMMON, is_threads_head="&((PyInterpreterState*)0)->threads.head",
+                  ts_frame="&((PyThreadState*)0)->cframe",
+                  cf_current_frame="&((_PyCFrame*)0)->current_frame",
+                  ts_chunk="&((PyThreadState*)0)->datastack_chunk",
+                  ts_top="&((PyThreadState*)0)->datastack_top",
+                  chunk_data="&((_PyStackChunk*)0)->data", fr_back=f"&{_IFRAME}->previous",
+                  fr_code=f"&{_IFRAME}->f_code", fr_instr=f"&{_IFRAME}->prev_instr",
+                  fr_entry=f"&{_IFRAME}->is_entry", co_name="&((PyCodeObject*)0)->co_qualname",
+                  co_code_adaptive="&((PyCodeObject*)0)->co_code_adaptive"),
+}
+DWARF[(3, 12)] = {k: v for k, v in DWARF[(3, 11)].items() if k != "fr_entry"}
+DWARF[(3, 12)]["fr_owner"] = f"&{_IFRAME}->owner"
+DWARF[(3, 13)] = {k: v for k, v in DWARF[(3, 12)].items() if k != "cf_current_frame"}
+DWARF[(3, 13)].update(ts_frame="&((PyThreadState*)0)->current_frame",
+                      fr_code=f"&{_IFRAME}->f_executable", fr_instr=f"&{_IFRAME}->instr_ptr")
+
+
+def debug_file(name, py):
+    """The object with the interpreter's DWARF: pyenv's libpython (built with -g), Debian's
+    build-id debug file of /usr/bin/python3.11 (python3.11-dbg); None when not here."""
+    if py.startswith("/root/.pyenv/"):
+        lib = [f for f in os.listdir(os.path.join(os.path.dirname(os.path.dirname(py)), "lib"))
+               if re.match(r"libpython3\.\d+\.so\.1\.0$", f)]
+        return os.path.join(os.path.dirname(os.path.dirname(py)), "lib", lib[0]) if lib else None
+    out = harness.run_plain(["readelf", "-n", py]).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    path = m and f"/usr/lib/debug/.build-id/{m.group(1)[:2]}/{m.group(1)[2:]}.debug"
+    return path if path and os.path.exists(path) else None
+
+
+@test(root=False)
+def python_layouts_match_dwarf():
+    """Every offset of the layout table (user/probe/py_abi.c) is the one the compiler used,
+    as each interpreter's DWARF says: gdb evaluates offsetof() in its debug info."""
+    import shutil
+    if not shutil.which("gdb"):
+        print("# gdb not on this machine: layouts not checked against DWARF")
+        return "skip"
+    unit = os.path.join(harness.OUT, "tests", "unit", "test_python")
+    checked = 0
+    for name, py, ver in interpreters(required=False):
+        dbg = debug_file(name, py)
+        if not dbg:
+            print(f"# Python {name}: no debug info here, its layout is checked by the tests")
+            continue
+        p = harness.run_plain([unit, "--layout", f"0x03{ver[1]:02x}"])
+        eq(p.returncode, 0, f"{name}: the table has it")
+        table = {k: int(v) for k, v in (l.split() for l in p.stdout.splitlines())}
+        exprs = DWARF[ver]
+        args = ["gdb", "-batch", "-nx", dbg]
+        for e in exprs.values():
+            args += ["-ex", f"print (long){e}"]
+        out = harness.run_plain(args, timeout=120).stdout
+        got = [int(l.split("=")[1]) for l in out.splitlines() if l.startswith("$")]
+        eq(len(got), len(exprs), f"{name}: gdb evaluated every field:\n{out}")
+        for (field, _), value in zip(exprs.items(), got):
+            eq(table[field], value, f"{name}: {field}")
+            checked += 1
+    if not checked:
+        print("# no interpreter with debug info here: layouts not checked against DWARF")
+        return "skip"

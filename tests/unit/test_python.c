@@ -452,7 +452,26 @@ static void merged(void)
 	symbolizer__free(s);
 }
 
-int main(void)
+/* --layout 0x030c: the table's layout of a version, "field offset" per line (test_python.py
+ * compares it with the interpreter's DWARF). */
+static int print_layout(const char *ver)
+{
+	const struct gl_py_cfg *c = py_abi__layout((uint16_t)strtoul(ver, NULL, 0));
+
+	if (!c)
+		return 1;
+#define F(f) printf("%s %u\n", #f, (unsigned int)c->f)
+	F(rt_interp_head), F(is_next), F(is_threads_head), F(ts_next), F(ts_thread_id);
+	F(ts_frame), F(ts_chunk), F(ts_top), F(chunk_data), F(cf_current_frame), F(fr_back);
+	F(fr_code), F(fr_instr), F(fr_owner), F(fr_entry), F(co_filename), F(co_name);
+	F(co_linetable), F(co_firstlineno), F(str_state), F(str_length), F(str_ascii_data);
+	F(str_compact_data), F(bytes_size), F(bytes_data);
+#undef F
+	printf("co_code_adaptive %u\n", py_abi__code_units(c->version));
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	static const struct unit_test tests[] = {
 	    {"line_tables_agree_with_each_interpreter", line_tables},
@@ -461,5 +480,7 @@ int main(void)
 	    {"stacks_merged_in_place_of_the_interpreter", merged},
 	};
 
+	if (argc == 3 && !strcmp(argv[1], "--layout"))
+		return print_layout(argv[2]);
 	return run_unit_tests(tests, sizeof(tests) / sizeof(tests[0]));
 }
