@@ -348,6 +348,10 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 	if (!quiet) {
 		warn_no_steps(rp, name);
 		warn_no_end(rp, name);
+		if (symbolizer__py_bad(rp->sym))
+			pr_warn("%s: %" PRIu64 " malformed Python records left out: what they "
+				"describe is named by native frames, or \"?\"\n",
+				name, symbolizer__py_bad(rp->sym));
 	}
 	extra = verdict_extra(rp, name);
 	rp->rep.verdict_extra = extra;
