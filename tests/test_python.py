@@ -135,6 +135,33 @@ def python_decode_loop_leak_named_by_its_function():
 
 
 @test
+def python_frames_in_the_pictures():
+    """--folded, --perfetto and --svg name the Python frames and the site as the report does."""
+    name, py, ver = interpreters()[-1]
+    paths = {k: tmpfile("." + k) for k in ("folded", "perfetto", "svg")}
+    try:
+        run(py, ["decode", 10], ["--step", "sync"] +
+            [x for k, p in paths.items() for x in (f"--{k}", p)])
+        text = {}
+        for k, p in paths.items():
+            with open(p) as f:
+                text[k] = f.read()
+    finally:
+        for p in paths.values():
+            if os.path.exists(p):
+                os.unlink(p)
+    want = ";".join(["<module> (workload.py:%d)" % L["module"],
+                     "main (workload.py:%d)" % L["main_decode"],
+                     "decode (workload.py:%d)" % L["decode"],
+                     "%s (workload.py:%d)" % (qual(ver, "Decoder.forward"), L["forward"]),
+                     site("custom_attention_forward", "leak")])
+    check(any(want in line for line in text["folded"].splitlines()),
+          f"{name}: the folded stack:\n{text['folded']}")
+    check(site("custom_attention_forward", "leak") in text["perfetto"], f"{name}: Perfetto")
+    check(site("custom_attention_forward", "leak") in text["svg"], f"{name}: SVG")
+
+
+@test
 def python_thread_allocating_while_main_holds_the_gil():
     """thread 40: a worker thread allocates 40 x 64 KiB at worker_alloc, releasing the GIL
     in each ctypes call, while the main thread spins in Python holding it: the worker's own
