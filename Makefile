@@ -180,9 +180,9 @@ include bench/bench.mk
 
 # libFuzzer targets for the files users hand us: tests/fuzz/fuzz_NAME.c, with its seeds,
 # corpus and dictionary in tests/fuzz/NAME/. capture: everything `gpuleak report` runs, from
-# bytes; rules: the rules parser and matchers.
+# bytes; rules: the rules parser and matchers; perfmap: the perf maps traced JITs write.
 FUZZ_CC ?= clang
-FUZZ_TARGETS := capture rules
+FUZZ_TARGETS := capture rules perfmap
 FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 # The engine: every libbpf-free folder.
 FUZZ_SRC := $(ENGINE_SRC)

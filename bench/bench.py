@@ -24,6 +24,10 @@ Sections (--only picks some):
              the probe gains on the real libnccl.so.2
   capture    bench/capture_bench.sh: bytes per captured event, `gpuleak report` of 10 M,
              against the consumer's rate
+  symbols    naming a stack frame from a perf map of 100 000 entries (JIT code) against
+             naming one from an ELF symbol table of 100 000 functions, taking turns in one
+             process (glbench symbols); the first frame of each (reading the table), and the
+             heap per perf map entry
   python     a Python loop of cudaMalloc + cudaFree through ctypes, 40 frames deep: the
              Python walk per allocation at --python-depth 8 and 32 beside native stacks
              only, against the floor; the entry program's own time (BPF statistics)
@@ -60,6 +64,7 @@ GPULEAK = os.path.join(ROOT, "gpuleak")
 PAIRLOOP = os.path.join(BENCH, "bin", "pairloop")
 REALTARGET = os.path.join(BENCH, "bin", "realtarget")
 GLBENCH = os.path.join(BENCH, "glbench")
+MANYSYMS = os.path.join(BENCH, "lib", "libmanysyms.so")
 BENCH_LIB = os.path.realpath(os.path.join(BENCH, "lib", "libcudart.so.13"))
 REAL_CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 REAL_NCCL = "/usr/local/cuda/lib/libnccl.so.2"
@@ -81,6 +86,9 @@ TARGETS = {
     "detach_vs_floor": (DETACH_VS_FLOOR, "le"),
     "report_vs_consumer": (0.3, "ge"),
     "capture_bytes_per_event": (12, "le"),
+    "perf_map_vs_elf_per_frame": (1.5, "le"),
+    "perf_map_vs_elf_first_frame": (1.0, "le"),
+    "perf_map_heap_bytes_per_entry": (160, "le"),
     # 2 us per allocation, the issue's aim, on the VM whose floor was 1.87 us per pair
     "python_walk_32_vs_floor": (1.07, "le"),
 }
@@ -717,10 +725,36 @@ def bench_capture(a, tmp, res):
             "report_calls": vals["calls"]}
 
 
+def bench_symbols(a, tmp, res):
+    """Naming frames from a perf map against naming them from ELF symbols, in one process:
+    ratios within each run, then the median."""
+    runs = []
+    for rep in range(a.symbols_reps):
+        out = subprocess.run([GLBENCH, "symbols", "-n", "100000", "-f", a.symbols_frames,
+                              MANYSYMS], capture_output=True, text=True, timeout=600)
+        if out.returncode:
+            raise BenchError(f"glbench symbols: {out.stderr.strip()}")
+        runs.append(json.loads(out.stdout))
+        r = runs[-1]
+        log(f"symbols {rep + 1}/{a.symbols_reps}: perf map {r['perf_map_ns_per_frame']:.0f} "
+            f"ns/frame, ELF {r['elf_ns_per_frame']:.0f}; first frame {r['perf_map_first_ms']:.1f}"
+            f" ms against {r['elf_first_ms']:.1f} ms")
+    return {"perf_map_ns_per_frame": stats([r["perf_map_ns_per_frame"] for r in runs]),
+            "elf_ns_per_frame": stats([r["elf_ns_per_frame"] for r in runs]),
+            "perf_map_vs_elf_per_frame":
+                stats([r["perf_map_ns_per_frame"] / r["elf_ns_per_frame"] for r in runs]),
+            "perf_map_first_ms": stats([r["perf_map_first_ms"] for r in runs]),
+            "elf_first_ms": stats([r["elf_first_ms"] for r in runs]),
+            "perf_map_vs_elf_first_frame":
+                stats([r["perf_map_first_ms"] / r["elf_first_ms"] for r in runs]),
+            "perf_map_heap_bytes_per_entry":
+                stats([r["perf_map_heap_bytes_per_entry"] for r in runs])}
+
+
 SECTIONS = {"pairs": bench_pairs, "breakdown": bench_breakdown,
             "consumer": bench_consumer, "memory": bench_memory,
             "drops": bench_drops, "attach": bench_attach, "placement": bench_placement,
-            "capture": bench_capture, "python": bench_python}
+            "capture": bench_capture, "symbols": bench_symbols, "python": bench_python}
 
 ROWS = [  # key, label, unit, scale, format
     ("pair_ns_none", "pair, untraced", "ns", 1, "{:.0f}"),
@@ -762,6 +796,13 @@ ROWS = [  # key, label, unit, scale, format
     ("report_events_per_s", "  events per second", "M/s", 1e-6, "{:.2f}"),
     ("report_vs_consumer", "  report / consumer", "x", 1, "{:.2f}"),
     ("capture_bytes_per_event", "capture bytes per event", "B", 1, "{:.2f}"),
+    ("perf_map_ns_per_frame", "frame named from a perf map, 100 k", "ns", 1, "{:.0f}"),
+    ("elf_ns_per_frame", "  from ELF symbols, 100 k", "ns", 1, "{:.0f}"),
+    ("perf_map_vs_elf_per_frame", "  perf map / ELF", "", 1, "{:.2f}"),
+    ("perf_map_first_ms", "  first frame: reading the perf map", "ms", 1, "{:.1f}"),
+    ("elf_first_ms", "  first frame: the ELF symbol table", "ms", 1, "{:.1f}"),
+    ("perf_map_vs_elf_first_frame", "  perf map / ELF", "", 1, "{:.2f}"),
+    ("perf_map_heap_bytes_per_entry", "  heap per perf map entry", "B", 1, "{:.0f}"),
     ("py312_pair_ns_none", "Python 3.12 pair (ctypes), untraced", "ns", 1, "{:.0f}"),
     ("py312_pair_ns_bare", "  on the floor", "ns", 1, "{:.0f}"),
     ("py312_pair_ns_py0", "  gpuleak, native stacks", "ns", 1, "{:.0f}"),
@@ -848,6 +889,8 @@ def main():
     a.attach_reps = 3 if q else 7
     a.placement_reps = 2 if q else 5
     a.placement_calls = 20000 if q else 100000
+    a.symbols_reps = 3 if q else 7
+    a.symbols_frames = "20000" if q else "50000"
     a.py_reps = 3 if q else 7
     a.py_pairs = 50000 if q else 200000
     only = a.only.split(",") if a.only else list(SECTIONS)
@@ -872,6 +915,7 @@ def main():
                                                   "drop_seconds", "ref_reps",
                                                   "attach_reps",
                                                   "placement_reps", "placement_calls",
+                                                  "symbols_reps", "symbols_frames",
                                                   "py_reps", "py_pairs")},
            "spread": {}, "targets": {}}
     for k, v in res.items():

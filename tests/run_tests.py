@@ -23,8 +23,10 @@ import test_rules  # noqa: E402,F401
 import test_timeline  # noqa: E402,F401
 import test_capture  # noqa: E402,F401
 import test_stacks  # noqa: E402,F401
+import test_jit  # noqa: E402,F401
 import test_reliability  # noqa: E402,F401
 import test_probes  # noqa: E402,F401
+import test_files  # noqa: E402,F401
 import test_python  # noqa: E402,F401
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
 #include "engine/analysis.h"
 #include "capture/capture.h"
 #include "lib/exit.h"
+#include "lib/infile.h"
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/outfile.h"
@@ -29,7 +30,10 @@ struct replay {
 	uint64_t last_step_line_ns;
 	struct capture_proc *procs; /* for the summary; strings owned */
 	size_t nr_procs;
-	FILE *blocks; /* --blocks: the listing goes here, no analysis */
+	FILE *blocks;	 /* --blocks: the listing goes here, no analysis */
+	uint64_t nr_fed; /* records into the analysis */
+	bool damaged;	 /* reported up to a damaged block: exit 1 */
+	int out_err;	 /* a picture could not be written: exit 1 */
 };
 
 /* ---- what the reader hands us ---- */
@@ -47,6 +51,7 @@ static int on_record(void *ctx, const struct gl_hdr *h)
 		if (rp->next_interval_ns <= h->ts_ns)
 			rp->next_interval_ns = h->ts_ns + rp->interval_ns;
 	}
+	rp->nr_fed++;
 	/* Python frames are named from their records, in stream order, as live. */
 	err = symbolizer__py_record(rp->sym, h);
 	if (err == -ENOMEM)
@@ -185,12 +190,21 @@ static void print_summary(struct replay *rp, const char *name, FILE *out)
 		records ? (double)size / records : 0.0);
 }
 
+/* What is wrong with a damaged capture, without the "offset N: " the message starts with. */
+static const char *damage_why(const struct capture_reader *rd)
+{
+	const char *e = capture_reader__error(rd), *p = strstr(e, ": ");
+
+	return !strncmp(e, "offset ", 7) && p ? p + 2 : e;
+}
+
 /* The "capture" member of each verdict: what a live verdict cannot say. */
 static char *verdict_extra(struct replay *rp, const char *name)
 {
 	const struct capture_info *in = capture_reader__info(rp->rd);
 	char when[64], *buf = NULL;
 	uint64_t at;
+	uint32_t blk;
 	bool cut = capture_reader__truncated(rp->rd, &at);
 	size_t len;
 	FILE *f = open_memstream(&buf, &len);
@@ -216,6 +230,10 @@ static char *verdict_extra(struct replay *rp, const char *name)
 		cut ? "true" : "false");
 	if (cut)
 		fprintf(f, ",\"truncated_at\":%" PRIu64, at);
+	if (capture_reader__damaged(rp->rd, &at, &blk)) {
+		fprintf(f, ",\"damaged_at\":%" PRIu64 ",\"damaged_block\":%u,\"damage\":", at, blk);
+		json_str(f, damage_why(rp->rd));
+	}
 	fputc('}', f);
 	if (fclose(f)) {
 		free(buf);
@@ -298,6 +316,7 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 	struct verdict *v = NULL;
 	char *extra = NULL;
 	uint64_t at;
+	uint32_t blk;
 	size_t i;
 	int err;
 
@@ -333,7 +352,12 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 			pr_err("%s: %s\n", name, capture_reader__error(rp->rd));
 		return err;
 	}
-	if (capture_reader__truncated(rp->rd, &at) && !quiet)
+	rp->damaged = capture_reader__damaged(rp->rd, &at, &blk);
+	if (rp->damaged && !quiet)
+		pr_err("%s: damaged from block %u at offset %" PRIu64
+		       " (%s); reporting the %" PRIu64 " records before it\n",
+		       name, blk, at, damage_why(rp->rd), rp->nr_fed);
+	else if (capture_reader__truncated(rp->rd, &at) && !quiet)
 		pr_warn("%s: capture truncated at offset %" PRIu64 " (%s); reporting the %" PRIu64
 			" records of the %u whole blocks before it\n",
 			name, at,
@@ -361,7 +385,8 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 	if (!err) {
 		report__final(&rp->rep, v, t->last_ts_ns);
 		rp->gate_failed = v->gate_failed;
-		err = pictures__write(rp->pics, &rp->rep, v, rp->an->se, t->last_ts_ns);
+		/* said, and exit 1; the verdicts are written all the same */
+		rp->out_err = pictures__write(rp->pics, &rp->rep, v, rp->an->se, t->last_ts_ns);
 	}
 	verdict__free(v);
 	free(extra);
@@ -377,6 +402,10 @@ int replay__mem(const void *buf, size_t len, unsigned int reader_flags,
 	err = capture_reader__open_mem(buf, len, reader_flags, &rp.rd);
 	if (!err)
 		err = replay_reader(&rp, "mem", out, json, 5, true);
+	if (!err && rp.damaged)
+		err = -EINVAL;
+	if (!err)
+		err = rp.out_err;
 	replay_free(&rp);
 	capture_reader__free(rp.rd);
 	return err;
@@ -393,6 +422,7 @@ static int list_blocks(struct replay *rp, const char *name)
 {
 	const struct capture_info *in = capture_reader__info(rp->rd);
 	uint64_t at;
+	uint32_t blk;
 	int err;
 
 	rp->blocks = stdout;
@@ -408,6 +438,13 @@ static int list_blocks(struct replay *rp, const char *name)
 		pr_err("%s: %s\n", name, capture_reader__error(rp->rd));
 		return err;
 	}
+	/* The listing is a check of the file: a damaged block is its error, after the blocks
+	 * before it. */
+	if (capture_reader__damaged(rp->rd, &at, &blk)) {
+		pr_err("%s: damaged from block %u at offset %" PRIu64 " (%s)\n", name, blk, at,
+		       damage_why(rp->rd));
+		return -EINVAL;
+	}
 	if (capture_reader__truncated(rp->rd, &at))
 		printf("truncated at offset %" PRIu64 " of %" PRIu64 "\n", at,
 		       capture_reader__size(rp->rd));
@@ -419,42 +456,45 @@ static int list_blocks(struct replay *rp, const char *name)
 int replay__run(const struct replay_opts *o)
 {
 	struct replay rp = {.a = &o->a, .interval_ns = o->interval_ns};
+	const char *name = infile__name(o->path);
 	struct outfile *json_file = NULL;
 	FILE *json = NULL;
+	char why[256];
 	int err;
 
 	err = capture_reader__open(o->path, 0, &rp.rd);
 	if (err) {
-		pr_err("%s: %s\n", o->path, rp.rd ? capture_reader__error(rp.rd) : strerror(-err));
+		pr_err("%s: %s\n", name, rp.rd ? capture_reader__error(rp.rd) : strerror(-err));
 		goto cleanup;
 	}
 	if (o->list_blocks) {
-		err = list_blocks(&rp, o->path);
+		err = list_blocks(&rp, name);
 		goto cleanup;
 	}
 	if (o->json_path) {
-		err = outfile__open(o->json_path, OUTFILE_TRUNCATE, &json_file);
+		err = outfile__open(o->json_path, OUTFILE_REPLACE, &json_file, why, sizeof(why));
 		if (err) {
-			pr_err("cannot write %s: %s\n", o->json_path, strerror(-err));
+			pr_err("cannot write %s: %s\n", o->json_path, why);
 			goto cleanup;
 		}
 		json = outfile__stream(json_file);
 	}
-	err = replay_reader(&rp, o->path, stdout, json, o->top, false);
+	err = replay_reader(&rp, name, pictures__text_stream(o->json_path, &o->a.out), json, o->top,
+			    false);
 	if (err == -ENOMEM)
 		pr_err("out of memory\n");
 cleanup:
-	if (json_file) {
-		int e = outfile__commit(json_file);
-
-		if (e && !err) {
-			pr_err("writing %s: %s\n", o->json_path, strerror(-e));
-			err = -EIO;
-		}
+	/* Verdicts were written (of all, or of what precedes the damage): they replace. */
+	if (json_file && !err) {
+		err = outfile__commit(json_file);
+		if (err)
+			pr_err("writing %s: %s\n", o->json_path, strerror(-err));
+	} else {
+		outfile__abort(json_file);
 	}
 	replay_free(&rp);
 	capture_reader__free(rp.rd);
-	if (err)
+	if (err || rp.damaged || rp.out_err)
 		return GL_EXIT_ERROR;
 	return rp.gate_failed ? GL_EXIT_GATE : GL_EXIT_OK;
 }

@@ -9,10 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli/options.h"
 #include "cli/probes.h"
 #include "engine/rules.h"
 #include "lib/exit.h"
+#include "lib/outfile.h"
 #include "lib/units.h"
 
 #ifndef GPULEAK_VERSION
@@ -183,10 +185,11 @@ static const char record_doc[] =
     "  sudo gpuleak record -o run.glc --json live.ndjson -- python3 serve.py\n"
     "  gpuleak report incident.glc\n"
     "\n"
-    "FILE is created with mode 0600 (it names code paths of the target); an existing FILE "
-    "is only replaced with --force. Under sudo it belongs to the user who ran sudo. Blocks "
-    "are written at least every second: if gpuleak is killed, FILE keeps all but the last "
-    "second.\n"
+    "FILE is created with mode 0600 (it names code paths of the target), never through a "
+    "symlink; an existing regular FILE is only replaced with --force, once the new capture "
+    "is finished (it is written beside FILE until then). Under sudo it belongs to the user "
+    "who ran sudo. Blocks are written at least every second: if gpuleak is killed, FILE (or "
+    "with --force the file beside it) keeps all but the last second.\n"
     "EXIT STATUS: 0 done, 1 runtime error (also when FILE could not be written completely), "
     "2 usage error, 3 --fail-on-leak found leaks (FILE is complete).";
 
@@ -206,6 +209,11 @@ static error_t parse_record(int key, char *arg, struct argp_state *state)
 		cli__init_children(state, record_children);
 		break;
 	case 'o':
+		/* The writer rewrites the header at the end: a pipe cannot take that. */
+		if (!strcmp(arg, "-"))
+			argp_error(state,
+				   "-o -: a capture is a file (its header is rewritten at the "
+				   "end); write one, then gzip or copy it");
 		c->t.capture_path = arg;
 		break;
 	case OPT_FORCE:
@@ -262,10 +270,12 @@ static const char report_doc[] =
     "--request use the marker calls the recording made (record with the same --step or "
     "--request); nvtx:NAME needs a recording made with --step nvtx:NAME. A capture cut "
     "short (recorder killed, disk full) is reported up to its last whole block, with a "
-    "warning; its verdicts say \"truncated\":true.\n"
+    "warning; its verdicts say \"truncated\":true. A damaged one (a CRC mismatch) is "
+    "reported up to the damaged block, named by number and offset, and exits 1. FILE - is "
+    "standard input (zcat x.glc.gz | gpuleak report -).\n"
     "EXIT STATUS: 0 done (also for a truncated capture), 1 unreadable, corrupt or "
-    "unsupported capture (the message names the byte offset), 2 usage error, "
-    "3 --fail-on-leak found leaks.";
+    "unsupported capture (the message names the byte offset), or an output not written, "
+    "2 usage error, 3 --fail-on-leak found leaks.";
 
 static const struct argp_child report_children[] = {
     {&cli_output_argp, 0, NULL, 0},
@@ -293,6 +303,8 @@ static error_t parse_report(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_END:
 		if (!c->r.path)
 			argp_error(state, "report needs a capture file: gpuleak report FILE");
+		if (!strcmp(c->r.path, "-") && c->stdin_taken)
+			argp_error(state, "standard input is read once: one --rules - or report -");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -396,6 +408,17 @@ static void set_defaults(struct cli *c, const struct command *cmd)
 	c->t.stack_entries = 16384;
 }
 
+/* At every exit (argp's too): what could not reach standard output is an error, exit 1. */
+static void close_stdout(void)
+{
+	int err = outfile__stdout_close();
+
+	if (err) {
+		fprintf(stderr, "gpuleak: writing standard output: %s\n", strerror(-err));
+		_exit(GL_EXIT_ERROR);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct argp top = {.args_doc = "COMMAND [ARGS...]", .doc = top_doc};
@@ -404,7 +427,9 @@ int main(int argc, char **argv)
 	char name[64];
 	int ret;
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* Line-buffered, its write errors kept for close_stdout. */
+	if (!outfile__stdout_init())
+		atexit(close_stdout);
 	if (argc < 2 || argv[1][0] == '-') {
 		/* gpuleak --help, --version, or a mistake */
 		argp_parse(&top, argc, argv, 0, NULL, NULL);

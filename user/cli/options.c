@@ -4,12 +4,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli/options.h"
 #include "engine/rules.h"
 #include "engine/timeline.h"
 #include "gpuleak.h"
 #include "lib/exit.h"
+#include "lib/infile.h"
 #include "lib/log.h"
+#include "lib/outfile.h"
 #include "lib/units.h"
 #include "lib/vec.h"
 #include "probe/wgpu_abi.h"
@@ -74,11 +77,82 @@ void cli__parse_pid(const char *arg, struct argp_state *state, pid_t *pid)
 
 /* ---- analysis: rules, steps, the gate, pictures ---- */
 
+/* As the rules parser's own files: a rules file is text a person wrote. */
+#define RULES_FILE_MAX (16U << 20)
+
+/*
+ * --rules FILE read whole, through lib/infile ("-" standard input; a FIFO by name refused, not
+ * waited on), then parsed as text named FILE. 0, or -errno with err set.
+ */
+static int load_rules(struct cli *c, const char *path, char *err, size_t errlen)
+{
+	const char *name = infile__name(path);
+	size_t len = 0, cap = 0;
+	char why[256], *buf = NULL;
+	int fd, ret;
+
+	ret = infile__open(path, &fd, &(bool){false}, why, sizeof(why));
+	if (ret) {
+		snprintf(err, errlen, "--rules %s: %s", name, why);
+		return ret;
+	}
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			char *p = cap > RULES_FILE_MAX ? NULL : realloc(buf, cap ? 2 * cap : 65536);
+
+			if (!p) {
+				ret = cap > RULES_FILE_MAX ? -EFBIG : -ENOMEM;
+				snprintf(err, errlen, "--rules %s: %s", name,
+					 ret == -EFBIG ? "more than 16 MiB of rules"
+						       : "out of memory");
+				goto cleanup;
+			}
+			buf = p;
+			cap = cap ? 2 * cap : 65536;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = -errno;
+			snprintf(err, errlen, "--rules %s: %s", name, strerror(errno));
+			goto cleanup;
+		}
+		if (!n)
+			break;
+		len += (size_t)n;
+	}
+	ret = rules__parse(c->rules, buf ? buf : "", len, name, err, errlen);
+cleanup:
+	close(fd);
+	free(buf);
+	return ret;
+}
+
+/* A rule's message quotes the rule: bytes a terminal would act on are shown, not sent. */
+static void print_rules_error(const char *msg)
+{
+	const unsigned char *p;
+
+	fputs("gpuleak: ", stderr);
+	for (p = (const unsigned char *)msg; *p; p++) {
+		if (*p < 0x20 || *p >= 0x7f)
+			fprintf(stderr, "\\x%02x", *p);
+		else
+			fputc(*p, stderr);
+	}
+	fputc('\n', stderr);
+}
+
 /* The analysis: the same for a live session and the report of a capture. */
 static const struct argp_option analysis_options[] = {
     {NULL, 0, NULL, 0, "Rules (persistent buffers, deferred frees, ignores):", 1},
     {"rules", OPT_RULES, "FILE", 0,
-     "Persistent-buffer, deferred-free and ignore rules, one per line (repeatable)", 1},
+     "Persistent-buffer, deferred-free and ignore rules, one per line (repeatable; -: "
+     "standard input)",
+     1},
     {"rule", OPT_RULE, "TEXT", 0,
      "One rule, e.g. 'persistent site=*kv_cache* release=session-end' (repeatable)", 1},
     {"preset", OPT_PRESET, "NAME", 0,
@@ -112,7 +186,7 @@ static const struct argp_option analysis_options[] = {
      "Gate: growth per step a site may have (default 0: any growth leak fails)", 3},
     {"max-live-at-exit", OPT_MAX_LIVE, "BYTES", 0,
      "Gate: leaked bytes allowed at the end (persistent, ignored, init excluded)", 3},
-    {NULL, 0, NULL, 0, "Pictures (written at the end):", 4},
+    {NULL, 0, NULL, 0, "Pictures (written at the end; -: standard output):", 4},
     {"folded", OPT_FOLDED, "FILE", 0,
      "Live bytes by stack in the folded format of flamegraph.pl and speedscope", 4},
     {"perfetto", OPT_PERFETTO, "FILE", 0,
@@ -249,9 +323,12 @@ static error_t parse_analysis(int key, char *arg, struct argp_state *state)
 		char err[512];
 		int ret;
 
-		if (key == OPT_RULES)
-			ret = rules__load_file(c->rules, arg, err, sizeof(err));
-		else if (key == OPT_RULE) {
+		if (key == OPT_RULES && !strcmp(arg, "-") && c->stdin_taken)
+			argp_error(state, "standard input is read once: one --rules - or report -");
+		if (key == OPT_RULES) {
+			c->stdin_taken |= !strcmp(arg, "-");
+			ret = load_rules(c, arg, err, sizeof(err));
+		} else if (key == OPT_RULE) {
 			char src[32];
 
 			snprintf(src, sizeof(src), "--rule #%d", ++c->nr_rule_args);
@@ -259,7 +336,7 @@ static error_t parse_analysis(int key, char *arg, struct argp_state *state)
 		} else
 			ret = rules__load_preset(c->rules, arg, err, sizeof(err));
 		if (ret) {
-			fprintf(stderr, "gpuleak: %s\n", err);
+			print_rules_error(err);
 			c->rules_err = ret;
 		}
 		break;
@@ -277,7 +354,7 @@ const struct argp cli_analysis_argp = {.options = analysis_options, .parser = pa
 static const struct argp_option output_options[] = {
     {"json", OPT_JSON, "FILE", 0,
      "Write NDJSON: one record per interval, one verdict per process, a summary across "
-     "processes",
+     "processes (-: standard output)",
      0},
     {"top", OPT_TOP, "N", 0, "Sites listed in interval tables (default 5)", 0},
     {"interval", 'i', "DURATION", 0,
@@ -302,6 +379,18 @@ static error_t parse_output(int key, char *arg, struct argp_state *state)
 		if (parse_duration_ns(arg, &c->out.interval_ns))
 			argp_error(state, "invalid interval '%s' (e.g. 2s; 0 disables)", arg);
 		break;
+	case ARGP_KEY_END: {
+		/* Standard output carries one file whole (the text report goes to stderr then). */
+		const char *paths[] = {c->out.json_path, c->a.out.folded_path,
+				       c->a.out.perfetto_path, c->a.out.svg_path};
+		int i, n = 0;
+
+		for (i = 0; i < 4; i++)
+			n += outfile__is_stdout(paths[i]);
+		if (n > 1)
+			argp_error(state, "one output only can be - (standard output)");
+		break;
+	}
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
@@ -324,7 +413,8 @@ static char *output_help(int key, const char *text, void *input)
 	if (!is_command(input, "report"))
 		return (char *)text;
 	if (key == OPT_JSON)
-		return strdup("Write NDJSON: the verdict per process (and intervals)");
+		return strdup("Write NDJSON: the verdict per process (and intervals; -: standard "
+			      "output)");
 	if (key == 'i')
 		return strdup("Print a compact table every DURATION of recorded time (default 0: "
 			      "none)");

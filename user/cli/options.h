@@ -20,6 +20,7 @@
 #define GPULEAK_CLI_OPTIONS_H
 
 #include <argp.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "capture/replay.h"
@@ -46,7 +47,8 @@ struct cli {
 	pid_t probe_pid;	/* probes -p */
 	size_t cap_pids;
 	struct rules *rules;
-	int rules_err; /* a rule did not parse: exit 2 before attaching */
+	int rules_err;	  /* a rule did not parse: exit 2 before attaching */
+	bool stdin_taken; /* --rules - read it: report - cannot */
 	int nr_rule_args;
 	char *req_spec;
 };

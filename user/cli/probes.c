@@ -4,10 +4,12 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli/options.h"
 #include "cli/probes.h"
 #include "gpuleak.h"
 #include "lib/exit.h"
+#include "lib/infile.h"
 #include "lib/log.h"
 #include "probe/catalog.h"
 #include "probe/modules.h"
@@ -157,9 +159,18 @@ static void print_wgpu_abi(struct module *m)
 /* --lib PATH: returns how many required APIs it has, or -errno said on stderr. */
 static int probe_lib(struct modules *mods, const char *path, bool *header)
 {
-	struct module *mod = modules__get_path(mods, path);
-	int found;
+	struct module *mod;
+	char why[256];
+	int found, fd;
 
+	/* What the path is, in words, before it is taken for a library (a directory, a FIFO). */
+	found = infile__open(path, &fd, NULL, why, sizeof(why));
+	if (found) {
+		fprintf(stderr, "gpuleak: %s: %s\n", path, why);
+		return found;
+	}
+	close(fd);
+	mod = modules__get_path(mods, path);
 	if (!mod) {
 		found = -errno;
 		fprintf(stderr, "gpuleak: %s: %s\n", path, strerror(-found));

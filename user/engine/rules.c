@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "engine/rules.h"
+#include "lib/infile.h"
 #include "lib/units.h"
 #include "lib/vec.h"
 
@@ -466,12 +467,13 @@ int rules__load_file(struct rules *r, const char *path, char *err, size_t errlen
 	struct stat st;
 	char *buf = NULL;
 	ssize_t got = 0;
+	char why[128] = "";
 	int fd, ret;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	/* Presets come from a folder others may write to: a FIFO there must not hang us. */
+	ret = infile__open(path, &fd, NULL, why, sizeof(why));
+	if (ret) {
+		snprintf(err, errlen, "%s: %s", path, why[0] ? why : strerror(-ret));
 		return ret;
 	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > (16 << 20)) {
@@ -572,12 +574,6 @@ bool rule__needs_frames(const struct rule *rule)
 	return rule->site || rule->lib;
 }
 
-/*
- * A rule's site= and lib= hold at one frame of the stack: the innermost frame (the call
- * site first, then its callers) whose function matches site= and whose object matches lib=.
- * `lib=libc10_cuda.so site=*Allocator*` is an allocator function of that library, not any
- * such function anywhere with the library somewhere else on the stack.
- */
 static bool site_holds(const struct rule *ru, const struct rule_subject *s, int i)
 {
 	const char *w = s->where ? s->where[i] : NULL, *slash;
@@ -606,6 +602,12 @@ static bool lib_holds(const struct rule *ru, const struct rule_subject *s, int i
 	return glob(ru->lib, file);
 }
 
+/*
+ * A rule's site= and lib= hold at one frame of the stack: the innermost frame (the call
+ * site first, then its callers) whose function matches site= and whose object matches lib=.
+ * `lib=libc10_cuda.so site=*Allocator*` is an allocator function of that library, not any
+ * such function anywhere with the library somewhere else on the stack.
+ */
 static int frame_match(const struct rule *ru, const struct rule_subject *s)
 {
 	int i;

@@ -35,7 +35,7 @@ static int resolve_exe(const char *cmd, char *out, size_t len)
 	return -ENOENT;
 }
 
-int launch__fork(char **argv, char *const env[], struct launch *l)
+int launch__fork(char **argv, char *const env[], int stdout_fd, struct launch *l)
 {
 	int go[2], err[2], ret;
 	sigset_t all;
@@ -70,6 +70,8 @@ int launch__fork(char **argv, char *const env[], struct launch *l)
 		/* The tracer blocks signals for its signalfd; the target must not inherit that. */
 		sigemptyset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
+		if (stdout_fd >= 0 && dup2(stdout_fd, STDOUT_FILENO) < 0)
+			_exit(127);
 		close(go[1]);
 		close(err[0]);
 		if (read(go[0], &c, 1) != 1)

@@ -20,9 +20,10 @@ struct launch {
 
 /*
  * Fork the child for argv (argv[0] searched in PATH), with env (NULL-terminated "K=V", may
- * be NULL) added to its environment. 0 or -errno (-ENOENT: not found).
+ * be NULL) added to its environment, and stdout_fd as its standard output (-1: gpuleak's).
+ * 0 or -errno (-ENOENT: not found).
  */
-int launch__fork(char **argv, char *const env[], struct launch *l);
+int launch__fork(char **argv, char *const env[], int stdout_fd, struct launch *l);
 /* Let the child exec; 0, or -errno of a failed exec. */
 int launch__release(struct launch *l);
 /* Kill and reap a child that never got released. */

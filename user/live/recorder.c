@@ -24,15 +24,16 @@ struct recorder {
 int recorder__new(const char *path, const struct capture_opts *o, struct recorder **out)
 {
 	struct recorder *rec;
+	char why[256];
 	int err;
 
 	*out = NULL;
 	rec = calloc(1, sizeof(*rec));
 	if (!rec)
 		return -ENOMEM;
-	err = capture__create(path, o, &rec->cap);
+	err = capture__create(path, o, &rec->cap, why, sizeof(why));
 	if (err) {
-		pr_err("cannot create %s: %s%s\n", path, strerror(-err),
+		pr_err("cannot create %s: %s%s\n", path, why[0] ? why : strerror(-err),
 		       err == -EEXIST ? " (--force replaces it)" : "");
 		free(rec);
 		return err;
@@ -80,9 +81,16 @@ static void failed(struct recorder *rec, int err)
 		return;
 	rec->err = err;
 	capture__stats(rec->cap, &st);
-	pr_err("writing %s: %s; the capture stops at offset %" PRIu64 " (its %" PRIu64 " records "
-	       "stay readable), tracing goes on\n",
-	       capture__path(rec->cap), strerror(-err), st.bytes, st.records);
+	if (capture__temp_path(rec->cap))
+		/* --force: the capture it was to replace is left whole */
+		pr_err("writing %s: %s; the capture stops at offset %" PRIu64 " (its %" PRIu64
+		       " records stay readable in %s; %s is left as it was), tracing goes on\n",
+		       capture__path(rec->cap), strerror(-err), st.bytes, st.records,
+		       capture__temp_path(rec->cap), capture__path(rec->cap));
+	else
+		pr_err("writing %s: %s; the capture stops at offset %" PRIu64 " (its %" PRIu64
+		       " records stay readable), tracing goes on\n",
+		       capture__path(rec->cap), strerror(-err), st.bytes, st.records);
 }
 
 void recorder__record(struct recorder *rec, const struct gl_hdr *h)

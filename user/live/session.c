@@ -380,12 +380,14 @@ static int check_host(void)
 static int open_outputs(struct session *s)
 {
 	const struct session_opts *o = s->l.o;
+	char why[256];
 	int err;
 
 	if (o->json_path) {
-		err = outfile__open(o->json_path, OUTFILE_TRUNCATE, &s->json_file);
+		/* Streamed (a new file or - can be followed), an existing one replaced at the end. */
+		err = outfile__open(o->json_path, OUTFILE_REPLACE, &s->json_file, why, sizeof(why));
 		if (err) {
-			pr_err("cannot write %s: %s\n", o->json_path, strerror(-err));
+			pr_err("cannot write %s: %s\n", o->json_path, why);
 			return err;
 		}
 		s->json = outfile__stream(s->json_file);
@@ -464,7 +466,7 @@ static int open_report(struct session *s)
 	s->rep = (struct report){.t = l->an->t,
 				 .tl = l->an->tl,
 				 .sym = l->sym,
-				 .out = stdout,
+				 .out = pictures__text_stream(o->json_path, &o->a.out),
 				 .json = s->json,
 				 .top = o->top,
 				 .t0_ns = live_now_ns(),
@@ -492,6 +494,7 @@ static int open_report(struct session *s)
  * session got to its targets (else its capture holds nothing worth keeping). */
 static int close_session(struct session *s, bool traced, int err)
 {
+	const struct session_opts *o = s->l.o;
 	struct live *l = &s->l;
 	size_t i;
 
@@ -521,8 +524,17 @@ static int close_session(struct session *s, bool traced, int err)
 	}
 	targets__free(l->tgts);
 	signals__free(s->sig);
-	/* A write error here goes unsaid, as it always did (issue 15 makes it exit 1). */
-	outfile__commit(s->json_file);
+	/* A session that never reached its targets wrote nothing worth replacing a file with. */
+	if (s->json_file && traced) {
+		int e = outfile__commit(s->json_file);
+
+		if (e) {
+			pr_err("writing %s: %s\n", o->json_path, strerror(-e));
+			err = err ? err : e;
+		}
+	} else {
+		outfile__abort(s->json_file);
+	}
 	if (recorder__failed(l->rec) && !err)
 		err = -EIO;
 	if (traced)

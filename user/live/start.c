@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include "lib/log.h"
 #include "live/attach.h"
 #include "live/bpf_setup.h"
@@ -18,6 +19,7 @@
 #include "live/scan.h"
 #include "live/start.h"
 #include "live/targets.h"
+#include "output/pictures.h"
 #include "probe/catalog.h"
 #include "probe/elf_obj.h"
 #include "probe/modules.h"
@@ -193,7 +195,12 @@ int start__run_mode(struct live *l)
 			return err;
 		env[0] = inject_env;
 	}
-	err = launch__fork(l->o->argv, env, &l->child);
+	/* gpuleak's standard output carries an output file (--json -): the command's own
+	 * output goes to standard error, not into it. */
+	err = launch__fork(
+	    l->o->argv, env,
+	    pictures__text_stream(l->o->json_path, &l->o->a.out) == stderr ? STDERR_FILENO : -1,
+	    &l->child);
 	if (err) {
 		pr_err("cannot run %s: %s\n", l->o->argv[0], strerror(-err));
 		return err;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
+#include "lib/infile.h"
 #include "probe/elf_obj.h"
 
 struct seg {
@@ -136,11 +137,10 @@ int elf_obj__open(const char *path, struct elf_obj **out)
 	o = calloc(1, sizeof(*o));
 	if (!o)
 		return -ENOMEM;
-	o->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (o->fd < 0) {
-		err = -errno;
+	/* A FIFO would block the open, a device node run its driver: regular files only. */
+	err = infile__open(path, &o->fd, NULL, NULL, 0);
+	if (err)
 		goto cleanup;
-	}
 	o->elf = elf_begin(o->fd, ELF_C_READ_MMAP, NULL);
 	if (!o->elf || elf_kind(o->elf) != ELF_K_ELF) {
 		err = -ENOEXEC;

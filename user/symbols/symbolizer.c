@@ -7,10 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "probe/elf_obj.h"
 #include "lib/hmap.h"
 #include "lib/log.h"
 #include "probe/modules.h"
+#include "probe/proc_maps.h"
+#include "symbols/perfmap.h"
 #include "symbols/python.h"
 #include "symbols/stacks.h"
 #include "symbols/symbolizer.h"
@@ -39,7 +42,7 @@ struct seen_map {
 struct sym_entry {
 	struct sym_info info;
 	char *name;
-	uint32_t gen; /* unmapped: nr_maps when resolved; SYM_FIXED: set, never redone */
+	uint32_t gen; /* unnamed: s->gen when resolved; SYM_FIXED: set, never redone */
 	int8_t fp;    /* frame_fp() once known: 1, 0, -1 unknown; 2: not asked yet */
 	char *where;  /* a Python frame: "file:line", what rules match besides its function */
 };
@@ -54,6 +57,25 @@ struct bid_obj {
 struct obj_fp {
 	const struct elf_obj *elf;
 	int8_t fp;
+};
+
+/*
+ * The perf map of one process, for code in no mapped file (JIT code in anonymous memory):
+ * /tmp/perf-NSPID.map as the process sees its /tmp and its pid (in a container, its own),
+ * read through /proc/PID/root (its symlinks resolved inside it) and only while live.
+ */
+struct jit_map {
+	pid_t pid;
+	uint32_t ns_pid;
+	uid_t owner; /* the process's: the file must be its user's, or root's */
+	struct perfmap *pm;
+	char root[32], path[32]; /* /proc/PID/root, and the map's path inside it */
+	int err;		 /* of the last read: -ENOENT while there is no file */
+	bool tried;		 /* read at least once */
+	uint64_t idle_at;	 /* batches + 1 when a read found nothing new */
+	uint8_t checks;		 /* unnamed frames looked up in /proc/PID/maps for the hint */
+	bool hinted, said;	 /* the hint given; -v said the file names frames */
+	bool warned;		 /* a file not trusted, or full */
 };
 
 #define SYM_FIXED UINT32_MAX
@@ -76,6 +98,9 @@ struct symbolizer {
 	size_t nr_objfp, cap_objfp;
 	const char *const *debug_dirs; /* --debug-dir, searched before /usr/lib/debug */
 	size_t nr_debug_dirs;
+	struct jit_map *jits;
+	size_t nr_jits, cap_jits;
+	uint32_t gen;		 /* bumped when something new may name an unnamed address */
 	struct pyframes *py;	 /* Python code objects and stacks, from their records */
 	struct hmap py_merged;	 /* ((u32)pid, hash of a merged stack) -> its first id */
 	struct hmap py_canon;	 /* ((u32)pid, id) -> the first id merged to the same frames */
@@ -135,12 +160,22 @@ void symbolizer__free(struct symbolizer *s)
 	free(s->maps);
 	free(s->bids);
 	free(s->objfp);
+	for (i = 0; i < s->nr_jits; i++)
+		perfmap__free(s->jits[i].pm);
+	free(s->jits);
 	stacks__free(s->stacks);
 	pyframes__free(s->py);
 	hmap__free(&s->py_merged);
 	hmap__free(&s->py_canon);
 	hmap__free(&s->idx);
 	free(s);
+}
+
+/* Unnamed addresses are looked up again when next asked. */
+static void bump_gen(struct symbolizer *s)
+{
+	if (++s->gen == SYM_FIXED)
+		s->gen = 0;
 }
 
 static int add_seen(struct symbolizer *s, const struct seen_map *sm)
@@ -155,6 +190,7 @@ static int add_seen(struct symbolizer *s, const struct seen_map *sm)
 	if (vec_grow((void **)&s->maps, &s->cap_maps, s->nr_maps, sizeof(*s->maps)))
 		return -ENOMEM;
 	s->maps[s->nr_maps++] = *sm;
+	bump_gen(s);
 	return 0;
 }
 
@@ -376,8 +412,213 @@ static char *func_name(const char *sym)
 	return d;
 }
 
+/* ---- JIT code, named from perf maps ---- */
+
+/* pid as the process sees itself: the last NSpid of its status (its own pid namespace). */
+static uint32_t ns_pid_of(pid_t pid)
+{
+	char path[64], *line = NULL, *p, *end;
+	uint32_t ns = (uint32_t)pid;
+	size_t cap = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return ns;
+	while (getline(&line, &cap, f) > 0) {
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		for (p = line + 6;; p = end) {
+			unsigned long v = strtoul(p, &end, 10);
+
+			if (end == p)
+				break;
+			ns = (uint32_t)v;
+		}
+		break;
+	}
+	free(line);
+	fclose(f);
+	return ns;
+}
+
+static struct jit_map *jit_get(struct symbolizer *s, pid_t pid)
+{
+	struct jit_map *j;
+	struct stat st;
+	char proc[32];
+	size_t i;
+
+	for (i = 0; i < s->nr_jits; i++)
+		if (s->jits[i].pid == pid)
+			return &s->jits[i];
+	if (vec_grow((void **)&s->jits, &s->cap_jits, s->nr_jits, sizeof(*s->jits)))
+		return NULL;
+	j = &s->jits[s->nr_jits];
+	*j = (struct jit_map){.pid = pid, .err = -ENOENT, .owner = (uid_t)-1};
+	if (perfmap__new(&j->pm))
+		return NULL;
+	s->nr_jits++;
+	j->ns_pid = ns_pid_of(pid);
+	snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
+	if (!stat(proc, &st))
+		j->owner = st.st_uid;
+	snprintf(j->root, sizeof(j->root), "/proc/%d/root", (int)pid);
+	snprintf(j->path, sizeof(j->path), "/tmp/perf-%u.map", j->ns_pid);
+	return j;
+}
+
+/* Read what the process appended to its perf map; 1 when that added entries. */
+static int jit_refresh(struct symbolizer *s, struct jit_map *j)
+{
+	struct perfmap_stats st;
+	int err = perfmap__refresh(j->pm, j->root, j->path, j->owner);
+
+	j->tried = true;
+	j->err = err < 0 ? err : 0;
+	j->idle_at = err > 0 ? 0 : s->st.batches + 1;
+	if (err > 0) {
+		bump_gen(s);
+		s->st.perf_map_reads++;
+		if (!j->said) {
+			j->said = true;
+			perfmap__stats(j->pm, &st);
+			pr_info("pid %d: naming JIT code from /tmp/perf-%u.map (%zu entries)\n",
+				j->pid, j->ns_pid, st.entries);
+		}
+	} else if ((err == -EPERM || err == -ENOSPC) && !j->warned) {
+		j->warned = true;
+		if (err == -EPERM)
+			pr_warn("pid %d: not reading /tmp/perf-%u.map: not a regular file owned by "
+				"the process's user or root\n",
+				j->pid, j->ns_pid);
+		else
+			pr_warn("pid %d: /tmp/perf-%u.map holds more than %u entries or %u MiB of "
+				"names: code compiled after those is not named\n",
+				j->pid, j->ns_pid, PERFMAP_MAX_ENTRIES,
+				PERFMAP_MAX_NAME_BYTES >> 20);
+	}
+	return err;
+}
+
+/* What makes the runtime of pid write its perf map, from the objects it maps. */
+static const char *jit_flags(const struct symbolizer *s, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < s->nr_maps; i++) {
+		const char *n = s->maps[i].name;
+
+		if (s->maps[i].pid != pid)
+			continue;
+		if (!strcmp(n, "node") || !strcmp(n, "nodejs") || !strncmp(n, "libnode.so", 10))
+			return "start node with --perf-basic-prof "
+			       "--interpreted-frames-native-stack";
+		if (!strncmp(n, "python3", 7) || !strncmp(n, "libpython3", 10))
+			return "start Python 3.12 or later with -X perf (or PYTHONPERFSUPPORT=1)";
+		if (!strcmp(n, "libjvm.so"))
+			return "load a perf map agent into the JVM";
+	}
+	return "turn the JIT's perf map on (node --perf-basic-prof "
+	       "--interpreted-frames-native-stack, python3.12 -X perf, a JVM perf map agent)";
+}
+
+/* Once per process without a perf map: which frames have no names, and how to name them. */
+static void jit_hint(struct symbolizer *s, struct jit_map *j, const char *frames)
+{
+	j->hinted = true;
+	pr_warn("pid %d: %s have no names without /tmp/perf-%u.map: %s\n", j->pid, frames,
+		j->ns_pid, jit_flags(s, j->pid));
+}
+
+/* An address no mapped file and no perf map names: say how to name it, if it is JIT code. */
+static void jit_unnamed(struct symbolizer *s, struct jit_map *j, uint64_t addr)
+{
+	struct proc_maps *m = NULL;
+	const struct pmap_ent *e;
+	char what[96];
+	bool anon;
+
+	/* A bad frame of a walk through code without frame pointers is no reason to look. */
+	if (j->hinted || j->err != -ENOENT || j->checks >= 8)
+		return;
+	j->checks++;
+	if (proc_maps__load(j->pid, &m))
+		return;
+	e = proc_maps__find(m, addr);
+	anon = e && e->exec && !e->ino;
+	proc_maps__free(m);
+	if (!anon)
+		return;
+	snprintf(what, sizeof(what),
+		 "stack frames in JIT code (anonymous executable memory, 0x%" PRIx64 ")", addr);
+	jit_hint(s, j, what);
+}
+
+/* Name addr, in no mapped file, from pid's perf map (read on when it does not cover addr). */
+static int jit_resolve(struct symbolizer *s, pid_t pid, uint64_t addr, struct sym_info *si)
+{
+	struct jit_map *j;
+	char *func, *where;
+	const char *name;
+	uint64_t start;
+	int n;
+
+	/* Below mmap_min_addr or above any user address space: a bad frame, never code. */
+	if (addr < 0x10000 || addr >> 56)
+		return 0;
+	j = jit_get(s, pid);
+	if (!j)
+		return -ENOMEM;
+	name = perfmap__find(j->pm, addr, &start);
+	/* Past what was read: read on, once per batch of frames when there is nothing new. */
+	if (!name && j->idle_at != s->st.batches + 1 && jit_refresh(s, j) > 0)
+		name = perfmap__find(j->pm, addr, &start);
+	if (!name) {
+		jit_unnamed(s, j, addr);
+		return 0;
+	}
+	if (perfmap__describe(name, &func, &where))
+		return -ENOMEM;
+	/* No source location: the object is the map the name came from, as perf says. */
+	n = where ? 0 : asprintf(&where, "perf-%u.map", j->ns_pid);
+	if (n < 0) {
+		free(func);
+		return -ENOMEM;
+	}
+	si->func = func;
+	si->module = where;
+	si->func_off = addr - start;
+	s->st.jit_frames++;
+	return 0;
+}
+
+/*
+ * V8 runs the functions it interprets in one shared entry of its own, named
+ * Builtins_InterpreterEntryTrampoline, unless asked for a copy per function in anonymous
+ * memory: such a frame says JavaScript runs there unnamed (when there is no perf map: with one,
+ * a few functions of V8's snapshot run there anyway).
+ */
+static int interp_hint(struct symbolizer *s, pid_t pid, const char *func)
+{
+	struct jit_map *j;
+
+	if (strcmp(func, "Builtins_InterpreterEntryTrampoline"))
+		return 0;
+	j = jit_get(s, pid);
+	if (!j)
+		return -ENOMEM;
+	if (!j->tried)
+		jit_refresh(s, j);
+	if (!j->hinted && j->err == -ENOENT)
+		jit_hint(s, j, "JavaScript frames (in V8's interpreter entry)");
+	return 0;
+}
+
 /* Fill si (strings allocated) from mapping m (NULL: none) and, live, the ELF symbols. */
-static int resolve(struct symbolizer *s, struct seen_map *m, uint64_t addr, struct sym_info *si)
+static int resolve(struct symbolizer *s, struct seen_map *m, pid_t pid, uint64_t addr,
+		   struct sym_info *si)
 {
 	struct elf_obj *elf;
 	uint64_t vaddr, in_sym;
@@ -385,7 +626,7 @@ static int resolve(struct symbolizer *s, struct seen_map *m, uint64_t addr, stru
 
 	memset(si, 0, sizeof(*si));
 	if (!m)
-		return 0;
+		return s->mods ? jit_resolve(s, pid, addr, si) : 0;
 	s->st.resolved++;
 	si->file_off = addr - m->start + m->pgoff;
 	si->module = strdup(m->name);
@@ -401,6 +642,10 @@ static int resolve(struct symbolizer *s, struct seen_map *m, uint64_t addr, stru
 			return -ENOMEM;
 		}
 		si->func_off = in_sym;
+		if (s->mods && interp_hint(s, m->pid, si->func)) {
+			info_free(si);
+			return -ENOMEM;
+		}
 	}
 	return 0;
 }
@@ -480,9 +725,13 @@ int symbolizer__set(struct symbolizer *s, pid_t pid, uint64_t addr, const struct
 	return entry_set(s, e, &copy, addr, SYM_FIXED);
 }
 
-/* The entry of addr, (re)resolved when needed; m is its mapping if the caller knows it. */
+/*
+ * The entry of addr, (re)resolved when needed; m is its mapping if the caller knows it. A
+ * batch (retry) looks an unnamed address up again even when nothing new was seen: a perf map
+ * may have grown since.
+ */
 static struct sym_entry *info_in(struct symbolizer *s, pid_t pid, uint64_t addr, struct seen_map *m,
-				 bool m_known)
+				 bool m_known, bool retry)
 {
 	struct sym_info si;
 	struct sym_entry *e;
@@ -490,11 +739,20 @@ static struct sym_entry *info_in(struct symbolizer *s, pid_t pid, uint64_t addr,
 	e = entry_get(s, pid, addr);
 	if (!e)
 		return NULL;
-	/* Unresolved yet, or unmapped when last asked: a mapping seen since may name it. */
-	if (!e->name || (!e->info.module && e->gen != SYM_FIXED && e->gen != s->nr_maps)) {
+	/*
+	 * Unresolved yet, or unnamed when last asked: a mapping seen since, or what a perf map
+	 * gained since, may name it.
+	 */
+	if (!e->name || (!e->info.module && e->gen != SYM_FIXED && (retry || e->gen != s->gen))) {
 		if (!m_known)
 			m = lookup(s, pid, addr);
-		if (resolve(s, m, addr, &si) || entry_set(s, e, &si, addr, (uint32_t)s->nr_maps))
+		if (resolve(s, m, pid, addr, &si))
+			return e->name ? e : NULL;
+		if (e->name && !si.module && !si.func) {
+			e->gen = s->gen; /* unnamed still: the same name */
+			return e;
+		}
+		if (entry_set(s, e, &si, addr, s->gen))
 			return e->name ? e : NULL;
 	}
 	return e;
@@ -502,7 +760,7 @@ static struct sym_entry *info_in(struct symbolizer *s, pid_t pid, uint64_t addr,
 
 const struct sym_info *symbolizer__info(struct symbolizer *s, pid_t pid, uint64_t addr)
 {
-	struct sym_entry *e = info_in(s, pid, addr, NULL, false);
+	struct sym_entry *e = info_in(s, pid, addr, NULL, false, false);
 
 	return e ? &e->info : NULL;
 }
@@ -550,7 +808,7 @@ int symbolizer__resolve(struct symbolizer *s, pid_t pid, const uint64_t *addrs, 
 			m = lookup(s, pid, v[i]);
 			m_alone = m && !overlapped(s, m);
 		}
-		if (!info_in(s, pid, v[i], m, true))
+		if (!info_in(s, pid, v[i], m, true, true))
 			err = -ENOMEM;
 	}
 	free(v);
@@ -664,7 +922,7 @@ static int object_fp(struct symbolizer *s, const struct elf_obj *elf)
  */
 static int frame_fp(struct symbolizer *s, pid_t pid, uint64_t addr)
 {
-	struct sym_entry *e = info_in(s, pid, addr, NULL, false);
+	struct sym_entry *e = info_in(s, pid, addr, NULL, false, false);
 	struct seen_map *m;
 	struct elf_obj *elf;
 	uint64_t vaddr, in_sym;

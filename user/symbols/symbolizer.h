@@ -105,6 +105,8 @@ struct symbolizer_stats {
 	uint64_t resolved;	  /* addresses looked up in a mapping */
 	uint64_t batches;	  /* symbolizer__resolve calls */
 	unsigned int debug_files; /* separate debug files that name stripped objects */
+	uint64_t jit_frames;	  /* addresses named from perf maps */
+	uint64_t perf_map_reads;  /* reads of a perf map that found new entries */
 };
 void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st);
 
