@@ -357,9 +357,10 @@ enum gl_stat {
 	GL_STAT_PY_LOST = 14,	   /* an allocation's Python frames were not sent (no room in
 					 * the ring buffer for its new stack or a code descriptor):
 					 * it is recorded with its native stack alone */
-	GL_STAT_PY_WALK_FAIL = 15, /* a Python frame walk stopped early (a read of the
-					 * target failed, the thread-state search gave up): the
-					 * frames before it are kept, the stack marked truncated */
+	GL_STAT_PY_WALK_FAIL = 15, /* a read of a Python process's state failed: a frame
+					 * walk stopped early (the frames before it kept, the stack
+					 * marked truncated), the thread-state search gave up, or a
+					 * code object's file, name or line table is unread */
 	GL_STAT_MAX = 16,
 };
 

@@ -502,6 +502,10 @@ static __always_inline int py_describe_code(const struct gl_py_cfg *c, __u32 pid
 		r->table_len = (__u16)tlen;
 	else
 		r->flags |= GL_PYC_TABLE_UNREAD;
+	/* A read that failed is counted; a table too long to send is not (its flag says). */
+	if ((r->flags & (GL_PYC_FILE_UNREAD | GL_PYC_NAME_UNREAD)) || tlen == ~0ULL ||
+	    (tlen <= GL_PY_TABLE_MAX && tlen && !r->table_len))
+		count_loss(pid, GL_STAT_PY_WALK_FAIL, 1);
 	r->hdr.size = offsetof(struct gl_py_code_rec, data) + off + r->table_len;
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 	/* Published after the record is in the ring: whoever skips it comes after it. */
@@ -595,8 +599,10 @@ static __always_inline void py_stack(struct tstate *st, __u64 pid_tgid, __s32 *s
 	if (!c)
 		return;
 	s = py_scratch();
-	if (!s)
+	if (!s) {
+		count_loss(pid, GL_STAT_PY_LOST, 1);
 		return;
+	}
 	if (!py_find_ts(c, st, s, &fail)) {
 		if (fail)
 			count_loss(pid, GL_STAT_PY_WALK_FAIL, 1);

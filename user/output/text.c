@@ -310,7 +310,7 @@ static void print_uncertainty(struct report *r, const struct proc_verdict *pv)
 	if (p->loss[GL_STAT_PY_LOST] || p->loss[GL_STAT_PY_WALK_FAIL])
 		fprintf(r->out,
 			"Python frames: %" PRIu64 " allocations named by native frames alone (no "
-			"room in the ring buffer), %" PRIu64 " walks cut short\n",
+			"room in the ring buffer), %" PRIu64 " reads of Python state failed\n",
 			p->loss[GL_STAT_PY_LOST], p->loss[GL_STAT_PY_WALK_FAIL]);
 	if (!pv->uncertainty_known || !u->approximate)
 		return;
