@@ -68,6 +68,11 @@ MANYSYMS = os.path.join(BENCH, "lib", "libmanysyms.so")
 BENCH_LIB = os.path.realpath(os.path.join(BENCH, "lib", "libcudart.so.13"))
 REAL_CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 REAL_NCCL = "/usr/local/cuda/lib/libnccl.so.2"
+NPM = os.path.join(os.environ.get("GPULEAK_DEPS", "/var/cache/gpuleak"), "npm")
+ORT_LIB = os.path.join(NPM, "onnxruntime-node@1.30.0", "node_modules", "onnxruntime-node", "bin",
+                       "napi-v6", "linux", "x64", "libonnxruntime.so.1")
+DAWN_NODE = os.path.join(NPM, "webgpu@0.6.2", "node_modules", "webgpu", "dist", "linux-x64",
+                         "dawn.node")
 
 # (key, target, "le" or "ge") for the table and bench.json's "met". The ratios replaced
 # absolute figures of the 2026-11-29 run on the project's VM, at what they were there: the
@@ -89,6 +94,10 @@ TARGETS = {
     "perf_map_vs_elf_per_frame": (1.5, "le"),
     "perf_map_vs_elf_first_frame": (1.0, "le"),
     "perf_map_heap_bytes_per_entry": (160, "le"),
+    # Dawn's proc table from libonnxruntime.so.1 (45 MB): 16-21 x one memmem pass over its
+    # read-only bytes on the 2026-12-01 run, the name scan, relocations, the lea scan and
+    # the emulator together; a second of it would be felt at every attach.
+    "procs_recover_vs_floor": (40, "le"),
     # 2 us per allocation, the issue's aim, on the VM whose floor was 1.87 us per pair
     "python_walk_32_vs_floor": (1.07, "le"),
 }
@@ -523,6 +532,29 @@ def bench_memory(a, tmp, res):
             "peak_rss_bytes_per_live_alloc": stats([m["peak_rss_bytes_per_live_alloc"]])}
 
 
+def bench_procs(a, tmp, res):
+    """Dawn's proc table recovered from the real libonnxruntime.so.1, against one pass over its
+    read-only bytes and against the symbol scan of dawn.node, per MB."""
+    for path in (ORT_LIB, DAWN_NODE):
+        if not os.path.exists(path):
+            log(f"procs: skipped, {path} missing (scripts/install-deps.sh)")
+            return {}
+    rec, floor, ratio, per_mb = [], [], [], []
+    for rep in range(a.procs_reps):
+        out = subprocess.run([GLBENCH, "procs", "-r", "9", ORT_LIB, DAWN_NODE],
+                             capture_output=True, text=True, timeout=600)
+        if out.returncode:
+            raise BenchError(f"glbench procs: {out.stderr.strip()}")
+        m = json.loads(out.stdout)
+        log(f"procs {rep + 1}/{a.procs_reps}: {m}")
+        rec.append(m["recover_ms"])
+        floor.append(m["floor_ms"])
+        ratio.append(m["recover_ms"] / m["floor_ms"])
+        per_mb.append(m["recover_ms_per_mb"] / m["symscan_ms_per_mb"])
+    return {"procs_recover_ms": stats(rec), "procs_floor_ms": stats(floor),
+            "procs_recover_vs_floor": stats(ratio), "procs_vs_symscan_per_mb": stats(per_mb)}
+
+
 def drops_run(a, variant, jp, pairs):
     """Records lost by `variant` on a target making `pairs` pairs flat out."""
     target = Proc([PAIRLOOP, "--sync", "-n", str(pairs), "-w", str(a.warmup)])
@@ -754,7 +786,8 @@ def bench_symbols(a, tmp, res):
 SECTIONS = {"pairs": bench_pairs, "breakdown": bench_breakdown,
             "consumer": bench_consumer, "memory": bench_memory,
             "drops": bench_drops, "attach": bench_attach, "placement": bench_placement,
-            "capture": bench_capture, "symbols": bench_symbols, "python": bench_python}
+            "capture": bench_capture, "symbols": bench_symbols, "procs": bench_procs,
+            "python": bench_python}
 
 ROWS = [  # key, label, unit, scale, format
     ("pair_ns_none", "pair, untraced", "ns", 1, "{:.0f}"),
@@ -803,6 +836,10 @@ ROWS = [  # key, label, unit, scale, format
     ("elf_first_ms", "  first frame: the ELF symbol table", "ms", 1, "{:.1f}"),
     ("perf_map_vs_elf_first_frame", "  perf map / ELF", "", 1, "{:.2f}"),
     ("perf_map_heap_bytes_per_entry", "  heap per perf map entry", "B", 1, "{:.0f}"),
+    ("procs_recover_ms", "Dawn proc table, libonnxruntime.so.1", "ms", 1, "{:.1f}"),
+    ("procs_floor_ms", "  floor: one pass over its bytes", "ms", 1, "{:.1f}"),
+    ("procs_recover_vs_floor", "  table / floor", "x", 1, "{:.1f}"),
+    ("procs_vs_symscan_per_mb", "  per MB, / dawn.node's symbol scan", "x", 1, "{:.1f}"),
     ("py312_pair_ns_none", "Python 3.12 pair (ctypes), untraced", "ns", 1, "{:.0f}"),
     ("py312_pair_ns_bare", "  on the floor", "ns", 1, "{:.0f}"),
     ("py312_pair_ns_py0", "  gpuleak, native stacks", "ns", 1, "{:.0f}"),
@@ -891,6 +928,7 @@ def main():
     a.placement_calls = 20000 if q else 100000
     a.symbols_reps = 3 if q else 7
     a.symbols_frames = "20000" if q else "50000"
+    a.procs_reps = 2 if q else 5
     a.py_reps = 3 if q else 7
     a.py_pairs = 50000 if q else 200000
     only = a.only.split(",") if a.only else list(SECTIONS)
@@ -916,7 +954,7 @@ def main():
                                                   "attach_reps",
                                                   "placement_reps", "placement_calls",
                                                   "symbols_reps", "symbols_frames",
-                                                  "py_reps", "py_pairs")},
+                                                  "procs_reps", "py_reps", "py_pairs")},
            "spread": {}, "targets": {}}
     for k, v in res.items():
         if isinstance(v, dict):

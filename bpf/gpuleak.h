@@ -37,6 +37,8 @@ enum gl_rec_kind {
 	GL_REC_PROC = 65,   /* user space: struct gl_proc_rec, a process was attached/exited */
 	GL_REC_LOSS = 66,   /* user space: struct gl_loss_rec, BPF-side loss counters of a pid */
 	GL_REC_DEVMEM = 67, /* user space: struct gl_devmem_rec, a device's memory (NVML) */
+	GL_REC_CLASS = 68,  /* user space: struct gl_class_rec, what an object of pid is
+			     * when its first word is a given C++ vtable pointer */
 };
 
 /* Flags in gl_hdr.flags. */
@@ -49,6 +51,8 @@ enum gl_hdr_flags {
 	GL_HF_HELD = 1 << 5,	       /* BPF stopped the process here: user space resumes it */
 	GL_HF_LABEL = 1 << 6,	       /* a struct gl_label_rec for this call follows
 					 * (the descriptor named a label) */
+	GL_HF_PEEK = 1 << 7,	       /* struct gl_peek_rec: bytes at the returned address */
+	GL_HF_PEEK_READ_FAIL = 1 << 8, /* those bytes could not be read */
 };
 
 /*
@@ -134,6 +138,45 @@ struct gl_small_rec {
 struct gl_desc_rec {
 	struct gl_call_rec call; /* call.hdr.flags has GL_HF_DESC */
 	__u8 desc[GL_DESC_MAX];	 /* the first spec.desc_len bytes are valid */
+};
+
+/*
+ * A descriptor record plus the first bytes of the object a creation returned, read at its
+ * return (GL_SPEC2_PEEK_RET): what the object is made of tells an error object from a real
+ * one where no symbol does (a C++ vtable pointer, a reference count). Its own size, so that
+ * descriptor records keep theirs: readers take GL_HF_PEEK records of this size only.
+ */
+#define GL_PEEK_MAX 16
+
+struct gl_peek_rec {
+	struct gl_desc_rec desc; /* call.hdr.flags has GL_HF_DESC and GL_HF_PEEK */
+	__u8 peek[GL_PEEK_MAX];	 /* the first spec.peek_len bytes are valid */
+};
+
+/*
+ * What objects of a process are, by their first word: a C++ object's vtable pointer (the
+ * address point of its class's vtable, in the process) names its class. Made by user space
+ * from the mapped file's run-time type information when it attaches to an object that has
+ * such classes (WebGPU error objects: Dawn's ErrorBuffer, an error texture's bare
+ * TextureBase), before any of its probes can fire.
+ */
+enum gl_class_kind {
+	GL_CLASS_ERROR_OBJECT = 1, /* a WebGPU creation that returns it returned an error object */
+	/*
+	 * [vptr, vptr + len) is a Dawn library's image in the process, found without symbols:
+	 * objects whose vtable is there are Dawn's RefCounted objects, whose second word
+	 * (count << payload bits | payload, payload 0 for an error object) tells an error
+	 * object where its class cannot (a build without RTTI).
+	 */
+	GL_CLASS_DAWN_IMAGE = 2,
+};
+
+struct gl_class_rec {
+	struct gl_hdr hdr; /* pid: the process */
+	__u64 vptr;
+	__u64 len;  /* GL_CLASS_DAWN_IMAGE: bytes from vptr; 0 otherwise */
+	__u32 kind; /* enum gl_class_kind */
+	__u32 pad;
 };
 
 #define GL_LABEL_MAX 64
@@ -291,8 +334,8 @@ struct gl_proc_rec {
 
 /* GL_REC_TASK events: what the scheduler tracepoints saw of a traced process. */
 enum gl_task_event {
-	GL_TASK_FORK = 1, /* pid was forked by ppid (followed: --follow) */
-	GL_TASK_EXEC = 2, /* pid exec'd a new program */
+	GL_TASK_FORK = 1, /* pid was forked by ppid (followed with --follow, else said) */
+	GL_TASK_EXEC = 2, /* pid exec'd a new program (followed, with or without --follow) */
 	GL_TASK_EXIT = 3, /* pid's last thread exited: exit_code is its wait status */
 	/*
 	 * Thread hdr.tid of pid was made by thread ppid while ppid was inside the traced call
@@ -303,7 +346,9 @@ enum gl_task_event {
 };
 
 enum gl_task_flags {
-	GL_TF_STOPPED = 1 << 0, /* BPF sent pid SIGSTOP: user space attaches, then resumes it */
+	GL_TF_STOPPED = 1 << 0,	   /* BPF sent pid SIGSTOP: user space attaches, then resumes it */
+	GL_TF_UNFOLLOWED = 1 << 1, /* FORK without --follow: not traced, told for the user's
+				    * sake (a command that forks its work, sh -c) */
 };
 
 struct gl_task_rec {
@@ -410,6 +455,9 @@ enum gl_spec_flags2 {
 	 * thread of its own when a call makes several): a GL_TASK_THREAD record says so.
 	 */
 	GL_SPEC2_ADOPT_THREADS = 1 << 0,
+	/* ALLOC_RET with a descriptor: copy peek_len bytes at the returned address at return
+	 * (struct gl_peek_rec), for objects a symbol-less library returns. */
+	GL_SPEC2_PEEK_RET = 1 << 1,
 };
 
 /* Where a call's label string is (struct gl_label_rec is emitted for it). */
@@ -438,6 +486,7 @@ struct gl_api_spec {
 	__u8 desc_off;	 /* the copy starts this many bytes into the struct */
 	__u8 code_off;	 /* GL_SPEC_CODE_PTR: offset of the code pointer in the copy */
 	__u8 flags2;	 /* enum gl_spec_flags2 */
+	__u8 peek_len;	 /* GL_SPEC2_PEEK_RET: bytes, <= GL_PEEK_MAX */
 };
 
 /*
@@ -589,6 +638,8 @@ enum gl_api {
 	GL_API_WGPU_BUFFER_REFERENCE = 0x51b,
 	GL_API_WGPU_TEXTURE_REFERENCE = 0x51c,
 	GL_API_WGPU_DEVICE_REFERENCE = 0x51d,
+	GL_API_WGPU_BUFFER_MAP_ASYNC = 0x51e,  /* returns a future: done after the queue's work */
+	GL_API_WGPU_INSTANCE_WAIT_ANY = 0x51f, /* says which futures completed */
 	GL_API_WGPU_LAST,
 
 	GL_API_LD_DEBUG_STATE = 0x700, /* ld.so's r_brk: the link map changed */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "lib/outfile.h"
 #include "lib/units.h"
 #include "lib/vec.h"
+#include "live/http.h"
 #include "probe/wgpu_abi.h"
 #include "symbols/symbolizer.h"
 
@@ -24,6 +26,30 @@ void cli__init_children(struct argp_state *state, const struct argp_child *child
 
 	for (i = 0; children[i].argp; i++)
 		state->child_inputs[i] = state->input;
+}
+
+/* tp into the list, once per pid (PID@TICKS checked against the same pid given before). */
+static int add_pid(struct argp_state *state, struct cli *c, const struct session_pid *tp)
+{
+	size_t i;
+
+	for (i = 0; i < c->t.nr_pids; i++) {
+		struct session_pid *o = &c->t.pids[i];
+
+		if (o->pid != tp->pid)
+			continue;
+		if (o->start_ticks && tp->start_ticks && o->start_ticks != tp->start_ticks)
+			argp_error(state,
+				   "pid %d given twice, with start times %" PRIu64 " and %" PRIu64,
+				   tp->pid, o->start_ticks, tp->start_ticks);
+		if (!o->start_ticks)
+			o->start_ticks = tp->start_ticks;
+		return 0;
+	}
+	if (vec_grow((void **)&c->t.pids, &c->cap_pids, c->t.nr_pids, sizeof(*c->t.pids)))
+		return -ENOMEM;
+	c->t.pids[c->t.nr_pids++] = *tp;
+	return 0;
 }
 
 void cli__parse_pid_list(const char *arg, struct argp_state *state, struct cli *c)
@@ -56,10 +82,10 @@ void cli__parse_pid_list(const char *arg, struct argp_state *state, struct cli *
 		if (*end && *end != ',')
 			argp_error(state, "invalid PID '%.*s' (element at character %d of '%s')",
 				   len, arg + at - 1, at, arg);
-		if (vec_grow((void **)&c->t.pids, &c->cap_pids, c->t.nr_pids, sizeof(*c->t.pids)))
-			argp_failure(state, GL_EXIT_ERROR, ENOMEM, "-p");
-		c->t.pids[c->t.nr_pids++] = tp;
 		p = *end ? end + 1 : end;
+		/* One target per process: a pid given twice would be attached twice. */
+		if (add_pid(state, c, &tp))
+			argp_failure(state, GL_EXIT_ERROR, ENOMEM, "-p");
 	}
 }
 
@@ -164,9 +190,11 @@ static const struct argp_option analysis_options[] = {
      1},
     {NULL, 0, NULL, 0, "Steps and leak timelines:", 2},
     {"step", OPT_STEP, "SPEC", 0,
-     "Step boundaries: interval:DURATION (default interval:1s), sync (CUDA syncs, WebGPU "
-     "queue submits), sym:FILE:SYMBOL (each call of a function), nvtx:NAME (each NVTX "
-     "range of that name)",
+     "Step boundaries, one of: interval:DURATION, a time slice, by default interval:1s; "
+     "sync, each CUDA sync or WebGPU queue submit; sym:FILE:SYMBOL, each call of a function; "
+     "api:NAME, each call of an entry point in any object that has it (a symbol or Dawn's "
+     "proc table: api:wgpuDevicePopErrorScope is once per onnxruntime run); nvtx:NAME, each "
+     "NVTX range of that name",
      2},
     {"request", OPT_REQUEST, "sym:FILE:BEGIN,END", 0,
      "Request boundaries: calls of BEGIN and END in FILE", 2},
@@ -183,9 +211,11 @@ static const struct argp_option analysis_options[] = {
     {"fail-on-leak", OPT_FAIL_ON_LEAK, NULL, 0,
      "CI gate: exit 3 on a growth leak, a rule violation or --max-live-at-exit", 3},
     {"max-growth", OPT_MAX_GROWTH, "BYTES", 0,
-     "Gate: growth per step a site may have (default 0: any growth leak fails)", 3},
+     "Gate: growth per step a site may have; default 0: any growth leak fails", 3},
     {"max-live-at-exit", OPT_MAX_LIVE, "BYTES", 0,
-     "Gate: leaked bytes allowed at the end (persistent, ignored, init excluded)", 3},
+     "Gate: leaked bytes allowed at the end, not counting what is persistent, ignored or "
+     "retained by init",
+     3},
     {NULL, 0, NULL, 0, "Pictures (written at the end; -: standard output):", 4},
     {"folded", OPT_FOLDED, "FILE", 0,
      "Live bytes by stack in the folded format of flamegraph.pl and speedscope", 4},
@@ -218,6 +248,11 @@ static void parse_step(struct argp_state *state, struct cli *c, char *arg)
 				   GL_LABEL_MAX);
 		o->source = STEP_NVTX;
 		snprintf(o->nvtx_name, sizeof(o->nvtx_name), "%s", arg + 5);
+	} else if (!strncmp(arg, "api:", 4) && arg[4] && !strchr(arg + 4, ':')) {
+		/* Any object that has the function, by symbol or in Dawn's proc table. */
+		o->source = STEP_MARKER;
+		c->a.step_file = "*";
+		c->a.step_sym = arg + 4;
 	} else if (!strncmp(arg, "sym:", 4) && strrchr(arg + 4, ':') && strrchr(arg, ':')[1]) {
 		char *colon = strrchr(arg, ':');
 
@@ -230,7 +265,7 @@ static void parse_step(struct argp_state *state, struct cli *c, char *arg)
 	} else {
 		argp_error(state,
 			   "invalid --step '%s' (interval:DURATION, sync, sym:FILE:SYMBOL, "
-			   "nvtx:NAME)",
+			   "api:NAME, nvtx:NAME)",
 			   arg);
 	}
 }
@@ -331,8 +366,18 @@ static error_t parse_analysis(int key, char *arg, struct argp_state *state)
 		} else if (key == OPT_RULE) {
 			char src[32];
 
+			size_t before = c->rules->n;
+
 			snprintf(src, sizeof(src), "--rule #%d", ++c->nr_rule_args);
 			ret = rules__parse(c->rules, arg, strlen(arg), src, err, sizeof(err));
+			/* Blank, or a comment: a rule meant and lost (an unset shell variable). */
+			if (!ret && c->rules->n == before) {
+				snprintf(err, sizeof(err),
+					 "%s: no rule in '%s' (e.g. --rule 'persistent "
+					 "site=*kv_cache*')",
+					 src, arg);
+				ret = -EINVAL;
+			}
 		} else
 			ret = rules__load_preset(c->rules, arg, err, sizeof(err));
 		if (ret) {
@@ -358,7 +403,9 @@ static const struct argp_option output_options[] = {
      0},
     {"top", OPT_TOP, "N", 0, "Sites listed in interval tables (default 5)", 0},
     {"interval", 'i', "DURATION", 0,
-     "Print a compact table every DURATION (default 5s; 0 disables)", 0},
+     "Print a compact table every DURATION, default 5s, 0: none; with --step, a line per step "
+     "instead, at most one per DURATION, 0: a line for every step",
+     0},
     {},
 };
 
@@ -377,7 +424,7 @@ static error_t parse_output(int key, char *arg, struct argp_state *state)
 		break;
 	case 'i':
 		if (parse_duration_ns(arg, &c->out.interval_ns))
-			argp_error(state, "invalid interval '%s' (e.g. 2s; 0 disables)", arg);
+			argp_error(state, "invalid interval '%s' (e.g. 2s; 0: no tables)", arg);
 		break;
 	case ARGP_KEY_END: {
 		/* Standard output carries one file whole (the text report goes to stderr then). */
@@ -413,11 +460,11 @@ static char *output_help(int key, const char *text, void *input)
 	if (!is_command(input, "report"))
 		return (char *)text;
 	if (key == OPT_JSON)
-		return strdup("Write NDJSON: the verdict per process (and intervals; -: standard "
-			      "output)");
+		return strdup("Write NDJSON: the verdict per process, and intervals; - is standard "
+			      "output");
 	if (key == 'i')
-		return strdup("Print a compact table every DURATION of recorded time (default 0: "
-			      "none)");
+		return strdup("Print a compact table every DURATION of recorded time; default 0: "
+			      "none");
 	return (char *)text;
 }
 
@@ -449,8 +496,9 @@ const struct argp cli_target_argp = {.options = target_options, .parser = parse_
 
 static const struct argp_option trace_options[] = {
     {"follow", OPT_FOLLOW, NULL, 0,
-     "Also trace every process the targets fork, and what they exec (multi-process "
-     "servers, one process per rank)",
+     "Also trace every process the targets fork, and what those exec (multi-process "
+     "servers, one process per rank); without it a fork is only said, and a target's own "
+     "exec is traced either way",
      0},
     {"metrics", OPT_METRICS, "[ADDR]:PORT", 0,
      "Serve OpenMetrics (Prometheus) on http://ADDR:PORT/metrics while tracing; ADDR "
@@ -459,7 +507,9 @@ static const struct argp_option trace_options[] = {
     {"duration", 'd', "DURATION", 0,
      "Stop after DURATION (e.g. 30s, 5m) and report; the target keeps running", 0},
     {"wait", OPT_WAIT, NULL, 0,
-     "Attach even if no GPU library is loaded yet, and trace it once it is", 0},
+     "Attach even if no GPU library is loaded yet, and trace it once it is; also wait for "
+     "a marker's (--step, --request, --end sym:FILE) object not loaded yet",
+     0},
     {"libc", OPT_LIBC, NULL, 0,
      "Also trace the C library's malloc, calloc, realloc, posix_memalign, aligned_alloc, "
      "memalign, free, mmap and munmap (host memory beside the GPU's; costs more per call)",
@@ -498,6 +548,12 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 		c->t.follow = true;
 		break;
 	case OPT_METRICS:
+		/* A typo is the command line's fault: exit 2 before anything is loaded. */
+		if (http__check_addr(arg))
+			argp_error(state,
+				   "invalid --metrics '%s' (PORT, :PORT, ADDR:PORT or [IPv6]:PORT, "
+				   "a port of 0..65535)",
+				   arg);
 		c->t.metrics_addr = arg;
 		break;
 	case 'd':
@@ -563,6 +619,11 @@ static const struct argp_option probing_options[] = {
      "single-steps (by default such probes move past instructions that cannot matter to "
      "them: gpuleak probes shows where)",
      0},
+    {"dawn-procs", OPT_DAWN_PROCS, NULL, 0,
+     "Take Dawn's WebGPU entry points from its proc table, as in an object without symbols, "
+     "even where wgpu* and Dawn's C++ symbols exist (no MakeError probe either: error "
+     "objects are told by what they are made of)",
+     0},
     {},
 };
 
@@ -578,6 +639,9 @@ static error_t parse_probing(int key, char *arg, struct argp_state *state)
 	case OPT_PROBE_AT_ENTRY:
 		c->t.probe_at_entry = true;
 		break;
+	case OPT_DAWN_PROCS:
+		c->t.dawn_procs = true;
+		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
@@ -592,6 +656,9 @@ static char *probing_help(int key, const char *text, void *input)
 		return strdup("webgpu.h generation of WebGPU libraries: sv, sv-tier1 or cstr");
 	if (key == OPT_PROBE_AT_ENTRY)
 		return strdup("Show the probes as --probe-at-entry places them");
+	if (key == OPT_DAWN_PROCS)
+		return strdup("Show Dawn's entry points from its proc table, as in an object "
+			      "without symbols, even where symbols exist");
 	return (char *)text;
 }
 

@@ -153,6 +153,14 @@ struct queue_watch {
 	uint64_t queue;
 	uint64_t serial;
 	uint64_t userdata1, userdata2;
+	uint64_t future; /* a future that completes it (wgpuBufferMapAsync's), 0: a callback */
+};
+
+/* What objects are, by their first word (gl_class_rec): an error class, a Dawn image. */
+struct obj_class {
+	uint64_t vptr;
+	uint64_t len; /* GL_CLASS_DAWN_IMAGE: the image's bytes from vptr */
+	uint32_t kind;
 };
 
 enum violation_kind {
@@ -247,6 +255,8 @@ struct tproc {
 	struct hmap queues;  /* queue handle -> struct tqueue * */
 	struct queue_watch *watch; /* in registration order */
 	size_t nr_watch, cap_watch;
+	struct obj_class *classes; /* from GL_REC_CLASS records, each once */
+	size_t nr_classes, cap_classes;
 	uint32_t nr_owners; /* owners seen: the next ordinal */
 	struct tctx *ctxs;
 	size_t nr_ctxs, cap_ctxs;

@@ -58,8 +58,12 @@ struct rule {
 	enum rule_until until;
 	uint64_t window_ns; /* 0: no window */
 	bool builtin;
+	bool preset;  /* from --preset: one of a stack's possible cases, not this run's */
 	char *source; /* "FILE:LINE", "--rule" or "built-in" */
 	char *text;   /* the rule as written */
+	/* Allocations and frees it decided, counted as it matches (through const rules: its
+	 * own allocation); one of the user's never deciding anything is said at the end. */
+	uint64_t *decided;
 };
 
 /*

@@ -315,6 +315,13 @@ int tracker__apply(struct tracker *t, const struct gl_hdr *h)
 	case GL_REC_PY_STACK:
 		/* Python frames are the symbolizer's: a site asks it (site_fn). */
 		return 0;
+	case GL_REC_CLASS:
+		if (h->size < sizeof(struct gl_class_rec))
+			break;
+		p = proc_get(t, h->pid);
+		if (!p)
+			return -ENOMEM;
+		return wgpu_objects__class(p, (const struct gl_class_rec *)h);
 	case GL_REC_TICK:
 		return 0;
 	case GL_REC_TASK:

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "gpuleak.h"
@@ -91,6 +92,7 @@ int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out)
 	set_specs(b->skel);
 	b->skel->rodata->follow_children = o->follow;
 	b->skel->rodata->python_depth = o->python_depth;
+	b->skel->rodata->self_tgid = getpid();
 	/* gpuleak in a container with its own pid namespace: BPF reports pids as we see them. */
 	err = process__pidns(&ns_dev, &ns_ino, &initial);
 	if (err) {
@@ -133,8 +135,9 @@ int bpf_setup__attach_tracepoints(struct bpf_setup *b)
 {
 	struct bpf_program *progs[3] = {b->skel->progs.gl_task_exit, b->skel->progs.gl_fork,
 					b->skel->progs.gl_exec};
-	int i, n = b->follow || b->python ? 3 : 2;
+	int i, n = 3;
 
+	/* All three with or without --follow: exits, forks (followed, or said) and execs. */
 	for (i = 0; i < n; i++) {
 		b->task_links[i] = bpf_program__attach(progs[i]);
 		if (!b->task_links[i]) {
@@ -142,15 +145,17 @@ int bpf_setup__attach_tracepoints(struct bpf_setup *b)
 
 			/* Without them gpuleak still sees exits through pidfds. */
 			if (!b->follow) {
-				static const char *const name[3] = {"exit", "fork", "exec"};
-				static const char *const cost[3] = {
-				    "exit status of attached processes unknown",
-				    "memory NCCL's init threads make is not its communicators'",
-				    "a Python process that execs another program may get wrong "
-				    "Python frames"};
-
-				pr_info("no %s tracepoint (%s): %s\n", name[i], strerror(-err),
-					cost[i]);
+				pr_info("no %s tracepoint (%s): %s\n",
+					i == 2	 ? "exec"
+					: i == 1 ? "fork"
+						 : "exit",
+					strerror(-err),
+					i == 2	 ? "a target that execs keeps its old program's "
+						   "memory"
+					: i == 1 ? "memory NCCL's init threads make is "
+						   "not its communicators'"
+						 : "exit status of attached "
+						   "processes unknown");
 				return 0;
 			}
 			pr_err("cannot attach to the scheduler's fork/exec/exit tracepoints: %s "

@@ -97,7 +97,9 @@ void feed__proc_at(struct live *l, struct target *t, enum gl_proc_event ev, int 
 	if (ev == GL_PROC_ATTACH) {
 		r.ppid = t->ppid;
 		r.ns_pid = t->ns_pid;
-		if (t->launch) {
+		/* Before its exec, run mode's command still has gpuleak's name; after another
+		 * exec, the program it became has its own. */
+		if (t->launch && !t->execs) {
 			const char *slash = strrchr(t->launch->exe, '/');
 
 			/* comm is the first 15 bytes of the executable's name, as the kernel
@@ -107,6 +109,8 @@ void feed__proc_at(struct live *l, struct target *t, enum gl_proc_event ev, int 
 			memcpy(r.comm, name, strnlen(name, sizeof(r.comm) - 1));
 		} else {
 			process__comm(t->pid, r.comm, sizeof(r.comm));
+			if (!r.comm[0])
+				memcpy(r.comm, t->comm, sizeof(r.comm) - 1);
 		}
 	}
 	feed__record(l, &r.hdr);

@@ -234,8 +234,7 @@ void recorder__finish(struct recorder *rec)
 		return;
 	}
 	capture__stats(rec->cap, &st);
-	fprintf(stderr,
-		"gpuleak: wrote %s: %" PRIu64 " records in %u blocks, %" PRIu64
+	pr_note("wrote %s: %" PRIu64 " records in %u blocks, %" PRIu64
 		" bytes (%.1f bytes/record)\n",
 		capture__path(rec->cap), st.records, st.blocks, st.bytes,
 		st.records ? (double)st.bytes / st.records : 0.0);

@@ -9,6 +9,7 @@
 #include "symbols/stacks.h"
 #include "symbols/symbolizer.h"
 #include "engine/tracker.h"
+#include "lib/term.h"
 #include "lib/units.h"
 #include "lib/vec.h"
 
@@ -278,7 +279,7 @@ static void print_node(FILE *out, const struct graph *g, uint32_t n, char *inden
 		top    ? ""
 		: last ? "\u2514\u2500 "
 		       : "\u251c\u2500 ",
-		g->v[n].label);
+		term_tmp(g->v[n].label));
 	v = children(g, n, &nr);
 	if (!v)
 		return;
@@ -335,11 +336,19 @@ cleanup:
 	graph_free(&g);
 }
 
-/* A folded frame may not hold ';' (the separator) or a line break. */
-static void put_folded(FILE *out, const char *s)
+/* A folded frame may not hold ';' (the separator) or a line break; nor, as any text of the
+ * target's, a control character (escaped). */
+static int put_folded(FILE *out, const char *s)
 {
-	for (; *s; s++)
-		fputc(*s == ';' ? ':' : *s == '\n' ? ' ' : *s, out);
+	char *c = strdup(s), *p;
+
+	if (!c)
+		return -ENOMEM;
+	for (p = c; *p; p++)
+		*p = *p == ';' ? ':' : *p == '\n' ? ' ' : *p;
+	term_fputs(c, out, 0);
+	free(c);
+	return 0;
 }
 
 int graph__folded(FILE *out, const struct tracker *t, struct symbolizer *sym)
@@ -362,7 +371,7 @@ int graph__folded(FILE *out, const struct tracker *t, struct symbolizer *sym)
 		for (j = 0; !err && j < path.n; j++) {
 			if (j)
 				fputc(';', out);
-			put_folded(out, path.v[j]);
+			err = put_folded(out, path.v[j]);
 		}
 		if (!err)
 			fprintf(out, " %" PRIu64 "\n", ss->live_bytes);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include "lib/infile.h"
+#include "lib/vec.h"
 #include "probe/elf_obj.h"
 
 struct seg {
@@ -42,6 +43,8 @@ struct elf_obj {
 	char build_id[2 * 64 + 1];
 	struct elf_obj *debug; /* a separate debug file whose .symtab names this code */
 	bool debug_asked;
+	struct elf_dyn dyn;
+	bool dyn_read;
 };
 
 static int elf_version_once(void)
@@ -168,6 +171,7 @@ void elf_obj__free(struct elf_obj *o)
 	free(o->segs);
 	free(o->syms);
 	free(o->interp);
+	free(o->dyn.needed);
 	free(o);
 }
 
@@ -460,6 +464,51 @@ cleanup:
 	return err;
 }
 
+const struct elf_dyn *elf_obj__dyn(struct elf_obj *o)
+{
+	Elf_Scn *scn = NULL;
+	size_t i, n, cap = 0;
+
+	if (o->dyn_read)
+		return &o->dyn;
+	while ((scn = elf_nextscn(o->elf, scn))) {
+		Elf_Data *d;
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		n = d ? sh.sh_size / sh.sh_entsize : 0;
+		for (i = 0; i < n; i++) {
+			const char *str;
+			GElf_Dyn dy;
+
+			if (!gelf_getdyn(d, i, &dy) || dy.d_tag == DT_NULL)
+				break;
+			if (dy.d_tag != DT_NEEDED && dy.d_tag != DT_SONAME &&
+			    dy.d_tag != DT_RPATH && dy.d_tag != DT_RUNPATH)
+				continue;
+			str = elf_strptr(o->elf, sh.sh_link, dy.d_un.d_val);
+			if (!str)
+				continue;
+			if (dy.d_tag == DT_SONAME)
+				o->dyn.soname = str;
+			else if (dy.d_tag == DT_RPATH)
+				o->dyn.rpath = str;
+			else if (dy.d_tag == DT_RUNPATH)
+				o->dyn.runpath = str;
+			else if (vec_grow((void **)&o->dyn.needed, &cap, o->dyn.nr_needed,
+					  sizeof(*o->dyn.needed)))
+				return NULL;
+			else
+				o->dyn.needed[o->dyn.nr_needed++] = str;
+		}
+		break;
+	}
+	o->dyn_read = true;
+	return &o->dyn;
+}
+
 const char *elf_obj__interp(const struct elf_obj *o)
 {
 	return o->interp;
@@ -470,6 +519,11 @@ bool elf_obj__section_has(struct elf_obj *o, const char *section, const char *ne
 	Elf_Data *d = progbits(o, section);
 
 	return d && d->d_buf && memmem(d->d_buf, d->d_size, needle, strlen(needle));
+}
+
+const uint8_t *elf_obj__image(const struct elf_obj *o, size_t *size)
+{
+	return (const uint8_t *)elf_rawfile(o->elf, size);
 }
 
 ssize_t elf_obj__read(const struct elf_obj *o, uint64_t off, void *buf, size_t len)
