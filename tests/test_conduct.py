@@ -66,6 +66,16 @@ def target_strings_are_escaped_on_the_terminal():
     check("leaky_sampler+0x14 (%s)" % ESC_SHOWN in res.out, f"sites escaped: {res.out}")
     check("step marker on decode_step in %s" % ESC_SHOWN in res.err,
           f"the marker line escaped: {res.err}")
+    # A capture made elsewhere carries the same strings: its report's header escapes them.
+    cap = tmpfile(".glc")
+    with Renamed("loop", ESC_NAME) as r:
+        run_gpuleak(["record", "-o", cap, "--force", "--", r.path, "2", "65536"])
+    res = run_gpuleak(["report", cap])
+    for stream, text in (("stdout", res.out), ("stderr", res.err)):
+        no_raw_controls(text, stream)
+    check(re.search(r"^  pid \d+ \(%s\) started .*: .*%s 2 65536$" %
+                    (re.escape(ESC_SHOWN), re.escape(ESC_SHOWN)), res.out, re.M),
+          f"the capture's process line escaped: {res.out}")
 
 
 # ---- the exit status: the command's failure ------------------------------------------------

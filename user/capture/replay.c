@@ -12,6 +12,7 @@
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/outfile.h"
+#include "lib/term.h"
 #include "capture/replay.h"
 #include "output/pictures.h"
 #include "output/report.h"
@@ -174,15 +175,19 @@ static void print_summary(struct replay *rp, const char *name, FILE *out)
 	uint32_t j;
 
 	fmt_time(when, sizeof(when), in->created_realtime_ns);
-	fprintf(out, "capture %s: recorded %s on %s (%s, Linux %s) by gpuleak %s\n", name, when,
-		in->hostname[0] ? in->hostname : "?", in->arch, in->kernel, in->version);
+	/* Everything here comes from the file, made elsewhere: escaped for the terminal. */
+	fprintf(out, "capture %s: recorded %s on %s (%s, Linux %s) by gpuleak %s\n", term_tmp(name),
+		when, in->hostname[0] ? term_tmp(in->hostname) : "?", term_tmp(in->arch),
+		term_tmp(in->kernel), term_tmp(in->version));
 	for (i = 0; i < rp->nr_procs; i++) {
 		const struct capture_proc *p = &rp->procs[i];
 
 		fmt_time(when, sizeof(when), p->start_realtime_ns);
-		fprintf(out, "  pid %u (%s) started %s:", p->pid, p->comm, when);
-		for (j = 0; j < p->argc; j++)
-			fprintf(out, " %s", p->argv[j]);
+		fprintf(out, "  pid %u (%s) started %s:", p->pid, term_tmp(p->comm), when);
+		for (j = 0; j < p->argc; j++) {
+			fputc(' ', out);
+			term_fputs(p->argv[j], out, 0);
+		}
 		fputc('\n', out);
 	}
 	fprintf(out, "  %" PRIu64 " records in %u blocks, %" PRIu64 " bytes (%.1f bytes/record)\n",
@@ -426,8 +431,8 @@ static int list_blocks(struct replay *rp, const char *name)
 	int err;
 
 	rp->blocks = stdout;
-	printf("capture %s: format %u.%u, header %u bytes, flags 0x%x%s\n", name, in->major,
-	       in->minor, in->hdr_size, in->flags,
+	printf("capture %s: format %u.%u, header %u bytes, flags 0x%x%s\n", term_tmp(name),
+	       in->major, in->minor, in->hdr_size, in->flags,
 	       in->flags & CAPTURE_F_INCOMPLETE ? " (incomplete)" : "");
 	printf("%10s  %-8s %-6s %10s %10s %8s\n", "OFFSET", "TYPE", "CODEC", "RAW", "STORED",
 	       "COUNT");
