@@ -71,9 +71,9 @@ deps:
 $(OUTPUT):
 	@mkdir -p $@
 
-$(BPF_OBJ): $(BPF_SRC) bpf/gpuleak.h bpf/gpuleak.bpf.h $(VMLINUX) | $(OUTPUT)
+$(BPF_OBJ): $(BPF_SRC) $(wildcard bpf/*.h) $(VMLINUX) | $(OUTPUT)
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) \
+	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) $(WARN) \
 		-Ivmlinux/$(ARCH) -Ibpf -idirafter $(BPF_MULTIARCH) -c $(BPF_SRC) -o $@
 
 $(SKEL): $(BPF_OBJ)

@@ -423,9 +423,10 @@ static int cmd_attach(int argc, char **argv)
 /* ---- the analysis, set up as a live session sets it up ---- */
 
 static int no_frames(void *ctx, pid_t pid, uint64_t caller, int32_t stack_id, const char **syms,
-		     const char **mods, int max)
+		     const char **mods, const char **where, int max)
 {
-	(void)ctx, (void)pid, (void)caller, (void)stack_id, (void)syms, (void)mods, (void)max;
+	(void)ctx, (void)pid, (void)caller, (void)stack_id, (void)syms, (void)mods, (void)where,
+	    (void)max;
 	return 0;
 }
 

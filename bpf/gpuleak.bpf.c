@@ -112,6 +112,14 @@ struct tstate {
 	char label[GL_MAX_DEPTH][GL_LABEL_MAX];
 	__u32 label_len[GL_MAX_DEPTH]; /* bytes in label[], ~0: no label */
 	__u8 label_trunc[GL_MAX_DEPTH];
+	/* Python (python.bpf.h): this thread's PyThreadState, found once */
+	__u64 py_ts;
+	__u64 py_head;	  /* _PyRuntime.interpreters.head when it was found */
+	__u64 py_runtime; /* the _PyRuntime it belongs to: an exec makes another */
+	__u32 py_walks;
+	__u32 py_gen; /* py_generation + 1 when the process's configuration was last looked up */
+	__u32 py_on;  /* it had one */
+	__u32 py_pad;
 };
 
 /*
@@ -407,6 +415,8 @@ static __always_inline bool under_alloc(const struct tstate *st, __u32 d, __u16 
 	return outer < GL_API_MAX && (specs[outer].flags & GL_SPEC_LAYERS);
 }
 
+#include "python.bpf.h"
+
 /*
  * Frames above the one a return matched are calls whose return never came: entered while
  * gpuleak attached its entry link but not yet its return link, or left by a longjmp or an
@@ -515,8 +525,12 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 				code_ptr_check(api, s, st->desc[k], pid_tgid, d);
 		}
 	}
-	if (stack_depth && is_alloc(s) && !under_alloc(st, d, api))
-		f->stack_id = stack_get(ctx, pid_tgid >> 32);
+	if ((stack_depth || python_depth) && is_alloc(s) && !under_alloc(st, d, api)) {
+		if (stack_depth)
+			f->stack_id = stack_get(ctx, pid_tgid >> 32);
+		if (python_depth)
+			py_stack(st, pid_tgid, &f->stack_id);
+	}
 	st->depth = d + 1;
 	return 0;
 }
@@ -1281,6 +1295,7 @@ SEC("tp_btf/sched_process_fork")
 int gl_fork(__u64 *ctx)
 {
 	struct task_struct *parent = (void *)ctx[0], *child = (void *)ctx[1];
+	struct gl_py_cfg *py;
 	__u32 ppid, pid;
 	struct gl_task_rec *r;
 	__u8 one = 1;
@@ -1309,6 +1324,10 @@ int gl_fork(__u64 *ctx)
 		count_loss(ppid, GL_STAT_MAP_FULL, 1);
 		return 0;
 	}
+	/* The same interpreter at the same addresses: its Python frames from the first call. */
+	py = bpf_map_lookup_elem(&pyprocs, &ppid);
+	if (py && bpf_map_update_elem(&pyprocs, &pid, py, BPF_ANY))
+		count_loss(ppid, GL_STAT_MAP_FULL, 1);
 	/* The record first: a child stopped without user space knowing would stay stopped. */
 	r = task_rec(pid, ppid, GL_TASK_FORK, child);
 	if (!r)
@@ -1332,6 +1351,9 @@ int gl_exec(__u64 *ctx)
 	__u32 pid = task_tgid(p);
 	struct gl_task_rec *r;
 
+	/* Another program: the interpreter, if any, is elsewhere now (user space looks). */
+	if (python_depth && pid)
+		bpf_map_delete_elem(&pyprocs, &pid);
 	/* With or without --follow: the process is the one traced, its new program too. */
 	if (!pid || !bpf_map_lookup_elem(&traced, &pid))
 		return 0;
@@ -1383,6 +1405,8 @@ int gl_task_exit(__u64 *ctx)
 			bpf_for_each_map_elem(&traced, resume_one, NULL, 0);
 		return 0;
 	}
+	if (python_depth && pid)
+		bpf_map_delete_elem(&pyprocs, &pid);
 	if (!pid || !bpf_map_lookup_elem(&traced, &pid))
 		return 0;
 	bpf_map_delete_elem(&traced, &pid);

@@ -83,7 +83,7 @@ SCENARIOS_CUDART := basic leak3 apis fail prealloc threads loop timeline hostlea
 # Linked against the stand-in driver alone.
 SCENARIOS_DRIVER := driver_alloc vmm
 SCENARIO_BINS := $(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_CUDART) $(SCENARIOS_DRIVER) \
-	nccl_comm dlopen realcudart realdriver stacks reloc)
+	nccl_comm dlopen realcudart realdriver stacks reloc pyembed)
 # Two builds of one program for `gpuleak diff`: BASE as written, NEW with the change (-D),
 # the same file name in two folders (one command, one module), linked like the others.
 DIFFAPP_BUILDS := $(SCENARIO_BINDIR)/diff-base/diffapp $(SCENARIO_BINDIR)/diff-new/diffapp
@@ -250,6 +250,11 @@ $(SCENARIO_BINDIR)/realnccl: tests/scenarios/realnccl.c tests/scenarios/scenario
 # Nothing from CUDA at link time (cuda.h for the types only): it dlopen()s the file named by
 # GPULEAK_REAL_LIBCUDA at run time.
 $(SCENARIO_BINDIR)/realdriver: tests/scenarios/realdriver.c tests/scenarios/scenario.h \
+		$(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< -ldl
+
+# No libpython at link time: it dlopen()s the one it is given (tests/test_python.py).
+$(SCENARIO_BINDIR)/pyembed: tests/scenarios/pyembed.c tests/scenarios/scenario.h \
 		$(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
 	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< -ldl
 

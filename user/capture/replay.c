@@ -55,6 +55,10 @@ static int on_record(void *ctx, const struct gl_hdr *h)
 			rp->next_interval_ns = h->ts_ns + rp->interval_ns;
 	}
 	rp->nr_fed++;
+	/* Python frames are named from their records, in stream order, as live. */
+	err = symbolizer__py_record(rp->sym, h);
+	if (err == -ENOMEM)
+		return err;
 	err = analysis__feed(rp->an, h);
 	/* A record the tracker cannot decode is counted there, as live. */
 	return err == -ENOMEM ? err : 0;
@@ -320,7 +324,12 @@ static int replay_new_analysis(struct replay *rp)
 	int err = symbolizer__new(NULL, &rp->sym);
 
 	if (!err)
+		symbolizer__set_site_skip(rp->sym, rp->a->site_skip, rp->a->nr_site_skip);
+	if (!err)
 		err = analysis__new(rp->a, symbolizer__site_frames, rp->sym, &rp->an);
+	/* Python frames name a site where its call site is the interpreter's: as live. */
+	if (!err)
+		tracker__set_site_fn(rp->an->t, symbolizer__py_site, rp->sym);
 	return err;
 }
 
@@ -365,6 +374,10 @@ static int replay_records(struct replay *rp, const char *name, bool quiet)
 	if (!quiet) {
 		warn_no_steps(rp, name);
 		warn_no_end(rp, name);
+		if (symbolizer__py_bad(rp->sym))
+			pr_warn("%s: %" PRIu64 " malformed Python records left out: what they "
+				"describe is named by native frames, or \"?\"\n",
+				name, symbolizer__py_bad(rp->sym));
 	}
 	return 0;
 }

@@ -445,6 +445,7 @@ static void set_defaults(struct cli *c, const struct command *cmd)
 	c->a.steps.min_growth_steps = 5;
 	c->t.ringbuf_bytes = 64ULL << 20;
 	c->t.stack_depth = 32;
+	c->t.python_depth = 32;
 	/*
 	 * A stack hashes to a bucket of a power-of-two table this size: with a few hundred
 	 * distinct allocation stacks a collision in one map is likely, in both (a lost stack,

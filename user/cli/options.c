@@ -187,6 +187,11 @@ static const struct argp_option judging_options[] = {
      "One rule, e.g. 'persistent site=*kv_cache* release=session-end' (repeatable)", 1},
     {"preset", OPT_PRESET, "NAME", 0,
      "Rules for a known stack: vllm, hf-transformers, ort-webgpu, llama.cpp (files in rules/)", 1},
+    {"site-skip", OPT_SITE_SKIP, "GLOB", 0,
+     "A call from Python is sited at the innermost frame of the program's own code: frames "
+     "of objects (basenames) or Python files (paths) matching GLOB are not (repeatable; "
+     "built in: the interpreter, ctypes, libffi, the traced libraries, PyTorch's)",
+     1},
     {NULL, 0, NULL, 0, "Steps and leak timelines:", 2},
     {"step", OPT_STEP, "SPEC", 0,
      "Step boundaries, one of: interval:DURATION, a time slice, by default interval:1s; "
@@ -402,6 +407,13 @@ static error_t parse_analysis(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid --max-live-at-exit '%s' (e.g. 0, 512MiB)", arg);
 		c->a.gate.has_max_live = true;
 		break;
+	case OPT_SITE_SKIP:
+		if (c->a.nr_site_skip == ANALYSIS_SITE_SKIP_MAX)
+			argp_error(state, "at most %d --site-skip", ANALYSIS_SITE_SKIP_MAX);
+		if (!*arg)
+			argp_error(state, "empty --site-skip");
+		c->a.site_skip[c->a.nr_site_skip++] = arg;
+		break;
 	case OPT_FOLDED:
 		c->a.out.folded_path = arg;
 		break;
@@ -605,6 +617,10 @@ static const struct argp_option trace_options[] = {
      "Distinct stacks each of the two kernel stack maps holds (default 16384; each costs "
      "(depth + 2) x 8 bytes of kernel memory)",
      0},
+    {"python-depth", OPT_PYTHON_DEPTH, "N", 0,
+     "Python frames kept per allocation of a Python process (CPython 3.10 to 3.13; default "
+     "32, at most 64; 0: no Python frames)",
+     0},
     {"debug-dir", OPT_DEBUG_DIR, "DIR", 0,
      "Also look for separate debug files of stripped libraries in DIR "
      "(DIR/.build-id/xx/yyyy.debug, or the .gnu_debuglink name under DIR), before "
@@ -660,6 +676,14 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 		if (!*arg || *end || n < 1 || n > (1L << 20))
 			argp_error(state, "invalid --stack-entries '%s' (1..1048576)", arg);
 		c->t.stack_entries = (unsigned int)n;
+		break;
+	case OPT_PYTHON_DEPTH:
+		n = strtol(arg, &end, 10);
+		if (!*arg || *end || n < 0 || n > GL_PY_DEPTH_MAX)
+			argp_error(state,
+				   "invalid --python-depth '%s' (0..%d; 0: no Python frames)", arg,
+				   GL_PY_DEPTH_MAX);
+		c->t.python_depth = (unsigned int)n;
 		break;
 	case OPT_DEBUG_DIR:
 		if (c->t.nr_debug_dirs == SYMBOLIZER_MAX_DEBUG_DIRS)

@@ -113,6 +113,8 @@ enum cli_key {
 	OPT_FAIL_ON_REGRESSION,
 	OPT_MAX_GROWTH_INCREASE,
 	OPT_MAX_LIVE_INCREASE,
+	OPT_PYTHON_DEPTH,
+	OPT_SITE_SKIP,
 };
 
 /* Hand the struct cli to every one of a command's children (its parser's ARGP_KEY_INIT). */

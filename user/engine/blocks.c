@@ -53,6 +53,7 @@ static int promote(struct tracker *t, struct tproc *p, const struct region *g)
 			      .api = s->api,
 			      .device = s->device,
 			      .caller = s->caller,
+			      .frame = s->frame,
 			      .owner_kind = OWNER_POOL};
 	ss = sites__stack(t, sites__get(t, &k), t->sstacks[a->sstack].stack_id);
 	if (ss == UINT32_MAX)
@@ -65,8 +66,8 @@ static int promote(struct tracker *t, struct tproc *p, const struct region *g)
 static int block_alloc(struct tracker *t, struct tproc *p, int16_t device,
 		       const struct gl_call_rec *r)
 {
-	struct site_key k = {p->pid,	 r->hdr.api, device, r->caller, r->stack_id,
-			     OWNER_NONE, 0,	     0,	     0,		false};
+	struct site_key k = {p->pid, r->hdr.api, device, r->caller, r->stack_id, OWNER_NONE, 0,
+			     0,	     0,		 false,	 0};
 	struct alloc a, *old;
 	struct region *g;
 	uint32_t ss;
@@ -74,6 +75,8 @@ static int block_alloc(struct tracker *t, struct tproc *p, int16_t device,
 
 	if (!r->addr || !r->size)
 		return 0;
+	/* A tensor made from Python is named by the user's frame, as any allocation is. */
+	sites__python(t, &k);
 	/* The same block handed out again: its free was not seen. */
 	old = alloc_table__find(&p->allocs, SPACE_BLOCK, r->addr);
 	if (old) {
@@ -83,7 +86,7 @@ static int block_alloc(struct tracker *t, struct tproc *p, int16_t device,
 		p->c.addr_reuse++;
 		allocs__release(t, p, old);
 	}
-	ss = sites__assign(t, &k, r->stack_id, r->size, NULL, p->step, p->step < 0);
+	ss = sites__assign(t, &k, k.stack_id, r->size, NULL, p->step, p->step < 0);
 	if (ss == UINT32_MAX)
 		return -ENOMEM;
 	/* Every range the block spans is a segment (an expandable one's pages); the one it

@@ -37,8 +37,11 @@ enum owner_kind {
 struct site {
 	pid_t pid;
 	uint16_t api;
-	int16_t device;	    /* CUDA device ordinal, -1 for host memory */
-	uint64_t caller;    /* return address in the caller */
+	int16_t device;	 /* CUDA device ordinal, -1 for host memory */
+	uint64_t caller; /* return address in the caller */
+	/* What names the site when its call site does not: the innermost frame of the
+	 * program's own code in a stack with Python frames (site_fn), 0: the call site. */
+	uint64_t frame;
 	int32_t last_err;   /* last error code of a failed call here */
 	uint8_t owner_kind; /* enum owner_kind */
 	bool counts;	    /* its bytes are memory in the process totals */
@@ -350,7 +353,15 @@ struct rules;
  * first) and returns how many. Live it is the symbolizer; offline the capture's names.
  */
 typedef int (*frames_fn)(void *ctx, pid_t pid, uint64_t caller, int32_t stack_id, const char **syms,
-			 const char **mods, int max);
+			 const char **mods, const char **where, int max);
+
+/*
+ * A call whose stack has Python frames (gl_stack_is_py): the frame that names its site,
+ * which the call site does not (a ctypes call's is libffi's), and in *stack_id the id that
+ * stands for its stack (several merge to the same frames). Live it is the symbolizer; 0:
+ * the call site. Called for those calls only: the others' sites are their call sites.
+ */
+typedef uint64_t (*site_fn)(void *ctx, pid_t pid, uint64_t caller, int32_t *stack_id);
 
 /*
  * A pending free ended at end_ns, issued at begin_ns: its stream or queue completed, or its
@@ -368,6 +379,8 @@ struct tracker {
 	bool init_retained;
 	frames_fn frames;
 	void *frames_ctx;
+	site_fn site_of; /* NULL: every site is its call site */
+	void *site_ctx;
 	/* The deferred rule of each API, once known (index + 1, 0: none): frees look it up. */
 	uint16_t defer_by_api[GL_API_MAX];
 	uint8_t defer_known[GL_API_MAX];

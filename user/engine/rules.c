@@ -595,6 +595,34 @@ bool rule__needs_frames(const struct rule *rule)
 	return rule->site || rule->lib;
 }
 
+static bool site_holds(const struct rule *ru, const struct rule_subject *s, int i)
+{
+	const char *w = s->where ? s->where[i] : NULL, *slash;
+
+	if (glob(ru->site, s->syms[i]))
+		return true;
+	if (!w)
+		return false;
+	slash = strrchr(w, '/');
+	return glob(ru->site, w) || (slash && glob(ru->site, slash + 1));
+}
+
+static bool lib_holds(const struct rule *ru, const struct rule_subject *s, int i)
+{
+	const char *w = s->where ? s->where[i] : NULL, *colon;
+	char file[4096];
+
+	if (glob(ru->lib, s->mods[i]))
+		return true;
+	/* a Python frame's file, without its ":line" */
+	colon = w ? strrchr(w, ':') : NULL;
+	if (!colon || (size_t)(colon - w) >= sizeof(file))
+		return false;
+	memcpy(file, w, (size_t)(colon - w));
+	file[colon - w] = 0;
+	return glob(ru->lib, file);
+}
+
 /*
  * A rule's site= and lib= hold at one frame of the stack: the innermost frame (the call
  * site first, then its callers) whose function matches site= and whose object matches lib=.
@@ -606,8 +634,7 @@ static int frame_match(const struct rule *ru, const struct rule_subject *s)
 	int i;
 
 	for (i = 0; i < s->nr_frames; i++)
-		if ((!ru->site || glob(ru->site, s->syms[i])) &&
-		    (!ru->lib || glob(ru->lib, s->mods[i])))
+		if ((!ru->site || site_holds(ru, s, i)) && (!ru->lib || lib_holds(ru, s, i)))
 			return i;
 	return -1;
 }

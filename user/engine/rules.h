@@ -92,6 +92,10 @@ struct rule_subject {
 	 * object basenames, NULL where unknown; site= and lib= must hold at one frame. */
 	const char *const *syms;
 	const char *const *mods;
+	/* Python frames (NULL for the others, or all): "file:line", the file as its code object
+	 * has it. site= holds at such a frame when it matches "file:line" or "basename:line"
+	 * as well as the function; lib= when it matches the file as well as its basename. */
+	const char *const *where;
 	int nr_frames;
 };
 

@@ -416,9 +416,17 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	const struct gl_desc_rec *dr = (const struct gl_desc_rec *)r;
 	uint8_t space = (uint8_t)api->space;
 	uint64_t owner = r->aux;
-	struct site_key k = {
-	    p->pid, r->hdr.api, -1, r->caller, r->stack_id, owner ? OWNER_DEVICE : OWNER_NONE,
-	    owner,  0,		0,  false};
+	struct site_key k = {p->pid,
+			     r->hdr.api,
+			     -1,
+			     r->caller,
+			     r->stack_id,
+			     owner ? OWNER_DEVICE : OWNER_NONE,
+			     owner,
+			     0,
+			     0,
+			     false,
+			     0};
 	struct wgpu_desc d = {};
 	struct alloc a, *old;
 	struct tthread *th;
@@ -429,6 +437,7 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 
 	if (owner && !owner_get(p, space, owner))
 		return -ENOMEM;
+	sites__python(t, &k);
 	th = threads__get(p, r->hdr.tid);
 	error = (th && th->error_depth == r->hdr.depth + 1) || peek_error(p, r);
 	if (th)
@@ -441,7 +450,7 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	if (!api->decode || !(r->hdr.flags & GL_HF_DESC) || r->hdr.size < sizeof(*dr) ||
 	    (r->hdr.flags & GL_HF_DESC_READ_FAIL) || api->decode(dr->desc, api->spec.desc_len, &d))
 		d.unknown_format = true;
-	ss = sites__assign(t, &k, r->stack_id, d.bytes, NULL, p->step, p->step < 0);
+	ss = sites__assign(t, &k, k.stack_id, d.bytes, NULL, p->step, p->step < 0);
 	if (ss == UINT32_MAX)
 		return -ENOMEM;
 	old = alloc_table__find(&p->allocs, space, r->addr);
@@ -481,9 +490,17 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 static int obj_addref(struct tracker *t, struct tproc *p, struct tobj *o,
 		      const struct gl_call_rec *r)
 {
-	struct site_key k = {
-	    p->pid,   r->hdr.api, -1, r->caller, r->stack_id, o->owner ? OWNER_DEVICE : OWNER_NONE,
-	    o->owner, 0,	  0,  false};
+	struct site_key k = {p->pid,
+			     r->hdr.api,
+			     -1,
+			     r->caller,
+			     r->stack_id,
+			     o->owner ? OWNER_DEVICE : OWNER_NONE,
+			     o->owner,
+			     0,
+			     0,
+			     false,
+			     0};
 	uint32_t site = sites__get(t, &k);
 	unsigned int i;
 
@@ -624,9 +641,9 @@ int wgpu_objects__label(struct tracker *t, struct tproc *p, const struct gl_labe
 		uint32_t from = tracker__alloc_site(t, a);
 		int32_t stack_id = t->sstacks[a->sstack].stack_id;
 		const struct site *old = &t->sites[from];
-		struct site_key k = {
-		    p->pid,	     old->api,	 old->device, old->caller, stack_id,
-		    old->owner_kind, old->owner, 0,	      o->label,	   false};
+		struct site_key k = {p->pid,   old->api,	old->device, old->caller,
+				     stack_id, old->owner_kind, old->owner,  0,
+				     o->label, false,		old->frame};
 		bool init = a->flags & AF_INIT;
 		uint32_t ss;
 

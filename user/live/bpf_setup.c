@@ -18,6 +18,7 @@ struct bpf_setup {
 	struct gpuleak_bpf *skel;
 	struct bpf_link *task_links[3]; /* exit, fork, exec tracepoints */
 	bool follow;
+	bool python; /* --python-depth > 0: execs drop a process's Python configuration */
 	/* One stack map value: stacks2's starts with the probed function's address. */
 	uint64_t stack_buf[GL_STACK_DEPTH_MAX + 2];
 };
@@ -90,6 +91,7 @@ int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out)
 	if (!b)
 		return -ENOMEM;
 	b->follow = o->follow;
+	b->python = o->python_depth > 0;
 	b->skel = gpuleak_bpf__open();
 	if (!b->skel) {
 		err = -errno;
@@ -98,6 +100,7 @@ int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out)
 	}
 	set_specs(b->skel);
 	b->skel->rodata->follow_children = o->follow;
+	b->skel->rodata->python_depth = o->python_depth;
 	b->skel->rodata->self_tgid = getpid();
 	/* gpuleak in a container with its own pid namespace: BPF reports pids as we see them. */
 	err = process__pidns(&ns_dev, &ns_ino, &initial);
@@ -233,8 +236,29 @@ void bpf_setup__untrace(struct bpf_setup *b, pid_t pid)
 	delete_pid(b->skel->maps.traced, pid);
 }
 
+int bpf_setup__python(struct bpf_setup *b, pid_t pid, const struct gl_py_cfg *cfg)
+{
+	__u32 key = pid;
+	int err;
+
+	if (!b->python)
+		return 0;
+	err = bpf_map__update_elem(b->skel->maps.pyprocs, &key, sizeof(key), cfg, sizeof(*cfg), 0);
+	if (err)
+		return err;
+	/* Threads that found no configuration look again. */
+	__atomic_add_fetch(&b->skel->bss->py_generation, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+bool bpf_setup__python_on(const struct bpf_setup *b)
+{
+	return b->python;
+}
+
 void bpf_setup__forget(struct bpf_setup *b, pid_t pid)
 {
+	delete_pid(b->skel->maps.pyprocs, pid);
 	delete_pid(b->skel->maps.held, pid);
 	delete_pid(b->skel->maps.pid_loss, pid);
 	delete_pid(b->skel->maps.traced, pid);

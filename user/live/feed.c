@@ -31,20 +31,26 @@ static bool is_activity(const struct gl_hdr *h)
 static void intern_stack(struct live *l, const struct gl_call_rec *r)
 {
 	unsigned int depth = l->o->stack_depth;
+	int32_t id = r->stack_id;
 	const struct ustack *st;
 	const uint64_t *raw;
 	size_t n = 0, max;
-	int err;
+	int err = 0;
 
-	if (symbolizer__stack(l->sym, r->hdr.pid, r->stack_id, r->caller))
-		return;
-	raw = bpf_setup__stack(l->bpf, r->stack_id);
-	if (!raw)
-		return;
-	max = depth + 1;
-	while (n < max && raw[n])
-		n++;
-	err = symbolizer__add_stack(l->sym, r->hdr.pid, r->stack_id, r->caller, raw, n, depth, &st);
+	/* A stack with Python frames holds a native one: that first, then the two merged. */
+	if (gl_stack_is_py(id))
+		id = symbolizer__py_native_id(l->sym, r->hdr.pid, id);
+	if (id >= 0 && depth && !symbolizer__stack(l->sym, r->hdr.pid, id, r->caller)) {
+		raw = bpf_setup__stack(l->bpf, id);
+		max = depth + 1;
+		while (raw && n < max && raw[n])
+			n++;
+		if (raw)
+			err = symbolizer__add_stack(l->sym, r->hdr.pid, id, r->caller, raw, n,
+						    depth, &st);
+	}
+	if (!err && gl_stack_is_py(r->stack_id))
+		err = symbolizer__py_record(l->sym, &r->hdr);
 	if (err == -ENOMEM)
 		pr_warn("out of memory for the stack of a call at 0x%llx\n",
 			(unsigned long long)r->caller);
@@ -54,7 +60,9 @@ static void intern_stack(struct live *l, const struct gl_call_rec *r)
  * A caching allocator's block is reported from inside the allocator: its site is the first
  * frame of its stack outside the allocator's libraries (the catalog's site_skip), made the
  * record's call site here, before the analysis and the capture see it, so both name the same
- * site. Without a stack it stays where the probe fired.
+ * site. Without a stack it stays where the probe fired. A stack with Python frames has its
+ * site chosen already, where the Python frames are merged in (the innermost user frame:
+ * PyTorch's libraries and its Python package are framework there too), so it stays as is.
  */
 static const struct gl_hdr *site_outside(struct live *l, const struct gl_call_rec *r,
 					 struct gl_call_rec *copy)
@@ -64,6 +72,8 @@ static const struct gl_hdr *site_outside(struct live *l, const struct gl_call_re
 
 	if (!api || !(api->flags & CAT_SITE_OUTSIDE) || !api->site_skip ||
 	    r->hdr.size != sizeof(*r) ||
+	    (gl_stack_is_py(r->stack_id) &&
+	     symbolizer__site_frame(l->sym, r->hdr.pid, r->stack_id, r->caller)) ||
 	    symbolizer__site_outside(l->sym, r->hdr.pid, r->stack_id, r->caller, api->site_skip,
 				     &site) ||
 	    site == r->caller)
@@ -89,6 +99,9 @@ int feed__record(struct live *l, const struct gl_hdr *h)
 		t->state = TARGET_ENDING;
 	if (h->kind == GL_REC_CODE && h->size >= sizeof(struct gl_call_rec))
 		callbacks__request(l->cbs, (const struct gl_call_rec *)h);
+	if ((h->kind == GL_REC_PY_CODE || h->kind == GL_REC_PY_STACK) &&
+	    symbolizer__py_record(l->sym, h) == -ENOMEM)
+		pr_warn("out of memory for the Python frames of pid %u\n", h->pid);
 	if ((h->kind == GL_REC_ALLOC || h->kind == GL_REC_ALLOC_FAIL) &&
 	    h->size >= sizeof(struct gl_call_rec) &&
 	    ((const struct gl_call_rec *)h)->stack_id >= 0) {

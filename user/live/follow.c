@@ -106,6 +106,8 @@ static void on_exec(struct live *l, const struct gl_task_rec *r)
 		t->has_lib = false;
 		t->has_rendezvous = false;
 		t->markers_done = 0;
+		t->py_runtime = 0;
+		t->py_said = false;
 		t->held = bpf_setup__hold(l->bpf, t->pid);
 		err = scan__target(l, t);
 		if (err)

@@ -20,6 +20,7 @@ struct callbacks;
 struct markers;
 struct modules;
 struct probe_sites;
+struct pyconf;
 struct recorder;
 struct session_opts;
 struct signals;
@@ -38,6 +39,7 @@ struct live {
 	struct callbacks *cbs;	   /* callbacks waiting for their probes */
 	struct markers *mk;	   /* step/request/end markers */
 	struct probe_sites *sites; /* --json: where the probes sat, for the verdicts, else NULL */
+	struct pyconf *py;	   /* Python interpreters found in targets */
 	struct launch child;	   /* run mode's command; pid -1 in attach mode */
 	struct signals *sig;	   /* SIGINT, SIGTERM, SIGHUP: also while starting */
 	bool finishing;		   /* detached: stopped processes are resumed, not attached to */

@@ -6,6 +6,7 @@
 #include "live/feed.h"
 #include "live/live.h"
 #include "live/markers.h"
+#include "live/python.h"
 #include "live/recorder.h"
 #include "live/scan.h"
 #include "live/targets.h"
@@ -135,6 +136,7 @@ int scan__target(struct live *l, struct target *t)
 	err = attach__scan(l->att, m, &nr_new);
 	dawn_classes(l, m);
 	markers__attach(l->mk, l->att, t, m);
+	pyconf__scan(l, t, m);
 	if (!t->has_rendezvous)
 		t->has_rendezvous = scan__has_rendezvous(l, m);
 	if (!t->has_lib && attach__has_required(l->att, t->pid)) {

@@ -32,6 +32,7 @@
 #include "live/live.h"
 #include "live/markers.h"
 #include "live/probe_sites.h"
+#include "live/python.h"
 #include "live/process.h"
 #include "live/recorder.h"
 #include "live/ringbuf.h"
@@ -403,6 +404,8 @@ static int open_outputs(struct session *s)
 		err = callbacks__new(&s->l.cbs);
 	if (!err)
 		err = markers__new(&o->a, &s->l.mk);
+	if (!err)
+		err = pyconf__new(&s->l.py);
 	if (!err && o->json_path)
 		err = probe_sites__new(&s->l.sites);
 	if (!err)
@@ -421,7 +424,8 @@ static int open_tracing(struct session *s)
 	err = bpf_setup__new(&(struct bpf_setup_opts){.follow = o->follow,
 						      .ringbuf_bytes = o->ringbuf_bytes,
 						      .stack_depth = o->stack_depth,
-						      .stack_entries = o->stack_entries},
+						      .stack_entries = o->stack_entries,
+						      .python_depth = o->python_depth},
 			     &l->bpf);
 	if (err)
 		return err;
@@ -438,7 +442,10 @@ static int open_tracing(struct session *s)
 		err = symbolizer__new(l->mods, &l->sym);
 	if (!err) {
 		symbolizer__set_debug_dirs(l->sym, o->debug_dirs, o->nr_debug_dirs);
+		symbolizer__set_site_skip(l->sym, o->a.site_skip, o->a.nr_site_skip);
 		err = analysis__new(&o->a, symbolizer__site_frames, l->sym, &l->an);
+		if (!err)
+			tracker__set_site_fn(l->an->t, symbolizer__py_site, l->sym);
 	}
 	if (!err)
 		err = pictures__open(&o->a.out, &s->pics);
@@ -507,6 +514,7 @@ static int close_session(struct session *s, bool traced, int err)
 	analysis__free(l->an);
 	callbacks__free(l->cbs);
 	markers__free(l->mk);
+	pyconf__free(l->py);
 	probe_sites__free(l->sites);
 	symbolizer__free(l->sym);
 	modules__free(l->mods);

@@ -15,6 +15,7 @@
 #include "live/nvtx.h"
 #include "live/options.h"
 #include "live/process.h"
+#include "live/python.h"
 #include "live/recorder.h"
 #include "live/scan.h"
 #include "live/signals.h"
@@ -118,6 +119,7 @@ static int attach_one(struct live *l, const struct session_pid *sp)
 	err = attach__scan(l->att, m, &nr_new);
 	if (err)
 		goto cleanup;
+	pyconf__scan(l, t, m);
 	/* What `make bench` reports as attach time: maps, ELF scans, links. */
 	pr_info("pid %d: attach took %.1f ms (%zu probes in %zu objects)\n", pid,
 		(live_now_ns() - t0) / 1e6, attach__nr_probes(l->att, pid),

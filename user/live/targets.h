@@ -57,6 +57,8 @@ struct target {
 	char comm[16];		   /* its name at its fork or exec, as BPF saw it, or "" */
 	int status;		   /* exit status (128 + signal), -1: not known */
 	int wstatus;		   /* the same as waitpid() says it, -1: not known */
+	uint64_t py_runtime;	   /* the _PyRuntime BPF walks Python frames from, 0: none */
+	bool py_said;		   /* its interpreter was said on stderr */
 	uint64_t loss[GL_STAT_MAX];
 	uint64_t last_rescan_ns;
 };

@@ -68,7 +68,10 @@ static char *frame_label(struct symbolizer *sym, pid_t pid, uint64_t addr, bool 
 	char *out = NULL;
 	int n;
 
-	if (si && si->func && style == LABEL_FOLDED)
+	/* A Python frame keeps its line, as py-spy's stacks do: "decode (model.py:30)". */
+	if (si && si->python)
+		n = asprintf(&out, "%s%s", q, symbolizer__name(sym, pid, addr));
+	else if (si && si->func && style == LABEL_FOLDED)
 		n = asprintf(&out, "%s%s", q, si->func);
 	else if (si && si->func && !site)
 		n = asprintf(&out, "%s%s (%s)", q, si->func, si->module ? si->module : "?");

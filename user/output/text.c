@@ -310,12 +310,19 @@ static void print_uncertainty(struct report *r, const struct proc_verdict *pv)
 	char b1[32], b2[32], b3[32];
 	int k;
 
+	/* Memory is exact; what some allocations lack is their Python frames. */
+	if (p->loss[GL_STAT_PY_LOST] || p->loss[GL_STAT_PY_WALK_FAIL])
+		fprintf(r->out,
+			"Python frames: %" PRIu64 " allocations named by native frames alone (no "
+			"room in the ring buffer), %" PRIu64 " reads of Python state failed\n",
+			p->loss[GL_STAT_PY_LOST], p->loss[GL_STAT_PY_WALK_FAIL]);
 	if (!pv->uncertainty_known || !u->approximate)
 		return;
 	fprintf(r->out, "LOST (results approximate):");
 	for (k = 0; k < GL_STAT_MAX; k++)
 		if (describe__loss(k) && p->loss[k] &&
-		    (k < GL_STAT_LOST_ALLOCS || k > GL_STAT_LOST_FREES))
+		    (k < GL_STAT_LOST_ALLOCS || k > GL_STAT_LOST_FREES) && k != GL_STAT_PY_LOST &&
+		    k != GL_STAT_PY_WALK_FAIL)
 			fprintf(r->out, " %s=%" PRIu64, describe__loss(k), p->loss[k]);
 	fputc('\n', r->out);
 	if (!u->allocs_missed && !u->frees_missed)

@@ -641,3 +641,56 @@ ssize_t elf_obj__read(const struct elf_obj *o, uint64_t off, void *buf, size_t l
 
 	return n < 0 ? -errno : n;
 }
+
+/* A defined data object called name in one symbol table: 0 and its address, or -ENOENT. */
+static int find_object(struct elf_obj *o, Elf_Scn *scn, const char *name, uint64_t *vaddr,
+		       uint64_t *size)
+{
+	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
+	GElf_Shdr sh;
+	size_t i, n;
+
+	if (!d || !gelf_getshdr(scn, &sh) || !sh.sh_entsize)
+		return -ENOENT;
+	n = sh.sh_size / sh.sh_entsize;
+	for (i = 1; i < n; i++) {
+		const char *s;
+		GElf_Sym sym;
+
+		if (!gelf_getsym(d, i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_OBJECT ||
+		    sym.st_shndx == SHN_UNDEF)
+			continue;
+		s = elf_strptr(o->elf, sh.sh_link, sym.st_name);
+		if (s && !strcmp(s, name)) {
+			*vaddr = sym.st_value;
+			*size = sym.st_size;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int elf_obj__find_object(struct elf_obj *o, const char *name, uint64_t *vaddr, uint64_t *size)
+{
+	if (!find_object(o, o->dynsym, name, vaddr, size))
+		return 0;
+	return find_object(o, o->symtab, name, vaddr, size);
+}
+
+int elf_obj__load_bias(const struct elf_obj *o, uint64_t start, uint64_t pgoff, uint64_t page,
+		       uint64_t *bias)
+{
+	size_t i;
+
+	/* The kernel maps a segment from its offset rounded down to a page, at its address
+	 * rounded down the same way, plus the bias. */
+	for (i = 0; i < o->nr_segs; i++) {
+		const struct seg *s = &o->segs[i];
+
+		if ((s->off & ~(page - 1)) == pgoff) {
+			*bias = start - (s->vaddr & ~(page - 1));
+			return 0;
+		}
+	}
+	return -ENOENT;
+}

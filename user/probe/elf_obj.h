@@ -99,6 +99,15 @@ const char *elf_obj__interp(const struct elf_obj *o);
 bool elf_obj__section_has(struct elf_obj *o, const char *section, const char *needle);
 /* The whole file as mapped (libelf keeps it mapped until elf_obj__free), or NULL. */
 const uint8_t *elf_obj__image(const struct elf_obj *o, size_t *size);
+/* A defined data object (STT_OBJECT) by name, .dynsym first: 0, or -ENOENT. */
+int elf_obj__find_object(struct elf_obj *o, const char *name, uint64_t *vaddr, uint64_t *size);
+/*
+ * What to add to the object's addresses in a process where it is mapped at start from file
+ * offset pgoff (a mapping of one of its load segments; page: the page size): 0, or -ENOENT
+ * when pgoff starts none of them.
+ */
+int elf_obj__load_bias(const struct elf_obj *o, uint64_t start, uint64_t pgoff, uint64_t page,
+		       uint64_t *bias);
 /* Up to len bytes of file content at a file offset; returns bytes copied or -errno. */
 ssize_t elf_obj__read(const struct elf_obj *o, uint64_t off, void *buf, size_t len);
 
