@@ -762,8 +762,16 @@ static __always_inline int emit_done(struct pt_regs *ctx, __u16 api, struct gl_a
 	struct gl_call_rec *r;
 	__s32 stack_id = -1;
 
-	if (!release && stack_depth && !(st && under_alloc(st, depth, api)))
-		stack_id = stack_get(ctx, pid);
+	if (!release && (stack_depth || python_depth) && !(st && under_alloc(st, depth, api))) {
+		if (stack_depth)
+			stack_id = stack_get(ctx, pid);
+		/* A tensor made from Python is named by its Python frames, as any allocation:
+		 * the walk caches the thread's interpreter state in its tstate. */
+		if (python_depth && !st)
+			st = tstate_get(true);
+		if (python_depth && st)
+			py_stack(st, pid_tgid, &stack_id);
+	}
 	/*
 	 * The short record when it says all (device 0, stream 0, no stack): gl_small_rec. Two
 	 * reservations of constant size: the verifier has to see which one it writes.
