@@ -255,23 +255,31 @@ def stop_tracer(t):
         raise BenchError(f"{os.path.basename(t.argv[0])} did not exit with its target")
 
 
-def pair_run(variant, pairs, warmup, json_path):
-    target = Proc([PAIRLOOP, "--sync", "-n", str(pairs), "-w", str(warmup)])
+def loop_run(argv, start):
+    """A pairloop target (ready, go, its JSON line) traced by start(pid) (None: untraced):
+    its JSON result and pid."""
+    target = Proc(argv)
     tracer = None
     try:
         target.line("out", lambda l: l.startswith("ready"))
-        tracer = start_tracer(variant, target.pid, json_path)
+        tracer = start(target.pid)
         target.send("go\n")
         res = json.loads(target.line("out", lambda l: l.startswith("{"), timeout=300))
         if target.wait() != 0:
-            raise BenchError("pairloop failed")
+            raise BenchError(f"{os.path.basename(argv[0])} failed")
         stop_tracer(tracer)
     finally:
         target.kill()
         if tracer:
             tracer.kill()
+    return res, target.pid
+
+
+def pair_run(variant, pairs, warmup, json_path):
+    res, pid = loop_run([PAIRLOOP, "--sync", "-n", str(pairs), "-w", str(warmup)],
+                        lambda p: start_tracer(variant, p, json_path))
     if variant.startswith("gpuleak"):
-        v = read_verdict(json_path, target.pid)
+        v = read_verdict(json_path, pid)
         want = 2 * (pairs + warmup)
         # A result is only worth reporting if gpuleak saw every call.
         if v["calls"] != want or v["dropped_events"]:
@@ -318,28 +326,18 @@ def bench_pairs(a, tmp, res):
 
 def torch_run(variant, pairs, warmup, json_path):
     """One pairloop --torch run under variant: ns per block pair (median chunk, mean)."""
-    target = Proc([TORCHLOOP, "--sync", "--torch", TORCH_LIB, "-n", str(pairs), "-w",
-                   str(warmup), "-s", "1000"])
-    tracer = None
-    try:
-        target.line("out", lambda l: l.startswith("ready"))
-        if variant == "usdt_floor":
-            tracer = Proc([GLBENCH, "usdt", "-p", str(target.pid), TORCH_LIB,
-                           "pytorch:malloc", "pytorch:free"], stdin=False)
-            tracer.line("out", lambda l: l.startswith("attached"))
-        else:
-            tracer = start_tracer(variant, target.pid, json_path)
-        target.send("go\n")
-        res = json.loads(target.line("out", lambda l: l.startswith("{"), timeout=300))
-        if target.wait() != 0:
-            raise BenchError("torchloop failed")
-        stop_tracer(tracer)
-    finally:
-        target.kill()
-        if tracer:
-            tracer.kill()
+    def start(pid):
+        if variant != "usdt_floor":
+            return start_tracer(variant, pid, json_path)
+        tracer = Proc([GLBENCH, "usdt", "-p", str(pid), TORCH_LIB, "pytorch:malloc",
+                       "pytorch:free"], stdin=False)
+        tracer.line("out", lambda l: l.startswith("attached"))
+        return tracer
+
+    res, pid = loop_run([TORCHLOOP, "--sync", "--torch", TORCH_LIB, "-n", str(pairs), "-w",
+                         str(warmup), "-s", "1000"], start)
     if variant.startswith("gpuleak"):
-        v = read_verdict(json_path, target.pid)
+        v = read_verdict(json_path, pid)
         t, want = v["pytorch"] or {}, pairs + warmup
         # Only a run in which gpuleak saw every block is worth reporting.
         if (t.get("blocks_allocated"), t.get("blocks_freed")) != (want, want) or \

@@ -402,6 +402,19 @@ os._exit(0)
 """
 
 
+def gc_run(collections, gl_args):
+    """gpuleak run GL_ARGS on GC_SCRIPT making COLLECTIONS: the result, and how many
+    collections python counted."""
+    script = tmpfile(".py")
+    with open(script, "w") as f:
+        f.write(GC_SCRIPT % collections)
+    try:
+        res = run_gpuleak(["run", "--interval", "0", *gl_args, "--", PYTHON, script])
+    finally:
+        os.unlink(script)
+    return res, int(re.search(r"collections (\d+)", res.out).group(1))
+
+
 @test
 def usdt_step_marker_counts_python_collections_in_run_mode():
     """Held before exec, the semaphore is raised before the interpreter's first collection:
@@ -409,15 +422,7 @@ def usdt_step_marker_counts_python_collections_in_run_mode():
     if not need_python():
         print("no /usr/bin/python3.11 with SDT notes (Debian's python3.11)")
         return "skip"
-    script = tmpfile(".py")
-    with open(script, "w") as f:
-        f.write(GC_SCRIPT % 7)
-    try:
-        res = run_gpuleak(["run", "--interval", "0", "--step",
-                           "usdt:python3.11:python:gc__start", "--", PYTHON, script])
-    finally:
-        os.unlink(script)
-    n = int(re.search(r"collections (\d+)", res.out).group(1))
+    res, n = gc_run(7, ["--step", "usdt:python3.11:python:gc__start"])
     check(n >= 7, f"python counted its collections: {n}")
     v = res.verdict()
     eq(v["steps"], n + 1, "one step boundary per collection, and the last step")
@@ -430,16 +435,8 @@ def usdt_request_markers_on_python():
     if not need_python():
         print("no /usr/bin/python3.11 with SDT notes (Debian's python3.11)")
         return "skip"
-    script = tmpfile(".py")
-    with open(script, "w") as f:
-        f.write(GC_SCRIPT % 5)
-    try:
-        res = run_gpuleak(["run", "--interval", "0", "--step",
-                           "usdt:python3.11:python:gc__done", "--request",
-                           "usdt:python3.11:python:gc__start,gc__done", "--", PYTHON, script])
-    finally:
-        os.unlink(script)
-    n = int(re.search(r"collections (\d+)", res.out).group(1))
+    res, n = gc_run(5, ["--step", "usdt:python3.11:python:gc__done", "--request",
+                        "usdt:python3.11:python:gc__start,gc__done"])
     v = res.verdict()
     eq((v["steps"], v["requests"]), (n + 1, n), "a step and a request per collection")
 
