@@ -327,17 +327,6 @@ static bool first_mapping(const struct proc_maps *m, size_t i)
 	return true;
 }
 
-/* Whether a module has PyTorch's USDT probes, or its profiler hook. */
-static bool torch_usdt(const struct module *m)
-{
-	size_t i;
-
-	for (i = 0; i < m->nr_usdt; i++)
-		if (m->usdt[i].api && GL_API_FAMILY(m->usdt[i].api->api) == GL_FAM_PYTORCH)
-			return true;
-	return false;
-}
-
 static const struct probe_site *torch_hook(const struct module *m)
 {
 	size_t i;
@@ -397,7 +386,7 @@ static int probe_pid(struct modules *mods, pid_t pid, bool *header)
 
 		if (mod && mod->nr_usdt)
 			print_usdt_args(mod, stdout);
-		usdt_torch |= mod && torch_usdt(mod);
+		usdt_torch |= mod && module__has_torch_usdt(mod);
 	}
 	/* The hook reports the blocks the probes report: attach leaves it out (docs/pytorch.md). */
 	for (i = 0; usdt_torch && i < m->n; i++) {

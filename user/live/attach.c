@@ -330,28 +330,11 @@ static struct bpf_link *link_usdt(struct attach *a, pid_t pid, const char *path,
 /* Whether pid has PyTorch's USDT probes attached. */
 static bool has_torch_usdt(const struct attach *a, pid_t pid)
 {
-	size_t i, k;
+	size_t i;
 
-	for (i = 0; i < a->n; i++) {
-		if (a->v[i].pid != pid || a->v[i].marker || !a->v[i].nr_usdt)
-			continue;
-		for (k = 0; k < a->v[i].mod->nr_usdt; k++) {
-			const struct cat_api *api = a->v[i].mod->usdt[k].api;
-
-			if (api && GL_API_FAMILY(api->api) == GL_FAM_PYTORCH)
-				return true;
-		}
-	}
-	return false;
-}
-
-/* Whether a module has PyTorch's USDT probes (it is libc10_cuda.so with them). */
-static bool mod_has_torch_usdt(const struct module *mod)
-{
-	size_t k;
-
-	for (k = 0; k < mod->nr_usdt; k++)
-		if (mod->usdt[k].api && GL_API_FAMILY(mod->usdt[k].api->api) == GL_FAM_PYTORCH)
+	for (i = 0; i < a->n; i++)
+		if (a->v[i].pid == pid && !a->v[i].marker && a->v[i].nr_usdt &&
+		    module__has_torch_usdt(a->v[i].mod))
 			return true;
 	return false;
 }
@@ -474,7 +457,7 @@ int attach__scan(struct attach *a, const struct proc_maps *m, int *nr_new)
 		if (!mod)
 			return -ENOMEM;
 		if (!module__scan(mod))
-			torch_usdt = mod_has_torch_usdt(mod);
+			torch_usdt = module__has_torch_usdt(mod);
 	}
 	for (i = 0; i < m->n; i++) {
 		const struct pmap_ent *e = &m->v[i];

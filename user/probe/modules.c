@@ -477,6 +477,16 @@ const struct usdt_probe *module__usdt(const struct module *m, const char *provid
 	return NULL;
 }
 
+bool module__has_torch_usdt(const struct module *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->nr_usdt; i++)
+		if (m->usdt[i].api && GL_API_FAMILY(m->usdt[i].api->api) == GL_FAM_PYTORCH)
+			return true;
+	return false;
+}
+
 bool module__has_hidden_dawn(struct module *m)
 {
 	/* In every Dawn build: its bug links and feature names are in .rodata. */

@@ -112,6 +112,8 @@ int module__scan(struct module *m);
 /* The module's USDT probe provider:name, or NULL. */
 const struct usdt_probe *module__usdt(const struct module *m, const char *provider,
 				      const char *name);
+/* Whether the module has PyTorch's USDT probes (it is libc10_cuda.so with them). */
+bool module__has_torch_usdt(const struct module *m);
 /* Use this webgpu.h generation for every WebGPU object instead of detecting it. */
 void modules__set_wgpu_abi(struct modules *ms, const struct wgpu_abi *abi);
 /*
