@@ -12,6 +12,7 @@
  * Calls: violations.c (a class that an allocation joins).
  */
 #include "engine/allocs.h"
+#include "probe/catalog.h"
 
 /* A site's first change in the step: a new entry. */
 ssize_t allocs__step_change_add(struct tproc *p, struct site *s, uint32_t idx)
@@ -45,8 +46,32 @@ static void step_change_move(struct tracker *t, struct tproc *p, uint32_t from, 
 	p->step_changes[e].allocated += a->size;
 }
 
+uint8_t allocs__peak_slot(const struct tproc *p, const struct site *s)
+{
+	const struct tobj *o;
+
+	if (!s->counts)
+		return PEAK_SLOT_NONE;
+	if (s->owner_kind == OWNER_DEVICE) {
+		o = tproc__obj(p, SPACE_WGPU, s->owner);
+		if (!o)
+			return PEAK_SLOT_UNSET;
+		return o->ordinal >= 1 && o->ordinal <= PEAK_WGPU_SLOTS
+			   ? (uint8_t)(PEAK_CUDA_SLOTS + o->ordinal - 1)
+			   : PEAK_SLOT_NONE;
+	}
+	if (s->device < 0)
+		return PEAK_HOST_SLOT;
+	return s->device < PEAK_CUDA_SLOTS ? (uint8_t)s->device : PEAK_SLOT_NONE;
+}
+
 void allocs__set_flag(struct tracker *t, struct tproc *p, struct alloc *a, uint8_t flag)
 {
+	struct site_stack *ss = &t->sstacks[a->sstack];
+
+	/* A free issued (its bytes go from live to pending) is memory leaving. */
+	if (flag == AF_PENDING && !(a->flags & AF_PENDING) && t->sites[ss->site].counts)
+		allocs_note_release(p, &t->sites[ss->site], ss, a->size);
 	allocs_account(t, p, a, -1);
 	a->flags |= flag;
 	allocs_account(t, p, a, 1);

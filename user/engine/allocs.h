@@ -59,12 +59,52 @@ allocs_step_change_note(struct tracker *t, struct tproc *p, uint32_t idx, uint64
 	p->step_changes[i].freed += freed;
 }
 
+/* The tproc.peak slot of a site's memory (PEAK_SLOT_NONE: none), chosen at first use. */
+uint8_t allocs__peak_slot(const struct tproc *p, const struct site *s);
+
+static inline struct peak *allocs_peak(struct tproc *p, struct site *s)
+{
+	uint8_t slot = s->peak_slot;
+
+	if (__builtin_expect(slot == PEAK_SLOT_UNSET, 0)) {
+		slot = allocs__peak_slot(p, s);
+		/* A WebGPU device not seen yet is looked up again next time. */
+		if (slot != PEAK_SLOT_UNSET)
+			s->peak_slot = slot;
+	}
+	return slot < PEAK_SLOTS ? &p->peak[slot] : NULL;
+}
+
+/*
+ * Live bytes b of site stack ss (of site s) leave: the release windows take them, with why
+ * (tproc.cause_api, release_how). Windows of an earlier allocation restart here.
+ */
+static inline void allocs_note_release(struct tproc *p, struct site *s, struct site_stack *ss,
+				       uint64_t b)
+{
+	struct release_window *w = &s->rel;
+	uint8_t how = p->release_how < NR_RELEASE_HOW ? p->release_how : RELEASE_FREED;
+
+	if (w->epoch != p->c.allocs)
+		*w = (struct release_window){.epoch = p->c.allocs};
+	w->bytes[how] += b;
+	w->count[how]++;
+	w->api[how] = p->cause_api;
+	if (ss->rel_epoch != p->c.allocs) {
+		ss->rel_epoch = p->c.allocs;
+		ss->rel_bytes = ss->rel_count = 0;
+	}
+	ss->rel_bytes += b;
+	ss->rel_count++;
+}
+
 /* a's bytes into (sign 1) or out of (-1) every sum it is part of, by its flags. */
 static inline void allocs_account(struct tracker *t, struct tproc *p, struct alloc *a, int sign)
 {
 	struct site_stack *ss = &t->sstacks[a->sstack];
 	struct site *s = &t->sites[ss->site];
 	uint64_t b = a->size;
+	struct peak *pk;
 
 	allocs_mark_dirty(p, s, ss->site);
 	if (s->counts)
@@ -81,6 +121,14 @@ static inline void allocs_account(struct tracker *t, struct tproc *p, struct all
 		}
 		return;
 	}
+	/* The live set at the peak, lazily: a site stack's value then is the one it still has
+	 * at its first change after the peak (one compare per change, nothing per peak). */
+	pk = s->counts ? allocs_peak(p, s) : NULL;
+	if (pk && ss->peak_epoch != pk->epoch) {
+		ss->peak_epoch = pk->epoch;
+		ss->peak_bytes = ss->live_bytes;
+		ss->peak_count = ss->live_count;
+	}
 	ss->live_bytes += sign * b;
 	ss->live_count += sign;
 	s->live_bytes += sign * b;
@@ -93,6 +141,17 @@ static inline void allocs_account(struct tracker *t, struct tproc *p, struct all
 		s->layer_count += sign;
 	if (a->flags & AF_UNSIZED)
 		s->unsized += sign;
+	if (pk) {
+		pk->live_bytes += sign * b;
+		pk->live_count += sign;
+		if (pk->live_bytes > pk->bytes) {
+			pk->bytes = pk->live_bytes;
+			pk->count = pk->live_count;
+			pk->ts_ns = p->last_ts_ns;
+			pk->step = p->step;
+			pk->epoch++;
+		}
+	}
 	if (s->counts) {
 		p->live_bytes += sign * b;
 		p->live_count += sign;
@@ -122,6 +181,8 @@ static inline void allocs__release(struct tracker *t, struct tproc *p, struct al
 {
 	uint32_t site = tracker__alloc_site(t, a);
 
+	if (!(a->flags & AF_PENDING) && t->sites[site].counts)
+		allocs_note_release(p, &t->sites[site], &t->sstacks[a->sstack], a->size);
 	allocs_account(t, p, a, -1);
 	t->sites[site].frees++;
 	if (t->sites[site].counts) {
@@ -153,6 +214,8 @@ static inline int allocs__add(struct tracker *t, struct tproc *p, const struct a
 	if (t->sites[site].counts) {
 		p->c.allocs++;
 		p->c.alloc_bytes += a->size;
+		p->last_alloc_step = p->step;
+		p->last_alloc_ts_ns = a->ts_ns;
 		allocs_step_change_note(t, p, site, a->size, 0);
 	}
 	return 0;

@@ -331,6 +331,8 @@ static int apply_held(struct tracker *t, struct tproc *p, struct tthread *th,
 	for (i = 0; i < top && !err; i++) {
 		struct call_scope none = {0};
 
+		/* What goes while the tree is applied goes in its outermost call. */
+		p->cause_api = nodes[stack[i]].r->hdr.api;
 		err = apply_tree(t, p, nodes, stack[i], &none, NULL, true);
 	}
 cleanup:
@@ -500,6 +502,7 @@ int call_tree__apply(struct tracker *t, struct tproc *p, const struct gl_call_re
 	if (!api || api->op == OP_RENDEZVOUS)
 		return 0;
 	p->c.calls++;
+	p->cause_api = r->hdr.api;
 	th = threads__get(p, r->hdr.tid);
 	if (!th)
 		return -ENOMEM;

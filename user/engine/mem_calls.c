@@ -33,11 +33,15 @@ static int16_t device_of(struct tproc *p, const struct cat_api *api, const struc
 		const struct gl_desc_rec *d = (const struct gl_desc_rec *)r;
 		int32_t loc_type, id;
 
-		/* CUmemAllocationProp: location.type @8 (1 = device), location.id @12 */
+		/* CUmemAllocationProp: location.type @8, location.id @12. A host location
+		 * (CU_MEM_LOCATION_TYPE_HOST 2, _HOST_NUMA 3, _HOST_NUMA_CURRENT 4: NCCL's
+		 * ncclCuMemHostAlloc) is host memory, no device's: its id is a NUMA node. */
 		memcpy(&loc_type, d->desc + 8, sizeof(loc_type));
 		memcpy(&id, d->desc + 12, sizeof(id));
 		if (loc_type == 1)
 			return (int16_t)id;
+		if (loc_type >= 2 && loc_type <= 4)
+			return -1;
 	}
 	return threads__device(p, r->hdr.tid);
 }

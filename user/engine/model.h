@@ -26,6 +26,33 @@ enum owner_kind {
 };
 
 /*
+ * How live memory left a site: by the program's own free (a free, destroy or last release,
+ * an async free issued) or with its owner (a context destroyed, a device or primary context
+ * reset, a WebGPU device destroyed or released: pending.c, release_where).
+ */
+enum release_how {
+	RELEASE_FREED = 0,
+	RELEASE_OWNER = 1,
+	NR_RELEASE_HOW,
+};
+
+/*
+ * What left a site's live bytes since its process's latest allocation: the window opens at
+ * allocation number `epoch` (tproc.c.allocs then), and any later allocation of the process
+ * makes it stale (it restarts at the next release). When the process ends without
+ * allocating again, the window is what its shutdown released (allocs.h, allocs_note_release).
+ */
+struct release_window {
+	uint64_t epoch;
+	uint64_t bytes[NR_RELEASE_HOW], count[NR_RELEASE_HOW];
+	uint16_t api[NR_RELEASE_HOW]; /* outermost call of the latest release of each kind */
+};
+
+/* A site's slot of tproc.peak (allocs.h, allocs_peak_slot): not yet chosen, or none. */
+#define PEAK_SLOT_UNSET 0xff
+#define PEAK_SLOT_NONE	0xfe
+
+/*
  * Where allocations come from: (process, API, device, call site, owner). Live bytes per site
  * are kept up to date on every record, so reports and timelines never walk the allocations.
  */
@@ -54,6 +81,10 @@ struct site {
 	uint32_t sstacks;     /* first sstack (index), then their next; UINT32_MAX: none */
 	uint32_t sstack_last; /* the sstack used last: most calls of a site share a stack */
 	uint32_t step_change; /* its entry in the process's step_changes + 1, 0: none (checked) */
+	uint8_t peak_slot;    /* its device's tproc.peak slot, PEAK_SLOT_UNSET / _NONE */
+	uint8_t mem;	      /* enum cat_mem: the API's, but pinned host memory for a VMM
+			       * handle created on the host (device -1) */
+	struct release_window rel;
 	uint64_t allocs;
 	uint64_t alloc_bytes;
 	uint64_t frees;
@@ -75,6 +106,11 @@ struct site_stack {
 	bool cand_valid;
 	uint64_t live_bytes, live_count;
 	uint64_t pending_bytes, pending_count;
+	/* Live memory here when its device's live bytes were highest (tproc.peak): taken
+	 * lazily, at the first change after a new peak (peak_epoch: the peak it is of). */
+	uint64_t peak_epoch, peak_bytes, peak_count;
+	/* Live bytes that left since the process's latest allocation (struct release_window). */
+	uint64_t rel_epoch, rel_bytes, rel_count;
 };
 
 enum site_class {
@@ -218,6 +254,24 @@ struct proc_counters {
 	uint64_t unaddressed_bytes;
 };
 
+/*
+ * The highest live bytes of one device of a process (CUDA ordinal, WebGPU device, or the
+ * host) and when: the live set then is kept per site stack, lazily (site_stack.peak_*).
+ */
+struct peak {
+	uint64_t live_bytes, live_count; /* now */
+	uint64_t bytes, count;		 /* at the peak */
+	uint64_t ts_ns;
+	int64_t step;
+	uint64_t epoch; /* peaks reached so far: a site stack's peak_* are of this one when equal */
+};
+
+/* Slots of tproc.peak: CUDA devices 0..15, WebGPU devices wgpu#1..#16, the host. */
+#define PEAK_CUDA_SLOTS 16
+#define PEAK_WGPU_SLOTS 16
+#define PEAK_HOST_SLOT	(PEAK_CUDA_SLOTS + PEAK_WGPU_SLOTS)
+#define PEAK_SLOTS	(PEAK_HOST_SLOT + 1)
+
 struct tproc {
 	pid_t pid;
 	pid_t ppid;	 /* the traced process it was followed from, 0: none */
@@ -267,6 +321,14 @@ struct tproc {
 	uint32_t *dirty; /* sites whose live bytes changed since the last step */
 	size_t nr_dirty, cap_dirty;
 	struct tthread *last_thread; /* of the last record: most come from one thread */
+	/* The latest allocation (the shutdown of a process that ends begins after it). */
+	int64_t last_alloc_step;
+	uint64_t last_alloc_ts_ns;
+	/* Why memory that leaves now leaves: the outermost call being applied, and whether its
+	 * owner is being torn down (struct release_window). */
+	uint16_t cause_api;
+	uint8_t release_how;
+	struct peak peak[PEAK_SLOTS];
 };
 
 struct rules;
@@ -363,6 +425,65 @@ static inline const struct alloc *tracker__alloc(const struct tproc *p, uint8_t 
 static inline uint32_t tracker__alloc_site(const struct tracker *t, const struct alloc *a)
 {
 	return t->sstacks[a->sstack].site;
+}
+
+/*
+ * Whether p shut down: it ended (exit, exec) rather than being detached, so what it did after
+ * its latest allocation (frees on its way out, a reset, a device destroyed, the exit itself)
+ * is its shutdown, which the verdict judges apart from its steps.
+ */
+static inline bool tproc__shut_down(const struct tproc *p)
+{
+	return p->exited && p->c.allocs;
+}
+
+/* What site s released since its process's latest allocation (struct release_window). */
+static inline uint64_t site__released_bytes(const struct tproc *p, const struct site *s)
+{
+	return s->rel.epoch == p->c.allocs
+		   ? s->rel.bytes[RELEASE_FREED] + s->rel.bytes[RELEASE_OWNER]
+		   : 0;
+}
+
+static inline uint64_t site__released_count(const struct tproc *p, const struct site *s)
+{
+	return s->rel.epoch == p->c.allocs
+		   ? s->rel.count[RELEASE_FREED] + s->rel.count[RELEASE_OWNER]
+		   : 0;
+}
+
+/* Live bytes and count of site stack ss when its process made its latest allocation. */
+static inline uint64_t sstack__live_at_last_alloc(const struct tproc *p,
+						  const struct site_stack *ss)
+{
+	return ss->live_bytes + (ss->rel_epoch == p->c.allocs ? ss->rel_bytes : 0);
+}
+
+static inline uint64_t sstack__count_at_last_alloc(const struct tproc *p,
+						   const struct site_stack *ss)
+{
+	return ss->live_count + (ss->rel_epoch == p->c.allocs ? ss->rel_count : 0);
+}
+
+/* Live bytes of site stack ss at its device's peak (struct peak). */
+static inline uint64_t sstack__peak_bytes(const struct tproc *p, const struct site *s,
+					  const struct site_stack *ss)
+{
+	const struct peak *pk = s->peak_slot < PEAK_SLOTS ? &p->peak[s->peak_slot] : NULL;
+
+	if (!pk)
+		return 0;
+	return ss->peak_epoch == pk->epoch ? ss->peak_bytes : ss->live_bytes;
+}
+
+static inline uint64_t sstack__peak_count(const struct tproc *p, const struct site *s,
+					  const struct site_stack *ss)
+{
+	const struct peak *pk = s->peak_slot < PEAK_SLOTS ? &p->peak[s->peak_slot] : NULL;
+
+	if (!pk)
+		return 0;
+	return ss->peak_epoch == pk->epoch ? ss->peak_count : ss->live_count;
 }
 
 /* A label by index (tobj.label, site.label), "" for 0. */

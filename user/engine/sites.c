@@ -60,7 +60,13 @@ static uint32_t site_lookup(struct tracker *t, const struct site_key *k)
 		    t->rules->v[k->rule - 1].kind == RULE_PERSISTENT ? CLS_PERSISTENT : CLS_IGNORED;
 	else if (k->init)
 		s->cls = CLS_INIT;
-	s->counts = api && cat_mem_counts(api->mem) && k->owner_kind != OWNER_LAYER;
+	s->mem = api ? (uint8_t)api->mem : MEM_NONE;
+	/* cuMemCreate on a host location (NCCL's ncclCuMemHostAlloc): host memory the devices
+	 * can reach, never any device's (mem_calls.c, device_of). */
+	if (api && (api->flags & CAT_VMM_DEVICE) && k->device < 0)
+		s->mem = MEM_HOST_PINNED;
+	s->counts = cat_mem_counts(s->mem) && k->owner_kind != OWNER_LAYER;
+	s->peak_slot = PEAK_SLOT_UNSET;
 	return t->nr_sites++;
 }
 

@@ -28,6 +28,12 @@ struct trend {
 	/* Live bytes at the last quiescent point (no request in flight), not yet sampled. */
 	uint64_t settled;
 	bool in_settled;
+	/*
+	 * The value this trend was to be sampled with before the first settle after the
+	 * process's latest allocation (pre_epoch: that allocation's count + 1): with a request
+	 * in flight then, what its steps would have shown had the process stopped there.
+	 */
+	uint64_t pre, pre_epoch;
 };
 
 #define MAX_DEVICES 16
@@ -62,6 +68,10 @@ struct ptl {
 	int busy_steps;	   /* consecutive steps that ended with a request in flight */
 	uint32_t *settled; /* trends (indexes into tr) with a settled value to sample */
 	size_t nr_settled, cap_settled;
+	/* Allocations of the process seen so far, and whether a request was in flight at the
+	 * latest one (where its shutdown would begin). */
+	uint64_t allocs_seen;
+	bool alloc_inflight;
 	struct {
 		bool known;
 		bool proc_known;
@@ -248,6 +258,10 @@ static void settle(struct timeline *tl, struct ptl *p, struct tproc *tp)
 		tr = trend_get(p, tp->dirty[i]);
 		if (!tr)
 			continue;
+		if (tr->pre_epoch != tp->c.allocs + 1) {
+			tr->pre = tr->in_settled ? tr->settled : tr->last;
+			tr->pre_epoch = tp->c.allocs + 1;
+		}
 		tr->settled = s->live_bytes;
 		if (tr->in_settled)
 			continue;
@@ -444,6 +458,7 @@ void timeline__finish(struct timeline *tl, pid_t pid, uint64_t ts_ns)
 
 int timeline__on_record(struct timeline *tl, const struct gl_hdr *h)
 {
+	struct tproc *tp;
 	struct ptl *p;
 	size_t i;
 
@@ -471,8 +486,8 @@ int timeline__on_record(struct timeline *tl, const struct gl_hdr *h)
 	}
 	if (h->kind == GL_REC_DEVMEM) {
 		const struct gl_devmem_rec *d = (const struct gl_devmem_rec *)h;
-		struct tproc *tp = tracker__proc(tl->t, h->pid);
 
+		tp = tracker__proc(tl->t, h->pid);
 		p = ptl_get(tl, h->pid);
 		if (!p)
 			return -ENOMEM;
@@ -494,9 +509,12 @@ int timeline__on_record(struct timeline *tl, const struct gl_hdr *h)
 	if (!p->started)
 		start(tl, p, h->ts_ns);
 	advance_interval(tl, p, h->ts_ns);
+	tp = tracker__proc(tl->t, h->pid);
+	if (tp && tp->c.allocs != p->allocs_seen) {
+		p->allocs_seen = tp->c.allocs;
+		p->alloc_inflight = p->inflight > 0;
+	}
 	if (h->kind == GL_REC_NOTIFY && h->api == GL_API_MARKER_REQ_BEGIN) {
-		struct tproc *tp = tracker__proc(tl->t, h->pid);
-
 		/* Before the first request of a burst: what the last one left is settled. The
 		 * end marker fires at the entry of END, before the request's frees. */
 		if (p->inflight <= 0 && tp)
@@ -622,20 +640,65 @@ static int cmp_growth(const void *a, const void *b)
 }
 
 /*
+ * Where the steps of a process end for the growth judgement. A process that shut down
+ * (tproc__shut_down) is judged up to its latest allocation: what it released after it, on
+ * its way out (frees after the loop, a reset, a device destroyed or released, handles a
+ * runtime lets go at exit), is its shutdown, not a step, and cannot cancel the growth its
+ * steps had. The step of that allocation ends there, with each site's live bytes of that
+ * moment; the steps after it are not judged. A request in flight then keeps its working set
+ * out, as a step end would (the value its site had at the last quiescent point).
+ */
+struct cut {
+	bool on;
+	int64_t step;	/* of the latest allocation */
+	uint64_t ts_ns; /* when it was made */
+	const struct tproc *tp;
+};
+
+static void cut_of(const struct timeline *tl, pid_t pid, int64_t last, struct cut *c)
+{
+	const struct tproc *tp = tracker__proc(tl->t, pid);
+
+	memset(c, 0, sizeof(*c));
+	if (!tp || !tproc__shut_down(tp))
+		return;
+	c->on = true;
+	c->tp = tp;
+	c->step = tp->last_alloc_step < last ? tp->last_alloc_step : last;
+	c->ts_ns = tp->last_alloc_ts_ns;
+}
+
+/* A trend's value at the cut: what its step would have sampled, had the process ended there. */
+static uint64_t cut_value(const struct timeline *tl, const struct ptl *p, const struct cut *c,
+			  const struct trend *tr)
+{
+	const struct site *s = &tl->t->sites[tr->site];
+
+	if (!p->alloc_inflight)
+		return s->live_bytes + site__released_bytes(c->tp, s);
+	if (tr->pre_epoch == c->tp->c.allocs + 1)
+		return tr->pre;
+	return tr->in_settled ? tr->settled : tr->last;
+}
+
+/*
  * A growth leak: after the warm-up, the site's live bytes grew in at least K steps, ended
  * above where they were, and their floor rose: the lowest value of a late window is above
  * the lowest before it. The floor test is what tells a leak from a sawtooth (growth inside
- * a request that returns to its baseline when the request ends).
+ * a request that returns to its baseline when the request ends). Judged up to the cut.
  */
 static bool analyse(const struct timeline *tl, const struct ptl *p, const struct trend *tr,
-		    int64_t last, struct growth *g)
+		    int64_t last, const struct cut *c, struct growth *g)
 {
 	int64_t w = tl->o.warmup_steps, s, mid, n, first, base, win, max_gap = 0, last_drop = 0;
 	uint64_t floor_early = UINT64_MAX, floor_late = UINT64_MAX, *v;
 	int64_t grew = 0;
 	double *x, *xt, *y, r2t;
+	uint64_t at_cut = c->on ? cut_value(tl, p, c, tr) : 0;
 	size_t i, k;
 
+	if (c->on)
+		last = c->step;
 	/* Steps forgotten (TL_MAX_STEPS) are no part of the judgement. */
 	if (w < p->steps[0].step)
 		w = p->steps[0].step;
@@ -645,6 +708,8 @@ static bool analyse(const struct timeline *tl, const struct ptl *p, const struct
 	if (!v)
 		return false;
 	n = last - w + 1;
+	if (c->on)
+		v[n - 1] = at_cut;
 	/*
 	 * The late window must hold a whole period of any sawtooth: twice the longest climb
 	 * between two drops, at least K + 1 steps and a quarter of the run (at most half),
@@ -667,6 +732,10 @@ static bool analyse(const struct timeline *tl, const struct ptl *p, const struct
 	if (win > n / 2)
 		win = n / 2;
 	mid = n - win;
+	/* Periods too long for that (a run of two or three requests): the late window starts
+	 * at the last drop, so it holds the floor of the last period however far it got. */
+	if (2 * max_gap > n / 2 && last_drop > 0 && last_drop < mid)
+		mid = last_drop;
 	for (s = 0; s < n; s++) {
 		if (s < mid && v[s] < floor_early)
 			floor_early = v[s];
@@ -688,6 +757,8 @@ static bool analyse(const struct timeline *tl, const struct ptl *p, const struct
 	v = dense(tr, base, last);
 	if (!v)
 		return false;
+	if (c->on)
+		v[last - base] = at_cut;
 	first += w - base;
 	while (first > 0 && v[first - 1] < v[first])
 		first--;
@@ -712,6 +783,9 @@ static bool analyse(const struct timeline *tl, const struct ptl *p, const struct
 		x[i] = (double)step;
 		xt[i] =
 		    at >= 0 && (size_t)at < p->nr_steps ? (double)p->steps[at].t_end_ns / 1e9 : 0;
+		/* The cut step ends at the latest allocation, not where the shutdown ended it. */
+		if (c->on && step == last)
+			xt[i] = (double)c->ts_ns / 1e9;
 		y[i] = (double)v[first + i];
 	}
 	g->site = tr->site;
@@ -726,7 +800,7 @@ static bool analyse(const struct timeline *tl, const struct ptl *p, const struct
 		uint64_t reqs = 0;
 
 		for (i = 0; i < p->nr_steps; i++)
-			if (p->steps[i].step >= g->first_step)
+			if (p->steps[i].step >= g->first_step && p->steps[i].step <= last)
 				reqs += p->steps[i].requests;
 		if (reqs && g->end_bytes > g->start_bytes)
 			g->per_request = (double)(g->end_bytes - g->start_bytes) / reqs;
@@ -742,6 +816,7 @@ int timeline__growth(struct timeline *tl, pid_t pid, struct growth **out, size_t
 {
 	struct ptl *p = ptl_find(tl, pid);
 	struct growth *v;
+	struct cut c;
 	int64_t last;
 	size_t i;
 
@@ -750,11 +825,12 @@ int timeline__growth(struct timeline *tl, pid_t pid, struct growth **out, size_t
 	if (!p || !p->nr_steps || !p->nr_tr)
 		return 0;
 	last = p->steps[p->nr_steps - 1].step;
+	cut_of(tl, pid, last, &c);
 	v = calloc(p->nr_tr, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	for (i = 0; i < p->nr_tr; i++)
-		if (analyse(tl, p, &p->tr[i], last, &v[*n]))
+		if (analyse(tl, p, &p->tr[i], last, &c, &v[*n]))
 			(*n)++;
 	qsort(v, *n, sizeof(*v), cmp_growth);
 	*out = v;
@@ -783,6 +859,7 @@ void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, s
 	double rate[MAX_DEVICES] = {0}, step_s;
 	uint64_t live[MAX_DEVICES] = {0};
 	bool webgpu[MAX_DEVICES] = {false};
+	struct cut c;
 	size_t i;
 	int d;
 
@@ -795,14 +872,14 @@ void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, s
 		if (dev >= 0)
 			rate[dev] += g[i].slope_per_step;
 	}
+	cut_of(tl, pid, p->steps[p->nr_steps - 1].step, &c);
 	for (i = 0; i < tl->t->nr_sites; i++) {
 		const struct site *s = &tl->t->sites[i];
-		const struct cat_api *api = cat_by_api(s->api);
 		int dev = s->pid == pid ? proj_device(tl, pid, s) : -1;
 
-		if (dev >= 0 && s->counts && api &&
-		    (api->mem == MEM_DEVICE || api->mem == MEM_MANAGED))
-			live[dev] += s->live_bytes;
+		/* In use where the growth was judged: before the shutdown released it. */
+		if (dev >= 0 && s->counts && (s->mem == MEM_DEVICE || s->mem == MEM_MANAGED))
+			live[dev] += s->live_bytes + (c.on ? site__released_bytes(c.tp, s) : 0);
 		if (dev >= 0 && s->owner_kind == OWNER_DEVICE)
 			webgpu[dev] = true;
 	}

@@ -135,6 +135,7 @@ static struct tproc *proc_get(struct tracker *t, pid_t pid)
 		return NULL;
 	p->pid = pid;
 	p->step = -1;
+	p->last_alloc_step = -1;
 	if (t->rules && t->rules->n) {
 		p->rule_live = calloc(t->rules->n, sizeof(*p->rule_live));
 		if (!p->rule_live) {
