@@ -90,6 +90,8 @@ enum cli_key {
 	OPT_PROBE_AT_ENTRY,
 	OPT_DEBUG_DIR,
 	OPT_END,
+	OPT_FOLDED_GROWTH,
+	OPT_FOLDED_PEAK,
 };
 
 /* Hand the struct cli to every one of a command's children (its parser's ARGP_KEY_INIT). */
