@@ -7,7 +7,8 @@
 #   lib/libnccl.so.2                          with -lcuda/-lcudart/-lnccl, scenarios name the
 #                                             file)
 #   bin/<scenario>, bin/standin_selftest
-#   bin/wgpu, bin/wgpu_decode                 WebGPU scenarios on the real Dawn of npm
+#   bin/wgpu, bin/wgpu_decode,                WebGPU scenarios on the real Dawn of npm
+#   bin/wgpu_shutdown
 #                                             bun-webgpu-linux-x64 (scripts/install-deps.sh
 #                                             fetches it into $(GPULEAK_DEPS))
 # `make standins` builds all of it; `make standins-check` also runs the self-test and every
@@ -82,7 +83,7 @@ STANDIN_ALL := $(STANDIN_LIBS) $(STANDIN_LIBNCCL) $(RELOC_LIBCUDART) $(SCENARIO_
 GPULEAK_DEPS ?= /var/cache/gpuleak
 DAWN_LIBDIR := $(GPULEAK_DEPS)/npm/bun-webgpu-linux-x64@0.1.7/node_modules/bun-webgpu-linux-x64
 DAWN_LIB := $(DAWN_LIBDIR)/libwebgpu_wrapper.so
-WGPU_SCENARIOS := $(addprefix $(SCENARIO_BINDIR)/,wgpu wgpu_decode)
+WGPU_SCENARIOS := $(addprefix $(SCENARIO_BINDIR)/,wgpu wgpu_decode wgpu_shutdown)
 WGPU_UNKNOWN_LIB := $(STANDIN_LIBDIR)/libwgpu_unknown.so
 STANDIN_ALL += $(WGPU_UNKNOWN_LIB)
 ifneq ($(wildcard $(DAWN_LIB)),)

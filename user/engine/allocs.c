@@ -77,9 +77,34 @@ void allocs__set_flag(struct tracker *t, struct tproc *p, struct alloc *a, uint8
 	allocs_account(t, p, a, 1);
 }
 
+/*
+ * An allocation live at its device's peak moved from site stack from to to (a label came
+ * after the peak, which its creation may have made): the live set at the peak moves it too.
+ * After both accounts, so both stacks hold their value at the peak.
+ */
+static void peak_move(struct tracker *t, struct tproc *p, const struct alloc *a, uint32_t from,
+		      uint32_t to)
+{
+	struct site_stack *f = &t->sstacks[from], *e = &t->sstacks[to];
+	struct site *fs = &t->sites[f->site], *es = &t->sites[e->site];
+	const struct peak *pk;
+
+	if (!fs->counts || !es->counts || fs->peak_slot != es->peak_slot ||
+	    fs->peak_slot >= PEAK_SLOTS || (a->flags & AF_PENDING))
+		return;
+	pk = &p->peak[fs->peak_slot];
+	if (!pk->epoch || a->ts_ns > pk->ts_ns || f->peak_epoch != pk->epoch ||
+	    e->peak_epoch != pk->epoch || f->peak_count == 0 || f->peak_bytes < a->size)
+		return;
+	f->peak_bytes -= a->size;
+	f->peak_count--;
+	e->peak_bytes += a->size;
+	e->peak_count++;
+}
+
 void allocs__move(struct tracker *t, struct tproc *p, struct alloc *a, uint32_t ss)
 {
-	uint32_t from = tracker__alloc_site(t, a), to = t->sstacks[ss].site;
+	uint32_t from = tracker__alloc_site(t, a), to = t->sstacks[ss].site, from_ss = a->sstack;
 
 	allocs_account(t, p, a, -1);
 	t->sites[from].allocs--;
@@ -88,6 +113,7 @@ void allocs__move(struct tracker *t, struct tproc *p, struct alloc *a, uint32_t 
 	t->sites[to].allocs++;
 	t->sites[to].alloc_bytes += a->size;
 	allocs_account(t, p, a, 1);
+	peak_move(t, p, a, from_ss, ss);
 	step_change_move(t, p, from, to, a);
 }
 
