@@ -67,6 +67,8 @@ static int apply_op(struct tracker *t, struct tproc *p, const struct cat_api *ap
 			return mem_calls__alloc(t, p, api, r, scope);
 		if (api->op == OP_REALLOC)
 			return mem_calls__realloc(t, p, api, r, scope);
+		if (api->op == OP_VMM_RETAIN)
+			return mem_calls__retain(p, r);
 		break;
 	case GL_REC_ALLOC_FAIL:
 		/* A failure under an outer call is that call's failure, counted there. */

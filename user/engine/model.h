@@ -292,7 +292,8 @@ struct tproc {
 	size_t nr_pend, cap_pend;
 	struct hmap threads; /* tid -> struct tthread * */
 	struct hmap events;  /* cudaEvent/CUevent -> stream key of its last record */
-	struct hmap regrefs; /* NCCL registration handle -> references beyond the first */
+	struct hmap regrefs; /* (space, NCCL registration or VMM handle) -> references beyond
+			      * the first (mem_calls.c) */
 	uint64_t *freed;     /* recently freed addresses (mem_calls.c: FREED_SLOTS), or NULL */
 	struct hmap objs;    /* (space, handle) -> struct tobj * */
 	struct hmap queues;  /* queue handle -> struct tqueue * */
