@@ -74,7 +74,7 @@ SCENARIOS_CUDART := basic leak3 apis fail prealloc threads loop timeline hostlea
 # Linked against the stand-in driver alone.
 SCENARIOS_DRIVER := driver_alloc vmm
 SCENARIO_BINS := $(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_CUDART) $(SCENARIOS_DRIVER) \
-	nccl_comm dlopen realcudart realdriver stacks reloc)
+	nccl_comm dlopen realcudart realdriver stacks reloc torchlike)
 STANDIN_SELFTEST := $(SCENARIO_BINDIR)/standin_selftest
 STANDIN_ALL := $(STANDIN_LIBS) $(STANDIN_LIBNCCL) $(RELOC_LIBCUDART) $(SCENARIO_BINS) \
 	$(STANDIN_SELFTEST)
@@ -234,6 +234,20 @@ $(SCENARIO_BINDIR)/stacks: tests/scenarios/stacks.c tests/scenarios/scenario.h $
 		$(STACKS_HELPER) $(STACKS_NOFP) $(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
 	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< $(STANDIN_LIBCUDART) $(STACKS_HELPER) \
 		$(STACKS_NOFP) $(SCENARIO_RPATH) -pthread
+
+# A PyTorch-like library built as distributions build them (-O2 -fomit-frame-pointer) for
+# the `torchlike` scenario: stacks through code where %rbp is no frame pointer.
+TORCHLIKE_LIB := $(STANDIN_LIBDIR)/libtorchlike.so
+
+$(TORCHLIKE_LIB): tests/scenarios/torchlike_lib.c $(STANDIN_LIBCUDART) $(TESTS_BUILD_MK) \
+		| $(STANDIN_LIBDIR)
+	$(TESTS_CC) -std=gnu11 -O2 -fomit-frame-pointer $(TESTS_WARN) -I$(CUDA_INCLUDE) -fPIC \
+		-shared -fvisibility=hidden -Wl,-soname,libtorchlike.so -o $@ $< \
+		$(STANDIN_LIBCUDART) $(SCENARIO_RPATH)
+
+$(SCENARIO_BINDIR)/torchlike: tests/scenarios/torchlike.c tests/scenarios/scenario.h \
+		$(TORCHLIKE_LIB) $(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< $(TORCHLIKE_LIB) $(SCENARIO_RPATH) -pthread
 
 # Checks the stand-ins' own semantics; links the driver directly to reach it without cudart.
 $(STANDIN_SELFTEST): tests/standin/selftest.c $(STANDIN_LIBS) $(TESTS_BUILD_MK) \

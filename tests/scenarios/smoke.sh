@@ -47,7 +47,7 @@ nccl_modes="clean leak abort all split register memalloc config window threads g
 	    memfree hoststeps"
 scenarios=("basic 5 2 4096" "leak3" "apis" "fail" "prealloc 3" "threads 10" "loop 3 4096"
 	   "dlopen" "realcudart" "driver_alloc" "runtime_over_driver" "reloc 3 4096"
-	   "shutdown 4 4096 free" "shutdown 4 4096 reset" "shutdown 4 4096 exit 2")
+	   "shutdown 4 4096 free" "shutdown 4 4096 reset" "shutdown 4 4096 exit 2" "torchlike 3")
 for m in $vmm_modes; do scenarios+=("vmm $m"); done
 for m in $nccl_modes; do scenarios+=("nccl_comm $m"); done
 [ -x "$bindir/realnccl" ] && scenarios+=("realnccl")

@@ -168,6 +168,10 @@ static int sstack_path(const struct tracker *t, struct symbolizer *sym, const st
 	if (st && (st->flags & STACK_TRUNCATED)) {
 		p->truncated = true;
 		err = path_add(p, strdup("[truncated]"));
+	} else if (st && (st->flags & STACK_NO_FP) && st->nofp_from >= st->nr) {
+		/* the walk stopped at a function without a frame pointer: who called it is lost */
+		p->unreliable = true;
+		err = path_add(p, strdup("[callers unknown: no frame pointer]"));
 	}
 	for (i = st ? st->nr - 1 : -1; !err && i >= 0; i--) {
 		bool q = (st->flags & STACK_NO_FP) && i >= st->nofp_from;

@@ -480,17 +480,32 @@ static void print_odd_frees(struct report *r, const struct tproc *p)
 			p->c.unknown_frees, p->c.double_frees, p->c.addr_reuse, p->c.async_reuse);
 }
 
-/* Calls recorded without their stack: the graph names them by call site alone. */
+/*
+ * Calls recorded without their stack: the graph names them by call site alone. A walk that
+ * stopped short is no loss (the stack keeps what it found, and the graph says where it
+ * stopped); what is lost is a stack the maps had no room for (stack_fail: the kernel's
+ * bpf_get_stackid found both full) or whose hash bucket held another stack in both maps
+ * (stack_collision). Larger maps answer both.
+ */
 static void print_stacks_lost(struct report *r, const struct tproc *p)
 {
-	if (p->loss[GL_STAT_STACK_FAIL] + p->loss[GL_STAT_STACK_COLLISION])
+	uint64_t fail = p->loss[GL_STAT_STACK_FAIL], coll = p->loss[GL_STAT_STACK_COLLISION];
+
+	if (!fail && !coll)
+		return;
+	fprintf(r->out,
+		"stacks lost: %" PRIu64 " allocation calls recorded without their stack, named by "
+		"call site alone (",
+		fail + coll);
+	if (fail)
+		fprintf(r->out, "stack_fail=%" PRIu64 ": no room left in the stack maps%s", fail,
+			coll ? "; " : "");
+	if (coll)
 		fprintf(r->out,
-			"stacks lost: %" PRIu64 " allocation calls recorded "
-			"without their stack, named by call site alone (stack_fail=%" PRIu64
-			" stack_collision=%" PRIu64 "; --stack-entries holds "
-			"more)\n",
-			p->loss[GL_STAT_STACK_FAIL] + p->loss[GL_STAT_STACK_COLLISION],
-			p->loss[GL_STAT_STACK_FAIL], p->loss[GL_STAT_STACK_COLLISION]);
+			"stack_collision=%" PRIu64 ": their hash buckets held other stacks in both "
+			"maps",
+			coll);
+	fprintf(r->out, "): --stack-entries makes the maps larger\n");
 }
 
 void text__proc(struct report *r, const struct gate *gate, const struct proc_verdict *pv,
