@@ -67,11 +67,10 @@ uint8_t allocs__peak_slot(const struct tproc *p, const struct site *s)
 
 void allocs__set_flag(struct tracker *t, struct tproc *p, struct alloc *a, uint8_t flag)
 {
-	struct site_stack *ss = &t->sstacks[a->sstack];
-
 	/* A free issued (its bytes go from live to pending) is memory leaving. */
-	if (flag == AF_PENDING && !(a->flags & AF_PENDING) && t->sites[ss->site].counts)
-		allocs_note_release(p, &t->sites[ss->site], ss, a->size);
+	if (flag == AF_PENDING && !(a->flags & AF_PENDING) &&
+	    t->sites[t->sstacks[a->sstack].site].counts)
+		allocs_note_release(p, a->sstack, a->size);
 	allocs_account(t, p, a, -1);
 	a->flags |= flag;
 	allocs_account(t, p, a, 1);

@@ -76,26 +76,17 @@ static inline struct peak *allocs_peak(struct tproc *p, struct site *s)
 }
 
 /*
- * Live bytes b of site stack ss (of site s) leave: the release windows take them, with why
- * (tproc.cause_api, release_how). Windows of an earlier allocation restart here.
+ * Live bytes b of site stack ss leave: listed since the latest allocation (tproc.shut), with
+ * why (tproc.cause_api, release_how). Without room the entry is dropped: what a shutdown
+ * released then reads lower, nothing else changes.
  */
-static inline void allocs_note_release(struct tproc *p, struct site *s, struct site_stack *ss,
-				       uint64_t b)
+static inline void allocs_note_release(struct tproc *p, uint32_t ss, uint64_t b)
 {
-	struct release_window *w = &s->rel;
-	uint8_t how = p->release_how < NR_RELEASE_HOW ? p->release_how : RELEASE_FREED;
-
-	if (w->epoch != p->c.allocs)
-		*w = (struct release_window){.epoch = p->c.allocs};
-	w->bytes[how] += b;
-	w->count[how]++;
-	w->api[how] = p->cause_api;
-	if (ss->rel_epoch != p->c.allocs) {
-		ss->rel_epoch = p->c.allocs;
-		ss->rel_bytes = ss->rel_count = 0;
-	}
-	ss->rel_bytes += b;
-	ss->rel_count++;
+	if (__builtin_expect(p->nr_shut == p->cap_shut, 0) &&
+	    vec_grow((void **)&p->shut, &p->cap_shut, p->nr_shut, sizeof(*p->shut)))
+		return;
+	p->shut[p->nr_shut++] =
+	    (struct release){.sstack = ss, .api = p->cause_api, .how = p->release_how, .bytes = b};
 }
 
 /* a's bytes into (sign 1) or out of (-1) every sum it is part of, by its flags. */
@@ -182,7 +173,7 @@ static inline void allocs__release(struct tracker *t, struct tproc *p, struct al
 	uint32_t site = tracker__alloc_site(t, a);
 
 	if (!(a->flags & AF_PENDING) && t->sites[site].counts)
-		allocs_note_release(p, &t->sites[site], &t->sstacks[a->sstack], a->size);
+		allocs_note_release(p, a->sstack, a->size);
 	allocs_account(t, p, a, -1);
 	t->sites[site].frees++;
 	if (t->sites[site].counts) {
@@ -216,6 +207,7 @@ static inline int allocs__add(struct tracker *t, struct tproc *p, const struct a
 		p->c.alloc_bytes += a->size;
 		p->last_alloc_step = p->step;
 		p->last_alloc_ts_ns = a->ts_ns;
+		p->nr_shut = 0;
 		allocs_step_change_note(t, p, site, a->size, 0);
 	}
 	return 0;

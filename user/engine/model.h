@@ -37,15 +37,16 @@ enum release_how {
 };
 
 /*
- * What left a site's live bytes since its process's latest allocation: the window opens at
- * allocation number `epoch` (tproc.c.allocs then), and any later allocation of the process
- * makes it stale (it restarts at the next release). When the process ends without
- * allocating again, the window is what its shutdown released (allocs.h, allocs_note_release).
+ * Live memory that left since its process's latest allocation, one entry per allocation
+ * that went (tproc.shut): every allocation empties the list, so when the process ends it
+ * holds what its shutdown released (allocs.h, allocs_note_release). No longer than the
+ * allocations that were live, and in steady state a handful.
  */
-struct release_window {
-	uint64_t epoch;
-	uint64_t bytes[NR_RELEASE_HOW], count[NR_RELEASE_HOW];
-	uint16_t api[NR_RELEASE_HOW]; /* outermost call of the latest release of each kind */
+struct release {
+	uint32_t sstack;
+	uint16_t api; /* the outermost call it went in */
+	uint8_t how;  /* enum release_how */
+	uint64_t bytes;
 };
 
 /* A site's slot of tproc.peak (allocs.h, allocs_peak_slot): not yet chosen, or none. */
@@ -84,7 +85,6 @@ struct site {
 	uint8_t peak_slot;    /* its device's tproc.peak slot, PEAK_SLOT_UNSET / _NONE */
 	uint8_t mem;	      /* enum cat_mem: the API's, but pinned host memory for a VMM
 			       * handle created on the host (device -1) */
-	struct release_window rel;
 	uint64_t allocs;
 	uint64_t alloc_bytes;
 	uint64_t frees;
@@ -109,8 +109,6 @@ struct site_stack {
 	/* Live memory here when its device's live bytes were highest (tproc.peak): taken
 	 * lazily, at the first change after a new peak (peak_epoch: the peak it is of). */
 	uint64_t peak_epoch, peak_bytes, peak_count;
-	/* Live bytes that left since the process's latest allocation (struct release_window). */
-	uint64_t rel_epoch, rel_bytes, rel_count;
 };
 
 enum site_class {
@@ -325,8 +323,10 @@ struct tproc {
 	/* The latest allocation (the shutdown of a process that ends begins after it). */
 	int64_t last_alloc_step;
 	uint64_t last_alloc_ts_ns;
-	/* Why memory that leaves now leaves: the outermost call being applied, and whether its
-	 * owner is being torn down (struct release_window). */
+	/* What left since the latest allocation (struct release), and why memory that leaves
+	 * now leaves: the outermost call being applied, whether its owner is being torn down. */
+	struct release *shut;
+	size_t nr_shut, cap_shut;
 	uint16_t cause_api;
 	uint8_t release_how;
 	struct peak peak[PEAK_SLOTS];
@@ -436,34 +436,6 @@ static inline uint32_t tracker__alloc_site(const struct tracker *t, const struct
 static inline bool tproc__shut_down(const struct tproc *p)
 {
 	return p->exited && p->c.allocs;
-}
-
-/* What site s released since its process's latest allocation (struct release_window). */
-static inline uint64_t site__released_bytes(const struct tproc *p, const struct site *s)
-{
-	return s->rel.epoch == p->c.allocs
-		   ? s->rel.bytes[RELEASE_FREED] + s->rel.bytes[RELEASE_OWNER]
-		   : 0;
-}
-
-static inline uint64_t site__released_count(const struct tproc *p, const struct site *s)
-{
-	return s->rel.epoch == p->c.allocs
-		   ? s->rel.count[RELEASE_FREED] + s->rel.count[RELEASE_OWNER]
-		   : 0;
-}
-
-/* Live bytes and count of site stack ss when its process made its latest allocation. */
-static inline uint64_t sstack__live_at_last_alloc(const struct tproc *p,
-						  const struct site_stack *ss)
-{
-	return ss->live_bytes + (ss->rel_epoch == p->c.allocs ? ss->rel_bytes : 0);
-}
-
-static inline uint64_t sstack__count_at_last_alloc(const struct tproc *p,
-						   const struct site_stack *ss)
-{
-	return ss->live_count + (ss->rel_epoch == p->c.allocs ? ss->rel_count : 0);
 }
 
 /* Live bytes of site stack ss at its device's peak (struct peak). */

@@ -72,6 +72,9 @@ struct ptl {
 	 * latest one (where its shutdown would begin). */
 	uint64_t allocs_seen;
 	bool alloc_inflight;
+	/* The tracker's process of this timeline, once it has one: the same lifetime (a reused
+	 * pid gets a new one of each at the same record). */
+	struct tproc *tp;
 	struct {
 		bool known;
 		bool proc_known;
@@ -509,7 +512,9 @@ int timeline__on_record(struct timeline *tl, const struct gl_hdr *h)
 	if (!p->started)
 		start(tl, p, h->ts_ns);
 	advance_interval(tl, p, h->ts_ns);
-	tp = tracker__proc(tl->t, h->pid);
+	if (!p->tp)
+		p->tp = tracker__proc(tl->t, h->pid);
+	tp = p->tp;
 	if (tp && tp->c.allocs != p->allocs_seen) {
 		p->allocs_seen = tp->c.allocs;
 		p->alloc_inflight = p->inflight > 0;
@@ -653,19 +658,27 @@ struct cut {
 	int64_t step;	/* of the latest allocation */
 	uint64_t ts_ns; /* when it was made */
 	const struct tproc *tp;
+	struct released rel; /* what left after it, per site */
 };
 
-static void cut_of(const struct timeline *tl, pid_t pid, int64_t last, struct cut *c)
+/* 0 or -ENOMEM; cut_free frees what it holds. */
+static int cut_of(const struct timeline *tl, pid_t pid, int64_t last, struct cut *c)
 {
 	const struct tproc *tp = tracker__proc(tl->t, pid);
 
 	memset(c, 0, sizeof(*c));
 	if (!tp || !tproc__shut_down(tp))
-		return;
+		return 0;
 	c->on = true;
 	c->tp = tp;
 	c->step = tp->last_alloc_step < last ? tp->last_alloc_step : last;
 	c->ts_ns = tp->last_alloc_ts_ns;
+	return tproc__released(tl->t, tp, &c->rel);
+}
+
+static void cut_free(struct cut *c)
+{
+	released__free(&c->rel);
 }
 
 /* A trend's value at the cut: what its step would have sampled, had the process ended there. */
@@ -675,7 +688,7 @@ static uint64_t cut_value(const struct timeline *tl, const struct ptl *p, const 
 	const struct site *s = &tl->t->sites[tr->site];
 
 	if (!p->alloc_inflight)
-		return s->live_bytes + site__released_bytes(c->tp, s);
+		return s->live_bytes + c->rel.site_bytes[tr->site];
 	if (tr->pre_epoch == c->tp->c.allocs + 1)
 		return tr->pre;
 	return tr->in_settled ? tr->settled : tr->last;
@@ -825,13 +838,17 @@ int timeline__growth(struct timeline *tl, pid_t pid, struct growth **out, size_t
 	if (!p || !p->nr_steps || !p->nr_tr)
 		return 0;
 	last = p->steps[p->nr_steps - 1].step;
-	cut_of(tl, pid, last, &c);
-	v = calloc(p->nr_tr, sizeof(*v));
-	if (!v)
+	if (cut_of(tl, pid, last, &c))
 		return -ENOMEM;
+	v = calloc(p->nr_tr, sizeof(*v));
+	if (!v) {
+		cut_free(&c);
+		return -ENOMEM;
+	}
 	for (i = 0; i < p->nr_tr; i++)
 		if (analyse(tl, p, &p->tr[i], last, &c, &v[*n]))
 			(*n)++;
+	cut_free(&c);
 	qsort(v, *n, sizeof(*v), cmp_growth);
 	*out = v;
 	return 0;
@@ -872,17 +889,20 @@ void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, s
 		if (dev >= 0)
 			rate[dev] += g[i].slope_per_step;
 	}
-	cut_of(tl, pid, p->steps[p->nr_steps - 1].step, &c);
+	/* Without memory for the sums: the live bytes now, as before the cut existed. */
+	if (cut_of(tl, pid, p->steps[p->nr_steps - 1].step, &c))
+		c.on = false;
 	for (i = 0; i < tl->t->nr_sites; i++) {
 		const struct site *s = &tl->t->sites[i];
 		int dev = s->pid == pid ? proj_device(tl, pid, s) : -1;
 
 		/* In use where the growth was judged: before the shutdown released it. */
 		if (dev >= 0 && s->counts && (s->mem == MEM_DEVICE || s->mem == MEM_MANAGED))
-			live[dev] += s->live_bytes + (c.on ? site__released_bytes(c.tp, s) : 0);
+			live[dev] += s->live_bytes + (c.on ? c.rel.site_bytes[i] : 0);
 		if (dev >= 0 && s->owner_kind == OWNER_DEVICE)
 			webgpu[dev] = true;
 	}
+	cut_free(&c);
 	step_s = (double)(p->steps[p->nr_steps - 1].t_end_ns - p->steps[0].t_end_ns) / 1e9 /
 		 (double)(p->nr_steps - 1);
 	for (d = 0; d < MAX_DEVICES; d++) {

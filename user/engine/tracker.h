@@ -77,4 +77,18 @@ struct uncertainty {
 /* The error bounds of p's live bytes. 0 or -ENOMEM. */
 int tproc__uncertainty(const struct tracker *t, const struct tproc *p, struct uncertainty *u);
 
+/*
+ * What p released since its latest allocation (tproc.shut: its shutdown, once it ended),
+ * summed per site and per site stack of t (t->nr_sites, t->nr_sstacks entries, 0 where
+ * nothing went).
+ */
+struct released {
+	uint64_t *site_bytes, *site_count;
+	uint64_t *ss_bytes, *ss_count;
+};
+
+/* 0 or -ENOMEM (out zeroed). */
+int tproc__released(const struct tracker *t, const struct tproc *p, struct released *out);
+void released__free(struct released *r);
+
 #endif

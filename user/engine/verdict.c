@@ -185,18 +185,19 @@ static void release_add(struct shutdown_release *by, size_t *n, size_t max, uint
 	}
 }
 
-/* What site s of p released at shutdown, by how, into a list. */
-static void site_releases(const struct tproc *p, const struct site *s, struct shutdown_release *by,
-			  size_t *n, size_t max)
+/* What site (an index, or every site: UINT32_MAX) of p released at shutdown, by how. */
+static void site_releases(const struct tracker *t, const struct tproc *p, uint32_t site,
+			  struct shutdown_release *by, size_t *n, size_t max)
 {
-	int how;
+	size_t i;
 
-	if (s->rel.epoch != p->c.allocs)
-		return;
-	for (how = 0; how < NR_RELEASE_HOW; how++)
-		if (s->rel.count[how])
-			release_add(by, n, max, (uint8_t)how, s->rel.api[how], s->rel.bytes[how],
-				    s->rel.count[how]);
+	for (i = 0; i < p->nr_shut; i++) {
+		const struct release *e = &p->shut[i];
+
+		if (e->sstack < t->nr_sstacks &&
+		    (site == UINT32_MAX || t->sstacks[e->sstack].site == site))
+			release_add(by, n, max, e->how, e->api, e->bytes, 1);
+	}
 }
 
 /* The process's shutdown: where it began, and what went in it. */
@@ -208,31 +209,32 @@ static int judge_shutdown(const struct judging *j, struct proc_verdict *pv)
 
 	if (!tproc__shut_down(p))
 		return 0;
+	if (tproc__released(j->t, p, &sd->rel))
+		return -ENOMEM;
 	sd->on = true;
 	sd->step = p->last_alloc_step;
 	sd->ts_ns = p->last_alloc_ts_ns;
 	for (i = 0; i < j->t->nr_sites; i++) {
 		const struct site *s = &j->t->sites[i];
-		uint64_t rb, rc;
 
 		if (s->pid != p->pid || !s->counts)
 			continue;
-		rb = site__released_bytes(p, s);
-		rc = site__released_count(p, s);
-		sd->live_bytes += s->live_bytes + rb;
-		sd->live_count += s->live_count + rc;
-		sd->released_bytes += rb;
-		sd->released_count += rc;
-		site_releases(p, s, sd->by, &sd->nr_by, SHUTDOWN_RELEASES);
+		sd->live_bytes += s->live_bytes + sd->rel.site_bytes[i];
+		sd->live_count += s->live_count + sd->rel.site_count[i];
+		sd->released_bytes += sd->rel.site_bytes[i];
+		sd->released_count += sd->rel.site_count[i];
 	}
+	site_releases(j->t, p, UINT32_MAX, sd->by, &sd->nr_by, SHUTDOWN_RELEASES);
 	return 0;
 }
 
+/* What one site stack (index ss) holds at the moment a list is of. */
+typedef void (*stack_value_fn)(const struct tracker *t, const struct proc_verdict *pv, uint32_t ss,
+			       uint64_t *bytes, uint64_t *count);
+
 /* A site's stacks into a list of at most VERDICT_STACKS, largest first; *total their bytes. */
-static int stacks_of(const struct tracker *t, const struct site *s,
-		     void (*value)(const struct tproc *p, const struct site *s,
-				   const struct site_stack *ss, uint64_t *bytes, uint64_t *count),
-		     const struct tproc *p, struct stack_bytes **out, size_t *n, uint64_t *total)
+static int stacks_of(const struct tracker *t, const struct proc_verdict *pv, const struct site *s,
+		     stack_value_fn value, struct stack_bytes **out, size_t *n, uint64_t *total)
 {
 	struct stack_bytes *v = NULL;
 	size_t cap = 0, k;
@@ -243,7 +245,7 @@ static int stacks_of(const struct tracker *t, const struct site *s,
 	for (i = s->sstacks; i != UINT32_MAX; i = t->sstacks[i].next) {
 		uint64_t bytes, count;
 
-		value(p, s, &t->sstacks[i], &bytes, &count);
+		value(t, pv, i, &bytes, &count);
 		if (!count)
 			continue;
 		*total += bytes;
@@ -265,19 +267,22 @@ static int stacks_of(const struct tracker *t, const struct site *s,
 }
 
 /* A site stack's memory at the end of the judged steps: before a shutdown released it. */
-static void at_judged_end(const struct tproc *p, const struct site *s, const struct site_stack *ss,
+static void at_judged_end(const struct tracker *t, const struct proc_verdict *pv, uint32_t ss,
 			  uint64_t *bytes, uint64_t *count)
 {
-	(void)s;
-	*bytes = tproc__shut_down(p) ? sstack__live_at_last_alloc(p, ss) : ss->live_bytes;
-	*count = tproc__shut_down(p) ? sstack__count_at_last_alloc(p, ss) : ss->live_count;
+	const struct released *r = &pv->shutdown.rel;
+
+	*bytes = t->sstacks[ss].live_bytes + (pv->shutdown.on ? r->ss_bytes[ss] : 0);
+	*count = t->sstacks[ss].live_count + (pv->shutdown.on ? r->ss_count[ss] : 0);
 }
 
-static void at_peak(const struct tproc *p, const struct site *s, const struct site_stack *ss,
+static void at_peak(const struct tracker *t, const struct proc_verdict *pv, uint32_t ss,
 		    uint64_t *bytes, uint64_t *count)
 {
-	*bytes = sstack__peak_bytes(p, s, ss);
-	*count = sstack__peak_count(p, s, ss);
+	const struct site_stack *x = &t->sstacks[ss];
+
+	*bytes = sstack__peak_bytes(pv->p, &t->sites[x->site], x);
+	*count = sstack__peak_count(pv->p, &t->sites[x->site], x);
 }
 
 /* How each growth leak's memory ended, and the stacks it grew at. */
@@ -300,11 +305,11 @@ static int judge_growth_ends(const struct judging *j, struct proc_verdict *pv)
 		ge->live_bytes = s->live_bytes;
 		ge->live_count = s->live_count;
 		if (pv->shutdown.on) {
-			ge->released_bytes = site__released_bytes(p, s);
-			ge->released_count = site__released_count(p, s);
-			site_releases(p, s, ge->by, &ge->nr_by, NR_RELEASE_HOW);
+			ge->released_bytes = pv->shutdown.rel.site_bytes[g->site];
+			ge->released_count = pv->shutdown.rel.site_count[g->site];
+			site_releases(j->t, p, g->site, ge->by, &ge->nr_by, SHUTDOWN_RELEASES);
 		}
-		if (stacks_of(j->t, s, at_judged_end, p, &ge->stacks, &ge->nr_stacks, &total))
+		if (stacks_of(j->t, pv, s, at_judged_end, &ge->stacks, &ge->nr_stacks, &total))
 			return -ENOMEM;
 		/* The slope shared by bytes: what each stack holds of the memory that grew. */
 		for (k = 0; total && k < ge->nr_stacks; k++)
@@ -324,9 +329,10 @@ static int cmp_peak_sites(const void *a, const void *b)
 }
 
 /* One device's peak: its sites then, largest first. */
-static int peak_view(const struct judging *j, const struct tproc *p, uint8_t slot,
+static int peak_view(const struct judging *j, const struct proc_verdict *pv, uint8_t slot,
 		     struct peak_view *pw)
 {
+	const struct tproc *p = pv->p;
 	const struct peak *pk = &p->peak[slot];
 	size_t cap = 0, i;
 	uint64_t total;
@@ -355,7 +361,7 @@ static int peak_view(const struct judging *j, const struct tproc *p, uint8_t slo
 		}
 		if (!ps.count)
 			continue;
-		if (stacks_of(j->t, s, at_peak, p, &ps.stacks, &ps.nr_stacks, &total) ||
+		if (stacks_of(j->t, pv, s, at_peak, &ps.stacks, &ps.nr_stacks, &total) ||
 		    vec_grow((void **)&pw->sites, &cap, pw->nr_sites, sizeof(*pw->sites))) {
 			free(ps.stacks);
 			while (pw->nr_sites)
@@ -383,7 +389,7 @@ static int judge_peaks(const struct judging *j, struct proc_verdict *pv)
 			continue;
 		if (vec_grow((void **)&pv->peaks, &cap, pv->nr_peaks, sizeof(*pv->peaks)))
 			return -ENOMEM;
-		if (peak_view(j, p, slot, &pv->peaks[pv->nr_peaks]))
+		if (peak_view(j, pv, slot, &pv->peaks[pv->nr_peaks]))
 			return -ENOMEM;
 		pv->nr_peaks++;
 	}
@@ -512,6 +518,7 @@ static void proc_free(struct proc_verdict *pv)
 		free(pv->peaks[i].sites);
 	}
 	free(pv->peaks);
+	released__free(&pv->shutdown.rel);
 	free(pv->gate);
 }
 

@@ -88,6 +88,7 @@ struct shutdown {
 	uint64_t released_bytes, released_count;       /* released after it */
 	struct shutdown_release by[SHUTDOWN_RELEASES]; /* largest first, by (how, api) */
 	size_t nr_by;
+	struct released rel; /* what went, per site and site stack */
 };
 
 /* The memory of one site stack, at a moment a list is of (growth: its end; peak: the peak). */
@@ -108,7 +109,7 @@ struct stack_bytes {
 struct growth_end {
 	uint64_t live_bytes, live_count;	 /* live at the end */
 	uint64_t released_bytes, released_count; /* released at shutdown */
-	struct shutdown_release by[NR_RELEASE_HOW];
+	struct shutdown_release by[SHUTDOWN_RELEASES];
 	size_t nr_by;
 	struct stack_bytes *stacks;
 	size_t nr_stacks;
