@@ -4,8 +4,10 @@
  * (alloc_table.c). An allocation enters in the site stack sites.c assigned it, and its bytes
  * join the sums this file keeps up to date on every record: live and pending bytes of its
  * sstack, site and process, of its class and rule, the sites changed since the timeline last
- * sampled, and the step's changes per site; a flag (pending, released while mapped) moves
- * them, a release takes them out. What a call means, and when memory goes, is decided above
+ * sampled, the step's changes per site, its device's live bytes and their peak (with each
+ * sstack's bytes then, taken lazily), and what left since the process's latest allocation
+ * (tproc.shut); a flag (pending, released while mapped) moves them, a release takes them
+ * out. What a call means, and when memory goes, is decided above
  * (mem_calls.c, pending.c, gpu_objects.c, wgpu_objects.c). This is the consumer's hot path:
  * what runs per allocation and free (adding, releasing, the sums) is inline in allocs.h,
  * so that it costs no call in the modules above; this file holds the rest.

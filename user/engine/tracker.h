@@ -14,8 +14,9 @@
  *   sites.c         sites and site stacks: interning, and the class rules put them in
  *   violations.c    rule violations (tproc.viols): once=, max=, release=session-end
  *   allocs.c        the sums: what an allocation entering or leaving the table does to the
- *                   live and pending bytes of its site stack, site, process, class, rule
- *                   and step
+ *                   live and pending bytes of its site stack, site, process, class, rule,
+ *                   step and device (its peak), and the list of what left since the
+ *                   process's latest allocation
  *   pending.c       frees that complete later (tproc.pend): deferred rules, streams,
  *                   events, queues, windows; memory that goes while its free is pending
  *   gpu_objects.c   CUDA contexts and devices, NCCL communicators, VMM mappings
