@@ -348,6 +348,7 @@ int main(int argc, char **argv)
 	    .hdr = {.size = sizeof(loss), .kind = GL_REC_LOSS, .pid = PID, .tid = PID}};
 	struct capture_stats st;
 	const char *path = NULL;
+	char why[256];
 	int opt, err;
 
 	while ((opt = getopt_long(argc, argv, "o:n:s:", longopts, NULL)) != -1) {
@@ -377,9 +378,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "capture_gen: -o FILE is required\n");
 		return 2;
 	}
-	err = capture__create(path, &o, &g.c);
+	err = capture__create(path, &o, &g.c, why, sizeof(why));
 	if (err) {
-		fprintf(stderr, "capture_gen: %s: %s\n", path, strerror(-err));
+		fprintf(stderr, "capture_gen: %s: %s\n", path, why);
 		return 1;
 	}
 	sites_init(&g);

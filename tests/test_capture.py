@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """Capture now, analyse later: `gpuleak record` writes a capture of a real traced process,
 `gpuleak report` analyses it offline. The same records give the same verdict live and
-offline; a capture cut short reads up to its last whole block; a corrupt one is a one-line
-error naming the offset, never a crash."""
+offline; a capture cut short reads up to its last whole block; a damaged one up to the
+damaged block, exit 1, one line naming where; a corrupt header is a one-line error naming
+the offset; never a crash."""
 import os
 import re
 import shutil
@@ -435,7 +436,11 @@ def truncated_at_every_block_boundary_and_inside_blocks():
 
 
 @test
-def bit_flips_are_errors_naming_the_offset():
+def bit_flips_report_what_comes_before_the_damage():
+    """A flip in the file header is an error, one line naming the offset. A flip in a block
+    (its header or its payload: CRCs catch either) was an error too, the whole capture lost:
+    now the blocks before it are reported, exit 1, with one line saying where the damage
+    starts (block number, byte offset, what is wrong), and the verdicts say so too."""
     r = record(["--", scenario("loop"), "4", "65536"], extra=["--block-size", "512"])
     bad = tmpfile(".glc")
     try:
@@ -452,10 +457,38 @@ def bit_flips_are_errors_naming_the_offset():
             rep = report(bad, expect_rc=None)
             eq(rep.rc, 1, f"flip at {at}: exit code (stderr {rep.err})")
             lines = rep.err.strip().splitlines()
-            eq(len(lines), 1, f"flip at {at}: one line: {rep.err}")
-            check(re.match(r"gpuleak: .*: (offset \d+: .+|.*not a gpuleak capture.*)$",
-                           lines[0]), f"flip at {at}: names the offset: {rep.err}")
-            eq(rep.records, [], f"flip at {at}: no verdict from a corrupt capture")
+            if at < 264:
+                eq(len(lines), 1, f"flip at {at}: one line: {rep.err}")
+                check(re.match(r"gpuleak: .*: (offset \d+: .+|.*not a gpuleak capture.*)$",
+                               lines[0]), f"flip at {at}: names the offset: {rep.err}")
+                eq(rep.records, [], f"flip at {at}: no verdict without a header")
+                continue
+            k = max(n for n, (o, _, _, _) in enumerate(bl) if o <= at)
+            off = bl[k][0]
+            before = sum(c for o, t, _, c in bl[:k] if t == "RECORDS")
+            m = [re.fullmatch(r"gpuleak: (.*): damaged from block (\d+) at offset (\d+) "
+                              r"\((.+)\); reporting the (\d+) records before it", line)
+                 for line in lines]
+            m = [x for x in m if x]
+            eq(len(m), 1, f"flip at {at}: one line for the damage: {rep.err}")
+            eq((m[0].group(1), int(m[0].group(2)), int(m[0].group(3)), int(m[0].group(5))),
+               (bad, k + 1, off, before), f"flip at {at}: where, and what is reported")
+            if not before:
+                continue
+            c = rep.verdict()["capture"]
+            eq((c["truncated"], c["truncated_at"], c["damaged_at"], c["damaged_block"],
+                c["records"], c["damage"]), (True, off, off, k + 1, before, m[0].group(4)),
+               f"flip at {at}: the verdict's capture member")
+        # --blocks: the blocks before the damage, then the damage, exit 1
+        k = next(n for n, b in enumerate(bl) if b[1] == "RECORDS" and n > 0)
+        data[bl[k][0] + 28] ^= 1
+        open(bad, "wb").write(data)
+        p = run_plain([gl(), "report", "--blocks", bad])
+        eq(p.returncode, 1, f"--blocks of a damaged capture ({p.stderr})")
+        eq(len([line for line in p.stdout.splitlines() if re.match(r"\s+\d+\s+[A-Z]+ ", line)]),
+           k, "the blocks before it listed")
+        eq(p.stderr, f"gpuleak: {bad}: damaged from block {k + 1} at offset {bl[k][0]} "
+           f"(RECORDS block: payload CRC mismatch (corrupt data))\n", "--blocks says where")
     finally:
         r.cleanup()
         if os.path.exists(bad):
@@ -549,7 +582,7 @@ def record_and_report_usage():
     for args, needle in ((["record", "--", "true"], "record needs -o FILE"),
                          (["record", "-o", "/tmp/x.glc"], "record needs -p PID or a command"),
                          (["record", "-o", "/tmp/x.glc", "-p", "1", "--", "true"],
-                          "record needs -p PID or a command"),
+                          "record takes -p PID or a command, not both"),
                          (["report"], "report needs a capture file"),
                          (["report", "a", "b"], "report reads one capture file")):
         p = run_plain([gl()] + args)

@@ -84,7 +84,7 @@ int main(int argc, char **argv)
 	if (!err)
 		err = capture_reader__open(argv[1], 0, &r);
 	if (!err)
-		err = capture__create(argv[2], &o, &c);
+		err = capture__create(argv[2], &o, &c, NULL, 0);
 	if (!err)
 		err = capture_reader__read(r, &v, c);
 	if (!err && !capture_reader__truncated(r, NULL))

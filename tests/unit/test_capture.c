@@ -310,7 +310,7 @@ static int make_capture(const char *path, size_t n, union rec_buf **recs, uint8_
 
 	*recs = calloc(n ? n : 1, sizeof(**recs));
 	*buf = NULL;
-	err = *recs ? capture__create(path, &o, &c) : -ENOMEM;
+	err = *recs ? capture__create(path, &o, &c, NULL, 0) : -ENOMEM;
 	if (err)
 		goto cleanup;
 	err = capture__add_process(c, &p);
@@ -381,9 +381,9 @@ static void file_round_trip(void)
 		struct capture *c = NULL;
 		struct capture_opts o = {};
 
-		CHECK(capture__create(path, &o, &c) == -EEXIST, "existing file refused");
+		CHECK(capture__create(path, &o, &c, NULL, 0) == -EEXIST, "existing file refused");
 		o.force = true;
-		CHECK(!capture__create(path, &o, &c), "--force replaces");
+		CHECK(!capture__create(path, &o, &c, NULL, 0), "--force replaces");
 		capture__free(c);
 	}
 cleanup:
@@ -394,8 +394,15 @@ cleanup:
 	free(buf);
 }
 
+/* Where a read found damage: the offset and number of the block, 0 when none. */
+struct damage {
+	uint64_t at;
+	uint32_t block;
+};
+
 /* Read a buffer; returns the reader's result, records through s. */
-static int read_mem(const uint8_t *buf, size_t len, struct seen *s, bool *truncated)
+static int read_mem_damaged(const uint8_t *buf, size_t len, struct seen *s, bool *truncated,
+			    struct damage *d)
 {
 	struct capture_reader *r = NULL;
 	int err;
@@ -406,10 +413,17 @@ static int read_mem(const uint8_t *buf, size_t len, struct seen *s, bool *trunca
 		err = capture_reader__read(r, &seen_visitor, s);
 	if (!err && truncated)
 		*truncated = capture_reader__truncated(r, NULL);
+	if (!err && d && !capture_reader__damaged(r, &d->at, &d->block))
+		*d = (struct damage){};
 	if (err)
 		CHECK(capture_reader__error(r)[0], "an error says why");
 	capture_reader__free(r);
 	return err;
+}
+
+static int read_mem(const uint8_t *buf, size_t len, struct seen *s, bool *truncated)
+{
+	return read_mem_damaged(buf, len, s, truncated, NULL);
 }
 
 static void cut_anywhere(void)
@@ -464,15 +478,38 @@ static bool in_header(const uint8_t *buf, size_t len, size_t i)
 	return false;
 }
 
-/* Every bit of every header, one bit (rotating) of every payload byte: CRCs and the
- * END block's totals leave no place where a flip reads as a good file. */
-static void every_bit_flip_is_an_error(void)
+/* The block byte i is in: its offset, its number (1-based), the records before it. */
+static void block_of(const uint8_t *buf, size_t len, size_t i, struct damage *d,
+		     size_t *records_before)
+{
+	size_t off = CAPTURE_HDR_SIZE, next;
+
+	*d = (struct damage){.at = off, .block = 1};
+	*records_before = 0;
+	while (off + CAPTURE_BLOCK_HDR_SIZE <= len) {
+		next = off + CAPTURE_BLOCK_HDR_SIZE + get_le32(buf + off + BO_STORED_LEN);
+		if (i < next)
+			return;
+		if (buf[off + BO_TYPE] == CB_RECORDS)
+			*records_before += get_le32(buf + off + BO_COUNT);
+		off = next;
+		*d = (struct damage){.at = off, .block = d->block + 1};
+	}
+}
+
+/*
+ * Every bit of every header, one bit (rotating) of every payload byte: CRCs and the END
+ * block's totals leave no place where a flip reads as a good file. A flip in the file header
+ * is an error; one in a block damages the file from that block on, named by its offset and
+ * number, and exactly the records of the whole blocks before it are read.
+ */
+static void every_bit_flip_is_noticed_where_it_is(void)
 {
 	char path[64];
 	union rec_buf *recs = NULL;
 	uint8_t *buf = NULL;
 	struct seen s = {};
-	size_t len, i;
+	size_t len, i, before;
 	int bit, failures = 0;
 
 	snprintf(path, sizeof(path), "%s/flip.glc", dir);
@@ -481,12 +518,29 @@ static void every_bit_flip_is_an_error(void)
 			goto cleanup;
 		for (i = 0; i < len && failures < 5; i++) {
 			bool all = in_header(buf, len, i);
+			struct damage want, got;
 
+			block_of(buf, len, i, &want, &before);
 			for (bit = all ? 0 : i % 8; bit < (all ? 8 : (int)(i % 8) + 1); bit++) {
+				int err;
+
 				buf[i] ^= 1 << bit;
-				failures += !CHECK(read_mem(buf, len, &s, NULL) < 0,
-						   "flip of bit %d at %zu (of %zu, %s) unnoticed",
-						   bit, i, len, store ? "stored" : "zlib");
+				err = read_mem_damaged(buf, len, &s, NULL, &got);
+				if (i < CAPTURE_HDR_SIZE) {
+					failures += !CHECK(err < 0,
+							   "flip of bit %d at %zu (of %zu, "
+							   "%s) in the header unnoticed",
+							   bit, i, len, store ? "stored" : "zlib");
+				} else {
+					failures += !CHECK(
+					    !err && got.at == want.at && got.block == want.block &&
+						s.n == before,
+					    "flip of bit %d at %zu (of %zu, %s): damage at %" PRIu64
+					    " (block %u), %zu records; expected %" PRIu64
+					    " (block %u), %zu",
+					    bit, i, len, store ? "stored" : "zlib", got.at,
+					    got.block, s.n, want.at, want.block, before);
+				}
 				buf[i] ^= 1 << bit;
 			}
 		}
@@ -572,7 +626,8 @@ int main(void)
 	    {"capture_codec_typical_stream_size", codec_typical_stream_size},
 	    {"capture_file_round_trip", file_round_trip},
 	    {"capture_cut_anywhere_reads_whole_blocks", cut_anywhere},
-	    {"capture_every_bit_flip_is_an_error", every_bit_flip_is_an_error},
+	    {"capture_every_bit_flip_is_noticed_where_it_is",
+	     every_bit_flip_is_noticed_where_it_is},
 	    {"capture_bad_files", bad_files},
 	    {"capture_symbolizer_offline", symbolizer_offline},
 	};

@@ -130,12 +130,15 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-int capture__create(const char *path, const struct capture_opts *opts, struct capture **out)
+int capture__create(const char *path, const struct capture_opts *opts, struct capture **out,
+		    char *why, size_t whylen)
 {
 	struct capture *c;
 	int err;
 
 	*out = NULL;
+	if (why && whylen)
+		why[0] = 0;
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
@@ -148,8 +151,13 @@ int capture__create(const char *path, const struct capture_opts *opts, struct ca
 	err = rec_enc__init(&c->enc);
 	if (err)
 		goto cleanup;
-	/* Never an existing file unless forced: a capture is evidence, not scratch. */
-	err = outfile__open(path, opts->force ? OUTFILE_REPLACE : OUTFILE_NEW, &c->file);
+	/*
+	 * Never an existing file unless forced: a capture is evidence, not scratch. A new one is
+	 * written in place (readable while it grows, INCOMPLETE until the end); a forced one
+	 * beside the old file, which it replaces only once finished.
+	 */
+	err =
+	    outfile__open(path, opts->force ? OUTFILE_REPLACE : OUTFILE_NEW, &c->file, why, whylen);
 	if (err)
 		goto cleanup;
 	c->fd = outfile__fd(c->file);
@@ -162,6 +170,8 @@ int capture__create(const char *path, const struct capture_opts *opts, struct ca
 	*out = c;
 	return 0;
 cleanup:
+	if (why && whylen && !why[0])
+		snprintf(why, whylen, "%s", strerror(-err));
 	capture__discard(c);
 	return err;
 }
@@ -186,8 +196,9 @@ void capture__free(struct capture *c)
 {
 	if (!c)
 		return;
-	/* What was written is on disk already (blocks go out whole): closing keeps it. */
-	outfile__commit(c->file);
+	/* What was written is on disk already (blocks go out whole): closing keeps it where it
+	 * is, in place (finished or not) or beside a file it was not finished to replace. */
+	outfile__close(c->file);
 	capture_release(c);
 }
 
@@ -207,6 +218,11 @@ uint64_t capture__t0_ns(const struct capture *c)
 const char *capture__path(const struct capture *c)
 {
 	return outfile__path(c->file);
+}
+
+const char *capture__temp_path(const struct capture *c)
+{
+	return outfile__temp_path(c->file);
 }
 
 /* A failed write leaves a partial block: cut it off, so the file ends at a whole block. */
@@ -510,7 +526,11 @@ int capture__finish(struct capture *c)
 	 * those that look no further, and where the file must end. */
 	if (pwrite(c->fd, c->hdr, sizeof(c->hdr), 0) != (ssize_t)sizeof(c->hdr) || fsync(c->fd))
 		return fail(c, errno ? -errno : -EIO);
-	return 0;
+	/* Whole: now it may replace what --force was told to replace. */
+	err = outfile__place(c->file);
+	if (err)
+		c->err = err;
+	return err;
 }
 
 void capture__stats(const struct capture *c, struct capture_stats *st)

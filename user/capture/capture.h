@@ -95,10 +95,13 @@ struct capture_proc {
 
 /*
  * Create path (lib/outfile: mode 0600, since it names code paths of someone's process; under
- * sudo the invoking user's) and write the header with INCOMPLETE set. Never follows a symlink
- * at path; an existing file is -EEXIST unless opts->force. 0 or -errno.
+ * sudo the invoking user's) and write the header with INCOMPLETE set. Never through a
+ * symlink, never over anything but a regular file; an existing file is -EEXIST unless
+ * opts->force, and then it is replaced only when capture__finish succeeds (the new capture is
+ * written beside it until then). 0, or -errno with why (for "cannot create PATH: WHY").
  */
-int capture__create(const char *path, const struct capture_opts *opts, struct capture **out);
+int capture__create(const char *path, const struct capture_opts *opts, struct capture **out,
+		    char *why, size_t whylen);
 /*
  * Append one record to the RECORDS block being built; writes the block out when it is full
  * or a second (of record time) old. After a write error every call returns that error and
@@ -116,9 +119,11 @@ bool capture__has_symbol(const struct capture *c, uint32_t pid, uint64_t addr);
 int capture__add_stack(struct capture *c, const struct ustack *st);
 /* Write what is buffered (records, symbols) now. */
 int capture__flush(struct capture *c);
-/* Flush, append the END block, clear INCOMPLETE. 0 or the first error of the session. */
+/* Flush, append the END block, clear INCOMPLETE, and put the file in place (over the file
+ * --force replaces). 0 or the first error of the session. */
 int capture__finish(struct capture *c);
-/* Frees; a capture not finished stays INCOMPLETE on disk. Accepts NULL. */
+/* Frees; a capture not finished stays INCOMPLETE on disk, where capture__temp_path says when
+ * it was to replace a file. Accepts NULL. */
 void capture__free(struct capture *c);
 /* Frees and removes the file: a capture of nothing worth keeping. Accepts NULL. */
 void capture__discard(struct capture *c);
@@ -131,6 +136,9 @@ struct capture_stats {
 };
 void capture__stats(const struct capture *c, struct capture_stats *st);
 const char *capture__path(const struct capture *c);
+/* Where the capture is written until it is finished, when that is not its path (--force over
+ * an existing file): NULL otherwise. */
+const char *capture__temp_path(const struct capture *c);
 /* The capture's time origin (CLOCK_MONOTONIC at create): a report of it prints times
  * relative to this, so a live session that records uses it too. */
 uint64_t capture__t0_ns(const struct capture *c);
@@ -204,8 +212,12 @@ enum capture_read_flags {
 
 struct capture_reader;
 
-/* Open a file (or a buffer the caller keeps alive) and check its header. 0 or -errno; on
- * error with a reader out, capture_reader__error says what and where. */
+/*
+ * Open a file (or a buffer the caller keeps alive) and check its header. 0 or -errno; on
+ * error with a reader out, capture_reader__error says what and where. path "-" is standard
+ * input, and /dev/fd/N an inherited pipe (lib/infile: a FIFO by name is refused, never waited
+ * on): a pipe is copied to an unnamed temporary file first, since the file is read twice.
+ */
 int capture_reader__open(const char *path, unsigned int flags, struct capture_reader **out);
 int capture_reader__open_mem(const void *buf, size_t len, unsigned int flags,
 			     struct capture_reader **out);
@@ -216,13 +228,21 @@ const struct capture_info *capture_reader__info(const struct capture_reader *r);
 /*
  * Read every block to the end, calling v; again from the start on every call. A visitor
  * without a record callback checks RECORDS payloads but does not decode them (a pass for
- * names before the records). Returns 0 when the file ended cleanly or was cut
- * short (capture_reader__truncated), -errno on a corrupt file or a callback's error.
+ * names before the records). Returns 0 when the file ended cleanly, was cut short
+ * (capture_reader__truncated) or is damaged from a block on (capture_reader__damaged: v saw
+ * everything before it), -errno on a read error or a callback's error.
  */
 int capture_reader__read(struct capture_reader *r, const struct capture_visitor *v, void *ctx);
 /* Whether the file ended inside a block or without an END block; and where the last whole
  * block ended. */
 bool capture_reader__truncated(const struct capture_reader *r, uint64_t *at_offset);
+/*
+ * Whether the last read stopped at a damaged block (a CRC mismatch, a length or entry that
+ * does not hold; capture_reader__error says what): at_offset is where the damage starts,
+ * block its number (1-based, in file order). What came before it was read, and the read
+ * returned 0: capture_reader__truncated is true, at the end of the last whole block.
+ */
+bool capture_reader__damaged(const struct capture_reader *r, uint64_t *at_offset, uint32_t *block);
 /* Whether an END block was read (the recorder finished). */
 bool capture_reader__finished(const struct capture_reader *r);
 uint64_t capture_reader__records(const struct capture_reader *r);

@@ -17,6 +17,7 @@
 #include <zlib.h>
 #include "capture/capture.h"
 #include "capture/codec.h"
+#include "lib/infile.h"
 #include "symbols/stacks.h"
 #include "symbols/symbolizer.h"
 
@@ -35,8 +36,13 @@ struct capture_reader {
 	uint64_t good_end; /* end of the last whole block */
 	bool finished;	   /* END block read */
 	bool truncated;
+	bool corrupt;	      /* corrupt() said why in err */
+	uint64_t corrupt_off; /* where: the damaged block (or what follows END) */
+	bool damaged;	      /* the last read stopped at corrupt_off, in block nr_damaged */
+	uint32_t nr_damaged;  /* 1-based, in file order, END counted */
 	uint64_t records;
 	uint32_t blocks;
+	uint32_t nr_read;    /* blocks read whole, END counted */
 	struct wbuf io, raw; /* the stored payload (fd), the decoded payload */
 	struct rec_decoder dec;
 	bool dec_ready;
@@ -54,6 +60,23 @@ static int fail(struct capture_reader *r, int err, uint64_t off, const char *fmt
 	vsnprintf(r->err + n, sizeof(r->err) - n, fmt, ap);
 	va_end(ap);
 	return err;
+}
+
+/*
+ * What a block says is wrong (a CRC, a length, an entry that does not decode): the file is
+ * damaged from the block at off on, and what came before it can still be reported. -EINVAL.
+ */
+static int corrupt(struct capture_reader *r, uint64_t off, const char *fmt, ...)
+{
+	int n = snprintf(r->err, sizeof(r->err), "offset %" PRIu64 ": ", off);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->err + n, sizeof(r->err) - n, fmt, ap);
+	va_end(ap);
+	r->corrupt = true;
+	r->corrupt_off = off;
+	return -EINVAL;
 }
 
 /* len bytes at off, or NULL with r->err set. */
@@ -172,29 +195,115 @@ static int reader_new(struct capture_reader **out, unsigned int flags)
 	return 0;
 }
 
+/*
+ * A pipe copied to an unnamed temporary file, which then reads as a file: the reader reads
+ * twice (names, then records) and at offsets, and a capture may be far larger than memory,
+ * so it goes to disk ($TMPDIR, else /tmp), SPOOL_CHUNK bytes of memory at a time, and is gone
+ * with its descriptor whatever ends gpuleak. The descriptor, or -errno with r->err set.
+ */
+#define SPOOL_CHUNK (256U << 10)
+
+static int spool(struct capture_reader *r, int in)
+{
+	const char *dir = getenv("TMPDIR");
+	char tmpl[4200];
+	uint8_t *buf = NULL;
+	int fd, err = 0;
+
+	if (!dir || !*dir)
+		dir = "/tmp";
+	fd = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+		/* a file system without O_TMPFILE: a named one, unlinked at once */
+		snprintf(tmpl, sizeof(tmpl), "%s/gpuleak-stdin-XXXXXX", dir);
+		fd = mkostemp(tmpl, O_CLOEXEC);
+		if (fd >= 0)
+			unlink(tmpl);
+	}
+	if (fd < 0) {
+		err = -errno;
+		snprintf(r->err, sizeof(r->err), "copying it to %s (it is read twice): %s", dir,
+			 strerror(errno));
+		return err;
+	}
+	buf = malloc(SPOOL_CHUNK);
+	if (!buf) {
+		err = -ENOMEM;
+		snprintf(r->err, sizeof(r->err), "out of memory");
+		goto cleanup;
+	}
+	for (;;) {
+		ssize_t n = read(in, buf, SPOOL_CHUNK), done = 0;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = -errno;
+			snprintf(r->err, sizeof(r->err), "read error: %s", strerror(errno));
+			goto cleanup;
+		}
+		if (!n)
+			break;
+		while (done < n) {
+			ssize_t w = write(fd, buf + done, n - done);
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				err = w < 0 ? -errno : -EIO;
+				snprintf(r->err, sizeof(r->err),
+					 "copying it to %s (it is read twice): %s", dir,
+					 strerror(-err));
+				goto cleanup;
+			}
+			done += w;
+		}
+	}
+cleanup:
+	free(buf);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
 int capture_reader__open(const char *path, unsigned int flags, struct capture_reader **out)
 {
 	struct capture_reader *r;
 	struct stat st;
-	int err = reader_new(out, flags);
+	bool stream;
+	int err = reader_new(out, flags), in;
 
 	if (err)
 		return err;
 	r = *out;
-	r->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (r->fd < 0) {
-		err = -errno;
-		snprintf(r->err, sizeof(r->err), "%s", strerror(-err));
+	/* A FIFO by name would block here: only "-" and /dev/fd/N are read as pipes. */
+	err = infile__open(path, &in, &stream, r->err, sizeof(r->err));
+	if (err)
 		return err;
+	if (stream && isatty(in)) {
+		snprintf(r->err, sizeof(r->err),
+			 "a terminal: give a capture file, or pipe one in (zcat x.glc.gz | gpuleak "
+			 "report -)");
+		close(in);
+		return -EINVAL;
+	}
+	if (stream) {
+		r->fd = spool(r, in);
+		close(in);
+		if (r->fd < 0) {
+			err = r->fd;
+			r->fd = -1;
+			return err;
+		}
+	} else {
+		r->fd = in;
 	}
 	if (fstat(r->fd, &st)) {
 		err = -errno;
 		snprintf(r->err, sizeof(r->err), "%s", strerror(-err));
 		return err;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(r->err, sizeof(r->err), "not a regular file");
-		return -EINVAL;
 	}
 	r->size = st.st_size;
 	return parse_header(r);
@@ -242,6 +351,15 @@ bool capture_reader__truncated(const struct capture_reader *r, uint64_t *at_offs
 	if (at_offset)
 		*at_offset = r->good_end;
 	return r->truncated;
+}
+
+bool capture_reader__damaged(const struct capture_reader *r, uint64_t *at_offset, uint32_t *block)
+{
+	if (at_offset)
+		*at_offset = r->damaged ? r->corrupt_off : 0;
+	if (block)
+		*block = r->damaged ? r->nr_damaged : 0;
+	return r->damaged;
 }
 
 bool capture_reader__finished(const struct capture_reader *r)
@@ -321,11 +439,10 @@ static int read_records(struct capture_reader *r, const struct capture_block_inf
 		r->dec_ready = true;
 	}
 	if (rec_dec__begin(&r->dec, p, b->raw_len, b->count))
-		return fail(r, -EINVAL, b->offset, "RECORDS block: %s", r->dec.why);
+		return corrupt(r, b->offset, "RECORDS block: %s", r->dec.why);
 	for (i = 0; i < b->count; i++) {
 		if (rec_dec__next(&r->dec, &r->rec))
-			return fail(r, -EINVAL, b->offset, "RECORDS block, record %u: %s", i,
-				    r->dec.why);
+			return corrupt(r, b->offset, "RECORDS block, record %u: %s", i, r->dec.why);
 		if (v->record) {
 			err = v->record(ctx, &r->rec.h);
 			if (err)
@@ -334,7 +451,7 @@ static int read_records(struct capture_reader *r, const struct capture_block_inf
 		}
 	}
 	if (rec_dec__end(&r->dec))
-		return fail(r, -EINVAL, b->offset, "RECORDS block: %s", r->dec.why);
+		return corrupt(r, b->offset, "RECORDS block: %s", r->dec.why);
 	r->records += b->count;
 	return 0;
 }
@@ -350,7 +467,7 @@ static int read_maps(struct capture_reader *r, const struct capture_block_info *
 	int err = 0, serr = 0;
 
 	if (b->count > MAX_MAP_ENTRIES || b->count > b->raw_len)
-		return fail(r, -EINVAL, b->offset, "MAPS block: bad entry count %u", b->count);
+		return corrupt(r, b->offset, "MAPS block: bad entry count %u", b->count);
 	maps = calloc(b->count ? b->count : 1, sizeof(*maps));
 	strs = calloc(2 * (size_t)b->count + 1, sizeof(*strs));
 	if (!maps || !strs) {
@@ -382,7 +499,7 @@ static int read_maps(struct capture_reader *r, const struct capture_block_info *
 		goto cleanup;
 	}
 	if (in.bad || rbuf__left(&in) || pid > UINT32_MAX) {
-		err = fail(r, -EINVAL, b->offset, "MAPS block: malformed entry %u", i);
+		err = corrupt(r, b->offset, "MAPS block: malformed entry %u", i);
 		goto cleanup;
 	}
 	if (v->maps) {
@@ -422,7 +539,7 @@ static int read_symbols(struct capture_reader *r, const struct capture_block_inf
 		if (serr)
 			err = fail(r, serr, b->offset, "out of memory");
 		else if (in.bad || pid > UINT32_MAX)
-			err = fail(r, -EINVAL, b->offset, "SYMBOLS block: malformed entry %u", i);
+			err = corrupt(r, b->offset, "SYMBOLS block: malformed entry %u", i);
 		else if (v->symbol && (err = v->symbol(ctx, pid, addr, &si)))
 			fail(r, err, b->offset, "SYMBOLS block: %s", strerror(-err));
 		free(mod);
@@ -431,7 +548,7 @@ static int read_symbols(struct capture_reader *r, const struct capture_block_inf
 			return err;
 	}
 	if (rbuf__left(&in))
-		return fail(r, -EINVAL, b->offset, "SYMBOLS block: bytes after the last entry");
+		return corrupt(r, b->offset, "SYMBOLS block: bytes after the last entry");
 	return 0;
 }
 
@@ -455,12 +572,12 @@ static int read_stacks(struct capture_reader *r, const struct capture_block_info
 		nr = rbuf__varint(&in);
 		if (in.bad || pid > UINT32_MAX || id > INT32_MAX || nr > STACK_MAX_FRAMES ||
 		    nofp > nr)
-			return fail(r, -EINVAL, b->offset, "STACKS block: malformed entry %u", i);
+			return corrupt(r, b->offset, "STACKS block: malformed entry %u", i);
 		prev = st.caller;
 		for (j = 0; j < nr; j++)
 			prev = frames[j] = prev + (uint64_t)rbuf__svarint(&in);
 		if (in.bad)
-			return fail(r, -EINVAL, b->offset, "STACKS block: malformed entry %u", i);
+			return corrupt(r, b->offset, "STACKS block: malformed entry %u", i);
 		st.pid = pid;
 		st.id = (int32_t)id;
 		/* a later minor may add flags: what they say is unknown here, not wrong */
@@ -471,7 +588,7 @@ static int read_stacks(struct capture_reader *r, const struct capture_block_info
 			return fail(r, err, b->offset, "STACKS block: %s", strerror(-err));
 	}
 	if (rbuf__left(&in))
-		return fail(r, -EINVAL, b->offset, "STACKS block: bytes after the last entry");
+		return corrupt(r, b->offset, "STACKS block: bytes after the last entry");
 	return 0;
 }
 
@@ -492,7 +609,7 @@ static int read_process(struct capture_reader *r, const struct capture_block_inf
 	argc = rbuf__varint(&in);
 	/* every argument takes at least its length byte */
 	if (in.bad || pid > UINT32_MAX || argc > MAX_ARGS || argc > rbuf__left(&in)) {
-		err = fail(r, -EINVAL, b->offset, "PROCESS block: malformed");
+		err = corrupt(r, b->offset, "PROCESS block: malformed");
 		goto cleanup;
 	}
 	pr.pid = pid;
@@ -516,7 +633,7 @@ static int read_process(struct capture_reader *r, const struct capture_block_inf
 		goto cleanup;
 	}
 	if (in.bad || rbuf__left(&in) || b->count != 1) {
-		err = fail(r, -EINVAL, b->offset, "PROCESS block: malformed");
+		err = corrupt(r, b->offset, "PROCESS block: malformed");
 		goto cleanup;
 	}
 	if (v->process && (err = v->process(ctx, &pr)))
@@ -536,13 +653,14 @@ static int read_end(struct capture_reader *r, const struct capture_block_info *b
 	uint64_t records = rbuf__varint(&in), blocks = rbuf__varint(&in);
 
 	if (in.bad || rbuf__left(&in))
-		return fail(r, -EINVAL, b->offset, "END block: malformed");
+		return corrupt(r, b->offset, "END block: malformed");
 	/* Whole blocks missing from the middle pass every CRC: only the totals tell. */
 	if (records != r->records || blocks != r->blocks)
-		return fail(r, -EINVAL, b->offset,
-			    "END block counts %" PRIu64 " records in %" PRIu64 " blocks, the file "
-			    "holds %" PRIu64 " in %u",
-			    records, blocks, r->records, r->blocks);
+		return corrupt(r, b->offset,
+			       "END block counts %" PRIu64 " records in %" PRIu64
+			       " blocks, the file "
+			       "holds %" PRIu64 " in %u",
+			       records, blocks, r->records, r->blocks);
 	r->finished = true;
 	return 0;
 }
@@ -577,12 +695,12 @@ static const uint8_t *payload(struct capture_reader *r, const struct capture_blo
 	zerr = inflate(zs, Z_FINISH);
 	/* exactly raw_len bytes from exactly stored_len bytes, nothing more on either side */
 	if (zerr != Z_STREAM_END || zs->avail_out || zs->avail_in) {
-		fail(r, -EINVAL, b->offset, "%s block: payload does not decompress (%s)",
-		     capture_block_name(b->type),
-		     zerr == Z_STREAM_END  ? "wrong length"
-		     : zs->msg		   ? zs->msg
-		     : zerr == Z_BUF_ERROR ? "longer than its length"
-					   : zError(zerr));
+		corrupt(r, b->offset, "%s block: payload does not decompress (%s)",
+			capture_block_name(b->type),
+			zerr == Z_STREAM_END  ? "wrong length"
+			: zs->msg	      ? zs->msg
+			: zerr == Z_BUF_ERROR ? "longer than its length"
+					      : zError(zerr));
 		return NULL;
 	}
 	return r->raw.p;
@@ -605,11 +723,10 @@ static int block_header(struct capture_reader *r, uint64_t off, struct capture_b
 		/* A recorder killed while the kernel extended the file leaves zeroes behind. */
 		if ((r->info.flags & CAPTURE_F_INCOMPLETE) && zero_tail(r, off))
 			return 0;
-		return fail(r, -EINVAL, off,
-			    "no block magic (corrupt file or not a block boundary)");
+		return corrupt(r, off, "no block magic (corrupt file or not a block boundary)");
 	}
 	if (!(r->flags & CAPTURE_R_NO_CRC) && crc32(0, h, BO_HDR_CRC) != get_le32(h + BO_HDR_CRC))
-		return fail(r, -EINVAL, off, "block header CRC mismatch (corrupt block header)");
+		return corrupt(r, off, "block header CRC mismatch (corrupt block header)");
 	*b = (struct capture_block_info){
 	    .offset = off,
 	    .payload_crc = get_le32(h + BO_PAYLOAD_CRC),
@@ -621,15 +738,15 @@ static int block_header(struct capture_reader *r, uint64_t off, struct capture_b
 	    .count = get_le32(h + BO_COUNT),
 	};
 	if (b->codec != CC_STORED && b->codec != CC_ZLIB)
-		return fail(r, -EINVAL, off, "%s block: unknown codec %u",
-			    capture_block_name(b->type), b->codec);
+		return corrupt(r, off, "%s block: unknown codec %u", capture_block_name(b->type),
+			       b->codec);
 	if (b->raw_len > CAPTURE_MAX_BLOCK)
-		return fail(r, -EINVAL, off, "%s block: %u bytes, more than a block may hold",
-			    capture_block_name(b->type), b->raw_len);
+		return corrupt(r, off, "%s block: %u bytes, more than a block may hold",
+			       capture_block_name(b->type), b->raw_len);
 	if (b->codec == CC_STORED ? b->stored_len != b->raw_len
 				  : b->stored_len > compressBound(b->raw_len))
-		return fail(r, -EINVAL, off, "%s block: stored length %u does not fit %u bytes",
-			    capture_block_name(b->type), b->stored_len, b->raw_len);
+		return corrupt(r, off, "%s block: stored length %u does not fit %u bytes",
+			       capture_block_name(b->type), b->stored_len, b->raw_len);
 	if (r->size - off - CAPTURE_BLOCK_HDR_SIZE < b->stored_len)
 		return 0;
 	return 1;
@@ -645,8 +762,8 @@ static int read_block(struct capture_reader *r, const struct capture_block_info 
 	if (!stored)
 		return -EIO;
 	if (!(r->flags & CAPTURE_R_NO_CRC) && crc32(0, stored, b->stored_len) != b->payload_crc)
-		return fail(r, -EINVAL, b->offset, "%s block: payload CRC mismatch (corrupt data)",
-			    capture_block_name(b->type));
+		return corrupt(r, b->offset, "%s block: payload CRC mismatch (corrupt data)",
+			       capture_block_name(b->type));
 	/* A pass for names only: records are checked (a corrupt file is refused before any
 	 * output) but not decoded (the next pass does). */
 	if (b->type == CB_RECORDS && !v->record) {
@@ -689,27 +806,35 @@ int capture_reader__read(struct capture_reader *r, const struct capture_visitor 
 
 	/* Each call reads the file from its first block. */
 	r->good_end = off;
-	r->finished = r->truncated = false;
+	r->finished = r->truncated = r->corrupt = r->damaged = false;
 	r->records = 0;
 	r->blocks = 0;
+	r->nr_read = 0;
 	while (off < r->size) {
 		struct capture_block_info b;
 
-		if (r->finished)
-			return fail(r, -EINVAL, off, "data after the END block");
-		err = block_header(r, off, &b);
-		if (err < 0)
-			return err;
+		err = r->finished ? corrupt(r, off, "data after the END block")
+				  : block_header(r, off, &b);
 		if (!err)
-			break;
-		err = read_block(r, &b, v, ctx);
-		if (err)
+			break; /* cut short inside this block */
+		if (err > 0)
+			err = read_block(r, &b, v, ctx);
+		if (err < 0 && r->corrupt)
+			goto damaged;
+		if (err < 0)
 			return err;
 		off += CAPTURE_BLOCK_HDR_SIZE + b.stored_len;
 		r->good_end = off;
+		r->nr_read++;
 		if (b.type != CB_END)
 			r->blocks++;
 	}
 	r->truncated = !r->finished;
+	return 0;
+damaged:
+	/* What came before the damage is whole: report it, as a cut-short file is. */
+	r->damaged = true;
+	r->nr_damaged = r->nr_read + 1;
+	r->truncated = true;
 	return 0;
 }

@@ -8,9 +8,11 @@
 #include "engine/analysis.h"
 #include "capture/capture.h"
 #include "lib/exit.h"
+#include "lib/infile.h"
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/outfile.h"
+#include "lib/term.h"
 #include "capture/replay.h"
 #include "output/pictures.h"
 #include "output/report.h"
@@ -29,7 +31,12 @@ struct replay {
 	uint64_t last_step_line_ns;
 	struct capture_proc *procs; /* for the summary; strings owned */
 	size_t nr_procs;
-	FILE *blocks; /* --blocks: the listing goes here, no analysis */
+	FILE *blocks;		  /* --blocks: the listing goes here, no analysis */
+	uint64_t nr_fed;	  /* records into the analysis */
+	bool damaged;		  /* reported up to a damaged block: exit 1 */
+	int out_err;		  /* a picture could not be written: exit 1 */
+	replay_step_fn step_hook; /* replay__analyse: its caller's, at every closed step */
+	void *hook_ctx;
 };
 
 /* ---- what the reader hands us ---- */
@@ -47,6 +54,11 @@ static int on_record(void *ctx, const struct gl_hdr *h)
 		if (rp->next_interval_ns <= h->ts_ns)
 			rp->next_interval_ns = h->ts_ns + rp->interval_ns;
 	}
+	rp->nr_fed++;
+	/* Python frames are named from their records, in stream order, as live. */
+	err = symbolizer__py_record(rp->sym, h);
+	if (err == -ENOMEM)
+		return err;
 	err = analysis__feed(rp->an, h);
 	/* A record the tracker cannot decode is counted there, as live. */
 	return err == -ENOMEM ? err : 0;
@@ -66,6 +78,13 @@ static void on_step(void *ctx, pid_t pid, const struct step_stat *st)
 		return;
 	rp->last_step_line_ns = st->t_end_ns;
 	report__step_line(&rp->rep, pid, st);
+}
+
+static void on_step_hook(void *ctx, pid_t pid, const struct step_stat *st)
+{
+	struct replay *rp = ctx;
+
+	rp->step_hook(rp->hook_ctx, rp->an, rp->sym, pid, st);
 }
 
 static int on_maps(void *ctx, uint32_t pid, const struct capture_map *v, size_t n)
@@ -165,20 +184,32 @@ static void print_summary(struct replay *rp, const char *name, FILE *out)
 	uint32_t j;
 
 	fmt_time(when, sizeof(when), in->created_realtime_ns);
-	fprintf(out, "capture %s: recorded %s on %s (%s, Linux %s) by gpuleak %s\n", name, when,
-		in->hostname[0] ? in->hostname : "?", in->arch, in->kernel, in->version);
+	/* Everything here comes from the file, made elsewhere: escaped for the terminal. */
+	fprintf(out, "capture %s: recorded %s on %s (%s, Linux %s) by gpuleak %s\n", term_tmp(name),
+		when, in->hostname[0] ? term_tmp(in->hostname) : "?", term_tmp(in->arch),
+		term_tmp(in->kernel), term_tmp(in->version));
 	for (i = 0; i < rp->nr_procs; i++) {
 		const struct capture_proc *p = &rp->procs[i];
 
 		fmt_time(when, sizeof(when), p->start_realtime_ns);
-		fprintf(out, "  pid %u (%s) started %s:", p->pid, p->comm, when);
-		for (j = 0; j < p->argc; j++)
-			fprintf(out, " %s", p->argv[j]);
+		fprintf(out, "  pid %u (%s) started %s:", p->pid, term_tmp(p->comm), when);
+		for (j = 0; j < p->argc; j++) {
+			fputc(' ', out);
+			term_fputs(p->argv[j], out, 0);
+		}
 		fputc('\n', out);
 	}
 	fprintf(out, "  %" PRIu64 " records in %u blocks, %" PRIu64 " bytes (%.1f bytes/record)\n",
 		records, capture_reader__blocks(rp->rd), size,
 		records ? (double)size / records : 0.0);
+}
+
+/* What is wrong with a damaged capture, without the "offset N: " the message starts with. */
+static const char *damage_why(const struct capture_reader *rd)
+{
+	const char *e = capture_reader__error(rd), *p = strstr(e, ": ");
+
+	return !strncmp(e, "offset ", 7) && p ? p + 2 : e;
 }
 
 /* The "capture" member of each verdict: what a live verdict cannot say. */
@@ -187,6 +218,7 @@ static char *verdict_extra(struct replay *rp, const char *name)
 	const struct capture_info *in = capture_reader__info(rp->rd);
 	char when[64], *buf = NULL;
 	uint64_t at;
+	uint32_t blk;
 	bool cut = capture_reader__truncated(rp->rd, &at);
 	size_t len;
 	FILE *f = open_memstream(&buf, &len);
@@ -212,6 +244,10 @@ static char *verdict_extra(struct replay *rp, const char *name)
 		cut ? "true" : "false");
 	if (cut)
 		fprintf(f, ",\"truncated_at\":%" PRIu64, at);
+	if (capture_reader__damaged(rp->rd, &at, &blk)) {
+		fprintf(f, ",\"damaged_at\":%" PRIu64 ",\"damaged_block\":%u,\"damage\":", at, blk);
+		json_str(f, damage_why(rp->rd));
+	}
 	fputc('}', f);
 	if (fclose(f)) {
 		free(buf);
@@ -282,6 +318,70 @@ static void warn_no_end(struct replay *rp, const char *name)
 			name);
 }
 
+/* The symbolizer the capture's names go into and the analysis its records go into. */
+static int replay_new_analysis(struct replay *rp)
+{
+	int err = symbolizer__new(NULL, &rp->sym);
+
+	if (!err)
+		symbolizer__set_site_skip(rp->sym, rp->a->site_skip, rp->a->nr_site_skip);
+	if (!err)
+		err = analysis__new(rp->a, symbolizer__site_frames, rp->sym, &rp->an);
+	/* Python frames name a site where its call site is the interpreter's: as live. */
+	if (!err)
+		tracker__set_site_fn(rp->an->t, symbolizer__py_site, rp->sym);
+	return err;
+}
+
+/*
+ * The second pass, the records, into the analysis; then what a capture cut short or damaged
+ * needs (its processes' last steps closed, what was kept said) and the warnings about what
+ * the options asked for and the capture lacks. 0, or -errno with the reader's message
+ * printed when quiet is false.
+ */
+static int replay_records(struct replay *rp, const char *name, bool quiet)
+{
+	const struct capture_info *in = capture_reader__info(rp->rd);
+	const struct tracker *t = rp->an->t;
+	uint64_t at;
+	uint32_t blk;
+	size_t i;
+	int err;
+
+	err = capture_reader__read(rp->rd, &records_visitor, rp);
+	if (err) {
+		if (!quiet)
+			pr_err("%s: %s\n", name, capture_reader__error(rp->rd));
+		return err;
+	}
+	rp->damaged = capture_reader__damaged(rp->rd, &at, &blk);
+	if (rp->damaged && !quiet)
+		pr_err("%s: damaged from block %u at offset %" PRIu64
+		       " (%s); reporting the %" PRIu64 " records before it\n",
+		       name, blk, at, damage_why(rp->rd), rp->nr_fed);
+	else if (capture_reader__truncated(rp->rd, &at) && !quiet)
+		pr_warn("%s: capture truncated at offset %" PRIu64 " (%s); reporting the %" PRIu64
+			" records of the %u whole blocks before it\n",
+			name, at,
+			in->flags & CAPTURE_F_INCOMPLETE
+			    ? "incomplete: recorder did not finish"
+			    : "the recorder finished, the file was cut short later",
+			capture_reader__records(rp->rd), capture_reader__blocks(rp->rd));
+	/* A capture cut short has no exit or detach record: its last step ends with it. */
+	for (i = 0; i < t->nr_procs; i++)
+		if (!t->procs[i]->exited && !t->procs[i]->detached)
+			timeline__finish(rp->an->tl, t->procs[i]->pid, t->last_ts_ns);
+	if (!quiet) {
+		warn_no_steps(rp, name);
+		warn_no_end(rp, name);
+		if (symbolizer__py_bad(rp->sym))
+			pr_warn("%s: %" PRIu64 " malformed Python records left out: what they "
+				"describe is named by native frames, or \"?\"\n",
+				name, symbolizer__py_bad(rp->sym));
+	}
+	return 0;
+}
+
 /*
  * Read rd to the end into the analysis and print the result. Returns 0, or -errno with the
  * reader's message printed (prefixed by name) when quiet is false.
@@ -293,13 +393,9 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 	const struct tracker *t;
 	struct verdict *v = NULL;
 	char *extra = NULL;
-	uint64_t at;
-	size_t i;
 	int err;
 
-	err = symbolizer__new(NULL, &rp->sym);
-	if (!err)
-		err = analysis__new(rp->a, symbolizer__site_frames, rp->sym, &rp->an);
+	err = replay_new_analysis(rp);
 	if (!err)
 		err = pictures__open(&rp->a->out, &rp->pics);
 	if (err)
@@ -318,29 +414,12 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 	/* What the capture is comes first, then the analysis as live printed it. */
 	if (!err)
 		print_summary(rp, name, out);
+	else if (!quiet)
+		pr_err("%s: %s\n", name, capture_reader__error(rp->rd));
 	if (!err)
-		err = capture_reader__read(rp->rd, &records_visitor, rp);
-	if (err) {
-		if (!quiet)
-			pr_err("%s: %s\n", name, capture_reader__error(rp->rd));
+		err = replay_records(rp, name, quiet);
+	if (err)
 		return err;
-	}
-	if (capture_reader__truncated(rp->rd, &at) && !quiet)
-		pr_warn("%s: capture truncated at offset %" PRIu64 " (%s); reporting the %" PRIu64
-			" records of the %u whole blocks before it\n",
-			name, at,
-			in->flags & CAPTURE_F_INCOMPLETE
-			    ? "incomplete: recorder did not finish"
-			    : "the recorder finished, the file was cut short later",
-			capture_reader__records(rp->rd), capture_reader__blocks(rp->rd));
-	/* A capture cut short has no exit or detach record: its last step ends with it. */
-	for (i = 0; i < t->nr_procs; i++)
-		if (!t->procs[i]->exited && !t->procs[i]->detached)
-			timeline__finish(rp->an->tl, t->procs[i]->pid, t->last_ts_ns);
-	if (!quiet) {
-		warn_no_steps(rp, name);
-		warn_no_end(rp, name);
-	}
 	extra = verdict_extra(rp, name);
 	rp->rep.verdict_extra = extra;
 	/* "Now" is the last thing the capture saw: a process still running when the recorder
@@ -349,10 +428,58 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 	if (!err) {
 		report__final(&rp->rep, v, t->last_ts_ns);
 		rp->gate_failed = v->gate_failed;
-		err = pictures__write(rp->pics, &rp->rep, v, rp->an->se, t->last_ts_ns);
+		/* said, and exit 1; the verdicts are written all the same */
+		rp->out_err = pictures__write(rp->pics, &rp->rep, v, rp->an->se, t->last_ts_ns);
 	}
 	verdict__free(v);
 	free(extra);
+	return err;
+}
+
+int replay__analyse(const char *path, const void *buf, size_t len, const struct analysis_opts *a,
+		    replay_step_fn step, replay_done_fn done, void *ctx)
+{
+	struct replay rp = {.a = a, .step_hook = step, .hook_ctx = ctx};
+	const char *name = infile__name(path);
+	struct replay_result res = {0};
+	struct verdict *v = NULL;
+	bool quiet = false;
+	uint64_t at;
+	int err;
+
+	err = buf ? capture_reader__open_mem(buf, len, 0, &rp.rd)
+		  : capture_reader__open(path, 0, &rp.rd);
+	if (err) {
+		if (!quiet)
+			pr_err("%s: %s\n", name,
+			       rp.rd ? capture_reader__error(rp.rd) : strerror(-err));
+		goto cleanup;
+	}
+	err = replay_new_analysis(&rp);
+	if (err)
+		goto cleanup;
+	if (step)
+		timeline__on_step(rp.an->tl, on_step_hook, &rp);
+	err = capture_reader__read(rp.rd, &names_visitor, &rp);
+	if (err && !quiet)
+		pr_err("%s: %s\n", name, capture_reader__error(rp.rd));
+	if (!err)
+		err = replay_records(&rp, name, quiet);
+	if (!err)
+		err = analysis__verdict(rp.an, &v);
+	if (err)
+		goto cleanup;
+	res = (struct replay_result){.an = rp.an,
+				     .sym = rp.sym,
+				     .v = v,
+				     .info = capture_reader__info(rp.rd),
+				     .truncated = capture_reader__truncated(rp.rd, &at),
+				     .damaged = rp.damaged};
+	err = done(ctx, &res);
+cleanup:
+	verdict__free(v);
+	replay_free(&rp);
+	capture_reader__free(rp.rd);
 	return err;
 }
 
@@ -365,6 +492,10 @@ int replay__mem(const void *buf, size_t len, unsigned int reader_flags,
 	err = capture_reader__open_mem(buf, len, reader_flags, &rp.rd);
 	if (!err)
 		err = replay_reader(&rp, "mem", out, json, 5, true);
+	if (!err && rp.damaged)
+		err = -EINVAL;
+	if (!err)
+		err = rp.out_err;
 	replay_free(&rp);
 	capture_reader__free(rp.rd);
 	return err;
@@ -381,11 +512,12 @@ static int list_blocks(struct replay *rp, const char *name)
 {
 	const struct capture_info *in = capture_reader__info(rp->rd);
 	uint64_t at;
+	uint32_t blk;
 	int err;
 
 	rp->blocks = stdout;
-	printf("capture %s: format %u.%u, header %u bytes, flags 0x%x%s\n", name, in->major,
-	       in->minor, in->hdr_size, in->flags,
+	printf("capture %s: format %u.%u, header %u bytes, flags 0x%x%s\n", term_tmp(name),
+	       in->major, in->minor, in->hdr_size, in->flags,
 	       in->flags & CAPTURE_F_INCOMPLETE ? " (incomplete)" : "");
 	printf("%10s  %-8s %-6s %10s %10s %8s\n", "OFFSET", "TYPE", "CODEC", "RAW", "STORED",
 	       "COUNT");
@@ -395,6 +527,13 @@ static int list_blocks(struct replay *rp, const char *name)
 	if (err) {
 		pr_err("%s: %s\n", name, capture_reader__error(rp->rd));
 		return err;
+	}
+	/* The listing is a check of the file: a damaged block is its error, after the blocks
+	 * before it. */
+	if (capture_reader__damaged(rp->rd, &at, &blk)) {
+		pr_err("%s: damaged from block %u at offset %" PRIu64 " (%s)\n", name, blk, at,
+		       damage_why(rp->rd));
+		return -EINVAL;
 	}
 	if (capture_reader__truncated(rp->rd, &at))
 		printf("truncated at offset %" PRIu64 " of %" PRIu64 "\n", at,
@@ -407,42 +546,45 @@ static int list_blocks(struct replay *rp, const char *name)
 int replay__run(const struct replay_opts *o)
 {
 	struct replay rp = {.a = &o->a, .interval_ns = o->interval_ns};
+	const char *name = infile__name(o->path);
 	struct outfile *json_file = NULL;
 	FILE *json = NULL;
+	char why[256];
 	int err;
 
 	err = capture_reader__open(o->path, 0, &rp.rd);
 	if (err) {
-		pr_err("%s: %s\n", o->path, rp.rd ? capture_reader__error(rp.rd) : strerror(-err));
+		pr_err("%s: %s\n", name, rp.rd ? capture_reader__error(rp.rd) : strerror(-err));
 		goto cleanup;
 	}
 	if (o->list_blocks) {
-		err = list_blocks(&rp, o->path);
+		err = list_blocks(&rp, name);
 		goto cleanup;
 	}
 	if (o->json_path) {
-		err = outfile__open(o->json_path, OUTFILE_TRUNCATE, &json_file);
+		err = outfile__open(o->json_path, OUTFILE_REPLACE, &json_file, why, sizeof(why));
 		if (err) {
-			pr_err("cannot write %s: %s\n", o->json_path, strerror(-err));
+			pr_err("cannot write %s: %s\n", o->json_path, why);
 			goto cleanup;
 		}
 		json = outfile__stream(json_file);
 	}
-	err = replay_reader(&rp, o->path, stdout, json, o->top, false);
+	err = replay_reader(&rp, name, pictures__text_stream(o->json_path, &o->a.out), json, o->top,
+			    false);
 	if (err == -ENOMEM)
 		pr_err("out of memory\n");
 cleanup:
-	if (json_file) {
-		int e = outfile__commit(json_file);
-
-		if (e && !err) {
-			pr_err("writing %s: %s\n", o->json_path, strerror(-e));
-			err = -EIO;
-		}
+	/* Verdicts were written (of all, or of what precedes the damage): they replace. */
+	if (json_file && !err) {
+		err = outfile__commit(json_file);
+		if (err)
+			pr_err("writing %s: %s\n", o->json_path, strerror(-err));
+	} else {
+		outfile__abort(json_file);
 	}
 	replay_free(&rp);
 	capture_reader__free(rp.rd);
-	if (err)
+	if (err || rp.damaged || rp.out_err)
 		return GL_EXIT_ERROR;
 	return rp.gate_failed ? GL_EXIT_GATE : GL_EXIT_OK;
 }

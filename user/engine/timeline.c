@@ -51,6 +51,11 @@ struct ptl {
 	pid_t pid;
 	bool started;
 	bool finished;
+	/*
+	 * The last step was closed by the session's end, not by a boundary of the program's
+	 * (steps it marks): it is no complete step (struct cut says how it is judged).
+	 */
+	bool tail;
 	int64_t step; /* in progress; -1: before the first boundary (init) */
 	uint64_t step_start_ns;
 	uint64_t next_ns; /* next interval boundary */
@@ -454,8 +459,10 @@ void timeline__finish(struct timeline *tl, pid_t pid, uint64_t ts_ns)
 		return;
 	advance_interval(tl, p, ts_ns);
 	/* The step in progress counts if anything happened in it. */
-	if (p->started && ts_ns > p->step_start_ns)
+	if (p->started && ts_ns > p->step_start_ns) {
 		close_step(tl, p, ts_ns);
+		p->tail = tl->o.source != STEP_INTERVAL;
+	}
 	p->finished = true;
 }
 
@@ -645,28 +652,51 @@ static int cmp_growth(const void *a, const void *b)
 }
 
 /*
- * Where the steps of a process end for the growth judgement. A process that shut down
- * (tproc__shut_down) is judged up to its latest allocation: what it released after it, on
- * its way out (frees after the loop, a reset, a device destroyed or released, handles a
- * runtime lets go at exit), is its shutdown, not a step, and cannot cancel the growth its
- * steps had. The step of that allocation ends there, with each site's live bytes of that
- * moment; the steps after it are not judged. A request in flight then keeps its working set
- * out, as a step end would (the value its site had at the last quiescent point).
+ * Where the steps of a process end for the growth judgement: the one rule for the end of a
+ * run, whatever marks the steps. Growth is judged on complete steps; what comes after them
+ * is shutdown, which cannot cancel the growth they showed.
+ *
+ * A process that shut down (tproc__shut_down: exit, exec) is judged up to its latest
+ * allocation: what it released after it, on its way out (frees after the loop, a reset, a
+ * device destroyed or released, handles a runtime lets go at exit), is its shutdown, not a
+ * step. The steps after the one of that allocation are not judged, and that step is judged
+ * as its boundary sampled it when a boundary of the program's closed it and the site did
+ * not drop in it (the shutdown began after that boundary: the step is complete); otherwise
+ * (the step in progress at the end, or a site the frees on the way out took before the
+ * boundary, as a cudaDeviceSynchronize after them does under --step sync) as the site stood
+ * at the latest allocation, with what left after it added back. A request in flight then
+ * keeps its working set out, as a step end would (the value its site had at the last
+ * quiescent point).
+ *
+ * A process that did not shut down (detached, still running when a capture ends) has no
+ * shutdown, but the step its session's end closed is no complete step either: with steps
+ * the program marks, a site that dropped in it is judged on the complete steps before it;
+ * one that grew there still grows (a program that marks each step's start does its last
+ * step's work there).
  */
 struct cut {
-	bool on;
-	int64_t step;	/* of the latest allocation */
-	uint64_t ts_ns; /* when it was made */
+	bool on;	/* the process shut down */
+	bool tail;	/* the last step is the session's partial one, of steps the program marks */
+	int64_t step;	/* on: of the latest allocation */
+	uint64_t ts_ns; /* on: when it was made */
 	const struct tproc *tp;
-	struct released rel; /* what left after it, per site */
+	struct released rel; /* on: what left after it, per site */
 };
 
-/* 0 or -ENOMEM; cut_free frees what it holds. */
-static int cut_of(const struct timeline *tl, pid_t pid, int64_t last, struct cut *c)
+/* Where one site's judged steps end, and its live bytes there. */
+struct judged_end {
+	int64_t step;
+	uint64_t bytes;
+	bool at_alloc; /* the value at the latest allocation, not a boundary's sample */
+};
+
+/* The cut of p, whose last step is last: 0 or -ENOMEM; cut_free frees what it holds. */
+static int cut_of(const struct timeline *tl, const struct ptl *p, int64_t last, struct cut *c)
 {
-	const struct tproc *tp = tracker__proc(tl->t, pid);
+	const struct tproc *tp = tracker__proc(tl->t, p->pid);
 
 	memset(c, 0, sizeof(*c));
+	c->tail = p->tail;
 	if (!tp || !tproc__shut_down(tp))
 		return 0;
 	c->on = true;
@@ -694,11 +724,47 @@ static uint64_t cut_value(const struct timeline *tl, const struct ptl *p, const 
 	return tr->in_settled ? tr->settled : tr->last;
 }
 
+/* tr's sample at the end of step s (as dense() gives it). */
+static uint64_t sample_at(const struct trend *tr, int64_t s)
+{
+	uint64_t cur = 0;
+	size_t j;
+
+	for (j = 0; j < tr->n && tr->v[j].step <= s; j++)
+		cur = tr->v[j].live;
+	return cur;
+}
+
+/* Where tr's judged steps end (struct cut), w the first judged step. */
+static void judged_end(const struct timeline *tl, const struct ptl *p, const struct cut *c,
+		       const struct trend *tr, int64_t last, int64_t w, struct judged_end *e)
+{
+	bool complete;
+	uint64_t prev;
+
+	e->step = c->on ? c->step : last;
+	e->bytes = sample_at(tr, e->step);
+	e->at_alloc = false;
+	prev = e->step > p->steps[0].step ? sample_at(tr, e->step - 1) : 0;
+	if (c->on) {
+		complete = tl->o.source != STEP_INTERVAL && (e->step < last || !c->tail) &&
+			   e->step > p->steps[0].step;
+		if (!complete || e->bytes < prev) {
+			e->bytes = cut_value(tl, p, c, tr);
+			e->at_alloc = true;
+		}
+	} else if (c->tail && last - 1 > w && e->bytes < prev) {
+		e->step = last - 1;
+		e->bytes = prev;
+	}
+}
+
 /*
  * A growth leak: after the warm-up, the site's live bytes grew in at least K steps, ended
  * above where they were, and their floor rose: the lowest value of a late window is above
  * the lowest before it. The floor test is what tells a leak from a sawtooth (growth inside
- * a request that returns to its baseline when the request ends). Judged up to the cut.
+ * a request that returns to its baseline when the request ends). Judged on the steps up to
+ * where struct cut ends them.
  */
 static bool analyse(const struct timeline *tl, const struct ptl *p, const struct trend *tr,
 		    int64_t last, const struct cut *c, struct growth *g)
@@ -707,22 +773,21 @@ static bool analyse(const struct timeline *tl, const struct ptl *p, const struct
 	uint64_t floor_early = UINT64_MAX, floor_late = UINT64_MAX, *v;
 	int64_t grew = 0;
 	double *x, *xt, *y, r2t;
-	uint64_t at_cut = c->on ? cut_value(tl, p, c, tr) : 0;
+	struct judged_end e;
 	size_t i, k;
 
-	if (c->on)
-		last = c->step;
 	/* Steps forgotten (TL_MAX_STEPS) are no part of the judgement. */
 	if (w < p->steps[0].step)
 		w = p->steps[0].step;
+	judged_end(tl, p, c, tr, last, w, &e);
+	last = e.step;
 	if (last - w < 2)
 		return false;
 	v = dense(tr, w, last);
 	if (!v)
 		return false;
 	n = last - w + 1;
-	if (c->on)
-		v[n - 1] = at_cut;
+	v[n - 1] = e.bytes;
 	/*
 	 * The late window must hold a whole period of any sawtooth: twice the longest climb
 	 * between two drops, at least K + 1 steps and a quarter of the run (at most half),
@@ -770,8 +835,7 @@ static bool analyse(const struct timeline *tl, const struct ptl *p, const struct
 	v = dense(tr, base, last);
 	if (!v)
 		return false;
-	if (c->on)
-		v[last - base] = at_cut;
+	v[last - base] = e.bytes;
 	first += w - base;
 	while (first > 0 && v[first - 1] < v[first])
 		first--;
@@ -796,8 +860,9 @@ static bool analyse(const struct timeline *tl, const struct ptl *p, const struct
 		x[i] = (double)step;
 		xt[i] =
 		    at >= 0 && (size_t)at < p->nr_steps ? (double)p->steps[at].t_end_ns / 1e9 : 0;
-		/* The cut step ends at the latest allocation, not where the shutdown ended it. */
-		if (c->on && step == last)
+		/* Judged at the latest allocation: the step ends there, not where the shutdown
+		 * ended it. */
+		if (e.at_alloc && step == last)
 			xt[i] = (double)c->ts_ns / 1e9;
 		y[i] = (double)v[first + i];
 	}
@@ -808,6 +873,9 @@ static bool analyse(const struct timeline *tl, const struct ptl *p, const struct
 	g->end_bytes = v[n - 1];
 	g->slope_per_step = fit(x, y, k, &g->r2);
 	g->slope_per_s = fit(xt, y, k, &r2t);
+	/* Step times out of order (a damaged capture) can tilt it below zero: no rate then. */
+	if (g->slope_per_s < 0)
+		g->slope_per_s = 0;
 	g->per_request = 0;
 	if (tl->o.requests) {
 		uint64_t reqs = 0;
@@ -838,7 +906,7 @@ int timeline__growth(struct timeline *tl, pid_t pid, struct growth **out, size_t
 	if (!p || !p->nr_steps || !p->nr_tr)
 		return 0;
 	last = p->steps[p->nr_steps - 1].step;
-	if (cut_of(tl, pid, last, &c))
+	if (cut_of(tl, p, last, &c))
 		return -ENOMEM;
 	v = calloc(p->nr_tr, sizeof(*v));
 	if (!v) {
@@ -890,7 +958,7 @@ void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, s
 			rate[dev] += g[i].slope_per_step;
 	}
 	/* Without memory for the sums: the live bytes now, as before the cut existed. */
-	if (cut_of(tl, pid, p->steps[p->nr_steps - 1].step, &c))
+	if (cut_of(tl, p, p->steps[p->nr_steps - 1].step, &c))
 		c.on = false;
 	for (i = 0; i < tl->t->nr_sites; i++) {
 		const struct site *s = &tl->t->sites[i];

@@ -20,11 +20,13 @@ struct launch {
 
 /*
  * Fork the child for argv (argv[0] searched in PATH), with env (NULL-terminated "K=V", may
- * be NULL) added to its environment. 0 or -errno (-ENOENT: not found).
+ * be NULL) added to its environment, and stdout_fd as its standard output (-1: gpuleak's).
+ * 0 or -errno (-ENOENT: not found).
  */
-int launch__fork(char **argv, char *const env[], struct launch *l);
-/* Let the child exec; 0, or -errno of a failed exec. */
-int launch__release(struct launch *l);
+int launch__fork(char **argv, char *const env[], int stdout_fd, struct launch *l);
+/* Let the child exec; 0, or -errno of a failed exec. stop_fd readable while it execs (a
+ * signal): the child is killed and reaped, -EINTR. */
+int launch__release(struct launch *l, int stop_fd);
 /* Kill and reap a child that never got released. */
 void launch__abort(struct launch *l);
 

@@ -24,15 +24,16 @@ struct recorder {
 int recorder__new(const char *path, const struct capture_opts *o, struct recorder **out)
 {
 	struct recorder *rec;
+	char why[256];
 	int err;
 
 	*out = NULL;
 	rec = calloc(1, sizeof(*rec));
 	if (!rec)
 		return -ENOMEM;
-	err = capture__create(path, o, &rec->cap);
+	err = capture__create(path, o, &rec->cap, why, sizeof(why));
 	if (err) {
-		pr_err("cannot create %s: %s%s\n", path, strerror(-err),
+		pr_err("cannot create %s: %s%s\n", path, why[0] ? why : strerror(-err),
 		       err == -EEXIST ? " (--force replaces it)" : "");
 		free(rec);
 		return err;
@@ -80,9 +81,16 @@ static void failed(struct recorder *rec, int err)
 		return;
 	rec->err = err;
 	capture__stats(rec->cap, &st);
-	pr_err("writing %s: %s; the capture stops at offset %" PRIu64 " (its %" PRIu64 " records "
-	       "stay readable), tracing goes on\n",
-	       capture__path(rec->cap), strerror(-err), st.bytes, st.records);
+	if (capture__temp_path(rec->cap))
+		/* --force: the capture it was to replace is left whole */
+		pr_err("writing %s: %s; the capture stops at offset %" PRIu64 " (its %" PRIu64
+		       " records stay readable in %s; %s is left as it was), tracing goes on\n",
+		       capture__path(rec->cap), strerror(-err), st.bytes, st.records,
+		       capture__temp_path(rec->cap), capture__path(rec->cap));
+	else
+		pr_err("writing %s: %s; the capture stops at offset %" PRIu64 " (its %" PRIu64
+		       " records stay readable), tracing goes on\n",
+		       capture__path(rec->cap), strerror(-err), st.bytes, st.records);
 }
 
 void recorder__record(struct recorder *rec, const struct gl_hdr *h)
@@ -189,6 +197,12 @@ void recorder__names(struct recorder *rec, struct symbolizer *sym, const struct 
 		const struct ustack *st = stacks__at(sts, i);
 		uint16_t j;
 
+		/* One with Python frames is made again from the records and its native stack. */
+		if (gl_stack_is_py(st->id)) {
+			if (all_named)
+				rec->nr_stacks = i + 1;
+			continue;
+		}
 		ret = capture__add_stack(rec->cap, st);
 		for (j = 0; !ret && j < st->nr; j++) {
 			int r = add_name(rec, sym, st->pid, st->frames[j], final);
@@ -220,8 +234,7 @@ void recorder__finish(struct recorder *rec)
 		return;
 	}
 	capture__stats(rec->cap, &st);
-	fprintf(stderr,
-		"gpuleak: wrote %s: %" PRIu64 " records in %u blocks, %" PRIu64
+	pr_note("wrote %s: %" PRIu64 " records in %u blocks, %" PRIu64
 		" bytes (%.1f bytes/record)\n",
 		capture__path(rec->cap), st.records, st.blocks, st.bytes,
 		st.records ? (double)st.bytes / st.records : 0.0);

@@ -26,15 +26,16 @@ void pictures__free(struct pictures *pics)
 
 	if (!pics)
 		return;
-	/* not written: what open made stays, as a truncated file always did */
+	/* not written (a failed start): what open made goes, the paths keep what they had */
 	for (i = 0; i < NR_PIC; i++)
-		outfile__commit(pics->f[i]);
+		outfile__abort(pics->f[i]);
 	free(pics);
 }
 
 int pictures__open(const struct output_opts *o, struct pictures **out)
 {
 	struct pictures *pics;
+	char why[256];
 	int i, err;
 
 	*out = NULL;
@@ -52,9 +53,10 @@ int pictures__open(const struct output_opts *o, struct pictures **out)
 	for (i = 0; i < NR_PIC; i++) {
 		if (!pics->path[i])
 			continue;
-		err = outfile__open(pics->path[i], OUTFILE_TRUNCATE, &pics->f[i]);
+		/* Written in one go at the end: a reader sees the old picture or the new one. */
+		err = outfile__open(pics->path[i], OUTFILE_ATOMIC, &pics->f[i], why, sizeof(why));
 		if (err) {
-			pr_err("cannot write %s: %s\n", pics->path[i], strerror(-err));
+			pr_err("cannot write %s: %s\n", pics->path[i], why);
 			pictures__free(pics);
 			return err;
 		}
@@ -110,4 +112,12 @@ int pictures__write(struct pictures *pics, struct report *r, const struct verdic
 		}
 	}
 	return err;
+}
+
+FILE *pictures__text_stream(const char *json_path, const struct output_opts *o)
+{
+	if (outfile__is_stdout(json_path) || outfile__is_stdout(o->folded_path) ||
+	    outfile__is_stdout(o->perfetto_path) || outfile__is_stdout(o->svg_path))
+		return stderr;
+	return stdout;
 }
