@@ -115,6 +115,8 @@ enum cli_key {
 	OPT_MAX_LIVE_INCREASE,
 	OPT_PYTHON_DEPTH,
 	OPT_SITE_SKIP,
+	OPT_FOLDED_GROWTH,
+	OPT_FOLDED_PEAK,
 };
 
 /* Hand the struct cli to every one of a command's children (its parser's ARGP_KEY_INIT). */
