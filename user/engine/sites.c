@@ -69,8 +69,8 @@ static uint32_t site_lookup(struct tracker *t, const struct site_key *k)
 	 * can reach, never any device's (mem_calls.c, device_of). */
 	if (api && (api->flags & CAT_VMM_DEVICE) && k->device < 0)
 		s->mem = MEM_HOST_PINNED;
-	s->judged = cat_mem_counts(s->mem) && k->owner_kind != OWNER_LAYER &&
-		    k->owner_kind != OWNER_POOL;
+	s->judged =
+	    cat_mem_counts(s->mem) && k->owner_kind != OWNER_LAYER && k->owner_kind != OWNER_POOL;
 	s->counts = cat_mem_counts(s->mem) && k->owner_kind != OWNER_LAYER && api->op != OP_BLOCK;
 	s->peak_slot = PEAK_SLOT_UNSET;
 	return t->nr_sites++;

@@ -530,9 +530,10 @@ static int judge_torch(const struct judging *j, struct proc_verdict *pv)
 }
 
 static int (*const judges[])(const struct judging *j, struct proc_verdict *pv) = {
-    judge_sites,       judge_growth, judge_shutdown,
-    judge_growth_ends, /* after both: how the memory that grew ended */
-    judge_peaks,       judge_gate,   judge_uncertainty, judge_torch,
+    judge_sites,       judge_growth,
+    judge_shutdown,    judge_growth_ends, /* after both: how the memory that grew ended */
+    judge_peaks,       judge_gate,
+    judge_uncertainty, judge_torch,
 };
 
 /* ---- the judges across processes, after every process's own ---- */
