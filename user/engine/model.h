@@ -23,6 +23,7 @@ enum owner_kind {
 	OWNER_CTX = 2,	  /* owner: CUcontext */
 	OWNER_COMM = 3,	  /* owner: ncclComm_t */
 	OWNER_DEVICE = 4, /* owner: a device handle (WebGPU) */
+	OWNER_GRAPH = 5,  /* memory nodes CUDA graph execs hold (graphs.c); owner: 0 */
 };
 
 /*
@@ -188,6 +189,7 @@ struct tcomm {
 	uint32_t init_site; /* site of the ncclCommInit* call */
 	bool destroyed;
 	uint64_t ts_ns;
+	uint64_t parent; /* ncclDevCommCreate: the communicator it was made on, 0: none */
 };
 
 struct tmapping {
@@ -267,6 +269,10 @@ struct tproc {
 	uint32_t *dirty; /* sites whose live bytes changed since the last step */
 	size_t nr_dirty, cap_dirty;
 	struct tthread *last_thread; /* of the last record: most come from one thread */
+	/* Kept by their modules, made at first use (NULL: nothing of the kind seen). */
+	struct tpools *pools;	/* stream-ordered and graph memory pools (pools.c) */
+	struct tipc *ipc;	/* IPC mappings opened, multicast bindings (ipc.c) */
+	struct tgraphs *graphs; /* captures, graphs and execs with memory nodes (graphs.c) */
 };
 
 struct rules;
@@ -317,6 +323,8 @@ struct tracker {
 	uint64_t records;
 	uint64_t bad_records; /* unknown kind or size: counted, skipped */
 	uint64_t last_ts_ns;
+	/* IPC handles made by any traced process, for the processes that open them (ipc.c) */
+	struct ipc_registry *ipc_exports;
 };
 
 /*
@@ -383,6 +391,17 @@ static inline struct tobj *tproc__obj(const struct tproc *p, uint8_t space, uint
 	uint64_t *v = hmap__get(&p->objs, tobj_key(space), handle);
 
 	return v ? (struct tobj *)(uintptr_t)*v : NULL;
+}
+
+/* Whether VMM handle `handle` of p is mapped somewhere (tproc.maps). */
+static inline bool tproc__vmm_mapped(const struct tproc *p, uint64_t handle)
+{
+	size_t i;
+
+	for (i = 0; i < p->nr_maps; i++)
+		if (p->maps[i].handle == handle)
+			return true;
+	return false;
 }
 
 /* The communicator of p with this handle (the latest made), or NULL. */

@@ -13,12 +13,18 @@
  *   threads.c       a process's threads (tproc.threads): device, context, nesting state
  *   sites.c         sites and site stacks: interning, and the class rules put them in
  *   violations.c    rule violations (tproc.viols): once=, max=, release=session-end
+ *   pools.c         stream-ordered and graph memory pools (tproc.pools): in use, reserves,
+ *                   release thresholds, which allocation came from which pool
  *   allocs.c        the sums: what an allocation entering or leaving the table does to the
  *                   live and pending bytes of its site stack, site, process, class, rule
  *                   and step
  *   pending.c       frees that complete later (tproc.pend): deferred rules, streams,
  *                   events, queues, windows; memory that goes while its free is pending
+ *   ipc.c           IPC handles made and opened (tracker.ipc_exports, tproc.ipc): opens and
+ *                   closes per mapping, the exporter's bytes; multicast bindings
  *   gpu_objects.c   CUDA contexts and devices, NCCL communicators, VMM mappings
+ *   graphs.c        stream capture, graphs and execs with memory nodes (tproc.graphs): the
+ *                   memory a launched exec holds, what its launches allocate and free
  *   wgpu_objects.c  refcounted WebGPU objects, their owners, labels, queues and watches
  *   mem_calls.c     allocation and free calls: device, owner, a reused address, and the
  *                   free policy (now, deferred, a VMM handle still mapped, a double free)
