@@ -313,6 +313,7 @@ int mem_calls__free(struct tracker *t, struct tproc *p, const struct cat_api *ap
 	uint8_t space = (uint8_t)api->space;
 	struct alloc *a;
 	uint16_t rule;
+	bool pooled;
 
 	if (!r->addr) {
 		p->c.null_frees++;
@@ -372,8 +373,13 @@ int mem_calls__free(struct tracker *t, struct tproc *p, const struct cat_api *ap
 		allocs__set_flag(t, p, a, AF_RELEASED_MAPPED);
 		return 0;
 	}
+	pooled = a->flags & AF_POOL;
 	allocs__release(t, p, a);
 	if (api->space == SPACE_VMM_HANDLE)
 		ipc__handle_gone(t, p, r->addr);
+	/* A synchronous free of pool memory waits for the device: a synchronization, where
+	 * pools give back what is above their threshold. */
+	if (pooled && api->op == OP_FREE)
+		pools__sync(p);
 	return 0;
 }
