@@ -2263,6 +2263,24 @@ CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatu
 	return is_capturing(hStream, captureStatus, true);
 }
 
+/* Not traced: a graph holds no memory until memory nodes are added to it. */
+CUresult CUDAAPI cuGraphCreate(CUgraph *phGraph, unsigned int flags)
+{
+	CUresult err;
+
+	if (!phGraph || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&lock);
+	err = check_init();
+	if (!err) {
+		*phGraph = graph_new();
+		if (!*phGraph)
+			err = CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	pthread_mutex_unlock(&lock);
+	return err;
+}
+
 static CUgraphNode node_handle(void)
 {
 	/* Opaque, never dereferenced: distinct and non-NULL is all a node handle must be. */

@@ -107,6 +107,7 @@ extern __typeof__(cuGraphUpload) cuGraphUpload_ptsz;
 	X(cuGraphUpload_ptsz, cuGraphUpload)                                                       \
 	X(cuGraphExecDestroy, cuGraphExecDestroy)                                                  \
 	X(cuGraphDestroy, cuGraphDestroy)                                                          \
+	X(cuGraphCreate, cuGraphCreate)                                                            \
 	X(cuDeviceGraphMemTrim, cuDeviceGraphMemTrim)                                              \
 	X(cuMemPoolCreate, cuMemPoolCreate)                                                        \
 	X(cuMemPoolDestroy, cuMemPoolDestroy)                                                      \
@@ -1012,6 +1013,15 @@ cudaError_t CUDARTAPI cudaGraphExecDestroy(cudaGraphExec_t graphExec)
 	if (err)
 		return ret(err);
 	return ret_drv(drv_cuGraphExecDestroy(graphExec));
+}
+
+cudaError_t CUDARTAPI cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags)
+{
+	cudaError_t err = rt_enter();
+
+	if (err)
+		return ret(err);
+	return ret_drv(drv_cuGraphCreate(pGraph, flags));
 }
 
 cudaError_t CUDARTAPI cudaGraphDestroy(cudaGraph_t graph)

@@ -485,8 +485,12 @@ static void json_comms(struct report *r, const struct tproc *p)
 		json_str(r->json, describe__site(r, &r->t->sites[c->init_site]));
 		fprintf(r->json,
 			",\"live_bytes\":%" PRIu64 ",\"live_count\":%" PRIu64
-			",\"registrations\":%" PRIu64 "}",
+			",\"registrations\":%" PRIu64,
 			ct.bytes, ct.count, ct.regs);
+		/* A device communicator (ncclDevCommCreate): the communicator it was made on. */
+		if (c->parent)
+			fprintf(r->json, ",\"parent\":\"0x%" PRIx64 "\"", c->parent);
+		fputc('}', r->json);
 	}
 	fputc(']', r->json);
 }

@@ -53,7 +53,7 @@ static void print_shared_details(struct report *r, uint32_t idx)
 	if (it.exporter > 0)
 		fprintf(r->out, "; exported by pid %d", it.exporter);
 	else if (!it.exporter)
-		fputs("; exporter not traced", r->out);
+		fputs("; exporter unknown", r->out);
 	fputc('\n', r->out);
 }
 
@@ -209,6 +209,9 @@ static void print_comms(struct report *r, const struct tproc *p)
 		    c->comm, c->destroyed ? "destroyed" : "live", fmt_bytes(ct.bytes, b, sizeof(b)),
 		    ct.count, ct.regs, describe__site(r, &r->t->sites[c->init_site]),
 		    c->destroyed && (ct.count || ct.regs) ? "  <- not returned by destroy" : "");
+		if (c->parent)
+			fprintf(r->out, "  %18s device communicator of 0x%" PRIx64 "\n", "",
+				c->parent);
 	}
 }
 
