@@ -41,7 +41,8 @@ enum gl_hdr_flags {
 	GL_HF_ADDR_READ_FAIL = 1 << 1, /* the out-pointer could not be read: addr unknown */
 	GL_HF_STALE_FRAMES = 1 << 2,   /* frames above this call were dropped (longjmp/throw) */
 	GL_HF_DESC = 1 << 3,	       /* struct gl_desc_rec: descriptor bytes follow */
-	GL_HF_DESC_READ_FAIL = 1 << 4, /* the descriptor could not be read at entry */
+	GL_HF_DESC_READ_FAIL = 1 << 4, /* the descriptor could not be read at entry (one copied
+					* at return: or was not, the call failed) */
 	GL_HF_HELD = 1 << 5,	       /* BPF stopped the process here: user space resumes it */
 	GL_HF_LABEL = 1 << 6,	       /* a struct gl_label_rec for this call follows
 					 * (the descriptor named a label) */

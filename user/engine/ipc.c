@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Shared memory between processes (ipc.h): the registry of handles made by any traced
+ * Shared memory between processes (ipc.h): the registry of IPC handles made by any traced
  * process (tracker.ipc_exports: one handle's bytes -> who made it, of what, how big), the
  * mappings each process opened from such handles with their opens and closes (tproc.ipc),
  * and multicast objects' bindings. Records of all processes come in one order, the one the
@@ -13,10 +13,6 @@
 #include "engine/ipc.h"
 #include "engine/allocs.h"
 #include "lib/vec.h"
-
-/* CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, CU_MEM_HANDLE_TYPE_FABRIC */
-#define HANDLE_TYPE_FD	   1
-#define HANDLE_TYPE_FABRIC 8
 
 struct ipc_export {
 	uint8_t key[GL_DESC_MAX];
@@ -57,15 +53,6 @@ static bool key_of(const struct gl_call_rec *r, struct ipc_key *k)
 	    r->hdr.size < sizeof(*d))
 		return false;
 	memset(k, 0, sizeof(*k));
-	/* A file descriptor means something in its own process only: keyed with the pid. */
-	if (r->hdr.api == GL_API_CU_MEM_EXPORT_TO_SHAREABLE_HANDLE &&
-	    r->aux2 != HANDLE_TYPE_FABRIC) {
-		memcpy(k->b, d->desc, 4);
-		memcpy(k->b + 4, &r->hdr.pid, sizeof(r->hdr.pid));
-		k->b[8] = (uint8_t)r->aux2;
-		k->len = 9;
-		return true;
-	}
 	memcpy(k->b, d->desc, GL_DESC_MAX);
 	k->len = GL_DESC_MAX;
 	return true;
@@ -131,10 +118,7 @@ int ipc__export(struct tracker *t, struct tproc *p, const struct gl_call_rec *r)
 		e->len = k.len;
 	}
 	/* The same handle made again (the runtime's call, then the driver's): the latest. */
-	a = tracker__alloc(p,
-			   r->hdr.api == GL_API_CU_MEM_EXPORT_TO_SHAREABLE_HANDLE ? SPACE_VMM_HANDLE
-										  : SPACE_UVA,
-			   r->aux);
+	a = tracker__alloc(p, SPACE_UVA, r->aux);
 	e->pid = p->pid;
 	e->bytes = a && !(a->flags & AF_UNSIZED) ? a->size : 0;
 	return 0;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * Shared memory between processes (ipc.c): IPC handles made (cudaIpcGetMemHandle,
- * cuIpcGetMemHandle, cuMemExportToShareableHandle) in a registry all traced processes share,
- * and, per process, the mappings opened from them. An opened handle maps another process's
+ * cuIpcGetMemHandle) in a registry all traced processes share, and, per process, the
+ * mappings opened from them and the VMM handles imported (cuMemImportFromShareableHandle:
+ * its file descriptor names nothing another process can match; its bytes come from its
+ * first mapping). An opened handle maps another process's
  * allocation without owning its bytes: its allocation (MEM_IPC, not counted in the
  * process's memory) has the exporter's size when the exporter is traced, and must be closed
  * as often as it was opened: CUDA hands the same pointer back for a handle opened again,

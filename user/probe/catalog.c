@@ -368,13 +368,14 @@ const struct cat_api cat_apis[] = {
 	MEM_NONE, 0),
     /*
      * Shareable handles: cuMemExportToShareableHandle(void *out, handle h, type t, flags)
-     * writes a file descriptor (t 1) or a 64-byte fabric handle (t 8), read at return.
+     * writes a file descriptor (t 1) or a 64-byte fabric handle (t 8). A descriptor means
+     * nothing in another process (it arrives there under another number), so what is
+     * written is not read: an import's bytes come from its mapping (cuMemMap).
      * cuMemImportFromShareableHandle(handle *h, void *osHandle, type t) gives a VMM handle
      * of another process's memory: not this process's bytes, released like its own.
      */
     API("cuMemExportToShareableHandle", GL_API_CU_MEM_EXPORT_TO_SHAREABLE_HANDLE,
-	SPEC(GL_SHAPE_CALL, 1, 0, 2, 3, 0, GL_SPEC_DESC_AT_RETURN, .arg_desc = 1, .desc_len = 64),
-	OP_IPC_EXPORT, MEM_NONE, CAT_OPTIONAL),
+	SPEC(GL_SHAPE_CALL, 1, 0, 2, 3, 0, 0), OP_IPC_EXPORT, MEM_NONE, CAT_OPTIONAL),
     API("cuMemImportFromShareableHandle", GL_API_CU_MEM_IMPORT_FROM_SHAREABLE_HANDLE,
 	OUTPTR(1, 0, 2, 3), OP_ALLOC, MEM_IPC, 0, .space = SPACE_VMM_HANDLE),
     /* cuMulticastCreate(handle *mc, const CUmulticastObjectProp *p): p->size @8 */
