@@ -224,8 +224,8 @@ static void print_graphs(struct report *r, const struct tproc *p)
 
 	if (!gs || (!gs->nr_x && !gs->execs_destroyed))
 		return;
-	fprintf(r->out, "CUDA graphs with memory nodes (a launched exec holds what its graph "
-			"frees itself, until it is destroyed):\n");
+	fprintf(r->out, "CUDA graphs with memory nodes (a launched exec holds the nodes its graph "
+			"frees, until destroyed):\n");
 	if (gs->nr_x)
 		fprintf(r->out, "  %-18s %-18s %-12s %10s %5s %8s  %s\n", "EXEC", "GRAPH", "STATE",
 			"HELD", "NODES", "LAUNCHES", "INSTANTIATED AT");
