@@ -117,6 +117,16 @@ def ipc_clean_driver_self_and_imported_handles():
     check("GATE: 1 mapping_not_closed left open at open_weights+" in res.out, res.out)
     check("opened 2 times, closed 1 time: 1 reference left; exported by pid" in res.out,
           f"the text report says how it came to be:\n{res.out}")
+    # A rule says a mapping is meant to stay: retained, no gate failure.
+    exporter, importer = ipc_pair(verdicts(
+        [scenario("ipc"), "weights"],
+        ["--follow", "--fail-on-leak", "--rule", "persistent api=cudaIpcOpenMemHandle"])[1])
+    check("shared" not in importer, "a persistent mapping is not left open by mistake")
+    eq(entries(importer, "retained"),
+       {("cudaIpcOpenMemHandle", "open_weights", "mapping_not_closed"): (4 * MiB, 1)},
+       "retained by its rule")
+    eq((importer["retained"][0]["retained_by"], importer["gate"]["failed"]), ("rule", False),
+       "by the rule, and the gate passes")
     exporter, importer = ipc_pair(verdicts([scenario("ipc"), "clean"], ["--follow"])[1])
     exporter_expected(exporter, "clean")
     check("shared" not in importer, "opened twice, closed twice: nothing left")
