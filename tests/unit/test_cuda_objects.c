@@ -133,6 +133,8 @@ out:
 
 static void capture_found_running_and_launch_once(void)
 {
+	uint32_t active = 1;	 /* cudaStreamCaptureStatusActive */
+	uint64_t graph = 0x6000; /* the cudaGraph_t cudaStreamEndCapture writes */
 	struct tracker *t;
 	struct tproc *p;
 	const struct site *s;
@@ -140,13 +142,17 @@ static void capture_found_running_and_launch_once(void)
 	if (!CHECK(!tracker__new(&t), "new"))
 		return;
 	/* Attached while stream 0xaa captured: cudaStreamIsCapturing says so (status 1). */
-	feed(t, drec(GL_REC_ALLOC, GL_API_CUDA_STREAM_IS_CAPTURING, PID, 1, 0, 0xaa, 0));
+	feed(t,
+	     with_desc(drec(GL_REC_CALL, GL_API_CUDA_STREAM_IS_CAPTURING, PID, 0x7ff0, 0, 0xaa, 0),
+		       &active, sizeof(active)));
 	/* cudaMallocAsync over cuMemAllocAsync, both on the capturing stream: one node. */
 	feed(t, drec(GL_REC_ALLOC, GL_API_CU_MEM_ALLOC_ASYNC, PID, 0x10000, 1 << 20, 0xaa, 1));
 	feed(t, drec(GL_REC_ALLOC, GL_API_CUDA_MALLOC_ASYNC, PID, 0x10000, 1 << 20, 0xaa, 0));
 	feed(t, drec(GL_REC_FREE, GL_API_CUDA_FREE_ASYNC, PID, 0x10000, 0, 0xaa, 0));
 	feed(t, drec(GL_REC_FREE, GL_API_CU_MEM_FREE_ASYNC, PID, 0x10000, 0, 0xaa, 1));
-	feed(t, drec(GL_REC_ALLOC, GL_API_CUDA_STREAM_END_CAPTURE, PID, 0x6000, 0, 0xaa, 0));
+	feed(t,
+	     with_desc(drec(GL_REC_CALL, GL_API_CUDA_STREAM_END_CAPTURE, PID, 0x7ff8, 0, 0xaa, 0),
+		       &graph, sizeof(graph)));
 	p = tracker__proc(t, PID);
 	if (!CHECK(p, "process"))
 		goto out;
@@ -176,7 +182,7 @@ out:
 
 static void pool_reserve_and_threshold(void)
 {
-	uint64_t threshold = 6000;
+	uint64_t threshold = 6000, pool = 0xd0;
 	struct gl_desc_rec r;
 	struct tracker *t;
 	struct tproc *p;
@@ -184,7 +190,9 @@ static void pool_reserve_and_threshold(void)
 	if (!CHECK(!tracker__new(&t), "new"))
 		return;
 	/* cudaDeviceGetDefaultMemPool(&pool 0xd0, device 0), then its threshold 6000. */
-	feed(t, drec(GL_REC_ALLOC, GL_API_CUDA_DEVICE_GET_DEFAULT_MEM_POOL, PID, 0xd0, 0, 0, 0));
+	feed(t, with_desc(drec(GL_REC_CALL, GL_API_CUDA_DEVICE_GET_DEFAULT_MEM_POOL, PID, 0x7ff0, 0,
+			       0, 0),
+			  &pool, sizeof(pool)));
 	feed(t, with_desc(drec(GL_REC_CALL, GL_API_CUDA_MEM_POOL_SET_ATTRIBUTE, PID, 0xd0, 0, 4, 0),
 			  &threshold, sizeof(threshold)));
 	feed(t, drec(GL_REC_ALLOC, GL_API_CUDA_MALLOC_ASYNC, PID, 0x1000, 4096, 0xaa, 0));

@@ -309,7 +309,7 @@ static int capture_status(struct tproc *p, const struct cat_api *api, const stru
 {
 	uint64_t key = pending__stream_key(api, r->hdr.tid, r->aux);
 	struct tgraph *g = capture_of(p, key);
-	bool active = (uint32_t)r->addr == CAPTURE_STATUS_ACTIVE;
+	bool active = call__returned(r, 4) == CAPTURE_STATUS_ACTIVE;
 
 	/* A capture begun before the attach, or ended without our seeing it. */
 	if (active && !g) {
@@ -378,12 +378,12 @@ int graphs__apply(struct tracker *t, struct tproc *p, const struct cat_api *api,
 		if (!g)
 			return 0;
 		/* Only a graph with memory nodes is worth keeping. */
-		if (!r->addr || (!g->nr_nodes && !g->nr_frees)) {
+		if (!call__returned(r, 8) || (!g->nr_nodes && !g->nr_frees)) {
 			graph_drop(p, g);
 			return 0;
 		}
 		g->capturing = false;
-		g->handle = r->addr;
+		g->handle = call__returned(r, 8);
 		return 0;
 	case OP_CAPTURE_STATUS:
 		return capture_status(p, api, r);

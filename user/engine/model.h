@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 #include "gpuleak.h"
 #include "engine/alloc_table.h"
@@ -391,6 +392,21 @@ static inline struct tobj *tproc__obj(const struct tproc *p, uint8_t space, uint
 	uint64_t *v = hmap__get(&p->objs, tobj_key(space), handle);
 
 	return v ? (struct tobj *)(uintptr_t)*v : NULL;
+}
+
+/*
+ * What a query wrote through its out-pointer (a catalog entry that copies it at return:
+ * RETURNS in catalog.c), len bytes (at most 8); 0 when it was not copied.
+ */
+static inline uint64_t call__returned(const struct gl_call_rec *r, size_t len)
+{
+	const struct gl_desc_rec *d = (const struct gl_desc_rec *)r;
+	uint64_t v = 0;
+
+	if ((r->hdr.flags & GL_HF_DESC) && !(r->hdr.flags & GL_HF_DESC_READ_FAIL) &&
+	    r->hdr.size >= sizeof(*d))
+		memcpy(&v, d->desc, len < sizeof(v) ? len : sizeof(v));
+	return v;
 }
 
 /* Whether VMM handle `handle` of p is mapped somewhere (tproc.maps). */

@@ -213,11 +213,15 @@ int pools__apply(struct tproc *p, const struct cat_api *api, const struct gl_cal
 		ps->current[dev_slot(dev)] = ps->v[i].kind == POOL_DEFAULT ? 0 : (int32_t)i + 1;
 		return 0;
 	case OP_POOL_GET_DEFAULT:
-		return learn_default(ps, r->addr, dev) == UINT32_MAX ? -ENOMEM : 0;
+		if (!call__returned(r, 8))
+			return 0;
+		return learn_default(ps, call__returned(r, 8), dev) == UINT32_MAX ? -ENOMEM : 0;
 	case OP_POOL_GET:
 		/* The current pool, the default one unless it was set: then its handle. */
-		if (!ps->current[dev_slot(dev)] && by_handle(ps, r->addr) == UINT32_MAX)
-			return learn_default(ps, r->addr, dev) == UINT32_MAX ? -ENOMEM : 0;
+		if (call__returned(r, 8) && !ps->current[dev_slot(dev)] &&
+		    by_handle(ps, call__returned(r, 8)) == UINT32_MAX)
+			return learn_default(ps, call__returned(r, 8), dev) == UINT32_MAX ? -ENOMEM
+											  : 0;
 		return 0;
 	default:
 		return 0;

@@ -24,6 +24,14 @@
 #define OUTPTR_ADOPT(a, s, x, x2)                                                                  \
 	SPEC(GL_SHAPE_ALLOC_OUTPTR, a, s, x, x2, 0, 0, .flags2 = GL_SPEC2_ADOPT_THREADS)
 #define CALL_ADOPT(a, x) SPEC(GL_SHAPE_CALL, a, 0, x, 0, 0, 0, .flags2 = GL_SPEC2_ADOPT_THREADS)
+/*
+ * int f(..., T *out, ...): a query, not an allocation: the len bytes it wrote through arg a
+ * are copied at return (only when it returned 0), arg x in aux. No stack is walked, as for
+ * any call: a program may ask it often (cudaStreamIsCapturing).
+ */
+#define RETURNS(a, x, len)                                                                         \
+	SPEC(GL_SHAPE_CALL, a, 0, x, 0, 0, GL_SPEC_DESC_AT_RETURN, .arg_desc = (a),                \
+	     .desc_len = (len))
 /* f(args...): entry only, arg a in the record's addr */
 #define NOTIFY(a) SPEC(GL_SHAPE_NOTIFY, a, 0, 0, 0, 0, 0)
 /*
@@ -118,20 +126,21 @@ const struct cat_api cat_apis[] = {
     /*
      * Stream capture: a stream-ordered allocation on a capturing stream allocates nothing,
      * it becomes a memory node of the graph being captured (engine/graphs.c).
-     * cudaStreamBeginCapture(stream, mode), cudaStreamEndCapture(stream, cudaGraph_t *g),
-     * cudaStreamIsCapturing(stream, enum cudaStreamCaptureStatus *s)
+     * cudaStreamBeginCapture(stream, mode), cudaStreamEndCapture(stream, cudaGraph_t *g):
+     * the graph read at return, cudaStreamIsCapturing(stream, enum cudaStreamCaptureStatus
+     * *s): the status read at return
      */
     API("cudaStreamBeginCapture", GL_API_CUDA_STREAM_BEGIN_CAPTURE,
 	SPEC(GL_SHAPE_CALL, 0, 0, 1, 2, 0, 0), OP_CAPTURE_BEGIN, MEM_NONE, CAT_OPTIONAL),
     API("cudaStreamBeginCapture_ptsz", GL_API_CUDA_STREAM_BEGIN_CAPTURE_PTSZ,
 	SPEC(GL_SHAPE_CALL, 0, 0, 1, 2, 0, 0), OP_CAPTURE_BEGIN, MEM_NONE, CAT_PTSZ | CAT_OPTIONAL),
-    API("cudaStreamEndCapture", GL_API_CUDA_STREAM_END_CAPTURE, OUTPTR(2, 0, 1, 0), OP_CAPTURE_END,
+    API("cudaStreamEndCapture", GL_API_CUDA_STREAM_END_CAPTURE, RETURNS(2, 1, 8), OP_CAPTURE_END,
 	MEM_NONE, CAT_OPTIONAL),
-    API("cudaStreamEndCapture_ptsz", GL_API_CUDA_STREAM_END_CAPTURE_PTSZ, OUTPTR(2, 0, 1, 0),
+    API("cudaStreamEndCapture_ptsz", GL_API_CUDA_STREAM_END_CAPTURE_PTSZ, RETURNS(2, 1, 8),
 	OP_CAPTURE_END, MEM_NONE, CAT_PTSZ | CAT_OPTIONAL),
-    API("cudaStreamIsCapturing", GL_API_CUDA_STREAM_IS_CAPTURING, OUTPTR(2, 0, 1, 0),
+    API("cudaStreamIsCapturing", GL_API_CUDA_STREAM_IS_CAPTURING, RETURNS(2, 1, 4),
 	OP_CAPTURE_STATUS, MEM_NONE, CAT_OPTIONAL),
-    API("cudaStreamIsCapturing_ptsz", GL_API_CUDA_STREAM_IS_CAPTURING_PTSZ, OUTPTR(2, 0, 1, 0),
+    API("cudaStreamIsCapturing_ptsz", GL_API_CUDA_STREAM_IS_CAPTURING_PTSZ, RETURNS(2, 1, 4),
 	OP_CAPTURE_STATUS, MEM_NONE, CAT_PTSZ | CAT_OPTIONAL),
     /*
      * cudaGraphAddMemAllocNode(node *n, graph g, deps, ndeps, struct cudaMemAllocNodeParams
@@ -182,9 +191,9 @@ const struct cat_api cat_apis[] = {
 	CAT_OPTIONAL),
     API("cudaDeviceSetMemPool", GL_API_CUDA_DEVICE_SET_MEM_POOL, CALL(2, 1), OP_POOL_SET_CURRENT,
 	MEM_NONE, CAT_OPTIONAL),
-    API("cudaDeviceGetMemPool", GL_API_CUDA_DEVICE_GET_MEM_POOL, OUTPTR(1, 0, 2, 0), OP_POOL_GET,
+    API("cudaDeviceGetMemPool", GL_API_CUDA_DEVICE_GET_MEM_POOL, RETURNS(1, 2, 8), OP_POOL_GET,
 	MEM_NONE, CAT_OPTIONAL),
-    API("cudaDeviceGetDefaultMemPool", GL_API_CUDA_DEVICE_GET_DEFAULT_MEM_POOL, OUTPTR(1, 0, 2, 0),
+    API("cudaDeviceGetDefaultMemPool", GL_API_CUDA_DEVICE_GET_DEFAULT_MEM_POOL, RETURNS(1, 2, 8),
 	OP_POOL_GET_DEFAULT, MEM_NONE, CAT_OPTIONAL),
     /*
      * Arrays: bytes from the channel format (struct cudaChannelFormatDesc, 20 bytes) and the
@@ -283,13 +292,13 @@ const struct cat_api cat_apis[] = {
 	SPEC(GL_SHAPE_CALL, 0, 0, 1, 2, 0, 0), OP_CAPTURE_BEGIN, MEM_NONE, CAT_OPTIONAL),
     API("cuStreamBeginCapture_v2_ptsz", GL_API_CU_STREAM_BEGIN_CAPTURE_PTSZ,
 	SPEC(GL_SHAPE_CALL, 0, 0, 1, 2, 0, 0), OP_CAPTURE_BEGIN, MEM_NONE, CAT_PTSZ | CAT_OPTIONAL),
-    API("cuStreamEndCapture", GL_API_CU_STREAM_END_CAPTURE, OUTPTR(2, 0, 1, 0), OP_CAPTURE_END,
+    API("cuStreamEndCapture", GL_API_CU_STREAM_END_CAPTURE, RETURNS(2, 1, 8), OP_CAPTURE_END,
 	MEM_NONE, CAT_OPTIONAL),
-    API("cuStreamEndCapture_ptsz", GL_API_CU_STREAM_END_CAPTURE_PTSZ, OUTPTR(2, 0, 1, 0),
+    API("cuStreamEndCapture_ptsz", GL_API_CU_STREAM_END_CAPTURE_PTSZ, RETURNS(2, 1, 8),
 	OP_CAPTURE_END, MEM_NONE, CAT_PTSZ | CAT_OPTIONAL),
-    API("cuStreamIsCapturing", GL_API_CU_STREAM_IS_CAPTURING, OUTPTR(2, 0, 1, 0), OP_CAPTURE_STATUS,
+    API("cuStreamIsCapturing", GL_API_CU_STREAM_IS_CAPTURING, RETURNS(2, 1, 4), OP_CAPTURE_STATUS,
 	MEM_NONE, CAT_OPTIONAL),
-    API("cuStreamIsCapturing_ptsz", GL_API_CU_STREAM_IS_CAPTURING_PTSZ, OUTPTR(2, 0, 1, 0),
+    API("cuStreamIsCapturing_ptsz", GL_API_CU_STREAM_IS_CAPTURING_PTSZ, RETURNS(2, 1, 4),
 	OP_CAPTURE_STATUS, MEM_NONE, CAT_PTSZ | CAT_OPTIONAL),
     /* CUDA_MEM_ALLOC_NODE_PARAMS: bytesize @104, dptr @112, as the runtime's */
     API("cuGraphAddMemAllocNode", GL_API_CU_GRAPH_ADD_MEM_ALLOC_NODE,
@@ -328,9 +337,9 @@ const struct cat_api cat_apis[] = {
     /* cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) */
     API("cuDeviceSetMemPool", GL_API_CU_DEVICE_SET_MEM_POOL, CALL(2, 1), OP_POOL_SET_CURRENT,
 	MEM_NONE, CAT_OPTIONAL),
-    API("cuDeviceGetMemPool", GL_API_CU_DEVICE_GET_MEM_POOL, OUTPTR(1, 0, 2, 0), OP_POOL_GET,
+    API("cuDeviceGetMemPool", GL_API_CU_DEVICE_GET_MEM_POOL, RETURNS(1, 2, 8), OP_POOL_GET,
 	MEM_NONE, CAT_OPTIONAL),
-    API("cuDeviceGetDefaultMemPool", GL_API_CU_DEVICE_GET_DEFAULT_MEM_POOL, OUTPTR(1, 0, 2, 0),
+    API("cuDeviceGetDefaultMemPool", GL_API_CU_DEVICE_GET_DEFAULT_MEM_POOL, RETURNS(1, 2, 8),
 	OP_POOL_GET_DEFAULT, MEM_NONE, CAT_OPTIONAL),
     /* CUDA_ARRAY_DESCRIPTOR {Width, Height, Format, NumChannels}: 24 bytes;
      * CUDA_ARRAY3D_DESCRIPTOR {Width, Height, Depth, Format, NumChannels, Flags}: 40 */

@@ -64,8 +64,8 @@ enum cat_op {
 	 */
 	OP_IPC_EXPORT,	       /* desc: the handle made for aux (a pointer or a VMM handle) */
 	OP_CAPTURE_BEGIN,      /* stream aux starts capturing into a graph (aux2: mode) */
-	OP_CAPTURE_END,	       /* stream aux's capture ends: graph addr */
-	OP_CAPTURE_STATUS,     /* stream aux's capture status is addr (1: active) */
+	OP_CAPTURE_END,	       /* stream aux's capture ends: the graph in desc */
+	OP_CAPTURE_STATUS,     /* stream aux's capture status in desc (1: active) */
 	OP_GRAPH_ALLOC_NODE,   /* graph aux gets a memory node: desc bytesize, dptr */
 	OP_GRAPH_FREE_NODE,    /* graph aux gets a free node of addr */
 	OP_GRAPH_INSTANTIATE,  /* exec addr made from graph aux (aux2: flags) */
@@ -79,8 +79,8 @@ enum cat_op {
 	OP_POOL_TRIM,	       /* pool addr keeps at most size bytes in reserve */
 	OP_POOL_SET_ATTR,      /* pool addr attribute aux := desc (a cuuint64_t) */
 	OP_POOL_SET_CURRENT,   /* pool addr becomes device aux's current pool */
-	OP_POOL_GET,	       /* device aux's current pool is addr */
-	OP_POOL_GET_DEFAULT,   /* device aux's default pool is addr */
+	OP_POOL_GET,	       /* device aux's current pool in desc */
+	OP_POOL_GET_DEFAULT,   /* device aux's default pool in desc */
 	OP_MC_BIND,	       /* multicast addr binds VMM handle aux at offset aux2, size bytes */
 	OP_MC_UNBIND,	       /* multicast addr unbinds [aux2, aux2 + size) */
 };
