@@ -13,14 +13,17 @@ bin=.output/tests/bin
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cc -O1 -g -Wall -Wextra -Werror -std=gnu11 -D_GNU_SOURCE -Ibpf -Iuser -I.output \
-	tests/fuzz/recode.c $(ls .output/obj/*.o | grep -v /gpuleak.o) -lbpf -lelf -lz -lm \
+	tests/fuzz/recode.c $(find .output/obj -name '*.o' ! -path '*/cli/*' ! -path '*/live/*' | sort) -lbpf -lelf -lz -lm \
 	-l:libstdc++.so.6 -o "$tmp/recode"
 rm -rf "$out"
 mkdir -p "$out"
 rec() {	# name, scenario args...
 	local name=$1
 	shift
-	./gpuleak record -o "$tmp/$name.glc" --interval 0 -- "$@" >/dev/null 2>&1
+	local opts=()
+
+	[ "$1" = --follow ] && opts=(--follow) && shift
+	./gpuleak record -o "$tmp/$name.glc" --interval 0 "${opts[@]}" -- "$@" >/dev/null 2>&1
 	cp "$tmp/$name.glc" "$out/$name.glc"
 	"$tmp/recode" "$tmp/$name.glc" "$out/$name-stored.glc" 200
 }
@@ -30,6 +33,11 @@ rec apis "$bin/apis"
 rec fail "$bin/fail"
 rec threads "$bin/threads" 3
 rec stacks "$bin/stacks"
+# graph memory and its pool, pool reserves, IPC between two processes, arrays (docs/cuda.md)
+rec graphs "$bin/graphs" decode
+rec pools "$bin/pools" reserve
+rec ipc --follow "$bin/ipc" weights
+rec arrays "$bin/arrays" leak
 .output/bench/capture_gen -o "$tmp/gen.glc" -n 300 --store --block-size 400 >/dev/null
 cp "$tmp/gen.glc" "$out/gen-stored.glc"
 # a header alone (recorder killed at once), cut inside a block, cut inside the header
