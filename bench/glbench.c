@@ -41,6 +41,15 @@
  *                                  ns per frame of each, the first frame of each (what reads
  *                                  the symbol table or the map), and the heap the map holds
  *                                  per entry.
+ *   glbench procs [-r REPS] OBJECT SYMOBJ
+ *                                  the recovery of Dawn's proc table from OBJECT (an object
+ *                                  without symbols: libonnxruntime.so.1), against two things
+ *                                  measured in the same run: one pass of memmem over the
+ *                                  same read-only bytes for a string that is not there (what
+ *                                  reading the object once costs, the floor of any scan of
+ *                                  it), and gpuleak's symbol scan of SYMOBJ (a Dawn with
+ *                                  symbols: dawn.node), per MB of each. Medians of REPS (9),
+ *                                  the file mapped and paged in before timing.
  *
  * consumer and memory link gpuleak's own objects: what is measured is gpuleak's code.
  * Results are one JSON line on stdout.
@@ -57,6 +66,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,6 +75,8 @@
 #include "engine/analysis.h"
 #include "bench.h"
 #include "bench.skel.h"
+#include "probe/dawn_procs.h"
+#include "probe/elf_image.h"
 #include "probe/elf_obj.h"
 #include "probe/modules.h"
 #include "probe/proc_maps.h"
@@ -91,7 +103,8 @@ static int usage(void)
 			"       glbench attach -p PID OBJECT:OFFSET[,OFFSET...]...\n"
 			"       glbench consumer [-l LIVE] [-n EVENTS] [-b BATCH] [--cold]\n"
 			"       glbench memory [-l LIVE]\n"
-			"       glbench symbols [-n ENTRIES] [-f FRAMES] LIB\n");
+			"       glbench symbols [-n ENTRIES] [-f FRAMES] LIB\n"
+			"       glbench procs [-r REPS] OBJECT SYMOBJ\n");
 	return 2;
 }
 
@@ -333,9 +346,10 @@ static int cmd_attach(int argc, char **argv)
 /* ---- the analysis, set up as a live session sets it up ---- */
 
 static int no_frames(void *ctx, pid_t pid, uint64_t caller, int32_t stack_id, const char **syms,
-		     const char **mods, int max)
+		     const char **mods, const char **where, int max)
 {
-	(void)ctx, (void)pid, (void)caller, (void)stack_id, (void)syms, (void)mods, (void)max;
+	(void)ctx, (void)pid, (void)caller, (void)stack_id, (void)syms, (void)mods, (void)where,
+	    (void)max;
 	return 0;
 }
 
@@ -735,6 +749,97 @@ cleanup:
 	return err ? 1 : 0;
 }
 
+struct ro_pass {
+	size_t bytes;
+	unsigned long found;
+};
+
+static void ro_bytes(uint64_t vaddr, const uint8_t *p, size_t len, void *ctx)
+{
+	struct ro_pass *r = ctx;
+
+	(void)vaddr;
+	r->bytes += len;
+	/* Not in any object: every byte is looked at, as the name scan looks at them. */
+	r->found += memmem(p, len, "gpuleak\x01\x02\x03", 10) != NULL;
+}
+
+static int cmd_procs(int argc, char **argv)
+{
+	uint64_t rec[64], floor[64], sym[64], t;
+	struct elf_obj *o = NULL;
+	struct elf_image *im = NULL;
+	struct ro_pass ro = {0};
+	size_t size = 0, sym_size = 0;
+	int opt, reps = 9, i, err;
+	unsigned long n = 0;
+	struct stat st;
+
+	while ((opt = getopt(argc, argv, "r:")) != -1) {
+		if (opt != 'r')
+			return usage();
+		reps = atoi(optarg);
+	}
+	if (argc - optind != 2 || reps < 1 || reps > 64)
+		return usage();
+	err = elf_obj__open(argv[optind], &o);
+	if (!err)
+		err = elf_image__new(o, &im);
+	if (err || stat(argv[optind + 1], &st)) {
+		fprintf(stderr, "glbench: %s: %s\n", argv[optind], strerror(err ? -err : errno));
+		goto cleanup;
+	}
+	sym_size = st.st_size;
+	elf_obj__image(o, &size);
+	for (i = 0; i < reps + 1; i++) {
+		struct dawn_procs *p;
+		struct modules *ms;
+		struct module *m;
+
+		/* The first round pages both files in and is not counted. */
+		t = now_ns();
+		ro.bytes = 0;
+		elf_image__for_each_ro(im, false, ro_bytes, &ro);
+		floor[i ? i - 1 : 0] = now_ns() - t;
+		t = now_ns();
+		err = dawn_procs__recover(o, &p);
+		rec[i ? i - 1 : 0] = now_ns() - t;
+		if (err) {
+			fprintf(stderr, "glbench: %s: no proc table: %s\n", argv[optind],
+				strerror(-err));
+			goto cleanup;
+		}
+		n = p->n;
+		dawn_procs__free(p);
+		if (modules__new(&ms)) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		t = now_ns();
+		m = modules__get_path(ms, argv[optind + 1]);
+		err = m ? module__scan(m) : -errno;
+		sym[i ? i - 1 : 0] = now_ns() - t;
+		modules__free(ms);
+		if (err) {
+			fprintf(stderr, "glbench: %s: %s\n", argv[optind + 1], strerror(-err));
+			goto cleanup;
+		}
+	}
+	qsort(rec, reps, sizeof(*rec), cmp_u64);
+	qsort(floor, reps, sizeof(*floor), cmp_u64);
+	qsort(sym, reps, sizeof(*sym), cmp_u64);
+	printf("{\"entries\":%lu,\"object_bytes\":%zu,\"ro_bytes\":%zu,\"recover_ms\":%.2f,"
+	       "\"floor_ms\":%.2f,\"symscan_ms\":%.2f,\"symobj_bytes\":%zu,"
+	       "\"recover_ms_per_mb\":%.3f,\"symscan_ms_per_mb\":%.3f}\n",
+	       n, size, ro.bytes, rec[reps / 2] / 1e6, floor[reps / 2] / 1e6, sym[reps / 2] / 1e6,
+	       sym_size, rec[reps / 2] / 1e6 / (size / 1e6),
+	       sym[reps / 2] / 1e6 / (sym_size / 1e6));
+cleanup:
+	elf_image__free(im);
+	elf_obj__free(o);
+	return err ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -750,5 +855,7 @@ int main(int argc, char **argv)
 		return cmd_memory(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "symbols"))
 		return cmd_symbols(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "procs"))
+		return cmd_procs(argc - 1, argv + 1);
 	return usage();
 }

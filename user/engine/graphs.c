@@ -119,9 +119,9 @@ static int free_node_add(struct tgraph *g, uint64_t va)
 bool graphs__captured_alloc(struct tracker *t, struct tproc *p, const struct cat_api *api,
 			    const struct gl_call_rec *r, int16_t device, int *err)
 {
+	struct site_key k = {.pid = p->pid, .caller = r->caller, .stack_id = r->stack_id};
 	struct tgraph *g;
 
-	(void)t;
 	*err = 0;
 	if (!p->graphs)
 		return false;
@@ -136,10 +136,13 @@ bool graphs__captured_alloc(struct tracker *t, struct tproc *p, const struct cat
 		return true;
 	}
 	p->graphs->captured_allocs++;
+	/* Python frames are named now: the site is made at launch, the stack id is of now. */
+	sites__python(t, &k);
 	*err = node_add(g, &(struct tgraph_node){.va = r->addr,
 						 .bytes = r->size,
 						 .caller = r->caller,
-						 .stack_id = r->stack_id,
+						 .frame = k.frame,
+						 .stack_id = k.stack_id,
 						 .api = r->hdr.api,
 						 .device = device});
 	return true;
@@ -190,8 +193,8 @@ static int map_exec(struct tracker *t, struct tproc *p, struct texec *x, uint64_
 	x->mapped = true;
 	for (i = 0; i < x->nr_nodes; i++) {
 		const struct tgraph_node *n = &x->nodes[i];
-		struct site_key k = {p->pid,	  n->api, n->device, n->caller, n->stack_id,
-				     OWNER_GRAPH, 0,	  0,	     0,		false};
+		struct site_key k = {p->pid, n->api, n->device, n->caller, n->stack_id, OWNER_GRAPH,
+				     0,	     0,	     0,		false,	   n->frame};
 		struct alloc *old;
 
 		if (!n->freed || !n->bytes)
@@ -222,8 +225,8 @@ static int launch(struct tracker *t, struct tproc *p, struct texec *x, uint64_t 
 	x->launches++;
 	for (i = 0; !err && i < x->nr_nodes; i++) {
 		const struct tgraph_node *n = &x->nodes[i];
-		struct site_key k = {p->pid,	 n->api, n->device, n->caller, n->stack_id,
-				     OWNER_NONE, 0,	 0,	    0,	       false};
+		struct site_key k = {p->pid, n->api, n->device, n->caller, n->stack_id, OWNER_NONE,
+				     0,	     0,	     0,		false,	   n->frame};
 		struct alloc *old;
 
 		if (n->freed || !n->bytes)

@@ -21,6 +21,7 @@
 struct tgraph_node {
 	uint64_t va, bytes;
 	uint64_t caller; /* the call that made it: its site when memory is made */
+	uint64_t frame;	 /* its Python frame (struct site_key's) */
 	int32_t stack_id;
 	uint16_t api;
 	int16_t device;

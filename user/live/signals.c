@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
+#include "lib/log.h"
 #include "live/signals.h"
 
 struct signals {
@@ -61,12 +62,23 @@ bool signals__stop(struct signals *sg, pid_t child)
 
 	if (read(sg->fd, &si, sizeof(si)) != sizeof(si))
 		return false;
-	/* In run mode Ctrl-C reached the child too: trace its shutdown (its frees) unless
-	 * asked twice. */
-	if (child && si.ssi_signo == SIGINT && ++sg->sigints == 1) {
-		fprintf(stderr, "gpuleak: waiting for pid %d to exit (Ctrl-C again to stop now)\n",
-			child);
+	/*
+	 * A terminal's Ctrl-C comes from the kernel (SI_KERNEL) to the whole foreground process
+	 * group: run mode's child got it too and is shutting down; trace its shutdown (its
+	 * frees) unless asked twice. A SIGINT some process sent (kill, SI_USER) is meant for
+	 * gpuleak alone, which would otherwise wait for a child that never got it: it stops
+	 * tracing at once, as SIGTERM does, and the child runs on.
+	 */
+	if (child && si.ssi_signo == SIGINT && si.ssi_code == SI_KERNEL && ++sg->sigints == 1) {
+		pr_note("waiting for pid %d to exit (Ctrl-C again to stop now)\n", child);
 		return false;
 	}
 	return true;
+}
+
+int signals__take(struct signals *sg)
+{
+	struct signalfd_siginfo si;
+
+	return read(sg->fd, &si, sizeof(si)) == sizeof(si) ? (int)si.ssi_signo : 0;
 }

@@ -58,6 +58,13 @@ enum cat_op {
 	OP_QUEUE_WATCH,	  /* a completion callback for queue addr's work so far */
 	OP_QUEUE_DONE,	  /* a completion callback ran (its userdata in size..aux2) */
 	/*
+	 * Futures (webgpu.h since 2024): a call returns a future (addr) that completes once the
+	 * work submitted so far to the queue of the device owning object aux is done (a buffer
+	 * map); a wait says which futures completed (its copied WGPUFutureWaitInfo array).
+	 */
+	OP_FUTURE_WATCH,
+	OP_FUTURE_WAIT,
+	/*
 	 * IPC, stream capture and graph memory, stream-ordered pools, multicast objects
 	 * (engine/ipc.c, graphs.c, pools.c). Opening an IPC handle is an OP_ALLOC in SPACE_IPC,
 	 * its close an OP_FREE; the calls below are what else they need.
@@ -120,10 +127,10 @@ enum cat_space {
 	SPACE_HOST = 5,	      /* libc malloc family */
 	SPACE_MMAP = 6,	      /* anonymous mmap */
 	SPACE_WGPU = 7,	      /* WebGPU object handles: buffers, textures, devices, queues */
-	SPACE_IPC = 8,	      /* pointers cudaIpcOpenMemHandle mapped: closed, not freed */
-	SPACE_HOST_REG = 9,   /* host ranges cudaHostRegister pinned */
-	SPACE_ARRAY = 10,     /* cudaArray_t / CUarray and mipmapped array handles */
-	SPACE_GRAPH = 11,     /* graph memory nodes an exec holds, by their address */
+	SPACE_IPC = 9,	      /* pointers cudaIpcOpenMemHandle mapped: closed, not freed */
+	SPACE_HOST_REG = 10,  /* host ranges cudaHostRegister pinned */
+	SPACE_ARRAY = 11,     /* cudaArray_t / CUarray and mipmapped array handles */
+	SPACE_GRAPH = 12,     /* graph memory nodes an exec holds, by their address */
 	SPACE_MAX = 16,
 };
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <elf.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include "probe/modules.h"
 #include "probe/proc_maps.h"
 #include "symbols/perfmap.h"
+#include "symbols/python.h"
 #include "symbols/stacks.h"
 #include "symbols/symbolizer.h"
 #include "lib/vec.h"
@@ -42,6 +44,7 @@ struct sym_entry {
 	char *name;
 	uint32_t gen; /* unnamed: s->gen when resolved; SYM_FIXED: set, never redone */
 	int8_t fp;    /* frame_fp() once known: 1, 0, -1 unknown; 2: not asked yet */
+	char *where;  /* a Python frame: "file:line", what rules match besides its function */
 };
 
 /* One ELF object per build-id names every file with that build-id (copies, containers). */
@@ -97,7 +100,12 @@ struct symbolizer {
 	size_t nr_debug_dirs;
 	struct jit_map *jits;
 	size_t nr_jits, cap_jits;
-	uint32_t gen; /* bumped when something new may name an unnamed address */
+	uint32_t gen;		 /* bumped when something new may name an unnamed address */
+	struct pyframes *py;	 /* Python code objects and stacks, from their records */
+	struct hmap py_merged;	 /* ((u32)pid, hash of a merged stack) -> its first id */
+	struct hmap py_canon;	 /* ((u32)pid, id) -> the first id merged to the same frames */
+	const char *const *skip; /* --site-skip: frames of these never name a site */
+	size_t nr_skip;
 	struct symbolizer_stats st;
 };
 
@@ -107,7 +115,8 @@ int symbolizer__new(struct modules *mods, struct symbolizer **out)
 
 	if (!s)
 		return -ENOMEM;
-	if (stacks__new(&s->stacks)) {
+	if (stacks__new(&s->stacks) || pyframes__new(&s->py)) {
+		stacks__free(s->stacks);
 		free(s);
 		return -ENOMEM;
 	}
@@ -126,6 +135,7 @@ static void info_free(struct sym_info *si)
 {
 	free((char *)si->module);
 	free((char *)si->func);
+	free((char *)si->file);
 }
 
 void symbolizer__free(struct symbolizer *s)
@@ -137,6 +147,7 @@ void symbolizer__free(struct symbolizer *s)
 	for (i = 0; i < s->nr_ents; i++) {
 		info_free(&s->ents[i]->info);
 		free(s->ents[i]->name);
+		free(s->ents[i]->where);
 		free(s->ents[i]);
 	}
 	for (i = 0; i < s->nr_paths; i++)
@@ -153,6 +164,9 @@ void symbolizer__free(struct symbolizer *s)
 		perfmap__free(s->jits[i].pm);
 	free(s->jits);
 	stacks__free(s->stacks);
+	pyframes__free(s->py);
+	hmap__free(&s->py_merged);
+	hmap__free(&s->py_canon);
 	hmap__free(&s->idx);
 	free(s);
 }
@@ -253,7 +267,13 @@ static char *format_name(const struct sym_info *si, uint64_t addr)
 	char *out = NULL;
 	int n;
 
-	if (si->func)
+	if (si->python && si->line)
+		n = asprintf(&out, "%s (%s:%d)", si->func ? si->func : "?",
+			     si->module ? si->module : "?", si->line);
+	else if (si->python)
+		n = asprintf(&out, "%s (%s)", si->func ? si->func : "?",
+			     si->module ? si->module : "?");
+	else if (si->func)
 		n = asprintf(&out, "%s+0x%" PRIx64 " (%s)", si->func, si->func_off,
 			     si->module ? si->module : "?");
 	else if (si->module)
@@ -635,7 +655,9 @@ static int info_dup(struct sym_info *dst, const struct sym_info *src)
 	*dst = *src;
 	dst->module = src->module ? strdup(src->module) : NULL;
 	dst->func = src->func ? strdup(src->func) : NULL;
-	if ((src->module && !dst->module) || (src->func && !dst->func)) {
+	dst->file = src->file ? strdup(src->file) : NULL;
+	if ((src->module && !dst->module) || (src->func && !dst->func) ||
+	    (src->file && !dst->file)) {
 		info_free(dst);
 		return -ENOMEM;
 	}
@@ -979,7 +1001,7 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 }
 
 int symbolizer__site_frames(void *ctx, pid_t pid, uint64_t caller, int32_t stack_id,
-			    const char **syms, const char **mods, int max)
+			    const char **syms, const char **mods, const char **where, int max)
 {
 	struct symbolizer *s = ctx;
 	const struct ustack *st = symbolizer__stack(s, pid, stack_id, caller);
@@ -987,6 +1009,7 @@ int symbolizer__site_frames(void *ctx, pid_t pid, uint64_t caller, int32_t stack
 
 	if (max < 1 || !caller)
 		return 0;
+	where[0] = NULL;
 	if (!st)
 		return symbolizer__frame(s, pid, caller, &syms[0], &mods[0]) ? 0 : 1;
 	/* Every frame, named or not, so that frame i of syms and of mods is one frame. */
@@ -997,6 +1020,297 @@ int symbolizer__site_frames(void *ctx, pid_t pid, uint64_t caller, int32_t stack
 			return i;
 		syms[i] = si->func;
 		mods[i] = si->module;
+		/* info is the first member of its entry */
+		where[i] = ((const struct sym_entry *)si)->where;
 	}
 	return n;
+}
+
+/* ---- Python frames ---- */
+
+/*
+ * Frames that never name a site: the interpreter and its way into C (ctypes, libffi), the
+ * libraries gpuleak traces, PyTorch's allocator. Object basenames; then Python files.
+ */
+static const char *const skip_objects[] = {
+    "libpython*",  "python*",	  "_ctypes*",	   "libffi.so*", "libcudart.so*",
+    "libcuda.so*", "libnccl.so*", "libc.so*",	   "libwebgpu*", "libdawn*",
+    "dawn.node",   "libc10*.so*", "libtorch*.so*",
+};
+static const char *const skip_files[] = {
+    "*/site-packages/torch/*",
+    "*/dist-packages/torch/*",
+    "*/ctypes/__init__.py",
+    "<frozen *>",
+};
+
+void symbolizer__set_site_skip(struct symbolizer *s, const char *const *globs, size_t n)
+{
+	s->skip = globs;
+	s->nr_skip = n;
+}
+
+static bool any_glob(const char *const *globs, size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; name && i < n; i++)
+		if (!fnmatch(globs[i], name, 0))
+			return true;
+	return false;
+}
+
+static bool skipped(const struct symbolizer *s, const struct sym_info *si)
+{
+	if (!si)
+		return true;
+	if (si->python)
+		return any_glob(skip_files, sizeof(skip_files) / sizeof(skip_files[0]), si->file) ||
+		       any_glob(s->skip, s->nr_skip, si->file) ||
+		       any_glob(s->skip, s->nr_skip, si->module);
+	return !si->module ||
+	       any_glob(skip_objects, sizeof(skip_objects) / sizeof(skip_objects[0]), si->module) ||
+	       any_glob(s->skip, s->nr_skip, si->module);
+}
+
+/* A call of the interpreter's evaluation loop: where Python frames run. */
+static bool eval_frame(const struct sym_info *si)
+{
+	return si && si->func && !strncmp(si->func, "_PyEval_EvalFrameDefault", 24);
+}
+
+static bool interp_frame(const struct sym_info *si)
+{
+	return si && si->module &&
+	       (!fnmatch("libpython*", si->module, 0) || !fnmatch("python*", si->module, 0));
+}
+
+/* The address of Python frame i of st, named as such on first use; 0 without memory. */
+static uint64_t py_addr(struct symbolizer *s, const struct py_stack *st, unsigned int i)
+{
+	struct py_frame_name nm;
+	struct sym_info si = {.python = true};
+	struct sym_entry *e;
+	const char *base;
+	uint64_t addr;
+
+	addr = pyframes__frame(s->py, st->pid, st->version, &st->frames[i], &nm);
+	if (!addr)
+		return 0;
+	e = entry_get(s, st->pid, addr);
+	if (!e)
+		return 0;
+	if (e->name)
+		return addr;
+	base = nm.file ? strrchr(nm.file, '/') : NULL;
+	si.func = strdup(nm.name ? nm.name : "?");
+	si.module = strdup(nm.file ? (base ? base + 1 : nm.file) : "python");
+	si.file = nm.file ? strdup(nm.file) : NULL;
+	si.line = nm.line;
+	if (!si.func || !si.module || (nm.file && !si.file)) {
+		info_free(&si);
+		return 0;
+	}
+	if (nm.file && asprintf(&e->where, "%s:%d", nm.file, nm.line) < 0) {
+		e->where = NULL;
+		info_free(&si);
+		return 0;
+	}
+	return entry_set(s, e, &si, addr, SYM_FIXED) ? 0 : addr;
+}
+
+/*
+ * Two Python stack ids merge to the same frames when only what was dropped differs (the
+ * native frames of a walk gone astray, how a call of the loop was entered): the first one
+ * stands for both, so an allocation site has one stack where a user sees one.
+ */
+static int canonical(struct symbolizer *s, const struct ustack *st)
+{
+	uint64_t h = hmap_hash2(st->caller, st->flags | (uint64_t)st->nofp_from << 16), *at;
+	const struct ustack *first;
+	uint16_t i;
+
+	for (i = 0; i < st->nr; i++)
+		h = hmap_hash2(h, st->frames[i]);
+	for (;; h++) {
+		at = hmap__get(&s->py_merged, (uint32_t)st->pid, h);
+		if (!at)
+			break;
+		first = stacks__get(s->stacks, st->pid, (int32_t)*at, st->caller);
+		if (first && first->nr == st->nr && first->flags == st->flags &&
+		    first->nofp_from == st->nofp_from && first->site == st->site &&
+		    !memcmp(first->frames, st->frames, st->nr * sizeof(st->frames[0])))
+			return hmap__put(&s->py_canon, (uint32_t)st->pid, (uint32_t)st->id, *at);
+	}
+	return hmap__put(&s->py_merged, (uint32_t)st->pid, h, (uint32_t)st->id);
+}
+
+struct merge {
+	uint64_t v[STACK_MAX_FRAMES];
+	size_t n;
+	bool cut;
+};
+
+static void merge_add(struct merge *m, uint64_t addr)
+{
+	if (m->n < STACK_MAX_FRAMES)
+		m->v[m->n++] = addr;
+	else
+		m->cut = true;
+}
+
+/*
+ * Python frames from *next up to the outermost of those one call of the evaluation loop
+ * runs (entry_mask), into m; *next moves past them.
+ */
+static void merge_group(struct merge *m, const struct py_stack *st, const uint64_t *py,
+			unsigned int *next)
+{
+	unsigned int i;
+
+	for (i = *next; i < st->nr; i++) {
+		merge_add(m, py[i]);
+		if (st->entry_mask & (1ULL << (i & 63)))
+			break;
+	}
+	*next = i < st->nr ? i + 1 : st->nr;
+}
+
+/*
+ * The stack of a record with Python frames, as py-spy --native shows one: the native
+ * frames, with the Python frames in place of the evaluation loop's calls they ran in. A
+ * native walk through an interpreter built without frame pointers (all of these here) is
+ * unreliable from the interpreter on: what it found there is dropped while Python frames
+ * remain to be placed, since the interpreter's own frame chain says where the program
+ * was, exactly; the Python frames left then follow the native frames kept.
+ */
+static int py_merge(struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller)
+{
+	const struct py_stack *st = pyframes__stack(s->py, pid, id);
+	uint64_t py[GL_PY_DEPTH_MAX], site = 0;
+	const uint64_t *nat = &caller;
+	size_t nn = 1, bad_from = 1, i;
+	unsigned int next = 0, flags = 0, nofp = 0, p;
+	const struct ustack *ns = NULL;
+	struct merge m = {};
+	bool has_eval = false;
+	struct ustack *out;
+	int err;
+
+	if (!st || stacks__get(s->stacks, pid, id, caller))
+		return 0;
+	for (p = 0; p < st->nr; p++) {
+		py[p] = py_addr(s, st, p);
+		if (!py[p])
+			return -ENOMEM;
+	}
+	if (st->native_id >= 0)
+		ns = stacks__get(s->stacks, pid, st->native_id, caller);
+	if (ns) {
+		nat = ns->frames;
+		nn = ns->nr;
+		bad_from = ns->flags & STACK_NO_FP ? ns->nofp_from : nn;
+		flags |= ns->flags & STACK_TRUNCATED;
+	}
+	if (!caller)
+		nn = 0;
+	for (i = 0; i < nn; i++)
+		has_eval |= eval_frame(symbolizer__info(s, pid, nat[i]));
+	for (i = 0; i < nn; i++) {
+		const struct sym_info *si = symbolizer__info(s, pid, nat[i]);
+		bool bad = i >= bad_from;
+
+		if (eval_frame(si) && next < st->nr) {
+			merge_group(&m, st, py, &next);
+			continue;
+		}
+		/* The interpreter again with no Python left: the Python stack was cut here. */
+		if (eval_frame(si) && (st->flags & GL_PYS_TRUNCATED)) {
+			flags |= STACK_TRUNCATED;
+			break;
+		}
+		/* Found by a walk gone astray: not where the Python frames belong, and once
+		 * they are placed, no call of the loop runs any we know of. */
+		if (bad && (next < st->nr || eval_frame(si)))
+			continue;
+		if (!has_eval && interp_frame(si))
+			while (next < st->nr)
+				merge_add(&m, py[next++]);
+		if (bad && !(flags & STACK_NO_FP)) {
+			flags |= STACK_NO_FP;
+			nofp = (unsigned int)m.n;
+		}
+		merge_add(&m, nat[i]);
+	}
+	while (next < st->nr)
+		merge_add(&m, py[next++]);
+	if (m.cut || (st->flags & GL_PYS_TRUNCATED))
+		flags |= STACK_TRUNCATED;
+	/* The site: the innermost frame of the program's own code, else its innermost Python. */
+	for (i = 0; i < m.n && !site; i++)
+		if (!skipped(s, symbolizer__info(s, pid, m.v[i])))
+			site = m.v[i];
+	if (!site)
+		site = py[0];
+	err = stacks__add(s->stacks, pid, id, caller, m.v, m.n, flags, nofp);
+	if (err)
+		return err;
+	out = stacks__get(s->stacks, pid, id, caller);
+	if (!out)
+		return -ENOMEM;
+	out->site = site == caller ? 0 : site;
+	return canonical(s, out);
+}
+
+int symbolizer__py_record(struct symbolizer *s, const struct gl_hdr *h)
+{
+	const struct gl_call_rec *r = (const struct gl_call_rec *)h;
+
+	switch (h->kind) {
+	case GL_REC_PY_CODE:
+	case GL_REC_PY_STACK:
+		return pyframes__record(s->py, h);
+	case GL_REC_ALLOC:
+	case GL_REC_ALLOC_FAIL:
+		if (h->size < sizeof(*r) || !gl_stack_is_py(r->stack_id))
+			return 0;
+		return py_merge(s, (pid_t)h->pid, r->stack_id, r->caller);
+	default:
+		return 0;
+	}
+}
+
+int32_t symbolizer__py_native_id(const struct symbolizer *s, pid_t pid, int32_t id)
+{
+	const struct py_stack *st = pyframes__stack(s->py, pid, id);
+
+	return st ? st->native_id : -1;
+}
+
+uint64_t symbolizer__site_frame(const struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller)
+{
+	const struct ustack *st = stacks__get(s->stacks, pid, id, caller);
+
+	return st ? st->site : 0;
+}
+
+int32_t symbolizer__py_canonical(const struct symbolizer *s, pid_t pid, int32_t id)
+{
+	const uint64_t *at = hmap__get(&s->py_canon, (uint32_t)pid, (uint32_t)id);
+
+	return at ? (int32_t)*at : id;
+}
+
+uint64_t symbolizer__py_site(void *ctx, pid_t pid, uint64_t caller, int32_t *stack_id)
+{
+	const struct symbolizer *s = ctx;
+	uint64_t site = symbolizer__site_frame(s, pid, *stack_id, caller);
+
+	*stack_id = symbolizer__py_canonical(s, pid, *stack_id);
+	return site;
+}
+
+uint64_t symbolizer__py_bad(const struct symbolizer *s)
+{
+	return pyframes__bad(s->py);
 }
