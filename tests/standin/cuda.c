@@ -1810,6 +1810,18 @@ static CUresult pool_alloc(struct CUctx_st *ctx, struct CUmemPoolHandle_st *pool
 	return CUDA_SUCCESS;
 }
 
+/* Takes the lock (held whatever it returns): 0 when initialised and pool is a live pool. */
+static CUresult lock_pool(CUmemoryPool pool)
+{
+	CUresult err;
+
+	pthread_mutex_lock(&lock);
+	err = check_init();
+	if (!err && !pool_ok(pool))
+		err = CUDA_ERROR_INVALID_VALUE;
+	return err;
+}
+
 static void pool_trim(struct CUmemPoolHandle_st *pool, size_t keep)
 {
 	if (pool->reserve_bytes <= keep)
@@ -1866,9 +1878,8 @@ CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool)
 {
 	CUresult err;
 
-	pthread_mutex_lock(&lock);
-	err = check_init();
-	if (!err && (!pool_ok(pool) || !pool->created))
+	err = lock_pool(pool);
+	if (!err && !pool->created)
 		err = CUDA_ERROR_INVALID_VALUE;
 	if (!err) {
 		pool_trim(pool, 0);
@@ -1884,10 +1895,7 @@ CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 {
 	CUresult err;
 
-	pthread_mutex_lock(&lock);
-	err = check_init();
-	if (!err && !pool_ok(pool))
-		err = CUDA_ERROR_INVALID_VALUE;
+	err = lock_pool(pool);
 	if (!err)
 		pool_trim(pool, minBytesToKeep);
 	pthread_mutex_unlock(&lock);
@@ -1900,10 +1908,7 @@ CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute at
 
 	if (!value)
 		return CUDA_ERROR_INVALID_VALUE;
-	pthread_mutex_lock(&lock);
-	err = check_init();
-	if (!err && !pool_ok(pool))
-		err = CUDA_ERROR_INVALID_VALUE;
+	err = lock_pool(pool);
 	if (err)
 		goto out;
 	switch (attr) {
@@ -1939,10 +1944,7 @@ CUresult CUDAAPI cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute at
 
 	if (!value)
 		return CUDA_ERROR_INVALID_VALUE;
-	pthread_mutex_lock(&lock);
-	err = check_init();
-	if (!err && !pool_ok(pool))
-		err = CUDA_ERROR_INVALID_VALUE;
+	err = lock_pool(pool);
 	if (err)
 		goto out;
 	switch (attr) {

@@ -261,6 +261,14 @@ static cudaError_t rt_enter(void)
 	return use_device(cur_dev);
 }
 
+/* A call that is its driver call on the current device: the driver's error, translated. */
+#define RT_FORWARD(drv_call)                                                                       \
+	do {                                                                                       \
+		cudaError_t err_ = rt_enter();                                                     \
+                                                                                                   \
+		return err_ ? ret(err_) : ret_drv(drv_call);                                       \
+	} while (0)
+
 static void *to_ptr(CUdeviceptr d)
 {
 	return (void *)(uintptr_t)d;
@@ -314,21 +322,13 @@ cudaError_t CUDARTAPI cudaGetDevice(int *device)
 
 cudaError_t CUDARTAPI cudaDeviceSynchronize(void)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuCtxSynchronize());
+	RT_FORWARD(drv_cuCtxSynchronize());
 }
 
 /* Frees what the current device's primary context holds; pool memory survives (see cuda.c). */
 cudaError_t CUDARTAPI cudaDeviceReset(void)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuDevicePrimaryCtxReset_v2(cur_dev));
+	RT_FORWARD(drv_cuDevicePrimaryCtxReset_v2(cur_dev));
 }
 
 cudaError_t CUDARTAPI cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device)
@@ -344,11 +344,7 @@ cudaError_t CUDARTAPI cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int de
 
 cudaError_t CUDARTAPI cudaMemGetInfo(size_t *free, size_t *total)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuMemGetInfo_v2(free, total));
+	RT_FORWARD(drv_cuMemGetInfo_v2(free, total));
 }
 
 /* --- allocation --- */
@@ -513,12 +509,8 @@ cudaError_t CUDARTAPI cudaFreeHost(void *ptr)
 
 static cudaError_t free_async(void *devPtr, cudaStream_t stream, bool per_thread)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(per_thread ? drv_cuMemFreeAsync_ptsz(to_dptr(devPtr), stream)
-				  : drv_cuMemFreeAsync(to_dptr(devPtr), stream));
+	RT_FORWARD(per_thread ? drv_cuMemFreeAsync_ptsz(to_dptr(devPtr), stream)
+			      : drv_cuMemFreeAsync(to_dptr(devPtr), stream));
 }
 
 cudaError_t CUDARTAPI cudaFreeAsync(void *devPtr, cudaStream_t hStream)
@@ -535,11 +527,7 @@ cudaError_t CUDARTAPI cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream)
 
 static cudaError_t stream_create(cudaStream_t *pStream, unsigned int flags)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuStreamCreate(pStream, flags));
+	RT_FORWARD(drv_cuStreamCreate(pStream, flags));
 }
 
 cudaError_t CUDARTAPI cudaStreamCreate(cudaStream_t *pStream)
@@ -554,38 +542,22 @@ cudaError_t CUDARTAPI cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned 
 
 cudaError_t CUDARTAPI cudaStreamDestroy(cudaStream_t stream)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuStreamDestroy_v2(stream));
+	RT_FORWARD(drv_cuStreamDestroy_v2(stream));
 }
 
 cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t stream)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuStreamSynchronize(stream));
+	RT_FORWARD(drv_cuStreamSynchronize(stream));
 }
 
 cudaError_t CUDARTAPI cudaStreamSynchronize_ptsz(cudaStream_t stream)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuStreamSynchronize_ptsz(stream));
+	RT_FORWARD(drv_cuStreamSynchronize_ptsz(stream));
 }
 
 static cudaError_t event_create(cudaEvent_t *event, unsigned int flags)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuEventCreate(event, flags));
+	RT_FORWARD(drv_cuEventCreate(event, flags));
 }
 
 cudaError_t CUDARTAPI cudaEventCreate(cudaEvent_t *event)
@@ -636,20 +608,12 @@ cudaError_t CUDARTAPI cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStrea
 
 cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t event)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuEventSynchronize(event));
+	RT_FORWARD(drv_cuEventSynchronize(event));
 }
 
 cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t event)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuEventDestroy_v2(event));
+	RT_FORWARD(drv_cuEventDestroy_v2(event));
 }
 
 /* --- copies --- */
@@ -680,13 +644,8 @@ cudaError_t CUDARTAPI cudaMemcpy_ptds(void *dst, const void *src, size_t count,
 
 static cudaError_t memset_any(void *devPtr, int value, size_t count, bool per_thread)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(per_thread
-			   ? drv_cuMemsetD8_v2_ptds(to_dptr(devPtr), (unsigned char)value, count)
-			   : drv_cuMemsetD8_v2(to_dptr(devPtr), (unsigned char)value, count));
+	RT_FORWARD(per_thread ? drv_cuMemsetD8_v2_ptds(to_dptr(devPtr), (unsigned char)value, count)
+			      : drv_cuMemsetD8_v2(to_dptr(devPtr), (unsigned char)value, count));
 }
 
 cudaError_t CUDARTAPI cudaMemset(void *devPtr, int value, size_t count)
@@ -819,43 +778,26 @@ cudaError_t CUDARTAPI cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t han
 
 cudaError_t CUDARTAPI cudaIpcCloseMemHandle(void *devPtr)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuIpcCloseMemHandle(to_dptr(devPtr)));
+	RT_FORWARD(drv_cuIpcCloseMemHandle(to_dptr(devPtr)));
 }
 
 /* cudaHostRegister* flags have the CU_MEMHOSTREGISTER_* values. */
 cudaError_t CUDARTAPI cudaHostRegister(void *ptr, size_t size, unsigned int flags)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuMemHostRegister_v2(ptr, size, flags));
+	RT_FORWARD(drv_cuMemHostRegister_v2(ptr, size, flags));
 }
 
 cudaError_t CUDARTAPI cudaHostUnregister(void *ptr)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuMemHostUnregister(ptr));
+	RT_FORWARD(drv_cuMemHostUnregister(ptr));
 }
 
 /* Stream capture: cudaStreamCaptureMode and CUstreamCaptureMode have the same values. */
 static cudaError_t begin_capture(cudaStream_t stream, enum cudaStreamCaptureMode mode,
 				 bool per_thread)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(per_thread
-			   ? drv_cuStreamBeginCapture_v2_ptsz(stream, (CUstreamCaptureMode)mode)
-			   : drv_cuStreamBeginCapture_v2(stream, (CUstreamCaptureMode)mode));
+	RT_FORWARD(per_thread ? drv_cuStreamBeginCapture_v2_ptsz(stream, (CUstreamCaptureMode)mode)
+			      : drv_cuStreamBeginCapture_v2(stream, (CUstreamCaptureMode)mode));
 }
 
 cudaError_t CUDARTAPI cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
@@ -871,20 +813,12 @@ cudaError_t CUDARTAPI cudaStreamBeginCapture_ptsz(cudaStream_t stream,
 
 cudaError_t CUDARTAPI cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuStreamEndCapture(stream, pGraph));
+	RT_FORWARD(drv_cuStreamEndCapture(stream, pGraph));
 }
 
 cudaError_t CUDARTAPI cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuStreamEndCapture_ptsz(stream, pGraph));
+	RT_FORWARD(drv_cuStreamEndCapture_ptsz(stream, pGraph));
 }
 
 static cudaError_t is_capturing(cudaStream_t stream, enum cudaStreamCaptureStatus *status,
@@ -941,32 +875,20 @@ cudaError_t CUDARTAPI cudaGraphAddMemFreeNode(cudaGraphNode_t *pGraphNode, cudaG
 					      const cudaGraphNode_t *pDependencies,
 					      size_t numDependencies, void *dptr)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuGraphAddMemFreeNode(pGraphNode, graph, pDependencies, numDependencies,
-						 to_dptr(dptr)));
+	RT_FORWARD(drv_cuGraphAddMemFreeNode(pGraphNode, graph, pDependencies, numDependencies,
+					     to_dptr(dptr)));
 }
 
 cudaError_t CUDARTAPI cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
 					   unsigned long long flags)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuGraphInstantiateWithFlags(pGraphExec, graph, flags));
+	RT_FORWARD(drv_cuGraphInstantiateWithFlags(pGraphExec, graph, flags));
 }
 
 cudaError_t CUDARTAPI cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
 						    unsigned long long flags)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuGraphInstantiateWithFlags(pGraphExec, graph, flags));
+	RT_FORWARD(drv_cuGraphInstantiateWithFlags(pGraphExec, graph, flags));
 }
 
 static cudaError_t graph_launch(cudaGraphExec_t exec, cudaStream_t stream, bool per_thread,
@@ -1008,29 +930,17 @@ cudaError_t CUDARTAPI cudaGraphUpload_ptsz(cudaGraphExec_t graphExec, cudaStream
 
 cudaError_t CUDARTAPI cudaGraphExecDestroy(cudaGraphExec_t graphExec)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuGraphExecDestroy(graphExec));
+	RT_FORWARD(drv_cuGraphExecDestroy(graphExec));
 }
 
 cudaError_t CUDARTAPI cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuGraphCreate(pGraph, flags));
+	RT_FORWARD(drv_cuGraphCreate(pGraph, flags));
 }
 
 cudaError_t CUDARTAPI cudaGraphDestroy(cudaGraph_t graph)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuGraphDestroy(graph));
+	RT_FORWARD(drv_cuGraphDestroy(graph));
 }
 
 cudaError_t CUDARTAPI cudaDeviceGraphMemTrim(int device)
@@ -1048,49 +958,29 @@ cudaError_t CUDARTAPI cudaDeviceGraphMemTrim(int device)
 cudaError_t CUDARTAPI cudaMemPoolCreate(cudaMemPool_t *memPool,
 					const struct cudaMemPoolProps *poolProps)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuMemPoolCreate(memPool, (const CUmemPoolProps *)poolProps));
+	RT_FORWARD(drv_cuMemPoolCreate(memPool, (const CUmemPoolProps *)poolProps));
 }
 
 cudaError_t CUDARTAPI cudaMemPoolDestroy(cudaMemPool_t memPool)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuMemPoolDestroy(memPool));
+	RT_FORWARD(drv_cuMemPoolDestroy(memPool));
 }
 
 cudaError_t CUDARTAPI cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuMemPoolTrimTo(memPool, minBytesToKeep));
+	RT_FORWARD(drv_cuMemPoolTrimTo(memPool, minBytesToKeep));
 }
 
 cudaError_t CUDARTAPI cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr,
 					      void *value)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuMemPoolSetAttribute(memPool, (CUmemPool_attribute)attr, value));
+	RT_FORWARD(drv_cuMemPoolSetAttribute(memPool, (CUmemPool_attribute)attr, value));
 }
 
 cudaError_t CUDARTAPI cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr,
 					      void *value)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuMemPoolGetAttribute(memPool, (CUmemPool_attribute)attr, value));
+	RT_FORWARD(drv_cuMemPoolGetAttribute(memPool, (CUmemPool_attribute)attr, value));
 }
 
 cudaError_t CUDARTAPI cudaDeviceSetMemPool(int device, cudaMemPool_t memPool)
@@ -1153,22 +1043,39 @@ static cudaError_t array_format(const struct cudaChannelFormatDesc *d, CUarray_f
 						     : cudaErrorInvalidChannelDescriptor;
 }
 
+/*
+ * The driver's descriptor of an array the runtime call describes (out: its out-pointer, a
+ * depth of 0 for a 2D array), on the current device: cudaSuccess or the error to return.
+ */
+static cudaError_t array_desc(const void *out, const struct cudaChannelFormatDesc *desc,
+			      struct cudaExtent extent, unsigned int flags,
+			      CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+	cudaError_t err = rt_enter();
+
+	if (err)
+		return err;
+	if (!out || !desc)
+		return cudaErrorInvalidValue;
+	memset(d, 0, sizeof(*d));
+	err = array_format(desc, &d->Format, &d->NumChannels);
+	if (err)
+		return err;
+	d->Width = extent.width;
+	d->Height = extent.height;
+	d->Depth = extent.depth;
+	d->Flags = flags; /* cudaArrayLayered ... have the CUDA_ARRAY3D_* values */
+	return cudaSuccess;
+}
+
 cudaError_t CUDARTAPI cudaMallocArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc,
 				      size_t width, size_t height, unsigned int flags)
 {
-	cudaError_t err = rt_enter();
-	CUDA_ARRAY3D_DESCRIPTOR d = {0};
+	CUDA_ARRAY3D_DESCRIPTOR d;
+	cudaError_t err = array_desc(array, desc, (struct cudaExtent){width, height, 0}, flags, &d);
 
 	if (err)
 		return ret(err);
-	if (!array || !desc)
-		return ret(cudaErrorInvalidValue);
-	err = array_format(desc, &d.Format, &d.NumChannels);
-	if (err)
-		return ret(err);
-	d.Width = width;
-	d.Height = height;
-	d.Flags = flags;
 	return ret_drv(drv_cuArray3DCreate_v2((CUarray *)array, &d));
 }
 
@@ -1176,20 +1083,11 @@ cudaError_t CUDARTAPI cudaMalloc3DArray(cudaArray_t *array,
 					const struct cudaChannelFormatDesc *desc,
 					struct cudaExtent extent, unsigned int flags)
 {
-	cudaError_t err = rt_enter();
-	CUDA_ARRAY3D_DESCRIPTOR d = {0};
+	CUDA_ARRAY3D_DESCRIPTOR d;
+	cudaError_t err = array_desc(array, desc, extent, flags, &d);
 
 	if (err)
 		return ret(err);
-	if (!array || !desc)
-		return ret(cudaErrorInvalidValue);
-	err = array_format(desc, &d.Format, &d.NumChannels);
-	if (err)
-		return ret(err);
-	d.Width = extent.width;
-	d.Height = extent.height;
-	d.Depth = extent.depth;
-	d.Flags = flags; /* cudaArrayLayered ... have the CUDA_ARRAY3D_* values */
 	return ret_drv(drv_cuArray3DCreate_v2((CUarray *)array, &d));
 }
 
@@ -1198,20 +1096,11 @@ cudaError_t CUDARTAPI cudaMallocMipmappedArray(cudaMipmappedArray_t *mipmappedAr
 					       struct cudaExtent extent, unsigned int numLevels,
 					       unsigned int flags)
 {
-	cudaError_t err = rt_enter();
-	CUDA_ARRAY3D_DESCRIPTOR d = {0};
+	CUDA_ARRAY3D_DESCRIPTOR d;
+	cudaError_t err = array_desc(mipmappedArray, desc, extent, flags, &d);
 
 	if (err)
 		return ret(err);
-	if (!mipmappedArray || !desc)
-		return ret(cudaErrorInvalidValue);
-	err = array_format(desc, &d.Format, &d.NumChannels);
-	if (err)
-		return ret(err);
-	d.Width = extent.width;
-	d.Height = extent.height;
-	d.Depth = extent.depth;
-	d.Flags = flags;
 	return ret_drv(
 	    drv_cuMipmappedArrayCreate((CUmipmappedArray *)mipmappedArray, &d, numLevels));
 }

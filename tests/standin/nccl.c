@@ -994,6 +994,59 @@ fail:
 }
 NCCL_API(ncclCommInitAll);
 
+/* A split of @comm (or a shrink: a split of the survivors) as this rank's job; under lock. */
+static void split_job(struct job *j, struct ncclComm *comm, int rank, int nranks, int color,
+		      int key)
+{
+	j->kind = JOB_SPLIT;
+	j->ctx = comm->ctx;
+	j->device = comm->device;
+	j->rendezvous = true;
+	j->rank = rank;
+	j->nranks = nranks;
+	memcpy(j->clique, comm->clique, NCCL_UNIQUE_ID_BYTES);
+	j->seq = comm->next_seq++;
+	j->color = color;
+	j->key = key;
+}
+
+/*
+ * The rest of a split or shrink, after the lock (err: what checking it gave; j is freed
+ * here): the child made when @make_child, then queued in the open group or run now.
+ */
+static ncclResult_t split_finish(struct job *j, ncclResult_t err, const ncclConfig_t *cfg,
+				 bool make_child, ncclComm_t *newcomm)
+{
+	struct ncclComm *child = NULL;
+
+	if (err) {
+		free(j);
+		return err;
+	}
+	if (make_child) {
+		child = comm_new(cfg, j->ctx, j->device, COMM_PENDING);
+		if (!child) {
+			free(j);
+			return ncclSystemError;
+		}
+	}
+	j->comm = child;
+	if (group_depth) {
+		*newcomm = child;
+		group_add(j);
+		return ncclSuccess;
+	}
+	err = job_run(j);
+	free(j);
+	if (err) {
+		if (child)
+			comm_discard(child);
+		return err;
+	}
+	*newcomm = child;
+	return ncclSuccess;
+}
+
 /*
  * Collective over @comm's ranks, each from its own thread or all in one group. The child
  * is made on @comm's device; NCCL_SPLIT_NOCOLOR takes part but gets NULL.
@@ -1001,7 +1054,6 @@ NCCL_API(ncclCommInitAll);
 ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
 			    ncclConfig_t *config)
 {
-	struct ncclComm *child = NULL;
 	ncclConfig_t cfg;
 	ncclResult_t err;
 	struct job *j;
@@ -1023,45 +1075,10 @@ ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *new
 	err = comm_check_locked(comm, "ncclCommSplit");
 	if (!err)
 		err = config_parse(config, &comm->config, &cfg);
-	if (!err) {
-		j->kind = JOB_SPLIT;
-		j->ctx = comm->ctx;
-		j->device = comm->device;
-		j->rendezvous = true;
-		j->rank = comm->rank;
-		j->nranks = comm->nranks;
-		memcpy(j->clique, comm->clique, NCCL_UNIQUE_ID_BYTES);
-		j->seq = comm->next_seq++;
-		j->color = color;
-		j->key = key;
-	}
+	if (!err)
+		split_job(j, comm, comm->rank, comm->nranks, color, key);
 	pthread_mutex_unlock(&lock);
-	if (err) {
-		free(j);
-		return err;
-	}
-	if (color != NCCL_SPLIT_NOCOLOR) {
-		child = comm_new(&cfg, j->ctx, j->device, COMM_PENDING);
-		if (!child) {
-			free(j);
-			return ncclSystemError;
-		}
-	}
-	j->comm = child;
-	if (group_depth) {
-		*newcomm = child;
-		group_add(j);
-		return ncclSuccess;
-	}
-	err = job_run(j);
-	free(j);
-	if (err) {
-		if (child)
-			comm_discard(child);
-		return err;
-	}
-	*newcomm = child;
-	return ncclSuccess;
+	return split_finish(j, err, &cfg, color != NCCL_SPLIT_NOCOLOR, newcomm);
 }
 NCCL_API(ncclCommSplit);
 
@@ -1520,7 +1537,6 @@ NCCL_API(ncclCommInitRankScalable);
 ncclResult_t pncclCommShrink(ncclComm_t comm, int *excludeRanksList, int excludeRanksCount,
 			     ncclComm_t *newcomm, ncclConfig_t *config, int shrinkFlags)
 {
-	struct ncclComm *child;
 	ncclConfig_t cfg;
 	ncclResult_t err;
 	struct job *j;
@@ -1550,42 +1566,11 @@ ncclResult_t pncclCommShrink(ncclComm_t comm, int *excludeRanksList, int exclude
 		err = ncclInvalidArgument;
 	if (!err)
 		err = config_parse(config, &comm->config, &cfg);
-	if (!err) {
-		j->kind = JOB_SPLIT;
-		j->ctx = comm->ctx;
-		j->device = comm->device;
-		j->rendezvous = true;
-		j->rank = comm->rank - before;
-		j->nranks = comm->nranks - excludeRanksCount;
-		memcpy(j->clique, comm->clique, NCCL_UNIQUE_ID_BYTES);
-		j->seq = comm->next_seq++;
-		j->color = 0;
-		j->key = j->rank;
-	}
+	if (!err)
+		split_job(j, comm, comm->rank - before, comm->nranks - excludeRanksCount, 0,
+			  comm->rank - before);
 	pthread_mutex_unlock(&lock);
-	if (err) {
-		free(j);
-		return err;
-	}
-	child = comm_new(&cfg, j->ctx, j->device, COMM_PENDING);
-	if (!child) {
-		free(j);
-		return ncclSystemError;
-	}
-	j->comm = child;
-	if (group_depth) {
-		*newcomm = child;
-		group_add(j);
-		return ncclSuccess;
-	}
-	err = job_run(j);
-	free(j);
-	if (err) {
-		comm_discard(child);
-		return err;
-	}
-	*newcomm = child;
-	return ncclSuccess;
+	return split_finish(j, err, &cfg, true, newcomm);
 }
 NCCL_API(ncclCommShrink);
 

@@ -63,35 +63,19 @@ static uint32_t call_site(struct tracker *t, struct tproc *p, const struct gl_ca
 static int apply_call_op(struct tracker *t, struct tproc *p, const struct cat_api *api,
 			 const struct gl_call_rec *r)
 {
+	if (pools__is_op(api->op))
+		return pools__apply(p, api, r,
+				    api->op == OP_POOL_CREATE ? call_site(t, p, r) : UINT32_MAX);
+	if (graphs__is_op(api->op))
+		return graphs__apply(t, p, api, r,
+				     api->op == OP_GRAPH_INSTANTIATE ? call_site(t, p, r)
+								     : UINT32_MAX);
 	switch (api->op) {
 	case OP_IPC_EXPORT:
 		return ipc__export(t, p, r);
 	case OP_MC_BIND:
 	case OP_MC_UNBIND:
 		return ipc__mc_apply(t, p, api, r);
-	case OP_POOL_CREATE:
-	case OP_POOL_DESTROY:
-	case OP_POOL_TRIM:
-	case OP_POOL_SET_ATTR:
-	case OP_POOL_SET_CURRENT:
-	case OP_POOL_GET:
-	case OP_POOL_GET_DEFAULT:
-		return pools__apply(p, api, r,
-				    api->op == OP_POOL_CREATE ? call_site(t, p, r) : UINT32_MAX);
-	case OP_CAPTURE_BEGIN:
-	case OP_CAPTURE_END:
-	case OP_CAPTURE_STATUS:
-	case OP_GRAPH_ALLOC_NODE:
-	case OP_GRAPH_FREE_NODE:
-	case OP_GRAPH_INSTANTIATE:
-	case OP_GRAPH_LAUNCH:
-	case OP_GRAPH_UPLOAD:
-	case OP_GRAPH_EXEC_DESTROY:
-	case OP_GRAPH_DESTROY:
-	case OP_GRAPH_MEM_TRIM:
-		return graphs__apply(t, p, api, r,
-				     api->op == OP_GRAPH_INSTANTIATE ? call_site(t, p, r)
-								     : UINT32_MAX);
 	case OP_SYNC_STREAM:
 	case OP_SYNC_DEVICE:
 	case OP_SYNC_EVENT:
@@ -174,30 +158,7 @@ static bool same_call_below(const struct cat_api *parent, const struct cat_api *
 	if (!parent || !child || parent->op != child->op ||
 	    !family_is_lower_layer(GL_API_FAMILY(parent->api), GL_API_FAMILY(child->api)))
 		return false;
-	switch (parent->op) {
-	case OP_IPC_EXPORT:
-	case OP_CAPTURE_BEGIN:
-	case OP_CAPTURE_END:
-	case OP_CAPTURE_STATUS:
-	case OP_GRAPH_ALLOC_NODE:
-	case OP_GRAPH_FREE_NODE:
-	case OP_GRAPH_INSTANTIATE:
-	case OP_GRAPH_LAUNCH:
-	case OP_GRAPH_UPLOAD:
-	case OP_GRAPH_EXEC_DESTROY:
-	case OP_GRAPH_DESTROY:
-	case OP_GRAPH_MEM_TRIM:
-	case OP_POOL_CREATE:
-	case OP_POOL_DESTROY:
-	case OP_POOL_TRIM:
-	case OP_POOL_SET_ATTR:
-	case OP_POOL_SET_CURRENT:
-	case OP_POOL_GET:
-	case OP_POOL_GET_DEFAULT:
-		return true;
-	default:
-		return false;
-	}
+	return parent->op == OP_IPC_EXPORT || graphs__is_op(parent->op) || pools__is_op(parent->op);
 }
 
 /*
@@ -253,18 +214,7 @@ static int apply_children(struct tracker *t, struct tproc *p, struct node *nodes
 static int apply_comm_init(struct tracker *t, struct tproc *p, struct node *nodes, size_t self)
 {
 	const struct gl_call_rec *r = nodes[self].r;
-	struct site_key k = {p->pid,
-			     r->hdr.api,
-			     threads__device(p, r->hdr.tid),
-			     r->caller,
-			     r->stack_id,
-			     OWNER_NONE,
-			     0,
-			     0,
-			     0,
-			     false,
-			     0};
-	uint32_t site = sites__get(t, &k);
+	uint32_t site = call_site(t, p, r);
 	uint64_t comms[GL_DESC_MAX / 8] = {gpu_objects__comm_handle(r)};
 	struct tthread *th;
 	size_t nr = 1, i, j;
@@ -290,7 +240,8 @@ static int apply_comm_init(struct tracker *t, struct tproc *p, struct node *node
 		return -ENOMEM;
 	/* Inside a group it only queued: the outermost ncclGroupEnd initialises it. */
 	if (th->group_depth && nr == 1 && th->nr_group_comms < MAX_GROUP_COMMS)
-		th->group_comms[th->nr_group_comms++] = (struct group_comm){r->addr, k.device};
+		th->group_comms[th->nr_group_comms++] =
+		    (struct group_comm){r->addr, threads__device(p, r->hdr.tid)};
 	for (j = nodes[self].first_child; j < self; j++) {
 		struct call_scope comm = {.owner_kind = OWNER_COMM, .owner = comms[0]};
 		int16_t dev = threads__device(p, nodes[j].r->hdr.tid);

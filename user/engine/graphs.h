@@ -74,6 +74,11 @@ bool graphs__capturing(const struct tproc *p, const struct cat_api *api,
 		       const struct gl_call_rec *r);
 /* That free, as a free node. 0 or -ENOMEM. */
 int graphs__captured_free(struct tproc *p, const struct cat_api *api, const struct gl_call_rec *r);
+/* Whether op is one of graphs__apply's: capture, node, instantiate ... trim (catalog order). */
+static inline bool graphs__is_op(enum cat_op op)
+{
+	return op >= OP_CAPTURE_BEGIN && op <= OP_GRAPH_MEM_TRIM;
+}
 /* The capture, node, instantiate, launch, destroy and trim calls, at site. 0 or -ENOMEM. */
 int graphs__apply(struct tracker *t, struct tproc *p, const struct cat_api *api,
 		  const struct gl_call_rec *r, uint32_t site);

@@ -64,6 +64,11 @@ void pools__released(struct tproc *p, uint8_t space, uint64_t addr, uint64_t byt
 void pools__sync(struct tproc *p);
 /* Pool `pool` keeps at most keep bytes of its reserve. */
 void pools__trim(struct tproc *p, uint32_t pool, uint64_t keep);
+/* Whether op is one of the pool calls, pools__apply's (catalog order). */
+static inline bool pools__is_op(enum cat_op op)
+{
+	return op >= OP_POOL_CREATE && op <= OP_POOL_GET_DEFAULT;
+}
 /* The pool calls (OP_POOL_*) once they succeeded, under site of the call. 0 or -ENOMEM. */
 int pools__apply(struct tproc *p, const struct cat_api *api, const struct gl_call_rec *r,
 		 uint32_t site);
