@@ -980,14 +980,15 @@ int gl_exit(struct pt_regs *ctx)
 	}
 	if (s.flags & GL_SPEC_DESC_AT_RETURN) {
 		/* What the call wrote through its out-pointer, e.g. every communicator made; a
-		 * failed call (nonzero return) wrote nothing worth reading, and its out-struct
-		 * may sit on a page nothing touched yet, which BPF cannot fault in. */
+		 * failed CUDA or NCCL call (nonzero return: WebGPU's wait returns 1 for success)
+		 * wrote nothing worth reading, and its out-struct may sit on a page nothing
+		 * touched yet, which BPF cannot fault in. */
 		__u32 len = s.desc_len;
 
 		if (len > GL_DESC_MAX)
 			len = GL_DESC_MAX;
 		__builtin_memset(dr->desc, 0, GL_DESC_MAX);
-		if ((__s32)PT_REGS_RC(ctx)) {
+		if (GL_API_FAMILY(api) <= GL_FAM_NCCL && (__s32)PT_REGS_RC(ctx)) {
 			dr->call.hdr.flags |= GL_HF_DESC_READ_FAIL;
 		} else if (bpf_probe_read_user(dr->desc, len, (void *)(f->addr + s.desc_off))) {
 			dr->call.hdr.flags |= GL_HF_DESC_READ_FAIL;
