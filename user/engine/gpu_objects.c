@@ -6,7 +6,7 @@
  * tear them down, and releases what a context destroy, a device or primary context reset,
  * or a last unmap takes with it.
  * Calls: ipc.c (an imported handle's size, multicast bindings), pending.c (teardown, a
- * reset's completions), allocs.c, threads.c.
+ * reset's completions), allocs.c, regions.c (mappings as device ranges), threads.c.
  */
 #include <errno.h>
 #include <string.h>
@@ -14,6 +14,7 @@
 #include "engine/allocs.h"
 #include "engine/ipc.h"
 #include "engine/pending.h"
+#include "engine/regions.h"
 #include "engine/threads.h"
 #include "lib/vec.h"
 
@@ -167,6 +168,7 @@ static int vmm_map(struct tracker *t, struct tproc *p, const struct gl_call_rec 
 	p->maps[p->nr_maps++] = (struct tmapping){.va = r->addr, .size = r->size, .handle = r->aux};
 	/* An imported handle's size: what is mapped of it. */
 	ipc__mapped_size(t, p, r->aux, r->size);
+	regions__mapped(p, r->addr, r->size, r->aux);
 	return 0;
 }
 
@@ -174,6 +176,7 @@ static void vmm_unmap(struct tracker *t, struct tproc *p, const struct gl_call_r
 {
 	size_t i = 0;
 
+	regions__unmapped(p, r->addr, r->size);
 	while (i < p->nr_maps) {
 		struct tmapping m = p->maps[i];
 		struct alloc *a;
