@@ -29,7 +29,7 @@ enum owner_kind {
 	 * holds blocks. Its memory is the blocks' and the cache's, judged on the blocks.
 	 */
 	OWNER_POOL = 5,
-	OWNER_GRAPH = 6,  /* memory nodes CUDA graph execs hold (graphs.c); owner: 0 */
+	OWNER_GRAPH = 6, /* memory nodes CUDA graph execs hold (graphs.c); owner: 0 */
 };
 
 /*
