@@ -485,6 +485,27 @@ static __always_inline __s32 stack_get(struct pt_regs *ctx, __u32 pid)
 	return (__s32)id;
 }
 
+/*
+ * The second struct argument (spec.arg_desc2, by pointer) into desc after the first one's
+ * bytes. A failed read leaves zeroes there, flagged like a failed first copy.
+ */
+static __always_inline void desc2_copy(struct pt_regs *ctx, struct gl_api_spec s, __u8 *desc,
+				       __u32 pid, struct frame *f)
+{
+	__u32 off = s.desc_len, len = s.desc2_len;
+
+	if (off >= GL_DESC_MAX || !len || len > GL_DESC_MAX - off)
+		return;
+	off &= GL_DESC_MAX - 1;
+	len &= 2 * GL_DESC_MAX - 1;
+	if (off + len > GL_DESC_MAX)
+		return;
+	if (bpf_probe_read_user(desc + off, len, (void *)gl_spec_arg(ctx, &s, s.arg_desc2))) {
+		count_loss(pid, GL_STAT_READ_FAIL, 1);
+		f->hflags |= GL_HF_DESC_READ_FAIL;
+	}
+}
+
 /* Entry of a call whose result matters: remember its arguments until the return probe. */
 static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_api_spec s)
 {
@@ -504,11 +525,11 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 	}
 	f = &st->f[d & (GL_MAX_DEPTH - 1)];
 	f->sp = PT_REGS_SP(ctx);
-	f->addr = gl_arg(ctx, s.arg_addr);
-	f->size = gl_arg(ctx, s.arg_size);
-	f->aux = gl_arg(ctx, s.arg_aux);
-	f->aux2 = gl_arg(ctx, s.arg_aux2);
-	f->mul = s.arg_mul ? gl_arg(ctx, s.arg_mul) : 1;
+	f->addr = gl_spec_arg(ctx, &s, s.arg_addr);
+	f->size = gl_spec_arg(ctx, &s, s.arg_size);
+	f->aux = gl_spec_arg(ctx, &s, s.arg_aux);
+	f->aux2 = gl_spec_arg(ctx, &s, s.arg_aux2);
+	f->mul = s.arg_mul ? gl_spec_arg(ctx, &s, s.arg_mul) : 1;
 	/* No caller here: the return probe has it for free (gl_return_caller). Only a sync
 	 * needs its entry time; a clock read costs ~25 ns on a VM. */
 	f->ts_ns = s.shape == GL_SHAPE_SYNC ? bpf_ktime_get_ns() : 0;
@@ -534,6 +555,8 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 			if (s.flags & GL_SPEC_CODE_PTR)
 				code_ptr_check(api, s, st->desc[k], pid_tgid, d);
 		}
+		if (s.arg_desc2)
+			desc2_copy(ctx, s, st->desc[k], pid_tgid >> 32, f);
 	}
 	if ((stack_depth || python_depth) && is_alloc(s) && !under_alloc(st, d, api)) {
 		if (stack_depth)
@@ -605,10 +628,10 @@ static __always_inline int emit_entry_desc(struct pt_regs *ctx, __u16 api, struc
 	rec_header(&dr->call, GL_REC_NOTIFY, depth, api, pid_tgid, bpf_ktime_get_ns());
 	dr->call.hdr.size = sizeof(*dr);
 	dr->call.hdr.flags = GL_HF_DESC;
-	dr->call.addr = gl_arg(ctx, s.arg_addr);
-	dr->call.size = gl_arg(ctx, s.arg_size);
-	dr->call.aux = gl_arg(ctx, s.arg_aux);
-	dr->call.aux2 = gl_arg(ctx, s.arg_aux2);
+	dr->call.addr = gl_spec_arg(ctx, &s, s.arg_addr);
+	dr->call.size = gl_spec_arg(ctx, &s, s.arg_size);
+	dr->call.aux = gl_spec_arg(ctx, &s, s.arg_aux);
+	dr->call.aux2 = gl_spec_arg(ctx, &s, s.arg_aux2);
 	dr->call.caller = gl_entry_caller(ctx);
 	dr->call.ret = 0;
 	dr->call.stack_id = -1;
@@ -663,9 +686,9 @@ static __always_inline int emit_entry(struct pt_regs *ctx, __u16 api, struct gl_
 	if (s.arg_desc)
 		return emit_entry_desc(ctx, api, s, pid_tgid, st ? st->depth : 0);
 
-	size = gl_arg(ctx, s.arg_size);
-	aux = gl_arg(ctx, s.arg_aux);
-	aux2 = gl_arg(ctx, s.arg_aux2);
+	size = gl_spec_arg(ctx, &s, s.arg_size);
+	aux = gl_spec_arg(ctx, &s, s.arg_aux);
+	aux2 = gl_spec_arg(ctx, &s, s.arg_aux2);
 	if (kind == GL_REC_FREE && !size && !aux && !aux2)
 		return emit_small_free(ctx, api, s, pid_tgid, st ? st->depth : 0);
 	r = rec_reserve(pid_tgid >> 32);
@@ -676,7 +699,7 @@ static __always_inline int emit_entry(struct pt_regs *ctx, __u16 api, struct gl_
 		return 0;
 	}
 	rec_header(r, kind, st ? st->depth : 0, api, pid_tgid, bpf_ktime_get_ns());
-	r->addr = gl_arg(ctx, s.arg_addr);
+	r->addr = gl_spec_arg(ctx, &s, s.arg_addr);
 	r->size = size;
 	r->aux = aux;
 	r->aux2 = aux2;
@@ -918,7 +941,9 @@ static __always_inline void alloc_result(struct pt_regs *ctx, struct gl_api_spec
 		r->ret = (__s32)rc;
 		ok = r->ret == 0;
 		r->addr = 0;
-		if (ok && bpf_probe_read_user(&r->addr, sizeof(r->addr), (void *)f->addr)) {
+		if (s.flags2 & GL_SPEC2_ADDR_ARG)
+			r->addr = ok ? f->addr : 0;
+		else if (ok && bpf_probe_read_user(&r->addr, sizeof(r->addr), (void *)f->addr)) {
 			r->hdr.flags |= GL_HF_ADDR_READ_FAIL;
 			count_loss(pid, GL_STAT_READ_FAIL, 1);
 		}
@@ -1165,13 +1190,18 @@ int gl_exit(struct pt_regs *ctx)
 		}
 	}
 	if (s.flags & GL_SPEC_DESC_AT_RETURN) {
-		/* What the call wrote through its out-pointer, e.g. every communicator made. */
+		/* What the call wrote through its out-pointer, e.g. every communicator made; a
+		 * failed CUDA or NCCL call (nonzero return: WebGPU's wait returns 1 for success)
+		 * wrote nothing worth reading, and its out-struct may sit on a page nothing
+		 * touched yet, which BPF cannot fault in. */
 		__u32 len = s.desc_len;
 
 		if (len > GL_DESC_MAX)
 			len = GL_DESC_MAX;
 		__builtin_memset(dr->desc, 0, GL_DESC_MAX);
-		if (bpf_probe_read_user(dr->desc, len, (void *)f->addr)) {
+		if (GL_API_FAMILY(api) <= GL_FAM_NCCL && (__s32)PT_REGS_RC(ctx)) {
+			dr->call.hdr.flags |= GL_HF_DESC_READ_FAIL;
+		} else if (bpf_probe_read_user(dr->desc, len, (void *)(f->addr + s.desc_off))) {
 			dr->call.hdr.flags |= GL_HF_DESC_READ_FAIL;
 			count_loss(pid_tgid >> 32, GL_STAT_READ_FAIL, 1);
 		}

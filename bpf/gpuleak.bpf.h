@@ -106,4 +106,20 @@ static __always_inline __u64 gl_arg(struct pt_regs *ctx, int n)
 	}
 }
 
+/*
+ * Argument n (1-based, its place in the C prototype) of a call whose spec may pass a struct
+ * by value (GL_SPEC_DESC_BYVAL, at arg_desc). On x86-64 a struct over 16 bytes goes in
+ * memory and takes no register, so every later argument sits one register earlier
+ * (cudaIpcOpenMemHandle's flags are in %rsi); AAPCS64 passes it by address in its own
+ * register, where the C place is the register's.
+ */
+static __always_inline __u64 gl_spec_arg(struct pt_regs *ctx, const struct gl_api_spec *s, int n)
+{
+#if defined(__TARGET_ARCH_x86)
+	if ((s->flags & GL_SPEC_DESC_BYVAL) && s->arg_desc && n > s->arg_desc)
+		n--;
+#endif
+	return gl_arg(ctx, n);
+}
+
 #endif /* GPULEAK_BPF_H */

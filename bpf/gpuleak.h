@@ -47,7 +47,8 @@ enum gl_hdr_flags {
 	GL_HF_ADDR_READ_FAIL = 1 << 1, /* the out-pointer could not be read: addr unknown */
 	GL_HF_STALE_FRAMES = 1 << 2,   /* frames above this call were dropped (longjmp/throw) */
 	GL_HF_DESC = 1 << 3,	       /* struct gl_desc_rec: descriptor bytes follow */
-	GL_HF_DESC_READ_FAIL = 1 << 4, /* the descriptor could not be read at entry */
+	GL_HF_DESC_READ_FAIL = 1 << 4, /* the descriptor could not be read at entry (one copied
+					* at return: or was not, the call failed) */
 	GL_HF_HELD = 1 << 5,	       /* BPF stopped the process here: user space resumes it */
 	GL_HF_LABEL = 1 << 6,	       /* a struct gl_label_rec for this call follows
 					 * (the descriptor named a label) */
@@ -448,8 +449,9 @@ enum gl_spec_flags {
 	GL_SPEC_DESC_BYVAL = 1 << 4,	 /* arg_desc is a struct passed by value, not a pointer */
 	GL_SPEC_CODE_PTR = 1 << 5,	 /* the copied desc holds a code pointer at code_off that
 					 * user space probes (GL_REC_CODE on first sight) */
-	GL_SPEC_DESC_AT_RETURN = 1 << 6, /* copy the descriptor at return, from arg_addr:
-						 * an out-array the call filled (ncclCommInitAll) */
+	GL_SPEC_DESC_AT_RETURN = 1 << 6, /* copy the descriptor at return, from arg_addr +
+						 * desc_off: an out-array the call filled
+						 * (ncclCommInitAll), an in/out struct */
 	GL_SPEC_LAYERS = 1 << 7,	 /* it allocates memory, and GPU allocations nested in it
 					 * are its layers (cudaMalloc -> cuMemAlloc): no stack */
 };
@@ -464,6 +466,11 @@ enum gl_spec_flags2 {
 	/* ALLOC_RET with a descriptor: copy peek_len bytes at the returned address at return
 	 * (struct gl_peek_rec), for objects a symbol-less library returns. */
 	GL_SPEC2_PEEK_RET = 1 << 1,
+	/*
+	 * ALLOC_OUTPTR: arg_addr is the address itself, not where the call writes one: a
+	 * registration of memory the caller passes in (cudaHostRegister). 0 return: success.
+	 */
+	GL_SPEC2_ADDR_ARG = 1 << 3,
 	/*
 	 * ALLOC_DONE: arg_size is signed; a negative size is a release of arg_addr (the profiler
 	 * hook reports +bytes at an allocation and -bytes at a free): a GL_REC_FREE, no stack.
@@ -498,6 +505,14 @@ struct gl_api_spec {
 	__u8 code_off;	 /* GL_SPEC_CODE_PTR: offset of the code pointer in the copy */
 	__u8 flags2;	 /* enum gl_spec_flags2 */
 	__u8 peek_len;	 /* GL_SPEC2_PEEK_RET: bytes, <= GL_PEEK_MAX */
+	/*
+	 * A second struct argument, by pointer, copied at entry right after the first one's
+	 * desc_len bytes (cudaMalloc3DArray: its extent by value, then its channel format).
+	 * Only calls with a return probe (not entry-only shapes); desc_len + desc2_len <=
+	 * GL_DESC_MAX.
+	 */
+	__u8 arg_desc2;
+	__u8 desc2_len;
 };
 
 /*
@@ -544,6 +559,41 @@ enum gl_api {
 	GL_API_CUDA_EVENT_RECORD_WITH_FLAGS_PTSZ = 0x114,
 	GL_API_CUDA_SET_DEVICE = 0x115,
 	GL_API_CUDA_DEVICE_RESET = 0x116,
+	/* IPC, host registration, stream capture and graphs, pools, arrays (docs/cuda.md) */
+	GL_API_CUDA_IPC_GET_MEM_HANDLE = 0x117,
+	GL_API_CUDA_IPC_OPEN_MEM_HANDLE = 0x118,
+	GL_API_CUDA_IPC_CLOSE_MEM_HANDLE = 0x119,
+	GL_API_CUDA_HOST_REGISTER = 0x11a,
+	GL_API_CUDA_HOST_UNREGISTER = 0x11b,
+	GL_API_CUDA_STREAM_BEGIN_CAPTURE = 0x11c,
+	GL_API_CUDA_STREAM_BEGIN_CAPTURE_PTSZ = 0x11d,
+	GL_API_CUDA_STREAM_END_CAPTURE = 0x11e,
+	GL_API_CUDA_STREAM_END_CAPTURE_PTSZ = 0x11f,
+	GL_API_CUDA_STREAM_IS_CAPTURING = 0x120,
+	GL_API_CUDA_STREAM_IS_CAPTURING_PTSZ = 0x121,
+	GL_API_CUDA_GRAPH_ADD_MEM_ALLOC_NODE = 0x122,
+	GL_API_CUDA_GRAPH_ADD_MEM_FREE_NODE = 0x123,
+	GL_API_CUDA_GRAPH_INSTANTIATE = 0x124,
+	GL_API_CUDA_GRAPH_INSTANTIATE_WITH_FLAGS = 0x125,
+	GL_API_CUDA_GRAPH_LAUNCH = 0x126,
+	GL_API_CUDA_GRAPH_LAUNCH_PTSZ = 0x127,
+	GL_API_CUDA_GRAPH_UPLOAD = 0x128,
+	GL_API_CUDA_GRAPH_UPLOAD_PTSZ = 0x129,
+	GL_API_CUDA_GRAPH_EXEC_DESTROY = 0x12a,
+	GL_API_CUDA_GRAPH_DESTROY = 0x12b,
+	GL_API_CUDA_DEVICE_GRAPH_MEM_TRIM = 0x12c,
+	GL_API_CUDA_MEM_POOL_CREATE = 0x12d,
+	GL_API_CUDA_MEM_POOL_DESTROY = 0x12e,
+	GL_API_CUDA_MEM_POOL_TRIM_TO = 0x12f,
+	GL_API_CUDA_MEM_POOL_SET_ATTRIBUTE = 0x130,
+	GL_API_CUDA_DEVICE_SET_MEM_POOL = 0x131,
+	GL_API_CUDA_DEVICE_GET_MEM_POOL = 0x132,
+	GL_API_CUDA_DEVICE_GET_DEFAULT_MEM_POOL = 0x133,
+	GL_API_CUDA_MALLOC_ARRAY = 0x134,
+	GL_API_CUDA_MALLOC_3D_ARRAY = 0x135,
+	GL_API_CUDA_MALLOC_MIPMAPPED_ARRAY = 0x136,
+	GL_API_CUDA_FREE_ARRAY = 0x137,
+	GL_API_CUDA_FREE_MIPMAPPED_ARRAY = 0x138,
 	GL_API_CUDA_LAST,
 
 	/* CUDA driver (libcuda.so.1) */
@@ -574,6 +624,40 @@ enum gl_api {
 	GL_API_CU_DEVICE_PRIMARY_CTX_RESET = 0x218,
 	GL_API_CU_CTX_PUSH_CURRENT = 0x219,
 	GL_API_CU_CTX_CREATE_V2 = 0x21a,
+	/* IPC, host registration, stream capture and graphs, pools, arrays (docs/cuda.md) */
+	GL_API_CU_MEM_HOST_REGISTER = 0x21b,
+	GL_API_CU_MEM_HOST_UNREGISTER = 0x21c,
+	GL_API_CU_IPC_GET_MEM_HANDLE = 0x21d,
+	GL_API_CU_IPC_OPEN_MEM_HANDLE = 0x21e,
+	GL_API_CU_IPC_CLOSE_MEM_HANDLE = 0x21f,
+	GL_API_CU_STREAM_BEGIN_CAPTURE = 0x220,
+	GL_API_CU_STREAM_BEGIN_CAPTURE_PTSZ = 0x221,
+	GL_API_CU_STREAM_END_CAPTURE = 0x222,
+	GL_API_CU_STREAM_END_CAPTURE_PTSZ = 0x223,
+	GL_API_CU_STREAM_IS_CAPTURING = 0x224,
+	GL_API_CU_STREAM_IS_CAPTURING_PTSZ = 0x225,
+	GL_API_CU_GRAPH_ADD_MEM_ALLOC_NODE = 0x226,
+	GL_API_CU_GRAPH_ADD_MEM_FREE_NODE = 0x227,
+	GL_API_CU_GRAPH_INSTANTIATE = 0x228, /* cuGraphInstantiateWithFlags */
+	GL_API_CU_GRAPH_LAUNCH = 0x229,
+	GL_API_CU_GRAPH_LAUNCH_PTSZ = 0x22a,
+	GL_API_CU_GRAPH_UPLOAD = 0x22b,
+	GL_API_CU_GRAPH_UPLOAD_PTSZ = 0x22c,
+	GL_API_CU_GRAPH_EXEC_DESTROY = 0x22d,
+	GL_API_CU_GRAPH_DESTROY = 0x22e,
+	GL_API_CU_DEVICE_GRAPH_MEM_TRIM = 0x22f,
+	GL_API_CU_MEM_POOL_CREATE = 0x230,
+	GL_API_CU_MEM_POOL_DESTROY = 0x231,
+	GL_API_CU_MEM_POOL_TRIM_TO = 0x232,
+	GL_API_CU_MEM_POOL_SET_ATTRIBUTE = 0x233,
+	GL_API_CU_DEVICE_SET_MEM_POOL = 0x234,
+	GL_API_CU_DEVICE_GET_MEM_POOL = 0x235,
+	GL_API_CU_DEVICE_GET_DEFAULT_MEM_POOL = 0x236,
+	GL_API_CU_ARRAY_CREATE = 0x237,
+	GL_API_CU_ARRAY_3D_CREATE = 0x238,
+	GL_API_CU_MIPMAPPED_ARRAY_CREATE = 0x239,
+	GL_API_CU_ARRAY_DESTROY = 0x23a,
+	GL_API_CU_MIPMAPPED_ARRAY_DESTROY = 0x23b,
 	GL_API_CU_LAST,
 
 	/* CUDA driver virtual memory management */
@@ -584,6 +668,12 @@ enum gl_api {
 	GL_API_CU_MEM_MAP = 0x304,
 	GL_API_CU_MEM_UNMAP = 0x305,
 	GL_API_CU_MEM_RETAIN_ALLOCATION_HANDLE = 0x306,
+	/* shareable handles and multicast objects (docs/cuda.md) */
+	GL_API_CU_MEM_EXPORT_TO_SHAREABLE_HANDLE = 0x307,
+	GL_API_CU_MEM_IMPORT_FROM_SHAREABLE_HANDLE = 0x308,
+	GL_API_CU_MULTICAST_CREATE = 0x309,
+	GL_API_CU_MULTICAST_BIND_MEM = 0x30a,
+	GL_API_CU_MULTICAST_UNBIND = 0x30b,
 	GL_API_VMM_LAST,
 
 	/* NCCL (libnccl.so.2) */
@@ -601,6 +691,11 @@ enum gl_api {
 	GL_API_NCCL_COMM_ABORT = 0x40b,
 	GL_API_NCCL_GROUP_START = 0x40c,
 	GL_API_NCCL_GROUP_END = 0x40d,
+	/* more communicator makers (docs/cuda.md) */
+	GL_API_NCCL_COMM_INIT_RANK_SCALABLE = 0x40e,
+	GL_API_NCCL_COMM_SHRINK = 0x40f,
+	GL_API_NCCL_DEV_COMM_CREATE = 0x410,
+	GL_API_NCCL_DEV_COMM_DESTROY = 0x411,
 	GL_API_NCCL_LAST,
 
 	/* libc (--libc): host memory beside the GPU */

@@ -83,8 +83,10 @@ SCENARIOS_CUDART := basic leak3 apis fail prealloc threads loop timeline hostlea
 	runtime_over_driver flood ranks soak crash reset session shutdown
 # Linked against the stand-in driver alone.
 SCENARIOS_DRIVER := driver_alloc vmm
+# Linked against both: a runtime form and a driver form of the same calls (docs/cuda.md).
+SCENARIOS_BOTH := graphs pools ipc hostreg arrays
 SCENARIO_BINS := $(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_CUDART) $(SCENARIOS_DRIVER) \
-	nccl_comm dlopen realcudart realdriver stacks reloc torchlike pyembed)
+	$(SCENARIOS_BOTH) nccl_comm nccl_owners dlopen realcudart realdriver stacks reloc torchlike pyembed)
 # Two builds of one program for `gpuleak diff`: BASE as written, NEW with the change (-D),
 # the same file name in two folders (one command, one module), linked like the others.
 DIFFAPP_BUILDS := $(SCENARIO_BINDIR)/diff-base/diffapp $(SCENARIO_BINDIR)/diff-new/diffapp
@@ -240,6 +242,17 @@ $(SCENARIO_BINDIR)/nccl_comm: tests/scenarios/nccl_comm.c tests/scenarios/scenar
 		$(STANDIN_LIBNCCL) $(STANDIN_LIBS) $(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
 	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< $(STANDIN_LIBNCCL) $(STANDIN_LIBCUDART) \
 		$(SCENARIO_RPATH) -pthread
+
+$(SCENARIO_BINDIR)/nccl_owners: tests/scenarios/nccl_owners.c tests/scenarios/scenario.h \
+		$(STANDIN_LIBNCCL) $(STANDIN_LIBS) $(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< $(STANDIN_LIBNCCL) $(STANDIN_LIBCUDART) \
+		$(SCENARIO_RPATH) -pthread
+
+# The runtime and the driver, both by file name (their sonames as NEEDED).
+$(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_BOTH)): $(SCENARIO_BINDIR)/%: \
+		tests/scenarios/%.c tests/scenarios/scenario.h $(STANDIN_LIBS) $(TESTS_BUILD_MK) \
+		| $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< $(STANDIN_LIBS) $(SCENARIO_RPATH) -pthread
 
 # NVIDIA's libnccl.so.2 through DT_RPATH, and nothing of ours: no $ORIGIN/../lib, or the
 # real NCCL would dlopen() the stand-in driver.

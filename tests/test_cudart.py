@@ -199,7 +199,8 @@ def probes_lists_real_libcudart():
     for name in ("cudaMalloc", "cudaFree", "cudaMallocAsync", "cudaFreeAsync_ptsz",
                  "cudaMallocPitch", "cudaStreamSynchronize", "cudaSetDevice"):
         check(name in apis, f"{name} listed: {sorted(apis)}")
-    eq(len(apis), 23, "runtime APIs found in libcudart.so.13")
+    # 23 for plain allocation, 34 for IPC, registration, graphs, pools, arrays (test_coverage)
+    eq(len(apis), 57, "runtime APIs found in libcudart.so.13")
 
 
 @test

@@ -20,7 +20,10 @@ mkdir -p "$out"
 rec() {	# name, scenario args...
 	local name=$1
 	shift
-	./gpuleak record -o "$tmp/$name.glc" --interval 0 -- "$@" >/dev/null 2>&1
+	local opts=()
+
+	[ "$1" = --follow ] && opts=(--follow) && shift
+	./gpuleak record -o "$tmp/$name.glc" --interval 0 "${opts[@]}" -- "$@" >/dev/null 2>&1
 	cp "$tmp/$name.glc" "$out/$name.glc"
 	"$tmp/recode" "$tmp/$name.glc" "$out/$name-stored.glc" 200
 }
@@ -32,6 +35,11 @@ rec threads "$bin/threads" 3
 rec stacks "$bin/stacks"
 # Python frames: code descriptors and Python stacks (Debian's interpreter, a 3-step decode)
 rec python /usr/bin/python3.11 tests/scenarios/python/workload.py decode 3
+# graph memory and its pool, pool reserves, IPC between two processes, arrays (docs/cuda.md)
+rec graphs "$bin/graphs" decode
+rec pools "$bin/pools" reserve
+rec ipc --follow "$bin/ipc" weights
+rec arrays "$bin/arrays" leak
 .output/bench/capture_gen -o "$tmp/gen.glc" -n 300 --store --block-size 400 >/dev/null
 cp "$tmp/gen.glc" "$out/gen-stored.glc"
 # a header alone (recorder killed at once), cut inside a block, cut inside the header

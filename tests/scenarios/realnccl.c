@@ -19,8 +19,16 @@
  * allocations failed, one free of an address it never saw allocated, nothing live at "done"
  * (NCCL's own static cudart inside libnccl.so.2 finds no driver). On a machine with a GPU
  * pass 0 0 0 1: nothing is left either.
+ *
+ * realnccl coverage: the communicator makers of docs/cuda.md beside ncclCommInitRank, each
+ * at its own site, on their error paths without a GPU: real_get_unique_id twice (0), then
+ * real_init_scalable ncclCommInitRankScalable(nranks 1, rank 0, 2 ids) -> 1 and
+ * real_dev_comm_create ncclDevCommCreate(NULL comm) -> 1. (ncclCommShrink and
+ * ncclDevCommDestroy read the communicator before checking it: without a communicator they
+ * cannot be called.) A tracer sees 4 calls, 2 failed with error 1, nothing live.
  */
 #include <nccl.h>
+#include <nccl_device/core.h>
 #include "scenario.h"
 
 static long want[4] = {ncclSuccess, ncclUnhandledCudaError, ncclUnhandledCudaError,
@@ -68,6 +76,37 @@ static SCENARIO_SITE void real_mem_free(void *p)
 	check("ncclMemFree", ncclMemFree(p), ncclSuccess);
 }
 
+static SCENARIO_SITE void real_init_scalable(ncclUniqueId *ids)
+{
+	ncclComm_t c = NULL;
+
+	check("ncclCommInitRankScalable", ncclCommInitRankScalable(&c, 1, 0, 2, ids, NULL),
+	      ncclUnhandledCudaError);
+}
+
+static SCENARIO_SITE void real_dev_comm_create(void)
+{
+	ncclDevCommRequirements_t reqs = {0};
+	_Alignas(16) unsigned char dc[256] = {0};
+
+	check("ncclDevCommCreate", ncclDevCommCreate(NULL, &reqs, (ncclDevComm_t *)dc),
+	      ncclUnhandledCudaError);
+}
+
+static void coverage(void)
+{
+	ncclUniqueId ids[2];
+
+	memset(ids, 0, sizeof(ids));
+	scenario_ready();
+	want[0] = ncclSuccess;
+	real_get_unique_id(&ids[0]);
+	real_get_unique_id(&ids[1]);
+	real_init_scalable(ids);
+	real_dev_comm_create();
+	scenario_done();
+}
+
 int main(int argc, char **argv)
 {
 	ncclComm_t comm = NULL;
@@ -75,8 +114,13 @@ int main(int argc, char **argv)
 	void *p = NULL;
 	int i;
 
+	if (argc == 2 && !strcmp(argv[1], "coverage")) {
+		coverage();
+		return 0;
+	}
 	if (argc != 1 && argc != 5) {
-		fprintf(stderr, "usage: realnccl [ID_RC INIT_RC MEMALLOC_RC MEMFREE_RC]\n");
+		fprintf(stderr, "usage: realnccl [ID_RC INIT_RC MEMALLOC_RC MEMFREE_RC] | realnccl "
+				"coverage\n");
 		return 2;
 	}
 	for (i = 1; i < argc; i++)

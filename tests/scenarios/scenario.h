@@ -18,6 +18,7 @@
 #define GPULEAK_SCENARIO_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -50,7 +50,16 @@ scenarios=("basic 5 2 4096" "leak3" "apis" "fail" "prealloc 3" "threads 10" "loo
 	   "shutdown 4 4096 free" "shutdown 4 4096 reset" "shutdown 4 4096 exit 2" "torchlike 3")
 for m in $vmm_modes; do scenarios+=("vmm $m"); done
 for m in $nccl_modes; do scenarios+=("nccl_comm $m"); done
-[ -x "$bindir/realnccl" ] && scenarios+=("realnccl")
+# IPC, host registration, graphs, pools, arrays, more NCCL makers (docs/cuda.md)
+for s in "graphs decode destroy recapture nodes driver" "pools reserve oom current driver" \
+	 "ipc weights clean driver self vmm" "hostreg leak clean driver" \
+	 "arrays leak clean driver" "nccl_owners scalable shrink devcomm"; do
+	# shellcheck disable=SC2086
+	set -- $s
+	for m in "${@:2}"; do scenarios+=("$1 $m"); done
+done
+[ -x "$bindir/realnccl" ] && scenarios+=("realnccl" "realnccl coverage")
+scenarios+=("realcudart coverage")
 for s in "${scenarios[@]}"; do
 	# shellcheck disable=SC2086
 	set -- $s
@@ -106,6 +115,9 @@ run nccl_comm 0 'done' '' GPULEAK_STANDIN_NCCL_INITALL_THREADS=1 -- all	# one th
 run nccl_comm 0 'done' '' NCCL_CUMEM_HOST_ENABLE=1 -- clean		# host memory through cuMem
 run nccl_comm 0 'done' '' NCCL_CUMEM_HOST_ENABLE=1 -- hoststeps
 run nccl_comm 2 '' '' -- bogus
+run graphs 1 '' '' GPULEAK_STANDIN_DEVICE_MEM=2M -- decode		# the exec's 3 MiB: no room
+run pools 1 '' '' GPULEAK_STANDIN_DEVICE_MEM=32M -- oom		# 64 MiB from the pool
+run ipc 2 '' '' -- bogus
 if [ -x "$bindir/realnccl" ]; then
 	run realnccl 1 '' '' -- 0 0 0 1					# no GPU: 0 1 1 1
 else
@@ -131,6 +143,7 @@ else
 		run realdriver 0 'ready PID\ndone' 'go\nbye\n' SCENARIO_SYNC=1 \
 			GPULEAK_REAL_LIBCUDA="$real_libcuda" --
 		run realdriver 1 '' '' GPULEAK_REAL_LIBCUDA="$real_libcuda" -- 0 0 0 0
+		run realdriver 0 'done' '' GPULEAK_REAL_LIBCUDA="$real_libcuda" -- coverage
 	fi
 	as=()
 fi

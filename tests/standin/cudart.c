@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /*
  * The real runtime also exports per-thread-default-stream variants. cuda_runtime_api.h
@@ -36,6 +37,16 @@ extern __typeof__(cudaEventRecord) cudaEventRecord_ptsz;
 extern __typeof__(cudaEventRecordWithFlags) cudaEventRecordWithFlags_ptsz;
 extern __typeof__(cudaMemcpy) cudaMemcpy_ptds;
 extern __typeof__(cudaMemset) cudaMemset_ptds;
+extern __typeof__(cudaStreamBeginCapture) cudaStreamBeginCapture_ptsz;
+extern __typeof__(cudaStreamEndCapture) cudaStreamEndCapture_ptsz;
+extern __typeof__(cudaStreamIsCapturing) cudaStreamIsCapturing_ptsz;
+extern __typeof__(cudaGraphLaunch) cudaGraphLaunch_ptsz;
+extern __typeof__(cudaGraphUpload) cudaGraphUpload_ptsz;
+extern __typeof__(cuStreamBeginCapture) cuStreamBeginCapture_v2_ptsz;
+extern __typeof__(cuStreamEndCapture) cuStreamEndCapture_ptsz;
+extern __typeof__(cuStreamIsCapturing) cuStreamIsCapturing_ptsz;
+extern __typeof__(cuGraphLaunch) cuGraphLaunch_ptsz;
+extern __typeof__(cuGraphUpload) cuGraphUpload_ptsz;
 
 /*
  * Driver entry points: (exported name, declaration whose prototype it has). Names are the
@@ -75,7 +86,41 @@ extern __typeof__(cudaMemset) cudaMemset_ptds;
 	X(cuMemcpy, cuMemcpy)                                                                      \
 	X(cuMemcpy_ptds, cuMemcpy)                                                                 \
 	X(cuMemsetD8_v2, cuMemsetD8_v2)                                                            \
-	X(cuMemsetD8_v2_ptds, cuMemsetD8_v2)
+	X(cuMemsetD8_v2_ptds, cuMemsetD8_v2)                                                       \
+	X(cuIpcGetMemHandle, cuIpcGetMemHandle)                                                    \
+	X(cuIpcOpenMemHandle_v2, cuIpcOpenMemHandle_v2)                                            \
+	X(cuIpcCloseMemHandle, cuIpcCloseMemHandle)                                                \
+	X(cuMemHostRegister_v2, cuMemHostRegister_v2)                                              \
+	X(cuMemHostUnregister, cuMemHostUnregister)                                                \
+	X(cuStreamBeginCapture_v2, cuStreamBeginCapture_v2)                                        \
+	X(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture_v2)                                   \
+	X(cuStreamEndCapture, cuStreamEndCapture)                                                  \
+	X(cuStreamEndCapture_ptsz, cuStreamEndCapture)                                             \
+	X(cuStreamIsCapturing, cuStreamIsCapturing)                                                \
+	X(cuStreamIsCapturing_ptsz, cuStreamIsCapturing)                                           \
+	X(cuGraphAddMemAllocNode, cuGraphAddMemAllocNode)                                          \
+	X(cuGraphAddMemFreeNode, cuGraphAddMemFreeNode)                                            \
+	X(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags)                                \
+	X(cuGraphLaunch, cuGraphLaunch)                                                            \
+	X(cuGraphLaunch_ptsz, cuGraphLaunch)                                                       \
+	X(cuGraphUpload, cuGraphUpload)                                                            \
+	X(cuGraphUpload_ptsz, cuGraphUpload)                                                       \
+	X(cuGraphExecDestroy, cuGraphExecDestroy)                                                  \
+	X(cuGraphDestroy, cuGraphDestroy)                                                          \
+	X(cuGraphCreate, cuGraphCreate)                                                            \
+	X(cuDeviceGraphMemTrim, cuDeviceGraphMemTrim)                                              \
+	X(cuMemPoolCreate, cuMemPoolCreate)                                                        \
+	X(cuMemPoolDestroy, cuMemPoolDestroy)                                                      \
+	X(cuMemPoolTrimTo, cuMemPoolTrimTo)                                                        \
+	X(cuMemPoolSetAttribute, cuMemPoolSetAttribute)                                            \
+	X(cuMemPoolGetAttribute, cuMemPoolGetAttribute)                                            \
+	X(cuDeviceSetMemPool, cuDeviceSetMemPool)                                                  \
+	X(cuDeviceGetMemPool, cuDeviceGetMemPool)                                                  \
+	X(cuArrayCreate_v2, cuArrayCreate_v2)                                                      \
+	X(cuArray3DCreate_v2, cuArray3DCreate_v2)                                                  \
+	X(cuMipmappedArrayCreate, cuMipmappedArrayCreate)                                          \
+	X(cuArrayDestroy, cuArrayDestroy)                                                          \
+	X(cuMipmappedArrayDestroy, cuMipmappedArrayDestroy)
 
 #define DRV_DECLARE(name, proto) static __typeof__(proto) *drv_##name;
 DRIVER_FUNCS(DRV_DECLARE)
@@ -121,6 +166,14 @@ static cudaError_t err_from_driver(CUresult r)
 		return cudaErrorNotReady;
 	case CUDA_ERROR_NOT_SUPPORTED:
 		return cudaErrorNotSupported;
+	case CUDA_ERROR_ILLEGAL_STATE:
+		return cudaErrorIllegalState;
+	case CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED:
+		return cudaErrorHostMemoryAlreadyRegistered;
+	case CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED:
+		return cudaErrorHostMemoryNotRegistered;
+	case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
+		return cudaErrorStreamCaptureUnsupported;
 	default:
 		return cudaErrorUnknown;
 	}
@@ -208,6 +261,14 @@ static cudaError_t rt_enter(void)
 	return use_device(cur_dev);
 }
 
+/* A call that is its driver call on the current device: the driver's error, translated. */
+#define RT_FORWARD(drv_call)                                                                       \
+	do {                                                                                       \
+		cudaError_t err_ = rt_enter();                                                     \
+                                                                                                   \
+		return err_ ? ret(err_) : ret_drv(drv_call);                                       \
+	} while (0)
+
 static void *to_ptr(CUdeviceptr d)
 {
 	return (void *)(uintptr_t)d;
@@ -261,21 +322,13 @@ cudaError_t CUDARTAPI cudaGetDevice(int *device)
 
 cudaError_t CUDARTAPI cudaDeviceSynchronize(void)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuCtxSynchronize());
+	RT_FORWARD(drv_cuCtxSynchronize());
 }
 
 /* Frees what the current device's primary context holds; pool memory survives (see cuda.c). */
 cudaError_t CUDARTAPI cudaDeviceReset(void)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuDevicePrimaryCtxReset_v2(cur_dev));
+	RT_FORWARD(drv_cuDevicePrimaryCtxReset_v2(cur_dev));
 }
 
 cudaError_t CUDARTAPI cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device)
@@ -291,11 +344,7 @@ cudaError_t CUDARTAPI cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int de
 
 cudaError_t CUDARTAPI cudaMemGetInfo(size_t *free, size_t *total)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuMemGetInfo_v2(free, total));
+	RT_FORWARD(drv_cuMemGetInfo_v2(free, total));
 }
 
 /* --- allocation --- */
@@ -460,12 +509,8 @@ cudaError_t CUDARTAPI cudaFreeHost(void *ptr)
 
 static cudaError_t free_async(void *devPtr, cudaStream_t stream, bool per_thread)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(per_thread ? drv_cuMemFreeAsync_ptsz(to_dptr(devPtr), stream)
-				  : drv_cuMemFreeAsync(to_dptr(devPtr), stream));
+	RT_FORWARD(per_thread ? drv_cuMemFreeAsync_ptsz(to_dptr(devPtr), stream)
+			      : drv_cuMemFreeAsync(to_dptr(devPtr), stream));
 }
 
 cudaError_t CUDARTAPI cudaFreeAsync(void *devPtr, cudaStream_t hStream)
@@ -482,11 +527,7 @@ cudaError_t CUDARTAPI cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream)
 
 static cudaError_t stream_create(cudaStream_t *pStream, unsigned int flags)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuStreamCreate(pStream, flags));
+	RT_FORWARD(drv_cuStreamCreate(pStream, flags));
 }
 
 cudaError_t CUDARTAPI cudaStreamCreate(cudaStream_t *pStream)
@@ -501,38 +542,22 @@ cudaError_t CUDARTAPI cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned 
 
 cudaError_t CUDARTAPI cudaStreamDestroy(cudaStream_t stream)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuStreamDestroy_v2(stream));
+	RT_FORWARD(drv_cuStreamDestroy_v2(stream));
 }
 
 cudaError_t CUDARTAPI cudaStreamSynchronize(cudaStream_t stream)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuStreamSynchronize(stream));
+	RT_FORWARD(drv_cuStreamSynchronize(stream));
 }
 
 cudaError_t CUDARTAPI cudaStreamSynchronize_ptsz(cudaStream_t stream)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuStreamSynchronize_ptsz(stream));
+	RT_FORWARD(drv_cuStreamSynchronize_ptsz(stream));
 }
 
 static cudaError_t event_create(cudaEvent_t *event, unsigned int flags)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuEventCreate(event, flags));
+	RT_FORWARD(drv_cuEventCreate(event, flags));
 }
 
 cudaError_t CUDARTAPI cudaEventCreate(cudaEvent_t *event)
@@ -583,20 +608,12 @@ cudaError_t CUDARTAPI cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStrea
 
 cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t event)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuEventSynchronize(event));
+	RT_FORWARD(drv_cuEventSynchronize(event));
 }
 
 cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t event)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(drv_cuEventDestroy_v2(event));
+	RT_FORWARD(drv_cuEventDestroy_v2(event));
 }
 
 /* --- copies --- */
@@ -627,13 +644,8 @@ cudaError_t CUDARTAPI cudaMemcpy_ptds(void *dst, const void *src, size_t count,
 
 static cudaError_t memset_any(void *devPtr, int value, size_t count, bool per_thread)
 {
-	cudaError_t err = rt_enter();
-
-	if (err)
-		return ret(err);
-	return ret_drv(per_thread
-			   ? drv_cuMemsetD8_v2_ptds(to_dptr(devPtr), (unsigned char)value, count)
-			   : drv_cuMemsetD8_v2(to_dptr(devPtr), (unsigned char)value, count));
+	RT_FORWARD(per_thread ? drv_cuMemsetD8_v2_ptds(to_dptr(devPtr), (unsigned char)value, count)
+			      : drv_cuMemsetD8_v2(to_dptr(devPtr), (unsigned char)value, count));
 }
 
 cudaError_t CUDARTAPI cudaMemset(void *devPtr, int value, size_t count)
@@ -691,6 +703,16 @@ static const struct {
     {cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
     {cudaErrorContextIsDestroyed, "cudaErrorContextIsDestroyed", "context is destroyed"},
     {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
+    {cudaErrorIllegalState, "cudaErrorIllegalState",
+     "the operation cannot be performed in the present state"},
+    {cudaErrorHostMemoryAlreadyRegistered, "cudaErrorHostMemoryAlreadyRegistered",
+     "part or all of the requested memory range is already mapped"},
+    {cudaErrorHostMemoryNotRegistered, "cudaErrorHostMemoryNotRegistered",
+     "pointer does not correspond to a registered memory region"},
+    {cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",
+     "operation not permitted when stream is capturing"},
+    {cudaErrorInvalidChannelDescriptor, "cudaErrorInvalidChannelDescriptor",
+     "invalid channel descriptor"},
     {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
 };
 
@@ -716,4 +738,392 @@ const char *CUDARTAPI cudaGetErrorString(cudaError_t error)
 	int i = err_index(error);
 
 	return i < 0 ? "unrecognized error code" : err_strs[i].str;
+}
+
+/* --- IPC, host registration, stream capture and graphs, pools, arrays --- */
+
+/* cudaIpcMemHandle_t and CUipcMemHandle are the same 64 bytes. */
+cudaError_t CUDARTAPI cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *devPtr)
+{
+	cudaError_t err = rt_enter();
+	CUipcMemHandle h;
+
+	if (err)
+		return ret(err);
+	if (!handle)
+		return ret(cudaErrorInvalidValue);
+	err = err_from_driver(drv_cuIpcGetMemHandle(&h, to_dptr(devPtr)));
+	if (!err)
+		memcpy(handle->reserved, h.reserved, sizeof(h.reserved));
+	return ret(err);
+}
+
+cudaError_t CUDARTAPI cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle,
+					   unsigned int flags)
+{
+	cudaError_t err = rt_enter();
+	CUipcMemHandle h;
+	CUdeviceptr d;
+
+	if (err)
+		return ret(err);
+	if (!devPtr)
+		return ret(cudaErrorInvalidValue);
+	memcpy(h.reserved, handle.reserved, sizeof(h.reserved));
+	err = err_from_driver(drv_cuIpcOpenMemHandle_v2(&d, h, flags));
+	if (!err)
+		*devPtr = to_ptr(d);
+	return ret(err);
+}
+
+cudaError_t CUDARTAPI cudaIpcCloseMemHandle(void *devPtr)
+{
+	RT_FORWARD(drv_cuIpcCloseMemHandle(to_dptr(devPtr)));
+}
+
+/* cudaHostRegister* flags have the CU_MEMHOSTREGISTER_* values. */
+cudaError_t CUDARTAPI cudaHostRegister(void *ptr, size_t size, unsigned int flags)
+{
+	RT_FORWARD(drv_cuMemHostRegister_v2(ptr, size, flags));
+}
+
+cudaError_t CUDARTAPI cudaHostUnregister(void *ptr)
+{
+	RT_FORWARD(drv_cuMemHostUnregister(ptr));
+}
+
+/* Stream capture: cudaStreamCaptureMode and CUstreamCaptureMode have the same values. */
+static cudaError_t begin_capture(cudaStream_t stream, enum cudaStreamCaptureMode mode,
+				 bool per_thread)
+{
+	RT_FORWARD(per_thread ? drv_cuStreamBeginCapture_v2_ptsz(stream, (CUstreamCaptureMode)mode)
+			      : drv_cuStreamBeginCapture_v2(stream, (CUstreamCaptureMode)mode));
+}
+
+cudaError_t CUDARTAPI cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
+{
+	return begin_capture(stream, mode, false);
+}
+
+cudaError_t CUDARTAPI cudaStreamBeginCapture_ptsz(cudaStream_t stream,
+						  enum cudaStreamCaptureMode mode)
+{
+	return begin_capture(stream, mode, true);
+}
+
+cudaError_t CUDARTAPI cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
+{
+	RT_FORWARD(drv_cuStreamEndCapture(stream, pGraph));
+}
+
+cudaError_t CUDARTAPI cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph)
+{
+	RT_FORWARD(drv_cuStreamEndCapture_ptsz(stream, pGraph));
+}
+
+static cudaError_t is_capturing(cudaStream_t stream, enum cudaStreamCaptureStatus *status,
+				bool per_thread)
+{
+	cudaError_t err = rt_enter();
+	CUstreamCaptureStatus s;
+
+	if (err)
+		return ret(err);
+	if (!status)
+		return ret(cudaErrorInvalidValue);
+	err = err_from_driver(per_thread ? drv_cuStreamIsCapturing_ptsz(stream, &s)
+					 : drv_cuStreamIsCapturing(stream, &s));
+	if (!err)
+		*status = (enum cudaStreamCaptureStatus)s;
+	return ret(err);
+}
+
+cudaError_t CUDARTAPI cudaStreamIsCapturing(cudaStream_t stream,
+					    enum cudaStreamCaptureStatus *pCaptureStatus)
+{
+	return is_capturing(stream, pCaptureStatus, false);
+}
+
+cudaError_t CUDARTAPI cudaStreamIsCapturing_ptsz(cudaStream_t stream,
+						 enum cudaStreamCaptureStatus *pCaptureStatus)
+{
+	return is_capturing(stream, pCaptureStatus, true);
+}
+
+/* struct cudaMemAllocNodeParams and CUDA_MEM_ALLOC_NODE_PARAMS have one layout. */
+cudaError_t CUDARTAPI cudaGraphAddMemAllocNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+					       const cudaGraphNode_t *pDependencies,
+					       size_t numDependencies,
+					       struct cudaMemAllocNodeParams *nodeParams)
+{
+	cudaError_t err = rt_enter();
+	CUDA_MEM_ALLOC_NODE_PARAMS p;
+
+	if (err)
+		return ret(err);
+	if (!nodeParams)
+		return ret(cudaErrorInvalidValue);
+	memcpy(&p, nodeParams, sizeof(p));
+	err = err_from_driver(
+	    drv_cuGraphAddMemAllocNode(pGraphNode, graph, pDependencies, numDependencies, &p));
+	if (!err)
+		nodeParams->dptr = to_ptr(p.dptr);
+	return ret(err);
+}
+
+cudaError_t CUDARTAPI cudaGraphAddMemFreeNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+					      const cudaGraphNode_t *pDependencies,
+					      size_t numDependencies, void *dptr)
+{
+	RT_FORWARD(drv_cuGraphAddMemFreeNode(pGraphNode, graph, pDependencies, numDependencies,
+					     to_dptr(dptr)));
+}
+
+cudaError_t CUDARTAPI cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+					   unsigned long long flags)
+{
+	RT_FORWARD(drv_cuGraphInstantiateWithFlags(pGraphExec, graph, flags));
+}
+
+cudaError_t CUDARTAPI cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+						    unsigned long long flags)
+{
+	RT_FORWARD(drv_cuGraphInstantiateWithFlags(pGraphExec, graph, flags));
+}
+
+static cudaError_t graph_launch(cudaGraphExec_t exec, cudaStream_t stream, bool per_thread,
+				bool upload)
+{
+	cudaError_t err = rt_enter();
+	CUresult r;
+
+	if (err)
+		return ret(err);
+	if (upload)
+		r = per_thread ? drv_cuGraphUpload_ptsz(exec, stream)
+			       : drv_cuGraphUpload(exec, stream);
+	else
+		r = per_thread ? drv_cuGraphLaunch_ptsz(exec, stream)
+			       : drv_cuGraphLaunch(exec, stream);
+	return ret_drv(r);
+}
+
+cudaError_t CUDARTAPI cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+	return graph_launch(graphExec, stream, false, false);
+}
+
+cudaError_t CUDARTAPI cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+	return graph_launch(graphExec, stream, true, false);
+}
+
+cudaError_t CUDARTAPI cudaGraphUpload(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+	return graph_launch(graphExec, stream, false, true);
+}
+
+cudaError_t CUDARTAPI cudaGraphUpload_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+	return graph_launch(graphExec, stream, true, true);
+}
+
+cudaError_t CUDARTAPI cudaGraphExecDestroy(cudaGraphExec_t graphExec)
+{
+	RT_FORWARD(drv_cuGraphExecDestroy(graphExec));
+}
+
+cudaError_t CUDARTAPI cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags)
+{
+	RT_FORWARD(drv_cuGraphCreate(pGraph, flags));
+}
+
+cudaError_t CUDARTAPI cudaGraphDestroy(cudaGraph_t graph)
+{
+	RT_FORWARD(drv_cuGraphDestroy(graph));
+}
+
+cudaError_t CUDARTAPI cudaDeviceGraphMemTrim(int device)
+{
+	cudaError_t err = rt_load();
+
+	if (err)
+		return ret(err);
+	if (device < 0 || device >= nr_devices)
+		return ret(cudaErrorInvalidDevice);
+	return ret_drv(drv_cuDeviceGraphMemTrim(device));
+}
+
+/* struct cudaMemPoolProps and CUmemPoolProps, cudaMemPoolAttr and CUmemPool_attribute agree. */
+cudaError_t CUDARTAPI cudaMemPoolCreate(cudaMemPool_t *memPool,
+					const struct cudaMemPoolProps *poolProps)
+{
+	RT_FORWARD(drv_cuMemPoolCreate(memPool, (const CUmemPoolProps *)poolProps));
+}
+
+cudaError_t CUDARTAPI cudaMemPoolDestroy(cudaMemPool_t memPool)
+{
+	RT_FORWARD(drv_cuMemPoolDestroy(memPool));
+}
+
+cudaError_t CUDARTAPI cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep)
+{
+	RT_FORWARD(drv_cuMemPoolTrimTo(memPool, minBytesToKeep));
+}
+
+cudaError_t CUDARTAPI cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr,
+					      void *value)
+{
+	RT_FORWARD(drv_cuMemPoolSetAttribute(memPool, (CUmemPool_attribute)attr, value));
+}
+
+cudaError_t CUDARTAPI cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr,
+					      void *value)
+{
+	RT_FORWARD(drv_cuMemPoolGetAttribute(memPool, (CUmemPool_attribute)attr, value));
+}
+
+cudaError_t CUDARTAPI cudaDeviceSetMemPool(int device, cudaMemPool_t memPool)
+{
+	cudaError_t err = rt_load();
+
+	if (err)
+		return ret(err);
+	if (device < 0 || device >= nr_devices)
+		return ret(cudaErrorInvalidDevice);
+	return ret_drv(drv_cuDeviceSetMemPool(device, memPool));
+}
+
+cudaError_t CUDARTAPI cudaDeviceGetMemPool(cudaMemPool_t *memPool, int device)
+{
+	cudaError_t err = rt_load();
+
+	if (err)
+		return ret(err);
+	if (device < 0 || device >= nr_devices)
+		return ret(cudaErrorInvalidDevice);
+	return ret_drv(drv_cuDeviceGetMemPool(memPool, device));
+}
+
+/*
+ * Arrays: the channel format becomes the driver's array format (every channel the same
+ * width), and the runtime's array handles are the driver's.
+ */
+static cudaError_t array_format(const struct cudaChannelFormatDesc *d, CUarray_format *fmt,
+				unsigned int *channels)
+{
+	int bits = d->x;
+
+	if (!d || bits <= 0 || (d->y && d->y != bits) || (d->z && d->z != bits) ||
+	    (d->w && d->w != bits) || (!d->y && (d->z || d->w)) || (!d->z && d->w))
+		return cudaErrorInvalidChannelDescriptor;
+	*channels = 1 + !!d->y + !!d->z + !!d->w;
+	if (*channels == 3)
+		return cudaErrorInvalidChannelDescriptor;
+	switch (d->f) {
+	case cudaChannelFormatKindSigned:
+		*fmt = bits == 8    ? CU_AD_FORMAT_SIGNED_INT8
+		       : bits == 16 ? CU_AD_FORMAT_SIGNED_INT16
+				    : CU_AD_FORMAT_SIGNED_INT32;
+		break;
+	case cudaChannelFormatKindUnsigned:
+		*fmt = bits == 8    ? CU_AD_FORMAT_UNSIGNED_INT8
+		       : bits == 16 ? CU_AD_FORMAT_UNSIGNED_INT16
+				    : CU_AD_FORMAT_UNSIGNED_INT32;
+		break;
+	case cudaChannelFormatKindFloat:
+		if (bits != 16 && bits != 32)
+			return cudaErrorInvalidChannelDescriptor;
+		*fmt = bits == 16 ? CU_AD_FORMAT_HALF : CU_AD_FORMAT_FLOAT;
+		break;
+	default:
+		return cudaErrorInvalidChannelDescriptor;
+	}
+	return bits == 8 || bits == 16 || bits == 32 ? cudaSuccess
+						     : cudaErrorInvalidChannelDescriptor;
+}
+
+/*
+ * The driver's descriptor of an array the runtime call describes (out: its out-pointer, a
+ * depth of 0 for a 2D array), on the current device: cudaSuccess or the error to return.
+ */
+static cudaError_t array_desc(const void *out, const struct cudaChannelFormatDesc *desc,
+			      struct cudaExtent extent, unsigned int flags,
+			      CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+	cudaError_t err = rt_enter();
+
+	if (err)
+		return err;
+	if (!out || !desc)
+		return cudaErrorInvalidValue;
+	memset(d, 0, sizeof(*d));
+	err = array_format(desc, &d->Format, &d->NumChannels);
+	if (err)
+		return err;
+	d->Width = extent.width;
+	d->Height = extent.height;
+	d->Depth = extent.depth;
+	d->Flags = flags; /* cudaArrayLayered ... have the CUDA_ARRAY3D_* values */
+	return cudaSuccess;
+}
+
+cudaError_t CUDARTAPI cudaMallocArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc,
+				      size_t width, size_t height, unsigned int flags)
+{
+	CUDA_ARRAY3D_DESCRIPTOR d;
+	cudaError_t err = array_desc(array, desc, (struct cudaExtent){width, height, 0}, flags, &d);
+
+	if (err)
+		return ret(err);
+	return ret_drv(drv_cuArray3DCreate_v2((CUarray *)array, &d));
+}
+
+cudaError_t CUDARTAPI cudaMalloc3DArray(cudaArray_t *array,
+					const struct cudaChannelFormatDesc *desc,
+					struct cudaExtent extent, unsigned int flags)
+{
+	CUDA_ARRAY3D_DESCRIPTOR d;
+	cudaError_t err = array_desc(array, desc, extent, flags, &d);
+
+	if (err)
+		return ret(err);
+	return ret_drv(drv_cuArray3DCreate_v2((CUarray *)array, &d));
+}
+
+cudaError_t CUDARTAPI cudaMallocMipmappedArray(cudaMipmappedArray_t *mipmappedArray,
+					       const struct cudaChannelFormatDesc *desc,
+					       struct cudaExtent extent, unsigned int numLevels,
+					       unsigned int flags)
+{
+	CUDA_ARRAY3D_DESCRIPTOR d;
+	cudaError_t err = array_desc(mipmappedArray, desc, extent, flags, &d);
+
+	if (err)
+		return ret(err);
+	return ret_drv(
+	    drv_cuMipmappedArrayCreate((CUmipmappedArray *)mipmappedArray, &d, numLevels));
+}
+
+/* NULL is a no-op, as for cudaFree. */
+cudaError_t CUDARTAPI cudaFreeArray(cudaArray_t array)
+{
+	cudaError_t err = rt_enter();
+
+	if (err)
+		return ret(err);
+	if (!array)
+		return cudaSuccess;
+	return ret_drv(drv_cuArrayDestroy((CUarray)array));
+}
+
+cudaError_t CUDARTAPI cudaFreeMipmappedArray(cudaMipmappedArray_t mipmappedArray)
+{
+	cudaError_t err = rt_enter();
+
+	if (err)
+		return ret(err);
+	if (!mipmappedArray)
+		return cudaSuccess;
+	return ret_drv(drv_cuMipmappedArrayDestroy((CUmipmappedArray)mipmappedArray));
 }

@@ -23,6 +23,7 @@
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <nccl.h>
+#include <nccl_device/core.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -1053,6 +1054,59 @@ fail:
 }
 NCCL_API(ncclCommInitAll);
 
+/* A split of @comm (or a shrink: a split of the survivors) as this rank's job; under lock. */
+static void split_job(struct job *j, struct ncclComm *comm, int rank, int nranks, int color,
+		      int key)
+{
+	j->kind = JOB_SPLIT;
+	j->ctx = comm->ctx;
+	j->device = comm->device;
+	j->rendezvous = true;
+	j->rank = rank;
+	j->nranks = nranks;
+	memcpy(j->clique, comm->clique, NCCL_UNIQUE_ID_BYTES);
+	j->seq = comm->next_seq++;
+	j->color = color;
+	j->key = key;
+}
+
+/*
+ * The rest of a split or shrink, after the lock (err: what checking it gave; j is freed
+ * here): the child made when @make_child, then queued in the open group or run now.
+ */
+static ncclResult_t split_finish(struct job *j, ncclResult_t err, const ncclConfig_t *cfg,
+				 bool make_child, ncclComm_t *newcomm)
+{
+	struct ncclComm *child = NULL;
+
+	if (err) {
+		free(j);
+		return err;
+	}
+	if (make_child) {
+		child = comm_new(cfg, j->ctx, j->device, COMM_PENDING);
+		if (!child) {
+			free(j);
+			return ncclSystemError;
+		}
+	}
+	j->comm = child;
+	if (group_depth) {
+		*newcomm = child;
+		group_add(j);
+		return ncclSuccess;
+	}
+	err = job_run(j);
+	free(j);
+	if (err) {
+		if (child)
+			comm_discard(child);
+		return err;
+	}
+	*newcomm = child;
+	return ncclSuccess;
+}
+
 /*
  * Collective over @comm's ranks, each from its own thread or all in one group. The child
  * is made on @comm's device; NCCL_SPLIT_NOCOLOR takes part but gets NULL.
@@ -1060,7 +1114,6 @@ NCCL_API(ncclCommInitAll);
 ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
 			    ncclConfig_t *config)
 {
-	struct ncclComm *child = NULL;
 	ncclConfig_t cfg;
 	ncclResult_t err;
 	struct job *j;
@@ -1082,45 +1135,10 @@ ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *new
 	err = comm_check_locked(comm, "ncclCommSplit");
 	if (!err)
 		err = config_parse(config, &comm->config, &cfg);
-	if (!err) {
-		j->kind = JOB_SPLIT;
-		j->ctx = comm->ctx;
-		j->device = comm->device;
-		j->rendezvous = true;
-		j->rank = comm->rank;
-		j->nranks = comm->nranks;
-		memcpy(j->clique, comm->clique, NCCL_UNIQUE_ID_BYTES);
-		j->seq = comm->next_seq++;
-		j->color = color;
-		j->key = key;
-	}
+	if (!err)
+		split_job(j, comm, comm->rank, comm->nranks, color, key);
 	pthread_mutex_unlock(&lock);
-	if (err) {
-		free(j);
-		return err;
-	}
-	if (color != NCCL_SPLIT_NOCOLOR) {
-		child = comm_new(&cfg, j->ctx, j->device, COMM_PENDING);
-		if (!child) {
-			free(j);
-			return ncclSystemError;
-		}
-	}
-	j->comm = child;
-	if (group_depth) {
-		*newcomm = child;
-		group_add(j);
-		return ncclSuccess;
-	}
-	err = job_run(j);
-	free(j);
-	if (err) {
-		if (child)
-			comm_discard(child);
-		return err;
-	}
-	*newcomm = child;
-	return ncclSuccess;
+	return split_finish(j, err, &cfg, color != NCCL_SPLIT_NOCOLOR, newcomm);
 }
 NCCL_API(ncclCommSplit);
 
@@ -1561,3 +1579,179 @@ ncclResult_t pncclGroupEnd(void)
 	return err;
 }
 NCCL_API(ncclGroupEnd);
+
+/* --- more communicator makers: scalable init, shrink, NCCL 2.28's device communicators --- */
+
+/* Every rank passes the same nId ids; the first names the clique here (NCCL spreads the
+ * bootstrap over all of them). */
+ncclResult_t pncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myrank, int nId,
+				       ncclUniqueId *commIds, ncclConfig_t *config)
+{
+	LEAF_FRAME();
+	if (nId < 1 || !commIds) {
+		set_error("CommInitRankScalable : invalid nId %d or commIds %p", nId,
+			  (void *)commIds);
+		return ncclInvalidArgument;
+	}
+	return init_rank(newcomm, nranks, &commIds[0], myrank, config, "ncclCommInitRankScalable");
+}
+NCCL_API(ncclCommInitRankScalable);
+
+/*
+ * A collective over the ranks of @comm not in @excludeRanksList (those do not call it): a
+ * child of the survivors, ranked in their order, made on @comm's device like a split.
+ */
+ncclResult_t pncclCommShrink(ncclComm_t comm, int *excludeRanksList, int excludeRanksCount,
+			     ncclComm_t *newcomm, ncclConfig_t *config, int shrinkFlags)
+{
+	ncclConfig_t cfg;
+	ncclResult_t err;
+	struct job *j;
+	int i, before = 0;
+
+	if (!newcomm || excludeRanksCount < 0 || (excludeRanksCount && !excludeRanksList) ||
+	    (shrinkFlags != NCCL_SHRINK_DEFAULT && shrinkFlags != NCCL_SHRINK_ABORT)) {
+		set_error("CommShrink : invalid argument");
+		return ncclInvalidArgument;
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j) {
+		set_error("out of host memory");
+		return ncclSystemError;
+	}
+	pthread_mutex_lock(&lock);
+	err = comm_check_locked(comm, "ncclCommShrink");
+	for (i = 0; !err && i < excludeRanksCount; i++) {
+		if (excludeRanksList[i] < 0 || excludeRanksList[i] >= comm->nranks ||
+		    excludeRanksList[i] == comm->rank) {
+			set_error("CommShrink : rank %d cannot be excluded", excludeRanksList[i]);
+			err = ncclInvalidArgument;
+		}
+		before += excludeRanksList[i] < comm->rank;
+	}
+	if (!err && excludeRanksCount >= comm->nranks)
+		err = ncclInvalidArgument;
+	if (!err)
+		err = config_parse(config, &comm->config, &cfg);
+	if (!err)
+		split_job(j, comm, comm->rank - before, comm->nranks - excludeRanksCount, 0,
+			  comm->rank - before);
+	pthread_mutex_unlock(&lock);
+	return split_finish(j, err, &cfg, true, newcomm);
+}
+NCCL_API(ncclCommShrink);
+
+/* The window table of a device communicator (cuMemAlloc_v2), its resource window (cuMem). */
+#define DEVCOMM_TABLE_BYTES (64ULL << 10)
+
+/* What ncclDevCommCreate made, known by the windowTable pointer it wrote (ncclDevComm @24). */
+struct devcomm {
+	struct devcomm *next;
+	struct ncclComm *comm;
+	CUdeviceptr table;
+	struct vmm_block res; /* va 0: no resources were asked for */
+};
+
+static struct devcomm *devcomm_list;
+
+/* The leading members of struct ncclDevComm (nccl_device/impl/comm__types.h, C++ only). */
+struct devcomm_head {
+	int rank, nRanks;
+	uint32_t nRanks_rcp32;
+	int lsaRank, lsaSize;
+	uint32_t lsaSize_rcp32;
+	void *windowTable;
+};
+
+/*
+ * Allocates, in @comm's context on the calling thread: the window table, then (when the
+ * requirements ask for buffers) one cuMem block for all of them, NCCL's resource window.
+ * Fills the struct's leading members; the program destroys it with ncclDevCommDestroy
+ * before the communicator.
+ */
+ncclResult_t pncclDevCommCreate(ncclComm_t comm, ncclDevCommRequirements_t const *reqs,
+				ncclDevComm_t *outDevComm)
+{
+	const ncclDevResourceRequirements_t *rr;
+	struct devcomm_head head = {0};
+	struct devcomm *dc;
+	CUcontext saved = NULL;
+	size_t bytes = 0;
+	ncclResult_t err;
+
+	if (!reqs || !outDevComm) {
+		set_error("DevCommCreate : reqs or outDevComm is NULL");
+		return ncclInvalidArgument;
+	}
+	err = comm_check(comm, "ncclDevCommCreate");
+	if (err)
+		return err;
+	for (rr = reqs->resourceRequirementsList; rr; rr = rr->next) {
+		size_t align = rr->bufferAlign ? rr->bufferAlign : 16;
+
+		bytes = (bytes + align - 1) / align * align + rr->bufferSize;
+	}
+	dc = calloc(1, sizeof(*dc));
+	if (!dc) {
+		set_error("out of host memory");
+		return ncclSystemError;
+	}
+	dc->comm = comm;
+	err = ctx_enter(comm->ctx, &saved);
+	if (!err)
+		err = cu_check(drv_cuMemAlloc_v2(&dc->table, DEVCOMM_TABLE_BYTES), "cuMemAlloc");
+	if (!err && bytes)
+		err =
+		    vmm_alloc(comm->device, bytes, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED, &dc->res);
+	if (err && dc->table)
+		drv_cuMemFree_v2(dc->table);
+	ctx_restore(saved, comm->ctx);
+	if (err) {
+		free(dc);
+		return err;
+	}
+	head.rank = head.lsaRank = comm->rank;
+	head.nRanks = head.lsaSize = comm->nranks;
+	head.windowTable = (void *)(uintptr_t)dc->table;
+	memcpy((void *)outDevComm, &head, sizeof(head));
+	pthread_mutex_lock(&lock);
+	dc->next = devcomm_list;
+	devcomm_list = dc;
+	pthread_mutex_unlock(&lock);
+	return ncclSuccess;
+}
+NCCL_API(ncclDevCommCreate);
+
+ncclResult_t pncclDevCommDestroy(ncclComm_t comm, ncclDevComm_t const *devComm)
+{
+	struct devcomm_head head;
+	struct devcomm **pp, *dc;
+	CUcontext saved = NULL;
+	ncclResult_t err, err2;
+
+	if (!devComm) {
+		set_error("DevCommDestroy : devComm is NULL");
+		return ncclInvalidArgument;
+	}
+	memcpy(&head, (const void *)devComm, sizeof(head));
+	pthread_mutex_lock(&lock);
+	for (pp = &devcomm_list; *pp; pp = &(*pp)->next)
+		if ((*pp)->comm == comm && (uintptr_t)head.windowTable == (*pp)->table)
+			break;
+	dc = *pp;
+	if (dc)
+		*pp = dc->next;
+	pthread_mutex_unlock(&lock);
+	if (!dc) {
+		set_error("DevCommDestroy : unknown device communicator");
+		return ncclInvalidArgument;
+	}
+	err = ctx_enter(comm->ctx, &saved);
+	if (!err && dc->res.va)
+		err = vmm_free(&dc->res);
+	err2 = cu_check(drv_cuMemFree_v2(dc->table), "cuMemFree");
+	ctx_restore(saved, comm->ctx);
+	free(dc);
+	return err ? err : err2;
+}
+NCCL_API(ncclDevCommDestroy);

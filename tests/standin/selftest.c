@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MIB	 (1UL << 20)
 #define CAPACITY (64 * MIB)
@@ -316,6 +317,139 @@ static void test_vmm_retain_and_host(void)
 	CHECK_RC(cuMemCreate(&h, 2 * MIB, &prop, 0), CUDA_ERROR_INVALID_VALUE);
 }
 
+/* Pools keep freed memory up to their threshold; graphs hold their memory nodes. */
+static void test_pools_and_graphs(void)
+{
+	CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+				.location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+	CUmemoryPool pool, cur;
+	cuuint64_t max = UINT64_MAX, v = 0;
+	CUdeviceptr a, b, c;
+	CUgraphExec x, x2;
+	CUstreamCaptureStatus st;
+	CUgraph g;
+	CUstream s;
+
+	CHECK_RC(cuStreamCreate(&s, 0), CUDA_SUCCESS);
+	CHECK_RC(cuMemPoolCreate(&pool, &props), CUDA_SUCCESS);
+	CHECK_RC(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &max),
+		 CUDA_SUCCESS);
+	CHECK_RC(cuMemAllocFromPoolAsync(&a, 4 * MIB, pool, s), CUDA_SUCCESS);
+	CHECK_RC(cuMemFreeAsync(a, s), CUDA_SUCCESS);
+	CHECK_RC(cuStreamSynchronize(s), CUDA_SUCCESS);
+	CHECK(used() == 4 * MIB); /* kept: the threshold is the maximum */
+	CHECK_RC(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &v),
+		 CUDA_SUCCESS);
+	CHECK(v == 4 * MIB);
+	CHECK_RC(cuMemAllocFromPoolAsync(&b, 3 * MIB, pool, s), CUDA_SUCCESS);
+	CHECK(used() == 4 * MIB); /* from the reserve */
+	CHECK_RC(cuMemPoolTrimTo(pool, 0), CUDA_SUCCESS);
+	CHECK(used() == 3 * MIB);
+	CHECK_RC(cuDeviceSetMemPool(0, pool), CUDA_SUCCESS);
+	CHECK_RC(cuDeviceSetMemPool(1, pool), CUDA_ERROR_INVALID_DEVICE);
+	CHECK_RC(cuDeviceGetMemPool(&cur, 0), CUDA_SUCCESS);
+	CHECK(cur == pool);
+	CHECK_RC(cuMemAllocAsync(&c, MIB, s), CUDA_SUCCESS); /* the current pool */
+	CHECK_RC(cuMemFreeAsync(b, s), CUDA_SUCCESS);
+	CHECK_RC(cuMemFreeAsync(c, s), CUDA_SUCCESS);
+	CHECK_RC(cuStreamSynchronize(s), CUDA_SUCCESS);
+	CHECK(used() == 4 * MIB);
+	CHECK_RC(cuMemPoolDestroy(pool), CUDA_SUCCESS); /* its reserve goes */
+	CHECK(used() == 0);
+	CHECK_RC(cuDeviceGetMemPool(&cur, 0), CUDA_SUCCESS);
+	CHECK(cur != pool);
+
+	/* Capture: a node, no memory until the exec launches; the exec holds what the graph
+	 * frees itself, the rest is the program's until freed. */
+	CHECK_RC(cuStreamBeginCapture(NULL, CU_STREAM_CAPTURE_MODE_GLOBAL),
+		 CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	CHECK_RC(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+	CHECK_RC(cuStreamIsCapturing(s, &st), CUDA_SUCCESS);
+	CHECK(st == CU_STREAM_CAPTURE_STATUS_ACTIVE);
+	CHECK_RC(cuMemAllocAsync(&a, 2 * MIB, s), CUDA_SUCCESS);
+	CHECK_RC(cuMemAllocAsync(&b, MIB, s), CUDA_SUCCESS);
+	CHECK_RC(cuMemFreeAsync(a, s), CUDA_SUCCESS);
+	CHECK_RC(cuStreamSynchronize(s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	CHECK_RC(cuStreamEndCapture(s, &g), CUDA_SUCCESS);
+	CHECK(used() == 0);
+	CHECK_RC(cuGraphInstantiate(&x, g, 0), CUDA_SUCCESS);
+	CHECK_RC(cuGraphInstantiate(&x2, g, 0), CUDA_ERROR_INVALID_VALUE); /* one at a time */
+	CHECK(used() == 0);
+	CHECK_RC(cuGraphLaunch(x, s), CUDA_SUCCESS);
+	CHECK(used() == 3 * MIB);
+	CHECK_RC(cuGraphLaunch(x, s), CUDA_ERROR_INVALID_VALUE); /* b is still live */
+	CHECK_RC(cuMemFree(b), CUDA_SUCCESS);
+	CHECK(used() == 3 * MIB); /* in the graph pool */
+	CHECK_RC(cuGraphLaunch(x, s), CUDA_SUCCESS);
+	CHECK(used() == 3 * MIB);
+	CHECK_RC(cuGraphExecDestroy(x), CUDA_SUCCESS);
+	CHECK(used() == 3 * MIB);
+	CHECK_RC(cuMemFree(b), CUDA_SUCCESS);
+	CHECK_RC(cuDeviceGraphMemTrim(0), CUDA_SUCCESS);
+	CHECK(used() == 0);
+	CHECK_RC(cuGraphDestroy(g), CUDA_SUCCESS);
+	CHECK_RC(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
+/* Host registration, arrays, shareable handles, multicast objects, IPC's refusals. */
+static void test_sharing(void)
+{
+	CUmemAllocationProp prop = {
+	    .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+	    .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0},
+	    .requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+	};
+	CUmulticastObjectProp mp = {.numDevices = 1, .size = 2 * MIB};
+	CUDA_ARRAY3D_DESCRIPTOR ad = {
+	    .Width = 64, .Height = 32, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 4};
+	CUmemGenericAllocationHandle h, imp, mc;
+	CUmipmappedArray mm;
+	CUipcMemHandle ih;
+	CUdeviceptr d, o;
+	CUarray arr;
+	char *buf = malloc(3 * 4096);
+	int fd = -1;
+
+	CHECK_RC(cuMemHostRegister(buf, 4096, 0), CUDA_SUCCESS);
+	CHECK_RC(cuMemHostRegister(buf + 100, 4096, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+	CHECK_RC(cuMemHostUnregister(buf + 100), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+	CHECK_RC(cuMemHostUnregister(buf), CUDA_SUCCESS);
+	free(buf);
+
+	CHECK_RC(cuArray3DCreate(&arr, &ad), CUDA_SUCCESS);
+	CHECK(used() == 64 * 32 * 16);
+	CHECK_RC(cuArrayDestroy(arr), CUDA_SUCCESS);
+	CHECK_RC(cuArrayDestroy(arr), CUDA_ERROR_INVALID_HANDLE);
+	ad.Height = 0;
+	CHECK_RC(cuMipmappedArrayCreate(&mm, &ad, 3), CUDA_SUCCESS); /* 64 + 32 + 16 texels */
+	CHECK(used() == (64 + 32 + 16) * 16);
+	CHECK_RC(cuMipmappedArrayCreate(&mm, &ad, 8), CUDA_ERROR_INVALID_VALUE);
+	CHECK_RC(cuMipmappedArrayDestroy(mm), CUDA_SUCCESS);
+	CHECK(used() == 0);
+
+	CHECK_RC(cuMemAlloc(&d, MIB), CUDA_SUCCESS);
+	CHECK_RC(cuIpcGetMemHandle(&ih, d), CUDA_SUCCESS);
+	CHECK_RC(cuIpcOpenMemHandle(&o, ih, 0), CUDA_ERROR_INVALID_CONTEXT); /* our own */
+	CHECK_RC(cuMemFree(d), CUDA_SUCCESS);
+
+	CHECK_RC(cuMemCreate(&h, 2 * MIB, &prop, 0), CUDA_SUCCESS);
+	CHECK_RC(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+		 CUDA_SUCCESS);
+	CHECK_RC(cuMemImportFromShareableHandle(&imp, (void *)(intptr_t)fd,
+						CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+		 CUDA_SUCCESS);
+	CHECK(used() == 2 * MIB); /* the import is the same memory */
+	CHECK_RC(cuMemRelease(imp), CUDA_SUCCESS);
+	close(fd);
+	CHECK_RC(cuMulticastCreate(&mc, &mp), CUDA_SUCCESS);
+	CHECK_RC(cuMulticastBindMem(mc, 0, h, 0, 2 * MIB, 0), CUDA_SUCCESS);
+	CHECK_RC(cuMemRelease(h), CUDA_SUCCESS);
+	CHECK(used() == 2 * MIB); /* bound: alive */
+	CHECK_RC(cuMulticastUnbind(mc, 0, 0, 2 * MIB), CUDA_SUCCESS);
+	CHECK(used() == 0);
+	CHECK_RC(cuMemRelease(mc), CUDA_SUCCESS);
+}
+
 static void *rt_thread(void *arg)
 {
 	int dev = -1;
@@ -396,6 +530,8 @@ int main(void)
 	test_stream_ordered();
 	test_vmm();
 	test_vmm_retain_and_host();
+	test_pools_and_graphs();
+	test_sharing();
 	test_runtime();
 	if (failures) {
 		fprintf(stderr, "standin selftest: %d check(s) failed\n", failures);

@@ -28,6 +28,7 @@ enum alloc_flags {
 	AF_INIT = 1 << 4,	     /* made before the process's first step */
 	AF_SEGMENT = 1 << 5,	     /* a caching allocator's segment: holds blocks (blocks.c) */
 	AF_ORPHAN = 1 << 6,	     /* a block in no segment seen: its bytes are memory itself */
+	AF_POOL = 1 << 7,	     /* from a memory pool: released back into it (pools.c) */
 };
 
 /* One live allocation. 32 bytes: the table is sized for ten million of them. */

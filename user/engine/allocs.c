@@ -157,3 +157,14 @@ void allocs__merge_layer(struct tracker *t, struct tproc *p, struct alloc *outer
 		t->sites[tracker__alloc_site(t, outer)].layer_count++;
 	t->sites[tracker__alloc_site(t, outer)].layer_api = api;
 }
+
+void allocs__resize(struct tracker *t, struct tproc *p, struct alloc *a, uint64_t bytes)
+{
+	struct site *s = &t->sites[tracker__alloc_site(t, a)];
+
+	allocs_account(t, p, a, -1);
+	s->alloc_bytes = s->alloc_bytes - a->size + bytes;
+	a->size = bytes;
+	a->flags &= (uint8_t)~AF_UNSIZED;
+	allocs_account(t, p, a, 1);
+}

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include "engine/model.h"
+#include "engine/pools.h"
 #include "engine/regions.h"
 #include "engine/rules.h"
 #include "engine/violations.h"
@@ -195,6 +196,8 @@ static inline void allocs__release(struct tracker *t, struct tproc *p, struct al
 		p->c.frees++;
 		p->c.freed_bytes += a->size;
 	}
+	if (a->flags & AF_POOL)
+		pools__released(p, a->space, a->addr, a->size);
 	if (t->sites[site].counts || t->sites[site].judged)
 		allocs_step_change_note(t, p, site, 0, a->size);
 	if (__builtin_expect(p->regions.on, 0))
@@ -240,6 +243,8 @@ static inline int allocs__add(struct tracker *t, struct tproc *p, const struct a
 void allocs__set_flag(struct tracker *t, struct tproc *p, struct alloc *a, uint8_t flag);
 /* a moves to site stack ss (its label changed): not an allocation, nor a free. */
 void allocs__move(struct tracker *t, struct tproc *p, struct alloc *a, uint32_t ss);
+/* a, of unknown size until now (AF_UNSIZED), holds bytes: its sums follow, no allocation. */
+void allocs__resize(struct tracker *t, struct tproc *p, struct alloc *a, uint64_t bytes);
 /* A lower layer at outer's own address: the same memory, merged into it. */
 void allocs__merge_layer(struct tracker *t, struct tproc *p, struct alloc *outer, uint16_t api);
 

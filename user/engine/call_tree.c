@@ -8,8 +8,9 @@
  * (merged when at its own address), memory made while a communicator is created or an NCCL
  * group ends is that communicator's, and the calls threads made to do a call's work (adopted)
  * count as made inside it. A call with nothing nested, the common one, is applied at once.
- * Calls: mem_calls.c, wgpu_objects.c, gpu_objects.c, pending.c (syncs), blocks.c (a caching
- * allocator's blocks), allocs.c (a merged layer), sites.c, threads.c.
+ * Calls: mem_calls.c, wgpu_objects.c, graphs.c, gpu_objects.c, ipc.c, pending.c (syncs),
+ * pools.c, blocks.c (a caching allocator's blocks), allocs.c (a merged layer), sites.c,
+ * threads.c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,8 +19,11 @@
 #include "engine/allocs.h"
 #include "engine/blocks.h"
 #include "engine/gpu_objects.h"
+#include "engine/graphs.h"
+#include "engine/ipc.h"
 #include "engine/mem_calls.h"
 #include "engine/pending.h"
+#include "engine/pools.h"
 #include "engine/sites.h"
 #include "engine/threads.h"
 #include "engine/wgpu_objects.h"
@@ -38,11 +42,42 @@ static int group_start(struct tproc *p, const struct gl_call_rec *r)
 	return 0;
 }
 
+/* The site of a call that makes an object (a pool, an exec): where the report says it was. */
+static uint32_t call_site(struct tracker *t, struct tproc *p, const struct gl_call_rec *r)
+{
+	struct site_key k = {p->pid,
+			     r->hdr.api,
+			     threads__device(p, r->hdr.tid),
+			     r->caller,
+			     r->stack_id,
+			     OWNER_NONE,
+			     0,
+			     0,
+			     0,
+			     false,
+			     0};
+
+	sites__python(t, &k);
+	return sites__get(t, &k);
+}
+
 /* Calls that are neither allocations nor frees, once they succeeded. */
 static int apply_call_op(struct tracker *t, struct tproc *p, const struct cat_api *api,
 			 const struct gl_call_rec *r)
 {
+	if (pools__is_op(api->op))
+		return pools__apply(p, api, r,
+				    api->op == OP_POOL_CREATE ? call_site(t, p, r) : UINT32_MAX);
+	if (graphs__is_op(api->op))
+		return graphs__apply(t, p, api, r,
+				     api->op == OP_GRAPH_INSTANTIATE ? call_site(t, p, r)
+								     : UINT32_MAX);
 	switch (api->op) {
+	case OP_IPC_EXPORT:
+		return ipc__export(t, p, r);
+	case OP_MC_BIND:
+	case OP_MC_UNBIND:
+		return ipc__mc_apply(t, p, api, r);
 	case OP_SYNC_STREAM:
 	case OP_SYNC_DEVICE:
 	case OP_SYNC_EVENT:
@@ -121,6 +156,18 @@ static bool same_memory(const struct alloc *outer, const struct cat_api *api,
 }
 
 /*
+ * Whether child, nested in parent, is the same call one layer down (cudaGraphLaunch ->
+ * cuGraphLaunch): for the calls whose effect must not be applied twice, it is a layer.
+ */
+static bool same_call_below(const struct cat_api *parent, const struct cat_api *child)
+{
+	if (!parent || !child || parent->op != child->op ||
+	    !family_is_lower_layer(GL_API_FAMILY(parent->api), GL_API_FAMILY(child->api)))
+		return false;
+	return parent->op == OP_IPC_EXPORT || graphs__is_op(parent->op) || pools__is_op(parent->op);
+}
+
+/*
  * Children of a node. Under an allocation (outer != NULL), calls of a lower layer family
  * are that allocation's layers; anything else (a malloc inside cudaMalloc) is memory of its
  * own, owned by the enclosing scope (a communicator being created, or nothing).
@@ -144,6 +191,11 @@ static int apply_children(struct tracker *t, struct tproc *p, struct node *nodes
 
 		if (nodes[i].parent != self)
 			continue;
+		if (!outer && nodes[i].r->hdr.kind != GL_REC_ALLOC_FAIL && !nodes[i].r->ret &&
+		    same_call_below(nodes[self].api, nodes[i].api)) {
+			p->c.layers++;
+			continue;
+		}
 		if (outer)
 			l = &lp;
 		/* Only calls one layer further down stay in the layer (not cudaMalloc's
@@ -168,19 +220,8 @@ static int apply_children(struct tracker *t, struct tproc *p, struct node *nodes
 static int apply_comm_init(struct tracker *t, struct tproc *p, struct node *nodes, size_t self)
 {
 	const struct gl_call_rec *r = nodes[self].r;
-	struct site_key k = {p->pid,
-			     r->hdr.api,
-			     threads__device(p, r->hdr.tid),
-			     r->caller,
-			     r->stack_id,
-			     OWNER_NONE,
-			     0,
-			     0,
-			     0,
-			     false,
-			     0};
-	uint32_t site = sites__get(t, &k);
-	uint64_t comms[GL_DESC_MAX / 8] = {r->addr};
+	uint32_t site = call_site(t, p, r);
+	uint64_t comms[GL_DESC_MAX / 8] = {gpu_objects__comm_handle(r)};
 	struct tthread *th;
 	size_t nr = 1, i, j;
 	int err;
@@ -197,12 +238,16 @@ static int apply_comm_init(struct tracker *t, struct tproc *p, struct node *node
 	for (i = 0; i < nr; i++)
 		if (comms[i] && gpu_objects__comm_add(p, comms[i], site, r->hdr.ts_ns))
 			return -ENOMEM;
+	/* A device communicator is made on a communicator: the table says which. */
+	if (r->hdr.api == GL_API_NCCL_DEV_COMM_CREATE && comms[0])
+		p->comms[p->nr_comms - 1].parent = r->aux;
 	th = threads__get(p, r->hdr.tid);
 	if (!th)
 		return -ENOMEM;
 	/* Inside a group it only queued: the outermost ncclGroupEnd initialises it. */
 	if (th->group_depth && nr == 1 && th->nr_group_comms < MAX_GROUP_COMMS)
-		th->group_comms[th->nr_group_comms++] = (struct group_comm){r->addr, k.device};
+		th->group_comms[th->nr_group_comms++] =
+		    (struct group_comm){r->addr, threads__device(p, r->hdr.tid)};
 	for (j = nodes[self].first_child; j < self; j++) {
 		struct call_scope comm = {.owner_kind = OWNER_COMM, .owner = comms[0]};
 		int16_t dev = threads__device(p, nodes[j].r->hdr.tid);
@@ -274,7 +319,7 @@ static int apply_tree(struct tracker *t, struct tproc *p, struct node *nodes, si
 
 	if (!api)
 		return apply_children(t, p, nodes, self, scope, layer, NULL);
-	if (r->hdr.kind == GL_REC_ALLOC && api->op == OP_COMM_INIT && r->addr)
+	if (r->hdr.kind == GL_REC_ALLOC && api->op == OP_COMM_INIT && gpu_objects__comm_handle(r))
 		return apply_comm_init(t, p, nodes, self);
 	if (api->op == OP_GROUP_END)
 		return apply_group_end(t, p, nodes, self, scope, layer, outermost);

@@ -5,12 +5,14 @@
  * (tproc.maps). This file follows their lives from the calls that make, switch, map and
  * tear them down, and releases what a context destroy, a device or primary context reset,
  * or a last unmap takes with it.
- * Calls: pending.c (teardown, a reset's completions), allocs.c, regions.c (mappings as device
- * ranges), threads.c.
+ * Calls: ipc.c (an imported handle's size, multicast bindings), pending.c (teardown, a
+ * reset's completions), allocs.c, regions.c (mappings as device ranges), threads.c.
  */
 #include <errno.h>
+#include <string.h>
 #include "engine/gpu_objects.h"
 #include "engine/allocs.h"
+#include "engine/ipc.h"
 #include "engine/pending.h"
 #include "engine/regions.h"
 #include "engine/threads.h"
@@ -141,21 +143,31 @@ int gpu_objects__comm_add(struct tproc *p, uint64_t comm, uint32_t site, uint64_
 
 /* ---- VMM mappings ---- */
 
-bool gpu_objects__handle_mapped(const struct tproc *p, uint64_t handle)
+uint64_t gpu_objects__comm_handle(const struct gl_call_rec *r)
 {
-	size_t i;
+	const struct gl_desc_rec *d = (const struct gl_desc_rec *)r;
+	uint64_t h = 0;
 
-	for (i = 0; i < p->nr_maps; i++)
-		if (p->maps[i].handle == handle)
-			return true;
-	return false;
+	if (r->hdr.api != GL_API_NCCL_DEV_COMM_CREATE && r->hdr.api != GL_API_NCCL_DEV_COMM_DESTROY)
+		return r->addr;
+	if ((r->hdr.flags & GL_HF_DESC) && !(r->hdr.flags & GL_HF_DESC_READ_FAIL) &&
+	    r->hdr.size >= sizeof(*d))
+		memcpy(&h, d->desc + 24, sizeof(h));
+	return h;
 }
 
-static int vmm_map(struct tproc *p, const struct gl_call_rec *r)
+bool gpu_objects__handle_mapped(const struct tproc *p, uint64_t handle)
+{
+	return tproc__vmm_mapped(p, handle);
+}
+
+static int vmm_map(struct tracker *t, struct tproc *p, const struct gl_call_rec *r)
 {
 	if (vec_grow((void **)&p->maps, &p->cap_maps, p->nr_maps, sizeof(*p->maps)))
 		return -ENOMEM;
 	p->maps[p->nr_maps++] = (struct tmapping){.va = r->addr, .size = r->size, .handle = r->aux};
+	/* An imported handle's size: what is mapped of it. */
+	ipc__mapped_size(t, p, r->aux, r->size);
 	regions__mapped(p, r->addr, r->size, r->aux);
 	return 0;
 }
@@ -176,9 +188,11 @@ static void vmm_unmap(struct tracker *t, struct tproc *p, const struct gl_call_r
 		p->maps[i] = p->maps[--p->nr_maps];
 		/* The last mapping of a handle released while mapped frees its memory. */
 		a = alloc_table__find(&p->allocs, SPACE_VMM_HANDLE, m.handle);
-		if (a && (a->flags & AF_RELEASED_MAPPED) &&
-		    !gpu_objects__handle_mapped(p, m.handle))
+		if (a && (a->flags & AF_RELEASED_MAPPED) && !tproc__vmm_mapped(p, m.handle) &&
+		    !ipc__bound(p, m.handle)) {
 			allocs__release(t, p, a);
+			ipc__handle_gone(t, p, m.handle);
+		}
 	}
 }
 
@@ -214,13 +228,13 @@ int gpu_objects__apply(struct tracker *t, struct tproc *p, const struct cat_api 
 		primary_release(t, p, api, r);
 		return 0;
 	case OP_VMM_MAP:
-		return vmm_map(p, r);
+		return vmm_map(t, p, r);
 	case OP_VMM_UNMAP:
 		vmm_unmap(t, p, r);
 		return 0;
 	case OP_COMM_DESTROY:
 		for (i = 0; i < p->nr_comms; i++)
-			if (p->comms[i].comm == r->addr)
+			if (p->comms[i].comm == gpu_objects__comm_handle(r))
 				p->comms[i].destroyed = true;
 		return 0;
 	default:

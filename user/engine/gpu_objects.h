@@ -13,5 +13,11 @@ int gpu_objects__apply(struct tracker *t, struct tproc *p, const struct cat_api 
 int gpu_objects__comm_add(struct tproc *p, uint64_t comm, uint32_t site, uint64_t ts_ns);
 /* Whether a VMM handle is mapped somewhere. */
 bool gpu_objects__handle_mapped(const struct tproc *p, uint64_t handle);
+/*
+ * The communicator a communicator call names: its handle, or for a device communicator
+ * (ncclDevCommCreate, ncclDevCommDestroy: a struct) the windowTable pointer @24 of the
+ * struct copied. 0: none.
+ */
+uint64_t gpu_objects__comm_handle(const struct gl_call_rec *r);
 
 #endif

@@ -10,8 +10,11 @@
  * reference (an NCCL registration handed out again, a VMM handle retained); or it frees
  * nothing live: the lower half of a free already applied (expected per thread), a double
  * free (a window of recent frees, tproc.freed), an unknown pointer. This file owns those
- * two memories and the references beyond the first (tproc.regrefs).
- * Calls: gpu_objects.c, pending.c, allocs.c, sites.c, threads.c.
+ * two memories and the references beyond the first (tproc.regrefs). A stream-ordered
+ * allocation or free on a capturing stream is a graph's node instead (graphs.c); one from a
+ * pool enters its pool (pools.c); an IPC handle opened again, or closed with references
+ * left, keeps its mapping (ipc.c).
+ * Calls: graphs.c, gpu_objects.c, ipc.c, pending.c, allocs.c, pools.c, sites.c, threads.c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,15 +22,19 @@
 #include "engine/mem_calls.h"
 #include "engine/allocs.h"
 #include "engine/gpu_objects.h"
+#include "engine/graphs.h"
+#include "engine/ipc.h"
 #include "engine/pending.h"
+#include "engine/pools.h"
 #include "engine/sites.h"
 #include "engine/threads.h"
+#include "probe/cuda_desc.h"
 
 /* ---- allocations ---- */
 
 static int16_t device_of(struct tproc *p, const struct cat_api *api, const struct gl_call_rec *r)
 {
-	if (api->mem == MEM_HOST_PINNED || api->mem == MEM_HOST)
+	if (api->mem == MEM_HOST_PINNED || api->mem == MEM_HOST || api->mem == MEM_HOST_REGISTERED)
 		return -1;
 	if ((api->flags & CAT_VMM_DEVICE) && (r->hdr.flags & GL_HF_DESC) &&
 	    r->hdr.size >= sizeof(struct gl_desc_rec)) {
@@ -96,6 +103,9 @@ static void own(struct tproc *p, const struct cat_api *api, const struct gl_call
 static int reused(struct tracker *t, struct tproc *p, uint8_t space, const struct gl_call_rec *r,
 		  struct alloc *old)
 {
+	/* An IPC handle opened again: the same mapping, one more reference (ipc.c). */
+	if (p->ipc && !(old->flags & AF_PENDING) && ipc__reopened(p, space, r->addr))
+		return 1;
 	/* NCCL's registration cache hands out the same handle for the same buffer again,
 	 * with one more reference: each needs its own deregister. */
 	if ((space == SPACE_NCCL_REG || space == SPACE_NCCL_WIN) && !(old->flags & AF_PENDING)) {
@@ -115,10 +125,33 @@ static int reused(struct tracker *t, struct tproc *p, uint8_t space, const struc
 	return 0;
 }
 
+/*
+ * What an allocation holds when its size argument does not say: an array's or a multicast
+ * object's bytes from its structs, an opened IPC handle's from its exporter. AF_UNSIZED
+ * when not known.
+ */
+static uint8_t sized(const struct tracker *t, const struct cat_api *api,
+		     const struct gl_call_rec *r, uint64_t *size, pid_t *exporter)
+{
+	*exporter = 0;
+	if (api->flags & CAT_DESC_SIZE) {
+		if (!cuda_desc__bytes(r, size))
+			return 0;
+	} else if (api->mem == MEM_IPC) {
+		if (ipc__exported(t, r, size, exporter))
+			return 0;
+	} else {
+		*size = r->size;
+		return 0;
+	}
+	*size = 0;
+	return AF_UNSIZED;
+}
+
 int mem_calls__alloc(struct tracker *t, struct tproc *p, const struct cat_api *api,
 		     const struct gl_call_rec *r, const struct call_scope *scope)
 {
-	uint8_t space = (uint8_t)api->space;
+	uint8_t space = (uint8_t)api->space, flags;
 	struct site_key k = {p->pid,
 			     r->hdr.api,
 			     device_of(p, api, r),
@@ -131,7 +164,9 @@ int mem_calls__alloc(struct tracker *t, struct tproc *p, const struct cat_api *a
 			     false,
 			     0};
 	struct alloc a, *old;
-	uint32_t ss;
+	uint64_t size;
+	pid_t exporter;
+	uint32_t ss, pool = UINT32_MAX;
 	int err;
 
 	/* Memory exists, but not where: the verdict's bounds take it (tproc__uncertainty). */
@@ -146,23 +181,40 @@ int mem_calls__alloc(struct tracker *t, struct tproc *p, const struct cat_api *a
 	/* Only anonymous mappings are memory; file mappings are the program's files. */
 	if (api->space == SPACE_MMAP && !(r->aux & 0x20 /* MAP_ANONYMOUS */))
 		return 0;
+	/* Made into a graph being captured: no memory until the graph is launched. */
+	if ((api->flags & CAT_STREAM_POOL) && p->graphs &&
+	    graphs__captured_alloc(t, p, api, r, k.device, &err))
+		return err;
 	own(p, api, r, &k);
+	flags = sized(t, api, r, &size, &exporter);
 	sites__python(t, &k);
-	ss = sites__assign(t, &k, k.stack_id, r->size, NULL, p->step, p->step < 0);
+	ss = sites__assign(t, &k, k.stack_id, size, NULL, p->step, p->step < 0);
 	if (ss == UINT32_MAX)
 		return -ENOMEM;
 	old = alloc_table__find(&p->allocs, space, r->addr);
 	err = old ? reused(t, p, space, r, old) : 0;
 	if (err)
 		return err < 0 ? err : 0;
+	/* The pool it comes from: the outermost call's (a lower layer is the same memory). */
+	if ((api->flags & CAT_STREAM_POOL) && scope->owner_kind != OWNER_LAYER) {
+		pool = pools__for_alloc(p, api, r, k.device);
+		if (pool == UINT32_MAX)
+			return -ENOMEM;
+		flags |= AF_POOL;
+	}
 	a = (struct alloc){.addr = r->addr,
-			   .size = r->size,
+			   .size = size,
 			   .ts_ns = r->hdr.ts_ns,
 			   .sstack = ss,
 			   .space = space,
 			   .flags = (scope->owner_kind == OWNER_LAYER ? AF_LAYER : 0) |
-				    (p->step < 0 ? AF_INIT : 0)};
-	return allocs__add(t, p, &a, r->hdr.ts_ns, true);
+				    (p->step < 0 ? AF_INIT : 0) | flags};
+	err = allocs__add(t, p, &a, r->hdr.ts_ns, true);
+	if (!err && pool != UINT32_MAX)
+		err = pools__alloc(p, pool, space, r->addr, size);
+	if (!err && api->mem == MEM_IPC && scope->owner_kind != OWNER_LAYER)
+		err = ipc__opened(p, space, r->addr, t->sstacks[ss].site, exporter, r->hdr.ts_ns);
+	return err;
 }
 
 int mem_calls__realloc(struct tracker *t, struct tproc *p, const struct cat_api *api,
@@ -288,10 +340,20 @@ int mem_calls__free(struct tracker *t, struct tproc *p, const struct cat_api *ap
 	uint8_t space = (uint8_t)api->space;
 	struct alloc *a;
 	uint16_t rule;
+	bool pooled;
 
 	if (!r->addr) {
 		p->c.null_frees++;
 		return 0;
+	}
+	/* Made into a graph being captured: a free node, nothing freed now. */
+	if (api->op == OP_FREE_ASYNC && p->graphs && graphs__capturing(p, api, r)) {
+		if (expected_free(p, r->hdr.tid, fam, space, r->addr)) {
+			p->c.layers++;
+			return 0;
+		}
+		expect_lower_free(p, r, fam, space);
+		return graphs__captured_free(p, api, r);
 	}
 	a = alloc_table__find(&p->allocs, space, r->addr);
 	if (!a || (a->flags & AF_PENDING)) {
@@ -309,6 +371,11 @@ int mem_calls__free(struct tracker *t, struct tproc *p, const struct cat_api *ap
 		expect_lower_free(p, r, fam, space);
 		return 0;
 	}
+	/* The driver's close under the runtime's, of a mapping with references left. */
+	if (space == SPACE_IPC && expected_free(p, r->hdr.tid, fam, space, r->addr)) {
+		p->c.layers++;
+		return 0;
+	}
 	expect_lower_free(p, r, fam, space);
 	/* A reference beyond the first: an NCCL registration handed out again, a VMM handle
 	 * retained (NCCL's ncclCuMemFree releases it twice). Only the last one frees. */
@@ -320,16 +387,28 @@ int mem_calls__free(struct tracker *t, struct tproc *p, const struct cat_api *ap
 			return 0;
 		}
 	}
+	/* An IPC mapping opened more often than this: it stays, one reference less. */
+	if (p->ipc && ipc__closing(p, space, r->addr))
+		return 0;
 	remember_freed(p, space, r->addr);
 	rule = pending__deferred_rule(t, r);
 	/* Without rules (unit tests, old captures) async frees keep their built-in meaning. */
 	if (rule || (!t->rules && api->op == OP_FREE_ASYNC))
 		return pending__defer(t, p, a, api, r, rule);
-	/* A physical handle released while mapped lives on until its last unmap. */
-	if (api->space == SPACE_VMM_HANDLE && gpu_objects__handle_mapped(p, a->addr)) {
+	/* A physical handle released while mapped (or bound to a multicast object) lives on
+	 * until its last unmap. */
+	if (api->space == SPACE_VMM_HANDLE &&
+	    (gpu_objects__handle_mapped(p, a->addr) || ipc__bound(p, a->addr))) {
 		allocs__set_flag(t, p, a, AF_RELEASED_MAPPED);
 		return 0;
 	}
+	pooled = a->flags & AF_POOL;
 	allocs__release(t, p, a);
+	if (api->space == SPACE_VMM_HANDLE)
+		ipc__handle_gone(t, p, r->addr);
+	/* A synchronous free of pool memory waits for the device: a synchronization, where
+	 * pools give back what is above their threshold. */
+	if (pooled && api->op == OP_FREE)
+		pools__sync(p);
 	return 0;
 }

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 #include "gpuleak.h"
 #include "engine/alloc_table.h"
@@ -28,6 +29,7 @@ enum owner_kind {
 	 * holds blocks. Its memory is the blocks' and the cache's, judged on the blocks.
 	 */
 	OWNER_POOL = 5,
+	OWNER_GRAPH = 6, /* memory nodes CUDA graph execs hold (graphs.c); owner: 0 */
 };
 
 /*
@@ -244,6 +246,7 @@ struct tcomm {
 	uint32_t init_site; /* site of the ncclCommInit* call */
 	bool destroyed;
 	uint64_t ts_ns;
+	uint64_t parent; /* ncclDevCommCreate: the communicator it was made on, 0: none */
 };
 
 struct tmapping {
@@ -407,6 +410,10 @@ struct tproc {
 	uint16_t cause_api;
 	uint8_t release_how;
 	struct peak peak[PEAK_SLOTS];
+	/* Kept by their modules, made at first use (NULL: nothing of the kind seen). */
+	struct tpools *pools;	/* stream-ordered and graph memory pools (pools.c) */
+	struct tipc *ipc;	/* IPC mappings opened, multicast bindings (ipc.c) */
+	struct tgraphs *graphs; /* captures, graphs and execs with memory nodes (graphs.c) */
 };
 
 struct rules;
@@ -467,6 +474,8 @@ struct tracker {
 	uint64_t records;
 	uint64_t bad_records; /* unknown kind or size: counted, skipped */
 	uint64_t last_ts_ns;
+	/* IPC handles made by any traced process, for the processes that open them (ipc.c) */
+	struct ipc_registry *ipc_exports;
 };
 
 /*
@@ -564,6 +573,32 @@ static inline struct tobj *tproc__obj(const struct tproc *p, uint8_t space, uint
 	uint64_t *v = hmap__get(&p->objs, tobj_key(space), handle);
 
 	return v ? (struct tobj *)(uintptr_t)*v : NULL;
+}
+
+/*
+ * What a query wrote through its out-pointer (a catalog entry that copies it at return:
+ * RETURNS in catalog.c), len bytes (at most 8); 0 when it was not copied.
+ */
+static inline uint64_t call__returned(const struct gl_call_rec *r, size_t len)
+{
+	const struct gl_desc_rec *d = (const struct gl_desc_rec *)r;
+	uint64_t v = 0;
+
+	if ((r->hdr.flags & GL_HF_DESC) && !(r->hdr.flags & GL_HF_DESC_READ_FAIL) &&
+	    r->hdr.size >= sizeof(*d))
+		memcpy(&v, d->desc, len < sizeof(v) ? len : sizeof(v));
+	return v;
+}
+
+/* Whether VMM handle `handle` of p is mapped somewhere (tproc.maps). */
+static inline bool tproc__vmm_mapped(const struct tproc *p, uint64_t handle)
+{
+	size_t i;
+
+	for (i = 0; i < p->nr_maps; i++)
+		if (p->maps[i].handle == handle)
+			return true;
+	return false;
 }
 
 /* The communicator of p with this handle (the latest made), or NULL. */

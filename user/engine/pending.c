@@ -7,11 +7,13 @@
  * the events recorded on streams, which rule defers a free, and the windows past which a
  * deferred free that never completed is a violation; memory that goes while its free is
  * pending (its address handed out again, its owner torn down) ends that free here too.
- * Calls: allocs.c, violations.c, sites.c (the rule subject of a free), threads.c.
+ * Calls: allocs.c, violations.c, pools.c (a sync's trim), sites.c (the rule subject of a
+ * free), threads.c.
  */
 #include <errno.h>
 #include "engine/pending.h"
 #include "engine/allocs.h"
+#include "engine/pools.h"
 #include "engine/sites.h"
 #include "engine/threads.h"
 #include "engine/violations.h"
@@ -26,7 +28,7 @@
 #define STREAM_LEGACY	  0x1
 #define STREAM_PER_THREAD 0x2
 
-static uint64_t stream_key(const struct cat_api *a, uint32_t tid, uint64_t stream)
+uint64_t pending__stream_key(const struct cat_api *a, uint32_t tid, uint64_t stream)
 {
 	if (stream == STREAM_PER_THREAD || (stream == 0 && (a->flags & CAT_PTSZ)))
 		return (uint64_t)tid << 32 | STREAM_PER_THREAD;
@@ -137,7 +139,7 @@ int pending__defer(struct tracker *t, struct tproc *p, struct alloc *a, const st
 		       .addr = a->addr,
 		       .space = a->space,
 		       .ts_ns = r->hdr.ts_ns,
-		       .stream = stream_key(api, r->hdr.tid, r->aux),
+		       .stream = pending__stream_key(api, r->hdr.tid, r->aux),
 		       .until = rule ? t->rules->v[rule - 1].until : UNTIL_STREAM_SYNC,
 		       .rule = rule,
 		   });
@@ -221,23 +223,29 @@ int pending__sync(struct tracker *t, struct tproc *p, const struct cat_api *api,
 {
 	uint64_t key, *ev;
 
+	/* What completes, then what pools give back: a sync is where a pool trims its reserve
+	 * to its release threshold (pools.h). */
 	switch (api->op) {
 	case OP_SYNC_STREAM:
-		key = stream_key(api, r->hdr.tid, r->aux);
+		key = pending__stream_key(api, r->hdr.tid, r->aux);
 		pending__complete(t, p, UNTIL_STREAM_SYNC, key == 0, key, -2, r->aux2);
+		pools__sync(p);
 		return 0;
 	case OP_SYNC_DEVICE:
 		pending__complete(t, p, UNTIL_DEVICE_SYNC, true, 0, threads__device(p, r->hdr.tid),
 				  r->aux2);
+		pools__sync(p);
 		return 0;
 	case OP_SYNC_EVENT:
 		ev = hmap__get(&p->events, r->aux, 0);
 		/* An event never recorded (or recorded before attach) completes nothing. */
 		if (ev)
 			pending__complete(t, p, UNTIL_EVENT_SYNC, *ev == 0, *ev, -2, r->aux2);
+		pools__sync(p);
 		return 0;
 	case OP_EVENT_RECORD:
-		return hmap__put(&p->events, r->addr, 0, stream_key(api, r->hdr.tid, r->aux));
+		return hmap__put(&p->events, r->addr, 0,
+				 pending__stream_key(api, r->hdr.tid, r->aux));
 	default:
 		return 0;
 	}

@@ -10,6 +10,11 @@
 #include "engine/rules.h"
 #include "probe/catalog.h"
 
+/*
+ * A stream as the tracker names it: the per-thread default stream (cudaStreamPerThread, or
+ * 0 in a _ptsz call) one per thread, the legacy stream 0, any other its handle.
+ */
+uint64_t pending__stream_key(const struct cat_api *a, uint32_t tid, uint64_t stream);
 /* The deferred rule (index + 1) for a free, or 0. */
 uint16_t pending__deferred_rule(struct tracker *t, const struct gl_call_rec *r);
 /* A free of a by r that completes later (by rule, or an async free without rules). */

@@ -7,6 +7,7 @@
 #include "probe/catalog.h"
 #include "engine/timeline.h"
 #include "engine/tracker.h"
+#include "engine/pools.h"
 #include "lib/vec.h"
 
 /* A site's live bytes at the end of the steps where it changed (a sparse series). */
@@ -989,7 +990,7 @@ void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, s
 		 (double)(p->nr_steps - 1);
 	for (d = 0; d < MAX_DEVICES; d++) {
 		uint64_t cap = tl->o.device_mem ? tl->o.device_mem : p->dev[d].total;
-		uint64_t base = 0, used;
+		uint64_t base = 0, used, reserve;
 		double steps;
 
 		if (rate[d] <= 0 || !cap)
@@ -997,7 +998,9 @@ void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, s
 		/* NVML's view of the process at attach, less what the trace already held. */
 		if (p->dev[d].proc_known && p->dev[d].proc_used > p->traced_at_attach[d])
 			base = p->dev[d].proc_used - p->traced_at_attach[d];
-		used = live[d] + base;
+		/* Memory pools hold what was freed into them: still the process's, on d. */
+		reserve = tp ? pools__reserve_on(tp, (int16_t)d) : 0;
+		used = live[d] + base + reserve;
 		steps = used >= cap ? 0 : (double)(cap - used) / rate[d];
 		if (!out->known || steps < out->steps_to_oom) {
 			out->known = true;
@@ -1006,6 +1009,7 @@ void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, s
 			out->capacity = cap;
 			out->used = used;
 			out->baseline = base;
+			out->reserve = reserve;
 			out->rate_per_step = rate[d];
 			out->steps_to_oom = steps;
 			out->seconds_to_oom = steps * step_s;

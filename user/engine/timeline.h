@@ -96,6 +96,7 @@ struct projection {
 	uint64_t capacity;    /* bytes */
 	uint64_t used;	      /* bytes now: traced live + what NVML saw before attach */
 	uint64_t baseline;    /* bytes NVML saw this process hold that the trace cannot explain */
+	uint64_t reserve;     /* bytes freed into memory pools and held by them (in used) */
 	double rate_per_step; /* growth of that device's leaking sites */
 	double steps_to_oom;
 	double seconds_to_oom;

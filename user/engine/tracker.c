@@ -5,8 +5,8 @@
  * their operation), labels to the WebGPU objects, threads made for a call to the call tree,
  * process events and loss counts to the process itself. A process's end runs the checks of
  * the session's end; freeing one frees what every module keeps in it.
- * Calls: call_tree.c, wgpu_objects.c, blocks.c, pending.c, violations.c, threads.c (tracker.h
- * lists the modules).
+ * Calls: call_tree.c, wgpu_objects.c, blocks.c, graphs.c, ipc.c, pools.c (freeing what they
+ * keep), pending.c, violations.c, threads.c (tracker.h lists the modules).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -14,7 +14,10 @@
 #include "engine/tracker.h"
 #include "engine/blocks.h"
 #include "engine/call_tree.h"
+#include "engine/graphs.h"
+#include "engine/ipc.h"
 #include "engine/pending.h"
+#include "engine/pools.h"
 #include "engine/rules.h"
 #include "engine/threads.h"
 #include "engine/violations.h"
@@ -82,6 +85,9 @@ static void proc_free(struct tproc *p)
 		return;
 	threads__free(p);
 	wgpu_objects__free(p);
+	graphs__free(p);
+	ipc__free(p);
+	pools__free(p);
 	blocks__free(p);
 	hmap__free(&p->events);
 	hmap__free(&p->regrefs);
@@ -117,6 +123,7 @@ void tracker__free(struct tracker *t)
 		free(t->labels[i]);
 	free(t->labels);
 	hmap__free(&t->label_idx);
+	ipc__registry_free(t);
 	free(t);
 }
 

@@ -15,6 +15,8 @@
  *   violations.c    rule violations (tproc.viols): once=, max=, release=session-end
  *   regions.c       a process's device address ranges (tproc.regions): which allocation
  *                   holds an address
+ *   pools.c         stream-ordered and graph memory pools (tproc.pools): in use, reserves,
+ *                   release thresholds, which allocation came from which pool
  *   allocs.c        the sums: what an allocation entering or leaving the table does to the
  *                   live and pending bytes of its site stack, site, process, class, rule,
  *                   step and device (its peak), to a caching allocator's (tproc.blocks),
@@ -22,7 +24,11 @@
  *   blocks.c        a caching allocator's blocks (PyTorch's tensors) inside its segments
  *   pending.c       frees that complete later (tproc.pend): deferred rules, streams,
  *                   events, queues, windows; memory that goes while its free is pending
+ *   ipc.c           IPC handles made and opened (tracker.ipc_exports, tproc.ipc): opens and
+ *                   closes per mapping, the exporter's bytes; multicast bindings
  *   gpu_objects.c   CUDA contexts and devices, NCCL communicators, VMM mappings
+ *   graphs.c        stream capture, graphs and execs with memory nodes (tproc.graphs): the
+ *                   memory a launched exec holds, what its launches allocate and free
  *   wgpu_objects.c  refcounted WebGPU objects, their owners, labels, queues and watches
  *   mem_calls.c     allocation and free calls: device, owner, a reused address, and the
  *                   free policy (now, deferred, a VMM handle still mapped, a double free)

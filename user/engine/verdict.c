@@ -25,6 +25,17 @@ static bool must_release(const struct tracker *t, const struct site *s)
 	return s->cls == CLS_PERSISTENT && t->rules && t->rules->v[s->rule - 1].release_at_end;
 }
 
+/*
+ * Memory of another process mapped here, or a handle that shares memory (ipc.h): left
+ * open, a leak of its own kind; its bytes are not this process's.
+ */
+static bool shared_mem(const struct site *s)
+{
+	enum cat_mem m = site_mem(s);
+
+	return (m == MEM_IPC || m == MEM_MULTICAST) && s->owner_kind != OWNER_LAYER;
+}
+
 /* How much of list k a site holds: 0 when it is not in the list, else what the list sorts by. */
 static uint64_t amount(const struct tracker *t, const struct site *s, enum verdict_list k)
 {
@@ -34,9 +45,16 @@ static uint64_t amount(const struct tracker *t, const struct site *s, enum verdi
 	case VERDICT_LEAKS:
 		if (!s->judged || (s->cls != CLS_NONE && !must_release(t, s)))
 			return 0;
-		return live;
+		/* Graph memory is its graphs' while their execs live: a class of its own. */
+		return s->owner_kind == OWNER_GRAPH ? 0 : live;
+	case VERDICT_SHARED:
+		if (!shared_mem(s) || (s->cls != CLS_NONE && !must_release(t, s)))
+			return 0;
+		return s->live_count ? live : 0;
+	case VERDICT_GRAPH:
+		return s->owner_kind == OWNER_GRAPH && s->live_count ? live : 0;
 	case VERDICT_RETAINED:
-		if (!s->judged || must_release(t, s))
+		if ((!s->judged && !shared_mem(s)) || must_release(t, s))
 			return 0;
 		return s->cls == CLS_PERSISTENT || s->cls == CLS_INIT ? live : 0;
 	case VERDICT_IGNORED:
@@ -424,6 +442,11 @@ static int judge_gate(const struct judging *j, struct proc_verdict *pv)
 	for (i = 0; !err && j->t->rules && i < pv->p->nr_viols; i++)
 		err = gate_add(
 		    pv, &cap, (struct gate_violation){.kind = GATE_RULE, .rule = &pv->p->viols[i]});
+	/* A mapping left open holds another process's memory: a leak, of no bytes here. */
+	for (i = 0; !err && i < pv->sites[VERDICT_SHARED].n; i++)
+		err = gate_add(pv, &cap,
+			       (struct gate_violation){.kind = GATE_SHARED,
+						       .site = pv->sites[VERDICT_SHARED].v[i]});
 	return err;
 }
 

@@ -39,6 +39,8 @@ enum verdict_list {
 	VERDICT_FAILED,	  /* calls that returned an error */
 	VERDICT_VA,	  /* reserved virtual ranges: address space, no bytes */
 	VERDICT_REG,	  /* registrations of memory allocated elsewhere */
+	VERDICT_SHARED,	  /* IPC mappings, imported and multicast handles left open (ipc.h) */
+	VERDICT_GRAPH,	  /* memory launched CUDA graph execs hold (graphs.h) */
 	VERDICT_LISTS,
 };
 
@@ -56,6 +58,7 @@ enum gate_kind {
 	GATE_GROWTH,	   /* a growth leak above --max-growth per step */
 	GATE_LIVE_AT_EXIT, /* more leaked at the end than --max-live-at-exit */
 	GATE_RULE,	   /* a rule violation */
+	GATE_SHARED,	   /* an IPC mapping or shared handle left open (VERDICT_SHARED) */
 };
 
 /* One limit a process exceeds, in the order a report gives them. */
@@ -63,6 +66,7 @@ struct gate_violation {
 	enum gate_kind kind;
 	const struct growth *growth;  /* GATE_GROWTH: the site and its slope */
 	const struct violation *rule; /* GATE_RULE */
+	uint32_t site;		      /* GATE_SHARED: the site of the mappings */
 	uint64_t limit;		      /* GATE_GROWTH: bytes/step; GATE_LIVE_AT_EXIT: bytes */
 };
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <stdio.h>
 #include <string.h>
+#include "engine/pools.h"
 #include "engine/timeline.h"
 #include "engine/verdict.h"
 #include "lib/units.h"
@@ -112,6 +113,37 @@ void describe__comm(const struct tracker *t, pid_t pid, uint64_t comm, struct co
 			out->bytes += s->live_bytes;
 			out->count += s->live_count;
 		}
+	}
+}
+
+const char *describe__live_kind(const struct site *s)
+{
+	if (s->owner_kind == OWNER_GRAPH)
+		return "held_by_graph";
+	switch (s->api) {
+	case GL_API_CU_MEM_CREATE:
+		return "handle_not_released";
+	case GL_API_CUDA_IPC_OPEN_MEM_HANDLE:
+	case GL_API_CU_IPC_OPEN_MEM_HANDLE:
+		return "mapping_not_closed";
+	case GL_API_CU_MEM_IMPORT_FROM_SHAREABLE_HANDLE:
+		return "import_not_released";
+	case GL_API_CU_MULTICAST_CREATE:
+		return "multicast_not_released";
+	default:
+		return "live";
+	}
+}
+
+const char *describe__pool_kind(uint8_t kind)
+{
+	switch (kind) {
+	case POOL_CREATED:
+		return "created";
+	case POOL_GRAPH:
+		return "graph";
+	default:
+		return "default";
 	}
 }
 

@@ -50,6 +50,16 @@ struct comm_totals {
 
 void describe__comm(const struct tracker *t, pid_t pid, uint64_t comm, struct comm_totals *out);
 
+/*
+ * What of a live site's memory an entry is (the NDJSON kind): "live"; a VMM handle never
+ * released ("handle_not_released"); an IPC mapping never closed ("mapping_not_closed"), an
+ * imported handle or a multicast object never released ("import_not_released",
+ * "multicast_not_released"); memory a graph exec holds ("held_by_graph").
+ */
+const char *describe__live_kind(const struct site *s);
+/* A pool's kind and state for reports: "default", "created", "graph"; its handle or NULL. */
+const char *describe__pool_kind(uint8_t kind);
+
 /* "running", "exited", "detached", "exec", "ended". */
 const char *describe__proc_state(const struct tproc *p);
 /* "once", "max", ...: the NDJSON names of enum violation_kind. */

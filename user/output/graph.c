@@ -153,6 +153,8 @@ static char *group_label(const struct tracker *t, const struct site *s)
 			     layer);
 	else if (s->owner_kind == OWNER_CTX)
 		n = asprintf(&out, "%s: %s, context 0x%" PRIx64, dev, layer, s->owner);
+	else if (s->owner_kind == OWNER_GRAPH)
+		n = asprintf(&out, "%s: CUDA graph memory (%s)", dev, layer);
 	else
 		n = asprintf(&out, "%s: %s", dev, layer);
 	return n < 0 ? NULL : out;

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <inttypes.h>
+#include "engine/graphs.h"
+#include "engine/ipc.h"
+#include "engine/pools.h"
 #include "engine/rules.h"
 #include "engine/verdict.h"
 #include "lib/json.h"
@@ -310,6 +313,25 @@ static void json_failure(struct report *r, const struct site *s)
 	fprintf(r->json, ",\"count\":%" PRIu64 "}", s->failed);
 }
 
+/* A shared entry's opens and closes (ipc.h), and the process that made its handles. */
+static void json_shared_fields(struct report *r, uint32_t idx)
+{
+	const struct site *s = &r->t->sites[idx];
+	const struct tproc *p = tracker__proc((struct tracker *)r->t, s->pid);
+	struct ipc_totals it = {0};
+
+	if (p)
+		ipc__site_totals(p, idx, &it);
+	fprintf(r->json,
+		",\"opens\":%" PRIu64 ",\"closes\":%" PRIu64 ",\"references\":%" PRIu64
+		",\"exporter_pid\":",
+		it.opens, it.closes, it.opens - it.closes);
+	if (it.exporter > 0)
+		fprintf(r->json, "%d", it.exporter);
+	else
+		fputs("null", r->json);
+}
+
 /* One entry of a site list: kind is what of the site's memory it is ("live", ...), or NULL. */
 static void json_site(struct report *r, const struct proc_verdict *pv, uint32_t idx,
 		      enum verdict_list k, const char *kind, uint64_t bytes, uint64_t count,
@@ -348,6 +370,8 @@ static void json_site(struct report *r, const struct proc_verdict *pv, uint32_t 
 	}
 	if (k == VERDICT_LEAKS || k == VERDICT_RETAINED || k == VERDICT_IGNORED)
 		json_layers(r, idx);
+	if (k == VERDICT_SHARED)
+		json_shared_fields(r, idx);
 	json_stacks(r, idx, k);
 	fputc('}', r->json);
 }
@@ -362,9 +386,8 @@ static bool json_live_site(struct report *r, const struct proc_verdict *pv, uint
 	const struct site *s = &r->t->sites[idx];
 
 	if (s->live_count > s->relmapped_count) {
-		json_site(
-		    r, pv, idx, k, s->api == GL_API_CU_MEM_CREATE ? "handle_not_released" : "live",
-		    s->live_bytes - s->relmapped_bytes, s->live_count - s->relmapped_count, first);
+		json_site(r, pv, idx, k, describe__live_kind(s), s->live_bytes - s->relmapped_bytes,
+			  s->live_count - s->relmapped_count, first);
 		first = false;
 	}
 	if (s->relmapped_count) {
@@ -390,6 +413,8 @@ static void json_site_array(struct report *r, const struct proc_verdict *pv, enu
 		case VERDICT_LEAKS:
 		case VERDICT_RETAINED:
 		case VERDICT_IGNORED:
+		case VERDICT_SHARED:
+		case VERDICT_GRAPH:
 			first = json_live_site(r, pv, l->v[j], k, first);
 			break;
 		case VERDICT_PENDING:
@@ -404,6 +429,84 @@ static void json_site_array(struct report *r, const struct proc_verdict *pv, enu
 		}
 	}
 	fputc(']', r->json);
+}
+
+/* Execs of graphs with memory nodes, when there are any (graphs.h). */
+static void json_graphs(struct report *r, const struct tproc *p)
+{
+	const struct tgraphs *gs = p->graphs;
+	size_t i;
+
+	if (!gs || (!gs->nr_x && !gs->execs_destroyed))
+		return;
+	fputs(",\"graphs\":[", r->json);
+	for (i = 0; i < gs->nr_x; i++) {
+		const struct texec *x = &gs->x[i];
+		const struct site *s = x->site < r->t->nr_sites ? &r->t->sites[x->site] : NULL;
+
+		fprintf(r->json,
+			"%s{\"exec\":\"0x%" PRIx64 "\",\"graph\":\"0x%" PRIx64
+			"\",\"state\":\"%s\",\"held_bytes\":%" PRIu64 ",\"held_count\":%" PRIu64
+			",\"nodes\":%zu,\"launches\":%" PRIu64 ",\"flags\":%" PRIu64 ",\"api\":",
+			i ? "," : "", x->handle, x->graph, x->mapped ? "launched" : "instantiated",
+			x->held_bytes, x->held_count, x->nr_nodes, x->launches, x->flags);
+		json_str_or_null(r->json, s ? cat_api_name(s->api) : NULL);
+		fputs(",\"site\":", r->json);
+		json_str_or_null(r->json, s ? describe__site(r, s) : NULL);
+		fputc('}', r->json);
+	}
+	fprintf(r->json, "],\"graph_execs_destroyed\":%" PRIu64, gs->execs_destroyed);
+}
+
+/* Pools that hold something, or that the program made or configured (pools.h). */
+static void json_pools(struct report *r, const struct tproc *p)
+{
+	const struct tpools *ps = p->pools;
+	bool first = true;
+	size_t i;
+
+	for (i = 0; ps && i < ps->n; i++) {
+		const struct tpool *pl = &ps->v[i];
+		const struct site *s = pl->site < r->t->nr_sites ? &r->t->sites[pl->site] : NULL;
+
+		if (!pools__notable(pl))
+			continue;
+		fputs(first ? ",\"pools\":[{\"handle\":" : ",{\"handle\":", r->json);
+		first = false;
+		if (pl->handle)
+			fprintf(r->json, "\"0x%" PRIx64 "\"", pl->handle);
+		else
+			fputs("null", r->json);
+		fprintf(r->json,
+			",\"kind\":\"%s\",\"device\":%d,\"state\":\"%s\",\"in_use_bytes\":%" PRIu64
+			",\"in_use_count\":%" PRIu64 ",\"reserve_bytes\":%" PRIu64
+			",\"reserve_peak_bytes\":%" PRIu64 ",\"release_threshold\":",
+			describe__pool_kind(pl->kind), pl->device,
+			pl->destroyed ? "destroyed" : "live", pl->in_use, pl->in_use_count,
+			pl->reserve, pl->reserve_peak);
+		if (pl->kind == POOL_GRAPH)
+			fputs("null", r->json);
+		else
+			fprintf(r->json, "%" PRIu64, pl->threshold);
+		fputs(",\"site\":", r->json);
+		json_str_or_null(r->json, s ? describe__site(r, s) : NULL);
+		fputc('}', r->json);
+	}
+	if (!first)
+		fputc(']', r->json);
+	if (pools__reserve(p))
+		fprintf(r->json, ",\"pool_reserve_bytes\":%" PRIu64, pools__reserve(p));
+}
+
+/* Lists of the kinds of memory a process may not have at all: present when not empty. */
+static void json_optional_lists(struct report *r, const struct proc_verdict *pv)
+{
+	if (pv->sites[VERDICT_SHARED].n)
+		json_site_array(r, pv, VERDICT_SHARED, "shared");
+	if (pv->sites[VERDICT_GRAPH].n)
+		json_site_array(r, pv, VERDICT_GRAPH, "graph_memory");
+	json_graphs(r, pv->p);
+	json_pools(r, pv->p);
 }
 
 static void json_comms(struct report *r, const struct tproc *p)
@@ -424,8 +527,12 @@ static void json_comms(struct report *r, const struct tproc *p)
 		json_str(r->json, describe__site(r, &r->t->sites[c->init_site]));
 		fprintf(r->json,
 			",\"live_bytes\":%" PRIu64 ",\"live_count\":%" PRIu64
-			",\"registrations\":%" PRIu64 "}",
+			",\"registrations\":%" PRIu64,
 			ct.bytes, ct.count, ct.regs);
+		/* A device communicator (ncclDevCommCreate): the communicator it was made on. */
+		if (c->parent)
+			fprintf(r->json, ",\"parent\":\"0x%" PRIx64 "\"", c->parent);
+		fputc('}', r->json);
 	}
 	fputc(']', r->json);
 }
@@ -589,16 +696,20 @@ static void json_growth(struct report *r, const struct proc_verdict *pv)
 	fputc(']', r->json);
 	json_shutdown(r, pv);
 	json_peaks(r, pv);
-	if (pr->known)
-		fprintf(r->json,
-			",\"projected_oom_steps\":%.0f,\"projection\":{\"device\":%d,"
-			"\"capacity_bytes\":%" PRIu64 ",\"used_bytes\":%" PRIu64
-			",\"baseline_bytes\":%" PRIu64 ",\"growth_bytes_per_step\":%.1f"
-			",\"steps_to_oom\":%.1f,\"seconds_to_oom\":%.1f}",
-			pr->steps_to_oom, pr->device, pr->capacity, pr->used, pr->baseline,
-			pr->rate_per_step, pr->steps_to_oom, pr->seconds_to_oom);
-	else
+	if (!pr->known) {
 		fputs(",\"projected_oom_steps\":null,\"projection\":null", r->json);
+		return;
+	}
+	fprintf(r->json,
+		",\"projected_oom_steps\":%.0f,\"projection\":{\"device\":%d,"
+		"\"capacity_bytes\":%" PRIu64 ",\"used_bytes\":%" PRIu64
+		",\"baseline_bytes\":%" PRIu64 ",\"growth_bytes_per_step\":%.1f"
+		",\"steps_to_oom\":%.1f,\"seconds_to_oom\":%.1f",
+		pr->steps_to_oom, pr->device, pr->capacity, pr->used, pr->baseline,
+		pr->rate_per_step, pr->steps_to_oom, pr->seconds_to_oom);
+	if (pr->reserve)
+		fprintf(r->json, ",\"reserve_bytes\":%" PRIu64, pr->reserve);
+	fputc('}', r->json);
 }
 
 static void json_gate_violation(struct report *r, const struct proc_verdict *pv,
@@ -616,6 +727,16 @@ static void json_gate_violation(struct report *r, const struct proc_verdict *pv,
 			"{\"kind\":\"live_at_exit\",\"bytes\":%" PRIu64 ",\"limit\":%" PRIu64 "}",
 			pv->leaked_bytes, gv->limit);
 		break;
+	case GATE_SHARED: {
+		const struct site *s = &r->t->sites[gv->site];
+
+		fprintf(r->json, "{\"kind\":\"shared\",\"what\":\"%s\",\"api\":\"%s\",\"site\":",
+			describe__live_kind(s), cat_api_name(s->api));
+		json_str(r->json, describe__site(r, s));
+		fprintf(r->json, ",\"bytes\":%" PRIu64 ",\"count\":%" PRIu64 "}", s->live_bytes,
+			s->live_count);
+		break;
+	}
 	case GATE_RULE:
 		fprintf(r->json, "{\"kind\":\"rule\",\"violation\":\"%s\",",
 			describe__violation(gv->rule->kind));
@@ -767,6 +888,7 @@ void ndjson__verdict(struct report *r, const struct verdict *v, const struct pro
 	json_site_array(r, pv, VERDICT_VA, "address_space");
 	json_site_array(r, pv, VERDICT_REG, "registrations");
 	json_comms(r, pv->p);
+	json_optional_lists(r, pv);
 	json_torch(r, pv);
 	if (r->verdict_extra)
 		fprintf(r->json, ",%s", r->verdict_extra);

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include "engine/pools.h"
 #include "engine/verdict.h"
 #include "output/describe.h"
 #include "output/prometheus.h"
@@ -302,6 +303,12 @@ static uint64_t approximate(const struct expo *x, const struct proc_verdict *pv)
 	return !pv->uncertainty_known || pv->uncertainty.approximate;
 }
 
+static uint64_t pool_reserve_bytes(const struct expo *x, const struct proc_verdict *pv)
+{
+	(void)x;
+	return pools__reserve(pv->p);
+}
+
 static uint64_t records(const struct expo *x, const struct proc_verdict *pv)
 {
 	(void)pv;
@@ -362,6 +369,8 @@ static const struct family families[] = {
 	      "Growth rate of the growing call sites (bytes/s)."),
     ROW_VALUE("growth_bytes_per_step", growth_per_step, true,
 	      "Growth of the growing call sites per step (bytes)."),
+    PROC_VALUE(pool_reserve_bytes, M_GAUGE,
+	       "Bytes freed into memory pools and kept there (stream-ordered and graph pools)."),
     OF_PROCESS("time_to_oom_seconds", M_GAUGE, time_to_oom,
 	       "Projected time until the most pressed device runs out, at the current growth."),
     OF_PROCESS("findings", M_GAUGE, findings,

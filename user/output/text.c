@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <inttypes.h>
+#include "engine/graphs.h"
+#include "engine/ipc.h"
+#include "engine/pools.h"
 #include "engine/rules.h"
 #include "engine/verdict.h"
 #include "lib/term.h"
@@ -30,6 +33,30 @@ static void print_layers(struct report *r, uint32_t idx)
 			fmt_bytes(l->live_bytes, b, sizeof(b)), l->live_count, cat_api_name(l->api),
 			describe__mem(l) == MEM_VA ? " (address space)" : "");
 	}
+}
+
+/* How a site's mappings left open came to be: opens and closes, and who made the handle. */
+static void print_shared_details(struct report *r, uint32_t idx)
+{
+	const struct site *s = &r->t->sites[idx];
+	const struct tproc *p = tracker__proc((struct tracker *)r->t, s->pid);
+	struct ipc_totals it;
+
+	if (!p)
+		return;
+	ipc__site_totals(p, idx, &it);
+	if (!it.mappings)
+		return;
+	fprintf(r->out,
+		"  %17s  opened %" PRIu64 " time%s, closed %" PRIu64 " time%s: %" PRIu64
+		" reference%s left",
+		"", it.opens, it.opens == 1 ? "" : "s", it.closes, it.closes == 1 ? "" : "s",
+		it.opens - it.closes, it.opens - it.closes == 1 ? "" : "s");
+	if (it.exporter > 0)
+		fprintf(r->out, "; exported by pid %d", it.exporter);
+	else if (!it.exporter)
+		fputs("; exporter unknown", r->out);
+	fputc('\n', r->out);
 }
 
 /* What lies under a live row: its layers, and the references that keep its objects alive. */
@@ -81,10 +108,15 @@ static void print_site_row(struct report *r, uint32_t idx, enum verdict_list k, 
 	if (k == VERDICT_RETAINED && s->cls == CLS_INIT)
 		fputs(" (before the first step)", r->out);
 	if (s->unsized)
-		fprintf(r->out, " (%" PRIu64 " of unknown size: texture format)", s->unsized);
+		fprintf(r->out, " (%" PRIu64 " of unknown size%s)", s->unsized,
+			GL_API_FAMILY(s->api) == GL_FAM_WEBGPU ? ": texture format" : "");
+	if (s->owner_kind == OWNER_GRAPH)
+		fputs(" [CUDA graph]", r->out);
 	fputc('\n', r->out);
 	if (k == VERDICT_LEAKS || k == VERDICT_RETAINED)
 		print_row_details(r, idx);
+	if (k == VERDICT_SHARED)
+		print_shared_details(r, idx);
 }
 
 static bool same_device(const struct site *a, const struct site *b)
@@ -180,6 +212,76 @@ static void print_comms(struct report *r, const struct tproc *p)
 		    c->comm, c->destroyed ? "destroyed" : "live", fmt_bytes(ct.bytes, b, sizeof(b)),
 		    ct.count, ct.regs, term_tmp(describe__site(r, &r->t->sites[c->init_site])),
 		    c->destroyed && (ct.count || ct.regs) ? "  <- not returned by destroy" : "");
+		if (c->parent)
+			fprintf(r->out, "  %18s device communicator of 0x%" PRIx64 "\n", "",
+				c->parent);
+	}
+}
+
+/* Execs of graphs with memory nodes: what each holds, and where it was instantiated. */
+static void print_graphs(struct report *r, const struct tproc *p)
+{
+	const struct tgraphs *gs = p->graphs;
+	char b[32];
+	size_t i;
+
+	if (!gs || (!gs->nr_x && !gs->execs_destroyed))
+		return;
+	fprintf(r->out, "CUDA graphs with memory nodes (a launched exec holds the nodes its graph "
+			"frees, until destroyed):\n");
+	if (gs->nr_x)
+		fprintf(r->out, "  %-18s %-18s %-12s %10s %5s %8s  %s\n", "EXEC", "GRAPH", "STATE",
+			"HELD", "NODES", "LAUNCHES", "INSTANTIATED AT");
+	for (i = 0; i < gs->nr_x; i++) {
+		const struct texec *x = &gs->x[i];
+
+		fprintf(r->out,
+			"  0x%-16" PRIx64 " 0x%-16" PRIx64 " %-12s %10s %5zu %8" PRIu64 "  %s\n",
+			x->handle, x->graph, x->mapped ? "launched" : "instantiated",
+			fmt_bytes(x->held_bytes, b, sizeof(b)), x->nr_nodes, x->launches,
+			x->site < r->t->nr_sites ? describe__site(r, &r->t->sites[x->site]) : "?");
+	}
+	if (gs->execs_destroyed)
+		fprintf(r->out, "  execs destroyed: %" PRIu64 "\n", gs->execs_destroyed);
+}
+
+/* Pools that hold something or that the program made or configured. */
+static void print_pools(struct report *r, const struct tproc *p)
+{
+	const struct tpools *ps = p->pools;
+	char b1[32], b2[32], b3[32], h[24];
+	bool any = false;
+	size_t i;
+
+	for (i = 0; ps && i < ps->n; i++) {
+		const struct tpool *pl = &ps->v[i];
+
+		if (!pools__notable(pl))
+			continue;
+		if (!any)
+			fprintf(
+			    r->out,
+			    "memory pools (memory freed into a pool stays in its reserve, up to "
+			    "its release threshold):\n  %-18s %-8s %4s %10s %6s %10s %10s  %s\n",
+			    "POOL", "KIND", "DEV", "IN USE", "COUNT", "RESERVE", "THRESHOLD",
+			    "CREATED AT");
+		any = true;
+		if (pl->handle)
+			snprintf(h, sizeof(h), "0x%" PRIx64, pl->handle);
+		else
+			snprintf(h, sizeof(h), "%s", describe__pool_kind(pl->kind));
+		if (pl->kind == POOL_GRAPH)
+			snprintf(b3, sizeof(b3), "trim");
+		else if (pl->threshold == UINT64_MAX)
+			snprintf(b3, sizeof(b3), "max");
+		else
+			fmt_bytes(pl->threshold, b3, sizeof(b3));
+		fprintf(r->out, "  %-18s %-8s %4d %10s %6" PRIu64 " %10s %10s  %s%s\n", h,
+			describe__pool_kind(pl->kind), pl->device,
+			fmt_bytes(pl->in_use, b1, sizeof(b1)), pl->in_use_count,
+			fmt_bytes(pl->reserve, b2, sizeof(b2)), b3,
+			pl->site < r->t->nr_sites ? describe__site(r, &r->t->sites[pl->site]) : "-",
+			pl->destroyed ? "  (destroyed)" : "");
 	}
 }
 
@@ -234,6 +336,8 @@ static void print_projection(struct report *r, const struct projection *pr)
 	if (pr->baseline)
 		fprintf(r->out, " (%s held before tracing, unattributed)",
 			fmt_bytes(pr->baseline, b3, sizeof(b3)));
+	if (pr->reserve)
+		fprintf(r->out, " (%s in pool reserves)", fmt_bytes(pr->reserve, b3, sizeof(b3)));
 	fprintf(r->out, "; OOM in ~%.0f steps (~%s)\n", pr->steps_to_oom, d);
 }
 
@@ -395,6 +499,13 @@ static void print_gate(struct report *r, const struct gate *gate, const struct p
 				fmt_bytes(pv->leaked_bytes, b1, sizeof(b1)),
 				fmt_bytes(gv->limit, b2, sizeof(b2)));
 			break;
+		case GATE_SHARED: {
+			const struct site *s = &r->t->sites[gv->site];
+
+			fprintf(r->out, "GATE: %" PRIu64 " %s left open at %s\n", s->live_count,
+				describe__live_kind(s), describe__site(r, s));
+			break;
+		}
 		case GATE_RULE:
 			/* Which rule, where: a CI log must say what to fix without the verdict. */
 			fprintf(r->out, "GATE: rule violation: %s, %s at %s [%s: %s]\n",
@@ -574,6 +685,9 @@ void text__proc(struct report *r, const struct gate *gate, const struct proc_ver
 	char b[32];
 
 	print_header(r, p, now_ns);
+	if (pools__reserve(p))
+		fprintf(r->out, "held besides: %s in pool reserves (freed, not given back)\n",
+			fmt_bytes(pools__reserve(p), b, sizeof(b)));
 	print_torch(r, pv);
 	print_sites(r, pv, VERDICT_LEAKS, "live allocations by site, largest first:");
 	if (p->init_count)
@@ -593,6 +707,14 @@ void text__proc(struct report *r, const struct gate *gate, const struct proc_ver
 	print_sites(r, pv, VERDICT_PENDING, "async frees still pending (stream not synchronized):");
 	print_sites(r, pv, VERDICT_VA, "virtual address ranges reserved and never freed:");
 	print_sites(r, pv, VERDICT_REG, "registrations never deregistered:");
+	print_sites(r, pv, VERDICT_SHARED,
+		    "IPC mappings and shared handles left open (another process's memory, not "
+		    "counted here):");
+	print_sites(r, pv, VERDICT_GRAPH,
+		    "held by CUDA graphs (memory nodes of launched execs: the graph pool's, not "
+		    "leaks):");
+	print_graphs(r, p);
+	print_pools(r, p);
 	print_comms(r, p);
 	print_sites(r, pv, VERDICT_FAILED, "failed calls:");
 	print_odd_frees(r, p);

@@ -24,6 +24,14 @@
 #define OUTPTR_ADOPT(a, s, x, x2)                                                                  \
 	SPEC(GL_SHAPE_ALLOC_OUTPTR, a, s, x, x2, 0, 0, .flags2 = GL_SPEC2_ADOPT_THREADS)
 #define CALL_ADOPT(a, x) SPEC(GL_SHAPE_CALL, a, 0, x, 0, 0, 0, .flags2 = GL_SPEC2_ADOPT_THREADS)
+/*
+ * int f(..., T *out, ...): a query, not an allocation: the len bytes it wrote through arg a
+ * are copied at return (only when it returned 0), arg x in aux. No stack is walked, as for
+ * any call: a program may ask it often (cudaStreamIsCapturing).
+ */
+#define RETURNS(a, x, len)                                                                         \
+	SPEC(GL_SHAPE_CALL, a, 0, x, 0, 0, GL_SPEC_DESC_AT_RETURN, .arg_desc = (a),                \
+	     .desc_len = (len))
 /* f(args...): entry only, arg a in the record's addr */
 #define NOTIFY(a) SPEC(GL_SHAPE_NOTIFY, a, 0, 0, 0, 0, 0)
 /*
@@ -121,6 +129,122 @@ const struct cat_api cat_apis[] = {
     API("cudaDeviceReset", GL_API_CUDA_DEVICE_RESET, CALL(0, 0), OP_DEVICE_RESET, MEM_NONE,
 	CAT_OPTIONAL),
 
+    /*
+     * IPC: an opened handle maps another process's allocation here (SPACE_IPC, not this
+     * process's bytes) until it is closed; opening it again adds a reference. The handle is
+     * a 64-byte struct, copied when it is made (at return) and when it is opened (passed
+     * by value: on x86-64 on the stack, the flags after it in %rsi).
+     */
+    API("cudaIpcGetMemHandle", GL_API_CUDA_IPC_GET_MEM_HANDLE,
+	SPEC(GL_SHAPE_CALL, 1, 0, 2, 0, 0, GL_SPEC_DESC_AT_RETURN, .arg_desc = 1, .desc_len = 64),
+	OP_IPC_EXPORT, MEM_NONE, CAT_OPTIONAL),
+    API("cudaIpcOpenMemHandle", GL_API_CUDA_IPC_OPEN_MEM_HANDLE,
+	DSPEC(GL_SHAPE_ALLOC_OUTPTR, 1, 3, 0, GL_SPEC_DESC_BYVAL, 2, 0, 64, GL_LABEL_NONE, 0, 0),
+	OP_ALLOC, MEM_IPC, 0, .space = SPACE_IPC),
+    API("cudaIpcCloseMemHandle", GL_API_CUDA_IPC_CLOSE_MEM_HANDLE, FREE(1), OP_FREE, MEM_IPC, 0,
+	.space = SPACE_IPC),
+    /* cudaHostRegister(void *ptr, size_t size, unsigned flags): pins memory the caller has */
+    API("cudaHostRegister", GL_API_CUDA_HOST_REGISTER,
+	SPEC(GL_SHAPE_ALLOC_OUTPTR, 1, 2, 3, 0, 0, 0, .flags2 = GL_SPEC2_ADDR_ARG), OP_ALLOC,
+	MEM_HOST_REGISTERED, 0, .space = SPACE_HOST_REG),
+    API("cudaHostUnregister", GL_API_CUDA_HOST_UNREGISTER, FREE(1), OP_FREE, MEM_HOST_REGISTERED, 0,
+	.space = SPACE_HOST_REG),
+    /*
+     * Stream capture: a stream-ordered allocation on a capturing stream allocates nothing,
+     * it becomes a memory node of the graph being captured (engine/graphs.c).
+     * cudaStreamBeginCapture(stream, mode), cudaStreamEndCapture(stream, cudaGraph_t *g):
+     * the graph read at return, cudaStreamIsCapturing(stream, enum cudaStreamCaptureStatus
+     * *s): the status read at return
+     */
+    API("cudaStreamBeginCapture", GL_API_CUDA_STREAM_BEGIN_CAPTURE,
+	SPEC(GL_SHAPE_CALL, 0, 0, 1, 2, 0, 0), OP_CAPTURE_BEGIN, MEM_NONE, CAT_OPTIONAL),
+    API("cudaStreamBeginCapture_ptsz", GL_API_CUDA_STREAM_BEGIN_CAPTURE_PTSZ,
+	SPEC(GL_SHAPE_CALL, 0, 0, 1, 2, 0, 0), OP_CAPTURE_BEGIN, MEM_NONE, CAT_PTSZ | CAT_OPTIONAL),
+    API("cudaStreamEndCapture", GL_API_CUDA_STREAM_END_CAPTURE, RETURNS(2, 1, 8), OP_CAPTURE_END,
+	MEM_NONE, CAT_OPTIONAL),
+    API("cudaStreamEndCapture_ptsz", GL_API_CUDA_STREAM_END_CAPTURE_PTSZ, RETURNS(2, 1, 8),
+	OP_CAPTURE_END, MEM_NONE, CAT_PTSZ | CAT_OPTIONAL),
+    API("cudaStreamIsCapturing", GL_API_CUDA_STREAM_IS_CAPTURING, RETURNS(2, 1, 4),
+	OP_CAPTURE_STATUS, MEM_NONE, CAT_OPTIONAL),
+    API("cudaStreamIsCapturing_ptsz", GL_API_CUDA_STREAM_IS_CAPTURING_PTSZ, RETURNS(2, 1, 4),
+	OP_CAPTURE_STATUS, MEM_NONE, CAT_PTSZ | CAT_OPTIONAL),
+    /*
+     * cudaGraphAddMemAllocNode(node *n, graph g, deps, ndeps, struct cudaMemAllocNodeParams
+     * *p): p->bytesize @104 and p->dptr @112 (written by the call), read at return.
+     * cudaGraphAddMemFreeNode(node *n, graph g, deps, ndeps, void *dptr)
+     */
+    API("cudaGraphAddMemAllocNode", GL_API_CUDA_GRAPH_ADD_MEM_ALLOC_NODE,
+	SPEC(GL_SHAPE_CALL, 5, 0, 2, 0, 0, GL_SPEC_DESC_AT_RETURN, .arg_desc = 5, .desc_off = 104,
+	     .desc_len = 16),
+	OP_GRAPH_ALLOC_NODE, MEM_DEVICE, CAT_OPTIONAL),
+    API("cudaGraphAddMemFreeNode", GL_API_CUDA_GRAPH_ADD_MEM_FREE_NODE,
+	SPEC(GL_SHAPE_CALL, 5, 0, 2, 0, 0, 0), OP_GRAPH_FREE_NODE, MEM_NONE, CAT_OPTIONAL),
+    /* cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags) */
+    API("cudaGraphInstantiate", GL_API_CUDA_GRAPH_INSTANTIATE, OUTPTR(1, 0, 2, 3),
+	OP_GRAPH_INSTANTIATE, MEM_NONE, CAT_OPTIONAL),
+    API("cudaGraphInstantiateWithFlags", GL_API_CUDA_GRAPH_INSTANTIATE_WITH_FLAGS,
+	OUTPTR(1, 0, 2, 3), OP_GRAPH_INSTANTIATE, MEM_NONE, CAT_OPTIONAL),
+    /* cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s), cudaGraphUpload the same */
+    API("cudaGraphLaunch", GL_API_CUDA_GRAPH_LAUNCH, CALL(1, 2), OP_GRAPH_LAUNCH, MEM_NONE,
+	CAT_OPTIONAL),
+    API("cudaGraphLaunch_ptsz", GL_API_CUDA_GRAPH_LAUNCH_PTSZ, CALL(1, 2), OP_GRAPH_LAUNCH,
+	MEM_NONE, CAT_PTSZ | CAT_OPTIONAL),
+    API("cudaGraphUpload", GL_API_CUDA_GRAPH_UPLOAD, CALL(1, 2), OP_GRAPH_UPLOAD, MEM_NONE,
+	CAT_OPTIONAL),
+    API("cudaGraphUpload_ptsz", GL_API_CUDA_GRAPH_UPLOAD_PTSZ, CALL(1, 2), OP_GRAPH_UPLOAD,
+	MEM_NONE, CAT_PTSZ | CAT_OPTIONAL),
+    API("cudaGraphExecDestroy", GL_API_CUDA_GRAPH_EXEC_DESTROY, CALL(1, 0), OP_GRAPH_EXEC_DESTROY,
+	MEM_NONE, CAT_OPTIONAL),
+    API("cudaGraphDestroy", GL_API_CUDA_GRAPH_DESTROY, CALL(1, 0), OP_GRAPH_DESTROY, MEM_NONE,
+	CAT_OPTIONAL),
+    API("cudaDeviceGraphMemTrim", GL_API_CUDA_DEVICE_GRAPH_MEM_TRIM, CALL(0, 1), OP_GRAPH_MEM_TRIM,
+	MEM_NONE, CAT_OPTIONAL),
+    /*
+     * Stream-ordered pools (engine/pools.c). cudaMemPoolCreate(pool *p, const struct
+     * cudaMemPoolProps *props): location.id @12 is the device.
+     * cudaMemPoolSetAttribute(pool, attr, void *value): *value copied at entry.
+     * cudaDeviceSetMemPool(int device, pool), cudaDeviceGet(Default)MemPool(pool *p, int dev)
+     */
+    API("cudaMemPoolCreate", GL_API_CUDA_MEM_POOL_CREATE,
+	DSPEC(GL_SHAPE_ALLOC_OUTPTR, 1, 0, 0, 0, 2, 0, 16, GL_LABEL_NONE, 0, 0), OP_POOL_CREATE,
+	MEM_NONE, CAT_OPTIONAL),
+    API("cudaMemPoolDestroy", GL_API_CUDA_MEM_POOL_DESTROY, CALL(1, 0), OP_POOL_DESTROY, MEM_NONE,
+	CAT_OPTIONAL),
+    API("cudaMemPoolTrimTo", GL_API_CUDA_MEM_POOL_TRIM_TO, SPEC(GL_SHAPE_CALL, 1, 2, 0, 0, 0, 0),
+	OP_POOL_TRIM, MEM_NONE, CAT_OPTIONAL),
+    API("cudaMemPoolSetAttribute", GL_API_CUDA_MEM_POOL_SET_ATTRIBUTE,
+	DSPEC(GL_SHAPE_CALL, 1, 2, 0, 0, 3, 0, 8, GL_LABEL_NONE, 0, 0), OP_POOL_SET_ATTR, MEM_NONE,
+	CAT_OPTIONAL),
+    API("cudaDeviceSetMemPool", GL_API_CUDA_DEVICE_SET_MEM_POOL, CALL(2, 1), OP_POOL_SET_CURRENT,
+	MEM_NONE, CAT_OPTIONAL),
+    API("cudaDeviceGetMemPool", GL_API_CUDA_DEVICE_GET_MEM_POOL, RETURNS(1, 2, 8), OP_POOL_GET,
+	MEM_NONE, CAT_OPTIONAL),
+    API("cudaDeviceGetDefaultMemPool", GL_API_CUDA_DEVICE_GET_DEFAULT_MEM_POOL, RETURNS(1, 2, 8),
+	OP_POOL_GET_DEFAULT, MEM_NONE, CAT_OPTIONAL),
+    /*
+     * Arrays: bytes from the channel format (struct cudaChannelFormatDesc, 20 bytes) and the
+     * extent (probe/cuda_desc.c). cudaMallocArray(a *, const desc *, width, height, flags);
+     * cudaMalloc3DArray(a *, const desc *, struct cudaExtent extent, flags) and
+     * cudaMallocMipmappedArray(m *, const desc *, extent, numLevels, flags): the extent (24
+     * bytes, by value) first, the channel format after it. Width and height of a 2D array
+     * go in aux and aux2, not in the size: they are no bytes.
+     */
+    API("cudaMallocArray", GL_API_CUDA_MALLOC_ARRAY,
+	SPEC(GL_SHAPE_ALLOC_OUTPTR, 1, 0, 3, 4, 0, 0, .arg_desc = 2, .desc_len = 20), OP_ALLOC,
+	MEM_DEVICE, CAT_DESC_SIZE, .space = SPACE_ARRAY),
+    API("cudaMalloc3DArray", GL_API_CUDA_MALLOC_3D_ARRAY,
+	SPEC(GL_SHAPE_ALLOC_OUTPTR, 1, 0, 4, 0, 0, GL_SPEC_DESC_BYVAL, .arg_desc = 3,
+	     .desc_len = 24, .arg_desc2 = 2, .desc2_len = 20),
+	OP_ALLOC, MEM_DEVICE, CAT_DESC_SIZE, .space = SPACE_ARRAY),
+    API("cudaMallocMipmappedArray", GL_API_CUDA_MALLOC_MIPMAPPED_ARRAY,
+	SPEC(GL_SHAPE_ALLOC_OUTPTR, 1, 0, 4, 5, 0, GL_SPEC_DESC_BYVAL, .arg_desc = 3,
+	     .desc_len = 24, .arg_desc2 = 2, .desc2_len = 20),
+	OP_ALLOC, MEM_DEVICE, CAT_DESC_SIZE, .space = SPACE_ARRAY),
+    API("cudaFreeArray", GL_API_CUDA_FREE_ARRAY, FREE(1), OP_FREE, MEM_DEVICE, 0,
+	.space = SPACE_ARRAY),
+    API("cudaFreeMipmappedArray", GL_API_CUDA_FREE_MIPMAPPED_ARRAY, FREE(1), OP_FREE, MEM_DEVICE, 0,
+	.space = SPACE_ARRAY),
+
     /* CUDA driver (libcuda.so.1). The runtime calls these underneath: a cudaMalloc shows
      * up as one allocation with a cuMemAlloc_v2 layer. */
     API("cuMemAlloc_v2", GL_API_CU_MEM_ALLOC, OUTPTR(1, 2, 0, 0), OP_ALLOC, MEM_DEVICE, 0),
@@ -175,6 +299,90 @@ const struct cat_api cat_apis[] = {
     /* cuCtxCreate_v2(CUcontext *pctx, unsigned flags, CUdevice dev) */
     API("cuCtxCreate_v2", GL_API_CU_CTX_CREATE_V2, OUTPTR(1, 0, 3, 0), OP_CTX_CREATE, MEM_NONE,
 	CAT_OPTIONAL),
+    /* The driver forms of the runtime's IPC, registration, capture, graph, pool and array
+     * calls above: same arguments, same meaning. */
+    API("cuMemHostRegister_v2", GL_API_CU_MEM_HOST_REGISTER,
+	SPEC(GL_SHAPE_ALLOC_OUTPTR, 1, 2, 3, 0, 0, 0, .flags2 = GL_SPEC2_ADDR_ARG), OP_ALLOC,
+	MEM_HOST_REGISTERED, 0, .space = SPACE_HOST_REG),
+    API("cuMemHostUnregister", GL_API_CU_MEM_HOST_UNREGISTER, FREE(1), OP_FREE, MEM_HOST_REGISTERED,
+	0, .space = SPACE_HOST_REG),
+    API("cuIpcGetMemHandle", GL_API_CU_IPC_GET_MEM_HANDLE,
+	SPEC(GL_SHAPE_CALL, 1, 0, 2, 0, 0, GL_SPEC_DESC_AT_RETURN, .arg_desc = 1, .desc_len = 64),
+	OP_IPC_EXPORT, MEM_NONE, CAT_OPTIONAL),
+    API("cuIpcOpenMemHandle_v2", GL_API_CU_IPC_OPEN_MEM_HANDLE,
+	DSPEC(GL_SHAPE_ALLOC_OUTPTR, 1, 3, 0, GL_SPEC_DESC_BYVAL, 2, 0, 64, GL_LABEL_NONE, 0, 0),
+	OP_ALLOC, MEM_IPC, 0, .space = SPACE_IPC),
+    API("cuIpcCloseMemHandle", GL_API_CU_IPC_CLOSE_MEM_HANDLE, FREE(1), OP_FREE, MEM_IPC, 0,
+	.space = SPACE_IPC),
+    API("cuStreamBeginCapture_v2", GL_API_CU_STREAM_BEGIN_CAPTURE,
+	SPEC(GL_SHAPE_CALL, 0, 0, 1, 2, 0, 0), OP_CAPTURE_BEGIN, MEM_NONE, CAT_OPTIONAL),
+    API("cuStreamBeginCapture_v2_ptsz", GL_API_CU_STREAM_BEGIN_CAPTURE_PTSZ,
+	SPEC(GL_SHAPE_CALL, 0, 0, 1, 2, 0, 0), OP_CAPTURE_BEGIN, MEM_NONE, CAT_PTSZ | CAT_OPTIONAL),
+    API("cuStreamEndCapture", GL_API_CU_STREAM_END_CAPTURE, RETURNS(2, 1, 8), OP_CAPTURE_END,
+	MEM_NONE, CAT_OPTIONAL),
+    API("cuStreamEndCapture_ptsz", GL_API_CU_STREAM_END_CAPTURE_PTSZ, RETURNS(2, 1, 8),
+	OP_CAPTURE_END, MEM_NONE, CAT_PTSZ | CAT_OPTIONAL),
+    API("cuStreamIsCapturing", GL_API_CU_STREAM_IS_CAPTURING, RETURNS(2, 1, 4), OP_CAPTURE_STATUS,
+	MEM_NONE, CAT_OPTIONAL),
+    API("cuStreamIsCapturing_ptsz", GL_API_CU_STREAM_IS_CAPTURING_PTSZ, RETURNS(2, 1, 4),
+	OP_CAPTURE_STATUS, MEM_NONE, CAT_PTSZ | CAT_OPTIONAL),
+    /* CUDA_MEM_ALLOC_NODE_PARAMS: bytesize @104, dptr @112, as the runtime's */
+    API("cuGraphAddMemAllocNode", GL_API_CU_GRAPH_ADD_MEM_ALLOC_NODE,
+	SPEC(GL_SHAPE_CALL, 5, 0, 2, 0, 0, GL_SPEC_DESC_AT_RETURN, .arg_desc = 5, .desc_off = 104,
+	     .desc_len = 16),
+	OP_GRAPH_ALLOC_NODE, MEM_DEVICE, CAT_OPTIONAL),
+    API("cuGraphAddMemFreeNode", GL_API_CU_GRAPH_ADD_MEM_FREE_NODE,
+	SPEC(GL_SHAPE_CALL, 5, 0, 2, 0, 0, 0), OP_GRAPH_FREE_NODE, MEM_NONE, CAT_OPTIONAL),
+    /* cuda.h: #define cuGraphInstantiate cuGraphInstantiateWithFlags */
+    API("cuGraphInstantiateWithFlags", GL_API_CU_GRAPH_INSTANTIATE, OUTPTR(1, 0, 2, 3),
+	OP_GRAPH_INSTANTIATE, MEM_NONE, CAT_OPTIONAL),
+    API("cuGraphLaunch", GL_API_CU_GRAPH_LAUNCH, CALL(1, 2), OP_GRAPH_LAUNCH, MEM_NONE,
+	CAT_OPTIONAL),
+    API("cuGraphLaunch_ptsz", GL_API_CU_GRAPH_LAUNCH_PTSZ, CALL(1, 2), OP_GRAPH_LAUNCH, MEM_NONE,
+	CAT_PTSZ | CAT_OPTIONAL),
+    API("cuGraphUpload", GL_API_CU_GRAPH_UPLOAD, CALL(1, 2), OP_GRAPH_UPLOAD, MEM_NONE,
+	CAT_OPTIONAL),
+    API("cuGraphUpload_ptsz", GL_API_CU_GRAPH_UPLOAD_PTSZ, CALL(1, 2), OP_GRAPH_UPLOAD, MEM_NONE,
+	CAT_PTSZ | CAT_OPTIONAL),
+    API("cuGraphExecDestroy", GL_API_CU_GRAPH_EXEC_DESTROY, CALL(1, 0), OP_GRAPH_EXEC_DESTROY,
+	MEM_NONE, CAT_OPTIONAL),
+    API("cuGraphDestroy", GL_API_CU_GRAPH_DESTROY, CALL(1, 0), OP_GRAPH_DESTROY, MEM_NONE,
+	CAT_OPTIONAL),
+    API("cuDeviceGraphMemTrim", GL_API_CU_DEVICE_GRAPH_MEM_TRIM, CALL(0, 1), OP_GRAPH_MEM_TRIM,
+	MEM_NONE, CAT_OPTIONAL),
+    API("cuMemPoolCreate", GL_API_CU_MEM_POOL_CREATE,
+	DSPEC(GL_SHAPE_ALLOC_OUTPTR, 1, 0, 0, 0, 2, 0, 16, GL_LABEL_NONE, 0, 0), OP_POOL_CREATE,
+	MEM_NONE, CAT_OPTIONAL),
+    API("cuMemPoolDestroy", GL_API_CU_MEM_POOL_DESTROY, CALL(1, 0), OP_POOL_DESTROY, MEM_NONE,
+	CAT_OPTIONAL),
+    API("cuMemPoolTrimTo", GL_API_CU_MEM_POOL_TRIM_TO, SPEC(GL_SHAPE_CALL, 1, 2, 0, 0, 0, 0),
+	OP_POOL_TRIM, MEM_NONE, CAT_OPTIONAL),
+    API("cuMemPoolSetAttribute", GL_API_CU_MEM_POOL_SET_ATTRIBUTE,
+	DSPEC(GL_SHAPE_CALL, 1, 2, 0, 0, 3, 0, 8, GL_LABEL_NONE, 0, 0), OP_POOL_SET_ATTR, MEM_NONE,
+	CAT_OPTIONAL),
+    /* cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) */
+    API("cuDeviceSetMemPool", GL_API_CU_DEVICE_SET_MEM_POOL, CALL(2, 1), OP_POOL_SET_CURRENT,
+	MEM_NONE, CAT_OPTIONAL),
+    API("cuDeviceGetMemPool", GL_API_CU_DEVICE_GET_MEM_POOL, RETURNS(1, 2, 8), OP_POOL_GET,
+	MEM_NONE, CAT_OPTIONAL),
+    API("cuDeviceGetDefaultMemPool", GL_API_CU_DEVICE_GET_DEFAULT_MEM_POOL, RETURNS(1, 2, 8),
+	OP_POOL_GET_DEFAULT, MEM_NONE, CAT_OPTIONAL),
+    /* CUDA_ARRAY_DESCRIPTOR {Width, Height, Format, NumChannels}: 24 bytes;
+     * CUDA_ARRAY3D_DESCRIPTOR {Width, Height, Depth, Format, NumChannels, Flags}: 40 */
+    API("cuArrayCreate_v2", GL_API_CU_ARRAY_CREATE,
+	SPEC(GL_SHAPE_ALLOC_OUTPTR, 1, 0, 0, 0, 0, 0, .arg_desc = 2, .desc_len = 24), OP_ALLOC,
+	MEM_DEVICE, CAT_DESC_SIZE, .space = SPACE_ARRAY),
+    API("cuArray3DCreate_v2", GL_API_CU_ARRAY_3D_CREATE,
+	SPEC(GL_SHAPE_ALLOC_OUTPTR, 1, 0, 0, 0, 0, 0, .arg_desc = 2, .desc_len = 40), OP_ALLOC,
+	MEM_DEVICE, CAT_DESC_SIZE, .space = SPACE_ARRAY),
+    /* cuMipmappedArrayCreate(CUmipmappedArray *m, const CUDA_ARRAY3D_DESCRIPTOR *d, levels) */
+    API("cuMipmappedArrayCreate", GL_API_CU_MIPMAPPED_ARRAY_CREATE,
+	SPEC(GL_SHAPE_ALLOC_OUTPTR, 1, 0, 3, 0, 0, 0, .arg_desc = 2, .desc_len = 40), OP_ALLOC,
+	MEM_DEVICE, CAT_DESC_SIZE, .space = SPACE_ARRAY),
+    API("cuArrayDestroy", GL_API_CU_ARRAY_DESTROY, FREE(1), OP_FREE, MEM_DEVICE, 0,
+	.space = SPACE_ARRAY),
+    API("cuMipmappedArrayDestroy", GL_API_CU_MIPMAPPED_ARRAY_DESTROY, FREE(1), OP_FREE, MEM_DEVICE,
+	0, .space = SPACE_ARRAY),
     /* Virtual memory management: ranges, physical handles, mappings between them. */
     /* cuMemAddressReserve(CUdeviceptr *p, size_t size, size_t align, CUdeviceptr addr, ...) */
     API("cuMemAddressReserve", GL_API_CU_MEM_ADDRESS_RESERVE, OUTPTR(1, 2, 0, 0), OP_ALLOC, MEM_VA,
@@ -197,6 +405,28 @@ const struct cat_api cat_apis[] = {
      * more reference, which needs a cuMemRelease of its own (NCCL's ncclCuMemFree) */
     API("cuMemRetainAllocationHandle", GL_API_CU_MEM_RETAIN_ALLOCATION_HANDLE, OUTPTR(1, 0, 2, 0),
 	OP_VMM_RETAIN, MEM_NONE, CAT_OPTIONAL, .space = SPACE_VMM_HANDLE),
+    /*
+     * Shareable handles: cuMemExportToShareableHandle(void *out, handle h, type t, flags)
+     * writes a file descriptor (t 1) or a 64-byte fabric handle (t 8). A descriptor means
+     * nothing in another process (it arrives there under another number), so what is
+     * written is not read: an import's bytes come from its mapping (cuMemMap).
+     * cuMemImportFromShareableHandle(handle *h, void *osHandle, type t) gives a VMM handle
+     * of another process's memory: not this process's bytes, released like its own.
+     */
+    API("cuMemExportToShareableHandle", GL_API_CU_MEM_EXPORT_TO_SHAREABLE_HANDLE,
+	SPEC(GL_SHAPE_CALL, 1, 0, 2, 3, 0, 0), OP_IPC_EXPORT, MEM_NONE, CAT_OPTIONAL),
+    API("cuMemImportFromShareableHandle", GL_API_CU_MEM_IMPORT_FROM_SHAREABLE_HANDLE,
+	OUTPTR(1, 0, 2, 3), OP_ALLOC, MEM_IPC, 0, .space = SPACE_VMM_HANDLE),
+    /* cuMulticastCreate(handle *mc, const CUmulticastObjectProp *p): p->size @8 */
+    API("cuMulticastCreate", GL_API_CU_MULTICAST_CREATE,
+	SPEC(GL_SHAPE_ALLOC_OUTPTR, 1, 0, 0, 0, 0, 0, .arg_desc = 2, .desc_len = 32), OP_ALLOC,
+	MEM_MULTICAST, CAT_DESC_SIZE, .space = SPACE_VMM_HANDLE),
+    /* cuMulticastBindMem(mc, size_t mcOffset, handle mem, size_t memOffset, size, flags) */
+    API("cuMulticastBindMem", GL_API_CU_MULTICAST_BIND_MEM, SPEC(GL_SHAPE_CALL, 1, 5, 3, 2, 0, 0),
+	OP_MC_BIND, MEM_NONE, CAT_OPTIONAL),
+    /* cuMulticastUnbind(mc, CUdevice dev, size_t mcOffset, size_t size) */
+    API("cuMulticastUnbind", GL_API_CU_MULTICAST_UNBIND, SPEC(GL_SHAPE_CALL, 1, 4, 2, 3, 0, 0),
+	OP_MC_UNBIND, MEM_NONE, CAT_OPTIONAL),
 
     /* NCCL (libnccl.so.2): ncclX are weak aliases of pncclX, one probe per address. */
     API("ncclMemAlloc", GL_API_NCCL_MEM_ALLOC, OUTPTR(1, 2, 0, 0), OP_ALLOC, MEM_DEVICE, 0),
@@ -235,6 +465,24 @@ const struct cat_api cat_apis[] = {
     API("ncclGroupEnd", GL_API_NCCL_GROUP_END, CALL_ADOPT(0, 0), OP_GROUP_END, MEM_NONE, 0),
     API("ncclCommDestroy", GL_API_NCCL_COMM_DESTROY, CALL(1, 0), OP_COMM_DESTROY, MEM_NONE, 0),
     API("ncclCommAbort", GL_API_NCCL_COMM_ABORT, CALL(1, 0), OP_COMM_DESTROY, MEM_NONE, 0),
+    /*
+     * More communicator makers. ncclCommInitRankScalable(ncclComm_t *c, nranks, rank, nId,
+     * ids *, config *); ncclCommShrink(comm, int *exclude, n, ncclComm_t *c, config *, flags).
+     * ncclDevCommCreate(comm, const reqs *, ncclDevComm_t *out) fills a struct: it is known
+     * by its windowTable pointer (@24, nccl_device/impl/comm__types.h), read at return, and
+     * ncclDevCommDestroy(comm, const ncclDevComm_t *d) names it the same way.
+     */
+    API("ncclCommInitRankScalable", GL_API_NCCL_COMM_INIT_RANK_SCALABLE, OUTPTR_ADOPT(1, 0, 0, 0),
+	OP_COMM_INIT, MEM_NONE, CAT_OPTIONAL),
+    API("ncclCommShrink", GL_API_NCCL_COMM_SHRINK, OUTPTR_ADOPT(4, 0, 1, 0), OP_COMM_INIT, MEM_NONE,
+	CAT_OPTIONAL),
+    API("ncclDevCommCreate", GL_API_NCCL_DEV_COMM_CREATE,
+	SPEC(GL_SHAPE_ALLOC_OUTPTR, 3, 0, 1, 0, 0, GL_SPEC_DESC_AT_RETURN, .arg_desc = 3,
+	     .desc_len = 32),
+	OP_COMM_INIT, MEM_NONE, CAT_OPTIONAL),
+    API("ncclDevCommDestroy", GL_API_NCCL_DEV_COMM_DESTROY,
+	DSPEC(GL_SHAPE_CALL, 1, 0, 0, 0, 2, 0, 32, GL_LABEL_NONE, 0, 0), OP_COMM_DESTROY, MEM_NONE,
+	CAT_OPTIONAL),
 
     /* libc, with --libc: host-side memory that travels with GPU memory. */
     API("malloc", GL_API_MALLOC, SPEC(GL_SHAPE_ALLOC_RET, 0, 1, 0, 0, 0, 0), OP_ALLOC, MEM_HOST,
@@ -532,6 +780,12 @@ const char *cat_mem_name(enum cat_mem mem)
 		return "va";
 	case MEM_REG:
 		return "registration";
+	case MEM_IPC:
+		return "ipc";
+	case MEM_HOST_REGISTERED:
+		return "registered";
+	case MEM_MULTICAST:
+		return "multicast";
 	default:
 		return "-";
 	}
@@ -567,16 +821,22 @@ static const struct {
     {46, "cudaErrorDevicesUnavailable"},
     {100, "cudaErrorNoDevice"},
     {101, "cudaErrorInvalidDevice"},
+    {201, "cudaErrorDeviceUninitialized"},
+    {205, "cudaErrorMapBufferObjectFailed"},
     {304, "cudaErrorOperatingSystem"},
     {400, "cudaErrorInvalidResourceHandle"},
     {401, "cudaErrorIllegalState"},
     {600, "cudaErrorNotReady"},
     {700, "cudaErrorIllegalAddress"},
+    {712, "cudaErrorHostMemoryAlreadyRegistered"},
+    {713, "cudaErrorHostMemoryNotRegistered"},
     {719, "cudaErrorLaunchFailure"},
     {800, "cudaErrorNotPermitted"},
     {801, "cudaErrorNotSupported"},
     {803, "cudaErrorSystemDriverMismatch"},
     {900, "cudaErrorStreamCaptureUnsupported"},
+    {901, "cudaErrorStreamCaptureInvalidated"},
+    {20, "cudaErrorInvalidChannelDescriptor"},
     {999, "cudaErrorUnknown"},
 };
 

@@ -71,6 +71,34 @@ enum cat_op {
 	 * back to the cache. Blocks are what leaks and grows; their bytes are their segment's.
 	 */
 	OP_BLOCK,
+	/*
+	 * IPC, stream capture and graph memory, stream-ordered pools, multicast objects
+	 * (engine/ipc.c, graphs.c, pools.c). Opening an IPC handle is an OP_ALLOC in SPACE_IPC,
+	 * its close an OP_FREE; the calls below are what else they need. The graph calls
+	 * (OP_CAPTURE_BEGIN .. OP_GRAPH_MEM_TRIM) and the pool calls are ranges to the engine
+	 * (graphs__is_op, pools__is_op): keep each group together.
+	 */
+	OP_IPC_EXPORT,	       /* desc: the handle made for aux (a pointer or a VMM handle) */
+	OP_CAPTURE_BEGIN,      /* stream aux starts capturing into a graph (aux2: mode) */
+	OP_CAPTURE_END,	       /* stream aux's capture ends: the graph in desc */
+	OP_CAPTURE_STATUS,     /* stream aux's capture status in desc (1: active) */
+	OP_GRAPH_ALLOC_NODE,   /* graph aux gets a memory node: desc bytesize, dptr */
+	OP_GRAPH_FREE_NODE,    /* graph aux gets a free node of addr */
+	OP_GRAPH_INSTANTIATE,  /* exec addr made from graph aux (aux2: flags) */
+	OP_GRAPH_LAUNCH,       /* exec addr launched on stream aux */
+	OP_GRAPH_UPLOAD,       /* exec addr uploaded: its memory mapped, nothing run */
+	OP_GRAPH_EXEC_DESTROY, /* exec addr destroyed: its memory back to the graph pool */
+	OP_GRAPH_DESTROY,      /* graph addr destroyed */
+	OP_GRAPH_MEM_TRIM,     /* device aux's graph pool returns what no exec holds */
+	OP_POOL_CREATE,	       /* pool addr made; desc: its props (location.id @12) */
+	OP_POOL_DESTROY,       /* pool addr destroyed */
+	OP_POOL_TRIM,	       /* pool addr keeps at most size bytes in reserve */
+	OP_POOL_SET_ATTR,      /* pool addr attribute aux := desc (a cuuint64_t) */
+	OP_POOL_SET_CURRENT,   /* pool addr becomes device aux's current pool */
+	OP_POOL_GET,	       /* device aux's current pool in desc */
+	OP_POOL_GET_DEFAULT,   /* device aux's default pool in desc */
+	OP_MC_BIND,	       /* multicast addr binds VMM handle aux at offset aux2, size bytes */
+	OP_MC_UNBIND,	       /* multicast addr unbinds [aux2, aux2 + size) */
 };
 
 /* Kind of memory an allocation holds; report columns and device projections use it. */
@@ -82,13 +110,17 @@ enum cat_mem {
 	MEM_HOST, /* libc heap and anonymous mmap */
 	MEM_VA,	  /* reserved address space: tracked, not memory */
 	MEM_REG,  /* a registration of memory allocated elsewhere: not memory */
+	MEM_IPC,  /* another process's memory mapped or imported here: not this one's bytes */
+	MEM_HOST_REGISTERED, /* host memory pinned by cudaHostRegister: counted, host */
+	MEM_MULTICAST,	     /* a multicast object: its bytes are the memory bound to it */
 	MEM_MAX,
 };
 
 /* Whether allocations of this kind count as bytes of memory in totals and projections. */
 static inline bool cat_mem_counts(enum cat_mem m)
 {
-	return m == MEM_DEVICE || m == MEM_MANAGED || m == MEM_HOST_PINNED || m == MEM_HOST;
+	return m == MEM_DEVICE || m == MEM_MANAGED || m == MEM_HOST_PINNED || m == MEM_HOST ||
+	       m == MEM_HOST_REGISTERED;
 }
 
 /*
@@ -105,6 +137,10 @@ enum cat_space {
 	SPACE_MMAP = 6,	      /* anonymous mmap */
 	SPACE_WGPU = 7,	      /* WebGPU object handles: buffers, textures, devices, queues */
 	SPACE_BLOCK = 8,      /* caching-allocator blocks (PyTorch): inside device memory */
+	SPACE_IPC = 9,	      /* pointers cudaIpcOpenMemHandle mapped: closed, not freed */
+	SPACE_HOST_REG = 10,  /* host ranges cudaHostRegister pinned */
+	SPACE_ARRAY = 11,     /* cudaArray_t / CUarray and mipmapped array handles */
+	SPACE_GRAPH = 12,     /* graph memory nodes an exec holds, by their address */
 	SPACE_MAX = 16,
 };
 
@@ -140,6 +176,8 @@ enum cat_flags {
 	 * objects (site_skip: the allocator's own libraries), not where the probe fires.
 	 */
 	CAT_SITE_OUTSIDE = 1 << 15,
+	/* Bytes from the copied structs (probe/cuda_desc.c: arrays, multicast objects). */
+	CAT_DESC_SIZE = 1 << 16,
 };
 
 #define CAT_WGPU_ABI_MASK                                                                          \
