@@ -784,7 +784,7 @@ static int cmd_procs(int argc, char **argv)
 		return usage();
 	err = elf_obj__open(argv[optind], &o);
 	if (!err)
-		err = elf_image__new(o, &im);
+		err = elf_image__new(o, &im, NULL, 0);
 	if (err || stat(argv[optind + 1], &st)) {
 		fprintf(stderr, "glbench: %s: %s\n", argv[optind], strerror(err ? -err : errno));
 		goto cleanup;
@@ -802,7 +802,7 @@ static int cmd_procs(int argc, char **argv)
 		elf_image__for_each_ro(im, false, ro_bytes, &ro);
 		floor[i ? i - 1 : 0] = now_ns() - t;
 		t = now_ns();
-		err = dawn_procs__recover(o, &p);
+		err = dawn_procs__recover(o, &p, NULL, 0);
 		rec[i ? i - 1 : 0] = now_ns() - t;
 		if (err) {
 			fprintf(stderr, "glbench: %s: no proc table: %s\n", argv[optind],

@@ -166,6 +166,46 @@ def ort_probes_come_from_dawns_proc_table():
     eq(dict(table)["wgpuDevicePopErrorScope"], "1aba4a0", "PopErrorScope, ORT's step")
 
 
+DAWN_SEEDS = os.path.join(harness.ROOT, "tests", "fuzz", "dawn", "seeds")
+
+
+@test(root=False)
+def malformed_objects_are_refused_with_one_line():
+    """The fuzzer's seeds (tests/fuzz/dawn/make_seeds.sh), each a stripped Dawn-style table
+    broken in one way: refused with one line naming the file offset, at once (a DT_INIT_ARRAYSZ
+    far past the file was once walked entry by entry), no sanitizer report; the intact seed
+    gives its 15 entries from the table."""
+    want = {
+        "init-arraysz.so": "DT_INIT_ARRAYSZ 0x1000000000000010 at file offset 0x2e48: past the "
+                           "file's bytes of the array at 0x3df0 (552)",
+        "odd-phdrs.so": "program headers at file offset 0x3751: not 8-byte aligned",
+        "cie-long.so": "CIE at file offset 0x21c8: length 0x7ffffff0 out of bounds (488 bytes "
+                       "there)",
+        "cie-short.so": "CIE at file offset 0x21c8: length 0x1 out of bounds (488 bytes there)",
+    }
+    for name, why in want.items():
+        lib = os.path.join(DAWN_SEEDS, name)
+        p = run_plain([harness.GPULEAK, "probes", "--lib", lib], timeout=30)
+        harness.check_sanitizers(p.stderr)
+        eq(p.returncode, 1, f"{name}: exit code ({p.stderr})")
+        eq(p.stderr.splitlines(),
+           [f"{lib}: malformed, Dawn's proc table not read: {why}",
+            f"gpuleak: no traced GPU allocation API found in {lib}"], f"{name}: stderr")
+    lib = os.path.join(DAWN_SEEDS, "table.so")
+    p = run_plain([harness.GPULEAK, "probes", "--lib", lib], timeout=30)
+    harness.check_sanitizers(p.stderr)
+    check(f"{lib}: no wgpu* symbols; entry points from Dawn's proc table at 0x4040: 15 entries "
+          "of 24 bytes, written by its initializer" in p.stdout, p.stdout + p.stderr)
+
+
+@test(root=False)
+def fuzz_dawn_procs_short():
+    """30,000 inputs of libFuzzer on the object reader and the proc-table recovery over the
+    seeds (a stripped table and its broken copies): no crash, hang or out-of-bounds read, a
+    refusal says one line with an offset (`make fuzz-dawn` runs it for long)."""
+    harness.run_fuzzer("dawn", 30000)
+
+
 def native_symbols(lib):
     """{wgpuX: file offset} of the dawn::native::NativeX symbols of lib, from readelf."""
     out = subprocess.run(["readelf", "-W", "--dyn-syms", "-l", lib], capture_output=True,

@@ -138,6 +138,10 @@ static int print_module(struct module *m, bool *header)
 
 	if (err && gl_verbosity)
 		fprintf(stderr, "%s: not readable as ELF: %s\n", term_tmp(m->path), strerror(-err));
+	/* Bad input is said even without -v: the object was not read for Dawn's table. */
+	if (m->dawn_err == -EINVAL)
+		fprintf(stderr, "%s: malformed, Dawn's proc table not read: %s\n",
+			term_tmp(m->path), m->dawn_why);
 	if (!m->nr_sites) {
 		if (gl_verbosity && !err)
 			fprintf(stderr, "%s: no traced APIs\n", term_tmp(m->path));

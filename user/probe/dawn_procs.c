@@ -13,6 +13,11 @@
 #define NAME_MAX_LEN 120
 /* Instructions run from one start; the initializer of a 271-entry table runs ~1400. */
 #define EMU_MAX_INSNS 200000
+/*
+ * Instructions run in all: starts may sit inside one long straight line (a crafted object),
+ * and the work must stay linear in the object, not in starts x code.
+ */
+#define EMU_TOTAL_INSNS (16 * EMU_MAX_INSNS)
 /* A table has at least this many entries (Dawn's have 150-300). */
 #define TABLE_MIN 8
 
@@ -413,7 +418,7 @@ static void emulate(struct rec *r, csh cs, cs_insn *in, uint64_t start)
 	unsigned long n = 0;
 
 	r->nr_starts++;
-	while (code && n < EMU_MAX_INSNS && !r->err &&
+	while (code && n < EMU_MAX_INSNS && r->nr_insns + n < EMU_TOTAL_INSNS && !r->err &&
 	       cs_disasm_iter(cs, &code, &avail, &addr, in)) {
 		n++;
 		if (!emu_step(&e, cs, in))
@@ -594,18 +599,34 @@ struct starts {
 	int err;
 };
 
+/* Duplicates are dropped once all are in (starts_settle): one pass, not one per start. */
 static void add_start(struct starts *s, uint64_t a)
 {
-	size_t i;
-
-	for (i = 0; i < s->n; i++)
-		if (s->v[i] == a)
-			return;
 	if (vec_grow((void **)&s->v, &s->cap, s->n, sizeof(*s->v))) {
 		s->err = -ENOMEM;
 		return;
 	}
 	s->v[s->n++] = a;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void starts_settle(struct starts *s)
+{
+	size_t i, o = 0;
+
+	if (!s->n)
+		return;
+	qsort(s->v, s->n, sizeof(*s->v), u64_cmp);
+	for (i = 0; i < s->n; i++)
+		if (!o || s->v[o - 1] != s->v[i])
+			s->v[o++] = s->v[i];
+	s->n = o;
 }
 
 /* Functions that take a name's address: REX.W lea reg, [rip + disp32] of a name. */
@@ -630,9 +651,24 @@ static void scan_leas(uint64_t vaddr, const uint8_t *p, size_t len, void *ctx)
 	}
 }
 
+struct by_addr {
+	uint64_t vaddr;
+	size_t i;
+};
+
+static int by_addr_cmp(const void *a, const void *b)
+{
+	const struct by_addr *x = a, *y = b;
+
+	if (x->vaddr != y->vaddr)
+		return x->vaddr < y->vaddr ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
 /* The table, with its entries' addresses checked against the unwind table. */
 static int build(const struct rec *r, const struct table *t, struct dawn_procs *p)
 {
+	struct by_addr *by;
 	size_t i, j;
 
 	p->v = calloc(t->n, sizeof(*p->v));
@@ -660,14 +696,23 @@ static int build(const struct rec *r, const struct table *t, struct dawn_procs *
 		p->n++;
 	}
 	/* Identical code folding gives several names one address: each probe hit is then any
-	 * of them. Quadratic, on a few hundred entries. */
-	for (i = 0; i < p->n; i++) {
-		p->v[i].shared = 1;
-		for (j = 0; j < p->n; j++)
-			if (j != i && p->v[j].vaddr == p->v[i].vaddr)
-				p->v[i].shared++;
-		p->nr_folded += p->v[i].shared > 1;
+	 * of them. Counted on the entries sorted by address (a crafted table may be long). */
+	by = calloc(p->n + 1, sizeof(*by));
+	if (!by)
+		return -ENOMEM;
+	for (i = 0; i < p->n; i++)
+		by[i] = (struct by_addr){p->v[i].vaddr, i};
+	qsort(by, p->n, sizeof(*by), by_addr_cmp);
+	for (i = 0; i < p->n; i = j) {
+		size_t k;
+
+		for (j = i; j < p->n && by[j].vaddr == by[i].vaddr; j++)
+			;
+		for (k = i; k < j; k++)
+			p->v[by[k].i].shared = (uint16_t)(j - i > UINT16_MAX ? UINT16_MAX : j - i);
+		p->nr_folded += j - i > 1 ? (unsigned int)(j - i) : 0;
 	}
+	free(by);
 	p->table_vaddr = t->slots[0].addr + t->proc_off;
 	p->stride = t->stride;
 	p->name_off = -t->proc_off;
@@ -802,6 +847,7 @@ static int recover(struct rec *r, struct dawn_procs *p)
 		elf_image__for_each_ro(r->im, true, scan_leas, &starts);
 	if ((err = starts.err))
 		goto cleanup;
+	starts_settle(&starts);
 	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) {
 		err = -ENOMEM;
 		goto cleanup;
@@ -852,7 +898,7 @@ cleanup:
 	return err;
 }
 
-int dawn_procs__recover(struct elf_obj *o, struct dawn_procs **out)
+int dawn_procs__recover(struct elf_obj *o, struct dawn_procs **out, char *why, size_t why_len)
 {
 	struct rec r = {0};
 	struct dawn_procs *p;
@@ -860,7 +906,7 @@ int dawn_procs__recover(struct elf_obj *o, struct dawn_procs **out)
 	int err;
 
 	*out = NULL;
-	err = elf_image__new(o, &im);
+	err = elf_image__new(o, &im, why, why_len);
 	if (err)
 		return err;
 	p = calloc(1, sizeof(*p));
@@ -870,6 +916,12 @@ int dawn_procs__recover(struct elf_obj *o, struct dawn_procs **out)
 	}
 	r.im = im;
 	err = recover(&r, p);
+	/* A malformed part met on the way (an unwind entry) makes the whole reading suspect. */
+	if (!err && elf_image__bad(im)) {
+		err = -EINVAL;
+		if (why_len)
+			snprintf(why, why_len, "%s", elf_image__bad(im));
+	}
 	free(r.names);
 	free(r.st);
 	elf_image__free(im);

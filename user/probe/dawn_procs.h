@@ -80,9 +80,10 @@ struct dawn_procs {
 
 /*
  * Recover the table of an object. 0; -ENOENT: no Dawn name table (no wgpu* strings, or no
- * run of them); -ENOTSUP: not an x86-64 object; -ENOMEM; -EINVAL: malformed.
+ * run of them); -ENOTSUP: not an x86-64 object; -ENOMEM; -EINVAL: malformed, said in why
+ * (one line with the file offset). Work and memory are bounded by the object's size.
  */
-int dawn_procs__recover(struct elf_obj *o, struct dawn_procs **out);
+int dawn_procs__recover(struct elf_obj *o, struct dawn_procs **out, char *why, size_t why_len);
 void dawn_procs__free(struct dawn_procs *p);
 /* The entry of a name, or NULL. */
 const struct dawn_proc *dawn_procs__find(const struct dawn_procs *p, const char *name);

@@ -304,7 +304,7 @@ static int scan_dawn_procs(struct scan_ctx *sc)
 	struct module *m = sc->m;
 	size_t i;
 
-	m->dawn_err = dawn_procs__recover(m->elf, &m->dawn);
+	m->dawn_err = dawn_procs__recover(m->elf, &m->dawn, m->dawn_why, sizeof(m->dawn_why));
 	if (m->dawn_err)
 		return m->dawn_err == -ENOMEM ? -ENOMEM : 0;
 	for (i = 0; i < m->dawn->n; i++) {
