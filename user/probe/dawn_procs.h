@@ -21,8 +21,11 @@
  *
  * In either, the words that point at a "wgpu[A-Z]..." string are name slots; the longest run
  * of them at one stride is the table, and the proc field is the offset whose word is code in
- * nearly every entry. No symbol or section name is read, so a stripped object and its
- * unstripped original give the same table.
+ * nearly every entry. No symbol is read, so a stripped object and its unstripped original
+ * give the same table. Before any of it, a pre-filter counts the names in .rodata (the
+ * section headers stripping keeps; the read-only segments without them), a window at a
+ * time: an object with fewer than a table's worth (a 540 MB libcublasLt) costs that scan
+ * and a few MB, not a read of the whole file.
  */
 #ifndef GPULEAK_DAWN_PROCS_H
 #define GPULEAK_DAWN_PROCS_H

@@ -5,7 +5,8 @@
 # object and stripped (a Dawn proc table filled by its initializer, found without symbols),
 # and copies of it each broken in one way the reader must refuse with one line, not hang on
 # or read out of bounds: a DT_INIT_ARRAYSZ past the file, program headers at an odd offset,
-# a CIE whose length runs past its segment and one too short for its own header.
+# a CIE whose length runs past its segment and one too short for its own header; and one
+# with no section headers, whose table the name pre-filter finds from the segments.
 set -euo pipefail
 cd "$(dirname "$0")"
 out=seeds
@@ -48,5 +49,10 @@ save("cie-long.so", x)
 x = bytearray(b)
 struct.pack_into("<I", x, cie, 1)
 save("cie-short.so", x)
+# no section headers at all (sstrip): the table still found, from the segments
+x = bytearray(b)
+struct.pack_into("<Q", x, 0x28, 0)
+struct.pack_into("<HHH", x, 0x3a, 0, 0, 0)
+save("no-shdrs.so", x)
 PY
 ls -la "$out"
