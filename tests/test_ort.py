@@ -203,6 +203,20 @@ def malformed_objects_are_refused_with_one_line():
 
 
 @test(root=False)
+def error_classes_named_as_found():
+    """A Dawn-style table beside one of Dawn's error classes only (a TextureBase with RTTI, no
+    ErrorBuffer: tests/fuzz/dawn/table.cc -DDAWN_RTTI): the one vtable found, named by the
+    class its RTTI names, not a fixed list of both."""
+    lib = os.path.join(DAWN_SEEDS, "texture-rtti.so")
+    p = run_plain([harness.GPULEAK, "probes", "--lib", lib], timeout=30)
+    harness.check_sanitizers(p.stderr)
+    eq(p.returncode, 0, f"exit code ({p.stderr})")
+    eq([l for l in p.stdout.splitlines() if "error objects" in l],
+       [f"{lib}: error objects told by their class: vtables at 0x3dd8 (RTTI: TextureBase)"],
+       "the class found")
+
+
+@test(root=False)
 def fuzz_dawn_procs_short():
     """30,000 inputs of libFuzzer on the object reader and the proc-table recovery over the
     seeds (a stripped table and its broken copies): no crash, hang or out-of-bounds read, a

@@ -171,7 +171,15 @@ static void print_wgpu_abi(struct module *m)
 			       term_tmp(m->path));
 			for (size_t i = 0; i < m->dawn->nr_error_vptr; i++)
 				printf(" 0x%" PRIx64, m->dawn->error_vptr[i]);
-			printf(" (RTTI: ErrorBuffer, TextureBase)\n");
+			/* The classes as the object's RTTI names them, in the vtables' order. */
+			printf(" (RTTI:");
+			for (size_t i = 0; i < m->dawn->nr_error_vptr; i++) {
+				char c[64];
+
+				dawn_procs__class_name(m->dawn->error_class[i], c, sizeof(c));
+				printf("%s %s", i ? "," : "", c);
+			}
+			printf(")\n");
 		} else {
 			printf("%s: error objects told by their reference count word (no RTTI for "
 			       "Dawn's error classes)\n",

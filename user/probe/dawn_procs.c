@@ -772,8 +772,10 @@ static const char *const error_classes[] = {
 struct rtti {
 	struct rec *r;
 	uint64_t want[16]; /* addresses a type_info's name or a vtable's type_info may have */
+	const char *want_name[16]; /* the class name (in the object) each is evidence of */
 	unsigned int nr_want;
 	uint64_t found[16]; /* where a relocated word with such a value is */
+	const char *found_name[16];
 	unsigned int nr_found;
 };
 
@@ -787,9 +789,12 @@ static void scan_class_names(uint64_t vaddr, const uint8_t *p, size_t len, void 
 		const uint8_t *q = p, *end = p + len;
 
 		while ((q = memmem(q, end - q, error_classes[i], n)) && x->nr_want + 2 <= 16) {
+			x->want_name[x->nr_want] = (const char *)q;
 			x->want[x->nr_want++] = vaddr + (q - p);
-			if (q > p && q[-1] == '*')
+			if (q > p && q[-1] == '*') {
+				x->want_name[x->nr_want] = (const char *)q;
 				x->want[x->nr_want++] = vaddr + (q - p) - 1;
+			}
 			q += n;
 		}
 	}
@@ -802,8 +807,10 @@ static int rtti_ref(uint64_t where, uint64_t value, enum elf_word_src src, void 
 
 	(void)src;
 	for (i = 0; i < x->nr_want; i++)
-		if (value == x->want[i] && x->nr_found < 16)
+		if (value == x->want[i] && x->nr_found < 16) {
+			x->found_name[x->nr_found] = x->want_name[i];
 			x->found[x->nr_found++] = where;
+		}
 	return 0;
 }
 
@@ -818,8 +825,10 @@ static void find_error_classes(struct rec *r, struct dawn_procs *p)
 		return; /* built without RTTI, or not these classes */
 	elf_image__for_each_reloc(r->im, rtti_ref, &x);
 	/* The name pointer is type_info + 8. */
-	for (i = 0; i < x.nr_found; i++)
+	for (i = 0; i < x.nr_found; i++) {
 		x.want[i] = x.found[i] - 8;
+		x.want_name[i] = x.found_name[i];
+	}
 	x.nr_want = x.nr_found;
 	x.nr_found = 0;
 	elf_image__for_each_reloc(r->im, rtti_ref, &x);
@@ -833,6 +842,7 @@ static void find_error_classes(struct rec *r, struct dawn_procs *p)
 		    !elf_image__word(r->im, x.found[i] + 8, &fn, &src) ||
 		    !elf_image__is_code(r->im, fn))
 			continue;
+		p->error_class[p->nr_error_vptr] = x.found_name[i];
 		p->error_vptr[p->nr_error_vptr++] = x.found[i] + 8;
 	}
 }
@@ -999,6 +1009,28 @@ const struct dawn_proc *dawn_procs__find(const struct dawn_procs *p, const char 
 		if (!strcmp(p->v[i].name, name))
 			return &p->v[i];
 	return NULL;
+}
+
+void dawn_procs__class_name(const char *rtti, char *buf, size_t len)
+{
+	const char *s = rtti, *last = NULL;
+	size_t n = 0, last_n = 0;
+
+	/* Itanium nested name N <len><id>... E: the last <len><id> is the class. */
+	if (*s == 'N')
+		s++;
+	while (*s >= '0' && *s <= '9') {
+		n = strtoul(s, (char **)&s, 10);
+		if (!n || strnlen(s, n) < n)
+			break;
+		last = s;
+		last_n = n;
+		s += n;
+	}
+	if (!last)
+		snprintf(buf, len, "%s", rtti);
+	else
+		snprintf(buf, len, "%.*s", (int)last_n, last);
 }
 
 const char *dawn_procs__how(uint8_t how)

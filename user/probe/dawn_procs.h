@@ -73,6 +73,9 @@ struct dawn_procs {
 	 * whose first word is one of these, relocated, returned an error object.
 	 */
 	uint64_t error_vptr[DAWN_ERROR_CLASSES];
+	/* Each one's class as its RTTI names it in the object ("N4dawn6native11TextureBaseE"):
+	 * what was found, for saying so (dawn_procs__class_name), into the object's mapping. */
+	const char *error_class[DAWN_ERROR_CLASSES];
 	unsigned int nr_error_vptr;
 	/* How the search went, for -v: */
 	unsigned int nr_names;	/* wgpu* strings in read-only data */
@@ -90,6 +93,8 @@ int dawn_procs__recover(struct elf_obj *o, struct dawn_procs **out, char *why, s
 void dawn_procs__free(struct dawn_procs *p);
 /* The entry of a name, or NULL. */
 const struct dawn_proc *dawn_procs__find(const struct dawn_procs *p, const char *name);
+/* The class an RTTI name names, its last component: "ErrorBuffer", "TextureBase". */
+void dawn_procs__class_name(const char *rtti, char *buf, size_t len);
 /* "initializer lea", "initializer GOT load", "relocated data". */
 const char *dawn_procs__how(uint8_t how);
 

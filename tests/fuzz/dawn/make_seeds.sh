@@ -6,7 +6,8 @@
 # and copies of it each broken in one way the reader must refuse with one line, not hang on
 # or read out of bounds: a DT_INIT_ARRAYSZ past the file, program headers at an odd offset,
 # a CIE whose length runs past its segment and one too short for its own header; and one
-# with no section headers, whose table the name pre-filter finds from the segments.
+# with no section headers, whose table the name pre-filter finds from the segments; and the
+# table beside one of Dawn's error classes (TextureBase, with RTTI) and not the other.
 set -euo pipefail
 cd "$(dirname "$0")"
 out=seeds
@@ -14,6 +15,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 g++ -std=c++17 -O2 -fPIC -shared -Wl,--build-id=none -o "$tmp/table.so" table.cc
 strip -o "$out/table.so" "$tmp/table.so"
+g++ -std=c++17 -O2 -fPIC -shared -Wl,--build-id=none -DDAWN_RTTI -o "$tmp/rtti.so" table.cc
+strip -o "$out/texture-rtti.so" "$tmp/rtti.so"
 /usr/bin/python3 - "$out" <<'PY'
 import struct, sys
 out = sys.argv[1]

@@ -37,6 +37,23 @@ static Entry sProcMap[] = {
     E(DeviceCreateBuffer),    E(DeviceCreateTexture), E(DeviceDestroy),  E(DeviceGetQueue),
     E(DeviceRelease),	      E(QueueSubmit),	      E(TextureRelease),
 };
+#ifdef DAWN_RTTI
+// With -DDAWN_RTTI: one of Dawn's error classes, a bare TextureBase, with its vtable and RTTI
+// (what TextureBase::MakeError returns), and not the other (ErrorBuffer).
+namespace dawn::native {
+class TextureBase {
+      public:
+	virtual ~TextureBase();
+	virtual void Destroy();
+};
+TextureBase::~TextureBase() {}
+void TextureBase::Destroy() {}
+} // namespace dawn::native
+extern "C" void *make_error_texture()
+{
+	return new dawn::native::TextureBase;
+}
+#endif
 extern "C" P lookup(const char *s)
 {
 	for (auto &e : sProcMap)
