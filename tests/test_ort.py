@@ -190,7 +190,8 @@ def malformed_objects_are_refused_with_one_line():
         eq(p.returncode, 1, f"{name}: exit code ({p.stderr})")
         eq(p.stderr.splitlines(),
            [f"{lib}: malformed, Dawn's proc table not read: {why}",
-            f"gpuleak: no traced GPU allocation API found in {lib}"], f"{name}: stderr")
+            f"gpuleak: no traced GPU allocation API nor USDT probe found in {lib}"],
+           f"{name}: stderr")
     # Intact, and without section headers: the names' pre-filter reads .rodata where there
     # are sections, the read-only segments where there are none.
     for name in ("table.so", "no-shdrs.so"):
