@@ -184,9 +184,10 @@ include bench/bench.mk
 # libFuzzer targets for the files users hand us: tests/fuzz/fuzz_NAME.c, with its seeds,
 # corpus and dictionary in tests/fuzz/NAME/. capture: everything `gpuleak report` runs, from
 # bytes; rules: the rules parser and matchers; perfmap: the perf maps traced JITs write; json:
-# the strict JSON reader and the NDJSON verdicts gpuleak diff reads, with the diff of what loads.
+# the strict JSON reader and the NDJSON verdicts gpuleak diff reads, with the diff of what loads;
+# dawn: the object reader and Dawn's proc-table recovery, on any object file.
 FUZZ_CC ?= clang
-FUZZ_TARGETS := capture rules perfmap json
+FUZZ_TARGETS := capture rules perfmap json dawn
 FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 # The engine: every libbpf-free folder.
 FUZZ_SRC := $(ENGINE_SRC)

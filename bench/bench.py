@@ -76,6 +76,7 @@ BENCH_LIB = os.path.realpath(os.path.join(BENCH, "lib", "libcudart.so.13"))
 TORCH_LIB = os.path.join(OUT, "tests", "lib", "libc10_cuda.so")
 REAL_CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 REAL_NCCL = "/usr/local/cuda/lib/libnccl.so.2"
+CUBLASLT = "/usr/local/cuda/lib64/libcublasLt.so.13"
 NPM = os.path.join(os.environ.get("GPULEAK_DEPS", "/var/cache/gpuleak"), "npm")
 ORT_LIB = os.path.join(NPM, "onnxruntime-node@1.30.0", "node_modules", "onnxruntime-node", "bin",
                        "napi-v6", "linux", "x64", "libonnxruntime.so.1")
@@ -106,6 +107,11 @@ TARGETS = {
     # read-only bytes on the 2026-12-01 run, the name scan, relocations, the lea scan and
     # the emulator together; a second of it would be felt at every attach.
     "procs_recover_vs_floor": (40, "le"),
+    # The same check on an object without Dawn (libcublasLt, 540 MB): it was a scan of every
+    # read-only byte, 37 x dawn.node's symbol scan and 437 MB resident on the 2026-12-01 run;
+    # a .rodata-only pre-filter mapped a window at a time made it 1.5 x and 8 MB.
+    "procs_nodawn_vs_symscan": (3, "le"),
+    "procs_nodawn_peak_rss_vs_object": (0.05, "le"),
     # 2 us per allocation, the aim, on the VM whose floor was 1.87 us per pair
     "python_walk_32_vs_floor": (1.07, "le"),
 }
@@ -626,8 +632,25 @@ def bench_procs(a, tmp, res):
         floor.append(m["floor_ms"])
         ratio.append(m["recover_ms"] / m["floor_ms"])
         per_mb.append(m["recover_ms_per_mb"] / m["symscan_ms_per_mb"])
-    return {"procs_recover_ms": stats(rec), "procs_floor_ms": stats(floor),
-            "procs_recover_vs_floor": stats(ratio), "procs_vs_symscan_per_mb": stats(per_mb)}
+    res = {"procs_recover_ms": stats(rec), "procs_floor_ms": stats(floor),
+           "procs_recover_vs_floor": stats(ratio), "procs_vs_symscan_per_mb": stats(per_mb)}
+    if not os.path.exists(CUBLASLT):
+        log(f"procs: no-Dawn row skipped, {CUBLASLT} missing")
+        return res
+    chk, vs, rss = [], [], []
+    for rep in range(a.procs_reps):
+        out = subprocess.run([GLBENCH, "noprocs", "-r", "9", CUBLASLT, DAWN_NODE],
+                             capture_output=True, text=True, timeout=600)
+        if out.returncode:
+            raise BenchError(f"glbench noprocs: {out.stderr.strip()}")
+        m = json.loads(out.stdout)
+        log(f"noprocs {rep + 1}/{a.procs_reps}: {m}")
+        chk.append(m["check_ms"])
+        vs.append(m["check_ms"] / m["symscan_ms"])
+        rss.append(m["peak_rss_added_kb"] * 1024 / m["object_bytes"])
+    res.update({"procs_nodawn_ms": stats(chk), "procs_nodawn_vs_symscan": stats(vs),
+                "procs_nodawn_peak_rss_vs_object": stats(rss)})
+    return res
 
 
 def drops_run(a, variant, jp, pairs):
@@ -926,6 +949,9 @@ ROWS = [  # key, label, unit, scale, format
     ("procs_floor_ms", "  floor: one pass over its bytes", "ms", 1, "{:.1f}"),
     ("procs_recover_vs_floor", "  table / floor", "x", 1, "{:.1f}"),
     ("procs_vs_symscan_per_mb", "  per MB, / dawn.node's symbol scan", "x", 1, "{:.1f}"),
+    ("procs_nodawn_ms", "Dawn check turning libcublasLt away", "ms", 1, "{:.1f}"),
+    ("procs_nodawn_vs_symscan", "  / dawn.node's symbol scan", "x", 1, "{:.2f}"),
+    ("procs_nodawn_peak_rss_vs_object", "  peak RSS added / object size", "x", 1, "{:.3f}"),
     ("py312_pair_ns_none", "Python 3.12 pair (ctypes), untraced", "ns", 1, "{:.0f}"),
     ("py312_pair_ns_bare", "  on the floor", "ns", 1, "{:.0f}"),
     ("py312_pair_ns_py0", "  gpuleak, native stacks", "ns", 1, "{:.0f}"),

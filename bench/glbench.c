@@ -111,7 +111,8 @@ static int usage(void)
 		"       glbench consumer [-l LIVE] [-n EVENTS] [-b BATCH] [--cold | --grow]\n"
 		"       glbench memory [-l LIVE]\n"
 		"       glbench symbols [-n ENTRIES] [-f FRAMES] LIB\n"
-		"       glbench procs [-r REPS] OBJECT SYMOBJ\n");
+		"       glbench procs [-r REPS] OBJECT SYMOBJ\n"
+		"       glbench noprocs [-r REPS] OBJECT SYMOBJ\n");
 	return 2;
 }
 
@@ -867,7 +868,7 @@ static int cmd_procs(int argc, char **argv)
 		return usage();
 	err = elf_obj__open(argv[optind], &o);
 	if (!err)
-		err = elf_image__new(o, &im);
+		err = elf_image__new(o, &im, NULL, 0);
 	if (err || stat(argv[optind + 1], &st)) {
 		fprintf(stderr, "glbench: %s: %s\n", argv[optind], strerror(err ? -err : errno));
 		goto cleanup;
@@ -885,7 +886,7 @@ static int cmd_procs(int argc, char **argv)
 		elf_image__for_each_ro(im, false, ro_bytes, &ro);
 		floor[i ? i - 1 : 0] = now_ns() - t;
 		t = now_ns();
-		err = dawn_procs__recover(o, &p);
+		err = dawn_procs__recover(o, &p, NULL, 0);
 		rec[i ? i - 1 : 0] = now_ns() - t;
 		if (err) {
 			fprintf(stderr, "glbench: %s: no proc table: %s\n", argv[optind],
@@ -923,6 +924,96 @@ cleanup:
 	return err ? 1 : 0;
 }
 
+static long rss_kb(const char *key)
+{
+	char line[128];
+	long v = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, strlen(key)))
+			v = atol(line + strlen(key));
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* Resets the process's peak RSS (VmHWM) to its current RSS: Linux's clear_refs "5". */
+static void reset_peak_rss(void)
+{
+	FILE *f = fopen("/proc/self/clear_refs", "w");
+
+	if (f) {
+		fputs("5", f);
+		fclose(f);
+	}
+}
+
+/*
+ * noprocs: what the Dawn check costs an object that has no Dawn (libcublasLt, 540 MB, no
+ * wgpu* symbols: attach and `gpuleak probes` run it): the recovery that turns it away,
+ * against a plain symbol load of a real library measured in the same run (gpuleak's module
+ * scan of SYMOBJ, dawn.node: 21.5 MB with its symbols), and the peak resident memory the
+ * check adds, against the object's size. Medians of REPS after one round that pages both in.
+ */
+static int cmd_noprocs(int argc, char **argv)
+{
+	uint64_t chk[64], sym[64], t;
+	long peak = 0, base, size = 0;
+	int opt, reps = 9, i, err = 0;
+	struct stat st;
+
+	while ((opt = getopt(argc, argv, "r:")) != -1) {
+		if (opt != 'r')
+			return usage();
+		reps = atoi(optarg);
+	}
+	if (argc - optind != 2 || reps < 1 || reps > 63)
+		return usage();
+	if (!stat(argv[optind], &st))
+		size = st.st_size;
+	for (i = 0; i < reps + 1 && !err; i++) {
+		struct dawn_procs *p = NULL;
+		struct elf_obj *o = NULL;
+		struct modules *ms;
+		struct module *m;
+
+		err = elf_obj__open(argv[optind], &o);
+		if (err)
+			break;
+		reset_peak_rss();
+		base = rss_kb("VmRSS:");
+		t = now_ns();
+		err = dawn_procs__recover(o, &p, NULL, 0);
+		chk[i ? i - 1 : 0] = now_ns() - t;
+		if (rss_kb("VmHWM:") - base > peak)
+			peak = rss_kb("VmHWM:") - base;
+		dawn_procs__free(p);
+		elf_obj__free(o);
+		if (err != -ENOENT) {
+			err = err ? err : -EEXIST; /* a table: not an object without Dawn */
+			break;
+		}
+		if (modules__new(&ms))
+			return 1;
+		t = now_ns();
+		m = modules__get_path(ms, argv[optind + 1]);
+		err = m ? module__scan(m) : -errno;
+		sym[i ? i - 1 : 0] = now_ns() - t;
+		modules__free(ms);
+	}
+	if (err) {
+		fprintf(stderr, "glbench: %s: %s\n", argv[optind], strerror(-err));
+		return 1;
+	}
+	qsort(chk, reps, sizeof(*chk), cmp_u64);
+	qsort(sym, reps, sizeof(*sym), cmp_u64);
+	printf("{\"object_bytes\":%ld,\"check_ms\":%.2f,\"symscan_ms\":%.2f,"
+	       "\"peak_rss_added_kb\":%ld}\n",
+	       size, chk[reps / 2] / 1e6, sym[reps / 2] / 1e6, peak);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -942,5 +1033,7 @@ int main(int argc, char **argv)
 		return cmd_symbols(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "procs"))
 		return cmd_procs(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "noprocs"))
+		return cmd_noprocs(argc - 1, argv + 1);
 	return usage();
 }

@@ -320,6 +320,84 @@ def diff_different_step_counts_compared_per_step():
     eq(tri(site(pp, "cache_logits")["live_bytes"]), (0, 11 * MiB, 11 * MiB), "at step 10")
 
 
+def sparse(live, out):
+    """A copy of a run's NDJSON with its steps from 5 on numbered 10**12 apart (a run that
+    numbers steps by an iteration id): every other byte as gpuleak wrote it."""
+    with open(live) as f, open(out, "w") as o:
+        for line in f:
+            r = json.loads(line)
+            if r.get("type") == "step" and r["step"] >= 5:
+                r["step"] *= 10 ** 12
+            o.write(json.dumps(r) + "\n")
+    return out
+
+
+@test
+def diff_sparse_step_numbers_and_per_step_averages():
+    """Steps numbered with gaps of 10**12 (12 steps against 8): compared at the last step both
+    completed, at once (the fit once walked every number in between), the growth fitted per
+    step present, exactly each build's; allocation per step is over the steps, without what
+    ran before the first (weights_init's 16 MiB): 2 x 2 MiB + 64 KiB in BASE, 1 MiB more in
+    NEW, one allocation more."""
+    short_new = recorded("new8", build("new"), [8])[1]
+    b = sparse(base12()[1], tmpfile(".ndjson"))
+    n = sparse(short_new, tmpfile(".ndjson"))
+    d = diff(b, n)
+    pp = d.proc()
+    at = 6 * 10 ** 12
+    eq((pp["compared_at"]["by"], pp["compared_at"]["base_step"], pp["compared_at"]["new_step"]),
+       ("step", at, at), "the last step both completed")
+    eq(tri(pp["growth_bytes_per_step"]), (BASE_SLOPE, NEW_SLOPE, MiB), "per step present")
+    eq(tri(pp["leaked_bytes"]), (7 * 64 * KiB, 7 * 64 * KiB + 7 * MiB, 7 * MiB), "steps 0..6")
+    eq(tri(pp["alloc_bytes_per_step"]), (4 * MiB + 64 * KiB, 5 * MiB + 64 * KiB, MiB),
+       "allocated per step, at the step")
+    eq(tri(pp["allocs_per_step"]), (3, 4, 1), "allocations per step, at the step")
+    eq(tri(site(pp, "cache_logits")["slope_bytes_per_step"]), (0, MiB, MiB), "the new leak")
+    # At the end (same steps): the averages over the 12 steps, start-up left out.
+    d = diff(base12()[1], new12()[1])
+    pp = d.proc()
+    eq(pp["compared_at"]["by"], "end", "compared at the end")
+    eq(tri(pp["alloc_bytes_per_step"]), (4 * MiB + 64 * KiB, 5 * MiB + 64 * KiB, MiB),
+       "allocated per step, at the end")
+    eq(tri(pp["allocs_per_step"]), (3, 4, 1), "allocations per step, at the end")
+
+
+@test
+def diff_inexact_sites_compared_at_the_end():
+    """A step record lists 8 sites; one that changed more says so in other_sites (as gpuleak
+    writes it, here on NEW's step 3). Compared at a step (12 steps against 8), the sites'
+    values at that step are then unknown: said (caveat inexact_sites, one line), the sites
+    compared at the end, the process's live bytes still at step 6 (from its step records),
+    and what needs every site at that step (not retained, init, rules) left out, not
+    guessed."""
+    short_new = recorded("new8", build("new"), [8])[1]
+    n = tmpfile(".ndjson")
+    with open(short_new) as f, open(n, "w") as o:
+        for line in f:
+            r = json.loads(line)
+            if r.get("type") == "step" and r["step"] == 3:
+                r["other_sites"] = {"count": 1, "allocated_bytes": 0, "freed_bytes": 0,
+                                    "net_bytes": 0}
+            o.write(json.dumps(r) + "\n")
+    d = diff(base12()[1], n)
+    pp = d.proc()
+    eq(pp["compared_at"], {"by": "step", "base_step": 6, "new_step": 6, "requests": None,
+                           "caveat": "inexact_sites"}, "at step 6, sites inexact")
+    check("  sites compared at the end: the step records list 8 sites a step and some steps "
+          "changed more\n" in d.out, d.out)
+    eq(tri(pp["live_bytes"]), (16 * MiB + 7 * 64 * KiB, 23 * MiB + 7 * 64 * KiB, 7 * MiB),
+       "live at step 6, from the step records")
+    eq((pp["leaked_bytes"], pp["init_bytes"], pp["persistent_bytes"]), (None, None, None),
+       "what needs every site at step 6: unknown")
+    eq(tri(pp["alloc_bytes_per_step"]), (4 * MiB + 64 * KiB, 5 * MiB + 64 * KiB, MiB),
+       "allocated per step up to step 6")
+    eq({s["function"]: (s["at_end"], tri(s["live_bytes"])) for s in pp["sites"]},
+       {"cache_logits": (True, (0, 8 * MiB, 8 * MiB)),
+        "sampler_keep": (True, (12 * 64 * KiB, 8 * 64 * KiB, -4 * 64 * KiB)),
+        "activations": (True, (0, 0, 0)),
+        "weights_init": (True, (16 * MiB, 16 * MiB, 0))}, "sites at the end")
+
+
 @test
 def diff_requests_aligned_by_request():
     """--request: requests of 2 steps against requests of 3 (6 and 4 requests in 12 steps)

@@ -166,6 +166,65 @@ def ort_probes_come_from_dawns_proc_table():
     eq(dict(table)["wgpuDevicePopErrorScope"], "1aba4a0", "PopErrorScope, ORT's step")
 
 
+DAWN_SEEDS = os.path.join(harness.ROOT, "tests", "fuzz", "dawn", "seeds")
+
+
+@test(root=False)
+def malformed_objects_are_refused_with_one_line():
+    """The fuzzer's seeds (tests/fuzz/dawn/make_seeds.sh), each a stripped Dawn-style table
+    broken in one way: refused with one line naming the file offset, at once (a DT_INIT_ARRAYSZ
+    far past the file was once walked entry by entry), no sanitizer report; the intact seed
+    gives its 15 entries from the table, with or without section headers."""
+    want = {
+        "init-arraysz.so": "DT_INIT_ARRAYSZ 0x1000000000000010 at file offset 0x2e48: past the "
+                           "file's bytes of the array at 0x3df0 (552)",
+        "odd-phdrs.so": "program headers at file offset 0x3751: not 8-byte aligned",
+        "cie-long.so": "CIE at file offset 0x21c8: length 0x7ffffff0 out of bounds (488 bytes "
+                       "there)",
+        "cie-short.so": "CIE at file offset 0x21c8: length 0x1 out of bounds (488 bytes there)",
+    }
+    for name, why in want.items():
+        lib = os.path.join(DAWN_SEEDS, name)
+        p = run_plain([harness.GPULEAK, "probes", "--lib", lib], timeout=30)
+        harness.check_sanitizers(p.stderr)
+        eq(p.returncode, 1, f"{name}: exit code ({p.stderr})")
+        eq(p.stderr.splitlines(),
+           [f"{lib}: malformed, Dawn's proc table not read: {why}",
+            f"gpuleak: no traced GPU allocation API nor USDT probe found in {lib}"],
+           f"{name}: stderr")
+    # Intact, and without section headers: the names' pre-filter reads .rodata where there
+    # are sections, the read-only segments where there are none.
+    for name in ("table.so", "no-shdrs.so"):
+        lib = os.path.join(DAWN_SEEDS, name)
+        p = run_plain([harness.GPULEAK, "probes", "--lib", lib], timeout=30)
+        harness.check_sanitizers(p.stderr)
+        check(f"{lib}: no wgpu* symbols; entry points from Dawn's proc table at 0x4040: 15 "
+              "entries of 24 bytes, written by its initializer" in p.stdout,
+              p.stdout + p.stderr)
+
+
+@test(root=False)
+def error_classes_named_as_found():
+    """A Dawn-style table beside one of Dawn's error classes only (a TextureBase with RTTI, no
+    ErrorBuffer: tests/fuzz/dawn/table.cc -DDAWN_RTTI): the one vtable found, named by the
+    class its RTTI names, not a fixed list of both."""
+    lib = os.path.join(DAWN_SEEDS, "texture-rtti.so")
+    p = run_plain([harness.GPULEAK, "probes", "--lib", lib], timeout=30)
+    harness.check_sanitizers(p.stderr)
+    eq(p.returncode, 0, f"exit code ({p.stderr})")
+    eq([l for l in p.stdout.splitlines() if "error objects" in l],
+       [f"{lib}: error objects told by their class: vtables at 0x3dd8 (RTTI: TextureBase)"],
+       "the class found")
+
+
+@test(root=False)
+def fuzz_dawn_procs_short():
+    """30,000 inputs of libFuzzer on the object reader and the proc-table recovery over the
+    seeds (a stripped table and its broken copies): no crash, hang or out-of-bounds read, a
+    refusal says one line with an offset (`make fuzz-dawn` runs it for long)."""
+    harness.run_fuzzer("dawn", 30000)
+
+
 def native_symbols(lib):
     """{wgpuX: file offset} of the dawn::native::NativeX symbols of lib, from readelf."""
     out = subprocess.run(["readelf", "-W", "--dyn-syms", "-l", lib], capture_output=True,
@@ -277,6 +336,30 @@ def ort_outputs_kept_alive_on_the_device_are_a_growth_leak():
     check(app(res)["check"] == 0, "decode.js ran")
 
 
+# The KV cache of decode.js kv, declared as a rule must: by the bytes it is and no more. Its
+# buffers are `present`, two rows (2 KiB) and longer, one row a step: 24 rows (24 KiB) at most
+# in these runs. A rule of sizes from 2 KiB up (no bound) would also cover any larger buffer
+# ORT makes at its one buffer site: a leak beside the cache, hidden.
+KV_RULE = "persistent api=wgpuDeviceCreateBuffer size>=2KiB size<=24KiB"
+
+
+@test
+def ort_kv_cache_rule_leaves_a_leak_beside_it_reported():
+    """decode.js keep (Y, 256 KiB, kept alive each step at ORT's buffer site, the site of the
+    KV cache's buffers too) under the preset and the KV cache's rule: the rule covers only
+    the cache's sizes, so the leak is reported exactly as without it: 256 KiB a step from
+    the first, r2 1, 11 x 256 KiB growing; --fail-on-leak exits 3, no byte retained by it."""
+    steps = 12
+    res = ort_run("keep", steps, "--fail-on-leak", "--preset", "ort-webgpu", "--rule", KV_RULE,
+                  expect_rc=3)
+    v = res.verdict()
+    eq([(g["api"], g["site"], g["slope_bytes_per_step"], g["r2"], g["first_step"],
+         g["bytes"]) for g in v["growth"]],
+       [("wgpuDeviceCreateBuffer", ORT_SITE, float(Y), 1.0, 0, (steps - 1) * Y)],
+       "the leak beside the cache's rule")
+    check("GATE:" in res.out and "grows 256 KiB per step" in res.out, res.out)
+
+
 @test
 def ort_capture_gives_the_live_verdict():
     """`gpuleak record` of the leaking loop, then `gpuleak report` of the file with the same
@@ -318,10 +401,9 @@ def ort_outputs_disposed_each_step_are_no_finding():
 def ort_kv_cache_declared_persistent_is_no_finding():
     """decode.js kv, an LLM's loop: `present` stays on the device and comes back as `past`;
     logits are read on the CPU. With the preset and a rule saying what the KV cache is (its
-    buffers are those of two rows and more), nothing is found, in ORT's default bucket
+    buffers are those of two rows up to 24: KV_RULE), nothing is found, in ORT's default bucket
     cache and with the cache off, and --fail-on-leak passes."""
-    rule = ["--preset", "ort-webgpu", "--rule", "persistent api=wgpuDeviceCreateBuffer size>=2KiB",
-            "--fail-on-leak"]
+    rule = ["--preset", "ort-webgpu", "--rule", KV_RULE, "--fail-on-leak"]
     for cache, allocs in ((None, 67), ("disabled", 150)):
         v = ort_run("kv", 24, *rule, cache=cache).verdict()
         clean(v, f"kv, cache {cache or 'bucket'}")
@@ -333,14 +415,17 @@ def ort_kv_cache_without_a_rule_is_its_growth():
     """The same loop with no rule, ORT's cache off: each step's `present` is a new buffer one
     row longer than the last, and the past it replaces is released at the next run: the
     cache's buffer chain grows by exactly 2 rows of live bytes a step (the newest two links).
-    A growth at ORT's buffer site, then everything released at the end."""
+    A growth at ORT's buffer site, then everything released at the end. The site's own slope
+    is 2162.1 B a step over its 7 growth steps, 24656 B growing (the chain's links and the
+    few other buffers ORT makes there in the first runs), the same in every run."""
     steps = 12
     res = ort_run("kv", steps, cache="disabled")
     v = res.verdict()
     eq(deltas(res, 1, steps - 2), [2 * ROW] * (steps - 2), "two rows a step")
     eq([(g["api"], g["site"], g["first_step"]) for g in v["growth"]],
        [("wgpuDeviceCreateBuffer", ORT_SITE, 0)], "one growing site")
-    check(2 * ROW <= v["growth"][0]["slope_bytes_per_step"] < 2.2 * ROW, v["growth"])
+    eq((v["growth"][0]["slope_bytes_per_step"], v["growth"][0]["growth_steps"],
+        v["growth"][0]["bytes"]), (2162.1, 7, 24656), "the site's growth")
     eq((v["live_bytes"], v["allocs"], v["frees"], v["leaks"]), (0, 78, 78, []),
        "released at the end")
 
@@ -352,7 +437,9 @@ def ort_releases_after_a_submit_are_pending_until_the_work_is_done():
     free. dispose (no readback): the last two runs' staging buffers (256 KiB each) are
     pending at each step's end, each freed when Dawn hands its handle out again, and at
     exit. cpu (Y read back: wgpuBufferMapAsync, then wgpuInstanceWaitAny): none is pending
-    at any step's end."""
+    at any step's end. How many earlier runs' staging buffers are still pending varies from
+    run to run (2 or 3 at the same step in runs of this loop: when Dawn hands a handle out
+    again depends on its heap), so only that bound is asserted; the rest is exact."""
     steps = 8
     res = ort_run("dispose", steps)
     v = res.verdict()
@@ -390,6 +477,5 @@ def ort_under_attach():
     v = res.verdict()
     eq([(g["site"], g["slope_bytes_per_step"], g["r2"]) for g in v["growth"]],
        [(ORT_SITE, float(Y), 1.0)], "growth")
-    res = ort_attach("kv", 24, "--preset", "ort-webgpu", "--rule",
-                     "persistent api=wgpuDeviceCreateBuffer size>=2KiB", "--fail-on-leak")
+    res = ort_attach("kv", 24, "--preset", "ort-webgpu", "--rule", KV_RULE, "--fail-on-leak")
     clean(res.verdict(), "kv under attach")

@@ -215,6 +215,10 @@ static int print_module(struct module *m, bool *header)
 
 	if (err && gl_verbosity)
 		fprintf(stderr, "%s: not readable as ELF: %s\n", term_tmp(m->path), strerror(-err));
+	/* Bad input is said even without -v: the object was not read for Dawn's table. */
+	if (m->dawn_err == -EINVAL)
+		fprintf(stderr, "%s: malformed, Dawn's proc table not read: %s\n",
+			term_tmp(m->path), m->dawn_why);
 	if (!m->nr_sites) {
 		if (gl_verbosity && !err && !m->nr_usdt)
 			fprintf(stderr, "%s: no traced APIs\n", term_tmp(m->path));
@@ -245,7 +249,15 @@ static void print_wgpu_abi(struct module *m)
 			       term_tmp(m->path));
 			for (size_t i = 0; i < m->dawn->nr_error_vptr; i++)
 				printf(" 0x%" PRIx64, m->dawn->error_vptr[i]);
-			printf(" (RTTI: ErrorBuffer, TextureBase)\n");
+			/* The classes as the object's RTTI names them, in the vtables' order. */
+			printf(" (RTTI:");
+			for (size_t i = 0; i < m->dawn->nr_error_vptr; i++) {
+				char c[64];
+
+				dawn_procs__class_name(m->dawn->error_class[i], c, sizeof(c));
+				printf("%s %s", i ? "," : "", c);
+			}
+			printf(")\n");
 		} else {
 			printf("%s: error objects told by their reference count word (no RTTI for "
 			       "Dawn's error classes)\n",

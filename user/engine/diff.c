@@ -151,7 +151,8 @@ static bool selected(const struct diff_opts *o, const struct diff_proc *p)
 
 /* ---- where two processes are compared ---- */
 
-static const struct diff_step *step_at(const struct diff_proc *p, int64_t step)
+/* The index of p's first step numbered at least step (nr_series: none). */
+static size_t step_index(const struct diff_proc *p, int64_t step)
 {
 	size_t lo = 0, hi = p->nr_series;
 
@@ -163,7 +164,14 @@ static const struct diff_step *step_at(const struct diff_proc *p, int64_t step)
 		else
 			hi = mid;
 	}
-	return lo < p->nr_series && p->series[lo].step == step ? &p->series[lo] : NULL;
+	return lo;
+}
+
+static const struct diff_step *step_at(const struct diff_proc *p, int64_t step)
+{
+	size_t i = step_index(p, step);
+
+	return i < p->nr_series && p->series[i].step == step ? &p->series[i] : NULL;
 }
 
 /* The site's bytes at the end of step: its last sample up to it (none yet: nothing). */
@@ -205,37 +213,83 @@ static uint64_t site_peak(const struct diff_site *s, int64_t step)
 	return m;
 }
 
-/*
- * Least-squares slope of the site's live bytes not retained at the end of steps from..to, in
- * bytes per step (to a tenth), walking its samples once. false with fewer than two steps.
- */
-static bool fit(const struct diff_site *s, int64_t from, int64_t to, double *slope)
+/* Sums of the series indices k in [i, j), and of their squares: closed forms. */
+static double sum_x(size_t i, size_t j)
 {
-	double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0, y = 0;
-	size_t j = 0;
-	int64_t st;
+	return ((double)j * ((double)j - 1) - (double)i * ((double)i - 1)) / 2;
+}
 
-	if (to - from < 1)
+static double sq_upto(size_t m) /* 0^2 + ... + (m-1)^2 */
+{
+	return ((double)m - 1) * (double)m * (2 * (double)m - 1) / 6;
+}
+
+static double sum_xx(size_t i, size_t j)
+{
+	return sq_upto(j) - sq_upto(i);
+}
+
+/*
+ * Least-squares slope of the site's live bytes not retained at the end of p's steps from..to,
+ * in bytes per step (to a tenth). The x of a step is its place in the series, not its number:
+ * a run that numbers its steps with gaps (an iteration id) grows per step all the same. The
+ * value holds from one sample to the next, so each sample adds its run of steps in closed
+ * form: work in the site's samples (and a search), never in the step numbers between. false
+ * with fewer than two steps.
+ */
+static bool fit(const struct diff_proc *p, const struct diff_site *s, int64_t from, int64_t to,
+		double *slope)
+{
+	size_t i0 = step_index(p, from), i1 = step_index(p, to), j, k;
+	double n, sx, sxx, sy = 0, sxy = 0, d;
+
+	if (i1 < p->nr_series && p->series[i1].step == to)
+		i1++; /* [i0, i1): the steps of from..to */
+	if (to - from < 1 || i1 <= i0 + 1)
 		return false;
-	for (st = from; st <= to; st++) {
-		while (j < s->nr_samples && s->samples[j].step <= st)
-			y = (double)s->samples[j++].leaked;
-		n++;
-		sx += (double)st;
-		sy += y;
-		sxx += (double)st * (double)st;
-		sxy += (double)st * y;
+	n = (double)(i1 - i0);
+	sx = sum_x(i0, i1);
+	sxx = sum_xx(i0, i1);
+	/* The sample in force at step from: the last at or before it. */
+	for (j = 0, k = s->nr_samples; j < k;) {
+		size_t mid = (j + k) / 2;
+
+		if (s->samples[mid].step <= from)
+			j = mid + 1;
+		else
+			k = mid;
 	}
-	*slope = diff__tenth((n * sxy - sx * sy) / (n * sxx - sx * sx));
+	j = j ? j - 1 : 0;
+	for (; j < s->nr_samples && s->samples[j].step <= to; j++) {
+		size_t a = step_index(p, s->samples[j].step), e;
+		double y = (double)s->samples[j].leaked;
+
+		e = j + 1 < s->nr_samples ? step_index(p, s->samples[j + 1].step) : i1;
+		if (a < i0)
+			a = i0;
+		if (e > i1)
+			e = i1;
+		if (e <= a)
+			continue;
+		sy += y * (double)(e - a);
+		sxy += y * sum_x(a, e);
+	}
+	d = n * sxx - sx * sx;
+	*slope = d ? diff__tenth((n * sxy - sx * sy) / d) : 0;
 	return true;
 }
 
-/* Where a fit of p compared at step `at` starts: after the warm-up, if that leaves two steps. */
+/*
+ * Where a fit of p compared at step `at` starts: after the warm-up's steps (counted, not
+ * numbered: numbers may leave gaps), if that leaves two steps.
+ */
 static int64_t fit_from(const struct diff_proc *p, int64_t at, int64_t warmup)
 {
-	int64_t first = p->nr_series ? p->series[0].step : 0;
+	size_t w = warmup > 0 ? (size_t)warmup : 0;
 
-	return first + warmup < at ? first + warmup : first;
+	if (!p->nr_series)
+		return 0;
+	return w < p->nr_series && p->series[w].step < at ? p->series[w].step : p->series[0].step;
 }
 
 /* The first step of p where it had completed `requests` requests, or INT64_MIN. */
@@ -278,11 +332,16 @@ static void align(struct diff_proc_pair *pp, const struct diff_opts *o)
 		return;
 	}
 	/* The last step is the tail (what ran after its last boundary: a shutdown, a crash):
-	 * compare at the last step both completed. */
-	last_b = b->series[b->nr_series - 1].step;
-	last_n = n->series[n->nr_series - 1].step;
+	 * compare at the last step both completed, the one before each tail (by place: step
+	 * numbers may leave gaps). */
+	if (b->nr_series < 2 || n->nr_series < 2) {
+		pp->caveat = DIFF_TOO_SHORT;
+		return;
+	}
+	last_b = b->series[b->nr_series - 2].step;
+	last_n = n->series[n->nr_series - 2].step;
 	first = b->series[0].step > n->series[0].step ? b->series[0].step : n->series[0].step;
-	pp->step_b = pp->step_n = (last_b < last_n ? last_b : last_n) - 1;
+	pp->step_b = pp->step_n = last_b < last_n ? last_b : last_n;
 	if (pp->step_b < first || !step_at(b, pp->step_b) || !step_at(n, pp->step_n)) {
 		pp->caveat = DIFF_TOO_SHORT;
 		return;
@@ -480,8 +539,8 @@ static void site_values(const struct diff_proc_pair *pp, struct diff_site_pair *
 	if (pp->slopes_fitted) {
 		double fb = 0, fn = 0;
 
-		sp->slope.known = fit(xb, pp->fit_from_b, pp->step_b, &fb) &&
-				  fit(xn, pp->fit_from_n, pp->step_n, &fn);
+		sp->slope.known = fit(pp->b, xb, pp->fit_from_b, pp->step_b, &fb) &&
+				  fit(pp->n, xn, pp->fit_from_n, pp->step_n, &fn);
 		sp->slope.base = fb;
 		sp->slope.new = fn;
 	}
@@ -590,6 +649,27 @@ static double per_step(uint64_t v, size_t steps)
 	return steps ? (double)v / (double)steps : 0;
 }
 
+/*
+ * What p allocated before its first step (step -1: start-up, weights), left out of its
+ * per-step averages, and whether it has that step (then one fewer step to average over).
+ */
+static const struct diff_step *before_steps(const struct diff_proc *p)
+{
+	static const struct diff_step none;
+
+	return p->nr_series && p->series[0].step < 0 ? &p->series[0] : &none;
+}
+
+/* v (cumulative at step `upto`, counted from 1) less the start-up's, over the steps after. */
+static double avg_after_start(const struct diff_proc *p, uint64_t v, uint64_t start_v, size_t steps)
+{
+	bool has = p->nr_series && p->series[0].step < 0;
+
+	if (has && steps)
+		return per_step(v >= start_v ? v - start_v : 0, steps - 1);
+	return per_step(v, steps);
+}
+
 static uint64_t step_cached(const struct diff_step *s)
 {
 	return s->torch_reserved > s->torch_allocated ? s->torch_reserved - s->torch_allocated : 0;
@@ -650,8 +730,10 @@ static void proc_values(struct diff_proc_pair *pp, const struct diff_opts *o)
 	pp->growth = val(b->growth_per_step, n->growth_per_step);
 	pp->growth_sites = val((double)b->growth_sites, (double)n->growth_sites);
 	pp->alloc_bytes_per_step =
-	    val(per_step(b->alloc_bytes, b->steps), per_step(n->alloc_bytes, n->steps));
-	pp->allocs_per_step = val(per_step(b->allocs, b->steps), per_step(n->allocs, n->steps));
+	    val(avg_after_start(b, b->alloc_bytes, before_steps(b)->alloc_bytes, b->steps),
+		avg_after_start(n, n->alloc_bytes, before_steps(n)->alloc_bytes, n->steps));
+	pp->allocs_per_step = val(avg_after_start(b, b->allocs, before_steps(b)->allocs, b->steps),
+				  avg_after_start(n, n->allocs, before_steps(n)->allocs, n->steps));
 	torch_values(pp, b, n);
 	if (pp->align == DIFF_AT_END) {
 		pp->live = val((double)b->live_bytes, (double)n->live_bytes);
@@ -670,10 +752,14 @@ static void proc_values(struct diff_proc_pair *pp, const struct diff_opts *o)
 	sb = step_at(b, pp->step_b);
 	sn = step_at(n, pp->step_n);
 	pp->live = val((double)sb->live, (double)sn->live);
-	pp->alloc_bytes_per_step = val(per_step(sb->alloc_bytes, (size_t)(sb - b->series) + 1),
-				       per_step(sn->alloc_bytes, (size_t)(sn - n->series) + 1));
-	pp->allocs_per_step = val(per_step(sb->allocs, (size_t)(sb - b->series) + 1),
-				  per_step(sn->allocs, (size_t)(sn - n->series) + 1));
+	pp->alloc_bytes_per_step =
+	    val(avg_after_start(b, sb->alloc_bytes, before_steps(b)->alloc_bytes,
+				(size_t)(sb - b->series) + 1),
+		avg_after_start(n, sn->alloc_bytes, before_steps(n)->alloc_bytes,
+				(size_t)(sn - n->series) + 1));
+	pp->allocs_per_step = val(
+	    avg_after_start(b, sb->allocs, before_steps(b)->allocs, (size_t)(sb - b->series) + 1),
+	    avg_after_start(n, sn->allocs, before_steps(n)->allocs, (size_t)(sn - n->series) + 1));
 	pp->peak = val((double)proc_peak(b, pp->step_b), (double)proc_peak(n, pp->step_n));
 	if (!b->sites_exact || !n->sites_exact) {
 		pp->caveat = DIFF_INEXACT_SITES;
@@ -705,7 +791,7 @@ static void proc_values(struct diff_proc_pair *pp, const struct diff_opts *o)
 	for (k = 0; k < b->nr_sites; k++) {
 		double f;
 
-		if (!fit(&b->sites[k], pp->fit_from_b, pp->step_b, &f)) {
+		if (!fit(b, &b->sites[k], pp->fit_from_b, pp->step_b, &f)) {
 			pp->growth.known = false;
 			break;
 		}
@@ -714,15 +800,15 @@ static void proc_values(struct diff_proc_pair *pp, const struct diff_opts *o)
 	for (k = 0; pp->growth.known && k < n->nr_sites; k++) {
 		double f;
 
-		if (!fit(&n->sites[k], pp->fit_from_n, pp->step_n, &f)) {
+		if (!fit(n, &n->sites[k], pp->fit_from_n, pp->step_n, &f)) {
 			pp->growth.known = false;
 			break;
 		}
 		pp->growth.new += f;
 	}
 	if (!b->nr_sites || !n->nr_sites)
-		pp->growth.known =
-		    pp->step_b - pp->fit_from_b >= 1 && pp->step_n - pp->fit_from_n >= 1;
+		pp->growth.known = step_index(b, pp->step_b) > step_index(b, pp->fit_from_b) &&
+				   step_index(n, pp->step_n) > step_index(n, pp->fit_from_n);
 }
 
 /* The site pair whose number f changed most upwards, or NULL. */

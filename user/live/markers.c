@@ -231,7 +231,7 @@ static bool in_dawn_procs(struct elf_obj *elf, const char *name)
 	struct dawn_procs *dp = NULL;
 	bool found;
 
-	if (strncmp(name, "wgpu", 4) || dawn_procs__recover(elf, &dp))
+	if (strncmp(name, "wgpu", 4) || dawn_procs__recover(elf, &dp, NULL, 0))
 		return false;
 	found = dawn_procs__find(dp, name) != NULL;
 	dawn_procs__free(dp);

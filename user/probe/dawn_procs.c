@@ -13,6 +13,11 @@
 #define NAME_MAX_LEN 120
 /* Instructions run from one start; the initializer of a 271-entry table runs ~1400. */
 #define EMU_MAX_INSNS 200000
+/*
+ * Instructions run in all: starts may sit inside one long straight line (a crafted object),
+ * and the work must stay linear in the object, not in starts x code.
+ */
+#define EMU_TOTAL_INSNS (16 * EMU_MAX_INSNS)
 /* A table has at least this many entries (Dawn's have 150-300). */
 #define TABLE_MIN 8
 
@@ -42,32 +47,60 @@ static bool name_char(uint8_t c)
 }
 
 /*
- * Every "wgpu[A-Z][A-Za-z0-9_]*\0" of a read-only segment, also inside a longer string: a
- * linker may merge a name into the tail of another.
+ * The next "wgpu[A-Z][A-Za-z0-9_]*\0" in [q, end), also inside a longer string (a linker may
+ * merge a name into the tail of another): its start, *e at its NUL; NULL when none.
  */
+static const uint8_t *next_name(const uint8_t *q, const uint8_t *end, const uint8_t **e)
+{
+	/* memchr then a compare: several times glibc's memmem on a 4-byte needle, and this scan
+	 * is what every large object without Dawn pays. */
+	for (; (q = memchr(q, 'w', end - q)); q = *e) {
+		*e = q + 1;
+		if (end - q < 6 || memcmp(q + 1, "gpu", 3) || q[4] < 'A' || q[4] > 'Z')
+			continue;
+		*e = q + 4;
+		while (*e < end && name_char(**e) && *e - q <= NAME_MAX_LEN)
+			(*e)++;
+		if (*e < end && !**e)
+			return q;
+	}
+	return NULL;
+}
+
+/* Every name of a read-only segment. */
 static void scan_names(uint64_t vaddr, const uint8_t *p, size_t len, void *ctx)
 {
 	struct rec *r = ctx;
-	const uint8_t *q = p, *end = p + len;
+	const uint8_t *q = p, *end = p + len, *e;
 
-	while (!r->err && (q = memmem(q, end - q, "wgpu", 4))) {
-		const uint8_t *e = q + 4;
-
-		if (e < end && *e >= 'A' && *e <= 'Z') {
-			while (e < end && name_char(*e) && e - q <= NAME_MAX_LEN)
-				e++;
-			if (e < end && !*e) {
-				if (vec_grow((void **)&r->names, &r->cap_names, r->nr_names,
-					     sizeof(*r->names))) {
-					r->err = -ENOMEM;
-					return;
-				}
-				r->names[r->nr_names++] = (struct name){
-				    vaddr + (q - p), (const char *)q, (uint32_t)(e - q)};
-			}
+	while (!r->err && (q = next_name(q, end, &e))) {
+		if (vec_grow((void **)&r->names, &r->cap_names, r->nr_names, sizeof(*r->names))) {
+			r->err = -ENOMEM;
+			return;
 		}
+		r->names[r->nr_names++] =
+		    (struct name){vaddr + (q - p), (const char *)q, (uint32_t)(e - q)};
 		q = e;
 	}
+}
+
+/*
+ * The pre-filter: whether the object's read-only data has a table's worth of names, read a
+ * window at a time (elf_obj.h). What every object without wgpu* symbols pays (a 540 MB
+ * libcublasLt: its 46 MB .rodata, not the whole file); only one that passes is read whole.
+ */
+static int count_names(uint64_t off, const uint8_t *p, size_t len, size_t own, void *ctx)
+{
+	unsigned int *n = ctx;
+	const uint8_t *q = p, *e;
+
+	(void)off;
+	while ((q = next_name(q, p + len, &e)) && q < p + own) {
+		if (++*n >= TABLE_MIN)
+			return 1;
+		q = e;
+	}
+	return 0;
 }
 
 static const struct name *name_at(const struct rec *r, uint64_t vaddr)
@@ -413,7 +446,7 @@ static void emulate(struct rec *r, csh cs, cs_insn *in, uint64_t start)
 	unsigned long n = 0;
 
 	r->nr_starts++;
-	while (code && n < EMU_MAX_INSNS && !r->err &&
+	while (code && n < EMU_MAX_INSNS && r->nr_insns + n < EMU_TOTAL_INSNS && !r->err &&
 	       cs_disasm_iter(cs, &code, &avail, &addr, in)) {
 		n++;
 		if (!emu_step(&e, cs, in))
@@ -594,18 +627,34 @@ struct starts {
 	int err;
 };
 
+/* Duplicates are dropped once all are in (starts_settle): one pass, not one per start. */
 static void add_start(struct starts *s, uint64_t a)
 {
-	size_t i;
-
-	for (i = 0; i < s->n; i++)
-		if (s->v[i] == a)
-			return;
 	if (vec_grow((void **)&s->v, &s->cap, s->n, sizeof(*s->v))) {
 		s->err = -ENOMEM;
 		return;
 	}
 	s->v[s->n++] = a;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void starts_settle(struct starts *s)
+{
+	size_t i, o = 0;
+
+	if (!s->n)
+		return;
+	qsort(s->v, s->n, sizeof(*s->v), u64_cmp);
+	for (i = 0; i < s->n; i++)
+		if (!o || s->v[o - 1] != s->v[i])
+			s->v[o++] = s->v[i];
+	s->n = o;
 }
 
 /* Functions that take a name's address: REX.W lea reg, [rip + disp32] of a name. */
@@ -630,9 +679,24 @@ static void scan_leas(uint64_t vaddr, const uint8_t *p, size_t len, void *ctx)
 	}
 }
 
+struct by_addr {
+	uint64_t vaddr;
+	size_t i;
+};
+
+static int by_addr_cmp(const void *a, const void *b)
+{
+	const struct by_addr *x = a, *y = b;
+
+	if (x->vaddr != y->vaddr)
+		return x->vaddr < y->vaddr ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
 /* The table, with its entries' addresses checked against the unwind table. */
 static int build(const struct rec *r, const struct table *t, struct dawn_procs *p)
 {
+	struct by_addr *by;
 	size_t i, j;
 
 	p->v = calloc(t->n, sizeof(*p->v));
@@ -660,14 +724,23 @@ static int build(const struct rec *r, const struct table *t, struct dawn_procs *
 		p->n++;
 	}
 	/* Identical code folding gives several names one address: each probe hit is then any
-	 * of them. Quadratic, on a few hundred entries. */
-	for (i = 0; i < p->n; i++) {
-		p->v[i].shared = 1;
-		for (j = 0; j < p->n; j++)
-			if (j != i && p->v[j].vaddr == p->v[i].vaddr)
-				p->v[i].shared++;
-		p->nr_folded += p->v[i].shared > 1;
+	 * of them. Counted on the entries sorted by address (a crafted table may be long). */
+	by = calloc(p->n + 1, sizeof(*by));
+	if (!by)
+		return -ENOMEM;
+	for (i = 0; i < p->n; i++)
+		by[i] = (struct by_addr){p->v[i].vaddr, i};
+	qsort(by, p->n, sizeof(*by), by_addr_cmp);
+	for (i = 0; i < p->n; i = j) {
+		size_t k;
+
+		for (j = i; j < p->n && by[j].vaddr == by[i].vaddr; j++)
+			;
+		for (k = i; k < j; k++)
+			p->v[by[k].i].shared = (uint16_t)(j - i > UINT16_MAX ? UINT16_MAX : j - i);
+		p->nr_folded += j - i > 1 ? (unsigned int)(j - i) : 0;
 	}
+	free(by);
 	p->table_vaddr = t->slots[0].addr + t->proc_off;
 	p->stride = t->stride;
 	p->name_off = -t->proc_off;
@@ -699,8 +772,10 @@ static const char *const error_classes[] = {
 struct rtti {
 	struct rec *r;
 	uint64_t want[16]; /* addresses a type_info's name or a vtable's type_info may have */
+	const char *want_name[16]; /* the class name (in the object) each is evidence of */
 	unsigned int nr_want;
 	uint64_t found[16]; /* where a relocated word with such a value is */
+	const char *found_name[16];
 	unsigned int nr_found;
 };
 
@@ -714,9 +789,12 @@ static void scan_class_names(uint64_t vaddr, const uint8_t *p, size_t len, void 
 		const uint8_t *q = p, *end = p + len;
 
 		while ((q = memmem(q, end - q, error_classes[i], n)) && x->nr_want + 2 <= 16) {
+			x->want_name[x->nr_want] = (const char *)q;
 			x->want[x->nr_want++] = vaddr + (q - p);
-			if (q > p && q[-1] == '*')
+			if (q > p && q[-1] == '*') {
+				x->want_name[x->nr_want] = (const char *)q;
 				x->want[x->nr_want++] = vaddr + (q - p) - 1;
+			}
 			q += n;
 		}
 	}
@@ -729,8 +807,10 @@ static int rtti_ref(uint64_t where, uint64_t value, enum elf_word_src src, void 
 
 	(void)src;
 	for (i = 0; i < x->nr_want; i++)
-		if (value == x->want[i] && x->nr_found < 16)
+		if (value == x->want[i] && x->nr_found < 16) {
+			x->found_name[x->nr_found] = x->want_name[i];
 			x->found[x->nr_found++] = where;
+		}
 	return 0;
 }
 
@@ -745,8 +825,10 @@ static void find_error_classes(struct rec *r, struct dawn_procs *p)
 		return; /* built without RTTI, or not these classes */
 	elf_image__for_each_reloc(r->im, rtti_ref, &x);
 	/* The name pointer is type_info + 8. */
-	for (i = 0; i < x.nr_found; i++)
+	for (i = 0; i < x.nr_found; i++) {
 		x.want[i] = x.found[i] - 8;
+		x.want_name[i] = x.found_name[i];
+	}
 	x.nr_want = x.nr_found;
 	x.nr_found = 0;
 	elf_image__for_each_reloc(r->im, rtti_ref, &x);
@@ -760,6 +842,7 @@ static void find_error_classes(struct rec *r, struct dawn_procs *p)
 		    !elf_image__word(r->im, x.found[i] + 8, &fn, &src) ||
 		    !elf_image__is_code(r->im, fn))
 			continue;
+		p->error_class[p->nr_error_vptr] = x.found_name[i];
 		p->error_vptr[p->nr_error_vptr++] = x.found[i] + 8;
 	}
 }
@@ -802,6 +885,7 @@ static int recover(struct rec *r, struct dawn_procs *p)
 		elf_image__for_each_ro(r->im, true, scan_leas, &starts);
 	if ((err = starts.err))
 		goto cleanup;
+	starts_settle(&starts);
 	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) {
 		err = -ENOMEM;
 		goto cleanup;
@@ -852,15 +936,23 @@ cleanup:
 	return err;
 }
 
-int dawn_procs__recover(struct elf_obj *o, struct dawn_procs **out)
+int dawn_procs__recover(struct elf_obj *o, struct dawn_procs **out, char *why, size_t why_len)
 {
 	struct rec r = {0};
 	struct dawn_procs *p;
+	unsigned int names = 0;
 	struct elf_image *im;
 	int err;
 
 	*out = NULL;
-	err = elf_image__new(o, &im);
+	if (why_len)
+		why[0] = 0;
+	err = elf_obj__for_each_rodata_window(o, NAME_MAX_LEN + 8, count_names, &names);
+	if (err < 0)
+		return err;
+	if (names < TABLE_MIN)
+		return -ENOENT;
+	err = elf_image__new(o, &im, why, why_len);
 	if (err)
 		return err;
 	p = calloc(1, sizeof(*p));
@@ -870,6 +962,12 @@ int dawn_procs__recover(struct elf_obj *o, struct dawn_procs **out)
 	}
 	r.im = im;
 	err = recover(&r, p);
+	/* A malformed part met on the way (an unwind entry) makes the whole reading suspect. */
+	if (!err && elf_image__bad(im)) {
+		err = -EINVAL;
+		if (why_len)
+			snprintf(why, why_len, "%s", elf_image__bad(im));
+	}
 	free(r.names);
 	free(r.st);
 	elf_image__free(im);
@@ -911,6 +1009,28 @@ const struct dawn_proc *dawn_procs__find(const struct dawn_procs *p, const char 
 		if (!strcmp(p->v[i].name, name))
 			return &p->v[i];
 	return NULL;
+}
+
+void dawn_procs__class_name(const char *rtti, char *buf, size_t len)
+{
+	const char *s = rtti, *last = NULL;
+	size_t n = 0, last_n = 0;
+
+	/* Itanium nested name N <len><id>... E: the last <len><id> is the class. */
+	if (*s == 'N')
+		s++;
+	while (*s >= '0' && *s <= '9') {
+		n = strtoul(s, (char **)&s, 10);
+		if (!n || strnlen(s, n) < n)
+			break;
+		last = s;
+		last_n = n;
+		s += n;
+	}
+	if (!last)
+		snprintf(buf, len, "%s", rtti);
+	else
+		snprintf(buf, len, "%.*s", (int)last_n, last);
 }
 
 const char *dawn_procs__how(uint8_t how)

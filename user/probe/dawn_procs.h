@@ -21,8 +21,11 @@
  *
  * In either, the words that point at a "wgpu[A-Z]..." string are name slots; the longest run
  * of them at one stride is the table, and the proc field is the offset whose word is code in
- * nearly every entry. No symbol or section name is read, so a stripped object and its
- * unstripped original give the same table.
+ * nearly every entry. No symbol is read, so a stripped object and its unstripped original
+ * give the same table. Before any of it, a pre-filter counts the names in .rodata (the
+ * section headers stripping keeps; the read-only segments without them), a window at a
+ * time: an object with fewer than a table's worth (a 540 MB libcublasLt) costs that scan
+ * and a few MB, not a read of the whole file.
  */
 #ifndef GPULEAK_DAWN_PROCS_H
 #define GPULEAK_DAWN_PROCS_H
@@ -70,6 +73,9 @@ struct dawn_procs {
 	 * whose first word is one of these, relocated, returned an error object.
 	 */
 	uint64_t error_vptr[DAWN_ERROR_CLASSES];
+	/* Each one's class as its RTTI names it in the object ("N4dawn6native11TextureBaseE"):
+	 * what was found, for saying so (dawn_procs__class_name), into the object's mapping. */
+	const char *error_class[DAWN_ERROR_CLASSES];
 	unsigned int nr_error_vptr;
 	/* How the search went, for -v: */
 	unsigned int nr_names;	/* wgpu* strings in read-only data */
@@ -80,12 +86,15 @@ struct dawn_procs {
 
 /*
  * Recover the table of an object. 0; -ENOENT: no Dawn name table (no wgpu* strings, or no
- * run of them); -ENOTSUP: not an x86-64 object; -ENOMEM; -EINVAL: malformed.
+ * run of them); -ENOTSUP: not an x86-64 object; -ENOMEM; -EINVAL: malformed, said in why
+ * (one line with the file offset). Work and memory are bounded by the object's size.
  */
-int dawn_procs__recover(struct elf_obj *o, struct dawn_procs **out);
+int dawn_procs__recover(struct elf_obj *o, struct dawn_procs **out, char *why, size_t why_len);
 void dawn_procs__free(struct dawn_procs *p);
 /* The entry of a name, or NULL. */
 const struct dawn_proc *dawn_procs__find(const struct dawn_procs *p, const char *name);
+/* The class an RTTI name names, its last component: "ErrorBuffer", "TextureBase". */
+void dawn_procs__class_name(const char *rtti, char *buf, size_t len);
 /* "initializer lea", "initializer GOT load", "relocated data". */
 const char *dawn_procs__how(uint8_t how);
 

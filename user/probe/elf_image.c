@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <elf.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "lib/vec.h"
@@ -44,7 +46,28 @@ struct elf_image {
 	struct fde_row *fde; /* sorted by start */
 	size_t nr_fde;
 	uint64_t symtab, syment;
+	/*
+	 * The first malformed part met, one line with its file offset ("" while none). Its own
+	 * allocation: the lookups that meet a bad unwind entry late see the image as const.
+	 */
+	char *bad;
 };
+
+#define BAD_LEN 160
+
+/* Notes the first malformed part of the object; -EINVAL. */
+__attribute__((format(printf, 2, 3))) static int bad(const struct elf_image *im, const char *fmt,
+						     ...)
+{
+	va_list ap;
+
+	if (im->bad[0])
+		return -EINVAL;
+	va_start(ap, fmt);
+	vsnprintf(im->bad, BAD_LEN, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
 
 static const struct seg *seg_of(const struct elf_image *im, uint64_t vaddr)
 {
@@ -72,6 +95,14 @@ const uint8_t *elf_image__ptr(const struct elf_image *im, uint64_t vaddr, size_t
 	if (!s || elf_image__avail(im, vaddr) < len)
 		return NULL;
 	return im->file + s->off + (vaddr - s->vaddr);
+}
+
+/* The file offset of a file-backed vaddr, for messages (the vaddr itself when none). */
+static uint64_t file_off(const struct elf_image *im, uint64_t vaddr)
+{
+	const struct seg *s = seg_of(im, vaddr);
+
+	return s && vaddr - s->vaddr < s->filesz ? s->off + (vaddr - s->vaddr) : vaddr;
 }
 
 bool elf_image__is_code(const struct elf_image *im, uint64_t vaddr)
@@ -157,14 +188,20 @@ static int read_rela(struct elf_image *im, uint64_t at, uint64_t size, uint64_t 
 	int err;
 
 	if (ent < sizeof(Elf64_Rela))
-		return ent ? -EINVAL : 0;
+		return ent ? bad(im, "DT_RELAENT %llu: smaller than a relocation (24)",
+				 (unsigned long long)ent)
+			   : 0;
 	for (k = 0; k + ent <= size; k += ent) {
 		const uint8_t *p = elf_image__ptr(im, at + k, sizeof(Elf64_Rela));
 		Elf64_Rela r;
 		uint64_t v;
 
 		if (!p)
-			return -EINVAL;
+			return bad(
+			    im,
+			    "DT_RELA entry at 0x%llx (of 0x%llx bytes at 0x%llx): not in the file",
+			    (unsigned long long)(at + k), (unsigned long long)size,
+			    (unsigned long long)at);
 		memcpy(&r, p, sizeof(r));
 		switch (ELF64_R_TYPE(r.r_info)) {
 		case R_X86_64_RELATIVE:
@@ -202,7 +239,11 @@ static int read_relr(struct elf_image *im, uint64_t at, uint64_t size)
 		uint64_t e;
 
 		if (!p)
-			return -EINVAL;
+			return bad(
+			    im,
+			    "DT_RELR entry at 0x%llx (of 0x%llx bytes at 0x%llx): not in the file",
+			    (unsigned long long)(at + k), (unsigned long long)size,
+			    (unsigned long long)at);
 		e = rd64(p);
 		if (!(e & 1)) {
 			w = elf_image__ptr(im, e, 8);
@@ -234,11 +275,13 @@ static int rel_cmp(const void *a, const void *b)
 
 static int read_dynamic(struct elf_image *im, const Elf64_Phdr *dyn)
 {
-	uint64_t rela = 0, relasz = 0, relaent = 0, relr = 0, relrsz = 0, k;
+	uint64_t rela = 0, relasz = 0, relaent = 0, relr = 0, relrsz = 0, k, initsz_at = 0;
 	int err;
 
 	if (dyn->p_offset > im->size || dyn->p_filesz > im->size - dyn->p_offset)
-		return -EINVAL;
+		return bad(
+		    im, "PT_DYNAMIC at file offset 0x%llx (0x%llx bytes): past the end of the file",
+		    (unsigned long long)dyn->p_offset, (unsigned long long)dyn->p_filesz);
 	for (k = 0; k + sizeof(Elf64_Dyn) <= dyn->p_filesz; k += sizeof(Elf64_Dyn)) {
 		Elf64_Dyn d;
 
@@ -266,6 +309,7 @@ static int read_dynamic(struct elf_image *im, const Elf64_Phdr *dyn)
 			break;
 		case DT_INIT_ARRAYSZ:
 			im->init_arraysz = d.d_un.d_val;
+			initsz_at = dyn->p_offset + k;
 			break;
 		case DT_SYMTAB:
 			im->symtab = d.d_un.d_ptr;
@@ -277,6 +321,14 @@ static int read_dynamic(struct elf_image *im, const Elf64_Phdr *dyn)
 			break;
 		}
 	}
+	/* The array is read entry by entry: its size is bounded by the file, not taken on trust. */
+	if (im->init_arraysz && elf_image__avail(im, im->init_array) < im->init_arraysz)
+		return bad(im,
+			   "DT_INIT_ARRAYSZ 0x%llx at file offset 0x%llx: past the file's bytes of "
+			   "the array at 0x%llx (%zu)",
+			   (unsigned long long)im->init_arraysz, (unsigned long long)initsz_at,
+			   (unsigned long long)im->init_array,
+			   elf_image__avail(im, im->init_array));
 	if (rela && (err = read_rela(im, rela, relasz, relaent ? relaent : sizeof(Elf64_Rela))))
 		return err;
 	if (relr && (err = read_relr(im, relr, relrsz)))
@@ -341,8 +393,12 @@ static int cie_fde_enc(const struct elf_image *im, uint64_t cie)
 	if (!p || avail < 9)
 		return -1;
 	len = rd32(p);
-	if (len == 0xffffffff || len + 4 > avail)
+	/* Its id, version and augmentation's NUL lie inside its length. */
+	if (len == 0xffffffff || len + 4 > avail || len < 6) {
+		bad(im, "CIE at file offset 0x%llx: length 0x%llx out of bounds (%zu bytes there)",
+		    (unsigned long long)file_off(im, cie), (unsigned long long)len, avail);
 		return -1;
+	}
 	end = p + 4 + len;
 	version = p[8];
 	aug = p + 9;
@@ -413,6 +469,10 @@ static int read_eh_frame_hdr(struct elf_image *im, uint64_t hdr)
 	if (!ptr_n || !cnt_n || !(p = elf_image__ptr(im, hdr + 4, ptr_n + cnt_n)))
 		return 0;
 	count = rd_enc(p + ptr_n, cnt_n, false);
+	/* The count against the bytes there, before count * 8 can wrap. */
+	if (count > elf_image__avail(im, hdr + 4 + ptr_n + cnt_n) / 8)
+		return bad(im, ".eh_frame_hdr at file offset 0x%llx: %llu entries, past the file",
+			   (unsigned long long)file_off(im, hdr), (unsigned long long)count);
 	p = elf_image__ptr(im, hdr + 4 + ptr_n + cnt_n, count * 8);
 	if (!p || !count)
 		return 0;
@@ -433,9 +493,9 @@ static int read_eh_frame_hdr(struct elf_image *im, uint64_t hdr)
 	return 0;
 }
 
-int elf_image__new(struct elf_obj *o, struct elf_image **out)
+int elf_image__new(struct elf_obj *o, struct elf_image **out, char *why, size_t why_len)
 {
-	const Elf64_Phdr *dyn = NULL;
+	Elf64_Phdr dyn = {0}, ph;
 	uint64_t eh_hdr = 0;
 	struct elf_image *im;
 	Elf64_Ehdr eh;
@@ -445,45 +505,77 @@ int elf_image__new(struct elf_obj *o, struct elf_image **out)
 	unsigned int i;
 
 	*out = NULL;
-	if (!file || size < sizeof(eh))
-		return -EINVAL;
-	memcpy(&eh, file, sizeof(eh));
-	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_machine != EM_X86_64)
-		return -ENOTSUP;
-	if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phoff > size ||
-	    (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr) > size - eh.e_phoff)
-		return -EINVAL;
+	if (why_len)
+		why[0] = 0;
 	im = calloc(1, sizeof(*im));
-	if (!im)
+	if (!im || !(im->bad = calloc(1, BAD_LEN))) {
+		free(im);
 		return -ENOMEM;
+	}
 	im->file = file;
 	im->size = size;
+	if (!file || size < sizeof(eh)) {
+		bad(im, "%zu bytes at file offset 0x0: shorter than an ELF header",
+		    file ? size : 0);
+		goto cleanup;
+	}
+	memcpy(&eh, file, sizeof(eh));
+	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_machine != EM_X86_64) {
+		err = -ENOTSUP;
+		goto cleanup;
+	}
+	if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phoff > size ||
+	    (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr) > size - eh.e_phoff) {
+		bad(im, "program headers at file offset 0x%llx (%u of %u bytes): not in the file",
+		    (unsigned long long)eh.e_phoff, eh.e_phnum, eh.e_phentsize);
+		goto cleanup;
+	}
+	/* The ELF specification aligns them to their 8-byte fields; a file that does not is
+	 * not one a linker wrote. */
+	if (eh.e_phoff % 8) {
+		bad(im, "program headers at file offset 0x%llx: not 8-byte aligned",
+		    (unsigned long long)eh.e_phoff);
+		goto cleanup;
+	}
 	im->exec = eh.e_type == ET_EXEC;
 	for (i = 0; i < eh.e_phnum; i++) {
-		const Elf64_Phdr *ph = (const Elf64_Phdr *)(file + eh.e_phoff) + i;
-
-		if (ph->p_type == PT_LOAD && im->nr_seg < MAX_SEGS) {
-			if (ph->p_offset > size || ph->p_filesz > size - ph->p_offset ||
-			    ph->p_filesz > ph->p_memsz)
+		memcpy(&ph, file + eh.e_phoff + (uint64_t)i * sizeof(ph), sizeof(ph));
+		if (ph.p_type == PT_LOAD && im->nr_seg < MAX_SEGS) {
+			if (ph.p_offset > size || ph.p_filesz > size - ph.p_offset ||
+			    ph.p_filesz > ph.p_memsz) {
+				bad(im,
+				    "PT_LOAD %u at file offset 0x%llx: its 0x%llx bytes at 0x%llx "
+				    "are not in the file",
+				    i, (unsigned long long)(eh.e_phoff + (uint64_t)i * sizeof(ph)),
+				    (unsigned long long)ph.p_filesz,
+				    (unsigned long long)ph.p_offset);
 				goto cleanup;
-			im->seg[im->nr_seg++] = (struct seg){ph->p_vaddr, ph->p_memsz, ph->p_offset,
-							     ph->p_filesz, ph->p_flags};
-		} else if (ph->p_type == PT_DYNAMIC) {
+			}
+			im->seg[im->nr_seg++] = (struct seg){ph.p_vaddr, ph.p_memsz, ph.p_offset,
+							     ph.p_filesz, ph.p_flags};
+		} else if (ph.p_type == PT_DYNAMIC) {
 			dyn = ph;
-		} else if (ph->p_type == PT_GNU_EH_FRAME) {
-			eh_hdr = ph->p_vaddr;
+		} else if (ph.p_type == PT_GNU_EH_FRAME) {
+			eh_hdr = ph.p_vaddr;
 		}
 	}
-	if (dyn && (err = read_dynamic(im, dyn)))
+	if (dyn.p_type && (err = read_dynamic(im, &dyn)))
 		goto cleanup;
 	if (eh_hdr && (err = read_eh_frame_hdr(im, eh_hdr)))
 		goto cleanup;
 	*out = im;
 	return 0;
 cleanup:
+	if (err == -EINVAL && why_len)
+		snprintf(why, why_len, "%s", im->bad[0] ? im->bad : "malformed");
 	elf_image__free(im);
 	return err;
+}
+
+const char *elf_image__bad(const struct elf_image *im)
+{
+	return im->bad[0] ? im->bad : NULL;
 }
 
 void elf_image__free(struct elf_image *im)
@@ -492,6 +584,7 @@ void elf_image__free(struct elf_image *im)
 		return;
 	free(im->rel);
 	free(im->fde);
+	free(im->bad);
 	free(im);
 }
 

@@ -30,10 +30,13 @@ struct elf_image;
 /*
  * Builds the view of an open object (elf_obj keeps the file mapped; the view points into
  * it and must be freed before it). 0, -ENOTSUP for an object that is not x86-64 ELF64
- * little-endian, -ENOMEM, -EINVAL for a malformed one.
+ * little-endian, -ENOMEM, -EINVAL for a malformed one, said in why (one line with the
+ * file offset of what is wrong). Every table it reads is bounded by the file's bytes.
  */
-int elf_image__new(struct elf_obj *o, struct elf_image **out);
+int elf_image__new(struct elf_obj *o, struct elf_image **out, char *why, size_t why_len);
 void elf_image__free(struct elf_image *im);
+/* The first malformed part met since (an unwind entry read by a lookup), or NULL. */
+const char *elf_image__bad(const struct elf_image *im);
 
 /* The file bytes of [vaddr, vaddr + len) when all of it is file-backed, else NULL. */
 const uint8_t *elf_image__ptr(const struct elf_image *im, uint64_t vaddr, size_t len);

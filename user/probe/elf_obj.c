@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <zlib.h>
 #include "lib/infile.h"
@@ -628,6 +629,80 @@ bool elf_obj__section_has(struct elf_obj *o, const char *section, const char *ne
 	Elf_Data *d = progbits(o, section);
 
 	return d && d->d_buf && memmem(d->d_buf, d->d_size, needle, strlen(needle));
+}
+
+/* Bytes mapped at a time: what a scan of a 500 MB object holds, not the object. */
+#define WINDOW (8u << 20)
+
+/* The file range [off, off + len) in windows that overlap by `overlap` bytes. */
+static int scan_range(const struct elf_obj *o, uint64_t off, uint64_t len, size_t overlap,
+		      elf_window_fn fn, void *ctx)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t at = off, end = off + len;
+	int ret = 0;
+
+	while (at < end && !ret) {
+		uint64_t base = at & ~(uint64_t)(page - 1), n = end - at;
+		size_t own, map;
+		uint8_t *p;
+
+		if (n > WINDOW)
+			n = WINDOW;
+		own = (size_t)n;
+		if (at + n < end)
+			n = end - at < n + overlap ? end - at : n + overlap;
+		map = (size_t)(at - base + n);
+		p = mmap(NULL, map, PROT_READ, MAP_PRIVATE, o->fd, (off_t)base);
+		if (p == MAP_FAILED)
+			return -errno;
+		ret = fn(at, p + (at - base), (size_t)n, at + own < end ? own : (size_t)n, ctx);
+		munmap(p, map);
+		at += own;
+	}
+	return ret;
+}
+
+int elf_obj__for_each_rodata_window(struct elf_obj *o, size_t overlap, elf_window_fn fn, void *ctx)
+{
+	size_t shstrndx, nph = 0, i, size = 0;
+	Elf_Scn *scn = NULL;
+	bool sections = false;
+	int ret = 0;
+
+	elf_rawfile(o->elf, &size);
+	if (!elf_getshdrstrndx(o->elf, &shstrndx)) {
+		while (!ret && (scn = elf_nextscn(o->elf, scn))) {
+			const char *name;
+			GElf_Shdr sh;
+
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+			    !(sh.sh_flags & SHF_ALLOC) ||
+			    (sh.sh_flags & (SHF_WRITE | SHF_EXECINSTR)))
+				continue;
+			name = elf_strptr(o->elf, shstrndx, sh.sh_name);
+			if (!name || strncmp(name, ".rodata", 7))
+				continue;
+			sections = true;
+			if (sh.sh_offset <= size && sh.sh_size <= size - sh.sh_offset)
+				ret = scan_range(o, sh.sh_offset, sh.sh_size, overlap, fn, ctx);
+		}
+		if (sections || ret)
+			return ret;
+	}
+	/* No section headers (or no .rodata): the read-only, non-executable segments. */
+	if (elf_getphdrnum(o->elf, &nph))
+		return 0;
+	for (i = 0; i < nph && !ret; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(o->elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    (ph.p_flags & (PF_W | PF_X)) || ph.p_offset > size ||
+		    ph.p_filesz > size - ph.p_offset)
+			continue;
+		ret = scan_range(o, ph.p_offset, ph.p_filesz, overlap, fn, ctx);
+	}
+	return ret;
 }
 
 const uint8_t *elf_obj__image(const struct elf_obj *o, size_t *size)

@@ -97,6 +97,17 @@ const struct elf_dyn *elf_obj__dyn(struct elf_obj *o);
 const char *elf_obj__interp(const struct elf_obj *o);
 /* Whether the named section contains the bytes of needle (a string, without its NUL). */
 bool elf_obj__section_has(struct elf_obj *o, const char *section, const char *needle);
+/*
+ * The file bytes of its read-only data (.rodata sections, which stripping keeps; the
+ * read-only non-executable segments when it has no section headers), each mapped on its own
+ * a window at a time so a scan of a large object holds a few MB, not the object:
+ * fn(file offset, bytes, len, own, ctx) sees len bytes, of which the first own are this
+ * window's (the rest, at most `overlap`, start the next one: a match that starts in own
+ * ends in len). Stops at fn's first nonzero return, which it returns; -errno when a window
+ * cannot be mapped.
+ */
+typedef int (*elf_window_fn)(uint64_t off, const uint8_t *p, size_t len, size_t own, void *ctx);
+int elf_obj__for_each_rodata_window(struct elf_obj *o, size_t overlap, elf_window_fn fn, void *ctx);
 /* The whole file as mapped (libelf keeps it mapped until elf_obj__free), or NULL. */
 const uint8_t *elf_obj__image(const struct elf_obj *o, size_t *size);
 /* A defined data object (STT_OBJECT) by name, .dynsym first: 0, or -ENOENT. */

@@ -305,15 +305,16 @@ static int scan_one(const struct elf_func *f, void *ctx)
 /*
  * An object with no wgpu* function symbols may still have Dawn: its entry points are then
  * read from Dawn's own name table (dawn_procs.h), and the catalog's WebGPU probes go there.
- * The table's names are also the evidence of its webgpu.h generation. Objects without wgpu*
- * strings are turned away by the string scan (a few ms on a 100 MB object), once.
+ * The table's names are also the evidence of its webgpu.h generation. Objects without a
+ * table's worth of wgpu* names in their .rodata are turned away by a scan of that alone, a
+ * window at a time (bench: `procs`, the libcublasLt row), once.
  */
 static int scan_dawn_procs(struct scan_ctx *sc)
 {
 	struct module *m = sc->m;
 	size_t i;
 
-	m->dawn_err = dawn_procs__recover(m->elf, &m->dawn);
+	m->dawn_err = dawn_procs__recover(m->elf, &m->dawn, m->dawn_why, sizeof(m->dawn_why));
 	if (m->dawn_err)
 		return m->dawn_err == -ENOMEM ? -ENOMEM : 0;
 	for (i = 0; i < m->dawn->n; i++) {

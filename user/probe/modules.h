@@ -79,7 +79,8 @@ struct module {
 	int usdt_err; /* the notes could not be read (-errno), 0 */
 	/* Dawn's entry points from its proc table: an object with Dawn but no wgpu* symbols. */
 	struct dawn_procs *dawn;
-	int dawn_err; /* why dawn is NULL: -ENOENT no table, -ENOTSUP not x86-64, ... */
+	int dawn_err;	    /* why dawn is NULL: -ENOENT no table, -ENOTSUP not x86-64, ... */
+	char dawn_why[160]; /* -EINVAL: what in the object is malformed, with its offset */
 };
 
 struct modules;
