@@ -67,6 +67,24 @@ void tracker__set_step(struct tracker *t, pid_t pid, int64_t step, uint64_t ts_n
 	pending__window_checks(t, p, ts_ns);
 }
 
+void tracker__reset_counts(struct tracker *t, pid_t pid)
+{
+	struct tproc *p = tracker__proc(t, pid);
+	size_t i;
+
+	if (!p)
+		return;
+	p->c.allocs = p->c.alloc_bytes = p->c.frees = p->c.freed_bytes = 0;
+	p->c.calls = p->c.layers = p->c.addr_reuse = p->c.async_reuse = 0;
+	p->records = 0;
+	for (i = 0; i < t->nr_sites; i++) {
+		struct site *s = &t->sites[i];
+
+		if (s->pid == pid)
+			s->allocs = s->alloc_bytes = s->frees = s->failed = 0;
+	}
+}
+
 /* ---- processes ---- */
 
 static void proc_free(struct tproc *p)
