@@ -653,7 +653,7 @@ void snapshot__at(struct analysis *an, struct snapshot_info *si, uint64_t fed)
 
 	if (!si->stepped && fed >= si->init_records) {
 		si->stepped = true;
-		for (i = 0; i < si->nr_procs; i++)
+		for (i = 0; i < si->nr_procs && !si->own_steps; i++)
 			if (si->procs[i].step >= 0)
 				timeline__snapshot_step(an->tl, si->procs[i].pid, si->procs[i].step,
 							si->procs[i].step_ts_ns);
@@ -661,9 +661,14 @@ void snapshot__at(struct analysis *an, struct snapshot_info *si, uint64_t fed)
 	if (!si->done && fed >= si->records) {
 		si->done = true;
 		for (i = 0; i < si->nr_procs; i++) {
+			int64_t step = si->procs[i].step;
+			uint64_t ts = si->procs[i].step_ts_ns;
+
+			if (si->own_steps &&
+			    !timeline__step_now(an->tl, si->procs[i].pid, &step, &ts))
+				continue;
 			tracker__reset_counts(an->t, si->procs[i].pid);
-			timeline__snapshot_done(an->tl, si->procs[i].pid, si->procs[i].step,
-						si->procs[i].step_ts_ns);
+			timeline__snapshot_done(an->tl, si->procs[i].pid, step, ts);
 		}
 	}
 }

@@ -45,6 +45,9 @@ struct snapshot_info {
 	size_t nr_procs;
 	/* Live state the records do not rebuild: bytes and allocations left out. */
 	uint64_t skipped_bytes, skipped_count;
+	/* Fed to an analysis whose steps come from another source than the recording's: its
+	 * processes stay at the steps its own timeline gives them. */
+	bool own_steps;
 	/* While it is fed (snapshot__at): which phase boundaries were applied. */
 	bool stepped, done;
 };
