@@ -18,6 +18,7 @@
 #include "probe/catalog.h"
 #include "output/pictures.h"
 #include "output/report.h"
+#include "symbols/stacks.h"
 #include "symbols/symbolizer.h"
 #include "engine/tracker.h"
 
@@ -249,6 +250,16 @@ static void print_trigger(struct replay *rp, FILE *out)
 	}
 	fmt_bytes(bytes, b, sizeof(b));
 	fmt_record_time(when, sizeof(when), in, t->window_start_ns);
+	if (!t->snapshot_records) {
+		fprintf(out,
+			"  window: %.2f s up to the trigger (from %s), %" PRIu64
+			" records: the whole session\n",
+			t->window_end_ns > t->window_start_ns
+			    ? (double)(t->window_end_ns - t->window_start_ns) / 1e9
+			    : 0.0,
+			when, t->window_records);
+		return;
+	}
 	fprintf(out,
 		"  window: %.2f s up to the trigger (from %s), %" PRIu64
 		" records; the live set at its start: %" PRIu64 " allocations (%s) in %u "
@@ -265,6 +276,35 @@ static void print_trigger(struct replay *rp, FILE *out)
 			fmt_bytes(t->skipped_bytes, b, sizeof(b)));
 }
 
+/* The failing call's stack, as the capture names its frames (innermost first). */
+static const struct ustack *trigger_stack(struct replay *rp)
+{
+	const struct capture_trigger *t = &rp->trig;
+
+	if (!(t->flags & CTF_CALL) || t->call.stack_id < 0)
+		return NULL;
+	return symbolizer__stack(rp->sym, (pid_t)t->pid, t->call.stack_id, t->call.caller);
+}
+
+#define TRIGGER_FRAMES 16
+
+static void print_trigger_stack(struct replay *rp, FILE *out)
+{
+	const struct ustack *st = trigger_stack(rp);
+	uint16_t i;
+
+	if (!st || !st->nr)
+		return;
+	fprintf(out, "  the failing call's stack, innermost first:\n");
+	for (i = 0; i < st->nr && i < TRIGGER_FRAMES; i++) {
+		fputs("    ", out);
+		put_text(out, symbolizer__name(rp->sym, st->pid, st->frames[i]));
+		fputc('\n', out);
+	}
+	if (st->nr > TRIGGER_FRAMES)
+		fprintf(out, "    ... %u more\n", st->nr - TRIGGER_FRAMES);
+}
+
 static void print_summary(struct replay *rp, const char *name, FILE *out)
 {
 	const struct capture_info *in = capture_reader__info(rp->rd);
@@ -273,8 +313,10 @@ static void print_summary(struct replay *rp, const char *name, FILE *out)
 	size_t i;
 	uint32_t j;
 
-	if (rp->has_trigger)
+	if (rp->has_trigger) {
 		print_trigger(rp, out);
+		print_trigger_stack(rp, out);
+	}
 	fmt_time(when, sizeof(when), in->created_realtime_ns);
 	fprintf(out, "capture %s: recorded %s on %s (%s, Linux %s) by gpuleak %s\n", name, when,
 		in->hostname[0] ? in->hostname : "?", in->arch, in->kernel, in->version);
@@ -305,6 +347,7 @@ static void trigger_json(struct replay *rp, FILE *f)
 {
 	const struct capture_info *in = capture_reader__info(rp->rd);
 	const struct capture_trigger *t = &rp->trig;
+	const struct ustack *st;
 	char when[64];
 
 	fmt_record_time(when, sizeof(when), in, t->ts_ns);
@@ -327,6 +370,18 @@ static void trigger_json(struct replay *rp, FILE *f)
 		}
 		fprintf(f, ",\"size\":%" PRIu64 ",\"site\":", t->call.size);
 		json_str(f, symbolizer__name(rp->sym, (pid_t)t->pid, t->call.caller));
+		st = trigger_stack(rp);
+		if (st && st->nr) {
+			uint16_t i;
+
+			fputs(",\"stack\":[", f);
+			for (i = 0; i < st->nr; i++) {
+				if (i)
+					fputc(',', f);
+				json_str(f, symbolizer__name(rp->sym, st->pid, st->frames[i]));
+			}
+			fputc(']', f);
+		}
 		fputc('}', f);
 	}
 	if (t->flags & CTF_INNER) {

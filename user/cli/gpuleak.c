@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "cli/options.h"
 #include "cli/probes.h"
+#include "cli/watch.h"
 #include "engine/rules.h"
 #include "lib/exit.h"
 #include "lib/outfile.h"
@@ -32,6 +33,7 @@ static const char top_doc[] =
     "  gpuleak run [OPTIONS] -- CMD ARGS   start CMD with the probes in place\n"
     "  gpuleak probes (-p PID | --lib PATH) list the traced APIs found, without attaching\n"
     "  gpuleak record -o FILE (-p PID | -- CMD ARGS)  trace and write a capture file\n"
+    "  gpuleak watch -o DIR (-p PID | -- CMD ARGS)    stay attached, write a capture at an OOM\n"
     "  gpuleak report FILE [OPTIONS]       analyse a capture file, anywhere, without root\n"
     "\n"
     "EXAMPLES:\n"
@@ -40,6 +42,7 @@ static const char top_doc[] =
     "  sudo gpuleak run --json verdict.ndjson -- python3 serve.py\n"
     "  gpuleak probes --lib /usr/local/cuda/lib64/libcudart.so.13\n"
     "  sudo gpuleak record -o incident.glc -p 4242 --duration 60s\n"
+    "  sudo gpuleak watch -o /var/lib/gpuleak -p 4242\n"
     "  gpuleak report incident.glc --json verdict.ndjson\n"
     "\n"
     "EXIT STATUS: 0 done, 1 runtime error, 2 usage error, 3 --fail-on-leak found leaks.\n"
@@ -360,6 +363,12 @@ static int run_report(struct cli *c)
 	return replay__run(&c->r);
 }
 
+static int run_watch(struct cli *c)
+{
+	c->t.watch = &c->w;
+	return run_session(c);
+}
+
 static int run_probes(struct cli *c)
 {
 	/* A malformed rule is a usage error even where rules mean nothing. */
@@ -377,6 +386,8 @@ static const struct command {
     {"probes", &cli_probes_argp, run_probes, 0},
     {"record", &record_argp, run_session, 5000000000ULL},
     {"report", &report_argp, run_report, 0},
+    /* a recorder left on a node prints nothing until a trigger: no tables by default */
+    {"watch", &cli_watch_argp, run_watch, 0},
 };
 
 static const struct command *command_named(const char *name)
@@ -405,6 +416,8 @@ static void set_defaults(struct cli *c, const struct command *cmd)
 	 * counted) rare. 4.5 MiB of kernel memory per map at the default depth.
 	 */
 	c->t.stack_entries = 16384;
+	if (!strcmp(cmd->name, "watch"))
+		cli__watch_defaults(c);
 }
 
 /* At every exit (argp's too): what could not reach standard output is an error, exit 1. */
@@ -432,15 +445,15 @@ int main(int argc, char **argv)
 	if (argc < 2 || argv[1][0] == '-') {
 		/* gpuleak --help, --version, or a mistake */
 		argp_parse(&top, argc, argv, 0, NULL, NULL);
-		fprintf(stderr, "gpuleak: a command is needed: attach, run, probes, record or "
-				"report (gpuleak --help)\n");
+		fprintf(stderr, "gpuleak: a command is needed: attach, run, probes, record, report "
+				"or watch (gpuleak --help)\n");
 		return GL_EXIT_USAGE;
 	}
 	cmd = command_named(argv[1]);
 	if (!cmd) {
 		fprintf(stderr,
-			"gpuleak: unknown command '%s' (attach, run, probes, record or "
-			"report; gpuleak --help)\n",
+			"gpuleak: unknown command '%s' (attach, run, probes, record, report "
+			"or watch; gpuleak --help)\n",
 			argv[1]);
 		return GL_EXIT_USAGE;
 	}

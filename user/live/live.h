@@ -24,6 +24,7 @@ struct recorder;
 struct session_opts;
 struct symbolizer;
 struct targets;
+struct watch;
 
 struct live {
 	const struct session_opts *o;
@@ -37,6 +38,7 @@ struct live {
 	struct callbacks *cbs;	   /* callbacks waiting for their probes */
 	struct markers *mk;	   /* step/request/end markers */
 	struct probe_sites *sites; /* --json: where the probes sat, for the verdicts, else NULL */
+	struct watch *watch;	   /* gpuleak watch: the triggers, else NULL */
 	struct launch child;	   /* run mode's command; pid -1 in attach mode */
 	bool finishing;		   /* detached: stopped processes are resumed, not attached to */
 	bool warned_unstopped;	   /* the kernel cannot stop forks before they run: said once */

@@ -10,6 +10,7 @@
 struct signals {
 	int fd;
 	int sigints; /* Ctrl-Cs so far */
+	int usr1;    /* SIGUSR1s not taken yet */
 };
 
 int signals__new(struct signals **out)
@@ -61,6 +62,10 @@ bool signals__stop(struct signals *sg, pid_t child)
 
 	if (read(sg->fd, &si, sizeof(si)) != sizeof(si))
 		return false;
+	if (si.ssi_signo == SIGUSR1) {
+		sg->usr1++;
+		return false;
+	}
 	/* In run mode Ctrl-C reached the child too: trace its shutdown (its frees) unless
 	 * asked twice. */
 	if (child && si.ssi_signo == SIGINT && ++sg->sigints == 1) {
@@ -69,4 +74,27 @@ bool signals__stop(struct signals *sg, pid_t child)
 		return false;
 	}
 	return true;
+}
+
+int signals__catch_usr1(struct signals *sg)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	if (sigprocmask(SIG_BLOCK, &set, NULL))
+		return -errno;
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	/* the same signalfd, with SIGUSR1 added to what it reads */
+	return signalfd(sg->fd, &set, SFD_CLOEXEC | SFD_NONBLOCK) < 0 ? -errno : 0;
+}
+
+bool signals__usr1(struct signals *sg)
+{
+	bool got = sg->usr1 > 0;
+
+	sg->usr1 = 0;
+	return got;
 }
