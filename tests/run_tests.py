@@ -26,6 +26,7 @@ import test_stacks  # noqa: E402,F401
 import test_reliability  # noqa: E402,F401
 import test_probes  # noqa: E402,F401
 import test_files  # noqa: E402,F401
+import test_watch  # noqa: E402,F401
 
 if __name__ == "__main__":
     sys.exit(harness.main(sys.argv[1:]))

@@ -16,7 +16,9 @@
  * out-of-memory error does. With a capacity of 16 MiB + K x SIZE + 32 KiB (SIZE > 32 KiB) the
  * leak of step K is the first call that fails: K x SIZE are live at leaky_sampler then.
  * SCENARIO_OOM=abort: abort() instead of exit (SIGABRT, a fault); SCENARIO_OOM=wait: print,
- * then wait for a line before exiting.
+ * then wait for a line before exiting. SCENARIO_TOUCH=1: leaky_sampler writes every page it
+ * leaks (the stand-in's device memory is host memory: the process's RSS grows, so a memory
+ * cgroup's limit can bring the kernel's OOM killer).
  *
  * ranks: the parent (no traced calls) starts N rank processes by fork + exec, each "oomloop
  * rank I FAILING SIZE GAP_US FD": rank I makes the KV cache and decode steps as above; only
@@ -59,9 +61,14 @@ static SCENARIO_SITE void decode_step(void)
 
 static SCENARIO_SITE cudaError_t leaky_sampler(size_t size)
 {
+	const char *touch = getenv("SCENARIO_TOUCH");
+	cudaError_t err;
 	void *p;
 
-	return cudaMalloc(&p, size);
+	err = cudaMalloc(&p, size);
+	if (!err && touch && !strcmp(touch, "1"))
+		memset(p, 0x5a, size);
+	return err;
 }
 
 static void gap(unsigned long long us)

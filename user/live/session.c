@@ -528,7 +528,7 @@ static int close_session(struct session *s, bool traced, int err)
 	targets__free(l->tgts);
 	signals__free(s->sig);
 	/* Before the recorder it writes from. */
-	if (l->watch && watch__finish(l->watch) && !err)
+	if (l->watch && traced && watch__finish(l->watch) && !err)
 		err = -EIO;
 	watch__free(l->watch);
 	/* A session that never reached its targets wrote nothing worth replacing a file with. */

@@ -182,18 +182,17 @@ static int scan_dir(struct watch *w)
 	return err;
 }
 
-/* The oldest capture goes. */
-static void remove_oldest(struct watch *w)
+/* The oldest capture goes, to keep within the bound named why. */
+static void remove_oldest(struct watch *w, const char *why)
 {
 	char path[sizeof(w->dir) + MAX_NAME + 2];
 
 	snprintf(path, sizeof(path), "%s/%s", w->dir, w->files[0].name);
 	/* unlink removes the name itself: a link planted there since is not followed */
 	if (unlink(path) && errno != ENOENT)
-		pr_warn("cannot remove %s to keep --max-captures/--max-disk: %s\n", path,
-			strerror(errno));
+		pr_warn("cannot remove %s to keep %s: %s\n", path, why, strerror(errno));
 	else
-		pr_info("removed %s (the oldest capture) to keep within the bounds\n", path);
+		fprintf(stderr, "gpuleak: removed %s (the oldest capture): %s\n", path, why);
 	w->disk -= w->files[0].bytes;
 	memmove(w->files, w->files + 1, (w->nr_files - 1) * sizeof(*w->files));
 	w->nr_files--;
@@ -204,9 +203,9 @@ static void remove_oldest(struct watch *w)
 static void make_room(struct watch *w, uint64_t need)
 {
 	while (w->nr_files && w->nr_files >= w->o->max_captures)
-		remove_oldest(w);
+		remove_oldest(w, "--max-captures");
 	while (w->nr_files && w->disk + need > w->o->max_disk)
-		remove_oldest(w);
+		remove_oldest(w, "--max-disk");
 }
 
 static uid_t owner_uid(void)
@@ -408,20 +407,20 @@ static void fire(struct watch *w, struct live *l, struct capture_trigger *tr)
 		       tr->detail, path, why);
 		return;
 	}
+	/* A capture larger than the bound alone cannot be kept within it. */
+	if (st.bytes > w->o->max_disk) {
+		w->failed++;
+		unlink(path);
+		pr_err("%s: %s is %s, more than --max-disk alone: removed\n", tr->name, path,
+		       fmt_bytes(st.bytes, b, sizeof(b)));
+		return;
+	}
 	if (add_file(w, name, st.bytes)) {
 		pr_err("out of memory for the list of captures\n");
 		return;
 	}
-	/* A capture larger than the bound alone cannot be kept within it. */
 	while (w->nr_files > 1 && w->disk > w->o->max_disk)
-		remove_oldest(w);
-	if (w->disk > w->o->max_disk) {
-		w->failed++;
-		pr_err("%s: %s is %s, more than --max-disk: removed\n", tr->name, path,
-		       fmt_bytes(st.bytes, b, sizeof(b)));
-		remove_oldest(w);
-		return;
-	}
+		remove_oldest(w, "--max-disk");
 	w->written++;
 	fprintf(stderr,
 		"gpuleak: %s: %s: wrote %s (%.2f s window, %" PRIu64 " records, %" PRIu64
@@ -767,7 +766,7 @@ static pid_t first_pid(struct live *l)
 	for (i = 0; i < targets__count(l->tgts); i++)
 		if (target__in_analysis(targets__at(l->tgts, i)))
 			return targets__at(l->tgts, i)->pid;
-	return 0;
+	return getpid(); /* none left: the capture is gpuleak's own */
 }
 
 /* The time to OOM of each traced process, against --oom-within. */
