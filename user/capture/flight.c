@@ -206,6 +206,13 @@ static int close_chunk(struct flight *f)
 		wbuf__free(&w);
 		return -ENOMEM;
 	}
+	/* Held as long as the chunk is in the ring: its bytes, not the buffer's growth room. */
+	if (w.len < w.cap) {
+		uint8_t *p = realloc(w.p, w.len ? w.len : 1);
+
+		if (p)
+			w.p = p;
+	}
 	c = at(f, f->n);
 	*c = (struct chunk){.p = w.p,
 			    .len = w.len,
