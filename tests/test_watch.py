@@ -75,7 +75,7 @@ class Watch:
     def captures(self, cause=None):
         names = sorted(os.listdir(self.dir))
         for n in names:
-            check(re.fullmatch(r"gpuleak-\d{8}T\d{6}\.\d{3}Z-\d+-[a-z-]+\.glc", n),
+            check(re.fullmatch(r"gpuleak-\d{8}T\d{6}\.\d{3}Z-\d+-[a-z-]+(-\d+)?\.glc", n),
                   f"capture named by time, pid and cause: {n}")
         return [os.path.join(self.dir, n) for n in names
                 if cause is None or n.endswith(f"-{cause}.glc")]

@@ -35,9 +35,10 @@
 #define CAPTURE_BLOCK_HDR_SIZE 28
 
 /* Limits a reader enforces before allocating anything a file asks for. */
-#define CAPTURE_MAX_BLOCK   (64U << 20) /* raw (decoded) payload bytes of one block */
-#define CAPTURE_MAX_STR	    4096	/* paths, names, arguments */
-#define CAPTURE_MAX_RAW_REC 4096	/* bytes of one record stored verbatim */
+#define CAPTURE_MAX_BLOCK	  (64U << 20) /* raw (decoded) payload bytes of one block */
+#define CAPTURE_MAX_STR		  4096	      /* paths, names, arguments */
+#define CAPTURE_MAX_RAW_REC	  4096	      /* bytes of one record stored verbatim */
+#define CAPTURE_MAX_TRIGGER_PROCS 4096	      /* processes one TRIGGER block names */
 
 /* Default RECORDS block: flushed at this many encoded bytes, or after CAPTURE_FLUSH_NS. */
 #define CAPTURE_BLOCK_BYTES (1U << 20)

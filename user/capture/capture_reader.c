@@ -674,8 +674,8 @@ static void get_call(struct rbuf *in, struct capture_call *k)
 	k->stack_id = (int32_t)stack;
 }
 
-/* At most this many processes in one trigger: a node's ranks, and then some. */
-#define MAX_TRIGGER_PROCS 65536
+/* At most this many processes in one trigger (what the writer names at most). */
+#define MAX_TRIGGER_PROCS CAPTURE_MAX_TRIGGER_PROCS
 
 static int read_trigger(struct capture_reader *r, const struct capture_block_info *b,
 			const uint8_t *p, const struct capture_visitor *v, void *ctx)

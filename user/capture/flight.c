@@ -23,6 +23,7 @@
 #define CHUNK_NS	1000000000ULL
 #define CHUNK_MIN_BYTES (4U << 10)
 #define CHUNK_MAX_BYTES (1U << 20)
+#define LOOKAHEAD	16
 
 struct chunk {
 	uint8_t *p;
@@ -51,7 +52,7 @@ struct flight {
 	uint64_t peak;
 	uint64_t evicted;
 	struct rec_decoder dec;
-	union rec_buf rec;
+	union rec_buf *ahead; /* LOOKAHEAD decoded records, applied in turn */
 	struct analysis *lag;
 	struct fproc *procs;
 	size_t nr_procs, cap_procs;
@@ -72,7 +73,8 @@ int flight__new(const struct flight_opts *o, struct flight **out)
 		f->chunk_bytes = CHUNK_MIN_BYTES;
 	if (f->chunk_bytes > CHUNK_MAX_BYTES)
 		f->chunk_bytes = CHUNK_MAX_BYTES;
-	err = rec_enc__init(&f->enc);
+	f->ahead = calloc(LOOKAHEAD, sizeof(*f->ahead));
+	err = f->ahead ? rec_enc__init(&f->enc) : -ENOMEM;
 	if (!err)
 		err = rec_dec__init(&f->dec);
 	if (!err)
@@ -117,6 +119,7 @@ void flight__free(struct flight *f)
 	free(f->procs);
 	rec_enc__free(&f->enc);
 	rec_dec__free(&f->dec);
+	free(f->ahead);
 	analysis__free(f->lag);
 	free(f);
 }
@@ -150,20 +153,34 @@ static void forget_gone(struct flight *f)
 	}
 }
 
-/* The oldest chunk leaves: its records into the lagging analysis. */
+/*
+ * The oldest chunk leaves: its records into the lagging analysis. Decoded LOOKAHEAD records
+ * ahead of the one applied, each prefetched as it is decoded: with a million allocations
+ * live every lookup of the lagging table is a cache miss, and only misses asked for early
+ * overlap (as the ring buffer consumer does for the live one).
+ */
 static int evict(struct flight *f)
 {
 	struct chunk *c = at(f, 0);
-	uint32_t i;
+	uint32_t i, ahead = c->count < LOOKAHEAD ? c->count : LOOKAHEAD;
 	int err = rec_dec__begin(&f->dec, c->p, c->len, c->count);
 
+	for (i = 0; !err && i < ahead; i++) {
+		err = rec_dec__next(&f->dec, &f->ahead[i]);
+		if (!err)
+			analysis__prefetch(f->lag, &f->ahead[i].h);
+	}
 	for (i = 0; !err && i < c->count; i++) {
-		err = rec_dec__next(&f->dec, &f->rec);
-		if (!err) {
-			err = analysis__feed(f->lag, &f->rec.h);
-			/* a record the tracker cannot decode is counted there, as live */
-			if (err == -EINVAL)
-				err = 0;
+		union rec_buf *r = &f->ahead[i % LOOKAHEAD];
+
+		err = analysis__feed(f->lag, &r->h);
+		/* a record the tracker cannot decode is counted there, as live */
+		if (err == -EINVAL)
+			err = 0;
+		if (!err && i + LOOKAHEAD < c->count) {
+			err = rec_dec__next(&f->dec, r);
+			if (!err)
+				analysis__prefetch(f->lag, &r->h);
 		}
 	}
 	/* The chunk's records are ours: a decode error is a bug, never the target's. */
@@ -468,7 +485,7 @@ static int trigger_procs(struct capture_trigger *tr, const struct snapshot_info 
 	tr->procs = calloc(si->nr_procs + live->nr_procs + 1, sizeof(*tr->procs));
 	if (!tr->procs)
 		return -ENOMEM;
-	for (i = 0; i < si->nr_procs; i++) {
+	for (i = 0; i < si->nr_procs && n < CAPTURE_MAX_TRIGGER_PROCS; i++) {
 		const struct tproc *p = tracker__proc(lag, si->procs[i].pid);
 
 		tr->procs[n++] =
@@ -488,6 +505,8 @@ static int trigger_procs(struct capture_trigger *tr, const struct snapshot_info 
 			continue;
 		for (k = 0; k < n && tr->procs[k].pid != (uint32_t)p->pid; k++)
 			;
+		if (k == n && n == CAPTURE_MAX_TRIGGER_PROCS)
+			continue;
 		if (k == n)
 			tr->procs[n++] =
 			    (struct capture_trigger_proc){.pid = (uint32_t)p->pid, .step = -1};

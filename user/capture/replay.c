@@ -571,6 +571,12 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 	timeline__on_step(rp->an->tl, on_step, rp);
 	rp->next_interval_ns = in->monotonic_start_ns + rp->interval_ns;
 	err = capture_reader__read(rp->rd, &names_visitor, rp);
+	/* A watch capture is written at its trigger, after its records: they are timed from
+	 * the window's start. */
+	if (!err && rp->has_trigger && rp->trig.window_start_ns) {
+		rp->rep.t0_ns = rp->trig.window_start_ns;
+		rp->next_interval_ns = rp->rep.t0_ns + rp->interval_ns;
+	}
 	/* What the capture is comes first, then the analysis as live printed it. */
 	if (!err)
 		print_summary(rp, name, out);

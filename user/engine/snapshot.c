@@ -659,7 +659,14 @@ void snapshot__at(struct analysis *an, struct snapshot_info *si, uint64_t fed)
 							si->procs[i].step_ts_ns);
 	}
 	if (!si->done && fed >= si->records) {
+		pid_t *pids = calloc(si->nr_procs + 1, sizeof(*pids));
+
 		si->done = true;
+		for (i = 0; pids && i < si->nr_procs; i++)
+			pids[i] = si->procs[i].pid;
+		if (pids)
+			tracker__reset_counts(an->t, pids, si->nr_procs);
+		free(pids);
 		for (i = 0; i < si->nr_procs; i++) {
 			int64_t step = si->procs[i].step;
 			uint64_t ts = si->procs[i].step_ts_ns;
@@ -667,7 +674,6 @@ void snapshot__at(struct analysis *an, struct snapshot_info *si, uint64_t fed)
 			if (si->own_steps &&
 			    !timeline__step_now(an->tl, si->procs[i].pid, &step, &ts))
 				continue;
-			tracker__reset_counts(an->t, si->procs[i].pid);
 			timeline__snapshot_done(an->tl, si->procs[i].pid, step, ts);
 		}
 	}

@@ -357,18 +357,32 @@ static bool enabled(const struct watch *w, enum capture_cause c)
 	}
 }
 
-/* The path a capture of this trigger goes to: its time (UTC), pid and cause. */
-static void capture_name(char *buf, size_t len, const struct capture_trigger *tr)
+/*
+ * The name a capture of this trigger gets: its time (UTC), pid and cause; -2, -3, ... after
+ * the cause when one of that name is there already (two in one millisecond): a capture never
+ * replaces another.
+ */
+static void capture_name(const struct watch *w, char *buf, size_t len,
+			 const struct capture_trigger *tr)
 {
+	char when[32], path[sizeof(w->dir) + MAX_NAME + 2], n[16] = "";
 	struct timespec now;
+	struct stat st;
 	struct tm tm;
-	char when[32];
+	int i;
 
 	clock_gettime(CLOCK_REALTIME, &now);
 	gmtime_r(&now.tv_sec, &tm);
 	strftime(when, sizeof(when), "%Y%m%dT%H%M%S", &tm);
-	snprintf(buf, len, CAPTURE_PREFIX "%s.%03ldZ-%u-%s" CAPTURE_SUFFIX, when,
-		 now.tv_nsec / 1000000, tr->pid, tr->name);
+	for (i = 1; i < 1000; i++) {
+		if (i > 1)
+			snprintf(n, sizeof(n), "-%d", i);
+		snprintf(buf, len, CAPTURE_PREFIX "%s.%03ldZ-%u-%s%s" CAPTURE_SUFFIX, when,
+			 now.tv_nsec / 1000000, tr->pid, tr->name, n);
+		snprintf(path, sizeof(path), "%s/%s", w->dir, buf);
+		if (lstat(path, &st) && errno == ENOENT)
+			return;
+	}
 }
 
 /* A trigger fired: one capture, unless one of its cause was written within the cooldown. */
@@ -396,7 +410,7 @@ static void fire(struct watch *w, struct live *l, struct capture_trigger *tr)
 	}
 	w->last_ns[tr->cause] = now;
 	w->cooled[tr->cause] = false;
-	capture_name(name, sizeof(name), tr);
+	capture_name(w, name, sizeof(name), tr);
 	snprintf(path, sizeof(path), "%s/%s", w->dir, name);
 	flight__stats(w->flight, &fs);
 	make_room(w, fs.ring_bytes);
@@ -706,6 +720,12 @@ static void on_proc(struct watch *w, struct live *l, const struct gl_proc_rec *r
 	char what[64];
 	size_t i;
 
+	/* An out-of-memory call it was inside of will never return now. */
+	for (i = 0; r->event != GL_PROC_ATTACH && i < w->nr_inner;)
+		if (w->inner[i].pid == r->hdr.pid)
+			w->inner[i] = w->inner[--w->nr_inner];
+		else
+			i++;
 	if (r->event != GL_PROC_EXIT)
 		return;
 	for (i = 0; i < w->nr_procs && w->procs[i].pid != (pid_t)r->hdr.pid; i++)
@@ -748,7 +768,7 @@ void watch__record(struct watch *w, struct live *l, const struct gl_hdr *h)
 			on_task(w, l, (const struct gl_task_rec *)h);
 		return;
 	case GL_REC_PROC:
-		if (h->size >= GL_PROC_REC_V1_SIZE && w->nr_procs)
+		if (h->size >= GL_PROC_REC_V1_SIZE && (w->nr_procs || w->nr_inner))
 			on_proc(w, l, (const struct gl_proc_rec *)h);
 		return;
 	default:
