@@ -83,7 +83,9 @@ TARGETS = {
     "detach_vs_floor": (DETACH_VS_FLOOR, "le"),
     "report_vs_consumer": (0.3, "ge"),
     "capture_bytes_per_event": (12, "le"),
-    "watch_consumer_vs_consumer": (0.4, "ge"),
+    # the analysis twice (live, and lagging behind the ring) and the codec both ways: at most
+    # three times attach's CPU per record
+    "watch_consumer_vs_consumer": (0.33, "ge"),
     "watch_ring_held_vs_ring": (1.0, "le"),
     "watch_idle_cpu_vs_attach": (2.0, "le"),
 }
