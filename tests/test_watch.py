@@ -176,6 +176,9 @@ def watch_oom_capture_holds_the_leak_and_the_failing_call():
         live = [v for v in w.records if v.get("type") == "verdict"]
         eq(len(live), 1, "one live verdict at the end")
         pid = live[0]["pid"]
+        events = [r for r in w.records if r.get("type") == "capture"]
+        eq([(e["cause"], e["pid"], e["path"], e["written"], e["bytes"]) for e in events],
+           [("oom", pid, caps[0], True, os.path.getsize(caps[0]))], "--json: the capture")
         check(f"-{pid}-oom.glc" in caps[0], f"named by the pid: {caps[0]}")
         rep = Report(caps[0], STEP)
         check(re.match(r"trigger: oom at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC: pid %d "
@@ -515,11 +518,12 @@ def watch_disk_full_says_so_and_goes_on():
         finally:
             os.close(fd)
         target = Proc([scenario("loop"), "30", "1M"], env=env_for_targets({"SCENARIO_SYNC": "1"}))
+        js = tmpfile(".ndjson")
         g = None
         try:
             target.wait_line(r"ready (\d+)")
-            g = Proc([gl(), "watch", "-o", d, "--cooldown", "0", "-p", str(target.pid)],
-                     env=gpuleak_env(), stdin=False)
+            g = Proc([gl(), "watch", "-o", d, "--cooldown", "0", "--json", js, "-p",
+                      str(target.pid)], env=gpuleak_env(), stdin=False)
             g.wait_line(r"gpuleak: watching:", stream="err")
             target.send()
             target.wait_line(r"^done")
@@ -536,6 +540,9 @@ def watch_disk_full_says_so_and_goes_on():
             err = g.text("err")
             check_sanitizers(err)
             eq(len(re.findall(r"No space left on device", err)), 1, "said once")
+            events = [r for r in read_ndjson(js) if r.get("type") == "capture"]
+            eq([(e["written"], e.get("error")) for e in events],
+               [(False, "No space left on device"), (True, None)], "--json: both")
             eq(sorted(os.listdir(d)), [os.path.basename(m.group(1))], "the second one")
             v = Report(m.group(1)).verdict()
             eq(v["live_bytes"], 64 * MiB + 30 * MiB, "and it is whole")
@@ -544,6 +551,8 @@ def watch_disk_full_says_so_and_goes_on():
             target.kill()
             if g:
                 g.kill()
+            if os.path.exists(js):
+                os.unlink(js)
 
 
 @test

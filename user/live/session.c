@@ -446,7 +446,7 @@ static int open_tracing(struct session *s)
 		err = analysis__new(&o->a, symbolizer__site_frames, l->sym, &l->an);
 	}
 	if (!err && o->watch)
-		err = watch__new(o->watch, l, &l->watch, &l->rec);
+		err = watch__new(o->watch, l, s->json, &l->watch, &l->rec);
 	if (!err)
 		err = pictures__open(&o->a.out, &s->pics);
 	if (!err)

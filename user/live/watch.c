@@ -21,6 +21,7 @@
 #include "engine/analysis.h"
 #include "engine/timeline.h"
 #include "engine/tracker.h"
+#include "lib/json.h"
 #include "lib/log.h"
 #include "lib/units.h"
 #include "lib/vec.h"
@@ -79,6 +80,7 @@ struct watch {
 	uint64_t next_soon_ns;
 	unsigned int written, failed, removed;
 	bool oom_kill; /* the OOM killer's tracepoint is there */
+	FILE *json;    /* --json: a record per capture, else NULL */
 };
 
 static const char *const cause_names[NR_CAUSES] = {
@@ -256,7 +258,7 @@ static int open_dir(struct watch *w)
 	return scan_dir(w);
 }
 
-int watch__new(const struct watch_opts *o, struct live *l, struct watch **out,
+int watch__new(const struct watch_opts *o, struct live *l, FILE *json, struct watch **out,
 	       struct recorder **rec)
 {
 	struct watch *w = calloc(1, sizeof(*w));
@@ -272,6 +274,7 @@ int watch__new(const struct watch_opts *o, struct live *l, struct watch **out,
 	if (!w)
 		return -ENOMEM;
 	w->o = o;
+	w->json = json;
 	err = open_dir(w);
 	if (!err)
 		err = recorder__new_flight(&fo, rec);
@@ -385,6 +388,34 @@ static void capture_name(const struct watch *w, char *buf, size_t len,
 	}
 }
 
+/* --json: the capture as an NDJSON record (docs/gpuleak.schema.json, "capture"). */
+static void capture_json(struct watch *w, const struct capture_trigger *tr, const char *path,
+			 const struct capture_stats *st, const struct flight_stats *fs,
+			 const char *error)
+{
+	if (!w->json)
+		return;
+	fputs("{\"type\":\"capture\",\"cause\":", w->json);
+	json_str(w->json, tr->name);
+	fprintf(w->json, ",\"pid\":%u,\"detail\":", tr->pid);
+	json_str(w->json, tr->detail);
+	fputs(",\"path\":", w->json);
+	json_str(w->json, path);
+	if (error) {
+		fputs(",\"written\":false,\"error\":", w->json);
+		json_str(w->json, error);
+	} else {
+		fprintf(w->json,
+			",\"written\":true,\"bytes\":%" PRIu64 ",\"records\":%" PRIu64
+			",\"window_s\":%.3f",
+			st->bytes, st->records,
+			fs->last_ts_ns > fs->first_ts_ns ? (fs->last_ts_ns - fs->first_ts_ns) / 1e9
+							 : 0.0);
+	}
+	fputs("}\n", w->json);
+	fflush(w->json);
+}
+
 /* A trigger fired: one capture, unless one of its cause was written within the cooldown. */
 static void fire(struct watch *w, struct live *l, struct capture_trigger *tr)
 {
@@ -419,6 +450,7 @@ static void fire(struct watch *w, struct live *l, struct capture_trigger *tr)
 		w->failed++;
 		pr_err("%s (%s): capture not written: %s: %s; watching goes on\n", tr->name,
 		       tr->detail, path, why);
+		capture_json(w, tr, path, &st, &fs, why);
 		return;
 	}
 	/* A capture larger than the bound alone cannot be kept within it. */
@@ -427,6 +459,7 @@ static void fire(struct watch *w, struct live *l, struct capture_trigger *tr)
 		unlink(path);
 		pr_err("%s: %s is %s, more than --max-disk alone: removed\n", tr->name, path,
 		       fmt_bytes(st.bytes, b, sizeof(b)));
+		capture_json(w, tr, path, &st, &fs, "larger than --max-disk");
 		return;
 	}
 	if (add_file(w, name, st.bytes)) {
@@ -436,6 +469,7 @@ static void fire(struct watch *w, struct live *l, struct capture_trigger *tr)
 	while (w->nr_files > 1 && w->disk > w->o->max_disk)
 		remove_oldest(w, "--max-disk");
 	w->written++;
+	capture_json(w, tr, path, &st, &fs, NULL);
 	fprintf(stderr,
 		"gpuleak: %s: %s: wrote %s (%.2f s window, %" PRIu64 " records, %" PRIu64
 		" bytes)\n",

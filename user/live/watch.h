@@ -22,6 +22,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "gpuleak.h"
 
 struct live;
@@ -56,9 +57,10 @@ struct watch;
 
 /*
  * Check and prepare the directory (made if missing), and the flight recorder the session's
- * recorder becomes (*rec). Needs l's symbolizer and analysis options. 0 or -errno, said.
+ * recorder becomes (*rec). Needs l's symbolizer and analysis options; json (--json, or NULL)
+ * gets a record per capture. 0 or -errno, said.
  */
-int watch__new(const struct watch_opts *o, struct live *l, struct watch **out,
+int watch__new(const struct watch_opts *o, struct live *l, FILE *json, struct watch **out,
 	       struct recorder **rec);
 void watch__free(struct watch *w);
 /* Whether the OOM killer's tracepoint is wanted (before BPF is loaded). */
