@@ -285,6 +285,35 @@ def watch_live_above_threshold():
 
 
 @test
+def watch_oom_soon():
+    """--oom-within 1h on a device of --device-mem: once the leak's growth is established the
+    time to OOM is known (judged every second: the loop runs 2000 steps of 2 ms, several
+    seconds), and a capture says which device runs out, with the live bytes it had; the OOM
+    writes its own later."""
+    k = 2000
+    w = Watch(["--oom-within", "1h", "--device-mem", capacity(k), "--on", "oom"] + STEP,
+              [scenario("oomloop"), "loop", "64K", "2000"],
+              env={"GPULEAK_STANDIN_DEVICE_MEM": capacity(k)})
+    try:
+        w.wait_err(r"gpuleak: oom: .*step 2000: wrote")
+        w.finish()
+        soon = w.captures("oom-soon")
+        eq(len(soon), 1, f"one oom-soon capture: {w.captures()}")
+        rep = Report(soon[0], STEP)
+        m = re.match(r"trigger: oom-soon at .*: pid \d+ \(oomloop\): device 0 runs out in "
+                     r"~[\d.]+ s \(~(\d+) steps; --oom-within 3600 s\): .* used, growing "
+                     r"64\.0 KiB/step, step (\d+)$", rep.first)
+        check(m, rep.first)
+        v = rep.verdict()
+        n = leak_sites(v)[("cudaMalloc", "leaky_sampler")][1]
+        eq(v["live_bytes"], KV + n * LEAK, "its live bytes: the KV cache and the leaks so far")
+        check(n < k and int(m.group(1)) > 0, f"before the OOM: {n} leaks, {m.group(1)} steps")
+        eq(len(w.captures("oom")), 1, "and the OOM's own")
+    finally:
+        w.cleanup()
+
+
+@test
 def watch_rank_of_three_second_fails():
     """Three ranks (fork + exec, --follow); the second leaks until its device is full. The
     capture of its OOM holds all three ranks as they were: the failing one with its leak, the
@@ -348,32 +377,42 @@ def watch_fault_after_the_oom():
 
 @contextlib.contextmanager
 def memory_cgroup(limit):
-    """A memory cgroup (v1 or v2) of limit bytes, or None where none can be made."""
-    for base, knob, procs in (("/sys/fs/cgroup/memory", "memory.limit_in_bytes", "cgroup.procs"),
-                              ("/sys/fs/cgroup", "memory.max", "cgroup.procs")):
-        if not os.path.exists(os.path.join(base, knob if "v1" else knob)) and \
-                not os.path.isdir(base):
-            continue
-        path = tempfile.mkdtemp(prefix="gpuleak-test-", dir=base) if os.path.isdir(base) else None
-        if not path:
-            continue
+    """A memory cgroup of limit bytes (v1's memory controller, or v2's where it is enabled),
+    as (its directory, the file a pid is written to), or None where none can be made."""
+    v1 = "/sys/fs/cgroup/memory"
+    v2 = "/sys/fs/cgroup"
+    base = knob = None
+    if os.path.exists(os.path.join(v1, "memory.limit_in_bytes")):
+        base, knob = v1, "memory.limit_in_bytes"
+    else:
         try:
+            with open(os.path.join(v2, "cgroup.subtree_control")) as f:
+                if "memory" in f.read().split():
+                    base, knob = v2, "memory.max"
+        except OSError:
+            pass
+    path = None
+    if base:
+        try:
+            path = tempfile.mkdtemp(prefix="gpuleak-test-", dir=base)
             with open(os.path.join(path, knob), "w") as f:
                 f.write(str(limit))
         except OSError:
-            os.rmdir(path)
-            continue
-        try:
-            yield (path, procs)
-        finally:
-            for _ in range(100):
-                try:
-                    os.rmdir(path)
-                    break
-                except OSError:
-                    time.sleep(0.05)
-        return
-    yield None
+            if path:
+                os.rmdir(path)
+            path = None
+    try:
+        yield (path, "cgroup.procs") if path else None
+    finally:
+        # its processes are gone (the OOM killer's, or killed by the test): then it goes
+        for _ in range(100):
+            if not path:
+                break
+            try:
+                os.rmdir(path)
+                break
+            except OSError:
+                time.sleep(0.05)
 
 
 @test

@@ -848,18 +848,19 @@ static void check_soon(struct watch *w, struct live *l)
 						     .tid = (uint32_t)p->pid,
 						     .ts_ns = t->last_ts_ns,
 						     .threshold = w->o->oom_within_ns};
-			char detail[512], used[32], cap[32], rate[32];
+			char detail[512], used[32], cap[32], rate[32], step[32];
 
 			wp->soon_fired = true;
+			step_words(l, p->pid, step, sizeof(step));
 			snprintf(detail, sizeof(detail),
 				 "pid %d (%s): %s%d runs out in ~%.1f s (~%.0f steps; --oom-within "
-				 "%.0f s): %s of %s used, growing %s/step",
+				 "%.0f s): %s of %s used, growing %s/step%s",
 				 p->pid, p->comm, pj.webgpu ? "WebGPU device wgpu#" : "device ",
 				 pj.webgpu ? pj.device + 1 : pj.device, pj.seconds_to_oom,
 				 pj.steps_to_oom, w->o->oom_within_ns / 1e9,
 				 fmt_bytes(pj.used, used, sizeof(used)),
 				 fmt_bytes(pj.capacity, cap, sizeof(cap)),
-				 fmt_bytes((uint64_t)pj.rate_per_step, rate, sizeof(rate)));
+				 fmt_bytes((uint64_t)pj.rate_per_step, rate, sizeof(rate)), step);
 			tr.detail = detail;
 			fire(w, l, &tr);
 		} else if (wp && wp->soon_fired &&
