@@ -36,7 +36,7 @@ CFLAGS ?= -O2 -g
 CFLAGS += $(WARN) -std=gnu11 -D_GNU_SOURCE -DGPULEAK_VERSION='"$(VERSION)"' \
 	  -Ibpf -Iuser -I$(OUTPUT) -fno-omit-frame-pointer
 # libstdc++.so.6 by its soname: __cxa_demangle (user/symbols/symbolizer.c), no -dev package needed.
-LDLIBS := -lbpf -lelf -lz -lm -ldl -l:libstdc++.so.6
+LDLIBS := -lbpf -lelf -lz -lm -ldl -lcapstone -l:libstdc++.so.6
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
 BPF_SRC := bpf/gpuleak.bpf.c
@@ -69,9 +69,9 @@ deps:
 $(OUTPUT):
 	@mkdir -p $@
 
-$(BPF_OBJ): $(BPF_SRC) bpf/gpuleak.h bpf/gpuleak.bpf.h $(VMLINUX) | $(OUTPUT)
+$(BPF_OBJ): $(BPF_SRC) $(wildcard bpf/*.h) $(VMLINUX) | $(OUTPUT)
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) \
+	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) $(WARN) \
 		-Ivmlinux/$(ARCH) -Ibpf -c $(BPF_SRC) -o $@
 
 $(SKEL): $(BPF_OBJ)
@@ -125,7 +125,7 @@ test: deps
 # outputs (tests/golden), and the format check. Builds what they need (the BPF skeleton
 # included: compiling is not loading), then the runner's --check subset: one tally.
 check:
-	@$(MAKE) --no-print-directory $(OUTPUT)/gpuleak-asan unit
+	@$(MAKE) --no-print-directory $(OUTPUT)/gpuleak-asan unit fuzz-build
 	@$(PYTHON) tests/run_tests.py --check --gpuleak $(OUTPUT)/gpuleak-asan
 
 # The golden reports' expected outputs, from the committed captures: after a change to the
@@ -180,9 +180,10 @@ include bench/bench.mk
 
 # libFuzzer targets for the files users hand us: tests/fuzz/fuzz_NAME.c, with its seeds,
 # corpus and dictionary in tests/fuzz/NAME/. capture: everything `gpuleak report` runs, from
-# bytes; rules: the rules parser and matchers.
+# bytes; rules: the rules parser and matchers; perfmap: the perf maps traced JITs write; json:
+# the strict JSON reader and the NDJSON verdicts gpuleak diff reads, with the diff of what loads.
 FUZZ_CC ?= clang
-FUZZ_TARGETS := capture rules
+FUZZ_TARGETS := capture rules perfmap json
 FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 # The engine: every libbpf-free folder.
 FUZZ_SRC := $(ENGINE_SRC)
@@ -195,7 +196,7 @@ FUZZ_ARGS = -timeout=10 -rss_limit_mb=2048 -dict=tests/fuzz/$*/dict
 $(OUTPUT)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) $(wildcard user/*/*.h) bpf/gpuleak.h
 	@mkdir -p $(@D)
 	$(call msg,FUZZ-CC,$@)
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(FUZZ_SRC) -lelf -lz -lm -l:libstdc++.so.6 -o $@
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(FUZZ_SRC) -lelf -lz -lm -lcapstone -l:libstdc++.so.6 -o $@
 
 fuzz-build: $(FUZZ_BINS)
 

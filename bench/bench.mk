@@ -5,8 +5,9 @@
 #   lib/libcudart.so.13   the benchmark's runtime: cudaMalloc + cudaFree, nothing else
 #   bin/pairloop          the tight-loop target (allocate/free pairs through that library)
 #   bin/realtarget        maps NVIDIA's libcudart.so.13 and libnccl.so.2 (attach, placement)
-#   glbench               empty-program floors (per call; attach and detach), consumer and
-#                         memory benchmarks (links gpuleak's objects)
+#   glbench               empty-program floors (per call; attach and detach), consumer,
+#                         memory and symbols benchmarks (links gpuleak's objects)
+#   lib/libmanysyms.so    100000 functions: the ELF symbol table of glbench symbols
 
 BENCH_OUT := $(OUTPUT)/bench
 BENCH_LIB := $(BENCH_OUT)/lib/libcudart.so.13
@@ -14,7 +15,8 @@ BENCH_PAIRLOOP := $(BENCH_OUT)/bin/pairloop
 BENCH_REALTARGET := $(BENCH_OUT)/bin/realtarget
 GLBENCH := $(BENCH_OUT)/glbench
 BENCH_SKEL := $(BENCH_OUT)/bench.skel.h
-BENCH_ALL := $(BENCH_LIB) $(BENCH_PAIRLOOP) $(GLBENCH)
+BENCH_MANYSYMS := $(BENCH_OUT)/lib/libmanysyms.so
+BENCH_ALL := $(BENCH_LIB) $(BENCH_PAIRLOOP) $(GLBENCH) $(BENCH_MANYSYMS)
 ifneq ($(wildcard $(CUDA_NCCL_LIBDIR)/libnccl.so.2),)
 BENCH_ALL += $(BENCH_REALTARGET)
 endif
@@ -25,6 +27,11 @@ $(BENCH_LIB): bench/libcudart_bench.c bench/libcudart_bench.map bench/bench.mk
 	$(call msg,CC-SO,$@)
 	$(Q)$(TESTS_CC) $(STANDIN_CFLAGS) $(STANDIN_ENTRY_CFLAGS) $(STANDIN_LDFLAGS) -o $@ $< \
 		-Wl,-soname,libcudart.so.13 -Wl,--version-script=bench/libcudart_bench.map
+
+$(BENCH_MANYSYMS): bench/manysyms.S bench/bench.mk
+	@mkdir -p $(@D)
+	$(call msg,CC-SO,$@)
+	$(Q)$(TESTS_CC) -shared -Wl,--build-id -o $@ $<
 
 $(BENCH_PAIRLOOP): bench/pairloop.c $(BENCH_LIB) bench/bench.mk
 	@mkdir -p $(@D)

@@ -29,6 +29,13 @@ Sections (--only picks some):
              memory with 1 M live once the live set has left the ring (it is then held twice)
              against attach's; a capture of that state (bytes, seconds, exact); an idle
              watcher against an idle attach (CPU and RSS over idle_seconds)
+  symbols    naming a stack frame from a perf map of 100 000 entries (JIT code) against
+             naming one from an ELF symbol table of 100 000 functions, taking turns in one
+             process (glbench symbols); the first frame of each (reading the table), and the
+             heap per perf map entry
+  python     a Python loop of cudaMalloc + cudaFree through ctypes, 40 frames deep: the
+             Python walk per allocation at --python-depth 8 and 32 beside native stacks
+             only, against the floor; the entry program's own time (BPF statistics)
 
 Every target on a machine-speed figure is a ratio of two things measured in the same run,
 so that a slower or busier machine does not flip it: gpuleak's cost per call against the
@@ -62,9 +69,15 @@ GPULEAK = os.path.join(ROOT, "gpuleak")
 PAIRLOOP = os.path.join(BENCH, "bin", "pairloop")
 REALTARGET = os.path.join(BENCH, "bin", "realtarget")
 GLBENCH = os.path.join(BENCH, "glbench")
+MANYSYMS = os.path.join(BENCH, "lib", "libmanysyms.so")
 BENCH_LIB = os.path.realpath(os.path.join(BENCH, "lib", "libcudart.so.13"))
 REAL_CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 REAL_NCCL = "/usr/local/cuda/lib/libnccl.so.2"
+NPM = os.path.join(os.environ.get("GPULEAK_DEPS", "/var/cache/gpuleak"), "npm")
+ORT_LIB = os.path.join(NPM, "onnxruntime-node@1.30.0", "node_modules", "onnxruntime-node", "bin",
+                       "napi-v6", "linux", "x64", "libonnxruntime.so.1")
+DAWN_NODE = os.path.join(NPM, "webgpu@0.6.2", "node_modules", "webgpu", "dist", "linux-x64",
+                         "dawn.node")
 
 # (key, target, "le" or "ge") for the table and bench.json's "met". The ratios replaced
 # absolute figures of the 2026-11-29 run on the project's VM, at what they were there: the
@@ -88,6 +101,15 @@ TARGETS = {
     "watch_consumer_vs_consumer": (0.33, "ge"),
     "watch_ring_held_vs_ring": (1.0, "le"),
     "watch_idle_cpu_vs_attach": (2.0, "le"),
+    "perf_map_vs_elf_per_frame": (1.5, "le"),
+    "perf_map_vs_elf_first_frame": (1.0, "le"),
+    "perf_map_heap_bytes_per_entry": (160, "le"),
+    # Dawn's proc table from libonnxruntime.so.1 (45 MB): 16-21 x one memmem pass over its
+    # read-only bytes on the 2026-12-01 run, the name scan, relocations, the lea scan and
+    # the emulator together; a second of it would be felt at every attach.
+    "procs_recover_vs_floor": (40, "le"),
+    # 2 us per allocation, the issue's aim, on the VM whose floor was 1.87 us per pair
+    "python_walk_32_vs_floor": (1.07, "le"),
 }
 
 # What a user would write with bpftrace instead: the live table in a BPF map, keyed by
@@ -296,6 +318,135 @@ def bench_pairs(a, tmp, res):
     return res
 
 
+# ---- Python: the frame walk per allocation, against the native stack walk and the floor ----
+
+PYLOOP = os.path.join(ROOT, "bench", "pyloop.py")
+# The interpreter the section runs (3.11+'s frames are read in one go), and 3.10's (one read
+# per frame), where the machine has them.
+PYTHONS = [("3.12", "/root/.pyenv/versions/3.12.1/bin/python3.12"),
+           ("3.11", "/usr/bin/python3.11"),
+           ("3.10", "/root/.pyenv/versions/3.10.13/bin/python3.10")]
+PY_FRAMES = 40  # Python frames at each call: deeper than --python-depth 32, so it is cut
+
+
+def enter_progs():
+    """{id: (run_time_ns, run_cnt)} of every gpuleak entry program loaded (other sessions'
+    too: the one a tracer loads is the id that was not there before it)."""
+    p = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
+    try:
+        progs = json.loads(p.stdout or "[]")
+    except json.JSONDecodeError:
+        return {}
+    return {q["id"]: (q.get("run_time_ns", 0), q.get("run_cnt", 0))
+            for q in progs if q.get("name") == "gl_enter"}
+
+
+def py_run(python, variant, pairs, warmup, json_path):
+    """ns per pair of pyloop under variant, and the entry program's ns per call (or None)."""
+    target = Proc([python, PYLOOP, BENCH_LIB, str(pairs), str(warmup), str(PY_FRAMES)])
+    tracer, bpf_ns = None, None
+    try:
+        target.line("out", lambda l: l.startswith("ready"))
+        before = enter_progs()
+        if variant in ("none", "bare"):
+            tracer = start_tracer(variant, target.pid, json_path)
+        else:
+            depth = variant.split(":")[1]
+            tracer = start_tracer("gpuleak_stacks", target.pid, json_path,
+                                  ["--python-depth", depth])
+        target.send("go\n")
+        res = json.loads(target.line("out", lambda l: l.startswith("{"), timeout=300))
+        mine = [v for k, v in enter_progs().items() if k not in before]
+        if variant.startswith("py") and len(mine) == 1 and mine[0][1]:
+            bpf_ns = mine[0][0] / mine[0][1]
+        target.send("exit\n")
+        if target.wait() != 0:
+            raise BenchError("pyloop failed")
+        stop_tracer(tracer)
+    finally:
+        target.kill()
+        if tracer:
+            tracer.kill()
+    if variant.startswith("py"):
+        v = read_verdict(json_path, target.pid)
+        want = 2 * (pairs + warmup)
+        if v["calls"] != want or v["dropped_events"] or v["losses"].get("python_lost"):
+            raise BenchError(f"gpuleak saw {v['calls']} of {want} calls, "
+                             f"{v['dropped_events']} dropped: {v['losses']}")
+    return res["ns_per_pair"], bpf_ns
+
+
+def set_bpf_stats(on):
+    try:
+        with open("/proc/sys/kernel/bpf_stats_enabled", "r+") as f:
+            old = f.read().strip()
+            f.seek(0)
+            f.write("1" if on else "0")
+            return old
+    except OSError:
+        return None
+
+
+def bench_python(a, tmp, res):
+    """A Python loop of cudaMalloc + cudaFree through ctypes, 40 Python frames deep: untraced,
+    on the floor (empty programs), under gpuleak with native stacks only (--python-depth 0)
+    and with Python frames to depth 8 and 32. The walk runs at allocations only: what a
+    depth adds to the native-stack run is its cost per allocation. With the kernel's BPF
+    statistics on, the entry program's own time per call too."""
+    out = {}
+    jp = os.path.join(tmp, "python.ndjson")
+    variants = ["none", "bare", "py:0", "py:8", "py:32"]
+    old = set_bpf_stats(True)
+    try:
+        for i, (ver, python) in enumerate(PYTHONS):
+            if not os.access(python, os.X_OK):
+                log(f"python: no {python}, {ver} not measured")
+                continue
+            # 3.10 is measured at depth 32 only, beside the native walk: what its heap frames
+            # cost.
+            vs = variants if i == 0 else ["bare", "py:0", "py:32"]
+            ns = {v: [] for v in vs}
+            bpf = {v: [] for v in vs}
+            walk8, walk32, r32, bwalk8, bwalk32 = [], [], [], [], []
+            for rep in range(a.py_reps):
+                k = rep % len(vs)
+                got, gotb = {}, {}
+                for v in vs[k:] + vs[:k]:
+                    got[v], gotb[v] = py_run(python, v, a.py_pairs, a.warmup // 4, jp)
+                    ns[v].append(got[v])
+                    if gotb[v] is not None:
+                        bpf[v].append(gotb[v])
+                # The entry program runs at both calls of a pair; the walk at the first.
+                for d, lst in (("py:32", bwalk32), ("py:8", bwalk8)):
+                    if gotb.get(d) is not None and gotb.get("py:0") is not None:
+                        lst.append(2 * (gotb[d] - gotb["py:0"]))
+                walk32.append(got["py:32"] - got["py:0"])
+                r32.append(walk32[-1] / got["bare"])
+                if "py:8" in got:
+                    walk8.append(got["py:8"] - got["py:0"])
+                log(f"python {ver} {rep + 1}/{a.py_reps}: " +
+                    ", ".join(f"{v} {got[v]:.0f} ns" for v in vs))
+            tag = ver.replace(".", "")
+            for v in vs:
+                out[f"py{tag}_pair_ns_{v.replace(':', '')}"] = stats(ns[v])
+                if bpf[v]:
+                    out[f"py{tag}_bpf_enter_ns_{v.replace(':', '')}"] = stats(bpf[v])
+            out[f"py{tag}_walk_ns_32"] = stats(walk32)
+            if bwalk32:
+                out[f"py{tag}_bpf_walk_ns_32"] = stats(bwalk32)
+            if bwalk8:
+                out[f"py{tag}_bpf_walk_ns_8"] = stats(bwalk8)
+            out[f"py{tag}_walk_32_vs_floor"] = stats(r32)
+            if walk8:
+                out[f"py{tag}_walk_ns_8"] = stats(walk8)
+            if i == 0:
+                out["python_walk_32_vs_floor"] = stats(r32)
+    finally:
+        if old is not None:
+            set_bpf_stats(old == "1")
+    return out
+
+
 # enum bench_cost (bench/bench.h): what each step of the breakdown adds to the floor.
 COST_STEPS = [
     ("stash", 1, "+ stash in task storage",
@@ -389,6 +540,29 @@ def bench_memory(a, tmp, res):
     return {"bytes_per_live_alloc": stats([m["bytes_per_live_alloc"]]),
             "rss_bytes_per_live_alloc": stats([m["rss_bytes_per_live_alloc"]]),
             "peak_rss_bytes_per_live_alloc": stats([m["peak_rss_bytes_per_live_alloc"]])}
+
+
+def bench_procs(a, tmp, res):
+    """Dawn's proc table recovered from the real libonnxruntime.so.1, against one pass over its
+    read-only bytes and against the symbol scan of dawn.node, per MB."""
+    for path in (ORT_LIB, DAWN_NODE):
+        if not os.path.exists(path):
+            log(f"procs: skipped, {path} missing (scripts/install-deps.sh)")
+            return {}
+    rec, floor, ratio, per_mb = [], [], [], []
+    for rep in range(a.procs_reps):
+        out = subprocess.run([GLBENCH, "procs", "-r", "9", ORT_LIB, DAWN_NODE],
+                             capture_output=True, text=True, timeout=600)
+        if out.returncode:
+            raise BenchError(f"glbench procs: {out.stderr.strip()}")
+        m = json.loads(out.stdout)
+        log(f"procs {rep + 1}/{a.procs_reps}: {m}")
+        rec.append(m["recover_ms"])
+        floor.append(m["floor_ms"])
+        ratio.append(m["recover_ms"] / m["floor_ms"])
+        per_mb.append(m["recover_ms_per_mb"] / m["symscan_ms_per_mb"])
+    return {"procs_recover_ms": stats(rec), "procs_floor_ms": stats(floor),
+            "procs_recover_vs_floor": stats(ratio), "procs_vs_symscan_per_mb": stats(per_mb)}
 
 
 def drops_run(a, variant, jp, pairs):
@@ -693,10 +867,37 @@ def bench_watch(a, tmp, res):
     return out
 
 
+def bench_symbols(a, tmp, res):
+    """Naming frames from a perf map against naming them from ELF symbols, in one process:
+    ratios within each run, then the median."""
+    runs = []
+    for rep in range(a.symbols_reps):
+        out = subprocess.run([GLBENCH, "symbols", "-n", "100000", "-f", a.symbols_frames,
+                              MANYSYMS], capture_output=True, text=True, timeout=600)
+        if out.returncode:
+            raise BenchError(f"glbench symbols: {out.stderr.strip()}")
+        runs.append(json.loads(out.stdout))
+        r = runs[-1]
+        log(f"symbols {rep + 1}/{a.symbols_reps}: perf map {r['perf_map_ns_per_frame']:.0f} "
+            f"ns/frame, ELF {r['elf_ns_per_frame']:.0f}; first frame {r['perf_map_first_ms']:.1f}"
+            f" ms against {r['elf_first_ms']:.1f} ms")
+    return {"perf_map_ns_per_frame": stats([r["perf_map_ns_per_frame"] for r in runs]),
+            "elf_ns_per_frame": stats([r["elf_ns_per_frame"] for r in runs]),
+            "perf_map_vs_elf_per_frame":
+                stats([r["perf_map_ns_per_frame"] / r["elf_ns_per_frame"] for r in runs]),
+            "perf_map_first_ms": stats([r["perf_map_first_ms"] for r in runs]),
+            "elf_first_ms": stats([r["elf_first_ms"] for r in runs]),
+            "perf_map_vs_elf_first_frame":
+                stats([r["perf_map_first_ms"] / r["elf_first_ms"] for r in runs]),
+            "perf_map_heap_bytes_per_entry":
+                stats([r["perf_map_heap_bytes_per_entry"] for r in runs])}
+
+
 SECTIONS = {"pairs": bench_pairs, "breakdown": bench_breakdown,
             "consumer": bench_consumer, "memory": bench_memory,
             "drops": bench_drops, "attach": bench_attach, "placement": bench_placement,
-            "capture": bench_capture, "watch": bench_watch}
+            "capture": bench_capture, "watch": bench_watch, "symbols": bench_symbols,
+            "procs": bench_procs, "python": bench_python}
 
 ROWS = [  # key, label, unit, scale, format
     ("pair_ns_none", "pair, untraced", "ns", 1, "{:.0f}"),
@@ -758,6 +959,38 @@ ROWS = [  # key, label, unit, scale, format
     ("watch_idle_cpu_vs_attach", "  watch / attach", "x", 1, "{:.2f}"),
     ("watch_idle_rss_mib", "watch idle: RSS (8 MiB ring buffer)", "MiB", 1, "{:.1f}"),
     ("attach_idle_rss_mib", "  attach idle: RSS (64 MiB)", "MiB", 1, "{:.1f}"),
+    ("perf_map_ns_per_frame", "frame named from a perf map, 100 k", "ns", 1, "{:.0f}"),
+    ("elf_ns_per_frame", "  from ELF symbols, 100 k", "ns", 1, "{:.0f}"),
+    ("perf_map_vs_elf_per_frame", "  perf map / ELF", "", 1, "{:.2f}"),
+    ("perf_map_first_ms", "  first frame: reading the perf map", "ms", 1, "{:.1f}"),
+    ("elf_first_ms", "  first frame: the ELF symbol table", "ms", 1, "{:.1f}"),
+    ("perf_map_vs_elf_first_frame", "  perf map / ELF", "", 1, "{:.2f}"),
+    ("perf_map_heap_bytes_per_entry", "  heap per perf map entry", "B", 1, "{:.0f}"),
+    ("procs_recover_ms", "Dawn proc table, libonnxruntime.so.1", "ms", 1, "{:.1f}"),
+    ("procs_floor_ms", "  floor: one pass over its bytes", "ms", 1, "{:.1f}"),
+    ("procs_recover_vs_floor", "  table / floor", "x", 1, "{:.1f}"),
+    ("procs_vs_symscan_per_mb", "  per MB, / dawn.node's symbol scan", "x", 1, "{:.1f}"),
+    ("py312_pair_ns_none", "Python 3.12 pair (ctypes), untraced", "ns", 1, "{:.0f}"),
+    ("py312_pair_ns_bare", "  on the floor", "ns", 1, "{:.0f}"),
+    ("py312_pair_ns_py0", "  gpuleak, native stacks", "ns", 1, "{:.0f}"),
+    ("py312_pair_ns_py8", "  gpuleak, + Python depth 8", "ns", 1, "{:.0f}"),
+    ("py312_pair_ns_py32", "  gpuleak, + Python depth 32", "ns", 1, "{:.0f}"),
+    ("py312_walk_ns_8", "  Python walk per allocation, 8", "ns", 1, "{:.0f}"),
+    ("py312_walk_ns_32", "  Python walk per allocation, 32", "ns", 1, "{:.0f}"),
+    ("python_walk_32_vs_floor", "  walk at 32 / floor pair", "x", 1, "{:.2f}"),
+    ("py312_bpf_enter_ns_py0", "  entry program per call, native", "ns", 1, "{:.0f}"),
+    ("py312_bpf_enter_ns_py8", "  entry program per call, 8", "ns", 1, "{:.0f}"),
+    ("py312_bpf_enter_ns_py32", "  entry program per call, 32", "ns", 1, "{:.0f}"),
+    ("py312_bpf_walk_ns_8", "  walk in BPF per allocation, 8", "ns", 1, "{:.0f}"),
+    ("py312_bpf_walk_ns_32", "  walk in BPF per allocation, 32", "ns", 1, "{:.0f}"),
+    ("py311_pair_ns_bare", "Python 3.11 (Debian) pair, floor", "ns", 1, "{:.0f}"),
+    ("py311_walk_ns_32", "  Python walk per allocation, 32", "ns", 1, "{:.0f}"),
+    ("py311_walk_32_vs_floor", "  walk at 32 / floor pair", "x", 1, "{:.2f}"),
+    ("py311_bpf_walk_ns_32", "  walk in BPF per allocation, 32", "ns", 1, "{:.0f}"),
+    ("py310_pair_ns_bare", "Python 3.10 pair, floor", "ns", 1, "{:.0f}"),
+    ("py310_walk_ns_32", "  Python walk per allocation, 32", "ns", 1, "{:.0f}"),
+    ("py310_walk_32_vs_floor", "  walk at 32 / floor pair", "x", 1, "{:.2f}"),
+    ("py310_bpf_walk_ns_32", "  walk in BPF per allocation, 32", "ns", 1, "{:.0f}"),
 ]
 
 
@@ -825,6 +1058,11 @@ def main():
     a.placement_calls = 20000 if q else 100000
     a.idle_reps = 2 if q else 3
     a.idle_seconds = 3 if q else 10
+    a.symbols_reps = 3 if q else 7
+    a.symbols_frames = "20000" if q else "50000"
+    a.procs_reps = 2 if q else 5
+    a.py_reps = 3 if q else 7
+    a.py_pairs = 50000 if q else 200000
     only = a.only.split(",") if a.only else list(SECTIONS)
     for s in only:
         if s not in SECTIONS:
@@ -847,7 +1085,9 @@ def main():
                                                   "drop_seconds", "ref_reps",
                                                   "attach_reps",
                                                   "placement_reps", "placement_calls",
-                                                  "idle_reps", "idle_seconds")},
+                                                  "idle_reps", "idle_seconds",
+                                                  "symbols_reps", "symbols_frames",
+                                                  "procs_reps", "py_reps", "py_pairs")},
            "spread": {}, "targets": {}}
     for k, v in res.items():
         if isinstance(v, dict):

@@ -39,6 +39,26 @@
  *                                  the live set twice, the ring full), then writes one
  *                                  capture of it and says its size, how long it took and the
  *                                  peak RSS meanwhile.
+ *   glbench symbols [-n ENTRIES] [-f FRAMES] LIB
+ *                                  naming stack frames from a perf map against naming them
+ *                                  from an ELF symbol table of as many functions: LIB is
+ *                                  bench/manysyms.S built with ENTRIES functions (this process
+ *                                  maps it), the perf map /tmp/perf-PID.map names as many
+ *                                  pieces of anonymous executable memory in V8's format. The
+ *                                  symbolizer names FRAMES distinct addresses of each, in
+ *                                  batches of 32 (a stack) taking turns, in a random order:
+ *                                  ns per frame of each, the first frame of each (what reads
+ *                                  the symbol table or the map), and the heap the map holds
+ *                                  per entry.
+ *   glbench procs [-r REPS] OBJECT SYMOBJ
+ *                                  the recovery of Dawn's proc table from OBJECT (an object
+ *                                  without symbols: libonnxruntime.so.1), against two things
+ *                                  measured in the same run: one pass of memmem over the
+ *                                  same read-only bytes for a string that is not there (what
+ *                                  reading the object once costs, the floor of any scan of
+ *                                  it), and gpuleak's symbol scan of SYMOBJ (a Dawn with
+ *                                  symbols: dawn.node), per MB of each. Medians of REPS (9),
+ *                                  the file mapped and paged in before timing.
  *
  * consumer and memory link gpuleak's own objects: what is measured is gpuleak's code.
  * Results are one JSON line on stdout.
@@ -52,6 +72,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,7 +87,12 @@
 #include "symbols/symbolizer.h"
 #include "bench.h"
 #include "bench.skel.h"
+#include "probe/dawn_procs.h"
+#include "probe/elf_image.h"
 #include "probe/elf_obj.h"
+#include "probe/modules.h"
+#include "probe/proc_maps.h"
+#include "symbols/symbolizer.h"
 #include "gpuleak.h"
 #include "live/ringbuf.h"
 #include "engine/rules.h"
@@ -86,7 +115,9 @@ static int usage(void)
 		"usage: glbench bare -p PID [--cost BITS] LIB\n"
 		"       glbench attach -p PID OBJECT:OFFSET[,OFFSET...]...\n"
 		"       glbench consumer [-l LIVE] [-n EVENTS] [-b BATCH] [--cold] [--watch RING]\n"
-		"       glbench memory [-l LIVE] [--watch RING]\n");
+		"       glbench memory [-l LIVE] [--watch RING]\n"
+		"       glbench symbols [-n ENTRIES] [-f FRAMES] LIB\n"
+		"       glbench procs [-r REPS] OBJECT SYMOBJ\n");
 	return 2;
 }
 
@@ -328,9 +359,10 @@ static int cmd_attach(int argc, char **argv)
 /* ---- the analysis, set up as a live session sets it up ---- */
 
 static int no_frames(void *ctx, pid_t pid, uint64_t caller, int32_t stack_id, const char **syms,
-		     const char **mods, int max)
+		     const char **mods, const char **where, int max)
 {
-	(void)ctx, (void)pid, (void)caller, (void)stack_id, (void)syms, (void)mods, (void)max;
+	(void)ctx, (void)pid, (void)caller, (void)stack_id, (void)syms, (void)mods, (void)where,
+	    (void)max;
 	return 0;
 }
 
@@ -700,6 +732,232 @@ cleanup:
 	return err ? 1 : 0;
 }
 
+/* ---- symbols: a frame named from a perf map, against one named from ELF symbols ---- */
+
+#define SYM_BATCH 32
+#define SYM_GAP	  64 /* bytes of anonymous code per perf map entry */
+
+static int write_perf_map(const char *path, uint64_t base, uint64_t n)
+{
+	FILE *f = fopen(path, "w");
+	uint64_t i;
+	int err = 0;
+
+	if (!f)
+		return -errno;
+	/* V8's lines: a tier, the function, the script's URL, line and column */
+	for (i = 0; i < n && !err; i++)
+		err = fprintf(f,
+			      "%" PRIx64 " %x JS:~step%" PRIu64 " file:///srv/app/model%" PRIu64
+			      ".mjs:%" PRIu64 ":%u\n",
+			      base + i * SYM_GAP, SYM_GAP, i, i % 97, 10 + i % 5000, 20) < 0;
+	if (fclose(f) || err)
+		return -EIO;
+	return 0;
+}
+
+/* ns to name the addresses of batch, all new to the symbolizer. */
+static uint64_t name_batch(struct symbolizer *s, const uint64_t *batch, size_t n, int *err)
+{
+	uint64_t t0 = now_ns();
+
+	if (symbolizer__resolve(s, getpid(), batch, n))
+		*err = -ENOMEM;
+	return now_ns() - t0;
+}
+
+static int cmd_symbols(int argc, char **argv)
+{
+	uint64_t n = 100000, frames = 20000, f0, f1, anon, heap0, t_elf = 0, t_map = 0;
+	uint64_t elf_first, map_first, map_heap, i, *order = NULL, batch[SYM_BATCH];
+	struct modules *mods = NULL;
+	struct symbolizer *s = NULL;
+	struct proc_maps *m = NULL;
+	struct symbolizer_stats st;
+	void *h, *code = MAP_FAILED;
+	char path[64];
+	int opt, err;
+
+	while ((opt = getopt(argc, argv, "n:f:")) != -1) {
+		if (opt == 'n')
+			n = opt_count(optarg);
+		else if (opt == 'f')
+			frames = opt_count(optarg);
+		else
+			return usage();
+	}
+	if (optind + 1 != argc || n < 2 || !frames || frames > n)
+		return usage();
+	h = dlopen(argv[optind], RTLD_NOW | RTLD_LOCAL);
+	f0 = h ? (uint64_t)(uintptr_t)dlsym(h, "f0") : 0;
+	f1 = h ? (uint64_t)(uintptr_t)dlsym(h, "f1") : 0;
+	if (!f0 || f1 != f0 + 16 || !dlsym(h, "f1") ||
+	    !dlsym(h, (snprintf(path, sizeof(path), "f%" PRIu64, n - 1), path))) {
+		fprintf(stderr, "glbench: %s is not bench/manysyms.S with %" PRIu64 " functions\n",
+			argv[optind], n);
+		return 1;
+	}
+	code = mmap(NULL, n * SYM_GAP, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	order = malloc(frames * sizeof(*order));
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+	err = code == MAP_FAILED || !order ? -ENOMEM : 0;
+	anon = (uint64_t)(uintptr_t)code;
+	if (!err)
+		err = write_perf_map(path, anon, n);
+	if (!err)
+		err = modules__new(&mods);
+	if (!err)
+		err = symbolizer__new(mods, &s);
+	if (!err)
+		err = proc_maps__load(getpid(), &m);
+	if (!err)
+		err = symbolizer__add_maps(s, m);
+	if (err) {
+		fprintf(stderr, "glbench: setting up: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	/* Distinct entries in a random order: every frame is new to the symbolizer. */
+	for (i = 0; i < frames; i++)
+		order[i] = 1 + i * (n - 1) / frames;
+	for (i = frames - 1; i > 0; i--) {
+		uint64_t j = (uint64_t)rand() % (i + 1), t = order[i];
+
+		order[i] = order[j];
+		order[j] = t;
+	}
+	/* The first frame of each reads its table: the ELF's symbols, the whole perf map. */
+	batch[0] = f0 + 4;
+	elf_first = name_batch(s, batch, 1, &err);
+	heap0 = heap_bytes();
+	batch[0] = anon + 8;
+	map_first = name_batch(s, batch, 1, &err);
+	map_heap = heap_bytes() - heap0;
+	for (i = 0; i < frames && !err; i += SYM_BATCH) {
+		size_t k, nb = frames - i < SYM_BATCH ? frames - i : SYM_BATCH;
+
+		for (k = 0; k < nb; k++)
+			batch[k] = f0 + 16 * order[i + k] + 4;
+		t_elf += name_batch(s, batch, nb, &err);
+		for (k = 0; k < nb; k++)
+			batch[k] = anon + SYM_GAP * order[i + k] + 8;
+		t_map += name_batch(s, batch, nb, &err);
+	}
+	symbolizer__stats(s, &st);
+	if (!err && st.jit_frames != frames + 1) {
+		fprintf(stderr,
+			"glbench: %" PRIu64 " of %" PRIu64 " frames named from the perf map\n",
+			st.jit_frames, frames + 1);
+		err = -EINVAL;
+	}
+	if (err)
+		goto cleanup;
+	printf("{\"entries\":%" PRIu64 ",\"frames\":%" PRIu64 ",\"elf_ns_per_frame\":%.1f,"
+	       "\"perf_map_ns_per_frame\":%.1f,\"elf_first_ms\":%.3f,\"perf_map_first_ms\":%.3f,"
+	       "\"perf_map_heap_bytes_per_entry\":%.1f}\n",
+	       n, frames, (double)t_elf / frames, (double)t_map / frames, elf_first / 1e6,
+	       map_first / 1e6, (double)map_heap / n);
+cleanup:
+	symbolizer__free(s);
+	modules__free(mods);
+	proc_maps__free(m);
+	free(order);
+	unlink(path);
+	if (code != MAP_FAILED)
+		munmap(code, n * SYM_GAP);
+	return err ? 1 : 0;
+}
+
+struct ro_pass {
+	size_t bytes;
+	unsigned long found;
+};
+
+static void ro_bytes(uint64_t vaddr, const uint8_t *p, size_t len, void *ctx)
+{
+	struct ro_pass *r = ctx;
+
+	(void)vaddr;
+	r->bytes += len;
+	/* Not in any object: every byte is looked at, as the name scan looks at them. */
+	r->found += memmem(p, len, "gpuleak\x01\x02\x03", 10) != NULL;
+}
+
+static int cmd_procs(int argc, char **argv)
+{
+	uint64_t rec[64], floor[64], sym[64], t;
+	struct elf_obj *o = NULL;
+	struct elf_image *im = NULL;
+	struct ro_pass ro = {0};
+	size_t size = 0, sym_size = 0;
+	int opt, reps = 9, i, err;
+	unsigned long n = 0;
+	struct stat st;
+
+	while ((opt = getopt(argc, argv, "r:")) != -1) {
+		if (opt != 'r')
+			return usage();
+		reps = atoi(optarg);
+	}
+	if (argc - optind != 2 || reps < 1 || reps > 64)
+		return usage();
+	err = elf_obj__open(argv[optind], &o);
+	if (!err)
+		err = elf_image__new(o, &im);
+	if (err || stat(argv[optind + 1], &st)) {
+		fprintf(stderr, "glbench: %s: %s\n", argv[optind], strerror(err ? -err : errno));
+		goto cleanup;
+	}
+	sym_size = st.st_size;
+	elf_obj__image(o, &size);
+	for (i = 0; i < reps + 1; i++) {
+		struct dawn_procs *p;
+		struct modules *ms;
+		struct module *m;
+
+		/* The first round pages both files in and is not counted. */
+		t = now_ns();
+		ro.bytes = 0;
+		elf_image__for_each_ro(im, false, ro_bytes, &ro);
+		floor[i ? i - 1 : 0] = now_ns() - t;
+		t = now_ns();
+		err = dawn_procs__recover(o, &p);
+		rec[i ? i - 1 : 0] = now_ns() - t;
+		if (err) {
+			fprintf(stderr, "glbench: %s: no proc table: %s\n", argv[optind],
+				strerror(-err));
+			goto cleanup;
+		}
+		n = p->n;
+		dawn_procs__free(p);
+		if (modules__new(&ms)) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		t = now_ns();
+		m = modules__get_path(ms, argv[optind + 1]);
+		err = m ? module__scan(m) : -errno;
+		sym[i ? i - 1 : 0] = now_ns() - t;
+		modules__free(ms);
+		if (err) {
+			fprintf(stderr, "glbench: %s: %s\n", argv[optind + 1], strerror(-err));
+			goto cleanup;
+		}
+	}
+	qsort(rec, reps, sizeof(*rec), cmp_u64);
+	qsort(floor, reps, sizeof(*floor), cmp_u64);
+	qsort(sym, reps, sizeof(*sym), cmp_u64);
+	printf("{\"entries\":%lu,\"object_bytes\":%zu,\"ro_bytes\":%zu,\"recover_ms\":%.2f,"
+	       "\"floor_ms\":%.2f,\"symscan_ms\":%.2f,\"symobj_bytes\":%zu,"
+	       "\"recover_ms_per_mb\":%.3f,\"symscan_ms_per_mb\":%.3f}\n",
+	       n, size, ro.bytes, rec[reps / 2] / 1e6, floor[reps / 2] / 1e6, sym[reps / 2] / 1e6,
+	       sym_size, rec[reps / 2] / 1e6 / (size / 1e6),
+	       sym[reps / 2] / 1e6 / (sym_size / 1e6));
+cleanup:
+	elf_image__free(im);
+	elf_obj__free(o);
+	return err ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -713,5 +971,9 @@ int main(int argc, char **argv)
 		return cmd_consumer(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "memory"))
 		return cmd_memory(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "symbols"))
+		return cmd_symbols(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "procs"))
+		return cmd_procs(argc - 1, argv + 1);
 	return usage();
 }

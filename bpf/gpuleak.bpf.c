@@ -17,6 +17,7 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+#define SIGCONT 18
 #define SIGSTOP 19
 #define EEXIST	17
 
@@ -25,7 +26,7 @@ const volatile struct gl_api_spec specs[GL_API_MAX] = {};
 const volatile __u64 wakeup_bytes = 256 * 1024;
 /* Frames of a user stack kept (--stack-depth); 0: no stacks. */
 const volatile __u32 stack_depth = 0;
-/* --follow: processes forked by a traced process are traced too. */
+/* --follow: processes forked by a traced process are traced too (else only said). */
 const volatile bool follow_children = false;
 /*
  * gpuleak's own pid namespace when it is not the initial one (gpuleak in a container): pids
@@ -38,6 +39,13 @@ const volatile __u64 pidns_ino = 0;
 /* Since Linux 6.13; without it a forked child is not stopped before it runs (weak). */
 extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type,
 				__u64 value) __weak __ksym;
+/* Since Linux 6.2: what lets gpuleak's death resume the processes it held (weak). */
+extern struct task_struct *bpf_task_from_pid(s32 pid) __weak __ksym;
+extern void bpf_task_release(struct task_struct *p) __weak __ksym;
+/* gpuleak's own process id (in its namespace, as task_tgid gives it). */
+const volatile __u32 self_tgid = 0;
+/* gpuleak is exiting with these programs still attached: no process is stopped any more. */
+volatile bool tracer_gone = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -82,19 +90,30 @@ struct frame {
 	__u64 ts_ns; /* entry time, syncs only */
 	__s32 stack_id;
 	__u32 api;
-	__u32 hflags; /* enum gl_hdr_flags found at entry */
-	__u32 pad;
+	__u32 hflags;	  /* enum gl_hdr_flags found at entry */
+	__u32 layer_seen; /* the record of an allocation nested in this one (its layer) went out */
 };
 
 struct tstate {
 	__u32 depth;
 	__u32 pad;
+	/* Entry sp of the last allocation counted as returning without its entry: the call
+	 * around it returns so too, and is that same allocation (count_orphan_alloc). */
+	__u64 orphan_sp;
 	struct frame f[GL_MAX_DEPTH];
 	/* Per frame, only for APIs whose spec asks: kept apart so frames stay small. */
 	__u8 desc[GL_MAX_DEPTH][GL_DESC_MAX];
 	char label[GL_MAX_DEPTH][GL_LABEL_MAX];
 	__u32 label_len[GL_MAX_DEPTH]; /* bytes in label[], ~0: no label */
 	__u8 label_trunc[GL_MAX_DEPTH];
+	/* Python (python.bpf.h): this thread's PyThreadState, found once */
+	__u64 py_ts;
+	__u64 py_head;	  /* _PyRuntime.interpreters.head when it was found */
+	__u64 py_runtime; /* the _PyRuntime it belongs to: an exec makes another */
+	__u32 py_walks;
+	__u32 py_gen; /* py_generation + 1 when the process's configuration was last looked up */
+	__u32 py_on;  /* it had one */
+	__u32 py_pad;
 };
 
 /*
@@ -348,7 +367,7 @@ static __always_inline void code_ptr_check(__u16 api, struct gl_api_spec s, cons
 	/* First thread to see it reports it; others carry on (the process stops soon). */
 	if (bpf_map_update_elem(&code_seen, &k, &one, BPF_NOEXIST))
 		return;
-	stop = bpf_map_lookup_elem(&held, &k.pid) != NULL;
+	stop = bpf_map_lookup_elem(&held, &k.pid) && !tracer_gone;
 	r = rec_reserve(k.pid);
 	if (!r)
 		return;
@@ -373,35 +392,6 @@ static __always_inline bool is_alloc(struct gl_api_spec s)
 }
 
 /*
- * Frames above the one a return matched are calls whose return never came: entered while
- * gpuleak attached its entry link but not yet its return link, or left by a longjmp or an
- * exception. An allocation among them may have succeeded unseen: a missed allocation of the
- * size its arguments said (unsized when that was a pointer, or a descriptor's).
- */
-static __always_inline void count_stale(struct tstate *st, __u32 i, __u32 stale, __u32 pid)
-{
-	count_loss(pid, GL_STAT_STALE_FRAMES, stale);
-	for (__u32 k = 1; k < GL_MAX_DEPTH; k++) {
-		struct frame *sf;
-		struct gl_api_spec s;
-
-		if (k > stale)
-			break;
-		sf = &st->f[(i + k) & (GL_MAX_DEPTH - 1)];
-		if (sf->api >= GL_API_MAX)
-			continue;
-		s = specs[sf->api];
-		if (!is_alloc(s))
-			continue;
-		count_loss(pid, GL_STAT_LOST_ALLOCS, 1);
-		if (!s.arg_size || (s.flags & GL_SPEC_SIZE_BY_PTR))
-			count_loss(pid, GL_STAT_LOST_ALLOCS_UNSIZED, 1);
-		else
-			count_loss(pid, GL_STAT_LOST_ALLOC_BYTES, sf->size * sf->mul);
-	}
-}
-
-/*
  * Whether the GPU allocation api at depth d runs inside a traced allocation of memory on
  * this thread (GL_SPEC_LAYERS): the runtime's cuMemAlloc under cudaMalloc, a VMM handle
  * under ncclMemAlloc. The tracker folds those into the allocation above as its layers, so
@@ -417,6 +407,39 @@ static __always_inline bool under_alloc(const struct tstate *st, __u32 d, __u16 
 		return false;
 	outer = st->f[(d - 1) & (GL_MAX_DEPTH - 1)].api;
 	return outer < GL_API_MAX && (specs[outer].flags & GL_SPEC_LAYERS);
+}
+
+#include "python.bpf.h"
+
+/*
+ * Frames above the one a return matched are calls whose return never came: entered while
+ * gpuleak attached its entry link but not yet its return link, or left by a longjmp or an
+ * exception. An allocation among them may have succeeded unseen: a missed allocation of the
+ * size its arguments said (unsized when that was a pointer, or a descriptor's), counted once:
+ * at the outermost call, not again at its layers (cudaMalloc's cuMemAlloc).
+ */
+static __always_inline void count_stale(struct tstate *st, __u32 i, __u32 stale, __u32 pid)
+{
+	count_loss(pid, GL_STAT_STALE_FRAMES, stale);
+	for (__u32 k = 1; k < GL_MAX_DEPTH; k++) {
+		struct frame *sf;
+		struct gl_api_spec s;
+
+		if (k > stale)
+			break;
+		sf = &st->f[(i + k) & (GL_MAX_DEPTH - 1)];
+		if (sf->api >= GL_API_MAX)
+			continue;
+		s = specs[sf->api];
+		/* A layer of the allocation around it is that allocation: counted there. */
+		if (!is_alloc(s) || under_alloc(st, i + k, sf->api))
+			continue;
+		count_loss(pid, GL_STAT_LOST_ALLOCS, 1);
+		if (!s.arg_size || (s.flags & GL_SPEC_SIZE_BY_PTR))
+			count_loss(pid, GL_STAT_LOST_ALLOCS_UNSIZED, 1);
+		else
+			count_loss(pid, GL_STAT_LOST_ALLOC_BYTES, sf->size * sf->mul);
+	}
 }
 
 /*
@@ -476,6 +499,7 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 	f->api = api;
 	f->stack_id = -1;
 	f->hflags = 0;
+	f->layer_seen = 0;
 	/* No label unless this call's descriptor names one (AT_RETURN copies none at entry). */
 	st->label_len[d & (GL_MAX_DEPTH - 1)] = ~0U;
 	if (s.arg_desc && !(s.flags & GL_SPEC_DESC_AT_RETURN)) {
@@ -495,8 +519,12 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 				code_ptr_check(api, s, st->desc[k], pid_tgid, d);
 		}
 	}
-	if (stack_depth && is_alloc(s) && !under_alloc(st, d, api))
-		f->stack_id = stack_get(ctx, pid_tgid >> 32);
+	if ((stack_depth || python_depth) && is_alloc(s) && !under_alloc(st, d, api)) {
+		if (stack_depth)
+			f->stack_id = stack_get(ctx, pid_tgid >> 32);
+		if (python_depth)
+			py_stack(st, pid_tgid, &f->stack_id);
+	}
 	st->depth = d + 1;
 	return 0;
 }
@@ -610,7 +638,8 @@ static __always_inline int emit_entry(struct pt_regs *ctx, __u16 api, struct gl_
 	__u8 kind = s.shape == GL_SHAPE_NOTIFY ? GL_REC_NOTIFY : GL_REC_FREE;
 	__u64 size, aux, aux2;
 
-	if ((s.flags & GL_SPEC_HOLD) && bpf_map_lookup_elem(&held, &(__u32){pid_tgid >> 32}))
+	if ((s.flags & GL_SPEC_HOLD) && bpf_map_lookup_elem(&held, &(__u32){pid_tgid >> 32}) &&
+	    !tracer_gone)
 		/* Queued before the record is visible, so user space's SIGCONT cannot precede it. */
 		bpf_send_signal(SIGSTOP);
 	if (s.label_kind == GL_LABEL_ARGS_SV || s.label_kind == GL_LABEL_ARGS_CSTR)
@@ -755,25 +784,55 @@ static __always_inline bool alloc_succeeded(struct pt_regs *ctx, struct gl_api_s
 	return false;
 }
 
-/* The record of a successful allocation was lost: count it, and its bytes at depth 0. */
+/*
+ * The record of a successful allocation was lost: count it, and its bytes. Once per
+ * allocation, as the tracker folds layers into the allocation above them: a layer (the
+ * driver's record under cudaMalloc's) is part of the outer call, lost or not, and a flood
+ * that loses both records missed one allocation, not two; one whose layer's record went out
+ * missed none (the tracker takes the layer for the allocation).
+ */
 static __always_inline void count_lost_alloc(struct pt_regs *ctx, struct gl_api_spec s,
-					     struct frame *f, __u32 pid, __u32 depth)
+					     struct frame *f, __u32 pid, bool layer)
 {
 	__u64 size = f->size * f->mul;
 
-	if (!alloc_succeeded(ctx, s))
+	/* A layer's record that went out shows the memory: the tracker has it, not missed. */
+	if (layer || f->layer_seen || !alloc_succeeded(ctx, s))
 		return;
 	count_loss(pid, GL_STAT_LOST_ALLOCS, 1);
 	/* Pitch sizes are read through a pointer at return: not worth it for a lost record. */
 	if (s.flags & GL_SPEC_SIZE_BY_PTR)
 		count_loss(pid, GL_STAT_LOST_ALLOCS_UNSIZED, 1);
-	else if (!depth)
+	else
 		count_loss(pid, GL_STAT_LOST_ALLOC_BYTES, size);
 }
 
+/*
+ * A successful allocation returning without its entry: in flight when gpuleak attached, its
+ * memory never seen and its size unknown. Calls in flight at attach nest: the driver's
+ * cuMemAlloc returns without its entry inside cudaMalloc, which then does too, deeper on
+ * the stack first. One allocation: counted at the first, and the allocation around it
+ * (whose entry sp lies above) is not counted again.
+ */
+static __always_inline void count_orphan_alloc(struct tstate *st, __u16 api, struct gl_api_spec s,
+					       __u64 entry_sp, __u32 pid)
+{
+	if (st && st->orphan_sp && st->orphan_sp < entry_sp && (s.flags & GL_SPEC_LAYERS)) {
+		st->orphan_sp = entry_sp;
+		return;
+	}
+	count_loss(pid, GL_STAT_LOST_ALLOCS, 1);
+	count_loss(pid, GL_STAT_LOST_ALLOCS_UNSIZED, 1);
+	/* Host memory a GPU call allocates is its own (under_alloc): no layer of it. */
+	if (st && GL_API_FAMILY(api) != GL_FAM_LIBC)
+		st->orphan_sp = entry_sp;
+}
+
 /* A return without a descriptor: the short record when it says all (gl_small_rec). */
+/* outer: the frame of the allocation this one is a layer of (under_alloc), else NULL. */
 static __always_inline int emit_exit(struct pt_regs *ctx, struct gl_api_spec s, __u16 api,
-				     __u64 pid_tgid, __u32 depth, __u32 stale, struct frame *f)
+				     __u64 pid_tgid, __u32 depth, __u32 stale, struct frame *f,
+				     struct frame *outer)
 {
 	struct gl_call_rec c, *r;
 	struct gl_small_rec *sr;
@@ -790,17 +849,20 @@ static __always_inline int emit_exit(struct pt_regs *ctx, struct gl_api_spec s, 
 		sr->caller = c.caller;
 		sr->size = c.size;
 		bpf_ringbuf_submit(sr, rb_flags(s.flags, GL_SMALL_ALLOC_SIZE));
-		return 0;
+		goto sent;
 	}
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r)
 		goto lost;
 	*r = c;
 	bpf_ringbuf_submit(r, rb_flags(s.flags, sizeof(*r)));
+sent:
+	if (outer && c.hdr.kind == GL_REC_ALLOC)
+		outer->layer_seen = 1;
 	return 0;
 lost:
 	count_loss(pid_tgid >> 32, GL_STAT_RB_FULL, 1);
-	count_lost_alloc(ctx, s, f, pid_tgid >> 32, depth);
+	count_lost_alloc(ctx, s, f, pid_tgid >> 32, outer != NULL);
 	return 0;
 }
 
@@ -812,9 +874,10 @@ int gl_exit(struct pt_regs *ctx)
 	__u32 pid = pid_tgid >> 32;
 	__u64 entry_sp = GL_RET_SP_TO_ENTRY_SP(PT_REGS_SP(ctx));
 	struct gl_api_spec s;
+	struct gl_peek_rec *pr = NULL;
 	struct gl_desc_rec *dr;
 	struct tstate *st;
-	struct frame *f;
+	struct frame *f, *outer;
 	__u32 d, i = 0, stale;
 	bool label;
 	__u64 handle;
@@ -826,10 +889,9 @@ int gl_exit(struct pt_regs *ctx)
 	st = tstate_get(false);
 	if (!st) {
 		count_loss(pid, GL_STAT_RET_NO_ENTRY, 1);
-		if (alloc_succeeded(ctx, s)) {
-			count_loss(pid, GL_STAT_LOST_ALLOCS, 1);
-			count_loss(pid, GL_STAT_LOST_ALLOCS_UNSIZED, 1);
-		}
+		/* The thread's state, made now: it remembers the allocation for its outer call. */
+		if (alloc_succeeded(ctx, s))
+			count_orphan_alloc(tstate_get(true), api, s, entry_sp, pid);
 		return 0;
 	}
 	d = st->depth;
@@ -847,10 +909,8 @@ int gl_exit(struct pt_regs *ctx)
 		count_loss(pid, GL_STAT_RET_NO_ENTRY, 1);
 		/* An allocation that began before attach, or whose entry was not kept: its
 		 * memory is never seen, and its size was an argument. */
-		if (alloc_succeeded(ctx, s)) {
-			count_loss(pid, GL_STAT_LOST_ALLOCS, 1);
-			count_loss(pid, GL_STAT_LOST_ALLOCS_UNSIZED, 1);
-		}
+		if (alloc_succeeded(ctx, s))
+			count_orphan_alloc(st, api, s, entry_sp, pid);
 		return 0;
 	}
 	/* The slot stays intact until this thread's next traced call: no copy needed. */
@@ -860,18 +920,39 @@ int gl_exit(struct pt_regs *ctx)
 	if (stale)
 		count_stale(st, i, stale, pid);
 
+	outer = under_alloc(st, i, api) ? &st->f[(i - 1) & (GL_MAX_DEPTH - 1)] : NULL;
 	if (!s.arg_desc)
-		return emit_exit(ctx, s, api, pid_tgid, i, stale, f);
+		return emit_exit(ctx, s, api, pid_tgid, i, stale, f, outer);
 	/* Separate reservations of constant size: the verifier needs to see which it is. */
-	dr = bpf_ringbuf_reserve(&events, sizeof(*dr), 0);
+	if (s.flags2 & GL_SPEC2_PEEK_RET) {
+		pr = bpf_ringbuf_reserve(&events, sizeof(*pr), 0);
+		dr = pr ? &pr->desc : NULL;
+	} else {
+		dr = bpf_ringbuf_reserve(&events, sizeof(*dr), 0);
+	}
 	if (!dr) {
 		count_loss(pid, GL_STAT_RB_FULL, 1);
-		count_lost_alloc(ctx, s, f, pid, i);
+		count_lost_alloc(ctx, s, f, pid, outer != NULL);
 		return 0;
 	}
 	fill_exit(ctx, s, api, pid_tgid, i, stale, f, &dr->call);
-	dr->call.hdr.size = sizeof(*dr);
+	dr->call.hdr.size = pr ? sizeof(*pr) : sizeof(*dr);
 	dr->call.hdr.flags |= GL_HF_DESC;
+	if (pr) {
+		/* The first bytes of the object just made, for user space to tell what it is. */
+		__u32 len = s.peek_len > GL_PEEK_MAX ? GL_PEEK_MAX : s.peek_len;
+
+		__builtin_memset(pr->peek, 0, sizeof(pr->peek));
+		if (dr->call.hdr.kind == GL_REC_ALLOC && len) {
+			if (bpf_probe_read_user(pr->peek, len & (2 * GL_PEEK_MAX - 1),
+						(void *)dr->call.addr)) {
+				dr->call.hdr.flags |= GL_HF_PEEK_READ_FAIL;
+				count_loss(pid, GL_STAT_READ_FAIL, 1);
+			} else {
+				dr->call.hdr.flags |= GL_HF_PEEK;
+			}
+		}
+	}
 	if (s.flags & GL_SPEC_DESC_AT_RETURN) {
 		/* What the call wrote through its out-pointer, e.g. every communicator made. */
 		__u32 len = s.desc_len;
@@ -893,6 +974,8 @@ int gl_exit(struct pt_regs *ctx)
 	/* User space waits for the label before judging what the handle is (its rule). */
 	if (label)
 		dr->call.hdr.flags |= GL_HF_LABEL;
+	if (outer && dr->call.hdr.kind == GL_REC_ALLOC)
+		outer->layer_seen = 1;
 	bpf_ringbuf_submit(dr, rb_flags(s.flags, sizeof(*dr)));
 	/* The handle exists only now: a label read at entry follows its allocation. */
 	if (label)
@@ -1019,6 +1102,7 @@ SEC("tp_btf/sched_process_fork")
 int gl_fork(__u64 *ctx)
 {
 	struct task_struct *parent = (void *)ctx[0], *child = (void *)ctx[1];
+	struct gl_py_cfg *py;
 	__u32 ppid, pid;
 	struct gl_task_rec *r;
 	__u8 one = 1;
@@ -1030,12 +1114,27 @@ int gl_fork(__u64 *ctx)
 	/* A new thread shares its parent's tgid: only new processes are followed. */
 	if (pid == ppid)
 		return thread_made(parent, child, pid);
-	if (!follow_children || !bpf_map_lookup_elem(&traced, &ppid))
+	if (!bpf_map_lookup_elem(&traced, &ppid))
 		return 0;
+	if (!follow_children) {
+		/* Not traced: said, so that a command whose work is in its child (sh -c) does
+		 * not end in a report of nothing without a word. */
+		r = task_rec(pid, ppid, GL_TASK_FORK, child);
+		if (!r)
+			return 0;
+		r->ppid = ppid;
+		r->flags = GL_TF_UNFOLLOWED;
+		bpf_ringbuf_submit(r, 0);
+		return 0;
+	}
 	if (bpf_map_update_elem(&traced, &pid, &one, BPF_ANY)) {
 		count_loss(ppid, GL_STAT_MAP_FULL, 1);
 		return 0;
 	}
+	/* The same interpreter at the same addresses: its Python frames from the first call. */
+	py = bpf_map_lookup_elem(&pyprocs, &ppid);
+	if (py && bpf_map_update_elem(&pyprocs, &pid, py, BPF_ANY))
+		count_loss(ppid, GL_STAT_MAP_FULL, 1);
 	/* The record first: a child stopped without user space knowing would stay stopped. */
 	r = task_rec(pid, ppid, GL_TASK_FORK, child);
 	if (!r)
@@ -1045,7 +1144,7 @@ int gl_fork(__u64 *ctx)
 	 * Stop the child before its first instruction, so nothing it does happens before its
 	 * probes are in place (it shares the parent's libraries, but the probes filter by pid).
 	 */
-	if (bpf_ksym_exists(bpf_send_signal_task) &&
+	if (bpf_ksym_exists(bpf_send_signal_task) && !tracer_gone &&
 	    !bpf_send_signal_task(child, SIGSTOP, PIDTYPE_TGID, 0))
 		r->flags |= GL_TF_STOPPED;
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
@@ -1059,15 +1158,31 @@ int gl_exec(__u64 *ctx)
 	__u32 pid = task_tgid(p);
 	struct gl_task_rec *r;
 
-	if (!follow_children || !pid || !bpf_map_lookup_elem(&traced, &pid))
+	/* Another program: the interpreter, if any, is elsewhere now (user space looks). */
+	if (python_depth && pid)
+		bpf_map_delete_elem(&pyprocs, &pid);
+	/* With or without --follow: the process is the one traced, its new program too. */
+	if (!pid || !bpf_map_lookup_elem(&traced, &pid))
 		return 0;
 	r = task_rec(pid, pid, GL_TASK_EXEC, p);
 	if (!r)
 		return 0;
 	/* The new program has not run yet: it stops before ld.so's first instruction. */
-	if (!bpf_send_signal(SIGSTOP))
+	if (!tracer_gone && !bpf_send_signal(SIGSTOP))
 		r->flags |= GL_TF_STOPPED;
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+static long resume_one(struct bpf_map *map __attribute__((unused)), __u32 *pid,
+		       __u8 *val __attribute__((unused)), void *ctx __attribute__((unused)))
+{
+	struct task_struct *t = bpf_task_from_pid(*pid);
+
+	if (t) {
+		bpf_send_signal_task(t, SIGCONT, PIDTYPE_TGID, 0);
+		bpf_task_release(t);
+	}
 	return 0;
 }
 
@@ -1082,6 +1197,23 @@ int gl_task_exit(__u64 *ctx)
 	if (!group_dead)
 		return 0;
 	pid = task_tgid(p);
+	/*
+	 * gpuleak dies still attached (SIGKILL, a crash: a clean exit detaches this program
+	 * first): a process BPF or gpuleak stopped (at a fork, an exec, a dlopen) would stay
+	 * stopped for good. From here on none is stopped (the links outlive this tracepoint a
+	 * little: a fork now would stop its child), and every traced one gets SIGCONT; one
+	 * running ignores it. Only in the initial pid namespace, where the map's pids are the
+	 * kernel's.
+	 */
+	if (pid && pid == self_tgid) {
+		tracer_gone = true;
+		if (!pidns_ino && bpf_ksym_exists(bpf_task_from_pid) &&
+		    bpf_ksym_exists(bpf_send_signal_task))
+			bpf_for_each_map_elem(&traced, resume_one, NULL, 0);
+		return 0;
+	}
+	if (python_depth && pid)
+		bpf_map_delete_elem(&pyprocs, &pid);
 	if (!pid || !bpf_map_lookup_elem(&traced, &pid))
 		return 0;
 	bpf_map_delete_elem(&traced, &pid);

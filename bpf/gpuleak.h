@@ -28,11 +28,17 @@ enum gl_rec_kind {
 	GL_REC_FREE_SMALL = 10, /* ring buffer only (struct gl_small_rec): a FREE */
 	GL_REC_TASK = 11,	/* struct gl_task_rec: a traced process forked, exec'd or
 				 * exited (scheduler tracepoints) */
+	GL_REC_PY_STACK = 12,	/* struct gl_py_stack_rec: the Python frames of a new stack
+				 * id (GL_STACK_PY range), before any record that uses it */
+	GL_REC_PY_CODE = 13,	/* struct gl_py_code_rec: what names a Python code object,
+				 * before the first stack that holds it */
 
 	GL_REC_TICK = 64,   /* user space: time advanced to hdr.ts_ns (no events meanwhile) */
 	GL_REC_PROC = 65,   /* user space: struct gl_proc_rec, a process was attached/exited */
 	GL_REC_LOSS = 66,   /* user space: struct gl_loss_rec, BPF-side loss counters of a pid */
 	GL_REC_DEVMEM = 67, /* user space: struct gl_devmem_rec, a device's memory (NVML) */
+	GL_REC_CLASS = 68,  /* user space: struct gl_class_rec, what an object of pid is
+			     * when its first word is a given C++ vtable pointer */
 };
 
 /* Flags in gl_hdr.flags. */
@@ -45,6 +51,8 @@ enum gl_hdr_flags {
 	GL_HF_HELD = 1 << 5,	       /* BPF stopped the process here: user space resumes it */
 	GL_HF_LABEL = 1 << 6,	       /* a struct gl_label_rec for this call follows
 					 * (the descriptor named a label) */
+	GL_HF_PEEK = 1 << 7,	       /* struct gl_peek_rec: bytes at the returned address */
+	GL_HF_PEEK_READ_FAIL = 1 << 8, /* those bytes could not be read */
 };
 
 /*
@@ -92,6 +100,18 @@ struct gl_call_rec {
 #define GL_STACK_DEPTH_MAX 120 /* --stack-depth limit: the kernel walks at most 127 frames */
 
 /*
+ * Ids from GL_STACK_PY up to GL_STACK_FALLBACK name a stack with Python frames: a native
+ * stack id (or none) and the calling thread's Python frames, interned by BPF, which sends
+ * a GL_REC_PY_STACK for each new one. Never reused within a session.
+ */
+#define GL_STACK_PY (1 << 29)
+
+static inline int gl_stack_is_py(__s32 id)
+{
+	return id >= GL_STACK_PY && id < GL_STACK_FALLBACK;
+}
+
+/*
  * The short form of the commonest records, in the ring buffer only: an ALLOC or FREE whose
  * aux and aux2 are 0, ret 0 and stack_id < 0 (cudaMalloc, cudaFree, ...). The consumer
  * expands it into the struct gl_call_rec it stands for before anything else sees it, so the
@@ -120,6 +140,45 @@ struct gl_desc_rec {
 	__u8 desc[GL_DESC_MAX];	 /* the first spec.desc_len bytes are valid */
 };
 
+/*
+ * A descriptor record plus the first bytes of the object a creation returned, read at its
+ * return (GL_SPEC2_PEEK_RET): what the object is made of tells an error object from a real
+ * one where no symbol does (a C++ vtable pointer, a reference count). Its own size, so that
+ * descriptor records keep theirs: readers take GL_HF_PEEK records of this size only.
+ */
+#define GL_PEEK_MAX 16
+
+struct gl_peek_rec {
+	struct gl_desc_rec desc; /* call.hdr.flags has GL_HF_DESC and GL_HF_PEEK */
+	__u8 peek[GL_PEEK_MAX];	 /* the first spec.peek_len bytes are valid */
+};
+
+/*
+ * What objects of a process are, by their first word: a C++ object's vtable pointer (the
+ * address point of its class's vtable, in the process) names its class. Made by user space
+ * from the mapped file's run-time type information when it attaches to an object that has
+ * such classes (WebGPU error objects: Dawn's ErrorBuffer, an error texture's bare
+ * TextureBase), before any of its probes can fire.
+ */
+enum gl_class_kind {
+	GL_CLASS_ERROR_OBJECT = 1, /* a WebGPU creation that returns it returned an error object */
+	/*
+	 * [vptr, vptr + len) is a Dawn library's image in the process, found without symbols:
+	 * objects whose vtable is there are Dawn's RefCounted objects, whose second word
+	 * (count << payload bits | payload, payload 0 for an error object) tells an error
+	 * object where its class cannot (a build without RTTI).
+	 */
+	GL_CLASS_DAWN_IMAGE = 2,
+};
+
+struct gl_class_rec {
+	struct gl_hdr hdr; /* pid: the process */
+	__u64 vptr;
+	__u64 len;  /* GL_CLASS_DAWN_IMAGE: bytes from vptr; 0 otherwise */
+	__u32 kind; /* enum gl_class_kind */
+	__u32 pad;
+};
+
 #define GL_LABEL_MAX 64
 
 struct gl_label_rec {
@@ -128,6 +187,122 @@ struct gl_label_rec {
 	__u32 len;	 /* bytes of label used (label is not NUL-terminated when full) */
 	__u32 truncated; /* 1 when the source label was longer than GL_LABEL_MAX */
 	char label[GL_LABEL_MAX];
+};
+
+/*
+ * Python frames (CPython 3.10 to 3.13, x86-64). BPF walks the calling thread's frame chain at
+ * each traced allocation of a process configured as Python (struct gl_py_cfg) and interns the
+ * result: a record carries its stack id, and each new stack is sent once, with a descriptor
+ * of each code object the first time a process shows it. User space names frames from
+ * those alone, so they are named after the code object, or the process, is gone.
+ */
+#define GL_PY_DEPTH_MAX 64 /* --python-depth limit */
+
+enum gl_py_stack_flags {
+	GL_PYS_TRUNCATED = 1 << 0, /* more Python frames beyond the last one sent */
+	GL_PYS_WALK_FAIL = 1 << 1, /* the walk stopped at a frame it could not read */
+};
+
+struct gl_py_frame {
+	__u64 code;  /* the code object (PyCodeObject *) */
+	__u32 instr; /* 3.10: f_lasti (code units); 3.11+: instruction pointer - code (bytes) */
+	__u32 fp;    /* fingerprint of the code object (its name and table pointers): tells it
+		      * apart from a later object at the same address */
+};
+
+struct gl_py_stack_rec {
+	struct gl_hdr hdr; /* size: up to the last of nr frames */
+	__s32 id;	   /* the stack id records carry (GL_STACK_PY range) */
+	__s32 native_id;   /* the native stack's id (gl_call_rec.stack_id), < 0: none */
+	__u16 nr;	   /* frames, innermost first */
+	__u16 flags;	   /* enum gl_py_stack_flags */
+	__u16 version;	   /* the interpreter's major << 8 | minor (0x030b) */
+	__u16 pad;
+	/*
+	 * Bit i: frame i is the outermost of the Python frames one call of the interpreter's
+	 * evaluation loop runs (_PyEval_EvalFrameDefault), so the next one, if any, is under
+	 * another: where native frames go between them.
+	 */
+	__u64 entry_mask;
+	struct gl_py_frame frames[GL_PY_DEPTH_MAX];
+};
+
+#define GL_PY_FILE_MAX	256  /* bytes of co_filename kept: its end */
+#define GL_PY_NAME_MAX	160  /* bytes of co_qualname (3.11+), co_name (3.10) kept */
+#define GL_PY_TABLE_MAX 3072 /* bytes of the line table kept */
+
+enum gl_py_code_flags {
+	GL_PYC_FILE_CUT = 1 << 0,     /* file holds the end of a longer co_filename */
+	GL_PYC_NAME_CUT = 1 << 1,     /* name holds the start of a longer name */
+	GL_PYC_FILE_UNREAD = 1 << 2,  /* co_filename could not be read */
+	GL_PYC_NAME_UNREAD = 1 << 3,  /* the name could not be read */
+	GL_PYC_TABLE_UNREAD = 1 << 4, /* the line table could not be read or is too long */
+};
+
+/*
+ * A code object of a process, first seen on a stack. Strings are the str's code units as
+ * it stores them: 1, 2 or 4 bytes each (file_kind, name_kind: PEP 393's kind), ASCII and
+ * Latin-1 being 1. data holds file_len bytes of file, name_len of name, table_len of the
+ * line table (co_linetable, as the version lays it out), back to back.
+ */
+struct gl_py_code_rec {
+	struct gl_hdr hdr; /* size: up to the end of the data used */
+	__u64 code;	   /* as gl_py_frame.code */
+	__u32 fp;	   /* as gl_py_frame.fp */
+	__s32 firstlineno;
+	__u16 version; /* as gl_py_stack_rec.version */
+	__u16 flags;   /* enum gl_py_code_flags */
+	__u16 file_len, name_len, table_len;
+	__u8 file_kind, name_kind;
+	__u8 data[GL_PY_FILE_MAX + GL_PY_NAME_MAX + GL_PY_TABLE_MAX];
+};
+
+#define GL_PY_OFF_NONE 0xffff
+
+/* How a thread state leads to its innermost frame. */
+enum gl_py_chain {
+	GL_PY_CHAIN_FRAMEOBJ = 1, /* 3.10: tstate->frame, PyFrameObject; f_lasti an int */
+	GL_PY_CHAIN_CFRAME = 2,	  /* 3.11, 3.12: tstate->cframe->current_frame,
+				   * _PyInterpreterFrame; prev_instr a pointer */
+	GL_PY_CHAIN_DIRECT = 3,	  /* 3.13: tstate->current_frame; instr_ptr a pointer */
+};
+
+/*
+ * What BPF needs to walk one process's Python frames: where _PyRuntime is and the offsets of
+ * the interpreter's structures it reads (user space picks them per version). Offsets are in
+ * bytes; GL_PY_OFF_NONE marks a field the version lacks. Not persisted.
+ */
+struct gl_py_cfg {
+	__u64 runtime;	 /* address of _PyRuntime in the target */
+	__u16 version;	 /* major << 8 | minor */
+	__u8 chain;	 /* enum gl_py_chain */
+	__u8 owner_shim; /* _PyInterpreterFrame.owner of the C-stack frames 3.12+ pushes at each
+			  * entry of the evaluation loop (skipped), 0xff: none */
+	__u16 rt_interp_head;	/* _PyRuntimeState.interpreters.head */
+	__u16 is_next;		/* PyInterpreterState.next */
+	__u16 is_threads_head;	/* PyInterpreterState.tstate_head / threads.head */
+	__u16 ts_next;		/* PyThreadState.next */
+	__u16 ts_thread_id;	/* PyThreadState.thread_id: pthread_self() of its thread */
+	__u16 ts_frame;		/* PyThreadState.frame / cframe / current_frame */
+	__u16 ts_read;		/* bytes of PyThreadState read at once */
+	__u16 ts_chunk;		/* PyThreadState.datastack_chunk (3.11+) */
+	__u16 ts_top;		/* PyThreadState.datastack_top */
+	__u16 chunk_data;	/* _PyStackChunk.data */
+	__u16 cf_current_frame; /* _PyCFrame.current_frame (3.11, 3.12) */
+	__u16 fr_back;		/* f_back / previous */
+	__u16 fr_code;		/* f_code / f_executable */
+	__u16 fr_instr;		/* f_lasti (int) / prev_instr / instr_ptr (pointers) */
+	__u16 fr_owner;		/* _PyInterpreterFrame.owner (char) */
+	__u16 fr_entry;		/* _PyInterpreterFrame.is_entry (char, 3.11) */
+	__u16 fr_read;		/* bytes of a frame read at once */
+	__u16 co_ptrs;		/* the code object's 32 bytes of pointers from co_filename */
+	__u16 co_ptrs_len;	/* of which fingerprinted (3.10: 24) */
+	__u16 co_filename, co_name, co_linetable; /* co_name: co_qualname where it exists */
+	__u16 co_firstlineno;			  /* int */
+	__u16 str_state, str_length;		  /* PyASCIIObject */
+	__u16 str_ascii_data, str_compact_data;	  /* sizeof(PyASCIIObject), Compact... */
+	__u16 bytes_size, bytes_data;		  /* PyBytesObject ob_size, ob_sval */
+	__u16 pad;
 };
 
 /* GL_REC_PROC events. */
@@ -159,8 +334,8 @@ struct gl_proc_rec {
 
 /* GL_REC_TASK events: what the scheduler tracepoints saw of a traced process. */
 enum gl_task_event {
-	GL_TASK_FORK = 1, /* pid was forked by ppid (followed: --follow) */
-	GL_TASK_EXEC = 2, /* pid exec'd a new program */
+	GL_TASK_FORK = 1, /* pid was forked by ppid (followed with --follow, else said) */
+	GL_TASK_EXEC = 2, /* pid exec'd a new program (followed, with or without --follow) */
 	GL_TASK_EXIT = 3, /* pid's last thread exited: exit_code is its wait status */
 	/*
 	 * Thread hdr.tid of pid was made by thread ppid while ppid was inside the traced call
@@ -177,7 +352,9 @@ enum gl_task_event {
 };
 
 enum gl_task_flags {
-	GL_TF_STOPPED = 1 << 0, /* BPF sent pid SIGSTOP: user space attaches, then resumes it */
+	GL_TF_STOPPED = 1 << 0,	   /* BPF sent pid SIGSTOP: user space attaches, then resumes it */
+	GL_TF_UNFOLLOWED = 1 << 1, /* FORK without --follow: not traced, told for the user's
+				    * sake (a command that forks its work, sh -c) */
 };
 
 struct gl_task_rec {
@@ -226,8 +403,15 @@ enum gl_stat {
 	GL_STAT_LOST_ALLOC_BYTES = 10,
 	GL_STAT_LOST_ALLOCS_UNSIZED = 11,
 	GL_STAT_LOST_FREES = 12,
-	GL_STAT_LOST_TASKS = 13, /* fork/exec/exit records lost: a child not followed, an
+	GL_STAT_LOST_TASKS = 13,   /* fork/exec/exit records lost: a child not followed, an
 					 * exit status unknown (charged to the parent on fork) */
+	GL_STAT_PY_LOST = 14,	   /* an allocation's Python frames were not sent (no room in
+					 * the ring buffer for its new stack or a code descriptor):
+					 * it is recorded with its native stack alone */
+	GL_STAT_PY_WALK_FAIL = 15, /* a read of a Python process's state failed: a frame
+					 * walk stopped early (the frames before it kept, the stack
+					 * marked truncated), the thread-state search gave up, or a
+					 * code object's file, name or line table is unread */
 	GL_STAT_MAX = 16,
 };
 
@@ -277,6 +461,9 @@ enum gl_spec_flags2 {
 	 * thread of its own when a call makes several): a GL_TASK_THREAD record says so.
 	 */
 	GL_SPEC2_ADOPT_THREADS = 1 << 0,
+	/* ALLOC_RET with a descriptor: copy peek_len bytes at the returned address at return
+	 * (struct gl_peek_rec), for objects a symbol-less library returns. */
+	GL_SPEC2_PEEK_RET = 1 << 1,
 };
 
 /* Where a call's label string is (struct gl_label_rec is emitted for it). */
@@ -305,6 +492,7 @@ struct gl_api_spec {
 	__u8 desc_off;	 /* the copy starts this many bytes into the struct */
 	__u8 code_off;	 /* GL_SPEC_CODE_PTR: offset of the code pointer in the copy */
 	__u8 flags2;	 /* enum gl_spec_flags2 */
+	__u8 peek_len;	 /* GL_SPEC2_PEEK_RET: bytes, <= GL_PEEK_MAX */
 };
 
 /*
@@ -456,6 +644,8 @@ enum gl_api {
 	GL_API_WGPU_BUFFER_REFERENCE = 0x51b,
 	GL_API_WGPU_TEXTURE_REFERENCE = 0x51c,
 	GL_API_WGPU_DEVICE_REFERENCE = 0x51d,
+	GL_API_WGPU_BUFFER_MAP_ASYNC = 0x51e,  /* returns a future: done after the queue's work */
+	GL_API_WGPU_INSTANCE_WAIT_ANY = 0x51f, /* says which futures completed */
 	GL_API_WGPU_LAST,
 
 	GL_API_LD_DEBUG_STATE = 0x700, /* ld.so's r_brk: the link map changed */

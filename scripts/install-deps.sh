@@ -18,6 +18,12 @@
 # package has both binaries). Only the binaries are wanted: the package's service is neither
 # started by the install nor enabled at boot (see install_quiet_services).
 #
+# Mesa 25 (mesa-vulkan-drivers) comes from bookworm-backports too: its lavapipe (software
+# Vulkan) runs onnxruntime's WebGPU execution provider, whose Dawn has only a Vulkan backend,
+# on a machine without a GPU (tests/test_ort.py); bookworm's Mesa 22.3 is rejected by Dawn
+# (no shader*ArrayDynamicIndexing). libcapstone-dev: the x86-64 decoder gpuleak's recovery of
+# Dawn's entry points runs initializer code with (user/probe/dawn_procs.c).
+#
 # libbpf 1.4.6 / bpftool 7.5 come from bookworm-backports: bookworm's libbpf 1.1.2 has no
 # uprobe_multi API, and a single-uprobe link costs ~108 ms to detach here (40 probes: 4 s of
 # Ctrl-C). The backports suite is added by reusing the URIs of the machine's own Debian source,
@@ -27,9 +33,11 @@ set -euo pipefail
 # librsvg2-bin and fonts-dejavu-core: the tests render --svg to PNG (rsvg-convert) and look
 # at it; without a font its text would not be drawn. bpftrace: the peer `make bench`
 # compares gpuleak's cost with (bench/bench.py). clang-format: make format-check (make test).
+# strace: kills gpuleak at its Nth syscall of a kind, at every stage of its startup
+# (tests/test_conduct.py: no process it held is left stopped).
 want_pkgs=(clang clang-format llvm make gcc pkg-config libelf-dev zlib1g-dev libbpf-dev bpftool python3-jsonschema
 	   libclang-rt-14-dev librsvg2-bin fonts-dejavu-core python3 curl util-linux
-	   python3-prometheus-client prometheus bpftrace groff-base)
+	   python3-prometheus-client prometheus bpftrace groff-base libcapstone-dev strace)
 quiet=${GPULEAK_DEPS_QUIET:-0}
 say() { [ "$quiet" = 1 ] || echo "install-deps: $*" >&2; }
 warn() { echo "install-deps: warning: $*" >&2; }
@@ -125,6 +133,12 @@ have_libbpf_146() {
 	dpkg --compare-versions "$v" ge "1:1.4" 
 }
 
+have_mesa_25() {
+	local v
+	v=$(dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null) || return 1
+	dpkg --compare-versions "$v" ge "25"
+}
+
 deps=${GPULEAK_DEPS:-/var/cache/gpuleak}
 npm_pkgs=(bun-webgpu-linux-x64@0.1.7 webgpu@0.6.2 webgpu@0.1.1 onnxruntime-node@1.30.0)
 
@@ -162,7 +176,7 @@ missing=()
 for p in "${want_pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ] && have_libbpf_146; then
+if [ ${#missing[@]} -eq 0 ] && have_libbpf_146 && have_mesa_25; then
 	install_npm
 	say "all dependencies present"
 	ensure_libcuda
@@ -170,7 +184,8 @@ if [ ${#missing[@]} -eq 0 ] && have_libbpf_146; then
 fi
 
 if [ "$(id -u)" -ne 0 ]; then
-	echo "install-deps: missing packages (${missing[*]:-libbpf-dev>=1.4}); run as root:" \
+	echo "install-deps: missing packages (${missing[*]:-libbpf-dev>=1.4 or mesa-vulkan-drivers>=25});" \
+	     "run as root:" \
 	     "sudo $0" >&2
 	exit 1
 fi
@@ -225,7 +240,10 @@ apt-get update -qq
 install_quiet_services "${want_pkgs[@]}"
 apt-get install -y -qq --no-install-recommends -t bookworm-backports libbpf-dev bpftool >/dev/null
 have_libbpf_146 || { echo "install-deps: libbpf-dev >= 1.4 did not install" >&2; exit 1; }
+apt-get install -y -qq --no-install-recommends -t bookworm-backports mesa-vulkan-drivers >/dev/null
+have_mesa_25 || { echo "install-deps: mesa-vulkan-drivers >= 25 did not install" >&2; exit 1; }
 say "installed: libbpf-dev $(dpkg-query -W -f='${Version}' libbpf-dev)," \
-    "bpftool $(dpkg-query -W -f='${Version}' bpftool)"
+    "bpftool $(dpkg-query -W -f='${Version}' bpftool)," \
+    "mesa-vulkan-drivers $(dpkg-query -W -f='${Version}' mesa-vulkan-drivers)"
 ensure_libcuda
 install_npm

@@ -10,6 +10,8 @@
 #   bin/wgpu, bin/wgpu_decode                 WebGPU scenarios on the real Dawn of npm
 #                                             bun-webgpu-linux-x64 (scripts/install-deps.sh
 #                                             fetches it into $(GPULEAK_DEPS))
+#   bin/diff-base/diffapp, bin/diff-new/...   one scenario built twice, as two builds of a
+#                                             program (gpuleak diff): also wgpu_diff
 # `make standins` builds all of it; `make standins-check` also runs the self-test and every
 # scenario once without a tracer. Include this after the top-level default target: its first
 # rule would otherwise become the default goal.
@@ -73,7 +75,11 @@ SCENARIOS_CUDART := basic leak3 apis fail prealloc threads loop timeline hostlea
 # Linked against the stand-in driver alone.
 SCENARIOS_DRIVER := driver_alloc vmm
 SCENARIO_BINS := $(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_CUDART) $(SCENARIOS_DRIVER) \
-	nccl_comm dlopen realcudart realdriver stacks reloc)
+	nccl_comm dlopen realcudart realdriver stacks reloc pyembed)
+# Two builds of one program for `gpuleak diff`: BASE as written, NEW with the change (-D),
+# the same file name in two folders (one command, one module), linked like the others.
+DIFFAPP_BUILDS := $(SCENARIO_BINDIR)/diff-base/diffapp $(SCENARIO_BINDIR)/diff-new/diffapp
+SCENARIO_BINS += $(DIFFAPP_BUILDS)
 STANDIN_SELFTEST := $(SCENARIO_BINDIR)/standin_selftest
 STANDIN_ALL := $(STANDIN_LIBS) $(STANDIN_LIBNCCL) $(RELOC_LIBCUDART) $(SCENARIO_BINS) \
 	$(STANDIN_SELFTEST)
@@ -83,10 +89,11 @@ GPULEAK_DEPS ?= /var/cache/gpuleak
 DAWN_LIBDIR := $(GPULEAK_DEPS)/npm/bun-webgpu-linux-x64@0.1.7/node_modules/bun-webgpu-linux-x64
 DAWN_LIB := $(DAWN_LIBDIR)/libwebgpu_wrapper.so
 WGPU_SCENARIOS := $(addprefix $(SCENARIO_BINDIR)/,wgpu wgpu_decode)
+WGPU_DIFF_BUILDS := $(SCENARIO_BINDIR)/diff-base/wgpu_diff $(SCENARIO_BINDIR)/diff-new/wgpu_diff
 WGPU_UNKNOWN_LIB := $(STANDIN_LIBDIR)/libwgpu_unknown.so
 STANDIN_ALL += $(WGPU_UNKNOWN_LIB)
 ifneq ($(wildcard $(DAWN_LIB)),)
-STANDIN_ALL += $(WGPU_SCENARIOS)
+STANDIN_ALL += $(WGPU_SCENARIOS) $(WGPU_DIFF_BUILDS)
 endif
 
 # static_cudart needs nvcc, realnccl NVIDIA's libnccl.so.2; without them the rest still builds.
@@ -167,6 +174,13 @@ $(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_CUDART)): $(SCENARIO_BINDIR)/%: \
 		| $(SCENARIO_BINDIR)
 	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< $(STANDIN_LIBCUDART) $(SCENARIO_RPATH) -pthread
 
+# diff-new/ is built with the change: -DDIFFAPP_NEW. One folder deeper: ../../lib.
+$(DIFFAPP_BUILDS): $(SCENARIO_BINDIR)/diff-%/diffapp: tests/scenarios/diffapp.c \
+		tests/scenarios/scenario.h $(STANDIN_LIBS) $(TESTS_BUILD_MK)
+	mkdir -p $(@D)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) $(if $(filter new,$*),-DDIFFAPP_NEW) -o $@ $< \
+		$(STANDIN_LIBCUDART) -Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN/../../lib' -pthread
+
 # The driver API directly, no runtime.
 $(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_DRIVER)): $(SCENARIO_BINDIR)/%: \
 		tests/scenarios/%.c tests/scenarios/scenario.h $(STANDIN_LIBCUDA) $(TESTS_BUILD_MK) \
@@ -190,6 +204,11 @@ $(SCENARIO_BINDIR)/realnccl: tests/scenarios/realnccl.c tests/scenarios/scenario
 # Nothing from CUDA at link time (cuda.h for the types only): it dlopen()s the file named by
 # GPULEAK_REAL_LIBCUDA at run time.
 $(SCENARIO_BINDIR)/realdriver: tests/scenarios/realdriver.c tests/scenarios/scenario.h \
+		$(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< -ldl
+
+# No libpython at link time: it dlopen()s the one it is given (tests/test_python.py).
+$(SCENARIO_BINDIR)/pyembed: tests/scenarios/pyembed.c tests/scenarios/scenario.h \
 		$(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
 	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< -ldl
 
@@ -246,6 +265,14 @@ $(WGPU_SCENARIOS): $(SCENARIO_BINDIR)/%: tests/scenarios/%.c tests/scenarios/sce
 		| $(SCENARIO_BINDIR)
 	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< -L$(DAWN_LIBDIR) -l:libwebgpu_wrapper.so \
 		-Wl,--disable-new-dtags -Wl,-rpath,$(DAWN_LIBDIR)
+
+$(WGPU_DIFF_BUILDS): $(SCENARIO_BINDIR)/diff-%/wgpu_diff: tests/scenarios/wgpu_diff.c \
+		tests/scenarios/scenario.h tests/scenarios/webgpu_min.h tests/scenarios/wgpu_setup.h \
+		$(TESTS_BUILD_MK)
+	mkdir -p $(@D)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) $(if $(filter new,$*),-DWGPU_DIFF_NEW) -o $@ $< \
+		-L$(DAWN_LIBDIR) -l:libwebgpu_wrapper.so -Wl,--disable-new-dtags \
+		-Wl,-rpath,$(DAWN_LIBDIR)
 
 $(WGPU_UNKNOWN_LIB): tests/standin/wgpu_unknown.c $(TESTS_BUILD_MK) | $(STANDIN_LIBDIR)
 	$(TESTS_CC) $(STANDIN_CFLAGS) -shared -o $@ $<

@@ -102,19 +102,23 @@ class Result:
 
 
 SCHEMA = os.path.join(ROOT, "docs", "gpuleak.schema.json")
-_validator = None
+DIFF_SCHEMA = os.path.join(ROOT, "docs", "gpuleak-diff.schema.json")
+_validators = {}
 
 
-def validator():
-    """Every NDJSON record any test reads is checked against the schema in docs/."""
-    global _validator
-    if _validator is None:
+def validator(rec=None):
+    """Every NDJSON record any test reads is checked against its schema in docs/: those of
+    gpuleak diff (types diff, diff_process) against gpuleak-diff.schema.json, the others
+    against gpuleak.schema.json."""
+    path = DIFF_SCHEMA if rec is not None and str(rec.get("type", "")).startswith("diff") \
+        else SCHEMA
+    if path not in _validators:
         import jsonschema  # Debian's python3-jsonschema (scripts/install-deps.sh)
-        with open(SCHEMA) as f:
+        with open(path) as f:
             schema = json.load(f)
         jsonschema.Draft202012Validator.check_schema(schema)
-        _validator = jsonschema.Draft202012Validator(schema)
-    return _validator
+        _validators[path] = jsonschema.Draft202012Validator(schema)
+    return _validators[path]
 
 
 def read_ndjson(path):
@@ -129,10 +133,12 @@ def read_ndjson(path):
                     rec = json.loads(line)
                 except json.JSONDecodeError as e:
                     raise Fail(f"{path}:{i}: invalid JSON: {e}: {line[:200]}")
-                errors = sorted(validator().iter_errors(rec), key=lambda e: e.path)
+                v = validator(rec if isinstance(rec, dict) else None)
+                errors = sorted(v.iter_errors(rec), key=lambda e: e.path)
                 if errors:
                     e = errors[0]
-                    raise Fail(f"{path}:{i}: record does not match docs/gpuleak.schema.json: "
+                    raise Fail(f"{path}:{i}: record does not match "
+                               f"docs/{os.path.basename(v.schema['$id'])}: "
                                f"{e.message} at {list(e.absolute_path)}: {line[:300]}")
                 recs.append(rec)
     return recs

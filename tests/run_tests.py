@@ -22,10 +22,15 @@ import test_driver_nccl  # noqa: E402,F401
 import test_rules  # noqa: E402,F401
 import test_timeline  # noqa: E402,F401
 import test_capture  # noqa: E402,F401
+import test_diff  # noqa: E402,F401
 import test_stacks  # noqa: E402,F401
+import test_jit  # noqa: E402,F401
 import test_reliability  # noqa: E402,F401
 import test_probes  # noqa: E402,F401
 import test_files  # noqa: E402,F401
+import test_ort  # noqa: E402,F401
+import test_conduct  # noqa: E402,F401
+import test_python  # noqa: E402,F401
 import test_watch  # noqa: E402,F401
 
 if __name__ == "__main__":

@@ -582,7 +582,7 @@ def record_and_report_usage():
     for args, needle in ((["record", "--", "true"], "record needs -o FILE"),
                          (["record", "-o", "/tmp/x.glc"], "record needs -p PID or a command"),
                          (["record", "-o", "/tmp/x.glc", "-p", "1", "--", "true"],
-                          "record needs -p PID or a command"),
+                          "record takes -p PID or a command, not both"),
                          (["report"], "report needs a capture file"),
                          (["report", "a", "b"], "report reads one capture file")):
         p = run_plain([gl()] + args)

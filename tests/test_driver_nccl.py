@@ -211,7 +211,10 @@ def real_nvidia_driver_error_paths():
     res = run_gpuleak(["run", "--interval", "0", "--", "setpriv", "--reuid=65534",
                        "--regid=65534", "--clear-groups", scenario("realdriver")],
                       env=dict(harness.gpuleak_env(), GPULEAK_REAL_LIBCUDA=REAL_LIBCUDA))
-    v = res.verdict()
+    # setpriv execs the scenario: the program it became has a verdict of its own, by its name
+    eq([(x["comm"], x["state"]) for x in res.verdicts()],
+       [("setpriv", "exec"), ("realdriver", "exited")], "setpriv, then what it exec'd")
+    v = res.verdicts()[1]
     fails = {(f["api"], f["error"]): f["count"] for f in v["failures"]}
     eq(fails, {("cuMemAlloc_v2", 3): 1, ("cuMemCreate", 3): 1},
        "the real driver's allocation calls, failed, none counted as memory")

@@ -537,14 +537,14 @@ def fifos_and_directories_by_name_never_hang_reading():
 @test
 def step_marker_in_a_fifo_never_hangs():
     """run --step sym:FIFO:x forked the child, blocked in open and ignored SIGTERM and SIGINT:
-    the FIFO is never opened now; the run goes on and says why the marker is not there (exit
-    status 0 here: whether an unplaceable marker is an error is the other half of issue 15)."""
+    the FIFO is never opened now; a marker that cannot be placed is a usage error before the
+    command runs (exit status 2)."""
     with workdir() as d:
         fifo = os.path.join(d, "fifo")
         os.mkfifo(fifo)
         r = gl(["run", "--interval", "0", "--step", f"sym:{fifo}:x", "--",
                 scenario("leak3")], timeout=30)
-        expect(r, 0, f"gpuleak: cannot put a marker on x in {fifo}: Invalid argument",
+        expect(r, 2, f"gpuleak: --step sym:{fifo}:x: {fifo} is not a regular file",
                "run --step sym:FIFO:x")
 
 

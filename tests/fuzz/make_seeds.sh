@@ -13,7 +13,7 @@ bin=.output/tests/bin
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cc -O1 -g -Wall -Wextra -Werror -std=gnu11 -D_GNU_SOURCE -Ibpf -Iuser -I.output \
-	tests/fuzz/recode.c $(ls .output/obj/*.o | grep -v /gpuleak.o) -lbpf -lelf -lz -lm \
+	tests/fuzz/recode.c $(ls .output/obj/*/*.o | grep -v /cli/) -lbpf -lelf -lz -lm \
 	-l:libstdc++.so.6 -o "$tmp/recode"
 rm -rf "$out"
 mkdir -p "$out"
@@ -30,6 +30,8 @@ rec apis "$bin/apis"
 rec fail "$bin/fail"
 rec threads "$bin/threads" 3
 rec stacks "$bin/stacks"
+# Python frames: code descriptors and Python stacks (Debian's interpreter, a 3-step decode)
+rec python /usr/bin/python3.11 tests/scenarios/python/workload.py decode 3
 .output/bench/capture_gen -o "$tmp/gen.glc" -n 300 --store --block-size 400 >/dev/null
 cp "$tmp/gen.glc" "$out/gen-stored.glc"
 # a header alone (recorder killed at once), cut inside a block, cut inside the header

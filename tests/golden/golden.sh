@@ -9,7 +9,8 @@
 #   tests/golden/golden.sh [--gpuleak BIN] [--update] [CASE...]
 #
 # A case is NAME.args: the capture (a file in this folder), then the options of
-# `gpuleak report`, one argument per line. Its expected outputs are NAME.txt (stdout),
+# `gpuleak report`, one argument per line; or `diff`, then two inputs (captures or NDJSON
+# files in this folder), then the options of `gpuleak diff`. Its expected outputs are NAME.txt (stdout),
 # NAME.ndjson (--json) and NAME.stderr (stderr, then "exit status N"). --update rewrites
 # them (`make golden`); without it, each differing file is shown with `diff -u` (NDJSON
 # one member per line, so that a diff names the field) and the script exits 1.
@@ -58,10 +59,20 @@ for name in "${cases[@]}"; do
 		continue
 	fi
 	mapfile -t argv <"$args"
-	capture=$dir/${argv[0]}
 	out=$tmp/$name
-	"$gl" report "$capture" --json "$out.ndjson" "${argv[@]:1}" >"$out.txt" 2>"$out.stderr"
-	echo "exit status $?" >>"$out.stderr"
+	if [ "${argv[0]}" = diff ]; then
+		cmd=diff
+		capture="$dir/${argv[1]} $dir/${argv[2]}"
+		"$gl" diff "$dir/${argv[1]}" "$dir/${argv[2]}" --json "$out.ndjson" "${argv[@]:3}" \
+			>"$out.txt" 2>"$out.stderr"
+		echo "exit status $?" >>"$out.stderr"
+		argv=("${argv[@]:2}")
+	else
+		cmd=report
+		capture=$dir/${argv[0]}
+		"$gl" report "$capture" --json "$out.ndjson" "${argv[@]:1}" >"$out.txt" 2>"$out.stderr"
+		echo "exit status $?" >>"$out.stderr"
+	fi
 	[ -f "$out.ndjson" ] || : >"$out.ndjson"
 	if [ "$update" = 1 ]; then
 		for ext in txt ndjson stderr; do
@@ -72,17 +83,17 @@ for name in "${cases[@]}"; do
 	fi
 	bad=0
 	for ext in txt stderr; do
-		diff -u --label "$dir/$name.$ext" --label "report of $capture" \
+		diff -u --label "$dir/$name.$ext" --label "output of $capture" \
 			"$dir/$name.$ext" "$out.$ext" || bad=1
 	done
 	if ! cmp -s "$dir/$name.ndjson" "$out.ndjson"; then
 		diff -u --label "$dir/$name.ndjson (a member per line)" \
-			--label "report of $capture (a member per line)" \
+			--label "output of $capture (a member per line)" \
 			<(explode "$dir/$name.ndjson") <(explode "$out.ndjson")
 		bad=1
 	fi
 	if [ "$bad" = 1 ]; then
-		echo "golden: FAIL $name: gpuleak report $capture${argv[1]:+ ${argv[*]:1}}" \
+		echo "golden: FAIL $name: gpuleak $cmd $capture${argv[1]:+ ${argv[*]:1}}" \
 			"(if the change is meant: make golden, and commit the diff)"
 		failed=1
 	else

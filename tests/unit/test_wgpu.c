@@ -3,7 +3,8 @@
  * WebGPU without a process: descriptor decoding, the webgpu.h generation judgement, and the
  * tracker's object semantics on hand-made records, including the orderings a live Dawn run
  * does not produce on demand (the older work-done callback convention, a queue got before
- * attach, a stale error-object mark).
+ * attach, a stale error-object mark, futures waited for out of order, objects told by their
+ * first bytes).
  */
 #include <errno.h>
 #include <string.h>
@@ -80,6 +81,14 @@ static void generation_judgement(void)
 		  strstr(a.why, "--webgpu-abi"),
 	      "configured wins, evidence kept: %s", a.why);
 	CHECK(wgpu_abi__parse("v2", &conf) == -EINVAL, "bad value");
+
+	/* Names alone (Dawn's proc table): SetStencilReference is in every generation. */
+	memset(&m, 0, sizeof(m));
+	wgpu_abi__note(&m, "wgpuRenderPassEncoderSetStencilReference");
+	wgpu_abi__note(&m, "wgpuBufferReadMappedRange");
+	wgpu_abi__note(&m, "wgpuBufferAddRef");
+	wgpu_abi__judge(&m, NULL, &a);
+	CHECK(a.labels == WGPU_LABELS_SV, "SetStencilReference is no *Reference: %s", a.why);
 }
 
 static struct gl_desc_rec drec(uint8_t kind, uint16_t api, uint8_t depth, uint64_t addr,
@@ -255,6 +264,134 @@ static void error_objects(void)
 	tracker__free(t);
 }
 
+/* wgpuBufferMapAsync(buffer) returning future; wgpuInstanceWaitAny of futures[]. */
+static void map_async(struct tracker *t, uint64_t buffer, uint64_t future)
+{
+	struct gl_desc_rec r = drec(GL_REC_ALLOC, GL_API_WGPU_BUFFER_MAP_ASYNC, 0, future, buffer);
+
+	tracker__apply(t, &r.call.hdr);
+}
+
+static void wait_any(struct tracker *t, const uint64_t *futures, const uint32_t *completed,
+		     size_t n)
+{
+	struct gl_desc_rec r = drec(GL_REC_CALL, GL_API_WGPU_INSTANCE_WAIT_ANY, 0, 0x7000, 0);
+	size_t i;
+
+	r.call.hdr.size = sizeof(r);
+	r.call.hdr.flags = GL_HF_DESC;
+	r.call.size = n;
+	for (i = 0; i < n && i < 4; i++) {
+		memcpy(r.desc + 16 * i, &futures[i], 8);
+		memcpy(r.desc + 16 * i + 8, &completed[i], 4);
+	}
+	tracker__apply(t, &r.call.hdr);
+}
+
+static void futures(void)
+{
+	struct gl_desc_rec q;
+	struct tracker *t;
+	struct tproc *p;
+
+	if (!CHECK(!tracker__new(&t), "new"))
+		return;
+	q = drec(GL_REC_ALLOC, GL_API_WGPU_DEVICE_GET_QUEUE, 0, QUEUE, DEV);
+	tracker__apply(t, &q.call.hdr);
+	create_buffer(t, 0xb1, 1000, 0); /* staging, released after its submit */
+	create_buffer(t, 0xb2, 2000, 0);
+	create_buffer(t, 0xbf, 64, 0); /* the readback */
+	call(t, GL_API_WGPU_QUEUE_SUBMIT, QUEUE);
+	call(t, GL_API_WGPU_BUFFER_RELEASE, 0xb1);
+	p = tracker__proc(t, PID);
+	CHECK_U64(p->pending_bytes, 1000, "released while submit 1 may run");
+	map_async(t, 0xbf, 7); /* done once submit 1 is */
+	call(t, GL_API_WGPU_QUEUE_SUBMIT, QUEUE);
+	call(t, GL_API_WGPU_BUFFER_RELEASE, 0xb2);
+	map_async(t, 0xbf, 8); /* once submit 2 is */
+	CHECK_U64(p->pending_bytes, 3000, "both pending");
+	/* A wait that timed out completes nothing; one for another future, nothing either. */
+	wait_any(t, (uint64_t[]){8}, (uint32_t[]){0}, 1);
+	wait_any(t, (uint64_t[]){99}, (uint32_t[]){1}, 1);
+	CHECK_U64(p->pending_bytes, 3000, "nothing completed yet");
+	wait_any(t, (uint64_t[]){5, 7}, (uint32_t[]){0, 1}, 2);
+	CHECK_U64(p->pending_bytes, 2000, "future 7: submit 1 done, b1 freed");
+	wait_any(t, (uint64_t[]){8}, (uint32_t[]){1}, 1);
+	CHECK_U64(p->pending_bytes, 0, "future 8: submit 2 done");
+	CHECK_U64(p->nr_watch, 0, "futures consumed");
+	/* A callback with userdata 0, 0 is not a future's. */
+	call(t, GL_API_WGPU_QUEUE_SUBMIT, QUEUE);
+	call(t, GL_API_WGPU_BUFFER_RELEASE, 0xbf);
+	map_async(t, 0xb1, 9); /* a buffer not known: nothing to watch */
+	CHECK_U64(p->nr_watch, 0, "no watch for an unknown buffer");
+	work_done(t, 0, 0, 0, 0);
+	CHECK_U64(p->pending_bytes, 64, "still pending");
+	/* The implementation hands the pending handle out again: its release is over. */
+	create_buffer(t, 0xbf, 128, 0);
+	CHECK_U64(p->pending_bytes, 0, "pending handle made again");
+	CHECK_U64(p->c.async_reuse, 1, "a legal reuse");
+	CHECK_U64(p->c.addr_reuse, 0, "not an untraced free");
+	tracker__free(t);
+}
+
+/* A creation of handle whose object's first 16 bytes are (vptr, refs), read at its return. */
+static int create_peeked(struct tracker *t, uint64_t handle, uint64_t vptr, uint64_t refs)
+{
+	struct gl_peek_rec r;
+
+	memset(&r, 0, sizeof(r));
+	r.desc = drec(GL_REC_ALLOC, GL_API_WGPU_DEVICE_CREATE_BUFFER, 0, handle, DEV);
+	r.desc.call.hdr.size = sizeof(r);
+	r.desc.call.hdr.flags = GL_HF_DESC | GL_HF_PEEK;
+	memcpy(r.desc.desc + 32, &(uint64_t){4096}, 8);
+	memcpy(r.peek, &vptr, 8);
+	memcpy(r.peek + 8, &refs, 8);
+	return tracker__apply(t, &r.desc.call.hdr);
+}
+
+static void class_rec(struct tracker *t, uint32_t kind, uint64_t vptr, uint64_t len)
+{
+	struct gl_class_rec c = {.hdr = {.size = sizeof(c), .kind = GL_REC_CLASS, .pid = PID},
+				 .vptr = vptr,
+				 .len = len,
+				 .kind = kind};
+
+	tracker__apply(t, &c.hdr);
+}
+
+static void error_objects_by_their_bytes(void)
+{
+	struct tracker *t;
+	struct tproc *p;
+
+	if (!CHECK(!tracker__new(&t), "new"))
+		return;
+	/* Before any class record: the bytes mean nothing (not known to be Dawn's). */
+	create_peeked(t, 0xa0, 0x7f0000001000, 4);
+	p = tracker__proc(t, PID);
+	CHECK_U64(p->c.error_objects, 0, "no image known: not judged");
+	/* A Dawn image without RTTI: the reference count word decides. */
+	class_rec(t, GL_CLASS_DAWN_IMAGE, 0x7f0000000000, 0x100000);
+	class_rec(t, GL_CLASS_DAWN_IMAGE, 0x7f0000000000, 0x100000); /* a rescan: once */
+	CHECK_U64(p->nr_classes, 1, "kept once");
+	create_peeked(t, 0xa1, 0x7f0000002000, 6);
+	create_peeked(t, 0xa2, 0x7f0000002000, 3);
+	CHECK_U64(p->c.error_objects, 0, "count 1, payload set: real objects (2 and 1 bits)");
+	create_peeked(t, 0xa3, 0x7f0000002000, 4);
+	create_peeked(t, 0xa4, 0x7f0000003000, 2);
+	CHECK_U64(p->c.error_objects, 2, "payload 0: error objects (2 and 1 payload bits)");
+	create_peeked(t, 0xa5, 0x7e0000002000, 4);
+	CHECK_U64(p->c.error_objects, 2, "a vtable outside the image: not Dawn's, not judged");
+	/* With the image's error classes known (RTTI), their vtables decide alone. */
+	class_rec(t, GL_CLASS_ERROR_OBJECT, 0x7f0000005000, 0);
+	create_peeked(t, 0xa6, 0x7f0000002000, 4);
+	CHECK_U64(p->c.error_objects, 2, "another class: a real object, whatever its count");
+	create_peeked(t, 0xa7, 0x7f0000005000, 4);
+	CHECK_U64(p->c.error_objects, 3, "the error class");
+	CHECK_U64(p->live_bytes, 5 * 4096, "the 5 real buffers only are memory");
+	tracker__free(t);
+}
+
 static void owners_and_labels(void)
 {
 	struct gl_label_rec lr;
@@ -316,6 +453,8 @@ int main(void)
 	    {"wgpu_queue_got_before_attach", queue_got_before_attach},
 	    {"wgpu_error_objects", error_objects},
 	    {"wgpu_owners_and_labels", owners_and_labels},
+	    {"wgpu_futures", futures},
+	    {"wgpu_error_objects_by_their_bytes", error_objects_by_their_bytes},
 	};
 
 	return run_unit_tests(tests, sizeof(tests) / sizeof(tests[0]));

@@ -13,6 +13,7 @@
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/outfile.h"
+#include "lib/term.h"
 #include "lib/units.h"
 #include "capture/replay.h"
 #include "probe/catalog.h"
@@ -34,10 +35,12 @@ struct replay {
 	uint64_t last_step_line_ns;
 	struct capture_proc *procs; /* for the summary; strings owned */
 	size_t nr_procs;
-	FILE *blocks;	 /* --blocks: the listing goes here, no analysis */
-	uint64_t nr_fed; /* records into the analysis */
-	bool damaged;	 /* reported up to a damaged block: exit 1 */
-	int out_err;	 /* a picture could not be written: exit 1 */
+	FILE *blocks;		  /* --blocks: the listing goes here, no analysis */
+	uint64_t nr_fed;	  /* records into the analysis */
+	bool damaged;		  /* reported up to a damaged block: exit 1 */
+	int out_err;		  /* a picture could not be written: exit 1 */
+	replay_step_fn step_hook; /* replay__analyse: its caller's, at every closed step */
+	void *hook_ctx;
 	/* gpuleak watch: why the capture was written, and the snapshot its records start with */
 	struct capture_trigger trig; /* strings and procs owned */
 	bool has_trigger;
@@ -62,6 +65,10 @@ static int on_record(void *ctx, const struct gl_hdr *h)
 	if (rp->has_trigger)
 		snapshot__at(rp->an, &rp->si, rp->nr_fed);
 	rp->nr_fed++;
+	/* Python frames are named from their records, in stream order, as live. */
+	err = symbolizer__py_record(rp->sym, h);
+	if (err == -ENOMEM)
+		return err;
 	err = analysis__feed(rp->an, h);
 	/* A record the tracker cannot decode is counted there, as live. */
 	return err == -ENOMEM ? err : 0;
@@ -81,6 +88,13 @@ static void on_step(void *ctx, pid_t pid, const struct step_stat *st)
 		return;
 	rp->last_step_line_ns = st->t_end_ns;
 	report__step_line(&rp->rep, pid, st);
+}
+
+static void on_step_hook(void *ctx, pid_t pid, const struct step_stat *st)
+{
+	struct replay *rp = ctx;
+
+	rp->step_hook(rp->hook_ctx, rp->an, rp->sym, pid, st);
 }
 
 static int on_maps(void *ctx, uint32_t pid, const struct capture_map *v, size_t n)
@@ -200,19 +214,6 @@ static void fmt_time(char *buf, size_t len, uint64_t realtime_ns)
 		snprintf(buf, len, "?");
 }
 
-/* Text from a capture made elsewhere: bytes a terminal would act on are shown, not sent. */
-static void put_text(FILE *out, const char *s)
-{
-	const unsigned char *p;
-
-	for (p = (const unsigned char *)s; *p; p++) {
-		if (*p < 0x20 || *p == 0x7f)
-			fprintf(out, "\\x%02x", *p);
-		else
-			fputc(*p, out);
-	}
-}
-
 /* The record time ns of a capture as wall-clock time, to the millisecond. */
 static void fmt_record_time(char *buf, size_t len, const struct capture_info *in, uint64_t ns)
 {
@@ -239,9 +240,9 @@ static void print_trigger(struct replay *rp, FILE *out)
 
 	fmt_record_time(when, sizeof(when), in, t->ts_ns);
 	fputs("trigger: ", out);
-	put_text(out, t->name);
+	term_fputs(t->name, out, 0);
 	fprintf(out, " at %s: ", when);
-	put_text(out, t->detail);
+	term_fputs(t->detail, out, 0);
 	fputc('\n', out);
 	for (i = 0; i < t->nr_procs; i++) {
 		bytes += t->procs[i].start_live_bytes;
@@ -298,7 +299,7 @@ static void print_trigger_stack(struct replay *rp, FILE *out)
 	fprintf(out, "  the failing call's stack, innermost first:\n");
 	for (i = 0; i < st->nr && i < TRIGGER_FRAMES; i++) {
 		fputs("    ", out);
-		put_text(out, symbolizer__name(rp->sym, st->pid, st->frames[i]));
+		term_fputs(symbolizer__name(rp->sym, st->pid, st->frames[i]), out, 0);
 		fputc('\n', out);
 	}
 	if (st->nr > TRIGGER_FRAMES)
@@ -318,15 +319,19 @@ static void print_summary(struct replay *rp, const char *name, FILE *out)
 		print_trigger_stack(rp, out);
 	}
 	fmt_time(when, sizeof(when), in->created_realtime_ns);
-	fprintf(out, "capture %s: recorded %s on %s (%s, Linux %s) by gpuleak %s\n", name, when,
-		in->hostname[0] ? in->hostname : "?", in->arch, in->kernel, in->version);
+	/* Everything here comes from the file, made elsewhere: escaped for the terminal. */
+	fprintf(out, "capture %s: recorded %s on %s (%s, Linux %s) by gpuleak %s\n", term_tmp(name),
+		when, in->hostname[0] ? term_tmp(in->hostname) : "?", term_tmp(in->arch),
+		term_tmp(in->kernel), term_tmp(in->version));
 	for (i = 0; i < rp->nr_procs; i++) {
 		const struct capture_proc *p = &rp->procs[i];
 
 		fmt_time(when, sizeof(when), p->start_realtime_ns);
-		fprintf(out, "  pid %u (%s) started %s:", p->pid, p->comm, when);
-		for (j = 0; j < p->argc; j++)
-			fprintf(out, " %s", p->argv[j]);
+		fprintf(out, "  pid %u (%s) started %s:", p->pid, term_tmp(p->comm), when);
+		for (j = 0; j < p->argc; j++) {
+			fputc(' ', out);
+			term_fputs(p->argv[j], out, 0);
+		}
 		fputc('\n', out);
 	}
 	fprintf(out, "  %" PRIu64 " records in %u blocks, %" PRIu64 " bytes (%.1f bytes/record)\n",
@@ -537,51 +542,37 @@ static void warn_no_end(struct replay *rp, const char *name)
 			name);
 }
 
+/* The symbolizer the capture's names go into and the analysis its records go into. */
+static int replay_new_analysis(struct replay *rp)
+{
+	int err = symbolizer__new(NULL, &rp->sym);
+
+	if (!err)
+		symbolizer__set_site_skip(rp->sym, rp->a->site_skip, rp->a->nr_site_skip);
+	if (!err)
+		err = analysis__new(rp->a, symbolizer__site_frames, rp->sym, &rp->an);
+	/* Python frames name a site where its call site is the interpreter's: as live. */
+	if (!err)
+		tracker__set_site_fn(rp->an->t, symbolizer__py_site, rp->sym);
+	return err;
+}
+
 /*
- * Read rd to the end into the analysis and print the result. Returns 0, or -errno with the
- * reader's message printed (prefixed by name) when quiet is false.
+ * The second pass, the records, into the analysis; then what a capture cut short or damaged
+ * needs (its processes' last steps closed, what was kept said) and the warnings about what
+ * the options asked for and the capture lacks. 0, or -errno with the reader's message
+ * printed when quiet is false.
  */
-static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *json, int top,
-			 bool quiet)
+static int replay_records(struct replay *rp, const char *name, bool quiet)
 {
 	const struct capture_info *in = capture_reader__info(rp->rd);
-	const struct tracker *t;
-	struct verdict *v = NULL;
-	char *extra = NULL;
+	const struct tracker *t = rp->an->t;
 	uint64_t at;
 	uint32_t blk;
 	size_t i;
 	int err;
 
-	err = symbolizer__new(NULL, &rp->sym);
-	if (!err)
-		err = analysis__new(rp->a, symbolizer__site_frames, rp->sym, &rp->an);
-	if (!err)
-		err = pictures__open(&rp->a->out, &rp->pics);
-	if (err)
-		return err;
-	t = rp->an->t;
-	rp->rep = (struct report){.t = rp->an->t,
-				  .tl = rp->an->tl,
-				  .sym = rp->sym,
-				  .out = out,
-				  .json = json,
-				  .top = top,
-				  .t0_ns = in->monotonic_start_ns};
-	timeline__on_step(rp->an->tl, on_step, rp);
-	rp->next_interval_ns = in->monotonic_start_ns + rp->interval_ns;
-	err = capture_reader__read(rp->rd, &names_visitor, rp);
-	/* A watch capture is written at its trigger, after its records: they are timed from
-	 * the window's start. */
-	if (!err && rp->has_trigger && rp->trig.window_start_ns) {
-		rp->rep.t0_ns = rp->trig.window_start_ns;
-		rp->next_interval_ns = rp->rep.t0_ns + rp->interval_ns;
-	}
-	/* What the capture is comes first, then the analysis as live printed it. */
-	if (!err)
-		print_summary(rp, name, out);
-	if (!err)
-		err = capture_reader__read(rp->rd, &records_visitor, rp);
+	err = capture_reader__read(rp->rd, &records_visitor, rp);
 	if (err) {
 		if (!quiet)
 			pr_err("%s: %s\n", name, capture_reader__error(rp->rd));
@@ -611,7 +602,58 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 	if (!quiet) {
 		warn_no_steps(rp, name);
 		warn_no_end(rp, name);
+		if (symbolizer__py_bad(rp->sym))
+			pr_warn("%s: %" PRIu64 " malformed Python records left out: what they "
+				"describe is named by native frames, or \"?\"\n",
+				name, symbolizer__py_bad(rp->sym));
 	}
+	return 0;
+}
+
+/*
+ * Read rd to the end into the analysis and print the result. Returns 0, or -errno with the
+ * reader's message printed (prefixed by name) when quiet is false.
+ */
+static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *json, int top,
+			 bool quiet)
+{
+	const struct capture_info *in = capture_reader__info(rp->rd);
+	const struct tracker *t;
+	struct verdict *v = NULL;
+	char *extra = NULL;
+	int err;
+
+	err = replay_new_analysis(rp);
+	if (!err)
+		err = pictures__open(&rp->a->out, &rp->pics);
+	if (err)
+		return err;
+	t = rp->an->t;
+	rp->rep = (struct report){.t = rp->an->t,
+				  .tl = rp->an->tl,
+				  .sym = rp->sym,
+				  .out = out,
+				  .json = json,
+				  .top = top,
+				  .t0_ns = in->monotonic_start_ns};
+	timeline__on_step(rp->an->tl, on_step, rp);
+	rp->next_interval_ns = in->monotonic_start_ns + rp->interval_ns;
+	err = capture_reader__read(rp->rd, &names_visitor, rp);
+	/* A watch capture is written at its trigger, after its records: they are timed from
+	 * the window's start. */
+	if (!err && rp->has_trigger && rp->trig.window_start_ns) {
+		rp->rep.t0_ns = rp->trig.window_start_ns;
+		rp->next_interval_ns = rp->rep.t0_ns + rp->interval_ns;
+	}
+	/* What the capture is comes first, then the analysis as live printed it. */
+	if (!err)
+		print_summary(rp, name, out);
+	else if (!quiet)
+		pr_err("%s: %s\n", name, capture_reader__error(rp->rd));
+	if (!err)
+		err = replay_records(rp, name, quiet);
+	if (err)
+		return err;
 	extra = verdict_extra(rp, name);
 	rp->rep.verdict_extra = extra;
 	/* "Now" is the last thing the capture saw: a process still running when the recorder
@@ -625,6 +667,53 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 	}
 	verdict__free(v);
 	free(extra);
+	return err;
+}
+
+int replay__analyse(const char *path, const void *buf, size_t len, const struct analysis_opts *a,
+		    replay_step_fn step, replay_done_fn done, void *ctx)
+{
+	struct replay rp = {.a = a, .step_hook = step, .hook_ctx = ctx};
+	const char *name = infile__name(path);
+	struct replay_result res = {0};
+	struct verdict *v = NULL;
+	bool quiet = false;
+	uint64_t at;
+	int err;
+
+	err = buf ? capture_reader__open_mem(buf, len, 0, &rp.rd)
+		  : capture_reader__open(path, 0, &rp.rd);
+	if (err) {
+		if (!quiet)
+			pr_err("%s: %s\n", name,
+			       rp.rd ? capture_reader__error(rp.rd) : strerror(-err));
+		goto cleanup;
+	}
+	err = replay_new_analysis(&rp);
+	if (err)
+		goto cleanup;
+	if (step)
+		timeline__on_step(rp.an->tl, on_step_hook, &rp);
+	err = capture_reader__read(rp.rd, &names_visitor, &rp);
+	if (err && !quiet)
+		pr_err("%s: %s\n", name, capture_reader__error(rp.rd));
+	if (!err)
+		err = replay_records(&rp, name, quiet);
+	if (!err)
+		err = analysis__verdict(rp.an, &v);
+	if (err)
+		goto cleanup;
+	res = (struct replay_result){.an = rp.an,
+				     .sym = rp.sym,
+				     .v = v,
+				     .info = capture_reader__info(rp.rd),
+				     .truncated = capture_reader__truncated(rp.rd, &at),
+				     .damaged = rp.damaged};
+	err = done(ctx, &res);
+cleanup:
+	verdict__free(v);
+	replay_free(&rp);
+	capture_reader__free(rp.rd);
 	return err;
 }
 
@@ -661,8 +750,8 @@ static int list_blocks(struct replay *rp, const char *name)
 	int err;
 
 	rp->blocks = stdout;
-	printf("capture %s: format %u.%u, header %u bytes, flags 0x%x%s\n", name, in->major,
-	       in->minor, in->hdr_size, in->flags,
+	printf("capture %s: format %u.%u, header %u bytes, flags 0x%x%s\n", term_tmp(name),
+	       in->major, in->minor, in->hdr_size, in->flags,
 	       in->flags & CAPTURE_F_INCOMPLETE ? " (incomplete)" : "");
 	printf("%10s  %-8s %-6s %10s %10s %8s\n", "OFFSET", "TYPE", "CODEC", "RAW", "STORED",
 	       "COUNT");

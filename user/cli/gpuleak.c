@@ -6,10 +6,12 @@
  * (report), or the listing of probes (probes).
  */
 #include <argp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "cli/diff_cmd.h"
 #include "cli/options.h"
 #include "cli/probes.h"
 #include "cli/watch.h"
@@ -35,6 +37,7 @@ static const char top_doc[] =
     "  gpuleak record -o FILE (-p PID | -- CMD ARGS)  trace and write a capture file\n"
     "  gpuleak watch -o DIR (-p PID | -- CMD ARGS)    stay attached, write a capture at an OOM\n"
     "  gpuleak report FILE [OPTIONS]       analyse a capture file, anywhere, without root\n"
+    "  gpuleak diff BASE NEW [OPTIONS]     what changed between two runs (captures or NDJSON)\n"
     "\n"
     "EXAMPLES:\n"
     "  sudo gpuleak attach -p 4242 --interval 10s\n"
@@ -44,9 +47,13 @@ static const char top_doc[] =
     "  sudo gpuleak record -o incident.glc -p 4242 --duration 60s\n"
     "  sudo gpuleak watch -o /var/lib/gpuleak -p 4242\n"
     "  gpuleak report incident.glc --json verdict.ndjson\n"
+    "  gpuleak diff main.glc pr.glc --step sym:server:decode_step --fail-on-regression\n"
     "\n"
-    "EXIT STATUS: 0 done, 1 runtime error, 2 usage error, 3 --fail-on-leak found leaks.\n"
-    "Run 'gpuleak COMMAND --help' for the options of a command.";
+    "EXIT STATUS: 0 done, 1 runtime error, 2 usage error, 3 --fail-on-leak found leaks, 4 the "
+    "command of run, record or watch failed (exited non-zero or was killed by a signal), 5 diff "
+    "--fail-on-regression found a regression; when several apply, the first of 2, 1, 3, 4 "
+    "(diff: 2, 1, 5).\n"
+    "Run 'gpuleak COMMAND --help' (or 'gpuleak help COMMAND') for the options of a command.";
 
 /* ---- attach ---- */
 
@@ -107,12 +114,16 @@ static const char run_doc[] =
     "  sudo gpuleak run -- ./my_inference_server --model m.gguf\n"
     "  sudo gpuleak run --json out.ndjson --interval 0 -- python3 bench.py\n"
     "\n"
-    "Ctrl-C reaches CMD too; gpuleak waits for it to exit (a second Ctrl-C stops at once).\n"
+    "A Ctrl-C typed on the terminal reaches CMD too: gpuleak waits for it to exit; a second "
+    "Ctrl-C stops at once. SIGINT sent to gpuleak alone (kill -INT), SIGTERM and SIGHUP stop "
+    "tracing at once: gpuleak reports, CMD runs on.\n"
     "\n"
     "CI gate: sudo gpuleak run --step sym:./server:decode_step --fail-on-leak \\\n"
     "           --max-growth 1MiB --max-live-at-exit 0 -- ./server --requests 100\n"
     "\n"
-    "EXIT STATUS: 0 done, 1 runtime error, 2 usage error, 3 --fail-on-leak found leaks.";
+    "EXIT STATUS: 0 done, 1 runtime error, 2 usage error, 3 --fail-on-leak found leaks, 4 CMD "
+    "failed (exited non-zero or was killed by a signal, said on stderr); when several "
+    "apply, the first of 2, 1, 3, 4.";
 
 /* Not an option of run (it starts its own process), but the usage error says what to do
  * instead. */
@@ -190,11 +201,13 @@ static const char record_doc[] =
     "\n"
     "FILE is created with mode 0600 (it names code paths of the target), never through a "
     "symlink; an existing regular FILE is only replaced with --force, once the new capture "
-    "is finished (it is written beside FILE until then). Under sudo it belongs to the user "
-    "who ran sudo. Blocks are written at least every second: if gpuleak is killed, FILE (or "
+    "is finished; until then the new one is written beside FILE. Under sudo it belongs to "
+    "the user who ran sudo. Blocks are written at least every second: if gpuleak is killed, FILE "
+    "(or "
     "with --force the file beside it) keeps all but the last second.\n"
     "EXIT STATUS: 0 done, 1 runtime error (also when FILE could not be written completely), "
-    "2 usage error, 3 --fail-on-leak found leaks (FILE is complete).";
+    "2 usage error, 3 --fail-on-leak found leaks (FILE is complete), 4 CMD failed (exited "
+    "non-zero or was killed by a signal); when several apply, the first of 2, 1, 3, 4.";
 
 static const struct argp_child record_children[] = {
     {&cli_target_argp, 0, NULL, 0},
@@ -231,7 +244,10 @@ static error_t parse_record(int key, char *arg, struct argp_state *state)
 		take_command(state, c);
 		break;
 	case ARGP_KEY_END:
-		if (!c->t.nr_pids == !c->t.argv)
+		if (c->t.nr_pids && c->t.argv)
+			argp_error(state, "record takes -p PID or a command, not both: "
+					  "gpuleak record -o FILE (-p PID | -- CMD ARGS)");
+		if (!c->t.nr_pids && !c->t.argv)
 			argp_error(state, "record needs -p PID or a command: "
 					  "gpuleak record -o FILE (-p PID | -- CMD ARGS)");
 		if (!c->t.capture_path)
@@ -273,7 +289,7 @@ static const char report_doc[] =
     "--request use the marker calls the recording made (record with the same --step or "
     "--request); nvtx:NAME needs a recording made with --step nvtx:NAME. A capture cut "
     "short (recorder killed, disk full) is reported up to its last whole block, with a "
-    "warning; its verdicts say \"truncated\":true. A damaged one (a CRC mismatch) is "
+    "warning; its verdicts say \"truncated\":true. A damaged one, whose CRC does not match, is "
     "reported up to the damaged block, named by number and offset, and exits 1. FILE - is "
     "standard input (zcat x.glc.gz | gpuleak report -).\n"
     "EXIT STATUS: 0 done (also for a truncated capture), 1 unreadable, corrupt or "
@@ -369,6 +385,13 @@ static int run_watch(struct cli *c)
 	return run_session(c);
 }
 
+static int run_diff(struct cli *c)
+{
+	int ret = finish_rules(c);
+
+	return ret ? ret : diff_cmd__run(c);
+}
+
 static int run_probes(struct cli *c)
 {
 	/* A malformed rule is a usage error even where rules mean nothing. */
@@ -388,6 +411,7 @@ static const struct command {
     {"report", &report_argp, run_report, 0},
     /* a recorder left on a node prints nothing until a trigger: no tables by default */
     {"watch", &cli_watch_argp, run_watch, 0},
+    {"diff", &cli_diff_argp, run_diff, 0},
 };
 
 static const struct command *command_named(const char *name)
@@ -400,16 +424,39 @@ static const struct command *command_named(const char *name)
 	return NULL;
 }
 
+/*
+ * --help as wide as the tree's 100 columns, the text from column 30: argp's 79 columns broke
+ * nearly every option's words mid-phrase. Set for argp only (the user's ARGP_HELP_FMT wins);
+ * the variable is gone again before anything runs, so the command never inherits it.
+ */
+static bool help_fmt_set;
+
+static void help_format(void)
+{
+	if (getenv("ARGP_HELP_FMT"))
+		return;
+	help_fmt_set = !setenv("ARGP_HELP_FMT", "rmargin=100,opt-doc-col=30", 0);
+}
+
+static void help_format_done(void)
+{
+	if (help_fmt_set)
+		unsetenv("ARGP_HELP_FMT");
+	help_fmt_set = false;
+}
+
 static void set_defaults(struct cli *c, const struct command *cmd)
 {
 	c->cmd = cmd->name;
 	c->out.top = 5;
+	c->d.top = 20;
 	c->out.interval_ns = cmd->interval_ns;
 	c->a.steps.interval_ns = 1000000000ULL;
 	c->a.steps.warmup_steps = 3;
 	c->a.steps.min_growth_steps = 5;
 	c->t.ringbuf_bytes = 64ULL << 20;
 	c->t.stack_depth = 32;
+	c->t.python_depth = 32;
 	/*
 	 * A stack hashes to a bucket of a power-of-two table this size: with a few hundred
 	 * distinct allocation stacks a collision in one map is likely, in both (a lost stack,
@@ -442,18 +489,40 @@ int main(int argc, char **argv)
 	/* Line-buffered, its write errors kept for close_stdout. */
 	if (!outfile__stdout_init())
 		atexit(close_stdout);
+	help_format();
+	/* gpuleak help [COMMAND]: the same as --help, for those who type it that way. */
+	if (argc >= 2 && !strcmp(argv[1], "help")) {
+		/* --help prints and exits 0 */
+		if (argc == 2)
+			return argp_parse(&top, 2, (char *[]){argv[0], "--help", NULL}, 0, NULL,
+					  NULL)
+				   ? GL_EXIT_USAGE
+				   : GL_EXIT_OK;
+		cmd = command_named(argv[2]);
+		if (!cmd || argc > 3) {
+			fprintf(stderr,
+				"gpuleak: help takes one command: attach, run, probes, record, "
+				"report, diff or watch (gpuleak help COMMAND)\n");
+			return GL_EXIT_USAGE;
+		}
+		snprintf(name, sizeof(name), "gpuleak %s", cmd->name);
+		set_defaults(&c, cmd);
+		return argp_parse(cmd->argp, 2, (char *[]){name, "--help", NULL}, 0, NULL, &c)
+			   ? GL_EXIT_USAGE
+			   : GL_EXIT_OK;
+	}
 	if (argc < 2 || argv[1][0] == '-') {
 		/* gpuleak --help, --version, or a mistake */
 		argp_parse(&top, argc, argv, 0, NULL, NULL);
-		fprintf(stderr, "gpuleak: a command is needed: attach, run, probes, record, report "
-				"or watch (gpuleak --help)\n");
+		fprintf(stderr, "gpuleak: a command is needed: attach, run, probes, record, report, "
+				"diff or watch (gpuleak --help)\n");
 		return GL_EXIT_USAGE;
 	}
 	cmd = command_named(argv[1]);
 	if (!cmd) {
 		fprintf(stderr,
-			"gpuleak: unknown command '%s' (attach, run, probes, record, report "
-			"or watch; gpuleak --help)\n",
+			"gpuleak: unknown command '%s' (attach, run, probes, record, report, "
+			"diff or watch; gpuleak --help)\n",
 			argv[1]);
 		return GL_EXIT_USAGE;
 	}
@@ -467,10 +536,12 @@ int main(int argc, char **argv)
 	}
 	/* argp exits with argp_err_exit_status on usage errors. */
 	argp_err_exit_status = GL_EXIT_USAGE;
-	if (argp_parse(cmd->argp, argc - 1, argv + 1, ARGP_IN_ORDER, NULL, &c))
+	if (argp_parse(cmd->argp, argc - 1, argv + 1, ARGP_IN_ORDER, NULL, &c)) {
 		ret = GL_EXIT_USAGE;
-	else
+	} else {
+		help_format_done();
 		ret = cmd->run(&c);
+	}
 	rules__free(c.rules);
 	free(c.req_spec);
 	free(c.t.pids);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "lib/outfile.h"
 #include "lib/units.h"
 #include "lib/vec.h"
+#include "live/http.h"
 #include "probe/wgpu_abi.h"
 #include "symbols/symbolizer.h"
 
@@ -24,6 +26,30 @@ void cli__init_children(struct argp_state *state, const struct argp_child *child
 
 	for (i = 0; children[i].argp; i++)
 		state->child_inputs[i] = state->input;
+}
+
+/* tp into the list, once per pid (PID@TICKS checked against the same pid given before). */
+static int add_pid(struct argp_state *state, struct cli *c, const struct session_pid *tp)
+{
+	size_t i;
+
+	for (i = 0; i < c->t.nr_pids; i++) {
+		struct session_pid *o = &c->t.pids[i];
+
+		if (o->pid != tp->pid)
+			continue;
+		if (o->start_ticks && tp->start_ticks && o->start_ticks != tp->start_ticks)
+			argp_error(state,
+				   "pid %d given twice, with start times %" PRIu64 " and %" PRIu64,
+				   tp->pid, o->start_ticks, tp->start_ticks);
+		if (!o->start_ticks)
+			o->start_ticks = tp->start_ticks;
+		return 0;
+	}
+	if (vec_grow((void **)&c->t.pids, &c->cap_pids, c->t.nr_pids, sizeof(*c->t.pids)))
+		return -ENOMEM;
+	c->t.pids[c->t.nr_pids++] = *tp;
+	return 0;
 }
 
 void cli__parse_pid_list(const char *arg, struct argp_state *state, struct cli *c)
@@ -56,10 +82,10 @@ void cli__parse_pid_list(const char *arg, struct argp_state *state, struct cli *
 		if (*end && *end != ',')
 			argp_error(state, "invalid PID '%.*s' (element at character %d of '%s')",
 				   len, arg + at - 1, at, arg);
-		if (vec_grow((void **)&c->t.pids, &c->cap_pids, c->t.nr_pids, sizeof(*c->t.pids)))
-			argp_failure(state, GL_EXIT_ERROR, ENOMEM, "-p");
-		c->t.pids[c->t.nr_pids++] = tp;
 		p = *end ? end + 1 : end;
+		/* One target per process: a pid given twice would be attached twice. */
+		if (add_pid(state, c, &tp))
+			argp_failure(state, GL_EXIT_ERROR, ENOMEM, "-p");
 	}
 }
 
@@ -146,8 +172,12 @@ static void print_rules_error(const char *msg)
 	fputc('\n', stderr);
 }
 
-/* The analysis: the same for a live session and the report of a capture. */
-static const struct argp_option analysis_options[] = {
+/*
+ * The analysis: the same for a live session and the report of a capture, in three children:
+ * how memory is judged (rules and steps: also what `gpuleak diff` applies to both runs), the
+ * CI gate, and the pictures.
+ */
+static const struct argp_option judging_options[] = {
     {NULL, 0, NULL, 0, "Rules (persistent buffers, deferred frees, ignores):", 1},
     {"rules", OPT_RULES, "FILE", 0,
      "Persistent-buffer, deferred-free and ignore rules, one per line (repeatable; -: "
@@ -157,11 +187,18 @@ static const struct argp_option analysis_options[] = {
      "One rule, e.g. 'persistent site=*kv_cache* release=session-end' (repeatable)", 1},
     {"preset", OPT_PRESET, "NAME", 0,
      "Rules for a known stack: vllm, hf-transformers, ort-webgpu, llama.cpp (files in rules/)", 1},
+    {"site-skip", OPT_SITE_SKIP, "GLOB", 0,
+     "A call from Python is sited at the innermost frame of the program's own code: frames "
+     "of objects (basenames) or Python files (paths) matching GLOB are not (repeatable; "
+     "built in: the interpreter, ctypes, libffi, the traced libraries, PyTorch's)",
+     1},
     {NULL, 0, NULL, 0, "Steps and leak timelines:", 2},
     {"step", OPT_STEP, "SPEC", 0,
-     "Step boundaries: interval:DURATION (default interval:1s), sync (CUDA syncs, WebGPU "
-     "queue submits), sym:FILE:SYMBOL (each call of a function), nvtx:NAME (each NVTX "
-     "range of that name)",
+     "Step boundaries, one of: interval:DURATION, a time slice, by default interval:1s; "
+     "sync, each CUDA sync or WebGPU queue submit; sym:FILE:SYMBOL, each call of a function; "
+     "api:NAME, each call of an entry point in any object that has it (a symbol or Dawn's "
+     "proc table: api:wgpuDevicePopErrorScope is once per onnxruntime run); nvtx:NAME, each "
+     "NVTX range of that name",
      2},
     {"request", OPT_REQUEST, "sym:FILE:BEGIN,END", 0,
      "Request boundaries: calls of BEGIN and END in FILE", 2},
@@ -174,13 +211,23 @@ static const struct argp_option analysis_options[] = {
      "Steps a site must grow in to be a growth leak (default 5)", 2},
     {"device-mem", OPT_DEVICE_MEM, "BYTES", 0,
      "Device memory for time-to-OOM (default: from NVML when present)", 2},
+    {},
+};
+
+static const struct argp_option gate_options[] = {
     {NULL, 0, NULL, 0, "CI gate:", 3},
     {"fail-on-leak", OPT_FAIL_ON_LEAK, NULL, 0,
      "CI gate: exit 3 on a growth leak, a rule violation or --max-live-at-exit", 3},
     {"max-growth", OPT_MAX_GROWTH, "BYTES", 0,
-     "Gate: growth per step a site may have (default 0: any growth leak fails)", 3},
+     "Gate: growth per step a site may have; default 0: any growth leak fails", 3},
     {"max-live-at-exit", OPT_MAX_LIVE, "BYTES", 0,
-     "Gate: leaked bytes allowed at the end (persistent, ignored, init excluded)", 3},
+     "Gate: leaked bytes allowed at the end, not counting what is persistent, ignored or "
+     "retained by init",
+     3},
+    {},
+};
+
+static const struct argp_option pictures_options[] = {
     {NULL, 0, NULL, 0, "Pictures (written at the end; -: standard output):", 4},
     {"folded", OPT_FOLDED, "FILE", 0,
      "Live bytes by stack in the folded format of flamegraph.pl and speedscope", 4},
@@ -213,6 +260,11 @@ static void parse_step(struct argp_state *state, struct cli *c, char *arg)
 				   GL_LABEL_MAX);
 		o->source = STEP_NVTX;
 		snprintf(o->nvtx_name, sizeof(o->nvtx_name), "%s", arg + 5);
+	} else if (!strncmp(arg, "api:", 4) && arg[4] && !strchr(arg + 4, ':')) {
+		/* Any object that has the function, by symbol or in Dawn's proc table. */
+		o->source = STEP_MARKER;
+		c->a.step_file = "*";
+		c->a.step_sym = arg + 4;
 	} else if (!strncmp(arg, "sym:", 4) && strrchr(arg + 4, ':') && strrchr(arg, ':')[1]) {
 		char *colon = strrchr(arg, ':');
 
@@ -225,7 +277,7 @@ static void parse_step(struct argp_state *state, struct cli *c, char *arg)
 	} else {
 		argp_error(state,
 			   "invalid --step '%s' (interval:DURATION, sync, sym:FILE:SYMBOL, "
-			   "nvtx:NAME)",
+			   "api:NAME, nvtx:NAME)",
 			   arg);
 	}
 }
@@ -235,6 +287,10 @@ static error_t parse_analysis(int key, char *arg, struct argp_state *state)
 	struct cli *c = state->input;
 	uint64_t v;
 
+	/* diff says when these cannot apply to an input (NDJSON verdicts). */
+	if (key == OPT_STEP || key == OPT_REQUEST || key == OPT_END || key == OPT_WARMUP ||
+	    key == OPT_MIN_GROWTH || key == OPT_RULES || key == OPT_RULE || key == OPT_PRESET)
+		c->d.analysis_given = true;
 	switch (key) {
 	case OPT_STEP:
 		parse_step(state, c, arg);
@@ -296,6 +352,13 @@ static error_t parse_analysis(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid --max-live-at-exit '%s' (e.g. 0, 512MiB)", arg);
 		c->a.gate.has_max_live = true;
 		break;
+	case OPT_SITE_SKIP:
+		if (c->a.nr_site_skip == ANALYSIS_SITE_SKIP_MAX)
+			argp_error(state, "at most %d --site-skip", ANALYSIS_SITE_SKIP_MAX);
+		if (!*arg)
+			argp_error(state, "empty --site-skip");
+		c->a.site_skip[c->a.nr_site_skip++] = arg;
+		break;
 	case OPT_FOLDED:
 		c->a.out.folded_path = arg;
 		break;
@@ -319,8 +382,18 @@ static error_t parse_analysis(int key, char *arg, struct argp_state *state)
 		} else if (key == OPT_RULE) {
 			char src[32];
 
+			size_t before = c->rules->n;
+
 			snprintf(src, sizeof(src), "--rule #%d", ++c->nr_rule_args);
 			ret = rules__parse(c->rules, arg, strlen(arg), src, err, sizeof(err));
+			/* Blank, or a comment: a rule meant and lost (an unset shell variable). */
+			if (!ret && c->rules->n == before) {
+				snprintf(err, sizeof(err),
+					 "%s: no rule in '%s' (e.g. --rule 'persistent "
+					 "site=*kv_cache*')",
+					 src, arg);
+				ret = -EINVAL;
+			}
 		} else
 			ret = rules__load_preset(c->rules, arg, err, sizeof(err));
 		if (ret) {
@@ -335,7 +408,29 @@ static error_t parse_analysis(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-const struct argp cli_analysis_argp = {.options = analysis_options, .parser = parse_analysis};
+/* Each child parses with parse_analysis, which knows every key of the three. */
+const struct argp cli_judging_argp = {.options = judging_options, .parser = parse_analysis};
+static const struct argp gate_argp = {.options = gate_options, .parser = parse_analysis};
+static const struct argp pictures_argp = {.options = pictures_options, .parser = parse_analysis};
+
+static const struct argp_child analysis_children[] = {
+    {&cli_judging_argp, 0, NULL, 0},
+    {&gate_argp, 0, NULL, 0},
+    {&pictures_argp, 0, NULL, 0},
+    {},
+};
+
+static error_t parse_analysis_group(int key, char *arg, struct argp_state *state)
+{
+	(void)arg;
+	if (key != ARGP_KEY_INIT)
+		return ARGP_ERR_UNKNOWN;
+	cli__init_children(state, analysis_children);
+	return 0;
+}
+
+const struct argp cli_analysis_argp = {.parser = parse_analysis_group,
+				       .children = analysis_children};
 
 /* ---- output: what the report writes, live or of a capture ---- */
 
@@ -346,7 +441,9 @@ static const struct argp_option output_options[] = {
      0},
     {"top", OPT_TOP, "N", 0, "Sites listed in interval tables (default 5)", 0},
     {"interval", 'i', "DURATION", 0,
-     "Print a compact table every DURATION (default 5s; 0 disables)", 0},
+     "Print a compact table every DURATION, default 5s, 0: none; with --step, a line per step "
+     "instead, at most one per DURATION, 0: a line for every step",
+     0},
     {},
 };
 
@@ -365,7 +462,7 @@ static error_t parse_output(int key, char *arg, struct argp_state *state)
 		break;
 	case 'i':
 		if (parse_duration_ns(arg, &c->out.interval_ns))
-			argp_error(state, "invalid interval '%s' (e.g. 2s; 0 disables)", arg);
+			argp_error(state, "invalid interval '%s' (e.g. 2s; 0: no tables)", arg);
 		break;
 	case ARGP_KEY_END: {
 		/* Standard output carries one file whole (the text report goes to stderr then). */
@@ -401,11 +498,11 @@ static char *output_help(int key, const char *text, void *input)
 	if (!is_command(input, "report"))
 		return (char *)text;
 	if (key == OPT_JSON)
-		return strdup("Write NDJSON: the verdict per process (and intervals; -: standard "
-			      "output)");
+		return strdup("Write NDJSON: the verdict per process, and intervals; - is standard "
+			      "output");
 	if (key == 'i')
-		return strdup("Print a compact table every DURATION of recorded time (default 0: "
-			      "none)");
+		return strdup("Print a compact table every DURATION of recorded time; default 0: "
+			      "none");
 	return (char *)text;
 }
 
@@ -444,8 +541,9 @@ const struct argp cli_target_argp = {.options = target_options, .parser = parse_
 
 static const struct argp_option trace_options[] = {
     {"follow", OPT_FOLLOW, NULL, 0,
-     "Also trace every process the targets fork, and what they exec (multi-process "
-     "servers, one process per rank)",
+     "Also trace every process the targets fork, and what those exec (multi-process "
+     "servers, one process per rank); without it a fork is only said, and a target's own "
+     "exec is traced either way",
      0},
     {"metrics", OPT_METRICS, "[ADDR]:PORT", 0,
      "Serve OpenMetrics (Prometheus) on http://ADDR:PORT/metrics while tracing; ADDR "
@@ -454,7 +552,9 @@ static const struct argp_option trace_options[] = {
     {"duration", 'd', "DURATION", 0,
      "Stop after DURATION (e.g. 30s, 5m) and report; the target keeps running", 0},
     {"wait", OPT_WAIT, NULL, 0,
-     "Attach even if no GPU library is loaded yet, and trace it once it is", 0},
+     "Attach even if no GPU library is loaded yet, and trace it once it is; also wait for "
+     "a marker's (--step, --request, --end sym:FILE) object not loaded yet",
+     0},
     {"libc", OPT_LIBC, NULL, 0,
      "Also trace the C library's malloc, calloc, realloc, posix_memalign, aligned_alloc, "
      "memalign, free, mmap and munmap (host memory beside the GPU's; costs more per call)",
@@ -468,6 +568,10 @@ static const struct argp_option trace_options[] = {
     {"stack-entries", OPT_STACK_ENTRIES, "N", 0,
      "Distinct stacks each of the two kernel stack maps holds (default 16384; each costs "
      "(depth + 2) x 8 bytes of kernel memory)",
+     0},
+    {"python-depth", OPT_PYTHON_DEPTH, "N", 0,
+     "Python frames kept per allocation of a Python process (CPython 3.10 to 3.13; default "
+     "32, at most 64; 0: no Python frames)",
      0},
     {"debug-dir", OPT_DEBUG_DIR, "DIR", 0,
      "Also look for separate debug files of stripped libraries in DIR "
@@ -489,6 +593,12 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 		c->t.follow = true;
 		break;
 	case OPT_METRICS:
+		/* A typo is the command line's fault: exit 2 before anything is loaded. */
+		if (http__check_addr(arg))
+			argp_error(state,
+				   "invalid --metrics '%s' (PORT, :PORT, ADDR:PORT or [IPv6]:PORT, "
+				   "a port of 0..65535)",
+				   arg);
 		c->t.metrics_addr = arg;
 		break;
 	case 'd':
@@ -518,6 +628,14 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 		if (!*arg || *end || n < 1 || n > (1L << 20))
 			argp_error(state, "invalid --stack-entries '%s' (1..1048576)", arg);
 		c->t.stack_entries = (unsigned int)n;
+		break;
+	case OPT_PYTHON_DEPTH:
+		n = strtol(arg, &end, 10);
+		if (!*arg || *end || n < 0 || n > GL_PY_DEPTH_MAX)
+			argp_error(state,
+				   "invalid --python-depth '%s' (0..%d; 0: no Python frames)", arg,
+				   GL_PY_DEPTH_MAX);
+		c->t.python_depth = (unsigned int)n;
 		break;
 	case OPT_DEBUG_DIR:
 		if (c->t.nr_debug_dirs == SYMBOLIZER_MAX_DEBUG_DIRS)
@@ -554,6 +672,11 @@ static const struct argp_option probing_options[] = {
      "single-steps (by default such probes move past instructions that cannot matter to "
      "them: gpuleak probes shows where)",
      0},
+    {"dawn-procs", OPT_DAWN_PROCS, NULL, 0,
+     "Take Dawn's WebGPU entry points from its proc table, as in an object without symbols, "
+     "even where wgpu* and Dawn's C++ symbols exist (no MakeError probe either: error "
+     "objects are told by what they are made of)",
+     0},
     {},
 };
 
@@ -569,6 +692,9 @@ static error_t parse_probing(int key, char *arg, struct argp_state *state)
 	case OPT_PROBE_AT_ENTRY:
 		c->t.probe_at_entry = true;
 		break;
+	case OPT_DAWN_PROCS:
+		c->t.dawn_procs = true;
+		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
@@ -583,6 +709,9 @@ static char *probing_help(int key, const char *text, void *input)
 		return strdup("webgpu.h generation of WebGPU libraries: sv, sv-tier1 or cstr");
 	if (key == OPT_PROBE_AT_ENTRY)
 		return strdup("Show the probes as --probe-at-entry places them");
+	if (key == OPT_DAWN_PROCS)
+		return strdup("Show Dawn's entry points from its proc table, as in an object "
+			      "without symbols, even where symbols exist");
 	return (char *)text;
 }
 

@@ -4,6 +4,7 @@
  * commands are made of:
  *
  *   analysis  rules, steps, the gate, pictures     attach run record report
+ *     judging   rules and steps alone              attach run record report diff
  *   output    --json, --top, --interval            attach run record report
  *   common    -v                                   attach run record report probes
  *   trace     what and how to trace                attach run record
@@ -25,6 +26,7 @@
 #include <sys/types.h>
 #include "capture/replay.h"
 #include "engine/analysis.h"
+#include "engine/diff.h"
 #include "live/session.h"
 
 struct rules;
@@ -36,6 +38,15 @@ struct cli_output {
 	uint64_t interval_ns;
 };
 
+/* What diff takes beside the analysis's rules and steps. */
+struct cli_diff {
+	const char *base, *new; /* the two inputs */
+	const char *json_path;
+	int top;
+	struct diff_opts o;
+	bool analysis_given; /* rules or step options: they apply to captures only */
+};
+
 /* Everything parsed; each group writes its part. */
 struct cli {
 	const char *cmd;
@@ -44,6 +55,7 @@ struct cli {
 	struct replay_opts r;	/* report */
 	struct analysis_opts a; /* into t.a or r.a */
 	struct cli_output out;	/* into t or r */
+	struct cli_diff d;	/* diff */
 	const char *lib;	/* probes --lib */
 	pid_t probe_pid;	/* probes -p */
 	size_t cap_pids;
@@ -57,6 +69,8 @@ struct cli {
 /* The groups, as argp children (input: the struct cli). */
 extern const struct argp cli_analysis_argp, cli_output_argp, cli_target_argp, cli_trace_argp,
     cli_probing_argp, cli_common_argp;
+/* Of the analysis: how memory is judged (rules, steps), without the gate and pictures. */
+extern const struct argp cli_judging_argp;
 /* trace, probing, output, common and analysis: what every live session takes. */
 extern const struct argp cli_session_argp;
 
@@ -93,6 +107,15 @@ enum cli_key {
 	OPT_PROBE_AT_ENTRY,
 	OPT_DEBUG_DIR,
 	OPT_END,
+	OPT_DAWN_PROCS,
+	OPT_PID_BASE,
+	OPT_PID_NEW,
+	OPT_COMM,
+	OPT_FAIL_ON_REGRESSION,
+	OPT_MAX_GROWTH_INCREASE,
+	OPT_MAX_LIVE_INCREASE,
+	OPT_PYTHON_DEPTH,
+	OPT_SITE_SKIP,
 };
 
 /* Hand the struct cli to every one of a command's children (its parser's ARGP_KEY_INIT). */

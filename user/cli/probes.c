@@ -11,7 +11,10 @@
 #include "lib/exit.h"
 #include "lib/infile.h"
 #include "lib/log.h"
+#include "lib/term.h"
 #include "probe/catalog.h"
+#include "probe/dawn_procs.h"
+#include "probe/elf_obj.h"
 #include "probe/modules.h"
 #include "probe/proc_maps.h"
 #include "probe/wgpu_abi.h"
@@ -24,7 +27,9 @@ static const struct argp_option probes_options[] = {
 
 static const char probes_doc[] =
     "List the traced APIs found in a process or a file: name, family, file offset of the "
-    "probe, binding, where the probe sits (entry; entry+N: moved past a first instruction the "
+    "probe, binding (global: .dynsym, local: .symtab, table: Dawn's proc table, read from an "
+    "object without wgpu* symbols), where the probe sits (entry; entry+N: moved past a first "
+    "instruction the "
     "kernel single-steps; slow: single-stepped, could not be moved; refused) and object, "
     "then why each probe not at a plain entry is where it is. Attaches nothing.\v"
     "EXAMPLES:\n"
@@ -90,7 +95,11 @@ static void print_sites(const struct module *m, FILE *out)
 								   : "entry");
 		fprintf(out, "%-32s %-7s 0x%-10" PRIx64 " %-6s %-8s %s\n",
 			cat_api_name(s->api->api), cat_family_name(GL_API_FAMILY(s->api->api)),
-			s->offset, s->local ? "local" : "global", probe, m->path);
+			s->offset,
+			s->source == SITE_DAWN_PROCS ? "table"
+			: s->local		     ? "local"
+						     : "global",
+			probe, term_tmp(m->path));
 	}
 }
 
@@ -109,17 +118,17 @@ static void print_placement(const struct module *m, FILE *out)
 				"  %s in %s: probe moved %u bytes past its entry's %s, "
 				"which the kernel single-steps; what it skips changes no argument, "
 				"no stack or frame pointer, no memory\n",
-				api, m->name, s->place.moved, s->place.first);
+				api, term_tmp(m->name), s->place.moved, s->place.first);
 		else if (s->place.place == PLACE_SLOW)
 			fprintf(out,
 				"  %s in %s: probe on %s, which the kernel single-steps "
 				"(~20 us per call on a VM), not moved: %s\n",
-				api, m->name, s->place.first, s->place.why);
+				api, term_tmp(m->name), s->place.first, s->place.why);
 		else if (s->place.place == PLACE_REFUSED)
 			fprintf(out,
 				"  %s in %s: the kernel refuses a probe on %s, not traced: "
 				"%s\n",
-				api, m->name, s->place.first, s->place.why);
+				api, term_tmp(m->name), s->place.first, s->place.why);
 	}
 }
 
@@ -128,10 +137,10 @@ static int print_module(struct module *m, bool *header)
 	int err = module__scan(m);
 
 	if (err && gl_verbosity)
-		fprintf(stderr, "%s: not readable as ELF: %s\n", m->path, strerror(-err));
+		fprintf(stderr, "%s: not readable as ELF: %s\n", term_tmp(m->path), strerror(-err));
 	if (!m->nr_sites) {
 		if (gl_verbosity && !err)
-			fprintf(stderr, "%s: no traced APIs\n", m->path);
+			fprintf(stderr, "%s: no traced APIs\n", term_tmp(m->path));
 		return 0;
 	}
 	if (!*header) {
@@ -150,10 +159,35 @@ static void print_wgpu_abi(struct module *m)
 
 	if (!m->nr_wgpu_funcs)
 		return;
-	printf("%s: %s (%s)\n", m->path, wgpu_abi__describe(&m->wgpu, d, sizeof(d)), m->wgpu.why);
+	if (m->dawn) {
+		printf("%s: no wgpu* symbols; entry points from %s\n", term_tmp(m->path),
+		       m->dawn->why);
+		if (m->dawn->nr_error_vptr) {
+			printf("%s: error objects told by their class: vtables at",
+			       term_tmp(m->path));
+			for (size_t i = 0; i < m->dawn->nr_error_vptr; i++)
+				printf(" 0x%" PRIx64, m->dawn->error_vptr[i]);
+			printf(" (RTTI: ErrorBuffer, TextureBase)\n");
+		} else {
+			printf("%s: error objects told by their reference count word (no RTTI for "
+			       "Dawn's error classes)\n",
+			       term_tmp(m->path));
+		}
+		/* -v: the whole table, for a user checking what else Dawn exports there. */
+		for (size_t i = 0; gl_verbosity && i < m->dawn->n; i++) {
+			const struct dawn_proc *p = &m->dawn->v[i];
+			uint64_t off = 0;
+
+			elf_obj__vaddr_to_off(m->elf, p->vaddr, &off);
+			printf("  %-52s 0x%-10" PRIx64 " %s%s\n", p->name, off,
+			       dawn_procs__how(p->how), p->shared > 1 ? ", folded" : "");
+		}
+	}
+	printf("%s: %s (%s)\n", term_tmp(m->path), wgpu_abi__describe(&m->wgpu, d, sizeof(d)),
+	       m->wgpu.why);
 	if (m->nr_wgpu_dropped)
 		printf("%s: %u WebGPU functions not traced: generation unknown (--webgpu-abi)\n",
-		       m->path, m->nr_wgpu_dropped);
+		       term_tmp(m->path), m->nr_wgpu_dropped);
 }
 
 /* --lib PATH: returns how many required APIs it has, or -errno said on stderr. */
@@ -257,6 +291,7 @@ int probes__run(const struct cli *c)
 		goto cleanup;
 	modules__set_wgpu_abi(mods, &c->t.webgpu_abi);
 	modules__move_probes(mods, !c->t.probe_at_entry);
+	modules__dawn_procs_only(mods, c->t.dawn_procs);
 	found = c->lib ? probe_lib(mods, c->lib, &header) : probe_pid(mods, c->probe_pid, &header);
 	if (found < 0) {
 		err = found;

@@ -76,7 +76,8 @@ static const char watch_doc[] =
     "written (a full disk) is said in one line and watching goes on. SIGINT, SIGTERM and "
     "SIGHUP stop watching, as attach does.\n"
     "EXIT STATUS: 0 done, 1 runtime error (also when a capture could not be written), 2 "
-    "usage error, 3 --fail-on-leak found leaks at the end.";
+    "usage error, 3 --fail-on-leak found leaks at the end, 4 -- CMD failed (exited non-zero "
+    "or was killed by a signal); when several apply, the first of 2, 1, 3, 4.";
 
 /* Everything from the first non-option on is the command. */
 static void take_command(struct argp_state *state, struct cli *c)

@@ -14,6 +14,8 @@
 
 struct rules;
 
+#define ANALYSIS_SITE_SKIP_MAX 16
+
 /* Files written at the end of a session or of a report (--folded, --perfetto, --svg). */
 struct output_opts {
 	const char *folded_path;
@@ -36,6 +38,9 @@ struct analysis_opts {
 	const char *end_file, *end_sym; /* --end sym:FILE:SYMBOL */
 	struct gate gate;		/* --fail-on-leak and its limits */
 	struct output_opts out;
+	/* --site-skip: objects and Python files whose frames never name a site */
+	const char *site_skip[ANALYSIS_SITE_SKIP_MAX];
+	size_t nr_site_skip;
 };
 
 struct series;

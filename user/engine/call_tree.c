@@ -163,10 +163,17 @@ static int apply_children(struct tracker *t, struct tproc *p, struct node *nodes
 static int apply_comm_init(struct tracker *t, struct tproc *p, struct node *nodes, size_t self)
 {
 	const struct gl_call_rec *r = nodes[self].r;
-	struct site_key k = {p->pid,	r->hdr.api,  threads__device(p, r->hdr.tid),
-			     r->caller, r->stack_id, OWNER_NONE,
-			     0,		0,	     0,
-			     false};
+	struct site_key k = {p->pid,
+			     r->hdr.api,
+			     threads__device(p, r->hdr.tid),
+			     r->caller,
+			     r->stack_id,
+			     OWNER_NONE,
+			     0,
+			     0,
+			     0,
+			     false,
+			     0};
 	uint32_t site = sites__get(t, &k);
 	uint64_t comms[GL_DESC_MAX / 8] = {r->addr};
 	struct tthread *th;
@@ -315,7 +322,7 @@ static int apply_held(struct tracker *t, struct tproc *p, struct tthread *th,
 	/* Records arrive in completion order (children before their caller): a record at
 	 * depth d adopts every unclaimed record deeper than d that came before it. */
 	for (i = 0; i < n; i++) {
-		const struct gl_call_rec *rec = i < n - (r ? 1 : 0) ? &th->held[i].call : r;
+		const struct gl_call_rec *rec = i < n - (r ? 1 : 0) ? &th->held[i].desc.call : r;
 
 		nodes[i].r = rec;
 		nodes[i].api = cat_by_api(rec->hdr.api);
@@ -345,7 +352,7 @@ cleanup:
 
 static int hold(struct tthread *th, const struct gl_hdr *h)
 {
-	size_t len = h->size < sizeof(struct gl_desc_rec) ? h->size : sizeof(struct gl_desc_rec);
+	size_t len = h->size < sizeof(struct gl_peek_rec) ? h->size : sizeof(struct gl_peek_rec);
 
 	if (vec_grow((void **)&th->held, &th->cap_held, th->nr_held, sizeof(*th->held)))
 		return -ENOMEM;
@@ -389,10 +396,10 @@ static int adopt(struct tproc *p, struct tthread *th)
 		struct tthread *c = v[i];
 
 		for (k = 0; k < c->adopt_ready && !err; k++) {
-			struct gl_desc_rec rec = c->held[k];
+			struct gl_peek_rec rec = c->held[k];
 
-			rec.call.hdr.depth += th->adoptees_depth + 1;
-			err = hold(th, &rec.call.hdr);
+			rec.desc.call.hdr.depth += th->adoptees_depth + 1;
+			err = hold(th, &rec.desc.call.hdr);
 		}
 		if (err)
 			break;

@@ -46,10 +46,12 @@ void mem_calls__count_failure(struct tracker *t, struct tproc *p, const struct c
 			      const struct gl_call_rec *r)
 {
 	struct site_key k = {
-	    p->pid, r->hdr.api, device_of(p, api, r), r->caller, r->stack_id, OWNER_NONE, 0, 0,
-	    0,	    false};
-	uint32_t site = sites__get(t, &k);
+	    p->pid, r->hdr.api, device_of(p, api, r), r->caller, r->stack_id, OWNER_NONE, 0, 0, 0,
+	    false,  0};
+	uint32_t site;
 
+	sites__python(t, &k);
+	site = sites__get(t, &k);
 	p->c.failed_calls++;
 	if (site == UINT32_MAX)
 		return;
@@ -112,10 +114,17 @@ int mem_calls__alloc(struct tracker *t, struct tproc *p, const struct cat_api *a
 		     const struct gl_call_rec *r, const struct call_scope *scope)
 {
 	uint8_t space = (uint8_t)api->space;
-	struct site_key k = {p->pid,	   r->hdr.api,	device_of(p, api, r),
-			     r->caller,	   r->stack_id, scope->owner_kind,
-			     scope->owner, 0,		0,
-			     false};
+	struct site_key k = {p->pid,
+			     r->hdr.api,
+			     device_of(p, api, r),
+			     r->caller,
+			     r->stack_id,
+			     scope->owner_kind,
+			     scope->owner,
+			     0,
+			     0,
+			     false,
+			     0};
 	struct alloc a, *old;
 	uint32_t ss;
 	int err;
@@ -133,7 +142,8 @@ int mem_calls__alloc(struct tracker *t, struct tproc *p, const struct cat_api *a
 	if (api->space == SPACE_MMAP && !(r->aux & 0x20 /* MAP_ANONYMOUS */))
 		return 0;
 	own(p, api, r, &k);
-	ss = sites__assign(t, &k, r->stack_id, r->size, NULL, p->step, p->step < 0);
+	sites__python(t, &k);
+	ss = sites__assign(t, &k, k.stack_id, r->size, NULL, p->step, p->step < 0);
 	if (ss == UINT32_MAX)
 		return -ENOMEM;
 	old = alloc_table__find(&p->allocs, space, r->addr);

@@ -32,8 +32,11 @@ enum owner_kind {
 struct site {
 	pid_t pid;
 	uint16_t api;
-	int16_t device;	    /* CUDA device ordinal, -1 for host memory */
-	uint64_t caller;    /* return address in the caller */
+	int16_t device;	 /* CUDA device ordinal, -1 for host memory */
+	uint64_t caller; /* return address in the caller */
+	/* What names the site when its call site does not: the innermost frame of the
+	 * program's own code in a stack with Python frames (site_fn), 0: the call site. */
+	uint64_t frame;
 	int32_t last_err;   /* last error code of a failed call here */
 	uint8_t owner_kind; /* enum owner_kind */
 	bool counts;	    /* its bytes are memory in the process totals */
@@ -150,6 +153,14 @@ struct queue_watch {
 	uint64_t queue;
 	uint64_t serial;
 	uint64_t userdata1, userdata2;
+	uint64_t future; /* a future that completes it (wgpuBufferMapAsync's), 0: a callback */
+};
+
+/* What objects are, by their first word (gl_class_rec): an error class, a Dawn image. */
+struct obj_class {
+	uint64_t vptr;
+	uint64_t len; /* GL_CLASS_DAWN_IMAGE: the image's bytes from vptr */
+	uint32_t kind;
 };
 
 enum violation_kind {
@@ -244,6 +255,8 @@ struct tproc {
 	struct hmap queues;  /* queue handle -> struct tqueue * */
 	struct queue_watch *watch; /* in registration order */
 	size_t nr_watch, cap_watch;
+	struct obj_class *classes; /* from GL_REC_CLASS records, each once */
+	size_t nr_classes, cap_classes;
 	uint32_t nr_owners; /* owners seen: the next ordinal */
 	struct tctx *ctxs;
 	size_t nr_ctxs, cap_ctxs;
@@ -276,7 +289,15 @@ struct rules;
  * first) and returns how many. Live it is the symbolizer; offline the capture's names.
  */
 typedef int (*frames_fn)(void *ctx, pid_t pid, uint64_t caller, int32_t stack_id, const char **syms,
-			 const char **mods, int max);
+			 const char **mods, const char **where, int max);
+
+/*
+ * A call whose stack has Python frames (gl_stack_is_py): the frame that names its site,
+ * which the call site does not (a ctypes call's is libffi's), and in *stack_id the id that
+ * stands for its stack (several merge to the same frames). Live it is the symbolizer; 0:
+ * the call site. Called for those calls only: the others' sites are their call sites.
+ */
+typedef uint64_t (*site_fn)(void *ctx, pid_t pid, uint64_t caller, int32_t *stack_id);
 
 /*
  * A pending free ended at end_ns, issued at begin_ns: its stream or queue completed, or its
@@ -294,6 +315,8 @@ struct tracker {
 	bool init_retained;
 	frames_fn frames;
 	void *frames_ctx;
+	site_fn site_of; /* NULL: every site is its call site */
+	void *site_ctx;
 	/* The deferred rule of each API, once known (index + 1, 0: none): frees look it up. */
 	uint16_t defer_by_api[GL_API_MAX];
 	uint8_t defer_known[GL_API_MAX];

@@ -97,7 +97,7 @@ void pending__release_where(struct tracker *t, struct tproc *p,
 uint16_t pending__deferred_rule(struct tracker *t, const struct gl_call_rec *r)
 {
 	const struct rules *rs = t->rules;
-	const char *syms[MAX_FRAMES], *mods[MAX_FRAMES];
+	const char *syms[MAX_FRAMES], *mods[MAX_FRAMES], *where[MAX_FRAMES];
 	struct rule_subject sub;
 	uint16_t api = r->hdr.api;
 	int m;
@@ -108,7 +108,7 @@ uint16_t pending__deferred_rule(struct tracker *t, const struct gl_call_rec *r)
 	if (!t->defer_per_call && t->defer_known[api])
 		return t->defer_by_api[api];
 	sites__subject(t, r->hdr.pid, api, r->caller, r->stack_id, t->defer_per_call, &sub, syms,
-		       mods);
+		       mods, where);
 	m = rules__match(rs, RULE_DEFERRED, &sub);
 	if (t->defer_per_call)
 		return (uint16_t)(m + 1);

@@ -22,6 +22,7 @@ int rules__new(struct rules **out)
 
 static void rule_free(struct rule *r)
 {
+	free(r->decided);
 	free(r->api);
 	free(r->lib);
 	free(r->site);
@@ -99,7 +100,8 @@ static bool is_space(char c)
 	return c == ' ' || c == '\t' || c == '\r';
 }
 
-/* A token: a bare word up to whitespace/#, or a "quoted string" with \" and \\ escapes. */
+/* A token: a bare word up to whitespace/#, a "quoted string" with \" and \\ escapes, or a
+ * 'quoted string' without. */
 struct token {
 	const char *start;
 	char *text; /* unquoted, NUL-terminated, owned */
@@ -125,13 +127,18 @@ static int next_token(struct lexer *lx, struct token *t)
 	out = malloc(cap);
 	if (!out)
 		return -ENOMEM;
-	/* key=value with a quoted value: copy up to the quote, then the quoted part. */
+	/*
+	 * key=value with a quoted value: copy up to the quote, then the quoted part. 'single'
+	 * quotes as in a shell (no escapes inside), so that a quote copied from a command line
+	 * is a quote, and one left open an error, not part of a pattern.
+	 */
 	while (p < lx->end && !is_space(*p) && *p != '\n' && *p != '#') {
-		if (*p == '"') {
+		if (*p == '"' || *p == '\'') {
 			const char *q = p++;
 
-			while (p < lx->end && *p != '"' && *p != '\n') {
-				if (*p == '\\' && p + 1 < lx->end && (p[1] == '"' || p[1] == '\\'))
+			while (p < lx->end && *p != *q && *p != '\n') {
+				if (*q == '"' && *p == '\\' && p + 1 < lx->end &&
+				    (p[1] == '"' || p[1] == '\\'))
 					p++;
 				if (!*p) {
 					free(out);
@@ -139,9 +146,11 @@ static int next_token(struct lexer *lx, struct token *t)
 				}
 				out[n++] = *p++;
 			}
-			if (p == lx->end || *p != '"') {
+			if (p == lx->end || *p != *q) {
 				free(out);
-				return fail(lx, q, "unterminated quoted string");
+				return fail(
+				    lx, q, "unterminated quoted string (%c without its closing %c)",
+				    *q, *q);
 			}
 			p++;
 			continue;
@@ -387,7 +396,8 @@ static int parse_line(struct lexer *lx, size_t room, struct rule *out, bool *got
 		r.text = strndup(start, len);
 		if (asprintf(&r.source, "%s:%d", lx->src, lx->line) < 0)
 			r.source = NULL;
-		if (!r.text || !r.source)
+		r.decided = calloc(1, sizeof(*r.decided));
+		if (!r.text || !r.source || !r.decided)
 			ret = -ENOMEM;
 	}
 	if (ret) {
@@ -499,6 +509,17 @@ int rules__load_file(struct rules *r, const char *path, char *err, size_t errlen
 	return ret;
 }
 
+/* A preset's rules are marked: they cover what a stack may do, not what this run must. */
+static int load_preset_file(struct rules *r, const char *path, char *err, size_t errlen)
+{
+	size_t before = r->n, i;
+	int ret = rules__load_file(r, path, err, errlen);
+
+	for (i = before; !ret && i < r->n; i++)
+		r->v[i].preset = true;
+	return ret;
+}
+
 int rules__load_preset(struct rules *r, const char *name, char *err, size_t errlen)
 {
 	char exe[PATH_MAX], path[PATH_MAX + 64];
@@ -515,7 +536,7 @@ int rules__load_preset(struct rules *r, const char *name, char *err, size_t errl
 		}
 	if (dir) {
 		snprintf(path, sizeof(path), "%s/%s.rules", dir, name);
-		return rules__load_file(r, path, err, errlen);
+		return load_preset_file(r, path, err, errlen);
 	}
 	/* Next to the executable (the source tree), then the installed location. */
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -527,15 +548,15 @@ int rules__load_preset(struct rules *r, const char *name, char *err, size_t errl
 			/* the source tree: ./gpuleak or .output/gpuleak-asan */
 			snprintf(path, sizeof(path), "%s/rules/%s.rules", exe, name);
 			if (!access(path, R_OK))
-				return rules__load_file(r, path, err, errlen);
+				return load_preset_file(r, path, err, errlen);
 			snprintf(path, sizeof(path), "%s/../rules/%s.rules", exe, name);
 			if (!access(path, R_OK))
-				return rules__load_file(r, path, err, errlen);
+				return load_preset_file(r, path, err, errlen);
 		}
 	}
 	snprintf(path, sizeof(path), "/usr/share/gpuleak/rules/%s.rules", name);
 	if (!access(path, R_OK))
-		return rules__load_file(r, path, err, errlen);
+		return load_preset_file(r, path, err, errlen);
 	snprintf(err, errlen,
 		 "--preset %s: no rules/%s.rules next to gpuleak or in "
 		 "/usr/share/gpuleak/rules",
@@ -574,6 +595,34 @@ bool rule__needs_frames(const struct rule *rule)
 	return rule->site || rule->lib;
 }
 
+static bool site_holds(const struct rule *ru, const struct rule_subject *s, int i)
+{
+	const char *w = s->where ? s->where[i] : NULL, *slash;
+
+	if (glob(ru->site, s->syms[i]))
+		return true;
+	if (!w)
+		return false;
+	slash = strrchr(w, '/');
+	return glob(ru->site, w) || (slash && glob(ru->site, slash + 1));
+}
+
+static bool lib_holds(const struct rule *ru, const struct rule_subject *s, int i)
+{
+	const char *w = s->where ? s->where[i] : NULL, *colon;
+	char file[4096];
+
+	if (glob(ru->lib, s->mods[i]))
+		return true;
+	/* a Python frame's file, without its ":line" */
+	colon = w ? strrchr(w, ':') : NULL;
+	if (!colon || (size_t)(colon - w) >= sizeof(file))
+		return false;
+	memcpy(file, w, (size_t)(colon - w));
+	file[colon - w] = 0;
+	return glob(ru->lib, file);
+}
+
 /*
  * A rule's site= and lib= hold at one frame of the stack: the innermost frame (the call
  * site first, then its callers) whose function matches site= and whose object matches lib=.
@@ -585,8 +634,7 @@ static int frame_match(const struct rule *ru, const struct rule_subject *s)
 	int i;
 
 	for (i = 0; i < s->nr_frames; i++)
-		if ((!ru->site || glob(ru->site, s->syms[i])) &&
-		    (!ru->lib || glob(ru->lib, s->mods[i])))
+		if ((!ru->site || site_holds(ru, s, i)) && (!ru->lib || lib_holds(ru, s, i)))
 			return i;
 	return -1;
 }
@@ -602,7 +650,7 @@ bool rule__match_static(const struct rule *ru, const struct rule_subject *s)
 	return true;
 }
 
-bool rule__match_dynamic(const struct rule *ru, uint64_t size, const char *label, int64_t step)
+static bool match_dynamic(const struct rule *ru, uint64_t size, const char *label, int64_t step)
 {
 	if (ru->has_size_min && size < ru->size_min)
 		return false;
@@ -614,6 +662,20 @@ bool rule__match_dynamic(const struct rule *ru, uint64_t size, const char *label
 		return false;
 	if (ru->phase == PHASE_STEPS_BELOW && step >= (int64_t)ru->phase_steps)
 		return false;
+	return true;
+}
+
+/*
+ * The last of a rule's tests, made only once the others held and earlier rules did not
+ * decide (the tracker's candidates in order, rules__match): true decides. Counted, for the
+ * rules that never decide anything (said at the end: a pattern that names nothing).
+ */
+bool rule__match_dynamic(const struct rule *ru, uint64_t size, const char *label, int64_t step)
+{
+	if (!match_dynamic(ru, size, label, step))
+		return false;
+	if (ru->decided)
+		++*ru->decided;
 	return true;
 }
 

@@ -58,8 +58,12 @@ struct rule {
 	enum rule_until until;
 	uint64_t window_ns; /* 0: no window */
 	bool builtin;
+	bool preset;  /* from --preset: one of a stack's possible cases, not this run's */
 	char *source; /* "FILE:LINE", "--rule" or "built-in" */
 	char *text;   /* the rule as written */
+	/* Allocations and frees it decided, counted as it matches (through const rules: its
+	 * own allocation); one of the user's never deciding anything is said at the end. */
+	uint64_t *decided;
 };
 
 /*
@@ -88,6 +92,10 @@ struct rule_subject {
 	 * object basenames, NULL where unknown; site= and lib= must hold at one frame. */
 	const char *const *syms;
 	const char *const *mods;
+	/* Python frames (NULL for the others, or all): "file:line", the file as its code object
+	 * has it. site= holds at such a frame when it matches "file:line" or "basename:line"
+	 * as well as the function; lib= when it matches the file as well as its basename. */
+	const char *const *where;
 	int nr_frames;
 };
 

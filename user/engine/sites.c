@@ -17,16 +17,18 @@
 static bool site_matches(const struct site *s, const struct site_key *k)
 {
 	return s->pid == k->pid && s->api == k->api && s->device == k->device &&
-	       s->caller == k->caller && s->owner_kind == k->owner_kind && s->owner == k->owner &&
-	       s->rule == k->rule && s->label == k->label && (s->cls == CLS_INIT) == k->init;
+	       s->caller == k->caller && s->frame == k->frame && s->owner_kind == k->owner_kind &&
+	       s->owner == k->owner && s->rule == k->rule && s->label == k->label &&
+	       (s->cls == CLS_INIT) == k->init;
 }
 
 static uint32_t site_lookup(struct tracker *t, const struct site_key *k)
 {
 	uint64_t k0 =
 	    (uint64_t)(uint32_t)k->pid << 32 | (uint64_t)k->api << 16 | (uint16_t)k->device;
-	uint64_t k1 = k->caller ^ hmap_mix(k->owner + k->owner_kind + ((uint64_t)k->rule << 48) +
-					   ((uint64_t)k->label << 24) + ((uint64_t)k->init << 40));
+	uint64_t k1 =
+	    k->caller ^ hmap_mix(k->owner + k->owner_kind + ((uint64_t)k->rule << 48) +
+				 ((uint64_t)k->label << 24) + ((uint64_t)k->init << 40) + k->frame);
 	const struct cat_api *api = cat_by_api(k->api);
 	uint64_t *v;
 	struct site *s;
@@ -49,6 +51,7 @@ static uint32_t site_lookup(struct tracker *t, const struct site_key *k)
 	s->api = k->api;
 	s->device = k->device;
 	s->caller = k->caller;
+	s->frame = k->frame;
 	s->owner_kind = k->owner_kind;
 	s->owner = k->owner;
 	s->rule = k->rule;
@@ -117,7 +120,8 @@ uint32_t sites__get(struct tracker *t, const struct site_key *k)
 }
 
 void sites__subject(struct tracker *t, pid_t pid, uint16_t api, uint64_t caller, int32_t stack_id,
-		    bool frames, struct rule_subject *s, const char **syms, const char **mods)
+		    bool frames, struct rule_subject *s, const char **syms, const char **mods,
+		    const char **where)
 {
 	memset(s, 0, sizeof(*s));
 	s->pid = pid;
@@ -125,9 +129,10 @@ void sites__subject(struct tracker *t, pid_t pid, uint16_t api, uint64_t caller,
 	s->step = -1;
 	s->syms = syms;
 	s->mods = mods;
+	s->where = where;
 	if (frames && t->frames)
 		s->nr_frames =
-		    t->frames(t->frames_ctx, pid, caller, stack_id, syms, mods, MAX_FRAMES);
+		    t->frames(t->frames_ctx, pid, caller, stack_id, syms, mods, where, MAX_FRAMES);
 }
 
 /*
@@ -149,7 +154,7 @@ static int classify(struct tracker *t, uint32_t b, uint64_t size, const char *la
 	if (!rs || !rs->n)
 		return 0;
 	if (!ss->cand_valid) {
-		const char *syms[MAX_FRAMES], *mods[MAX_FRAMES];
+		const char *syms[MAX_FRAMES], *mods[MAX_FRAMES], *where[MAX_FRAMES];
 		struct rule_subject sub;
 		bool need_frames = false;
 
@@ -157,7 +162,7 @@ static int classify(struct tracker *t, uint32_t b, uint64_t size, const char *la
 			need_frames |=
 			    rs->v[i].kind != RULE_DEFERRED && rule__needs_frames(&rs->v[i]);
 		sites__subject(t, st->pid, st->api, st->caller, ss->stack_id, need_frames, &sub,
-			       syms, mods);
+			       syms, mods, where);
 		ss->cand_first = (uint32_t)t->nr_cands;
 		for (i = 0; i < rs->n; i++) {
 			if (rs->v[i].kind == RULE_DEFERRED || !rule__match_static(&rs->v[i], &sub))

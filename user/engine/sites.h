@@ -22,7 +22,19 @@ struct site_key {
 	uint16_t rule;	/* persistent/ignore rule + 1, 0: none */
 	uint32_t label; /* WebGPU label + 1, 0: none */
 	bool init;	/* retained by init (CLS_INIT): never with a rule */
+	uint64_t frame; /* struct site's frame; sites__python sets it */
 };
+
+/*
+ * A key made from a call record: a stack with Python frames names its site by the frame the
+ * tracker's site_fn says, and its sstack by the id that stands for the stack. Nothing for
+ * any other stack id: the hot path stays one comparison.
+ */
+static inline void sites__python(const struct tracker *t, struct site_key *k)
+{
+	if (__builtin_expect(gl_stack_is_py(k->stack_id), 0) && t->site_of)
+		k->frame = t->site_of(t->site_ctx, k->pid, k->caller, &k->stack_id);
+}
 
 /* The site of k (index into t->sites), made on first sight; UINT32_MAX without memory. */
 uint32_t sites__get(struct tracker *t, const struct site_key *k);
@@ -38,6 +50,7 @@ uint32_t sites__assign(struct tracker *t, struct site_key *k, int32_t stack_id, 
 		       const char *label, int64_t step, bool init_phase);
 /* The rule subject of a call site, frames named only when a rule needs them. */
 void sites__subject(struct tracker *t, pid_t pid, uint16_t api, uint64_t caller, int32_t stack_id,
-		    bool frames, struct rule_subject *s, const char **syms, const char **mods);
+		    bool frames, struct rule_subject *s, const char **syms, const char **mods,
+		    const char **where);
 
 #endif

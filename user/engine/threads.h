@@ -28,7 +28,7 @@ struct tthread {
 	 * wait here until the outermost call returns: only then is it known whether they are
 	 * layers of one allocation, memory a communicator made, or calls of their own.
 	 */
-	struct gl_desc_rec *held;
+	struct gl_peek_rec *held; /* the largest call record: each is copied whole */
 	size_t nr_held, cap_held;
 	struct {
 		uint64_t addr;

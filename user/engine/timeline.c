@@ -45,6 +45,12 @@ struct ptl {
 	pid_t pid;
 	bool started;
 	bool finished;
+	/*
+	 * The last step was closed by the session's end, not by a boundary of the program's:
+	 * what it frees is shutdown (frees on the way out, a runtime releasing every handle at
+	 * exit), which cannot cancel the growth the complete steps before it showed.
+	 */
+	bool tail;
 	int64_t step; /* in progress; -1: before the first boundary (init) */
 	uint64_t step_start_ns;
 	uint64_t next_ns; /* next interval boundary */
@@ -437,8 +443,10 @@ void timeline__finish(struct timeline *tl, pid_t pid, uint64_t ts_ns)
 		return;
 	advance_interval(tl, p, ts_ns);
 	/* The step in progress counts if anything happened in it. */
-	if (p->started && ts_ns > p->step_start_ns)
+	if (p->started && ts_ns > p->step_start_ns) {
 		close_step(tl, p, ts_ns);
+		p->tail = tl->o.source != STEP_INTERVAL;
+	}
 	p->finished = true;
 }
 
@@ -718,6 +726,19 @@ static bool analyse(const struct timeline *tl, const struct ptl *p, const struct
 	/* Steps forgotten (TL_MAX_STEPS) are no part of the judgement. */
 	if (w < p->steps[0].step)
 		w = p->steps[0].step;
+	/*
+	 * With steps the program marks, a site that drops after the last boundary drops in the
+	 * shutdown: judged on the complete steps before it. One that grows there still grows
+	 * (a program that marks each step's start does its last step's work there).
+	 */
+	if (p->tail && last - 1 > w) {
+		v = dense(tr, last - 1, last);
+		if (!v)
+			return false;
+		if (v[1] < v[0])
+			last--;
+		free(v);
+	}
 	if (last - w < 2)
 		return false;
 	v = dense(tr, w, last);
@@ -800,12 +821,15 @@ static bool analyse(const struct timeline *tl, const struct ptl *p, const struct
 	g->end_bytes = v[n - 1];
 	g->slope_per_step = fit(x, y, k, &g->r2);
 	g->slope_per_s = fit(xt, y, k, &r2t);
+	/* Step times out of order (a damaged capture) can tilt it below zero: no rate then. */
+	if (g->slope_per_s < 0)
+		g->slope_per_s = 0;
 	g->per_request = 0;
 	if (tl->o.requests) {
 		uint64_t reqs = 0;
 
 		for (i = 0; i < p->nr_steps; i++)
-			if (p->steps[i].step >= g->first_step)
+			if (p->steps[i].step >= g->first_step && p->steps[i].step <= last)
 				reqs += p->steps[i].requests;
 		if (reqs && g->end_bytes > g->start_bytes)
 			g->per_request = (double)(g->end_bytes - g->start_bytes) / reqs;

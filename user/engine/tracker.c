@@ -41,6 +41,12 @@ void tracker__set_rules(struct tracker *t, const struct rules *rules, frames_fn 
 				     (rule__needs_frames(&rules->v[i]) || rules->v[i].pid);
 }
 
+void tracker__set_site_fn(struct tracker *t, site_fn fn, void *ctx)
+{
+	t->site_of = fn;
+	t->site_ctx = ctx;
+}
+
 void tracker__on_pending_done(struct tracker *t, pending_done_fn fn, void *ctx)
 {
 	t->pend_done = fn;
@@ -329,7 +335,17 @@ int tracker__apply(struct tracker *t, const struct gl_hdr *h)
 			return -ENOMEM;
 		return wgpu_objects__label(t, p, (const struct gl_label_rec *)h);
 	case GL_REC_CODE:
+	case GL_REC_PY_CODE:
+	case GL_REC_PY_STACK:
+		/* Python frames are the symbolizer's: a site asks it (site_fn). */
 		return 0;
+	case GL_REC_CLASS:
+		if (h->size < sizeof(struct gl_class_rec))
+			break;
+		p = proc_get(t, h->pid);
+		if (!p)
+			return -ENOMEM;
+		return wgpu_objects__class(p, (const struct gl_class_rec *)h);
 	case GL_REC_TICK:
 		return 0;
 	case GL_REC_TASK:

@@ -34,6 +34,8 @@
 int tracker__new(struct tracker **out);
 /* Classify allocations and deferred frees with these rules (NULL: built-in behaviour). */
 void tracker__set_rules(struct tracker *t, const struct rules *rules, frames_fn frames, void *ctx);
+/* Name the sites of calls with Python frames by the frame fn says (NULL: call sites). */
+void tracker__set_site_fn(struct tracker *t, site_fn fn, void *ctx);
 /* Tell fn about every pending free that ends (the outputs draw them as slices). */
 void tracker__on_pending_done(struct tracker *t, pending_done_fn fn, void *ctx);
 /*

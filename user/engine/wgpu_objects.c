@@ -126,6 +126,64 @@ void wgpu_objects__free(struct tproc *p)
 	hmap__free(&p->objs);
 	hmap__free(&p->queues);
 	free(p->watch);
+	free(p->classes);
+}
+
+/* ---- what objects are made of ---- */
+
+int wgpu_objects__class(struct tproc *p, const struct gl_class_rec *r)
+{
+	size_t i;
+
+	if (r->kind != GL_CLASS_ERROR_OBJECT && r->kind != GL_CLASS_DAWN_IMAGE)
+		return 0; /* a kind of a newer gpuleak */
+	/* Sent at every rescan of the process: each once. */
+	for (i = 0; i < p->nr_classes; i++)
+		if (p->classes[i].vptr == r->vptr && p->classes[i].kind == r->kind) {
+			p->classes[i].len = r->len;
+			return 0;
+		}
+	if (vec_grow((void **)&p->classes, &p->cap_classes, p->nr_classes, sizeof(*p->classes)))
+		return -ENOMEM;
+	p->classes[p->nr_classes++] = (struct obj_class){r->vptr, r->len, r->kind};
+	return 0;
+}
+
+/*
+ * Whether a creation returned an error object, by what the object is made of (its first
+ * bytes, read at the return: GL_HF_PEEK): a vtable pointer of a known error class, or, for
+ * an object whose vtable is in a Dawn image without one known (a build without RTTI), the
+ * reference count word Dawn's RefCounted keeps after it: count << payload bits | payload,
+ * where a fresh object has count 1 and an error object payload 0, so 2 with one payload bit
+ * (Dawn until 2025: a real object is 3) and 4 with two (since: a real one is 6).
+ */
+static bool peek_error(const struct tproc *p, const struct gl_call_rec *r)
+{
+	const struct gl_peek_rec *pr = (const struct gl_peek_rec *)r;
+	bool dawn = false, classes = false;
+	uint64_t vptr, refs;
+	size_t i;
+
+	if (!(r->hdr.flags & GL_HF_PEEK) || r->hdr.size < sizeof(*pr) || !p->nr_classes)
+		return false;
+	memcpy(&vptr, pr->peek, 8);
+	memcpy(&refs, pr->peek + 8, 8);
+	for (i = 0; i < p->nr_classes; i++) {
+		const struct obj_class *c = &p->classes[i];
+
+		if (c->kind == GL_CLASS_ERROR_OBJECT && c->vptr == vptr)
+			return true;
+		if (c->kind == GL_CLASS_DAWN_IMAGE && vptr >= c->vptr && vptr - c->vptr < c->len)
+			dawn = true;
+	}
+	/* With the error classes of the image known, their vtables decide alone. */
+	for (i = 0; dawn && i < p->nr_classes; i++) {
+		const struct obj_class *c = &p->classes[i];
+
+		if (c->kind == GL_CLASS_ERROR_OBJECT)
+			classes = true;
+	}
+	return dawn && !classes && (refs == 2 || refs == 4);
 }
 
 /* ---- queues ---- */
@@ -196,6 +254,8 @@ static int queue_done(struct tracker *t, struct tproc *p, const struct gl_call_r
 	for (i = 0; i < p->nr_watch; i++) {
 		struct queue_watch *w = &p->watch[i];
 
+		if (w->future)
+			continue; /* completed by a wait, not a callback */
 		if ((w->userdata1 == r->aux && w->userdata2 == r->aux2) ||
 		    (w->userdata1 == r->addr && w->userdata2 == r->size))
 			break;
@@ -212,6 +272,77 @@ static int queue_done(struct tracker *t, struct tproc *p, const struct gl_call_r
 	memmove(&p->watch[i], &p->watch[i + 1], (p->nr_watch - i - 1) * sizeof(p->watch[0]));
 	p->nr_watch--;
 	pending__queue_done(t, p, q);
+	return 0;
+}
+
+/* ---- futures ---- */
+
+/* Future watches kept at most: a program that never waits for its maps keeps no more. */
+#define MAX_FUTURE_WATCHES 1024
+
+/*
+ * A call on object r->aux returned future r->addr, done once the work submitted so far to
+ * the queue of the object's device is (a buffer map: Dawn maps after the queue's work).
+ */
+static int future_watch(struct tproc *p, const struct cat_api *api, const struct gl_call_rec *r)
+{
+	const struct tobj *o = tproc__obj(p, (uint8_t)api->space, r->aux);
+	struct queue_watch *w;
+	struct tqueue *q;
+	size_t i, n = 0;
+
+	if (r->hdr.kind != GL_REC_ALLOC || !r->addr || !o)
+		return 0;
+	q = queue_busy(p, o->owner);
+	if (!q)
+		return 0; /* nothing running: nothing for it to complete */
+	for (i = 0; i < p->nr_watch; i++)
+		n += p->watch[i].future != 0;
+	if (n >= MAX_FUTURE_WATCHES) {
+		for (i = 0; p->watch[i].future == 0; i++)
+			;
+		memmove(&p->watch[i], &p->watch[i + 1], (p->nr_watch - i - 1) * sizeof(*p->watch));
+		p->nr_watch--;
+	}
+	if (vec_grow((void **)&p->watch, &p->cap_watch, p->nr_watch, sizeof(*p->watch)))
+		return -ENOMEM;
+	w = &p->watch[p->nr_watch++];
+	*w = (struct queue_watch){.queue = q->handle, .serial = q->submitted, .future = r->addr};
+	return 0;
+}
+
+/* A wait returned: the futures it says completed complete what they watch. */
+static int future_wait(struct tracker *t, struct tproc *p, const struct gl_call_rec *r)
+{
+	const struct gl_desc_rec *dr = (const struct gl_desc_rec *)r;
+	size_t k, i, n = r->size < GL_DESC_MAX / 16 ? r->size : GL_DESC_MAX / 16;
+
+	if (!(r->hdr.flags & GL_HF_DESC) || r->hdr.size < sizeof(*dr) ||
+	    (r->hdr.flags & GL_HF_DESC_READ_FAIL))
+		return 0;
+	for (k = 0; k < n; k++) {
+		uint64_t future;
+		uint32_t completed;
+		struct tqueue *q;
+
+		/* WGPUFutureWaitInfo {WGPUFuture future @0, WGPUBool completed @8} */
+		memcpy(&future, dr->desc + 16 * k, 8);
+		memcpy(&completed, dr->desc + 16 * k + 8, 4);
+		if (!completed || !future)
+			continue;
+		for (i = 0; i < p->nr_watch && p->watch[i].future != future; i++)
+			;
+		if (i == p->nr_watch)
+			continue;
+		q = queue_get(p, p->watch[i].queue);
+		if (!q)
+			return -ENOMEM;
+		if (p->watch[i].serial > q->done)
+			q->done = p->watch[i].serial;
+		memmove(&p->watch[i], &p->watch[i + 1], (p->nr_watch - i - 1) * sizeof(*p->watch));
+		p->nr_watch--;
+		pending__queue_done(t, p, q);
+	}
 	return 0;
 }
 
@@ -285,9 +416,17 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	const struct gl_desc_rec *dr = (const struct gl_desc_rec *)r;
 	uint8_t space = (uint8_t)api->space;
 	uint64_t owner = r->aux;
-	struct site_key k = {
-	    p->pid, r->hdr.api, -1, r->caller, r->stack_id, owner ? OWNER_DEVICE : OWNER_NONE,
-	    owner,  0,		0,  false};
+	struct site_key k = {p->pid,
+			     r->hdr.api,
+			     -1,
+			     r->caller,
+			     r->stack_id,
+			     owner ? OWNER_DEVICE : OWNER_NONE,
+			     owner,
+			     0,
+			     0,
+			     false,
+			     0};
 	struct wgpu_desc d = {};
 	struct alloc a, *old;
 	struct tthread *th;
@@ -298,8 +437,9 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 
 	if (owner && !owner_get(p, space, owner))
 		return -ENOMEM;
+	sites__python(t, &k);
 	th = threads__get(p, r->hdr.tid);
-	error = th && th->error_depth == r->hdr.depth + 1;
+	error = (th && th->error_depth == r->hdr.depth + 1) || peek_error(p, r);
 	if (th)
 		th->error_depth = 0;
 	o = obj_new(p, space, r->addr, owner);
@@ -310,13 +450,20 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	if (!api->decode || !(r->hdr.flags & GL_HF_DESC) || r->hdr.size < sizeof(*dr) ||
 	    (r->hdr.flags & GL_HF_DESC_READ_FAIL) || api->decode(dr->desc, api->spec.desc_len, &d))
 		d.unknown_format = true;
-	ss = sites__assign(t, &k, r->stack_id, d.bytes, NULL, p->step, p->step < 0);
+	ss = sites__assign(t, &k, k.stack_id, d.bytes, NULL, p->step, p->step < 0);
 	if (ss == UINT32_MAX)
 		return -ENOMEM;
 	old = alloc_table__find(&p->allocs, space, r->addr);
 	if (old) {
-		/* A handle value reused after an untraced release. */
-		p->c.addr_reuse++;
+		/*
+		 * A handle whose release is pending made again: the program had released it and
+		 * the implementation is done with it (Dawn frees the object only then), legal.
+		 * Any other live handle made again was released by something not traced.
+		 */
+		if (old->flags & AF_PENDING)
+			p->c.async_reuse++;
+		else
+			p->c.addr_reuse++;
 		pending__release(t, p, old);
 	}
 	/*
@@ -343,9 +490,17 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 static int obj_addref(struct tracker *t, struct tproc *p, struct tobj *o,
 		      const struct gl_call_rec *r)
 {
-	struct site_key k = {
-	    p->pid,   r->hdr.api, -1, r->caller, r->stack_id, o->owner ? OWNER_DEVICE : OWNER_NONE,
-	    o->owner, 0,	  0,  false};
+	struct site_key k = {p->pid,
+			     r->hdr.api,
+			     -1,
+			     r->caller,
+			     r->stack_id,
+			     o->owner ? OWNER_DEVICE : OWNER_NONE,
+			     o->owner,
+			     0,
+			     0,
+			     false,
+			     0};
 	uint32_t site = sites__get(t, &k);
 	unsigned int i;
 
@@ -443,6 +598,10 @@ int wgpu_objects__apply(struct tracker *t, struct tproc *p, const struct cat_api
 		return queue_watch(p, r);
 	case OP_QUEUE_DONE:
 		return queue_done(t, p, r);
+	case OP_FUTURE_WATCH:
+		return future_watch(p, api, r);
+	case OP_FUTURE_WAIT:
+		return future_wait(t, p, r);
 	default:
 		return 0;
 	}
@@ -482,9 +641,9 @@ int wgpu_objects__label(struct tracker *t, struct tproc *p, const struct gl_labe
 		uint32_t from = tracker__alloc_site(t, a);
 		int32_t stack_id = t->sstacks[a->sstack].stack_id;
 		const struct site *old = &t->sites[from];
-		struct site_key k = {
-		    p->pid,	     old->api,	 old->device, old->caller, stack_id,
-		    old->owner_kind, old->owner, 0,	      o->label,	   false};
+		struct site_key k = {p->pid,   old->api,	old->device, old->caller,
+				     stack_id, old->owner_kind, old->owner,  0,
+				     o->label, false,		old->frame};
 		bool init = a->flags & AF_INIT;
 		uint32_t ss;
 

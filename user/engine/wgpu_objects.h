@@ -22,6 +22,8 @@ static inline bool wgpu_objects__is_op(enum cat_op op)
 	case OP_QUEUE_SUBMIT:
 	case OP_QUEUE_WATCH:
 	case OP_QUEUE_DONE:
+	case OP_FUTURE_WATCH:
+	case OP_FUTURE_WAIT:
 		return true;
 	default:
 		return false;
@@ -33,6 +35,8 @@ int wgpu_objects__apply(struct tracker *t, struct tproc *p, const struct cat_api
 			const struct gl_call_rec *r);
 /* A label arrived for an object: its memory moves to the site of its label. */
 int wgpu_objects__label(struct tracker *t, struct tproc *p, const struct gl_label_rec *r);
+/* A GL_REC_CLASS record: what objects of p whose first word is r->vptr are. */
+int wgpu_objects__class(struct tproc *p, const struct gl_class_rec *r);
 /* p's objects and queues are gone. */
 void wgpu_objects__free(struct tproc *p);
 

@@ -10,6 +10,8 @@
 #include "probe/elf_obj.h"
 #include "lib/json.h"
 #include "lib/log.h"
+#include "probe/dawn_procs.h"
+#include "lib/term.h"
 #include "probe/modules.h"
 #include "probe/catalog.h"
 #include "probe/proc_maps.h"
@@ -281,7 +283,11 @@ static int attach_module(struct attach *a, pid_t pid, struct module *mod, const 
 		goto fail;
 	}
 	a->n++;
-	pr_info("pid %d: attached %zu probes to %s\n", pid, mod->nr_sites, mod->path);
+	pr_info("pid %d: attached %zu probes to %s (addresses from %s)\n", pid, mod->nr_sites,
+		mod->path, module__site_source(&mod->sites[0]));
+	if (mod->dawn)
+		pr_info("pid %d: %s: no wgpu* symbols; entry points from %s\n", pid, mod->name,
+			mod->dawn->why);
 	if (mod->nr_wgpu_funcs) {
 		char d[128];
 
@@ -412,15 +418,16 @@ void attach__print_objects(const struct attach *a, pid_t pid, const struct proc_
 			continue;
 		module__scan(mod);
 		if (!mod->elf)
-			fprintf(out, "  %s: not readable as ELF (%s)\n", mod->path,
+			fprintf(out, "  %s: not readable as ELF (%s)\n", term_tmp(mod->path),
 				strerror(-mod->open_err));
 		else if (module__has_hidden_dawn(mod))
 			fprintf(out,
 				"  %s: Dawn (WebGPU) linked in without wgpu* symbols (static, "
 				"stripped): its WebGPU calls cannot be traced by name\n",
-				mod->path);
+				term_tmp(mod->path));
 		else
-			fprintf(out, "  %s: %zu traced functions%s\n", mod->path, mod->nr_required,
+			fprintf(out, "  %s: %zu traced functions%s\n", term_tmp(mod->path),
+				mod->nr_required,
 				elf_obj__has_symtab(mod->elf) ? "" : " (no .symtab)");
 	}
 }
@@ -430,7 +437,7 @@ void attach__print(const struct attach *a, FILE *out)
 	size_t i;
 
 	for (i = 0; i < a->n; i++) {
-		fprintf(out, "pid %d: %s (%zu probes)\n", a->v[i].pid, a->v[i].mod->path,
+		fprintf(out, "pid %d: %s (%zu probes)\n", a->v[i].pid, term_tmp(a->v[i].mod->path),
 			a->v[i].nr_probes);
 	}
 }
@@ -481,19 +488,109 @@ static int find_sym_cb(const struct elf_func *f, void *ctx)
 	return 1;
 }
 
+/*
+ * The file offset of function symbol in mod: by its symbol, else by name in the Dawn proc
+ * table the object's scan recovered (Dawn's entry points where it has no symbols).
+ */
+static int marker_offset(struct module *mod, const char *symbol, uint64_t *foff)
+{
+	struct find_sym fs = {.name = symbol};
+	const struct dawn_proc *dp;
+
+	elf_obj__for_each_func(mod->elf, find_sym_cb, &fs);
+	if (fs.found)
+		return elf_obj__vaddr_to_off(mod->elf, fs.vaddr, foff);
+	module__scan(mod);
+	dp = mod->dawn ? dawn_procs__find(mod->dawn, symbol) : NULL;
+	return dp ? elf_obj__vaddr_to_off(mod->elf, dp->vaddr, foff) : -ESRCH;
+}
+
+static int marker_link(struct attach *a, pid_t pid, struct module *mod, const char *path,
+		       uint64_t foff, unsigned int api)
+{
+	unsigned long off = foff;
+	__u64 cookie = api;
+	struct attached *at;
+
+	if (vec_grow((void **)&a->v, &a->cap, a->n, sizeof(*a->v)))
+		return -ENOMEM;
+	LIBBPF_OPTS(bpf_uprobe_multi_opts, opts, .offsets = &off, .cookies = &cookie, .cnt = 1);
+	at = &a->v[a->n];
+	*at = (struct attached){
+	    .pid = pid, .mod = mod, .nr_probes = 1, .marker = true, .marker_api = api};
+	at->enter = bpf_program__attach_uprobe_multi(a->enter_prog, pid, path, NULL, &opts);
+	if (!at->enter)
+		return -errno;
+	a->n++;
+	return 0;
+}
+
+static bool marker_done(const struct attach *a, pid_t pid, const struct module *mod,
+			unsigned int api)
+{
+	size_t i;
+
+	/* Probes follow the task across exec: the same file exec'd again is covered already. */
+	for (i = 0; i < a->n; i++)
+		if (a->v[i].marker && a->v[i].pid == pid && a->v[i].mod == mod &&
+		    a->v[i].marker_api == api)
+			return true;
+	return false;
+}
+
+/* FILE "*": the function in every object pid maps that has it (--step api:NAME). */
+static int marker_anywhere(struct attach *a, pid_t pid, const struct proc_maps *m,
+			   const char *symbol, unsigned int api)
+{
+	char open_path[96];
+	int found = 0, err;
+	size_t i, j;
+
+	for (i = 0; m && i < m->n; i++) {
+		const struct pmap_ent *e = &m->v[i];
+		struct module *mod;
+		uint64_t foff;
+		bool dup = false;
+
+		if (!e->exec || !e->path)
+			continue;
+		for (j = 0; j < i && !dup; j++)
+			dup = m->v[j].exec && m->v[j].dev == e->dev && m->v[j].ino == e->ino;
+		mod = dup ? NULL : modules__get(a->mods, pid, e);
+		if (!mod || !mod->elf || marker_offset(mod, symbol, &foff))
+			continue;
+		found++;
+		if (marker_done(a, pid, mod, api))
+			continue;
+		proc_maps__open_path(pid, e, open_path, sizeof(open_path));
+		err = marker_link(a, pid, mod, open_path, foff, api);
+		if (err)
+			return err;
+	}
+	return found ? 0 : -ENOENT;
+}
+
+/* A library is named by its DT_SONAME too (libfoo.so.1 for libfoo.so.1.2.3): as DT_NEEDED
+ * names it, and as markers__check_exec finds it. */
+static bool has_soname(struct attach *a, pid_t pid, const struct pmap_ent *e, const char *name)
+{
+	struct module *mod = modules__get(a->mods, pid, e);
+	const struct elf_dyn *dy = mod && mod->elf ? elf_obj__dyn(mod->elf) : NULL;
+
+	return dy && dy->soname && !strcmp(dy->soname, name);
+}
+
 int attach__marker(struct attach *a, pid_t pid, const struct proc_maps *m, const char *file,
 		   const char *symbol, unsigned int api)
 {
-	struct find_sym fs = {.name = symbol};
 	char open_path[96];
 	const char *path = file;
 	struct module *mod = NULL;
-	struct attached *at;
-	unsigned long off;
-	__u64 cookie = api;
 	uint64_t foff;
 	size_t i;
 
+	if (!strcmp(file, "*"))
+		return marker_anywhere(a, pid, m, symbol, api);
 	if (strchr(file, '/')) {
 		mod = modules__get_path(a->mods, file);
 		if (!mod)
@@ -502,7 +599,8 @@ int attach__marker(struct attach *a, pid_t pid, const struct proc_maps *m, const
 		for (i = 0; m && i < m->n && !mod; i++) {
 			const char *b = m->v[i].path ? strrchr(m->v[i].path, '/') : NULL;
 
-			if (m->v[i].exec && b && !strcmp(b + 1, file)) {
+			if (m->v[i].exec && b &&
+			    (!strcmp(b + 1, file) || has_soname(a, pid, &m->v[i], file))) {
 				mod = modules__get(a->mods, pid, &m->v[i]);
 				proc_maps__open_path(pid, &m->v[i], open_path, sizeof(open_path));
 				path = open_path;
@@ -513,28 +611,13 @@ int attach__marker(struct attach *a, pid_t pid, const struct proc_maps *m, const
 	}
 	if (!mod->elf)
 		return mod->open_err ? mod->open_err : -ENOEXEC;
-	/* Probes follow the task across exec: the same file exec'd again is covered already. */
-	for (i = 0; i < a->n; i++)
-		if (a->v[i].marker && a->v[i].pid == pid && a->v[i].mod == mod &&
-		    a->v[i].marker_api == api)
-			return 0;
-	elf_obj__for_each_func(mod->elf, find_sym_cb, &fs);
-	if (!fs.found || elf_obj__vaddr_to_off(mod->elf, fs.vaddr, &foff)) {
+	if (marker_done(a, pid, mod, api))
+		return 0;
+	if (marker_offset(mod, symbol, &foff)) {
 		pr_err("%s: no function %s\n", mod->path, symbol);
 		return -ESRCH;
 	}
-	if (vec_grow((void **)&a->v, &a->cap, a->n, sizeof(*a->v)))
-		return -ENOMEM;
-	off = foff;
-	LIBBPF_OPTS(bpf_uprobe_multi_opts, opts, .offsets = &off, .cookies = &cookie, .cnt = 1);
-	at = &a->v[a->n];
-	*at = (struct attached){
-	    .pid = pid, .mod = mod, .nr_probes = 1, .marker = true, .marker_api = api};
-	at->enter = bpf_program__attach_uprobe_multi(a->enter_prog, pid, path, NULL, &opts);
-	if (!at->enter)
-		return -errno;
-	a->n++;
-	return 0;
+	return marker_link(a, pid, mod, path, foff, api);
 }
 
 /* One array member: sites of pid's modules whose probe sits where `place` says. */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
@@ -20,6 +21,7 @@ struct bpf_setup {
 	struct bpf_link *oom_link;	/* the OOM killer's mark_victim */
 	bool follow;
 	bool oom_kill; /* gl_oom_victim is loaded */
+	bool python; /* --python-depth > 0: execs drop a process's Python configuration */
 	/* One stack map value: stacks2's starts with the probed function's address. */
 	uint64_t stack_buf[GL_STACK_DEPTH_MAX + 2];
 };
@@ -113,6 +115,7 @@ int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out)
 	if (!b)
 		return -ENOMEM;
 	b->follow = o->follow;
+	b->python = o->python_depth > 0;
 	b->skel = gpuleak_bpf__open();
 	if (!b->skel) {
 		err = -errno;
@@ -121,6 +124,8 @@ int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out)
 	}
 	set_specs(b->skel);
 	b->skel->rodata->follow_children = o->follow;
+	b->skel->rodata->python_depth = o->python_depth;
+	b->skel->rodata->self_tgid = getpid();
 	/* gpuleak in a container with its own pid namespace: BPF reports pids as we see them. */
 	err = process__pidns(&ns_dev, &ns_ino, &initial);
 	if (err) {
@@ -168,7 +173,7 @@ int bpf_setup__attach_tracepoints(struct bpf_setup *b)
 {
 	struct bpf_program *progs[3] = {b->skel->progs.gl_task_exit, b->skel->progs.gl_fork,
 					b->skel->progs.gl_exec};
-	int i, n = b->follow ? 3 : 2;
+	int i, n = 3;
 
 	if (b->oom_kill) {
 		b->oom_link = bpf_program__attach(b->skel->progs.gl_oom_victim);
@@ -180,6 +185,7 @@ int bpf_setup__attach_tracepoints(struct bpf_setup *b)
 			b->oom_kill = false;
 		}
 	}
+	/* All three with or without --follow: exits, forks (followed, or said) and execs. */
 	for (i = 0; i < n; i++) {
 		b->task_links[i] = bpf_program__attach(progs[i]);
 		if (!b->task_links[i]) {
@@ -187,12 +193,17 @@ int bpf_setup__attach_tracepoints(struct bpf_setup *b)
 
 			/* Without them gpuleak still sees exits through pidfds. */
 			if (!b->follow) {
-				pr_info("no %s tracepoint (%s): %s\n", i ? "fork" : "exit",
+				pr_info("no %s tracepoint (%s): %s\n",
+					i == 2	 ? "exec"
+					: i == 1 ? "fork"
+						 : "exit",
 					strerror(-err),
-					i ? "memory NCCL's init threads make is "
-					    "not its communicators'"
-					  : "exit status of attached "
-					    "processes unknown");
+					i == 2	 ? "a target that execs keeps its old program's "
+						   "memory"
+					: i == 1 ? "memory NCCL's init threads make is "
+						   "not its communicators'"
+						 : "exit status of attached "
+						   "processes unknown");
 				return 0;
 			}
 			pr_err("cannot attach to the scheduler's fork/exec/exit tracepoints: %s "
@@ -266,8 +277,29 @@ void bpf_setup__untrace(struct bpf_setup *b, pid_t pid)
 	delete_pid(b->skel->maps.traced, pid);
 }
 
+int bpf_setup__python(struct bpf_setup *b, pid_t pid, const struct gl_py_cfg *cfg)
+{
+	__u32 key = pid;
+	int err;
+
+	if (!b->python)
+		return 0;
+	err = bpf_map__update_elem(b->skel->maps.pyprocs, &key, sizeof(key), cfg, sizeof(*cfg), 0);
+	if (err)
+		return err;
+	/* Threads that found no configuration look again. */
+	__atomic_add_fetch(&b->skel->bss->py_generation, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+bool bpf_setup__python_on(const struct bpf_setup *b)
+{
+	return b->python;
+}
+
 void bpf_setup__forget(struct bpf_setup *b, pid_t pid)
 {
+	delete_pid(b->skel->maps.pyprocs, pid);
 	delete_pid(b->skel->maps.held, pid);
 	delete_pid(b->skel->maps.pid_loss, pid);
 	delete_pid(b->skel->maps.traced, pid);

@@ -23,6 +23,7 @@ struct bpf_setup_opts {
 	unsigned int stack_depth;   /* frames kept per allocation stack, 0: no stacks */
 	unsigned int stack_entries; /* stacks each stack map holds */
 	bool oom_kill;		    /* gpuleak watch: the OOM killer's choices (mark_victim) */
+	unsigned int python_depth;  /* Python frames kept per allocation, 0: none */
 };
 
 /* Open, configure and load. 0 or -errno, said on stderr. */
@@ -53,6 +54,13 @@ int bpf_setup__trace(struct bpf_setup *b, pid_t pid);
 bool bpf_setup__hold(struct bpf_setup *b, pid_t pid);
 /* pid is no longer followed into its children. */
 void bpf_setup__untrace(struct bpf_setup *b, pid_t pid);
+/*
+ * Walk pid's Python frames at its allocations, as cfg says (its _PyRuntime and the layout of
+ * its version). 0 (also when Python frames are off), or -errno (the table is full).
+ */
+int bpf_setup__python(struct bpf_setup *b, pid_t pid, const struct gl_py_cfg *cfg);
+/* Whether BPF walks Python frames at all (--python-depth). */
+bool bpf_setup__python_on(const struct bpf_setup *b);
 /* pid is gone or let go: out of every per-process table. */
 void bpf_setup__forget(struct bpf_setup *b, pid_t pid);
 /* pid's cumulative loss counters, by enum gl_stat. 0, or -errno when it has none. */

@@ -31,20 +31,26 @@ static bool is_activity(const struct gl_hdr *h)
 static void intern_stack(struct live *l, const struct gl_call_rec *r)
 {
 	unsigned int depth = l->o->stack_depth;
+	int32_t id = r->stack_id;
 	const struct ustack *st;
 	const uint64_t *raw;
 	size_t n = 0, max;
-	int err;
+	int err = 0;
 
-	if (symbolizer__stack(l->sym, r->hdr.pid, r->stack_id, r->caller))
-		return;
-	raw = bpf_setup__stack(l->bpf, r->stack_id);
-	if (!raw)
-		return;
-	max = depth + 1;
-	while (n < max && raw[n])
-		n++;
-	err = symbolizer__add_stack(l->sym, r->hdr.pid, r->stack_id, r->caller, raw, n, depth, &st);
+	/* A stack with Python frames holds a native one: that first, then the two merged. */
+	if (gl_stack_is_py(id))
+		id = symbolizer__py_native_id(l->sym, r->hdr.pid, id);
+	if (id >= 0 && depth && !symbolizer__stack(l->sym, r->hdr.pid, id, r->caller)) {
+		raw = bpf_setup__stack(l->bpf, id);
+		max = depth + 1;
+		while (raw && n < max && raw[n])
+			n++;
+		if (raw)
+			err = symbolizer__add_stack(l->sym, r->hdr.pid, id, r->caller, raw, n,
+						    depth, &st);
+	}
+	if (!err && gl_stack_is_py(r->stack_id))
+		err = symbolizer__py_record(l->sym, &r->hdr);
 	if (err == -ENOMEM)
 		pr_warn("out of memory for the stack of a call at 0x%llx\n",
 			(unsigned long long)r->caller);
@@ -66,6 +72,9 @@ int feed__record(struct live *l, const struct gl_hdr *h)
 		t->state = TARGET_ENDING;
 	if (h->kind == GL_REC_CODE && h->size >= sizeof(struct gl_call_rec))
 		callbacks__request(l->cbs, (const struct gl_call_rec *)h);
+	if ((h->kind == GL_REC_PY_CODE || h->kind == GL_REC_PY_STACK) &&
+	    symbolizer__py_record(l->sym, h) == -ENOMEM)
+		pr_warn("out of memory for the Python frames of pid %u\n", h->pid);
 	if ((h->kind == GL_REC_ALLOC || h->kind == GL_REC_ALLOC_FAIL) &&
 	    h->size >= sizeof(struct gl_call_rec) && ((const struct gl_call_rec *)h)->stack_id >= 0)
 		intern_stack(l, (const struct gl_call_rec *)h);
@@ -94,7 +103,9 @@ void feed__proc_at(struct live *l, struct target *t, enum gl_proc_event ev, int 
 	if (ev == GL_PROC_ATTACH) {
 		r.ppid = t->ppid;
 		r.ns_pid = t->ns_pid;
-		if (t->launch) {
+		/* Before its exec, run mode's command still has gpuleak's name; after another
+		 * exec, the program it became has its own. */
+		if (t->launch && !t->execs) {
 			const char *slash = strrchr(t->launch->exe, '/');
 
 			/* comm is the first 15 bytes of the executable's name, as the kernel
@@ -104,6 +115,8 @@ void feed__proc_at(struct live *l, struct target *t, enum gl_proc_event ev, int 
 			memcpy(r.comm, name, strnlen(name, sizeof(r.comm) - 1));
 		} else {
 			process__comm(t->pid, r.comm, sizeof(r.comm));
+			if (!r.comm[0])
+				memcpy(r.comm, t->comm, sizeof(r.comm) - 1);
 		}
 	}
 	feed__record(l, &r.hdr);

@@ -22,6 +22,15 @@ static void on_fork(struct live *l, const struct gl_task_rec *r)
 	struct target *t;
 	int err;
 
+	if (r->flags & GL_TF_UNFOLLOWED) {
+		/* Once: a server forking helpers all day needs telling only once. */
+		if (!l->said_unfollowed)
+			pr_note("pid %u (%.16s) started pid %d, which is not traced: --follow "
+				"traces the processes a target starts\n",
+				r->ppid, r->comm, r->hdr.pid);
+		l->said_unfollowed = true;
+		return;
+	}
 	t = targets__add(l->tgts, r->hdr.pid, r->ppid);
 	if (!t) {
 		pr_err("out of memory: pid %d (child of %u) is not traced\n", r->hdr.pid, r->ppid);
@@ -30,6 +39,7 @@ static void on_fork(struct live *l, const struct gl_task_rec *r)
 			kill(r->hdr.pid, SIGCONT);
 		return;
 	}
+	memcpy(t->comm, r->comm, sizeof(t->comm) - 1);
 	err = target__pin(t, process__boot_ns_to_ticks(r->start_ns));
 	if (err) {
 		/* Gone already, or its pid reused: nothing of ours to attach to or resume. */
@@ -82,6 +92,8 @@ static void on_exec(struct live *l, const struct gl_task_rec *r)
 			kill(r->hdr.pid, SIGCONT);
 		return;
 	}
+	/* Its new name, should it exit before /proc is read (a short command). */
+	memcpy(t->comm, r->comm, sizeof(t->comm) - 1);
 	if (t->state == TARGET_LAUNCHING) {
 		t->state = TARGET_TRACED;
 	} else if (!l->finishing && t->state != TARGET_ENDING) {
@@ -94,6 +106,8 @@ static void on_exec(struct live *l, const struct gl_task_rec *r)
 		t->has_lib = false;
 		t->has_rendezvous = false;
 		t->markers_done = 0;
+		t->py_runtime = 0;
+		t->py_said = false;
 		t->held = bpf_setup__hold(l->bpf, t->pid);
 		err = scan__target(l, t);
 		if (err)
@@ -114,7 +128,7 @@ void follow__exited(struct live *l, struct target *t, int status, uint64_t ts_ns
 	if (t->launch && waitpid(t->pid, &ws, WNOHANG) == t->pid)
 		status = ws;
 	if (status >= 0)
-		t->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+		target__set_wstatus(t, status);
 	/* A loss announces a process that lost records: before it leaves the analysis. */
 	feed__loss(l, t);
 	reported = target__in_analysis(t);

@@ -83,6 +83,13 @@ static int split_addr(const char *addr, char *host, size_t hlen, char *port, siz
 	return 0;
 }
 
+int http__check_addr(const char *addr)
+{
+	char host[256], port[8];
+
+	return split_addr(addr, host, sizeof(host), port, sizeof(port));
+}
+
 int http__new(const char *addr, http_render_fn render, void *ctx, struct http **out, char *why,
 	      size_t why_len)
 {

@@ -29,6 +29,8 @@ struct http;
  * Listen on addr: "PORT", ":PORT" (127.0.0.1), "ADDR:PORT" or "[IPv6]:PORT"; port 0 picks a
  * free one. 0, or -errno with the reason in why.
  */
+/* Whether addr has one of those forms (the host is not looked up): 0 or -EINVAL. */
+int http__check_addr(const char *addr);
 int http__new(const char *addr, http_render_fn render, void *ctx, struct http **out, char *why,
 	      size_t why_len);
 void http__free(struct http *srv);

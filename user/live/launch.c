@@ -2,10 +2,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "live/launch.h"
@@ -67,6 +69,13 @@ int launch__fork(char **argv, char *const env[], int stdout_fd, struct launch *l
 		char c;
 		int e;
 
+		/*
+		 * gpuleak killed while this child is held must not leave it stopped with nobody
+		 * to let it go: before exec it reads EOF below and exits; after, stopped by BPF at
+		 * its exec or a dlopen, it gets SIGCONT when gpuleak dies (the setting outlives
+		 * exec; a running process ignores it) and runs on, untraced.
+		 */
+		prctl(PR_SET_PDEATHSIG, SIGCONT);
 		/* The tracer blocks signals for its signalfd; the target must not inherit that. */
 		sigemptyset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
@@ -91,8 +100,10 @@ int launch__fork(char **argv, char *const env[], int stdout_fd, struct launch *l
 	return 0;
 }
 
-int launch__release(struct launch *l)
+int launch__release(struct launch *l, int stop_fd)
 {
+	struct pollfd p[2] = {{.fd = l->err_fd, .events = POLLIN},
+			      {.fd = stop_fd, .events = POLLIN}};
 	ssize_t n;
 	int e = 0;
 
@@ -100,6 +111,25 @@ int launch__release(struct launch *l)
 		return -errno;
 	close(l->go_fd);
 	l->go_fd = -1;
+	/* An exec can take long (a file on a hung network mount): never deaf to stop_fd. */
+	for (;;) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break; /* the read says */
+		}
+		if (p[0].revents)
+			break;
+		if (p[1].revents & POLLIN) {
+			/* Its program is not ours to let run untraced: it dies before it runs. */
+			kill(l->pid, SIGKILL);
+			waitpid(l->pid, NULL, 0);
+			close(l->err_fd);
+			l->err_fd = -1;
+			l->pid = -1;
+			return -EINTR;
+		}
+	}
 	/* The error pipe is close-on-exec: EOF means the exec happened. */
 	n = read(l->err_fd, &e, sizeof(e));
 	close(l->err_fd);

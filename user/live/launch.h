@@ -24,8 +24,9 @@ struct launch {
  * 0 or -errno (-ENOENT: not found).
  */
 int launch__fork(char **argv, char *const env[], int stdout_fd, struct launch *l);
-/* Let the child exec; 0, or -errno of a failed exec. */
-int launch__release(struct launch *l);
+/* Let the child exec; 0, or -errno of a failed exec. stop_fd readable while it execs (a
+ * signal): the child is killed and reaped, -EINTR. */
+int launch__release(struct launch *l, int stop_fd);
 /* Kill and reap a child that never got released. */
 void launch__abort(struct launch *l);
 

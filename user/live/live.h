@@ -20,8 +20,10 @@ struct callbacks;
 struct markers;
 struct modules;
 struct probe_sites;
+struct pyconf;
 struct recorder;
 struct session_opts;
+struct signals;
 struct symbolizer;
 struct targets;
 struct watch;
@@ -39,9 +41,13 @@ struct live {
 	struct markers *mk;	   /* step/request/end markers */
 	struct probe_sites *sites; /* --json: where the probes sat, for the verdicts, else NULL */
 	struct watch *watch;	   /* gpuleak watch: the triggers, else NULL */
+	struct pyconf *py;	   /* Python interpreters found in targets */
 	struct launch child;	   /* run mode's command; pid -1 in attach mode */
+	struct signals *sig;	   /* SIGINT, SIGTERM, SIGHUP: also while starting */
 	bool finishing;		   /* detached: stopped processes are resumed, not attached to */
 	bool warned_unstopped;	   /* the kernel cannot stop forks before they run: said once */
+	bool usage_err;		   /* starting failed on the command line's fault: exit 2 */
+	bool said_unfollowed;	   /* a target forked without --follow: said once */
 };
 
 /* The clock of bpf_ktime_get_ns(): record and user-space times compare directly. */

@@ -10,9 +10,13 @@
 #ifndef GPULEAK_MARKERS_H
 #define GPULEAK_MARKERS_H
 
+#include <stdbool.h>
+#include <sys/types.h>
+
 struct analysis_opts;
 struct attach;
 struct markers;
+struct modules;
 struct proc_maps;
 struct target;
 
@@ -22,5 +26,17 @@ void markers__free(struct markers *mk);
  * exec. Returns how many are still waiting for their object. */
 int markers__attach(struct markers *mk, struct attach *att, struct target *t,
 		    const struct proc_maps *m);
+
+/*
+ * Whether every marker can be placed, before the targets run (a misspelt one must not make a
+ * green gate of a run without steps): FILE as a path exists, is ELF and defines SYMBOL; FILE
+ * as a name is among the objects the target maps (run mode: exe and the libraries it needs,
+ * probe/needed.h, checked before the command is let go; attach mode: pid's mappings m) and
+ * defines SYMBOL. With wait, a name not mapped yet is said and waited for. 0, or -EINVAL with
+ * one line said naming the option, the file, the symbol and the closest names there are.
+ */
+int markers__check_exec(struct markers *mk, const char *exe, bool wait);
+int markers__check_maps(struct markers *mk, struct modules *mods, pid_t pid,
+			const struct proc_maps *m, bool wait);
 
 #endif

@@ -33,9 +33,11 @@ struct session_opts {
 	bool wait_for_lib;   /* attach even if no CUDA library is mapped yet */
 	bool libc;	     /* also trace the C library's allocator */
 	bool probe_at_entry; /* never move a probe past its function's entry */
+	bool dawn_procs;     /* Dawn's entry points from its proc table, even with symbols */
 	uint64_t ringbuf_bytes;
 	unsigned int stack_depth;   /* frames of allocation stacks kept; 0: no stacks */
 	unsigned int stack_entries; /* distinct stacks each kernel stack map holds */
+	unsigned int python_depth;  /* Python frames kept per allocation; 0: none */
 	const char *debug_dirs[SYMBOLIZER_MAX_DEBUG_DIRS]; /* --debug-dir */
 	size_t nr_debug_dirs;
 	struct analysis_opts a;	    /* rules, steps, gate: shared with gpuleak report */

@@ -174,6 +174,110 @@ static int status_numbers(pid_t pid, const char *key, uint64_t *v, int max)
 	return n;
 }
 
+/* PF_KTHREAD (include/linux/sched.h): the flags field of /proc/PID/stat says so. */
+#define PF_KTHREAD 0x00200000UL
+
+/* The capabilities this process has in effect (CapEff), 0 when unknown. */
+static uint64_t effective_caps(void)
+{
+	unsigned long long v = 0;
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/* CAP_DAC_READ_SEARCH = 2, CAP_SYS_PTRACE = 19: another user's /proc/PID/map_files (0500,
+ * theirs) and the right to trace them, which uprobes filtered by pid need. */
+#define OTHER_USER_CAPS ((1ULL << 2) | (1ULL << 19))
+
+int process__check_target(pid_t pid, char *why, size_t why_len)
+{
+	char path[64], buf[1024], comm[64] = "?", *open_p, *close_p;
+	unsigned long flags = 0;
+	uint64_t tgid = 0, uid[4] = {0}, gid[4] = {0};
+	bool other = false;
+	char state = '?';
+	int i;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(why, why_len, "no such process: %d", pid);
+		return -ESRCH;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	open_p = strchr(buf, '(');
+	close_p = strrchr(buf, ')');
+	if (open_p && close_p > open_p) {
+		snprintf(comm, sizeof(comm), "%.*s", (int)(close_p - open_p - 1), open_p + 1);
+		/* state is field 3, flags field 9: after ") " come state, ppid, pgrp, session,
+		 * tty_nr, tpgid, flags */
+		sscanf(close_p + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags);
+	}
+	if (state == 'Z' || state == 'X') {
+		snprintf(why, why_len,
+			 "pid %d (%s) has exited (a zombie its parent has not reaped): nothing to "
+			 "trace",
+			 pid, comm);
+		return -ESRCH;
+	}
+	if (flags & PF_KTHREAD) {
+		snprintf(why, why_len, "pid %d (%s) is a kernel thread: nothing to trace", pid,
+			 comm);
+		return -EINVAL;
+	}
+	/* /proc/TID exists for every thread, unlisted: -p wants the process. */
+	if (status_numbers(pid, "Tgid", &tgid, 1) == 1 && tgid && (pid_t)tgid != pid) {
+		snprintf(why, why_len,
+			 "pid %d is a thread of process %" PRIu64 " (%s): -p %" PRIu64, pid, tgid,
+			 comm, tgid);
+		return -EINVAL;
+	}
+	/* Another user's process: what the kernel asks before it lets us in (same ids, or the
+	 * capabilities), said here rather than as "Permission denied" from an attach. */
+	status_numbers(pid, "Uid", uid, 4);
+	status_numbers(pid, "Gid", gid, 4);
+	for (i = 0; i < 3; i++)
+		other |= uid[i] != geteuid() || gid[i] != getegid();
+	if (other && (effective_caps() & OTHER_USER_CAPS) != OTHER_USER_CAPS) {
+		snprintf(
+		    why, why_len,
+		    "pid %d (%s) belongs to uid %" PRIu64 ", not to uid %u that gpuleak runs as: "
+		    "tracing another user's process needs CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH "
+		    "(run gpuleak as root)",
+		    pid, comm, uid[1], (unsigned int)geteuid());
+		return -EPERM;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	if (errno != EACCES && errno != EPERM) {
+		snprintf(why, why_len, "pid %d (%s): cannot read %s: %s", pid, comm, path,
+			 strerror(errno));
+		return -errno;
+	}
+	snprintf(why, why_len,
+		 "pid %d (%s): reading its memory maps is refused although gpuleak may trace it: a "
+		 "security module (Yama's ptrace_scope 3, SELinux, AppArmor) or the process's own "
+		 "settings forbid it",
+		 pid, comm);
+	return -EPERM;
+}
+
 bool process__in_other_root(pid_t pid)
 {
 	struct stat ours, theirs;

@@ -38,6 +38,13 @@ uint64_t process__boot_ns_to_ticks(uint64_t ns);
  * is the initial namespace (where BPF's pids need no translation). 0 or -errno.
  */
 int process__pidns(uint64_t *dev, uint64_t *ino, bool *initial);
+/*
+ * Whether pid is a process gpuleak can trace, checked before anything is loaded: -ESRCH (no
+ * such process, or one that has exited), -EINVAL (a kernel thread, or a thread of another
+ * process), -EPERM (its memory maps cannot be read: another user's without
+ * CAP_SYS_PTRACE), each with a sentence that says what is wrong and what to do in why.
+ */
+int process__check_target(pid_t pid, char *why, size_t why_len);
 /* Whether this process may load BPF and attach uprobes (root, or CAP_BPF + CAP_PERFMON +
  * CAP_SYS_ADMIN: uprobe_multi links need the last). */
 int process__check_privileges(void);

@@ -241,6 +241,12 @@ void recorder__names(struct recorder *rec, struct symbolizer *sym, const struct 
 		const struct ustack *st = stacks__at(sts, i);
 		uint16_t j;
 
+		/* One with Python frames is made again from the records and its native stack. */
+		if (gl_stack_is_py(st->id)) {
+			if (all_named)
+				rec->nr_stacks = i + 1;
+			continue;
+		}
 		ret = capture__add_stack(rec->cap, st);
 		for (j = 0; !ret && j < st->nr; j++) {
 			int r = add_name(rec, sym, st->pid, st->frames[j], final);
@@ -272,8 +278,7 @@ void recorder__finish(struct recorder *rec)
 		return;
 	}
 	capture__stats(rec->cap, &st);
-	fprintf(stderr,
-		"gpuleak: wrote %s: %" PRIu64 " records in %u blocks, %" PRIu64
+	pr_note("wrote %s: %" PRIu64 " records in %u blocks, %" PRIu64
 		" bytes (%.1f bytes/record)\n",
 		capture__path(rec->cap), st.records, st.blocks, st.bytes,
 		st.records ? (double)st.bytes / st.records : 0.0);

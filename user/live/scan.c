@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
 #include <stdio.h>
+#include "lib/log.h"
 #include "live/attach.h"
+#include "live/feed.h"
 #include "live/live.h"
 #include "live/markers.h"
+#include "live/python.h"
 #include "live/recorder.h"
 #include "live/scan.h"
 #include "live/targets.h"
 #include "probe/catalog.h"
+#include "probe/dawn_procs.h"
+#include "probe/elf_obj.h"
 #include "probe/modules.h"
 #include "probe/proc_maps.h"
 #include "symbols/symbolizer.h"
@@ -50,9 +55,70 @@ void scan__say_tracing(struct live *l, const struct target *t)
 	if (t->ns_pid)
 		n += snprintf(about + n, sizeof(about) - n, "%spid %u in its namespace",
 			      n ? ", " : " (", t->ns_pid);
-	fprintf(stderr, "gpuleak: tracing pid %d%s%s: %zu probes in %zu objects\n", t->pid, about,
-		n ? ")" : "", attach__nr_probes(l->att, t->pid),
-		attach__nr_objects(l->att, t->pid));
+	pr_note("tracing pid %d%s%s: %zu probes in %zu objects\n", t->pid, about, n ? ")" : "",
+		attach__nr_probes(l->att, t->pid), attach__nr_objects(l->att, t->pid));
+}
+
+static void class_rec(struct live *l, pid_t pid, enum gl_class_kind kind, uint64_t vptr,
+		      uint64_t len)
+{
+	struct gl_class_rec c = {
+	    .hdr = {.size = sizeof(c), .kind = GL_REC_CLASS, .pid = (__u32)pid, .tid = (__u32)pid},
+	    .vptr = vptr,
+	    .len = len,
+	    .kind = kind};
+
+	c.hdr.ts_ns = live_now_ns();
+	feed__record(l, &c.hdr);
+}
+
+/*
+ * An object whose WebGPU entry points came from Dawn's proc table has no MakeError symbol to
+ * say a creation returned an error object: what its objects are made of tells instead. The
+ * analysis learns where the object is mapped (its vtables are there) and the run-time
+ * addresses of its error classes' vtables, as records (gl_class_rec), before any of its
+ * probes can fire; sent at every scan, kept once.
+ */
+static void dawn_classes(struct live *l, const struct proc_maps *m)
+{
+	size_t i, j, k;
+
+	for (i = 0; i < m->n; i++) {
+		const struct pmap_ent *e = &m->v[i];
+		uint64_t lo = UINT64_MAX, hi = 0;
+		struct module *mod;
+		bool first = true;
+
+		/* Modules are looked up by their code, as attach does: no other file is opened. */
+		for (j = 0; j < i && first; j++)
+			first = !(m->v[j].exec && m->v[j].dev == e->dev && m->v[j].ino == e->ino);
+		if (!first || !e->exec || !e->path || !(mod = modules__get(l->mods, m->pid, e)) ||
+		    !mod->dawn)
+			continue;
+		for (j = 0; j < m->n; j++) {
+			if (m->v[j].dev != e->dev || m->v[j].ino != e->ino || !m->v[j].path)
+				continue;
+			lo = m->v[j].start < lo ? m->v[j].start : lo;
+			hi = m->v[j].end > hi ? m->v[j].end : hi;
+		}
+		class_rec(l, m->pid, GL_CLASS_DAWN_IMAGE, lo, hi - lo);
+		for (k = 0; k < mod->dawn->nr_error_vptr; k++) {
+			uint64_t off;
+
+			if (elf_obj__vaddr_to_off(mod->elf, mod->dawn->error_vptr[k], &off))
+				continue;
+			for (j = 0; j < m->n; j++) {
+				const struct pmap_ent *f = &m->v[j];
+
+				if (f->dev == e->dev && f->ino == e->ino && f->path &&
+				    off >= f->pgoff && off - f->pgoff < f->end - f->start) {
+					class_rec(l, m->pid, GL_CLASS_ERROR_OBJECT,
+						  f->start + off - f->pgoff, 0);
+					break;
+				}
+			}
+		}
+	}
 }
 
 int scan__target(struct live *l, struct target *t)
@@ -68,7 +134,9 @@ int scan__target(struct live *l, struct target *t)
 	symbolizer__add_maps(l->sym, m);
 	recorder__maps(l->rec, m, l->mods);
 	err = attach__scan(l->att, m, &nr_new);
+	dawn_classes(l, m);
 	markers__attach(l->mk, l->att, t, m);
+	pyconf__scan(l, t, m);
 	if (!t->has_rendezvous)
 		t->has_rendezvous = scan__has_rendezvous(l, m);
 	if (!t->has_lib && attach__has_required(l->att, t->pid)) {

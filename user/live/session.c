@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
 #include "engine/analysis.h"
@@ -31,6 +32,7 @@
 #include "live/live.h"
 #include "live/markers.h"
 #include "live/probe_sites.h"
+#include "live/python.h"
 #include "live/process.h"
 #include "live/recorder.h"
 #include "live/ringbuf.h"
@@ -63,7 +65,8 @@ struct session {
 	uint64_t last_step_line_ns;
 	struct pictures *pics; /* --folded, --perfetto, --svg */
 	bool gate_failed;
-	bool out_err; /* --folded, --perfetto or --svg could not be written */
+	bool out_err;	 /* --folded, --perfetto or --svg could not be written */
+	int cmd_wstatus; /* run mode's command, as waitpid says it ended; -1: it did not */
 };
 
 /* The ring buffer's sink: the record into the analysis, then what a fork or exec starts. */
@@ -405,6 +408,8 @@ static int open_outputs(struct session *s)
 		err = callbacks__new(&s->l.cbs);
 	if (!err)
 		err = markers__new(&o->a, &s->l.mk);
+	if (!err)
+		err = pyconf__new(&s->l.py);
 	if (!err && o->json_path)
 		err = probe_sites__new(&s->l.sites);
 	if (!err)
@@ -412,6 +417,7 @@ static int open_outputs(struct session *s)
 	/* gpuleak watch: SIGUSR1 asks for a capture */
 	if (!err && o->watch)
 		err = signals__catch_usr1(s->sig);
+	s->l.sig = s->sig;
 	return err;
 }
 
@@ -427,6 +433,7 @@ static int open_tracing(struct session *s)
 				     .ringbuf_bytes = o->ringbuf_bytes,
 				     .stack_depth = o->stack_depth,
 				     .stack_entries = o->stack_entries,
+				     .python_depth = o->python_depth,
 				     .oom_kill = o->watch && watch__wants_oom_kill(o->watch)},
 	    &l->bpf);
 	if (err)
@@ -436,6 +443,7 @@ static int open_tracing(struct session *s)
 		modules__trace_libc(l->mods, o->libc);
 		modules__set_wgpu_abi(l->mods, &o->webgpu_abi);
 		modules__move_probes(l->mods, !o->probe_at_entry);
+		modules__dawn_procs_only(l->mods, o->dawn_procs);
 		err = attach__new(bpf_setup__enter_prog(l->bpf), bpf_setup__exit_prog(l->bpf),
 				  l->mods, &l->att);
 	}
@@ -443,7 +451,10 @@ static int open_tracing(struct session *s)
 		err = symbolizer__new(l->mods, &l->sym);
 	if (!err) {
 		symbolizer__set_debug_dirs(l->sym, o->debug_dirs, o->nr_debug_dirs);
+		symbolizer__set_site_skip(l->sym, o->a.site_skip, o->a.nr_site_skip);
 		err = analysis__new(&o->a, symbolizer__site_frames, l->sym, &l->an);
+		if (!err)
+			tracker__set_site_fn(l->an->t, symbolizer__py_site, l->sym);
 	}
 	if (!err && o->watch)
 		err = watch__new(o->watch, l, s->json, &l->watch, &l->rec);
@@ -484,7 +495,7 @@ static int open_report(struct session *s)
 			pr_err("--metrics %s: %s\n", o->metrics_addr, why);
 			return err;
 		}
-		fprintf(stderr, "gpuleak: serving metrics on %s\n", http__url(s->http));
+		pr_note("serving metrics on %s\n", http__url(s->http));
 	}
 	err = bpf_setup__attach_tracepoints(l->bpf);
 	if (err)
@@ -514,16 +525,21 @@ static int close_session(struct session *s, bool traced, int err)
 	analysis__free(l->an);
 	callbacks__free(l->cbs);
 	markers__free(l->mk);
+	pyconf__free(l->py);
 	probe_sites__free(l->sites);
 	symbolizer__free(l->sym);
 	modules__free(l->mods);
 	bpf_setup__free(l->bpf);
 	for (i = 0; l->tgts && i < targets__count(l->tgts); i++) {
-		const struct target *t = targets__at(l->tgts, i);
+		struct target *t = targets__at(l->tgts, i);
+		int ws;
 
 		/* Our child, exited: reap it (it may not have been a zombie yet at its exit). */
-		if (t->launch && t->state == TARGET_EXITED)
-			waitpid(t->pid, NULL, 0);
+		if (!t->launch || t->state != TARGET_EXITED)
+			continue;
+		if (waitpid(t->pid, &ws, 0) == t->pid && t->wstatus < 0)
+			target__set_wstatus(t, ws);
+		s->cmd_wstatus = t->wstatus;
 	}
 	targets__free(l->tgts);
 	signals__free(s->sig);
@@ -551,17 +567,37 @@ static int close_session(struct session *s, bool traced, int err)
 	return err;
 }
 
+/* Whether run mode's command ended badly while traced: said, for the exit status (4). */
+static bool command_failed(const struct session *s)
+{
+	int ws = s->cmd_wstatus;
+	const char *sig;
+
+	if (ws < 0 || (WIFEXITED(ws) && !WEXITSTATUS(ws)))
+		return false;
+	if (WIFEXITED(ws)) {
+		pr_note("the command %s exited with status %d\n", s->l.o->argv[0], WEXITSTATUS(ws));
+	} else {
+		sig = sigabbrev_np(WTERMSIG(ws));
+		pr_note("the command %s was killed by SIG%s (signal %d)%s\n", s->l.o->argv[0],
+			sig ? sig : "?", WTERMSIG(ws), WCOREDUMP(ws) ? ", core dumped" : "");
+	}
+	return true;
+}
+
 int session__run(const struct session_opts *o)
 {
-	struct session s = {.l = {.o = o, .child = {.pid = -1}}};
+	struct session s = {.l = {.o = o, .child = {.pid = -1}}, .cmd_wstatus = -1};
 	bool traced = false;
 	int err;
 
-	if (check_host())
+	if (check_host() || start__check_pids(o))
 		return GL_EXIT_ERROR;
 	err = open_outputs(&s);
 	if (!err)
 		err = open_tracing(&s);
+	if (!err)
+		err = start__interrupted(&s.l);
 	if (!err)
 		err = open_report(&s);
 	if (!err)
@@ -577,7 +613,12 @@ int session__run(const struct session_opts *o)
 		warn_unattributed_loss(&s);
 	}
 	err = close_session(&s, traced, err);
+	/* The precedence of lib/exit.h: gpuleak's failure, its finding, then the command's. */
+	if (s.l.usage_err)
+		return GL_EXIT_USAGE;
 	if (err || s.out_err)
 		return GL_EXIT_ERROR;
-	return s.gate_failed ? GL_EXIT_GATE : GL_EXIT_OK;
+	if (s.gate_failed)
+		return GL_EXIT_GATE;
+	return command_failed(&s) ? GL_EXIT_TARGET : GL_EXIT_OK;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
+#include "lib/log.h"
 #include "live/signals.h"
 
 struct signals {
@@ -66,11 +67,15 @@ bool signals__stop(struct signals *sg, pid_t child)
 		sg->usr1++;
 		return false;
 	}
-	/* In run mode Ctrl-C reached the child too: trace its shutdown (its frees) unless
-	 * asked twice. */
-	if (child && si.ssi_signo == SIGINT && ++sg->sigints == 1) {
-		fprintf(stderr, "gpuleak: waiting for pid %d to exit (Ctrl-C again to stop now)\n",
-			child);
+	/*
+	 * A terminal's Ctrl-C comes from the kernel (SI_KERNEL) to the whole foreground process
+	 * group: run mode's child got it too and is shutting down; trace its shutdown (its
+	 * frees) unless asked twice. A SIGINT some process sent (kill, SI_USER) is meant for
+	 * gpuleak alone, which would otherwise wait for a child that never got it: it stops
+	 * tracing at once, as SIGTERM does, and the child runs on.
+	 */
+	if (child && si.ssi_signo == SIGINT && si.ssi_code == SI_KERNEL && ++sg->sigints == 1) {
+		pr_note("waiting for pid %d to exit (Ctrl-C again to stop now)\n", child);
 		return false;
 	}
 	return true;
@@ -97,4 +102,17 @@ bool signals__usr1(struct signals *sg)
 
 	sg->usr1 = 0;
 	return got;
+}
+
+int signals__take(struct signals *sg)
+{
+	struct signalfd_siginfo si;
+
+	while (read(sg->fd, &si, sizeof(si)) == sizeof(si)) {
+		/* a capture asked for (watch) interrupts nothing: it is taken once tracing */
+		if (si.ssi_signo != SIGUSR1)
+			return (int)si.ssi_signo;
+		sg->usr1++;
+	}
+	return 0;
 }

@@ -2,8 +2,11 @@
 /*
  * SIGINT, SIGTERM and SIGHUP end a session: blocked and read from a signalfd the event loop
  * polls, so a signal is handled between two drains, never in the middle of one. In run
- * mode the first Ctrl-C reached the child too: gpuleak waits for it to exit (its shutdown
- * frees are worth tracing), a second one stops at once.
+ * mode a terminal's Ctrl-C reached the child too: gpuleak waits for it to exit (its shutdown
+ * frees are worth tracing), a second one stops at once; a SIGINT sent to gpuleak alone
+ * (kill -INT) stops at once, the child running on. While the session starts, the same
+ * signals stop it before anything is traced (signals__take at each stage, and beside every
+ * wait).
  */
 #ifndef GPULEAK_SIGNALS_H
 #define GPULEAK_SIGNALS_H
@@ -26,5 +29,7 @@ bool signals__stop(struct signals *sg, pid_t child);
 int signals__catch_usr1(struct signals *sg);
 /* Whether a SIGUSR1 came since the last call. */
 bool signals__usr1(struct signals *sg);
+/* A signal waiting, taken: its number, 0 when none (never blocks). */
+int signals__take(struct signals *sg);
 
 #endif

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,8 +15,10 @@
 #include "live/nvtx.h"
 #include "live/options.h"
 #include "live/process.h"
+#include "live/python.h"
 #include "live/recorder.h"
 #include "live/scan.h"
+#include "live/signals.h"
 #include "live/start.h"
 #include "live/targets.h"
 #include "output/pictures.h"
@@ -24,6 +27,17 @@
 #include "probe/modules.h"
 #include "probe/proc_maps.h"
 #include "symbols/symbolizer.h"
+
+int start__interrupted(struct live *l)
+{
+	int sig = signals__take(l->sig);
+	const char *name = sig ? sigabbrev_np(sig) : NULL;
+
+	if (!sig)
+		return 0;
+	pr_note("interrupted by SIG%s while starting: nothing traced\n", name ? name : "?");
+	return -EINTR;
+}
 
 static void mark_traced(struct live *l, struct target *t)
 {
@@ -64,8 +78,7 @@ static int check_gpu_lib(struct live *l, struct target *t, const struct proc_map
 		return 0;
 	}
 	if (l->o->wait_for_lib) {
-		fprintf(stderr,
-			"gpuleak: pid %d maps no GPU library yet; waiting for it to "
+		pr_note("pid %d maps no GPU library yet; waiting for it to "
 			"load one\n",
 			t->pid);
 		return 0;
@@ -74,8 +87,8 @@ static int check_gpu_lib(struct live *l, struct target *t, const struct proc_map
 	       "any object); looked in:\n",
 	       t->pid);
 	attach__print_objects(l->att, t->pid, m, stderr);
-	fprintf(stderr, "gpuleak: if it loads one later (PyTorch loads CUDA at first use), "
-			"run with --wait\n");
+	pr_note("if it loads one later (PyTorch loads CUDA at first use), "
+		"run with --wait\n");
 	return -ENOENT;
 }
 
@@ -106,6 +119,7 @@ static int attach_one(struct live *l, const struct session_pid *sp)
 	err = attach__scan(l->att, m, &nr_new);
 	if (err)
 		goto cleanup;
+	pyconf__scan(l, t, m);
 	/* What `make bench` reports as attach time: maps, ELF scans, links. */
 	pr_info("pid %d: attach took %.1f ms (%zu probes in %zu objects)\n", pid,
 		(live_now_ns() - t0) / 1e6, attach__nr_probes(l->att, pid),
@@ -113,11 +127,10 @@ static int attach_one(struct live *l, const struct session_pid *sp)
 	t->has_rendezvous = scan__has_rendezvous(l, m);
 	t->last_rescan_ns = live_now_ns();
 	if (markers__attach(l->mk, l->att, t, m))
-		fprintf(stderr, "gpuleak: a step/request marker's object is not mapped yet; "
-				"it is attached when it is\n");
+		pr_note("a step/request marker's object is not mapped yet; "
+			"it is attached when it is\n");
 	if (l->o->a.steps.source == STEP_NVTX && !scan__has_site(l, m, CAT_NVTX, -1))
-		fprintf(stderr,
-			"gpuleak: pid %d has no NVTX entry points to probe: NVTX v3 is "
+		pr_note("pid %d has no NVTX entry points to probe: NVTX v3 is "
 			"header-only and reaches a tool only through NVTX_INJECTION64_PATH, which "
 			"gpuleak sets in run mode; steps will not advance\n",
 			pid);
@@ -133,20 +146,53 @@ cleanup:
 	return err;
 }
 
+/* Every marker can be placed in pid's mappings (or --wait waits for its object). */
+static int check_markers(struct live *l, pid_t pid)
+{
+	struct proc_maps *m = NULL;
+	int err = proc_maps__load(pid, &m);
+
+	if (err) {
+		pr_err("cannot read /proc/%d/maps: %s\n", pid, strerror(-err));
+		return err;
+	}
+	err = markers__check_maps(l->mk, l->mods, pid, m, l->o->wait_for_lib);
+	l->usage_err = err == -EINVAL;
+	proc_maps__free(m);
+	return err;
+}
+
+int start__check_pids(const struct session_opts *o)
+{
+	char why[512];
+	size_t i;
+	int err;
+
+	for (i = 0; i < o->nr_pids; i++) {
+		err = process__check_target(o->pids[i].pid, why, sizeof(why));
+		if (err) {
+			pr_err("%s\n", why);
+			return err;
+		}
+	}
+	return 0;
+}
+
 int start__attach_mode(struct live *l)
 {
 	size_t i;
 	int err;
 
+	/* Before any probe: a misspelt marker stops everything, as a usage error. */
 	for (i = 0; i < l->o->nr_pids; i++) {
-		err = process__start_ticks(l->o->pids[i].pid, &(uint64_t){0});
-		if (err) {
-			pr_err("no such process: %d\n", l->o->pids[i].pid);
+		err = check_markers(l, l->o->pids[i].pid);
+		if (err)
 			return err;
-		}
 	}
 	for (i = 0; i < l->o->nr_pids; i++) {
-		err = attach_one(l, &l->o->pids[i]);
+		err = start__interrupted(l);
+		if (!err)
+			err = attach_one(l, &l->o->pids[i]);
 		if (err)
 			return err;
 	}
@@ -203,6 +249,12 @@ int start__run_mode(struct live *l)
 		pr_err("cannot run %s: %s\n", l->o->argv[0], strerror(-err));
 		return err;
 	}
+	/* Held before exec: a marker that cannot be placed stops it from ever running. */
+	err = markers__check_exec(l->mk, l->child.exe, l->o->wait_for_lib);
+	if (err) {
+		l->usage_err = err == -EINVAL;
+		return err;
+	}
 	t = targets__add(l->tgts, l->child.pid, 0);
 	if (!t)
 		return -ENOMEM;
@@ -220,11 +272,18 @@ int start__run_mode(struct live *l)
 		return t->pidfd;
 	/* Followed from before its exec: the exec that starts it is not a new process. */
 	mark_traced(l, t);
-	t->state = l->o->follow ? TARGET_LAUNCHING : TARGET_TRACED;
+	t->state = TARGET_LAUNCHING;
 	feed__proc(l, t, GL_PROC_ATTACH, 0);
-	err = launch__release(&l->child);
-	if (err) {
+	/* The command has not run: a signal now, or while it execs, means it never does. */
+	err = start__interrupted(l);
+	if (err)
+		return err;
+	err = launch__release(&l->child, signals__fd(l->sig));
+	if (err == -EINTR)
+		start__interrupted(l);
+	else if (err)
 		pr_err("cannot run %s: %s\n", l->o->argv[0], strerror(-err));
+	if (err) {
 		t->state = TARGET_EXITED;
 		return err;
 	}

@@ -10,9 +10,16 @@
 #define GPULEAK_START_H
 
 struct live;
+struct session_opts;
 
+/* Every -p process is one gpuleak can trace (process__check_target): a typo in a list, a
+ * kernel thread or another user's process stops everything before BPF is loaded. 0 or
+ * -errno, said. */
+int start__check_pids(const struct session_opts *o);
 /* 0 or -errno, said on stderr. */
 int start__attach_mode(struct live *l);
 int start__run_mode(struct live *l);
+/* A SIGINT, SIGTERM or SIGHUP came while starting: said, -EINTR (nothing traced yet). */
+int start__interrupted(struct live *l);
 
 #endif

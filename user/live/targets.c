@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "lib/log.h"
 #include "lib/vec.h"
@@ -54,6 +55,7 @@ struct target *targets__add(struct targets *ts, pid_t pid, pid_t ppid)
 	t->pidfd = -1;
 	t->state = TARGET_NEW;
 	t->status = -1;
+	t->wstatus = -1;
 	ts->v[ts->n++] = t;
 	return t;
 }
@@ -150,6 +152,12 @@ bool target__exited_meanwhile(const struct target *t)
 			"another process (started at %" PRIu64 ", not %" PRIu64 "): not traced\n",
 			t->pid, ticks, t->start_ticks);
 	return true;
+}
+
+void target__set_wstatus(struct target *t, int ws)
+{
+	t->wstatus = ws;
+	t->status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
 }
 
 void target__resume(const struct target *t)

@@ -2,10 +2,11 @@
 /*
  * The traced processes: the table of targets and each one's place in its life, one state.
  *
- *   -p PID, run mode:            TRACED at once
- *   run mode with --follow:      LAUNCHING --the exec of its command--> TRACED
+ *   -p PID:                      TRACED at once
+ *   run mode:                    LAUNCHING --the exec of its command--> TRACED
  *   a followed fork, after exec: NEW --its first traced call (or a loss)--> TRACED
- *   TRACED --exec--> NEW         TRACED --end marker--> ENDING --the drain is done--> ENDED
+ *   TRACED --exec--> NEW (with or without --follow: the program it became is traced)
+ *   TRACED --end marker--> ENDING --the drain is done--> ENDED
  *   any not gone --exit--> EXITED
  *
  * A target in the analysis (LAUNCHING, TRACED, ENDING) has had its GL_PROC_ATTACH; one
@@ -28,7 +29,7 @@ struct launch;
 enum target_state {
 	TARGET_NEW,	  /* probed, not in the analysis until it calls something traced: the
 			   * shells and helpers a server forks never show up */
-	TARGET_LAUNCHING, /* run mode's child before the exec of its command, which --follow
+	TARGET_LAUNCHING, /* run mode's child before the exec of its command, which BPF
 			   * reports and which is not a new program */
 	TARGET_TRACED,	  /* in the analysis: GL_PROC_ATTACH went out */
 	TARGET_ENDING,	  /* called its end marker (--end): let go after this drain */
@@ -53,7 +54,11 @@ struct target {
 	bool code_wait;		   /* stopped until a callback's probe is in place */
 	unsigned int execs;	   /* programs it exec'd since it was first traced */
 	unsigned int markers_done; /* bit i: marker i attached (or failed, said once) */
+	char comm[16];		   /* its name at its fork or exec, as BPF saw it, or "" */
 	int status;		   /* exit status (128 + signal), -1: not known */
+	int wstatus;		   /* the same as waitpid() says it, -1: not known */
+	uint64_t py_runtime;	   /* the _PyRuntime BPF walks Python frames from, 0: none */
+	bool py_said;		   /* its interpreter was said on stderr */
 	uint64_t loss[GL_STAT_MAX];
 	uint64_t last_rescan_ns;
 };
@@ -91,6 +96,8 @@ int target__pin(struct target *t, uint64_t want_ticks);
  * may sit on whichever process took the pid since (said, when one did): take them off.
  */
 bool target__exited_meanwhile(const struct target *t);
+/* Its exit, as waitpid() or the kernel's exit code (the same encoding) says it. */
+void target__set_wstatus(struct target *t, int ws);
 /* Let a stopped target go on; through its pidfd, so a reused pid is never signalled. */
 void target__resume(const struct target *t);
 

@@ -8,6 +8,9 @@
 
 const char *describe__site(const struct report *r, const struct site *s)
 {
+	/* A call from Python: the frame of the program's own code, not libffi's call site. */
+	if (s->frame)
+		return symbolizer__name(r->sym, s->pid, s->frame);
 	return s->caller ? symbolizer__name(r->sym, s->pid, s->caller) : "?";
 }
 
@@ -186,6 +189,8 @@ const char *describe__loss(int stat)
 	    [GL_STAT_LOST_ALLOCS_UNSIZED] = "lost_allocs_unsized",
 	    [GL_STAT_LOST_FREES] = "lost_frees",
 	    [GL_STAT_LOST_TASKS] = "lost_process_events",
+	    [GL_STAT_PY_LOST] = "python_lost",
+	    [GL_STAT_PY_WALK_FAIL] = "python_walk_failed",
 	};
 
 	return stat >= 0 && stat < GL_STAT_MAX ? names[stat] : NULL;

@@ -17,7 +17,10 @@
 struct report;
 struct timeline;
 
-/* A site's name as every output prints it: its caller symbolized, "?" without one. */
+/*
+ * A site's name as every output prints it: its caller symbolized (the frame that names it
+ * instead, for a call from Python), "?" without one.
+ */
 const char *describe__site(const struct report *r, const struct site *s);
 enum cat_mem describe__mem(const struct site *s);
 /* The DEV column: a CUDA ordinal, host, or a WebGPU device as wgpu#N (order of first sight). */

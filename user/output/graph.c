@@ -9,6 +9,7 @@
 #include "symbols/stacks.h"
 #include "symbols/symbolizer.h"
 #include "engine/tracker.h"
+#include "lib/term.h"
 #include "lib/units.h"
 #include "lib/vec.h"
 
@@ -67,7 +68,10 @@ static char *frame_label(struct symbolizer *sym, pid_t pid, uint64_t addr, bool 
 	char *out = NULL;
 	int n;
 
-	if (si && si->func && style == LABEL_FOLDED)
+	/* A Python frame keeps its line, as py-spy's stacks do: "decode (model.py:30)". */
+	if (si && si->python)
+		n = asprintf(&out, "%s%s", q, symbolizer__name(sym, pid, addr));
+	else if (si && si->func && style == LABEL_FOLDED)
 		n = asprintf(&out, "%s%s", q, si->func);
 	else if (si && si->func && !site)
 		n = asprintf(&out, "%s%s (%s)", q, si->func, si->module ? si->module : "?");
@@ -275,7 +279,7 @@ static void print_node(FILE *out, const struct graph *g, uint32_t n, char *inden
 		top    ? ""
 		: last ? "\u2514\u2500 "
 		       : "\u251c\u2500 ",
-		g->v[n].label);
+		term_tmp(g->v[n].label));
 	v = children(g, n, &nr);
 	if (!v)
 		return;
@@ -332,11 +336,19 @@ cleanup:
 	graph_free(&g);
 }
 
-/* A folded frame may not hold ';' (the separator) or a line break. */
-static void put_folded(FILE *out, const char *s)
+/* A folded frame may not hold ';' (the separator) or a line break; nor, as any text of the
+ * target's, a control character (escaped). */
+static int put_folded(FILE *out, const char *s)
 {
-	for (; *s; s++)
-		fputc(*s == ';' ? ':' : *s == '\n' ? ' ' : *s, out);
+	char *c = strdup(s), *p;
+
+	if (!c)
+		return -ENOMEM;
+	for (p = c; *p; p++)
+		*p = *p == ';' ? ':' : *p == '\n' ? ' ' : *p;
+	term_fputs(c, out, 0);
+	free(c);
+	return 0;
 }
 
 int graph__folded(FILE *out, const struct tracker *t, struct symbolizer *sym)
@@ -359,7 +371,7 @@ int graph__folded(FILE *out, const struct tracker *t, struct symbolizer *sym)
 		for (j = 0; !err && j < path.n; j++) {
 			if (j)
 				fputc(';', out);
-			put_folded(out, path.v[j]);
+			err = put_folded(out, path.v[j]);
 		}
 		if (!err)
 			fprintf(out, " %" PRIu64 "\n", ss->live_bytes);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <inttypes.h>
 #include "engine/timeline.h"
+#include "lib/term.h"
 #include "lib/units.h"
 #include "output/describe.h"
 #include "output/interval.h"
@@ -71,7 +72,7 @@ void interval__table(struct report *r, const struct interval_view *iv, uint64_t 
 
 		fprintf(r->out, "    top %10s %5" PRIu64 "  %s\n",
 			fmt_bytes(s->live_bytes, b1, sizeof(b1)), s->live_count,
-			describe__site(r, s));
+			term_tmp(describe__site(r, s)));
 	}
 }
 

@@ -181,6 +181,11 @@ static void json_frame(struct report *r, pid_t pid, uint64_t addr)
 	json_str_or_null(r->json, si ? si->func : NULL);
 	fputs(",\"module\":", r->json);
 	json_str_or_null(r->json, si ? si->module : NULL);
+	if (si && si->python) {
+		fputs(",\"file\":", r->json);
+		json_str_or_null(r->json, si->file);
+		fprintf(r->json, ",\"line\":%d,\"python\":true", si->line);
+	}
 	fputc('}', r->json);
 }
 
@@ -280,7 +285,9 @@ static void json_site(struct report *r, const struct proc_verdict *pv, uint32_t 
 	fprintf(r->json, "%s{\"api\":\"%s\",\"site\":", first ? "" : ",", cat_api_name(s->api));
 	json_str(r->json, describe__site(r, s));
 	fprintf(r->json, ",\"module\":");
-	json_str_or_null(r->json, s->caller ? symbolizer__module(r->sym, s->pid, s->caller) : NULL);
+	json_str_or_null(r->json, s->frame    ? symbolizer__module(r->sym, s->pid, s->frame)
+				  : s->caller ? symbolizer__module(r->sym, s->pid, s->caller)
+					      : NULL);
 	if (k == VERDICT_FAILED) {
 		json_failure(r, s);
 		return;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <inttypes.h>
 #include <stdlib.h>
+#include "engine/rules.h"
+#include "engine/tracker.h"
 #include "engine/verdict.h"
 #include "lib/log.h"
 #include "output/interval.h"
@@ -44,6 +46,24 @@ void report__step_line(struct report *r, pid_t pid, const struct step_stat *st)
 	fflush(r->out);
 }
 
+/*
+ * The user's rules (--rule, --rules; a preset's cover cases a run need not have) that decided
+ * nothing: a pattern that names nothing this run saw, a typo or another build's names. Said
+ * once, at the end, when the whole run has had its chance to match them.
+ */
+static void say_unmatched_rules(const struct report *r)
+{
+	const struct rules *rs = r->t->rules;
+	size_t i;
+
+	for (i = 0; rs && i < rs->nr_user; i++) {
+		const struct rule *ru = &rs->v[i];
+
+		if (!ru->preset && ru->decided && !*ru->decided)
+			pr_warn("%s: rule matched nothing: %s\n", ru->source, ru->text);
+	}
+}
+
 void report__final(struct report *r, const struct verdict *v, uint64_t now_ns)
 {
 	size_t i;
@@ -64,6 +84,7 @@ void report__final(struct report *r, const struct verdict *v, uint64_t now_ns)
 	}
 	if (r->t->bad_records)
 		fprintf(r->out, "undecodable records skipped: %" PRIu64 "\n", r->t->bad_records);
+	say_unmatched_rules(r);
 	fflush(r->out);
 	if (r->json)
 		fflush(r->json);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <inttypes.h>
 #include "engine/verdict.h"
+#include "lib/term.h"
 #include "lib/units.h"
 #include "output/describe.h"
 #include "output/report_sink.h"
@@ -21,7 +22,7 @@ static void print_rows(struct report *r, const struct verdict *v)
 		if (!pv->reported)
 			continue;
 		fprintf(r->out, "  %7d  %-15s %-8s %10s %10s %10s/s %7zu%s\n", p->pid,
-			p->comm[0] ? p->comm : "?", describe__proc_state(p),
+			p->comm[0] ? term_tmp(p->comm) : "?", describe__proc_state(p),
 			fmt_bytes(p->live_bytes, b1, sizeof(b1)),
 			fmt_bytes(pv->leaked_bytes, b2, sizeof(b2)),
 			fmt_bytes((uint64_t)(pv->growth_per_s + 0.5), b3, sizeof(b3)),
@@ -45,7 +46,7 @@ static void print_skew(struct report *r, const struct verdict *v)
 		n++;
 		fprintf(r->out,
 			"rank skew: pid %d (%s) grows %s/s while its %zu peers %s (median %s/s)\n",
-			pv->p->pid, pv->p->comm,
+			pv->p->pid, term_tmp(pv->p->comm),
 			fmt_bytes((uint64_t)(pv->growth_per_s + 0.5), b1, sizeof(b1)), pv->nr_peers,
 			pv->peer_median_per_s > 0 ? "grow far less" : "stay flat",
 			fmt_bytes((uint64_t)(pv->peer_median_per_s + 0.5), b2, sizeof(b2)));

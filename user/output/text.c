@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include "engine/rules.h"
 #include "engine/verdict.h"
+#include "lib/term.h"
 #include "lib/units.h"
 #include "output/describe.h"
 #include "output/graph.h"
@@ -43,7 +44,7 @@ static void print_row_details(struct report *r, uint32_t idx)
 
 		fprintf(r->out, "  %17s  %" PRIu64 " reference%s added by %s at %s, still held\n",
 			"", ar.count[i], ar.count[i] == 1 ? "" : "s", cat_api_name(as->api),
-			describe__site(r, as));
+			term_tmp(describe__site(r, as)));
 	}
 }
 
@@ -58,8 +59,8 @@ static void print_site_row(struct report *r, uint32_t idx, enum verdict_list k, 
 		const char *en = cat_error_name(s->api, s->last_err);
 
 		fprintf(r->out, "  %8" PRIu64 "  %-26s %5d  %s%s%s\n", s->failed,
-			cat_api_name(s->api), s->last_err, describe__site(r, s), en ? ": " : "",
-			en ? en : "");
+			cat_api_name(s->api), s->last_err, term_tmp(describe__site(r, s)),
+			en ? ": " : "", en ? en : "");
 		return;
 	}
 	describe__device(r->t, s, dev, sizeof(dev));
@@ -67,10 +68,11 @@ static void print_site_row(struct report *r, uint32_t idx, enum verdict_list k, 
 		fmt_bytes(k == VERDICT_PENDING ? s->pending_bytes : s->live_bytes, b, sizeof(b)),
 		k == VERDICT_PENDING ? s->pending_count : s->live_count, cat_api_name(s->api));
 	if (labels)
-		fprintf(r->out, "%-16s %s", s->label ? tracker__label(r->t, s->label) : "-",
-			describe__site(r, s));
+		fprintf(r->out, "%-16s %s",
+			s->label ? term_tmp(tracker__label(r->t, s->label)) : "-",
+			term_tmp(describe__site(r, s)));
 	else
-		fprintf(r->out, "%4s  %s", dev, describe__site(r, s));
+		fprintf(r->out, "%4s  %s", dev, term_tmp(describe__site(r, s)));
 	if (ok && s->owner_kind != OWNER_LAYER && s->owner_kind != OWNER_DEVICE)
 		fprintf(r->out, " [%s 0x%" PRIx64 "]", ok, s->owner);
 	if (s->relmapped_count)
@@ -111,7 +113,7 @@ static void print_device_block(struct report *r, const struct site_list *l, size
 	}
 	fprintf(r->out, "  WebGPU device wgpu#%u", o ? o->ordinal : 0);
 	if (o && o->label)
-		fprintf(r->out, " \"%s\"", tracker__label(t, o->label));
+		fprintf(r->out, " \"%s\"", term_tmp(tracker__label(t, o->label)));
 	fprintf(r->out, " (0x%" PRIx64 "%s): %s in %" PRIu64 " objects\n", s->owner,
 		o && (o->flags & TOBJ_DESTROYED) ? ", destroyed" : "",
 		fmt_bytes(bytes, b, sizeof(b)), count);
@@ -175,7 +177,7 @@ static void print_comms(struct report *r, const struct tproc *p)
 		fprintf(
 		    r->out, "  0x%-16" PRIx64 " %-9s %10s %6" PRIu64 " %5" PRIu64 "  %s%s\n",
 		    c->comm, c->destroyed ? "destroyed" : "live", fmt_bytes(ct.bytes, b, sizeof(b)),
-		    ct.count, ct.regs, describe__site(r, &r->t->sites[c->init_site]),
+		    ct.count, ct.regs, term_tmp(describe__site(r, &r->t->sites[c->init_site])),
 		    c->destroyed && (ct.count || ct.regs) ? "  <- not returned by destroy" : "");
 	}
 }
@@ -195,7 +197,8 @@ static void print_violations(struct report *r, const struct tproc *p)
 
 		fprintf(r->out, "  %-28s %10s %5" PRIu64 "  %s  [%s: %s]\n",
 			describe__violation(v->kind), fmt_bytes(v->bytes, b, sizeof(b)), v->count,
-			describe__violation_site(r, v), ru->source, ru->text);
+			term_tmp(describe__violation_site(r, v)), term_tmp(ru->source),
+			term_tmp(ru->text));
 	}
 }
 
@@ -256,7 +259,7 @@ static void print_growth(struct report *r, const struct proc_verdict *pv)
 			fmt_bytes((uint64_t)(g[i].slope_per_step + 0.5), b1, sizeof(b1)),
 			fmt_bytes((uint64_t)(g[i].slope_per_s + 0.5), b2, sizeof(b2)), g[i].r2,
 			g[i].first_step, fmt_bytes(g[i].end_bytes, b3, sizeof(b3)),
-			describe__site(r, s), cat_api_name(s->api));
+			term_tmp(describe__site(r, s)), cat_api_name(s->api));
 		if (g[i].per_request > 0)
 			fprintf(r->out, ", %s per request",
 				fmt_bytes((uint64_t)(g[i].per_request + 0.5), b1, sizeof(b1)));
@@ -278,7 +281,7 @@ static void print_gate(struct report *r, const struct gate *gate, const struct p
 		switch (gv->kind) {
 		case GATE_GROWTH:
 			fprintf(r->out, "GATE: %s grows %s per step (limit %s)\n",
-				describe__site(r, &r->t->sites[gv->growth->site]),
+				term_tmp(describe__site(r, &r->t->sites[gv->growth->site])),
 				fmt_bytes((uint64_t)gv->growth->slope_per_step, b1, sizeof(b1)),
 				fmt_bytes(gv->limit, b2, sizeof(b2)));
 			break;
@@ -291,8 +294,9 @@ static void print_gate(struct report *r, const struct gate *gate, const struct p
 			/* Which rule, where: a CI log must say what to fix without the verdict. */
 			fprintf(r->out, "GATE: rule violation: %s, %s at %s [%s: %s]\n",
 				describe__violation(v->kind), fmt_bytes(v->bytes, b1, sizeof(b1)),
-				describe__violation_site(r, v), r->t->rules->v[v->rule].source,
-				r->t->rules->v[v->rule].text);
+				term_tmp(describe__violation_site(r, v)),
+				term_tmp(r->t->rules->v[v->rule].source),
+				term_tmp(r->t->rules->v[v->rule].text));
 			break;
 		}
 	}
@@ -306,12 +310,19 @@ static void print_uncertainty(struct report *r, const struct proc_verdict *pv)
 	char b1[32], b2[32], b3[32];
 	int k;
 
+	/* Memory is exact; what some allocations lack is their Python frames. */
+	if (p->loss[GL_STAT_PY_LOST] || p->loss[GL_STAT_PY_WALK_FAIL])
+		fprintf(r->out,
+			"Python frames: %" PRIu64 " allocations named by native frames alone (no "
+			"room in the ring buffer), %" PRIu64 " reads of Python state failed\n",
+			p->loss[GL_STAT_PY_LOST], p->loss[GL_STAT_PY_WALK_FAIL]);
 	if (!pv->uncertainty_known || !u->approximate)
 		return;
 	fprintf(r->out, "LOST (results approximate):");
 	for (k = 0; k < GL_STAT_MAX; k++)
 		if (describe__loss(k) && p->loss[k] &&
-		    (k < GL_STAT_LOST_ALLOCS || k > GL_STAT_LOST_FREES))
+		    (k < GL_STAT_LOST_ALLOCS || k > GL_STAT_LOST_FREES) && k != GL_STAT_PY_LOST &&
+		    k != GL_STAT_PY_WALK_FAIL)
 			fprintf(r->out, " %s=%" PRIu64, describe__loss(k), p->loss[k]);
 	fputc('\n', r->out);
 	if (!u->allocs_missed && !u->frees_missed)
@@ -336,7 +347,7 @@ static void print_header(struct report *r, const struct tproc *p, uint64_t now_n
 	uint64_t end = p->exited || p->detached ? p->last_ts_ns : now_ns;
 	char b1[32], b2[32];
 
-	fprintf(r->out, "\npid %d (%s", p->pid, p->comm[0] ? p->comm : "?");
+	fprintf(r->out, "\npid %d (%s", p->pid, p->comm[0] ? term_tmp(p->comm) : "?");
 	if (p->ppid)
 		fprintf(r->out, ", child of %d", p->ppid);
 	if (p->ns_pid)

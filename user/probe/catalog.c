@@ -36,8 +36,18 @@
 		.arg_desc = (ad), .desc_off = (doff), .desc_len = (dlen), .label_kind = (lk),      \
 		.label_off = (loff), .code_off = (coff)                                            \
 	}
-/* WGPUObject wgpuDeviceCreateX(WGPUDevice device, const WGPUXDescriptor *desc) */
-#define WCREATE(dlen, lk) DSPEC(GL_SHAPE_ALLOC_RET, 0, 1, 0, 0, 2, 0, dlen, lk, 8, 0)
+/*
+ * WGPUObject wgpuDeviceCreateX(WGPUDevice device, const WGPUXDescriptor *desc). The returned
+ * object's first 16 bytes come with the record: Dawn's objects are C++ objects (the handle is
+ * the object pointer), their vtable pointer and reference count tell an error object from a
+ * real one where no MakeError symbol does (engine/wgpu_objects.c).
+ */
+#define WCREATE(dlen, lk)                                                                          \
+	{                                                                                          \
+		.shape = GL_SHAPE_ALLOC_RET, .arg_aux = 1, .arg_desc = 2, .desc_len = (dlen),      \
+		.label_kind = (lk), .label_off = 8, .flags2 = GL_SPEC2_PEEK_RET,                   \
+		.peek_len = GL_PEEK_MAX                                                            \
+	}
 /* void wgpuXSetLabel(WGPUX x, WGPUStringView label): data, length in two registers */
 #define SETLABEL_SV DSPEC(GL_SHAPE_NOTIFY, 1, 2, 3, 0, 0, 0, 0, GL_LABEL_ARGS_SV, 0, 0)
 /* void wgpuXSetLabel(WGPUX x, char const *label) */
@@ -289,6 +299,24 @@ const struct cat_api cat_apis[] = {
 	      GL_LABEL_NONE, 0, 16),
 	OP_QUEUE_WATCH, MEM_NONE, CAT_WGPU_SV | CAT_OPTIONAL, .space = SPACE_WGPU,
 	.code_api = GL_API_WGPU_QUEUE_WORK_DONE_CALLBACK),
+    /*
+     * WGPUFuture wgpuBufferMapAsync(WGPUBuffer, WGPUMapMode, size_t offset, size_t size,
+     * WGPUBufferMapCallbackInfo): the future (a uint64_t id, returned in a register) completes
+     * once the map is done, which Dawn does after every submit before it: onnxruntime's
+     * readbacks are how its queue's work is seen done.
+     */
+    API("wgpuBufferMapAsync", GL_API_WGPU_BUFFER_MAP_ASYNC,
+	SPEC(GL_SHAPE_ALLOC_RET, 0, 0, 1, 0, 0, 0), OP_FUTURE_WATCH, MEM_NONE,
+	CAT_WGPU_SV | CAT_OPTIONAL, .space = SPACE_WGPU),
+    /*
+     * WGPUWaitStatus wgpuInstanceWaitAny(WGPUInstance, size_t futureCount,
+     * WGPUFutureWaitInfo *futures, uint64_t timeoutNS): futures[i] is {WGPUFuture future,
+     * WGPUBool completed} (16 bytes), completed set by the call: the first four are copied
+     * at its return.
+     */
+    API("wgpuInstanceWaitAny", GL_API_WGPU_INSTANCE_WAIT_ANY,
+	SPEC(GL_SHAPE_CALL, 3, 2, 0, 0, 0, GL_SPEC_DESC_AT_RETURN, .arg_desc = 3, .desc_len = 64),
+	OP_FUTURE_WAIT, MEM_NONE, CAT_WGPU_SV | CAT_OPTIONAL, .space = SPACE_WGPU),
     /*
      * The program's WGPUQueueWorkDoneCallback. Since webgpu-headers of 2025-04-30 it is
      * (status, WGPUStringView message, userdata1, userdata2), before (status, userdata1,

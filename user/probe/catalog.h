@@ -57,6 +57,13 @@ enum cat_op {
 	OP_QUEUE_SUBMIT,  /* work submitted to queue addr */
 	OP_QUEUE_WATCH,	  /* a completion callback for queue addr's work so far */
 	OP_QUEUE_DONE,	  /* a completion callback ran (its userdata in size..aux2) */
+	/*
+	 * Futures (webgpu.h since 2024): a call returns a future (addr) that completes once the
+	 * work submitted so far to the queue of the device owning object aux is done (a buffer
+	 * map); a wait says which futures completed (its copied WGPUFutureWaitInfo array).
+	 */
+	OP_FUTURE_WATCH,
+	OP_FUTURE_WAIT,
 };
 
 /* Kind of memory an allocation holds; report columns and device projections use it. */

@@ -54,10 +54,33 @@ uint16_t elf_obj__machine(const struct elf_obj *o); /* e_machine: EM_X86_64, EM_
 bool elf_obj__needs_debug(struct elf_obj *o);
 const char *elf_obj__debuglink(struct elf_obj *o, uint32_t *crc);
 int elf_obj__add_debug(struct elf_obj *o, const char *path);
+/* What the dynamic section says, for finding the libraries an executable needs. */
+struct elf_dyn {
+	const char *soname;  /* DT_SONAME, NULL without one */
+	const char *rpath;   /* DT_RPATH, NULL without one */
+	const char *runpath; /* DT_RUNPATH, NULL without one */
+	const char **needed; /* DT_NEEDED, in order */
+	size_t nr_needed;
+};
+
+/* The object's dynamic section, read once (all members empty for a static object); NULL when
+ * out of memory. The strings stay valid until elf_obj__free. */
+const struct elf_dyn *elf_obj__dyn(struct elf_obj *o);
 /* The PT_INTERP path (dynamic linker) or NULL. */
 const char *elf_obj__interp(const struct elf_obj *o);
 /* Whether the named section contains the bytes of needle (a string, without its NUL). */
 bool elf_obj__section_has(struct elf_obj *o, const char *section, const char *needle);
+/* The whole file as mapped (libelf keeps it mapped until elf_obj__free), or NULL. */
+const uint8_t *elf_obj__image(const struct elf_obj *o, size_t *size);
+/* A defined data object (STT_OBJECT) by name, .dynsym first: 0, or -ENOENT. */
+int elf_obj__find_object(struct elf_obj *o, const char *name, uint64_t *vaddr, uint64_t *size);
+/*
+ * What to add to the object's addresses in a process where it is mapped at start from file
+ * offset pgoff (a mapping of one of its load segments; page: the page size): 0, or -ENOENT
+ * when pgoff starts none of them.
+ */
+int elf_obj__load_bias(const struct elf_obj *o, uint64_t start, uint64_t pgoff, uint64_t page,
+		       uint64_t *bias);
 /* Up to len bytes of file content at a file offset; returns bytes copied or -errno. */
 ssize_t elf_obj__read(const struct elf_obj *o, uint64_t off, void *buf, size_t len);
 

@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdio.h>
 #include <sys/stat.h>
+#include "probe/dawn_procs.h"
 #include "probe/elf_obj.h"
 #include "probe/modules.h"
 #include "probe/catalog.h"
@@ -15,6 +15,7 @@ struct modules {
 	bool libc;
 	bool nvtx;
 	bool fixed_probes;	  /* --probe-at-entry */
+	bool dawn_procs_only;	  /* --dawn-procs */
 	struct wgpu_abi wgpu_abi; /* --webgpu-abi; labels == 0: detect per object */
 };
 
@@ -33,6 +34,11 @@ void modules__move_probes(struct modules *ms, bool on)
 	ms->fixed_probes = !on;
 }
 
+void modules__dawn_procs_only(struct modules *ms, bool on)
+{
+	ms->dawn_procs_only = on;
+}
+
 void modules__set_wgpu_abi(struct modules *ms, const struct wgpu_abi *abi)
 {
 	ms->wgpu_abi = *abi;
@@ -48,6 +54,7 @@ static void module_free(struct module *m)
 {
 	if (!m)
 		return;
+	dawn_procs__free(m->dawn);
 	elf_obj__free(m->elf);
 	free(m->sites);
 	free(m->path);
@@ -214,7 +221,7 @@ static void place_probe(struct module *m, const struct elf_func *f, struct probe
 }
 
 static int add_site(struct scan_ctx *sc, const struct cat_api *a, uint64_t off,
-		    const struct elf_func *f)
+		    const struct elf_func *f, enum site_source source)
 {
 	struct module *m = sc->m;
 	size_t i;
@@ -246,8 +253,12 @@ static int add_site(struct scan_ctx *sc, const struct cat_api *a, uint64_t off,
 		m->sites = v;
 		sc->cap = cap;
 	}
-	m->sites[m->nr_sites] = (struct probe_site){
-	    .api = a, .offset = off, .vaddr = f->vaddr, .local = f->local, .entry_offset = off};
+	m->sites[m->nr_sites] = (struct probe_site){.api = a,
+						    .offset = off,
+						    .vaddr = f->vaddr,
+						    .local = f->local,
+						    .source = source,
+						    .entry_offset = off};
 	place_probe(m, f, &m->sites[m->nr_sites]);
 	m->nr_sites++;
 	return 0;
@@ -268,13 +279,49 @@ static int scan_one(const struct elf_func *f, void *ctx)
 	/* Quick reject: catalog names start with 'c', 'n', 'w', 'm', 'f', 'p', 'r', 'a' or '_'. */
 	if (!f->name[0] || !strchr("cnwmfpra_", f->name[0]))
 		return 0;
+	/* --dawn-procs: as if the object had no WebGPU symbols at all. */
+	if (m->ms->dawn_procs_only &&
+	    (!strncmp(f->name, "wgpu", 4) || !strncmp(f->name, "_ZN4dawn", 8)))
+		return 0;
 	wgpu_abi__note(&sc->marks, f->name);
 	a = cat_by_name(f->name, strlen(f->name));
 	if (!a || elf_obj__vaddr_to_off(m->elf, f->vaddr, &off))
 		return 0;
 	for (; a; a = cat_next_same_name(a))
-		if (add_site(sc, a, off, f))
+		if (add_site(sc, a, off, f, SITE_SYMBOL))
 			return 1;
+	return 0;
+}
+
+/*
+ * An object with no wgpu* function symbols may still have Dawn: its entry points are then
+ * read from Dawn's own name table (dawn_procs.h), and the catalog's WebGPU probes go there.
+ * The table's names are also the evidence of its webgpu.h generation. Objects without wgpu*
+ * strings are turned away by the string scan (a few ms on a 100 MB object), once.
+ */
+static int scan_dawn_procs(struct scan_ctx *sc)
+{
+	struct module *m = sc->m;
+	size_t i;
+
+	m->dawn_err = dawn_procs__recover(m->elf, &m->dawn);
+	if (m->dawn_err)
+		return m->dawn_err == -ENOMEM ? -ENOMEM : 0;
+	for (i = 0; i < m->dawn->n; i++) {
+		const struct dawn_proc *p = &m->dawn->v[i];
+		struct elf_func f = {.name = p->name, .vaddr = p->vaddr, .size = p->size};
+		const struct cat_api *a;
+		uint64_t off;
+
+		wgpu_abi__note(&sc->marks, p->name);
+		a = cat_by_name(p->name, strlen(p->name));
+		if (!a || GL_API_FAMILY(a->api) != GL_FAM_WEBGPU ||
+		    elf_obj__vaddr_to_off(m->elf, p->vaddr, &off))
+			continue;
+		for (; a; a = cat_next_same_name(a))
+			if (add_site(sc, a, off, &f, SITE_DAWN_PROCS))
+				return sc->err;
+	}
 	return 0;
 }
 
@@ -339,6 +386,8 @@ int module__scan(struct module *m)
 	if (!m->elf)
 		return m->open_err;
 	elf_obj__for_each_func(m->elf, scan_one, &sc);
+	if (!sc.err && !sc.marks.wgpu_funcs)
+		sc.err = scan_dawn_procs(&sc);
 	if (!sc.err)
 		wgpu_filter(m, &sc.marks);
 	return sc.err;
@@ -347,7 +396,12 @@ int module__scan(struct module *m)
 bool module__has_hidden_dawn(struct module *m)
 {
 	/* In every Dawn build: its bug links and feature names are in .rodata. */
-	return m->elf && !m->nr_wgpu_funcs &&
+	return m->elf && !m->nr_wgpu_funcs && !m->dawn &&
 	       (elf_obj__section_has(m->elf, ".rodata", "crbug.com/dawn/") ||
 		elf_obj__section_has(m->elf, ".rodata", "dawn-internal-usages"));
+}
+
+const char *module__site_source(const struct probe_site *s)
+{
+	return s->source == SITE_DAWN_PROCS ? "Dawn's proc table" : "symbols";
 }

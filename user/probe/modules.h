@@ -16,6 +16,13 @@
 
 struct elf_obj;
 struct cat_api;
+struct dawn_procs;
+
+/* Where a probe site's address came from. */
+enum site_source {
+	SITE_SYMBOL = 0,     /* a function symbol (.dynsym or .symtab) */
+	SITE_DAWN_PROCS = 1, /* Dawn's proc table, recovered from the object (dawn_procs.h) */
+};
 
 /* One traced function found in a module. */
 struct probe_site {
@@ -23,6 +30,7 @@ struct probe_site {
 	uint64_t offset; /* file offset: where the uprobe goes */
 	uint64_t vaddr;
 	bool local;		      /* found only in .symtab (static cudart, stripped .dynsym) */
+	uint8_t source;		      /* enum site_source */
 	bool slow;		      /* the probe's instruction is single-stepped by the kernel */
 	uint64_t entry_offset;	      /* file offset of the function's entry (offset - moved) */
 	struct probe_placement place; /* why the probe is where it is (insn.h) */
@@ -50,6 +58,9 @@ struct module {
 	unsigned int nr_wgpu_funcs;   /* wgpu* functions defined (0: not a WebGPU object) */
 	unsigned int nr_wgpu_dropped; /* traced wgpu* functions left out: generation unknown */
 	bool wgpu_warned;
+	/* Dawn's entry points from its proc table: an object with Dawn but no wgpu* symbols. */
+	struct dawn_procs *dawn;
+	int dawn_err; /* why dawn is NULL: -ENOENT no table, -ENOTSUP not x86-64, ... */
 };
 
 struct modules;
@@ -72,6 +83,11 @@ void modules__move_probes(struct modules *ms, bool on);
 struct module *modules__get(struct modules *ms, pid_t pid, const struct pmap_ent *e);
 /* The module of a file by path (run mode, before the target has mapped it). */
 struct module *modules__get_path(struct modules *ms, const char *path);
+/*
+ * Dawn's entry points from its proc table only (--dawn-procs): an object's wgpu* symbols and
+ * Dawn's C++ ones (MakeError) are not used, as if it had none, for modules scanned from now.
+ */
+void modules__dawn_procs_only(struct modules *ms, bool on);
 /* Find the catalog's functions in a module (cached: done once per module). */
 int module__scan(struct module *m);
 /* Use this webgpu.h generation for every WebGPU object instead of detecting it. */
@@ -79,8 +95,11 @@ void modules__set_wgpu_abi(struct modules *ms, const struct wgpu_abi *abi);
 /*
  * Whether an object with no wgpu* symbols has Dawn (WebGPU) linked in anyway: statically and
  * stripped, as in onnxruntime's WebGPU execution provider. Reads its .rodata: slow on big
- * objects, for diagnostics only.
+ * objects, for diagnostics only. An object whose entry points came from Dawn's proc table
+ * is not hidden.
  */
 bool module__has_hidden_dawn(struct module *m);
+/* "symbols", "Dawn's proc table": where a site's address came from. */
+const char *module__site_source(const struct probe_site *s);
 
 #endif

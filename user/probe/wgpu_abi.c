@@ -48,7 +48,9 @@ void wgpu_abi__note(struct wgpu_marks *m, const char *name)
 	if (!strncmp(name, "wgpu", 4)) {
 		m->wgpu_funcs++;
 		n = strlen(name);
-		if (n > 9 && !strcmp(name + n - 9, "Reference") && !m->reference)
+		/* wgpuRenderPassEncoderSetStencilReference is in every generation. */
+		if (n > 9 && !strcmp(name + n - 9, "Reference") && !m->reference &&
+		    strcmp(name, "wgpuRenderPassEncoderSetStencilReference"))
 			m->reference = name;
 		else if (n > 6 && !strcmp(name + n - 6, "AddRef") && !m->addref)
 			m->addref = name;

@@ -37,6 +37,9 @@ struct ustack {
 	uint16_t nr;
 	uint16_t flags;	    /* enum stack_flags */
 	uint16_t nofp_from; /* STACK_NO_FP: the first frame that may be wrong */
+	/* A stack with Python frames (gl_stack_is_py(id)): the frame that names its site,
+	 * the innermost in the program's own code; 0: the call site. Never persisted. */
+	uint64_t site;
 	uint64_t frames[];
 };
 

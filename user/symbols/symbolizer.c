@@ -1,15 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <elf.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "probe/elf_obj.h"
 #include "lib/hmap.h"
 #include "lib/log.h"
 #include "probe/modules.h"
+#include "probe/proc_maps.h"
+#include "symbols/perfmap.h"
+#include "symbols/python.h"
 #include "symbols/stacks.h"
 #include "symbols/symbolizer.h"
 #include "lib/vec.h"
@@ -37,8 +42,9 @@ struct seen_map {
 struct sym_entry {
 	struct sym_info info;
 	char *name;
-	uint32_t gen; /* unmapped: nr_maps when resolved; SYM_FIXED: set, never redone */
+	uint32_t gen; /* unnamed: s->gen when resolved; SYM_FIXED: set, never redone */
 	int8_t fp;    /* frame_fp() once known: 1, 0, -1 unknown; 2: not asked yet */
+	char *where;  /* a Python frame: "file:line", what rules match besides its function */
 };
 
 /* One ELF object per build-id names every file with that build-id (copies, containers). */
@@ -51,6 +57,25 @@ struct bid_obj {
 struct obj_fp {
 	const struct elf_obj *elf;
 	int8_t fp;
+};
+
+/*
+ * The perf map of one process, for code in no mapped file (JIT code in anonymous memory):
+ * /tmp/perf-NSPID.map as the process sees its /tmp and its pid (in a container, its own),
+ * read through /proc/PID/root (its symlinks resolved inside it) and only while live.
+ */
+struct jit_map {
+	pid_t pid;
+	uint32_t ns_pid;
+	uid_t owner; /* the process's: the file must be its user's, or root's */
+	struct perfmap *pm;
+	char root[32], path[32]; /* /proc/PID/root, and the map's path inside it */
+	int err;		 /* of the last read: -ENOENT while there is no file */
+	bool tried;		 /* read at least once */
+	uint64_t idle_at;	 /* batches + 1 when a read found nothing new */
+	uint8_t checks;		 /* unnamed frames looked up in /proc/PID/maps for the hint */
+	bool hinted, said;	 /* the hint given; -v said the file names frames */
+	bool warned;		 /* a file not trusted, or full */
 };
 
 #define SYM_FIXED UINT32_MAX
@@ -73,6 +98,14 @@ struct symbolizer {
 	size_t nr_objfp, cap_objfp;
 	const char *const *debug_dirs; /* --debug-dir, searched before /usr/lib/debug */
 	size_t nr_debug_dirs;
+	struct jit_map *jits;
+	size_t nr_jits, cap_jits;
+	uint32_t gen;		 /* bumped when something new may name an unnamed address */
+	struct pyframes *py;	 /* Python code objects and stacks, from their records */
+	struct hmap py_merged;	 /* ((u32)pid, hash of a merged stack) -> its first id */
+	struct hmap py_canon;	 /* ((u32)pid, id) -> the first id merged to the same frames */
+	const char *const *skip; /* --site-skip: frames of these never name a site */
+	size_t nr_skip;
 	struct symbolizer_stats st;
 };
 
@@ -82,7 +115,8 @@ int symbolizer__new(struct modules *mods, struct symbolizer **out)
 
 	if (!s)
 		return -ENOMEM;
-	if (stacks__new(&s->stacks)) {
+	if (stacks__new(&s->stacks) || pyframes__new(&s->py)) {
+		stacks__free(s->stacks);
 		free(s);
 		return -ENOMEM;
 	}
@@ -101,6 +135,7 @@ static void info_free(struct sym_info *si)
 {
 	free((char *)si->module);
 	free((char *)si->func);
+	free((char *)si->file);
 }
 
 void symbolizer__free(struct symbolizer *s)
@@ -112,6 +147,7 @@ void symbolizer__free(struct symbolizer *s)
 	for (i = 0; i < s->nr_ents; i++) {
 		info_free(&s->ents[i]->info);
 		free(s->ents[i]->name);
+		free(s->ents[i]->where);
 		free(s->ents[i]);
 	}
 	for (i = 0; i < s->nr_paths; i++)
@@ -124,9 +160,22 @@ void symbolizer__free(struct symbolizer *s)
 	free(s->maps);
 	free(s->bids);
 	free(s->objfp);
+	for (i = 0; i < s->nr_jits; i++)
+		perfmap__free(s->jits[i].pm);
+	free(s->jits);
 	stacks__free(s->stacks);
+	pyframes__free(s->py);
+	hmap__free(&s->py_merged);
+	hmap__free(&s->py_canon);
 	hmap__free(&s->idx);
 	free(s);
+}
+
+/* Unnamed addresses are looked up again when next asked. */
+static void bump_gen(struct symbolizer *s)
+{
+	if (++s->gen == SYM_FIXED)
+		s->gen = 0;
 }
 
 static int add_seen(struct symbolizer *s, const struct seen_map *sm)
@@ -141,6 +190,7 @@ static int add_seen(struct symbolizer *s, const struct seen_map *sm)
 	if (vec_grow((void **)&s->maps, &s->cap_maps, s->nr_maps, sizeof(*s->maps)))
 		return -ENOMEM;
 	s->maps[s->nr_maps++] = *sm;
+	bump_gen(s);
 	return 0;
 }
 
@@ -217,7 +267,13 @@ static char *format_name(const struct sym_info *si, uint64_t addr)
 	char *out = NULL;
 	int n;
 
-	if (si->func)
+	if (si->python && si->line)
+		n = asprintf(&out, "%s (%s:%d)", si->func ? si->func : "?",
+			     si->module ? si->module : "?", si->line);
+	else if (si->python)
+		n = asprintf(&out, "%s (%s)", si->func ? si->func : "?",
+			     si->module ? si->module : "?");
+	else if (si->func)
 		n = asprintf(&out, "%s+0x%" PRIx64 " (%s)", si->func, si->func_off,
 			     si->module ? si->module : "?");
 	else if (si->module)
@@ -356,8 +412,213 @@ static char *func_name(const char *sym)
 	return d;
 }
 
+/* ---- JIT code, named from perf maps ---- */
+
+/* pid as the process sees itself: the last NSpid of its status (its own pid namespace). */
+static uint32_t ns_pid_of(pid_t pid)
+{
+	char path[64], *line = NULL, *p, *end;
+	uint32_t ns = (uint32_t)pid;
+	size_t cap = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return ns;
+	while (getline(&line, &cap, f) > 0) {
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		for (p = line + 6;; p = end) {
+			unsigned long v = strtoul(p, &end, 10);
+
+			if (end == p)
+				break;
+			ns = (uint32_t)v;
+		}
+		break;
+	}
+	free(line);
+	fclose(f);
+	return ns;
+}
+
+static struct jit_map *jit_get(struct symbolizer *s, pid_t pid)
+{
+	struct jit_map *j;
+	struct stat st;
+	char proc[32];
+	size_t i;
+
+	for (i = 0; i < s->nr_jits; i++)
+		if (s->jits[i].pid == pid)
+			return &s->jits[i];
+	if (vec_grow((void **)&s->jits, &s->cap_jits, s->nr_jits, sizeof(*s->jits)))
+		return NULL;
+	j = &s->jits[s->nr_jits];
+	*j = (struct jit_map){.pid = pid, .err = -ENOENT, .owner = (uid_t)-1};
+	if (perfmap__new(&j->pm))
+		return NULL;
+	s->nr_jits++;
+	j->ns_pid = ns_pid_of(pid);
+	snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
+	if (!stat(proc, &st))
+		j->owner = st.st_uid;
+	snprintf(j->root, sizeof(j->root), "/proc/%d/root", (int)pid);
+	snprintf(j->path, sizeof(j->path), "/tmp/perf-%u.map", j->ns_pid);
+	return j;
+}
+
+/* Read what the process appended to its perf map; 1 when that added entries. */
+static int jit_refresh(struct symbolizer *s, struct jit_map *j)
+{
+	struct perfmap_stats st;
+	int err = perfmap__refresh(j->pm, j->root, j->path, j->owner);
+
+	j->tried = true;
+	j->err = err < 0 ? err : 0;
+	j->idle_at = err > 0 ? 0 : s->st.batches + 1;
+	if (err > 0) {
+		bump_gen(s);
+		s->st.perf_map_reads++;
+		if (!j->said) {
+			j->said = true;
+			perfmap__stats(j->pm, &st);
+			pr_info("pid %d: naming JIT code from /tmp/perf-%u.map (%zu entries)\n",
+				j->pid, j->ns_pid, st.entries);
+		}
+	} else if ((err == -EPERM || err == -ENOSPC) && !j->warned) {
+		j->warned = true;
+		if (err == -EPERM)
+			pr_warn("pid %d: not reading /tmp/perf-%u.map: not a regular file owned by "
+				"the process's user or root\n",
+				j->pid, j->ns_pid);
+		else
+			pr_warn("pid %d: /tmp/perf-%u.map holds more than %u entries or %u MiB of "
+				"names: code compiled after those is not named\n",
+				j->pid, j->ns_pid, PERFMAP_MAX_ENTRIES,
+				PERFMAP_MAX_NAME_BYTES >> 20);
+	}
+	return err;
+}
+
+/* What makes the runtime of pid write its perf map, from the objects it maps. */
+static const char *jit_flags(const struct symbolizer *s, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < s->nr_maps; i++) {
+		const char *n = s->maps[i].name;
+
+		if (s->maps[i].pid != pid)
+			continue;
+		if (!strcmp(n, "node") || !strcmp(n, "nodejs") || !strncmp(n, "libnode.so", 10))
+			return "start node with --perf-basic-prof "
+			       "--interpreted-frames-native-stack";
+		if (!strncmp(n, "python3", 7) || !strncmp(n, "libpython3", 10))
+			return "start Python 3.12 or later with -X perf (or PYTHONPERFSUPPORT=1)";
+		if (!strcmp(n, "libjvm.so"))
+			return "load a perf map agent into the JVM";
+	}
+	return "turn the JIT's perf map on (node --perf-basic-prof "
+	       "--interpreted-frames-native-stack, python3.12 -X perf, a JVM perf map agent)";
+}
+
+/* Once per process without a perf map: which frames have no names, and how to name them. */
+static void jit_hint(struct symbolizer *s, struct jit_map *j, const char *frames)
+{
+	j->hinted = true;
+	pr_warn("pid %d: %s have no names without /tmp/perf-%u.map: %s\n", j->pid, frames,
+		j->ns_pid, jit_flags(s, j->pid));
+}
+
+/* An address no mapped file and no perf map names: say how to name it, if it is JIT code. */
+static void jit_unnamed(struct symbolizer *s, struct jit_map *j, uint64_t addr)
+{
+	struct proc_maps *m = NULL;
+	const struct pmap_ent *e;
+	char what[96];
+	bool anon;
+
+	/* A bad frame of a walk through code without frame pointers is no reason to look. */
+	if (j->hinted || j->err != -ENOENT || j->checks >= 8)
+		return;
+	j->checks++;
+	if (proc_maps__load(j->pid, &m))
+		return;
+	e = proc_maps__find(m, addr);
+	anon = e && e->exec && !e->ino;
+	proc_maps__free(m);
+	if (!anon)
+		return;
+	snprintf(what, sizeof(what),
+		 "stack frames in JIT code (anonymous executable memory, 0x%" PRIx64 ")", addr);
+	jit_hint(s, j, what);
+}
+
+/* Name addr, in no mapped file, from pid's perf map (read on when it does not cover addr). */
+static int jit_resolve(struct symbolizer *s, pid_t pid, uint64_t addr, struct sym_info *si)
+{
+	struct jit_map *j;
+	char *func, *where;
+	const char *name;
+	uint64_t start;
+	int n;
+
+	/* Below mmap_min_addr or above any user address space: a bad frame, never code. */
+	if (addr < 0x10000 || addr >> 56)
+		return 0;
+	j = jit_get(s, pid);
+	if (!j)
+		return -ENOMEM;
+	name = perfmap__find(j->pm, addr, &start);
+	/* Past what was read: read on, once per batch of frames when there is nothing new. */
+	if (!name && j->idle_at != s->st.batches + 1 && jit_refresh(s, j) > 0)
+		name = perfmap__find(j->pm, addr, &start);
+	if (!name) {
+		jit_unnamed(s, j, addr);
+		return 0;
+	}
+	if (perfmap__describe(name, &func, &where))
+		return -ENOMEM;
+	/* No source location: the object is the map the name came from, as perf says. */
+	n = where ? 0 : asprintf(&where, "perf-%u.map", j->ns_pid);
+	if (n < 0) {
+		free(func);
+		return -ENOMEM;
+	}
+	si->func = func;
+	si->module = where;
+	si->func_off = addr - start;
+	s->st.jit_frames++;
+	return 0;
+}
+
+/*
+ * V8 runs the functions it interprets in one shared entry of its own, named
+ * Builtins_InterpreterEntryTrampoline, unless asked for a copy per function in anonymous
+ * memory: such a frame says JavaScript runs there unnamed (when there is no perf map: with one,
+ * a few functions of V8's snapshot run there anyway).
+ */
+static int interp_hint(struct symbolizer *s, pid_t pid, const char *func)
+{
+	struct jit_map *j;
+
+	if (strcmp(func, "Builtins_InterpreterEntryTrampoline"))
+		return 0;
+	j = jit_get(s, pid);
+	if (!j)
+		return -ENOMEM;
+	if (!j->tried)
+		jit_refresh(s, j);
+	if (!j->hinted && j->err == -ENOENT)
+		jit_hint(s, j, "JavaScript frames (in V8's interpreter entry)");
+	return 0;
+}
+
 /* Fill si (strings allocated) from mapping m (NULL: none) and, live, the ELF symbols. */
-static int resolve(struct symbolizer *s, struct seen_map *m, uint64_t addr, struct sym_info *si)
+static int resolve(struct symbolizer *s, struct seen_map *m, pid_t pid, uint64_t addr,
+		   struct sym_info *si)
 {
 	struct elf_obj *elf;
 	uint64_t vaddr, in_sym;
@@ -365,7 +626,7 @@ static int resolve(struct symbolizer *s, struct seen_map *m, uint64_t addr, stru
 
 	memset(si, 0, sizeof(*si));
 	if (!m)
-		return 0;
+		return s->mods ? jit_resolve(s, pid, addr, si) : 0;
 	s->st.resolved++;
 	si->file_off = addr - m->start + m->pgoff;
 	si->module = strdup(m->name);
@@ -381,6 +642,10 @@ static int resolve(struct symbolizer *s, struct seen_map *m, uint64_t addr, stru
 			return -ENOMEM;
 		}
 		si->func_off = in_sym;
+		if (s->mods && interp_hint(s, m->pid, si->func)) {
+			info_free(si);
+			return -ENOMEM;
+		}
 	}
 	return 0;
 }
@@ -390,7 +655,9 @@ static int info_dup(struct sym_info *dst, const struct sym_info *src)
 	*dst = *src;
 	dst->module = src->module ? strdup(src->module) : NULL;
 	dst->func = src->func ? strdup(src->func) : NULL;
-	if ((src->module && !dst->module) || (src->func && !dst->func)) {
+	dst->file = src->file ? strdup(src->file) : NULL;
+	if ((src->module && !dst->module) || (src->func && !dst->func) ||
+	    (src->file && !dst->file)) {
 		info_free(dst);
 		return -ENOMEM;
 	}
@@ -458,9 +725,13 @@ int symbolizer__set(struct symbolizer *s, pid_t pid, uint64_t addr, const struct
 	return entry_set(s, e, &copy, addr, SYM_FIXED);
 }
 
-/* The entry of addr, (re)resolved when needed; m is its mapping if the caller knows it. */
+/*
+ * The entry of addr, (re)resolved when needed; m is its mapping if the caller knows it. A
+ * batch (retry) looks an unnamed address up again even when nothing new was seen: a perf map
+ * may have grown since.
+ */
 static struct sym_entry *info_in(struct symbolizer *s, pid_t pid, uint64_t addr, struct seen_map *m,
-				 bool m_known)
+				 bool m_known, bool retry)
 {
 	struct sym_info si;
 	struct sym_entry *e;
@@ -468,11 +739,20 @@ static struct sym_entry *info_in(struct symbolizer *s, pid_t pid, uint64_t addr,
 	e = entry_get(s, pid, addr);
 	if (!e)
 		return NULL;
-	/* Unresolved yet, or unmapped when last asked: a mapping seen since may name it. */
-	if (!e->name || (!e->info.module && e->gen != SYM_FIXED && e->gen != s->nr_maps)) {
+	/*
+	 * Unresolved yet, or unnamed when last asked: a mapping seen since, or what a perf map
+	 * gained since, may name it.
+	 */
+	if (!e->name || (!e->info.module && e->gen != SYM_FIXED && (retry || e->gen != s->gen))) {
 		if (!m_known)
 			m = lookup(s, pid, addr);
-		if (resolve(s, m, addr, &si) || entry_set(s, e, &si, addr, (uint32_t)s->nr_maps))
+		if (resolve(s, m, pid, addr, &si))
+			return e->name ? e : NULL;
+		if (e->name && !si.module && !si.func) {
+			e->gen = s->gen; /* unnamed still: the same name */
+			return e;
+		}
+		if (entry_set(s, e, &si, addr, s->gen))
 			return e->name ? e : NULL;
 	}
 	return e;
@@ -480,7 +760,7 @@ static struct sym_entry *info_in(struct symbolizer *s, pid_t pid, uint64_t addr,
 
 const struct sym_info *symbolizer__info(struct symbolizer *s, pid_t pid, uint64_t addr)
 {
-	struct sym_entry *e = info_in(s, pid, addr, NULL, false);
+	struct sym_entry *e = info_in(s, pid, addr, NULL, false, false);
 
 	return e ? &e->info : NULL;
 }
@@ -528,7 +808,7 @@ int symbolizer__resolve(struct symbolizer *s, pid_t pid, const uint64_t *addrs, 
 			m = lookup(s, pid, v[i]);
 			m_alone = m && !overlapped(s, m);
 		}
-		if (!info_in(s, pid, v[i], m, true))
+		if (!info_in(s, pid, v[i], m, true, true))
 			err = -ENOMEM;
 	}
 	free(v);
@@ -642,7 +922,7 @@ static int object_fp(struct symbolizer *s, const struct elf_obj *elf)
  */
 static int frame_fp(struct symbolizer *s, pid_t pid, uint64_t addr)
 {
-	struct sym_entry *e = info_in(s, pid, addr, NULL, false);
+	struct sym_entry *e = info_in(s, pid, addr, NULL, false, false);
 	struct seen_map *m;
 	struct elf_obj *elf;
 	uint64_t vaddr, in_sym;
@@ -721,7 +1001,7 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st)
 }
 
 int symbolizer__site_frames(void *ctx, pid_t pid, uint64_t caller, int32_t stack_id,
-			    const char **syms, const char **mods, int max)
+			    const char **syms, const char **mods, const char **where, int max)
 {
 	struct symbolizer *s = ctx;
 	const struct ustack *st = symbolizer__stack(s, pid, stack_id, caller);
@@ -729,6 +1009,7 @@ int symbolizer__site_frames(void *ctx, pid_t pid, uint64_t caller, int32_t stack
 
 	if (max < 1 || !caller)
 		return 0;
+	where[0] = NULL;
 	if (!st)
 		return symbolizer__frame(s, pid, caller, &syms[0], &mods[0]) ? 0 : 1;
 	/* Every frame, named or not, so that frame i of syms and of mods is one frame. */
@@ -739,6 +1020,297 @@ int symbolizer__site_frames(void *ctx, pid_t pid, uint64_t caller, int32_t stack
 			return i;
 		syms[i] = si->func;
 		mods[i] = si->module;
+		/* info is the first member of its entry */
+		where[i] = ((const struct sym_entry *)si)->where;
 	}
 	return n;
+}
+
+/* ---- Python frames ---- */
+
+/*
+ * Frames that never name a site: the interpreter and its way into C (ctypes, libffi), the
+ * libraries gpuleak traces, PyTorch's allocator. Object basenames; then Python files.
+ */
+static const char *const skip_objects[] = {
+    "libpython*",  "python*",	  "_ctypes*",	   "libffi.so*", "libcudart.so*",
+    "libcuda.so*", "libnccl.so*", "libc.so*",	   "libwebgpu*", "libdawn*",
+    "dawn.node",   "libc10*.so*", "libtorch*.so*",
+};
+static const char *const skip_files[] = {
+    "*/site-packages/torch/*",
+    "*/dist-packages/torch/*",
+    "*/ctypes/__init__.py",
+    "<frozen *>",
+};
+
+void symbolizer__set_site_skip(struct symbolizer *s, const char *const *globs, size_t n)
+{
+	s->skip = globs;
+	s->nr_skip = n;
+}
+
+static bool any_glob(const char *const *globs, size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; name && i < n; i++)
+		if (!fnmatch(globs[i], name, 0))
+			return true;
+	return false;
+}
+
+static bool skipped(const struct symbolizer *s, const struct sym_info *si)
+{
+	if (!si)
+		return true;
+	if (si->python)
+		return any_glob(skip_files, sizeof(skip_files) / sizeof(skip_files[0]), si->file) ||
+		       any_glob(s->skip, s->nr_skip, si->file) ||
+		       any_glob(s->skip, s->nr_skip, si->module);
+	return !si->module ||
+	       any_glob(skip_objects, sizeof(skip_objects) / sizeof(skip_objects[0]), si->module) ||
+	       any_glob(s->skip, s->nr_skip, si->module);
+}
+
+/* A call of the interpreter's evaluation loop: where Python frames run. */
+static bool eval_frame(const struct sym_info *si)
+{
+	return si && si->func && !strncmp(si->func, "_PyEval_EvalFrameDefault", 24);
+}
+
+static bool interp_frame(const struct sym_info *si)
+{
+	return si && si->module &&
+	       (!fnmatch("libpython*", si->module, 0) || !fnmatch("python*", si->module, 0));
+}
+
+/* The address of Python frame i of st, named as such on first use; 0 without memory. */
+static uint64_t py_addr(struct symbolizer *s, const struct py_stack *st, unsigned int i)
+{
+	struct py_frame_name nm;
+	struct sym_info si = {.python = true};
+	struct sym_entry *e;
+	const char *base;
+	uint64_t addr;
+
+	addr = pyframes__frame(s->py, st->pid, st->version, &st->frames[i], &nm);
+	if (!addr)
+		return 0;
+	e = entry_get(s, st->pid, addr);
+	if (!e)
+		return 0;
+	if (e->name)
+		return addr;
+	base = nm.file ? strrchr(nm.file, '/') : NULL;
+	si.func = strdup(nm.name ? nm.name : "?");
+	si.module = strdup(nm.file ? (base ? base + 1 : nm.file) : "python");
+	si.file = nm.file ? strdup(nm.file) : NULL;
+	si.line = nm.line;
+	if (!si.func || !si.module || (nm.file && !si.file)) {
+		info_free(&si);
+		return 0;
+	}
+	if (nm.file && asprintf(&e->where, "%s:%d", nm.file, nm.line) < 0) {
+		e->where = NULL;
+		info_free(&si);
+		return 0;
+	}
+	return entry_set(s, e, &si, addr, SYM_FIXED) ? 0 : addr;
+}
+
+/*
+ * Two Python stack ids merge to the same frames when only what was dropped differs (the
+ * native frames of a walk gone astray, how a call of the loop was entered): the first one
+ * stands for both, so an allocation site has one stack where a user sees one.
+ */
+static int canonical(struct symbolizer *s, const struct ustack *st)
+{
+	uint64_t h = hmap_hash2(st->caller, st->flags | (uint64_t)st->nofp_from << 16), *at;
+	const struct ustack *first;
+	uint16_t i;
+
+	for (i = 0; i < st->nr; i++)
+		h = hmap_hash2(h, st->frames[i]);
+	for (;; h++) {
+		at = hmap__get(&s->py_merged, (uint32_t)st->pid, h);
+		if (!at)
+			break;
+		first = stacks__get(s->stacks, st->pid, (int32_t)*at, st->caller);
+		if (first && first->nr == st->nr && first->flags == st->flags &&
+		    first->nofp_from == st->nofp_from && first->site == st->site &&
+		    !memcmp(first->frames, st->frames, st->nr * sizeof(st->frames[0])))
+			return hmap__put(&s->py_canon, (uint32_t)st->pid, (uint32_t)st->id, *at);
+	}
+	return hmap__put(&s->py_merged, (uint32_t)st->pid, h, (uint32_t)st->id);
+}
+
+struct merge {
+	uint64_t v[STACK_MAX_FRAMES];
+	size_t n;
+	bool cut;
+};
+
+static void merge_add(struct merge *m, uint64_t addr)
+{
+	if (m->n < STACK_MAX_FRAMES)
+		m->v[m->n++] = addr;
+	else
+		m->cut = true;
+}
+
+/*
+ * Python frames from *next up to the outermost of those one call of the evaluation loop
+ * runs (entry_mask), into m; *next moves past them.
+ */
+static void merge_group(struct merge *m, const struct py_stack *st, const uint64_t *py,
+			unsigned int *next)
+{
+	unsigned int i;
+
+	for (i = *next; i < st->nr; i++) {
+		merge_add(m, py[i]);
+		if (st->entry_mask & (1ULL << (i & 63)))
+			break;
+	}
+	*next = i < st->nr ? i + 1 : st->nr;
+}
+
+/*
+ * The stack of a record with Python frames, as py-spy --native shows one: the native
+ * frames, with the Python frames in place of the evaluation loop's calls they ran in. A
+ * native walk through an interpreter built without frame pointers (all of these here) is
+ * unreliable from the interpreter on: what it found there is dropped while Python frames
+ * remain to be placed, since the interpreter's own frame chain says where the program
+ * was, exactly; the Python frames left then follow the native frames kept.
+ */
+static int py_merge(struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller)
+{
+	const struct py_stack *st = pyframes__stack(s->py, pid, id);
+	uint64_t py[GL_PY_DEPTH_MAX], site = 0;
+	const uint64_t *nat = &caller;
+	size_t nn = 1, bad_from = 1, i;
+	unsigned int next = 0, flags = 0, nofp = 0, p;
+	const struct ustack *ns = NULL;
+	struct merge m = {};
+	bool has_eval = false;
+	struct ustack *out;
+	int err;
+
+	if (!st || stacks__get(s->stacks, pid, id, caller))
+		return 0;
+	for (p = 0; p < st->nr; p++) {
+		py[p] = py_addr(s, st, p);
+		if (!py[p])
+			return -ENOMEM;
+	}
+	if (st->native_id >= 0)
+		ns = stacks__get(s->stacks, pid, st->native_id, caller);
+	if (ns) {
+		nat = ns->frames;
+		nn = ns->nr;
+		bad_from = ns->flags & STACK_NO_FP ? ns->nofp_from : nn;
+		flags |= ns->flags & STACK_TRUNCATED;
+	}
+	if (!caller)
+		nn = 0;
+	for (i = 0; i < nn; i++)
+		has_eval |= eval_frame(symbolizer__info(s, pid, nat[i]));
+	for (i = 0; i < nn; i++) {
+		const struct sym_info *si = symbolizer__info(s, pid, nat[i]);
+		bool bad = i >= bad_from;
+
+		if (eval_frame(si) && next < st->nr) {
+			merge_group(&m, st, py, &next);
+			continue;
+		}
+		/* The interpreter again with no Python left: the Python stack was cut here. */
+		if (eval_frame(si) && (st->flags & GL_PYS_TRUNCATED)) {
+			flags |= STACK_TRUNCATED;
+			break;
+		}
+		/* Found by a walk gone astray: not where the Python frames belong, and once
+		 * they are placed, no call of the loop runs any we know of. */
+		if (bad && (next < st->nr || eval_frame(si)))
+			continue;
+		if (!has_eval && interp_frame(si))
+			while (next < st->nr)
+				merge_add(&m, py[next++]);
+		if (bad && !(flags & STACK_NO_FP)) {
+			flags |= STACK_NO_FP;
+			nofp = (unsigned int)m.n;
+		}
+		merge_add(&m, nat[i]);
+	}
+	while (next < st->nr)
+		merge_add(&m, py[next++]);
+	if (m.cut || (st->flags & GL_PYS_TRUNCATED))
+		flags |= STACK_TRUNCATED;
+	/* The site: the innermost frame of the program's own code, else its innermost Python. */
+	for (i = 0; i < m.n && !site; i++)
+		if (!skipped(s, symbolizer__info(s, pid, m.v[i])))
+			site = m.v[i];
+	if (!site)
+		site = py[0];
+	err = stacks__add(s->stacks, pid, id, caller, m.v, m.n, flags, nofp);
+	if (err)
+		return err;
+	out = stacks__get(s->stacks, pid, id, caller);
+	if (!out)
+		return -ENOMEM;
+	out->site = site == caller ? 0 : site;
+	return canonical(s, out);
+}
+
+int symbolizer__py_record(struct symbolizer *s, const struct gl_hdr *h)
+{
+	const struct gl_call_rec *r = (const struct gl_call_rec *)h;
+
+	switch (h->kind) {
+	case GL_REC_PY_CODE:
+	case GL_REC_PY_STACK:
+		return pyframes__record(s->py, h);
+	case GL_REC_ALLOC:
+	case GL_REC_ALLOC_FAIL:
+		if (h->size < sizeof(*r) || !gl_stack_is_py(r->stack_id))
+			return 0;
+		return py_merge(s, (pid_t)h->pid, r->stack_id, r->caller);
+	default:
+		return 0;
+	}
+}
+
+int32_t symbolizer__py_native_id(const struct symbolizer *s, pid_t pid, int32_t id)
+{
+	const struct py_stack *st = pyframes__stack(s->py, pid, id);
+
+	return st ? st->native_id : -1;
+}
+
+uint64_t symbolizer__site_frame(const struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller)
+{
+	const struct ustack *st = stacks__get(s->stacks, pid, id, caller);
+
+	return st ? st->site : 0;
+}
+
+int32_t symbolizer__py_canonical(const struct symbolizer *s, pid_t pid, int32_t id)
+{
+	const uint64_t *at = hmap__get(&s->py_canon, (uint32_t)pid, (uint32_t)id);
+
+	return at ? (int32_t)*at : id;
+}
+
+uint64_t symbolizer__py_site(void *ctx, pid_t pid, uint64_t caller, int32_t *stack_id)
+{
+	const struct symbolizer *s = ctx;
+	uint64_t site = symbolizer__site_frame(s, pid, *stack_id, caller);
+
+	*stack_id = symbolizer__py_canonical(s, pid, *stack_id);
+	return site;
+}
+
+uint64_t symbolizer__py_bad(const struct symbolizer *s)
+{
+	return pyframes__bad(s->py);
 }

@@ -31,6 +31,11 @@ struct sym_info {
 	const char *func;   /* function name without @VERSION; NULL: no symbol covers it */
 	uint64_t func_off;  /* addr - start of func */
 	uint64_t file_off;  /* addr as an offset into the object's file */
+	/* A Python frame (symbols/python.h): func its qualified name, module its file's
+	 * basename, file the file as the code object has it, line its line (0: unknown). */
+	const char *file;
+	int32_t line;
+	bool python;
 };
 
 /* mods NULL: offline, names only from symbolizer__set and symbolizer__add_map. */
@@ -100,17 +105,58 @@ struct symbolizer_stats {
 	uint64_t resolved;	  /* addresses looked up in a mapping */
 	uint64_t batches;	  /* symbolizer__resolve calls */
 	unsigned int debug_files; /* separate debug files that name stripped objects */
+	uint64_t jit_frames;	  /* addresses named from perf maps */
+	uint64_t perf_map_reads;  /* reads of a perf map that found new entries */
 };
 void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *st);
 
 /*
  * The frames rules match on (a frames_fn of the tracker; ctx is the symbolizer), innermost
- * first: every frame of the site's stack, named or not (NULL), so that syms[i] and mods[i]
- * are one frame; the call site alone when it has no stack.
+ * first: every frame of the site's stack, named or not (NULL), so that syms[i], mods[i] and
+ * where[i] are one frame (where: "file:line" of a Python frame, else NULL); the call site
+ * alone when it has no stack.
  */
 int symbolizer__site_frames(void *ctx, pid_t pid, uint64_t caller, int32_t stack_id,
-			    const char **syms, const char **mods, int max);
+			    const char **syms, const char **mods, const char **where, int max);
 /* The module (basename) containing addr in pid, or NULL. */
 const char *symbolizer__module(struct symbolizer *s, pid_t pid, uint64_t addr);
+
+/* ---- Python frames (symbols/python.h) ---- */
+
+struct gl_hdr;
+
+/*
+ * Frames whose object (basename) or Python file matches one of globs never name a site,
+ * beside the built-in ones (the interpreter, ctypes, libffi, the traced libraries, PyTorch's
+ * allocator); globs must outlive s.
+ */
+void symbolizer__set_site_skip(struct symbolizer *s, const char *const *globs, size_t n);
+/*
+ * Every record, in stream order, live and offline alike, before the analysis sees it: the
+ * Python records are kept, and an allocation with a Python stack id gets its merged stack
+ * (native frames, with its Python frames in place of the interpreter's), under (pid, id,
+ * caller), once. Its native stack must be in before (symbolizer__add_stack live, a capture's
+ * STACKS offline). 0, -EINVAL for a malformed Python record (left out), or -ENOMEM.
+ */
+int symbolizer__py_record(struct symbolizer *s, const struct gl_hdr *h);
+/* The native stack id in Python stack id of pid, -1: none or not known. */
+int32_t symbolizer__py_native_id(const struct symbolizer *s, pid_t pid, int32_t id);
+/*
+ * The frame that names the site of an allocation with this stack: for a stack with Python
+ * frames, the innermost frame of the program's own code; 0: the call site, as for others.
+ */
+uint64_t symbolizer__site_frame(const struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller);
+/*
+ * The id that stands for Python stack id of pid: the first one whose merged stack has the
+ * same frames (ids that differ only in what the merge dropped), else id itself.
+ */
+int32_t symbolizer__py_canonical(const struct symbolizer *s, pid_t pid, int32_t id);
+/*
+ * The tracker's site_fn (ctx is the symbolizer): symbolizer__site_frame, with *stack_id
+ * replaced by its canonical id.
+ */
+uint64_t symbolizer__py_site(void *ctx, pid_t pid, uint64_t caller, int32_t *stack_id);
+/* Python records left out as malformed. */
+uint64_t symbolizer__py_bad(const struct symbolizer *s);
 
 #endif

@@ -1,0 +1,265 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""JIT frames named from perf maps: Node on dawn.node (npm webgpu) running the wgpu_node_jit
+scenario with V8's perf map on (--perf-basic-prof --interpreted-frames-native-stack), and
+without it (the hint); live, from a capture once the map is gone, and in a container with its
+own pid namespace and /tmp; the perf map parser under libFuzzer. Expected numbers are in
+tests/scenarios/wgpu_node_jit.mjs."""
+import contextlib
+import os
+import re
+import shutil
+import signal
+import tempfile
+
+import harness
+from harness import (Fail, Proc, check, check_sanitizers, eq, env_for_targets, gpuleak_env,
+                     read_ndjson, test, tmpfile)
+from test_capture import report, same_verdict
+
+KiB = 1 << 10
+DEPS = os.path.join(os.environ.get("GPULEAK_DEPS", "/var/cache/gpuleak"), "npm")
+WEBGPU_NODE = os.path.join(DEPS, "webgpu@0.6.2", "node_modules", "webgpu")
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scenarios",
+                      "wgpu_node_jit.mjs")
+V8_FLAGS = ["--perf-basic-prof", "--interpreted-frames-native-stack"]
+STEPS = 8
+HOST_COPY = 262144          # a Float32Array of 65536, one calloc each
+LOGITS = 64 * KiB           # the GPU buffer of each step
+HINT = "start node with --perf-basic-prof --interpreted-frames-native-stack"
+
+
+def defined_at(fn):
+    """Line and column where V8 places function fn of the scenario: its parameter list."""
+    with open(SCRIPT) as f:
+        for n, line in enumerate(f, 1):
+            m = re.match(r"function %s\(" % fn, line)
+            if m:
+                return n, m.end()
+    raise Fail(f"no function {fn} in {SCRIPT}")
+
+
+def need_node():
+    if not shutil.which("node") or not os.path.exists(os.path.join(WEBGPU_NODE, "index.js")):
+        raise Fail("node or npm webgpu@0.6.2 missing: run scripts/install-deps.sh as root")
+
+
+@contextlib.contextmanager
+def in_dir(path):
+    """Processes started here get path as their working directory (V8's --perf-basic-prof
+    writes an isolate log there)."""
+    old = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(old)
+
+
+class NodeRun:
+    """wgpu_node_jit under node with the sync handshake, gpuleak (argv, then -p PID) attached
+    once it is ready, detached with SIGINT after "done" while node still holds everything."""
+
+    def __init__(self, node_args, gl_args, wrap=()):
+        need_node()
+        self.dir = tempfile.mkdtemp(prefix="gpuleak-jit-")
+        self.json_path = os.path.join(self.dir, "live.ndjson")
+        env = env_for_targets({"SCENARIO_SYNC": "1",
+                               "WEBGPU_INDEX": os.path.join(WEBGPU_NODE, "index.js")})
+        self.gl = None
+        with in_dir(self.dir):
+            self.target = Proc(list(wrap) + ["node"] + node_args + [SCRIPT, str(STEPS)],
+                               env=env)
+        try:
+            m = self.target.wait_line(r"^ready (\d+)", timeout=60)
+            self.ns_pid = int(m.group(1))
+            self.pid = self.target.pid
+            if wrap:  # unshare --fork: node is the child of the process we started
+                with open(f"/proc/{self.target.pid}/task/{self.target.pid}/children") as f:
+                    self.pid = int(f.read().split()[0])
+            self.gl = Proc([harness.GPULEAK] + gl_args +
+                           ["--json", self.json_path, "--interval", "0", "-p", str(self.pid)],
+                           env=gpuleak_env(), stdin=False)
+            self.gl.wait_line(r"tracing pid %d" % self.pid, stream="err", timeout=60)
+            self.target.send()
+            self.target.wait_line(r"^done", timeout=120)
+            # Still running, everything kept: what gpuleak saw is what the loop made.
+            self.gl.p.send_signal(signal.SIGINT)
+            self.rc = self.gl.finish()
+            self.err = self.gl.text("err")
+            self.out = self.gl.text("out")
+            check_sanitizers(self.err)
+            eq(self.rc, 0, f"gpuleak exit code ({self.err})")
+            self.perf_map = self.read_perf_map()
+            self.target.send()
+            self.target.finish()
+        except BaseException:
+            self.cleanup()
+            raise
+        vs = [r for r in read_ndjson(self.json_path) if r.get("type") == "verdict"]
+        eq(len(vs), 1, "one verdict")
+        self.v = vs[0]
+
+    def read_perf_map(self):
+        path = f"/proc/{self.pid}/root/tmp/perf-{self.ns_pid}.map"
+        try:
+            with open(path, errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    def cleanup(self):
+        self.target.kill()
+        if self.gl:
+            self.gl.kill(signal.SIGTERM)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        # V8 leaves its map behind; ours only (the host's /tmp, not a container's).
+        if self.ns_pid == self.target.pid:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"/tmp/perf-{self.ns_pid}.map")
+
+
+def frames(stack, key="function"):
+    return [f[key] for f in stack["frames"]]
+
+
+def entries(v, api):
+    return [e for e in v["leaks"] if e["api"] == api]
+
+
+def js_stacks(v, api, fn):
+    """(bytes, count) of the api's live stacks that pass through JavaScript function fn."""
+    got = [s for e in entries(v, api) for s in e["stacks"] if fn in frames(s)]
+    return got, (sum(s["bytes"] for s in got), sum(s["count"] for s in got))
+
+
+def webgpu_expected(v):
+    """The logits buffers: named at dawn.node's binding, which keeps no frame pointers."""
+    eq([(e["label"], e["bytes"], e["count"]) for e in entries(v, "wgpuDeviceCreateBuffer")],
+       [("logits", STEPS * LOGITS, STEPS)], "GPU buffers")
+    for e in entries(v, "wgpuDeviceCreateBuffer"):
+        check(e["site"].startswith("wgpu::binding::GPUDevice::createBuffer(") and
+              e["module"] == "dawn.node", f"site: {e['site']}")
+        for s in e["stacks"]:
+            # Its code uses %rbp as a general register: the kernel's frame-pointer walk leaves
+            # dawn.node on a made-up frame and never reaches the JavaScript that called it.
+            eq(s["without_frame_pointers"], {"from_frame": 1}, "the walk after createBuffer")
+            check("makeLogits" not in frames(s), f"no JavaScript past dawn.node: {frames(s)}")
+
+
+def named_js(v, perf_map):
+    """makeLogits and the module body named as V8 wrote them, with the exact host copies."""
+    line, col = defined_at("makeLogits")
+    where = f"wgpu_node_jit.mjs:{line}:{col}"
+    # what V8 wrote: the tier marker, the function, the script's URL, line and column
+    written = re.findall(r"^[0-9a-f]+ [0-9a-f]+ JS:[~^+*]?makeLogits (\S+)$", perf_map or "",
+                         re.M)
+    check(written and set(written) == {f"file://{SCRIPT}:{line}:{col}"},
+          f"V8's perf map names makeLogits at {SCRIPT}:{line}:{col}: {set(written)}")
+    got, total = js_stacks(v, "calloc", "makeLogits")
+    eq(total, (STEPS * HOST_COPY, STEPS), "host copies allocated under makeLogits")
+    for s in got:
+        i = frames(s).index("makeLogits")
+        f = s["frames"][i]
+        eq(f["module"], where, "makeLogits's location")
+        check(re.fullmatch(r"makeLogits\+0x[0-9a-f]+ \(%s\)" % re.escape(where), f["name"]),
+              f"frame name: {f['name']}")
+        body = [x for x in s["frames"][i + 1:] if x["module"] == "wgpu_node_jit.mjs:1:1"]
+        check(body and body[0]["function"] == "(anonymous)",
+              f"the module body calls it: {frames(s)[i:]} {frames(s, 'module')[i:]}")
+    return where
+
+
+@test
+def jit_node_names_javascript_frames_live_and_offline():
+    """Node with V8's perf map: makeLogits, which keeps a host copy of its logits every step,
+    is named in the stacks of those copies (function, file:line:col as V8 wrote them; exact
+    bytes and count) in the verdict, the graph and --folded, live and from a capture reported
+    after the process and its perf map are gone. The GPU buffers it makes are counted exactly;
+    their stacks stop in dawn.node, which keeps no frame pointers."""
+    cap = tmpfile(".glc")
+    folded = tmpfile(".folded")
+    run = NodeRun(V8_FLAGS, ["record", "-o", cap, "--libc", "--folded", folded])
+    try:
+        v = run.v
+        webgpu_expected(v)
+        where = named_js(v, run.perf_map)
+        check(f"makeLogits ({where})" in run.out, f"the graph names it:\n{run.out}")
+        check("have no names" not in run.err, f"no hint with a perf map: {run.err}")
+        with open(folded) as f:
+            lines = [l.rsplit(" ", 1) for l in f.read().splitlines()]
+        js = [int(n) for path, n in lines
+              if re.search(r";(\? )?makeLogits;", path) and path.endswith(";calloc")]
+        eq(sum(js), STEPS * HOST_COPY, "--folded: host copies under makeLogits")
+        run.cleanup()
+        check(not os.path.exists(f"/tmp/perf-{run.pid}.map"), "the perf map is gone")
+        rep = report(cap, ["--folded", folded])
+        off = rep.verdict()
+        same_verdict(v, off)
+        named_js(off, run.perf_map)
+        check(f"makeLogits ({where})" in rep.out, f"the offline graph names it:\n{rep.out}")
+        with open(folded) as f:
+            eq(sum(int(n) for path, n in (l.rsplit(" ", 1) for l in f.read().splitlines())
+                   if re.search(r";(\? )?makeLogits;", path) and path.endswith(";calloc")),
+               STEPS * HOST_COPY, "offline --folded")
+        # rules see JavaScript frames: function and location
+        ruled = report(cap, ["--rule", f"persistent site=makeLogits lib={where} "
+                             f"size>={HOST_COPY}"]).verdict()
+        eq(ruled["persistent_bytes"], STEPS * HOST_COPY, "persistent by a rule on makeLogits")
+    finally:
+        run.cleanup()
+        for p in (cap, folded):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(p)
+
+
+@test
+def jit_node_without_perf_map_says_which_flags():
+    """Node without V8's perf map: the same memory, JavaScript unnamed (its frames in V8's
+    shared interpreter entry, its compiled code as addresses), and one hint naming the flags."""
+    run = NodeRun([], ["attach", "--libc"])
+    try:
+        v = run.v
+        webgpu_expected(v)
+        eq(run.perf_map, None, "no perf map")
+        check(not any(f["module"] and f["module"].startswith("wgpu_node_jit.mjs")
+                      for e in v["leaks"] for s in e["stacks"] for f in s["frames"]),
+              "no JavaScript frame named")
+        # the host copies, by the typed array constructor on their path
+        _, total = js_stacks(v, "calloc", "Builtins_CreateTypedArray")
+        eq(total, (STEPS * HOST_COPY, STEPS), "host copies")
+        hints = re.findall(r"^gpuleak: warning: pid (\d+): (.*) have no names without "
+                           r"/tmp/perf-(\d+)\.map: (.*)$", run.err, re.M)
+        eq([(int(p), int(n), how) for p, _, n, how in hints], [(run.pid, run.pid, HINT)],
+           f"one hint: {run.err}")
+    finally:
+        run.cleanup()
+
+
+@test
+def jit_node_in_a_container_reads_its_own_perf_map():
+    """Node as pid 1 of its own pid namespace, with a /tmp of its own (a tmpfs in its mount
+    namespace): its perf-1.map is read there, through /proc/PID/root, and names makeLogits."""
+    if not shutil.which("unshare"):
+        return "skip"
+    if os.path.exists("/tmp/perf-1.map"):
+        return "skip"
+    need_node()
+    wrap = ["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c",
+            'mount -t tmpfs tmpfs /tmp && exec "$@"', "sh"]
+    run = NodeRun(V8_FLAGS, ["attach", "--libc"], wrap=wrap)
+    try:
+        eq(run.ns_pid, 1, "node's pid in its namespace")
+        check(run.pid != 1 and run.v["ns_pid"] == 1, f"host pid {run.pid}, ns pid 1")
+        check(not os.path.exists("/tmp/perf-1.map"), "the map is not in the host's /tmp")
+        webgpu_expected(run.v)
+        named_js(run.v, run.perf_map)
+    finally:
+        run.cleanup()
+
+
+@test
+def fuzz_perfmap_parser_short():
+    """5,000 inputs of libFuzzer on the perf map reader over its committed seeds and corpus:
+    no crash, the same entries fed at once, in chunks and from a growing file, bounds kept
+    (`make fuzz-perfmap` runs it for long)."""
+    harness.run_fuzzer("perfmap", 5000)
