@@ -167,7 +167,7 @@ def watch_oom_capture_holds_the_leak_and_the_failing_call():
                    r"cudaErrorMemoryAllocation \(2\) at leaky_sampler\+0x[0-9a-f]+ \(oomloop\); "
                    r"in it cuMemAlloc_v2 of 64\.0 KiB returned CUDA_ERROR_OUT_OF_MEMORY \(2\) "
                    r"at .*, step 3000: wrote (\S+)")
-        w.finish()
+        w.finish(expect_rc=4)  # the job failed: as run
         check("oom at step 3000: 2" in w.gl.text("out"), f"the scenario's own word: {w.gl.text('out')[-300:]}")
         caps = w.captures()
         eq(len(caps), 1, f"one capture: {caps}")
@@ -266,7 +266,7 @@ def watch_live_above_threshold():
               env={"GPULEAK_STANDIN_DEVICE_MEM": capacity(400)})
     try:
         w.wait_err(r"gpuleak: oom: .*step 400: wrote")
-        w.finish()
+        w.finish(expect_rc=4)  # the job failed: as run
         eq(len(w.captures()), 2, f"two captures: {w.captures()}")
         cap = w.captures("live-above")
         eq(len(cap), 1, "one live-above capture")
@@ -296,7 +296,7 @@ def watch_oom_soon():
               env={"GPULEAK_STANDIN_DEVICE_MEM": capacity(k)})
     try:
         w.wait_err(r"gpuleak: oom: .*step 2000: wrote")
-        w.finish()
+        w.finish(expect_rc=4)  # the job failed: as run
         soon = w.captures("oom-soon")
         eq(len(soon), 1, f"one oom-soon capture: {w.captures()}")
         rep = Report(soon[0], STEP)
@@ -362,7 +362,7 @@ def watch_fault_after_the_oom():
               env={"GPULEAK_STANDIN_DEVICE_MEM": capacity(50), "SCENARIO_OOM": "abort"})
     try:
         w.wait_err(r"gpuleak: fault: pid \d+ \(oomloop\): died of SIGABRT.*: wrote")
-        w.finish()
+        w.finish(expect_rc=4)  # the job failed: as run
         eq([c.rsplit("-", 1)[1] for c in w.captures()], ["oom.glc", "fault.glc"],
            f"captures: {w.captures()}")
         rep = Report(w.captures("fault")[0], STEP)

@@ -514,8 +514,9 @@ int main(int argc, char **argv)
 	if (argc < 2 || argv[1][0] == '-') {
 		/* gpuleak --help, --version, or a mistake */
 		argp_parse(&top, argc, argv, 0, NULL, NULL);
-		fprintf(stderr, "gpuleak: a command is needed: attach, run, probes, record, report, "
-				"diff or watch (gpuleak --help)\n");
+		fprintf(stderr,
+			"gpuleak: a command is needed: attach, run, probes, record, report, "
+			"diff or watch (gpuleak --help)\n");
 		return GL_EXIT_USAGE;
 	}
 	cmd = command_named(argv[1]);

@@ -579,10 +579,10 @@ static void phase_steps(struct emitter *e, struct proc_plan *pl)
 		const struct tthread *th = (const struct tthread *)(uintptr_t)sl->val;
 
 		for (k = 0; k < th->nr_held; k++) {
-			struct gl_desc_rec r = th->held[k];
+			struct gl_peek_rec r = th->held[k];
 
-			r.call.hdr.ts_ns = e->ts;
-			put(e, &r.call.hdr);
+			r.desc.call.hdr.ts_ns = e->ts;
+			put(e, &r.desc.call.hdr);
 		}
 	}
 }

@@ -21,7 +21,7 @@ struct bpf_setup {
 	struct bpf_link *oom_link;	/* the OOM killer's mark_victim */
 	bool follow;
 	bool oom_kill; /* gl_oom_victim is loaded */
-	bool python; /* --python-depth > 0: execs drop a process's Python configuration */
+	bool python;   /* --python-depth > 0: execs drop a process's Python configuration */
 	/* One stack map value: stacks2's starts with the probed function's address. */
 	uint64_t stack_buf[GL_STACK_DEPTH_MAX + 2];
 };
