@@ -661,3 +661,34 @@ def watch_usage():
                 check(msg in p.stderr, p.stderr)
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+@test
+def watch_python_frames_in_a_snapshot():
+    """A Python decode loop (1 MiB kept a step by custom_attention_forward) watched with a
+    64 KiB ring and --live-above 900 MiB: the leak's stack was first seen at step 0, long out
+    of the ring when the trigger fires, and the capture still names it by its Python function,
+    file and line, with its Python callers, as the live analysis does."""
+    import test_python as tp
+    pys = tp.interpreters(required=False)
+    if not pys:
+        return "skip"
+    name, py, ver = pys[-1]
+    w = Watch(["--ring", "64KiB", "--live-above", "900MiB", "--on", "none", "--step", "sync"],
+              [py, tp.WORKLOAD, "decode", "1000"], env={"GPULEAK_CUDART": tp.CUDART})
+    try:
+        w.wait_err(r"gpuleak: live-above: .*: wrote")
+        w.finish()
+        rep = Report(w.captures("live-above")[0], ["--step", "sync"])
+        t = rep.trigger()
+        check(t["snapshot_records"] > 0, "the leak's first steps had left the ring")
+        v = rep.verdict()
+        leak = tp.entry(v, tp.site("custom_attention_forward", "leak"))
+        eq(leak["bytes"], 900 * MiB, f"{name}: live at the trigger")
+        eq(tp.py_frames(leak["stacks"][0]),
+           [("custom_attention_forward", tp.L["leak"]),
+            (tp.qual(ver, "Decoder.forward"), tp.L["forward"]),
+            ("decode", tp.L["decode"]), ("main", tp.L["main_decode"]),
+            ("<module>", tp.L["module"])], f"{name}: its Python callers, named offline")
+    finally:
+        w.cleanup()

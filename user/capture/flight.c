@@ -42,6 +42,13 @@ struct fproc {
 
 struct flight {
 	struct flight_opts o;
+	/*
+	 * Records that name what later ones refer to (a Python stack's frames, a code object, a
+	 * C++ class), from what left the ring: a capture starts with them, as the snapshot's
+	 * records can name no stack or class without them. Back to back, 8-byte aligned.
+	 */
+	struct wbuf names;
+	uint64_t nr_names;
 	uint32_t chunk_bytes;
 	struct rec_encoder enc;
 	uint64_t enc_first_ts, enc_last_ts;
@@ -120,6 +127,7 @@ void flight__free(struct flight *f)
 	rec_enc__free(&f->enc);
 	rec_dec__free(&f->dec);
 	free(f->ahead);
+	wbuf__free(&f->names);
 	analysis__free(f->lag);
 	free(f);
 }
@@ -136,6 +144,43 @@ static uint64_t held(const struct flight *f)
 	return f->bytes + rec_enc__len(&f->enc);
 }
 
+/* Whether a record names something later ones refer to, for the whole session. */
+static bool names_something(const struct gl_hdr *h)
+{
+	return h->kind == GL_REC_PY_STACK || h->kind == GL_REC_PY_CODE || h->kind == GL_REC_CLASS;
+}
+
+static void keep_name(struct flight *f, const struct gl_hdr *h)
+{
+	size_t pad = (8 - h->size % 8) % 8;
+	static const uint8_t zero[8];
+
+	wbuf__bytes(&f->names, h, h->size);
+	wbuf__bytes(&f->names, zero, pad);
+	f->nr_names++;
+}
+
+/* The naming records of a process no capture names any more go. */
+static void forget_names(struct flight *f, uint32_t pid)
+{
+	size_t in = 0, out = 0;
+	uint64_t n = 0;
+
+	while (in < f->names.len) {
+		const struct gl_hdr *h = (const struct gl_hdr *)(f->names.p + in);
+		size_t sz = (h->size + 7) & ~(size_t)7;
+
+		if (h->pid != pid) {
+			memmove(f->names.p + out, f->names.p + in, sz);
+			out += sz;
+			n++;
+		}
+		in += sz;
+	}
+	f->names.len = out;
+	f->nr_names = n;
+}
+
 /* Processes that exited before the window are no longer named by a capture. */
 static void forget_gone(struct flight *f)
 {
@@ -145,6 +190,7 @@ static void forget_gone(struct flight *f)
 		const struct tproc *p = tracker__proc(f->lag->t, (pid_t)f->procs[i].p.pid);
 
 		if (p && p->exited) {
+			forget_names(f, f->procs[i].p.pid);
 			fproc_clear(&f->procs[i]);
 			f->procs[i] = f->procs[--f->nr_procs];
 		} else {
@@ -177,6 +223,8 @@ static int evict(struct flight *f)
 		/* a record the tracker cannot decode is counted there, as live */
 		if (err == -EINVAL)
 			err = 0;
+		if (!err && names_something(&r->h))
+			keep_name(f, &r->h);
 		if (!err && i + LOOKAHEAD < c->count) {
 			err = rec_dec__next(&f->dec, r);
 			if (!err)
@@ -403,6 +451,22 @@ static int to_capture(void *ctx, const struct gl_hdr *h)
 	return err == -EINVAL ? 0 : err;
 }
 
+/* The naming records, in the order they came, to emit. */
+static int put_names(const struct flight *f, int (*emit)(void *ctx, const struct gl_hdr *h),
+		     void *ctx)
+{
+	size_t off = 0;
+	int err = 0;
+
+	while (!err && off < f->names.len) {
+		const struct gl_hdr *h = (const struct gl_hdr *)(f->names.p + off);
+
+		err = emit(ctx, h);
+		off += (h->size + 7) & ~(size_t)7;
+	}
+	return err;
+}
+
 static int to_check(void *ctx, const struct gl_hdr *h)
 {
 	struct writing *wr = ctx;
@@ -424,8 +488,11 @@ static int verify(struct flight *f, struct writing *wr, uint64_t ts, struct capt
 	err = analysis__new(f->o.a, f->o.frames, f->o.frames_ctx, &wr->check);
 	if (err)
 		return err;
+	/* as a report reads the capture: the naming records, then the snapshot */
 	wr->fed = 0;
-	err = snapshot__emit(f->lag, ts, to_check, wr, &again);
+	err = put_names(f, to_check, wr);
+	if (!err)
+		err = snapshot__emit(f->lag, ts, to_check, wr, &again);
 	if (!err) {
 		snapshot__at(wr->check, wr->si, wr->fed);
 		err = snapshot__compare(f->lag->t, wr->check->t, &d);
@@ -469,6 +536,10 @@ static int add_names(struct capture *c, struct symbolizer *sym, const struct tra
 	for (i = 0; !err && i < stacks__count(sts); i++) {
 		const struct ustack *st = stacks__at(sts, i);
 
+		/* One with Python frames is made again from the records and its native stack, as
+		 * a report of any capture makes it (live/recorder.c). */
+		if (gl_stack_is_py(st->id))
+			continue;
 		err = capture__add_stack(c, st);
 		for (j = 0; !err && j < st->nr; j++)
 			err = add_name(c, sym, st->pid, st->frames[j]);
@@ -555,7 +626,12 @@ int flight__write(struct flight *f, const char *path, struct flight_write *w,
 	/* The snapshot is of the state the window starts from, stamped when that state was. */
 	ts = f->lag->t->last_ts_ns ? f->lag->t->last_ts_ns : fs.first_ts_ns;
 	if (!err)
+		err = f->names.err ? -ENOMEM : put_names(f, to_capture, &wr);
+	if (!err)
 		err = snapshot__emit(f->lag, ts, to_capture, &wr, &si);
+	/* The naming records come first: the snapshot's phases are counted after them. */
+	si.init_records += f->nr_names;
+	si.records += f->nr_names;
 	if (!err)
 		err = capture__flush(wr.c);
 	if (!err && f->o.verify)

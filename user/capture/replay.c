@@ -374,7 +374,9 @@ static void trigger_json(struct replay *rp, FILE *f)
 			json_str(f, err);
 		}
 		fprintf(f, ",\"size\":%" PRIu64 ",\"site\":", t->call.size);
-		json_str(f, symbolizer__name(rp->sym, (pid_t)t->pid, t->call.caller));
+		/* a Python stack's site is its Python frame, as the verdict's sites are */
+		json_str(f, symbolizer__site_name(rp->sym, (pid_t)t->pid, t->call.stack_id,
+						  t->call.caller));
 		st = trigger_stack(rp);
 		if (st && st->nr) {
 			uint16_t i;

@@ -522,6 +522,12 @@ static void put_call(struct capture_call *k, const struct gl_call_rec *r)
 				   .ts_ns = r->hdr.ts_ns};
 }
 
+/* A call's site as the verdict names it (a Python stack's: its Python frame). */
+static const char *call_site(struct live *l, const struct gl_call_rec *r)
+{
+	return symbolizer__site_name(l->sym, (pid_t)r->hdr.pid, r->stack_id, r->caller);
+}
+
 /* ", step N" when the process is past its first step. */
 static void step_words(struct live *l, pid_t pid, char *buf, size_t len)
 {
@@ -543,8 +549,7 @@ static int call_words(struct live *l, const struct gl_call_rec *r, char *buf, si
 	fmt_bytes(r->size, sz, sizeof(sz));
 	return snprintf(buf, len, "%s%s%s returned %s%s%d%s at %s", cat_api_name(r->hdr.api),
 			r->size ? " of " : "", r->size ? sz : "", err ? err : "", err ? " (" : "",
-			r->ret, err ? ")" : "",
-			symbolizer__name(l->sym, (pid_t)r->hdr.pid, r->caller));
+			r->ret, err ? ")" : "", call_site(l, r));
 }
 
 static void fire_call(struct watch *w, struct live *l, enum capture_cause cause,
@@ -565,8 +570,7 @@ static void fire_call(struct watch *w, struct live *l, enum capture_cause cause,
 		n += snprintf(detail + n, sizeof(detail) - n,
 			      "%s returned an error object (out of memory, or a validation "
 			      "error) at %s",
-			      cat_api_name(r->hdr.api),
-			      symbolizer__name(l->sym, (pid_t)r->hdr.pid, r->caller));
+			      cat_api_name(r->hdr.api), call_site(l, r));
 	else
 		n += call_words(l, r, detail + n, sizeof(detail) - n);
 	if (inner && n > 0 && (size_t)n < sizeof(detail)) {
@@ -710,7 +714,7 @@ static void on_alloc(struct watch *w, struct live *l, const struct gl_call_rec *
 		     fmt_bytes(w->o->live_above, b, sizeof(b)));
 	step_words(l, (pid_t)r->hdr.pid, step, sizeof(step));
 	if (n > 0 && (size_t)n < sizeof(detail)) {
-		const char *site = symbolizer__name(l->sym, (pid_t)r->hdr.pid, r->caller);
+		const char *site = call_site(l, r);
 
 		snprintf(detail + n, sizeof(detail) - n, "%s of %s at %s%s",
 			 cat_api_name(r->hdr.api), fmt_bytes(r->size, a, sizeof(a)), site, step);
