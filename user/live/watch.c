@@ -487,27 +487,6 @@ static const char *comm_of(struct live *l, pid_t pid)
 	return p && p->comm[0] ? p->comm : "?";
 }
 
-/* Names of the error codes an out-of-memory path returns (the runtime's: the catalog). */
-static const char *error_name(uint16_t api, int32_t ret)
-{
-	const char *n = cat_error_name(api, ret);
-
-	if (n)
-		return n;
-	switch (GL_API_FAMILY(api)) {
-	case GL_FAM_CUDA:
-	case GL_FAM_VMM:
-		return ret == 2 ? "CUDA_ERROR_OUT_OF_MEMORY" : NULL;
-	case GL_FAM_NCCL:
-		return ret == 1	  ? "ncclUnhandledCudaError"
-		       : ret == 2 ? "ncclSystemError"
-		       : ret == 3 ? "ncclInternalError"
-				  : NULL;
-	default:
-		return NULL;
-	}
-}
-
 static void put_call(struct capture_call *k, const struct gl_call_rec *r)
 {
 	*k = (struct capture_call){.kind = r->hdr.kind,
@@ -543,7 +522,7 @@ static void step_words(struct live *l, pid_t pid, char *buf, size_t len)
  * at leaky_sampler+0x14 (loop)". */
 static int call_words(struct live *l, const struct gl_call_rec *r, char *buf, size_t len)
 {
-	const char *err = error_name(r->hdr.api, r->ret);
+	const char *err = cat_error_name(r->hdr.api, r->ret);
 	char sz[32];
 
 	fmt_bytes(r->size, sz, sizeof(sz));
