@@ -59,10 +59,10 @@ static bool same(const struct tracker *want, const struct tracker *got, const ch
 
 	if (!CHECK(!snapshot__compare(want, got, &d), "compare"))
 		return false;
-	return CHECK(!d.bytes && !d.count && !d.sites,
+	return CHECK(!d.bytes && !d.count && !d.sites && !d.comms,
 		     "%s, cut at record %zu: %" PRIu64 " bytes, %" PRIu64 " allocations at %" PRIu64
-		     " site stacks differ",
-		     what, cut, d.bytes, d.count, d.sites);
+		     " site stacks, %" PRIu64 " communicators differ",
+		     what, cut, d.bytes, d.count, d.sites, d.comms);
 }
 
 static void proc_sums(const struct tracker *want, const struct tracker *got, pid_t pid, size_t cut)

@@ -124,8 +124,8 @@ static inline void workload(struct stream *s, int steps)
 
 	attach(s, P1);
 	attach(s, P2);
-	/* init: a KV cache, a context and what the driver allocates in it, a communicator,
-	 * a registration with two references, a VMM handle released while mapped */
+	/* init: a KV cache, a context and what the driver allocates in it, a communicator
+	 * owning device and host memory, a registration with two references, a VMM handle released while mapped */
 	cuda_malloc(s, P1, P1, 0x10000000, 64 * MiB, 0x401100, 7);
 	call(s, GL_REC_ALLOC, GL_API_CU_DEVICE_PRIMARY_CTX_RETAIN, P1, P1, 0, CTX, 0, 0, 0x401200,
 	     -1);
@@ -134,6 +134,10 @@ static inline void workload(struct stream *s, int steps)
 	     8);
 	call(s, GL_REC_ALLOC, GL_API_CUDA_MALLOC, P1, P1, 1, 0x30000000, 4 * MiB, 0, 0x7300, -1);
 	call(s, GL_REC_ALLOC, GL_API_CUDA_MALLOC, P1, P1, 1, 0x30400000, 4 * MiB, 0, 0x7300, -1);
+	/* the communicator's own memory, made inside the call: device 0's and pinned host */
+	call(s, GL_REC_ALLOC, GL_API_CU_MEM_ALLOC, P1, P1, 1, 0x45000000, 2 * MiB, 0, 0x7400, -1);
+	call(s, GL_REC_ALLOC, GL_API_CU_MEM_HOST_ALLOC, P1, P1, 1, 0x46000000, 65536, 0, 0x7410,
+	     -1);
 	call(s, GL_REC_ALLOC, GL_API_NCCL_COMM_INIT_RANK, P1, P1, 0, COMM, 0, 0, 0x401300, -1);
 	call(s, GL_REC_ALLOC, GL_API_NCCL_COMM_REGISTER, P1, P1, 0, 0x40000000, 1 * MiB, COMM,
 	     0x401310, -1);

@@ -503,7 +503,7 @@ static int verify(struct flight *f, struct writing *wr, uint64_t ts, struct capt
 	if (err)
 		return err;
 	tr->flags |= CTF_VERIFIED;
-	if (!d.bytes && !d.count)
+	if (!d.bytes && !d.count && !d.comms)
 		tr->flags |= CTF_EXACT;
 	tr->mismatch_bytes = d.bytes;
 	tr->mismatch_sites = d.sites;

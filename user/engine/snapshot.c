@@ -356,6 +356,14 @@ static void put_allocs(struct emitter *e, struct proc_plan *pl, bool init)
 	}
 }
 
+/* Whether a communicator's allocation is made in the call for devs[j]: host memory in the first. */
+static bool comm_mem_in(struct emitter *e, const struct alloc *a, const int16_t *devs, size_t j)
+{
+	int16_t dev = site_of(e->t, a)->device;
+
+	return dev == devs[j] || (dev < 0 && !j);
+}
+
 /*
  * Communicators and the memory they own, by the device it is on: that memory nested one
  * level under a call making the communicator, on a thread on that device. Those of the phase
@@ -384,13 +392,14 @@ static void put_comms(struct emitter *e, struct proc_plan *pl, bool init)
 		has_init = first < end ? (pl->comm[first].a->flags & AF_INIT) : true;
 		if (has_init != init)
 			continue;
-		/* One call making it per device its memory is on (device 0 when it has none). */
+		/* One call making it per device its memory is on (device 0 when it has none);
+		 * its pinned host memory was made in the first one's (a thread on a device). */
 		for (j = first; j < end && nr_devs < SNAP_DEVICES; j++) {
 			int16_t dev = site_of(e->t, pl->comm[j].a)->device;
 
 			for (k = 0; k < nr_devs && devs[k] != dev; k++)
 				;
-			if (k == nr_devs)
+			if (k == nr_devs && dev >= 0)
 				devs[nr_devs++] = dev;
 		}
 		if (!nr_devs)
@@ -402,14 +411,14 @@ static void put_comms(struct emitter *e, struct proc_plan *pl, bool init)
 			if (!tid)
 				return;
 			for (k = first; k < end; k++)
-				if (site_of(e->t, pl->comm[k].a)->device == devs[j])
+				if (comm_mem_in(e, pl->comm[k].a, devs, j))
 					put_tree(e, pl, pl->comm[k].a, tid, 1);
 			r = call_rec(e, p->pid, GL_REC_ALLOC, is->api, tid, 0);
 			r.addr = c->comm;
 			r.caller = is->caller;
 			put_call(e, &r);
 			for (k = first; k < end; k++)
-				if (site_of(e->t, pl->comm[k].a)->device == devs[j] &&
+				if (comm_mem_in(e, pl->comm[k].a, devs, j) &&
 				    (pl->comm[k].a->flags & AF_PENDING))
 					put_pending(e, pl, pl->comm[k].a, tid);
 		}
@@ -739,6 +748,17 @@ static int add_sums(const struct tracker *t, struct hmap *idx, struct sums **v, 
 	return 0;
 }
 
+/* Communicators of p not destroyed: a snapshot makes each once, as its creation did. */
+static uint64_t live_comms(const struct tproc *p)
+{
+	uint64_t n = 0;
+	size_t i;
+
+	for (i = 0; p && i < p->nr_comms; i++)
+		n += !p->comms[i].destroyed;
+	return n;
+}
+
 int snapshot__compare(const struct tracker *want, const struct tracker *got,
 		      struct snapshot_diff *out)
 {
@@ -757,6 +777,16 @@ int snapshot__compare(const struct tracker *want, const struct tracker *got,
 		out->bytes += (uint64_t)(v[i].bytes < 0 ? -v[i].bytes : v[i].bytes);
 		out->count += (uint64_t)(v[i].count < 0 ? -v[i].count : v[i].count);
 		out->sites++;
+	}
+	for (i = 0; i < want->nr_procs; i++) {
+		const struct tproc *w = want->procs[i];
+		uint64_t a, b;
+
+		if (w->exited || w->detached)
+			continue;
+		a = live_comms(w);
+		b = live_comms(tracker__proc((struct tracker *)got, w->pid));
+		out->comms += a > b ? a - b : b - a;
 	}
 	hmap__free(&idx);
 	free(v);

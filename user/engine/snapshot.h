@@ -78,6 +78,7 @@ struct snapshot_diff {
 	uint64_t bytes; /* sum over sites and stacks of |live difference| + |pending difference| */
 	uint64_t count; /* the same in allocations */
 	uint64_t sites; /* site stacks that differ */
+	uint64_t comms; /* |difference| in communicators not destroyed, process by process */
 };
 
 /* want: the tracker whose state was snapshot; got: one fed the snapshot. 0 or -ENOMEM. */
