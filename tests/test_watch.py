@@ -480,6 +480,55 @@ def watch_webgpu_error_object():
         w.cleanup()
 
 
+@test
+def watch_nccl_call_failing_on_it():
+    """A decode loop leaking 1 MiB a step by cudaMalloc, with a communicator (6 MiB of the
+    driver's and VMM's, 64 KiB pinned) and a 2 MiB ncclMemAlloc a step: on a device of
+    6 MiB + (K + 2) MiB + 512 KiB, ncclMemAlloc is the call that fails at step K, with
+    ncclUnhandledCudaError, its cuMemCreate inside it with CUDA_ERROR_OUT_OF_MEMORY. The
+    capture names the NCCL call, its stack and the driver call under it, and holds the
+    leak's K + 1 MiB and the communicator, once, with the 6 MiB and 64 KiB it owns, though
+    it was made long before the window (from the snapshot, checked exact)."""
+    k = 600
+    comm = 6 * MiB + 64 * KiB
+    step = ["--step", "sym:nccl_comm:nccl_step"]
+    w = Watch(["--ring", "64KiB"] + step, [scenario("nccl_comm"), "oom"],
+              env={"GPULEAK_STANDIN_DEVICE_MEM": str((6 + k + 2) * MiB + 512 * KiB)})
+    try:
+        w.wait_err(r"gpuleak: oom: pid \d+ \(nccl_comm\): ncclMemAlloc of 2\.00 MiB returned "
+                   r"ncclUnhandledCudaError \(1\) at nccl_scratch\+0x[0-9a-f]+ \(nccl_comm\); "
+                   r"in it cuMemCreate of 2\.00 MiB returned CUDA_ERROR_OUT_OF_MEMORY \(2\) "
+                   r"at .*, step %d: wrote" % k)
+        w.finish(expect_rc=4)
+        check(f"nccl oom at step {k}: 1" in w.gl.text("out"), w.gl.text("out")[-300:])
+        caps = w.captures()
+        eq([c.rsplit("-", 1)[1] for c in caps], ["oom.glc"], f"one capture: {caps}")
+        rep = Report(caps[0], step)
+        check(rep.first.startswith("trigger: oom at ") and "ncclMemAlloc of 2.00 MiB" in rep.first,
+              rep.first)
+        t = rep.trigger()
+        eq((t["call"]["api"], t["call"]["ret"], t["call"]["error"], t["call"]["size"]),
+           ("ncclMemAlloc", 1, "ncclUnhandledCudaError", 2 * MiB), "the failing NCCL call")
+        eq([f.split("+")[0] for f in t["call"]["stack"][:3]], ["nccl_scratch", "nccl_step", "main"],
+           "its stack")
+        eq(t["inner"], {"api": "cuMemCreate", "ret": 2}, "the driver call under it that ran out")
+        check(t["snapshot_records"] > 0, "the communicator was made before the window")
+        eq(t["snapshot_exact"], True, "snapshot checked exact")
+        v = rep.verdict()
+        eq(leak_sites(v), {("cudaMalloc", "alloc_buffer"): ((k + 1) * MiB, k + 1)},
+           "the leak, exactly")
+        eq([(c["api"], c["state"], c["site"].split("+")[0], c["live_bytes"], c["live_count"])
+            for c in v["communicators"]],
+           [("ncclCommInitRank", "live", "nccl_init", comm, 6)], "the communicator, once")
+        eq(v["live_bytes"], (k + 1) * MiB + comm, "live at the trigger")
+        eq([(f["api"], f["error_name"], f["count"]) for f in v["failures"]],
+           [("ncclMemAlloc", "ncclUnhandledCudaError", 1)], "the failed call")
+        eq(step_records(rep, v["pid"])[-1]["step"], k, "the window ends in the failing step")
+        check("live analysis had" not in rep.err, f"no mismatch said: {rep.err}")
+    finally:
+        w.cleanup()
+
+
 def vm_rss_kib(pid):
     with open(f"/proc/{pid}/status") as f:
         return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))

@@ -82,6 +82,13 @@
  *             nccl_bad_comm_calls(C), likewise; nccl_destroy C; then a second
  *             ncclCommDestroy(C) from main, ncclInvalidArgument (the stand-in knows it is
  *             gone).  Left: nothing.
+ *   oom       nccl_get_id; nccl_init -> C; then steps, 1000 us apart: nccl_step: alloc_buffer
+ *             1 MiB, never freed (the leak), then nccl_scratch: ncclMemAlloc(2 MiB) (inside
+ *             it cuMemCreate 2097152) and ncclMemFree of it; until that ncclMemAlloc fails
+ *             (a device of GPULEAK_STANDIN_DEVICE_MEM = 6 MiB + (K + 2) MiB + 512 KiB: at
+ *             step K, with 6 MiB + (K + 1) MiB live): cuMemCreate returns
+ *             CUDA_ERROR_OUT_OF_MEMORY, ncclMemAlloc ncclUnhandledCudaError. It prints "nccl
+ *             oom at step K: R" (R: ncclMemAlloc's result) and exits 1.
  * The driver's count of bytes in use on devices 0 and 1 at "done" is checked against the
  * above (host memory is not counted there). Needs GPULEAK_STANDIN_DEVICES >= 2 (default).
  */
@@ -89,6 +96,7 @@
 #include <nccl.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 #include "scenario.h"
 
 #define MIB	       (1UL << 20)
@@ -228,6 +236,45 @@ static SCENARIO_SITE void alloc_buffer(void **bufs, size_t size, int n)
 static SCENARIO_SITE void free_buffer(void *p)
 {
 	SCENARIO_OK(cudaFree(p));
+}
+
+/* A scratch buffer of NCCL's own for one step; its result, failed or not. */
+static SCENARIO_SITE ncclResult_t nccl_scratch(size_t size)
+{
+	ncclResult_t err;
+	void *p;
+
+	err = ncclMemAlloc(&p, size);
+	if (!err)
+		SCENARIO_OK(ncclMemFree(p));
+	return err;
+}
+
+static SCENARIO_SITE ncclResult_t nccl_step(void)
+{
+	void *leak;
+
+	alloc_buffer(&leak, MIB, 1);
+	return nccl_scratch(2 * MIB);
+}
+
+/* Steps until NCCL cannot allocate: a framework's ncclMemAlloc failing at step K. */
+static int mode_oom(void)
+{
+	struct timespec gap = {.tv_nsec = 1000000};
+	unsigned long long k;
+	ncclResult_t err;
+
+	nccl_init(nccl_get_id());
+	for (k = 0;; k++) {
+		err = nccl_step();
+		if (err) {
+			printf("nccl oom at step %llu: %d\n", k, (int)err);
+			fflush(stdout);
+			return 1;
+		}
+		nanosleep(&gap, NULL);
+	}
 }
 
 /* Checks what the communicator says about itself; not a traced site. */
@@ -437,8 +484,9 @@ static void mode_errors(void)
 	SCENARIO_EXPECT(ncclCommDestroy(c), ncclInvalidArgument);
 }
 
-static const char *const modes[] = {"clean",	"leak",	  "abort",  "all",     "split", "register",
-				    "memalloc", "config", "window", "threads", "group", "errors"};
+static const char *const modes[] = {"clean",	"leak",	    "abort",  "all",	"split",
+				    "register", "memalloc", "config", "window", "threads",
+				    "group",	"errors",   "oom"};
 
 int main(int argc, char **argv)
 {
@@ -448,7 +496,7 @@ int main(int argc, char **argv)
 
 	scenario_usage(argc, 2,
 		       "nccl_comm clean|leak|abort|all|split|register|memalloc|config|window|"
-		       "threads|group|errors");
+		       "threads|group|errors|oom");
 	mode = argv[1];
 	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (!strcmp(mode, modes[i]))
@@ -459,6 +507,8 @@ int main(int argc, char **argv)
 	}
 	SCENARIO_OK(cudaSetDevice(0));
 	scenario_ready();
+	if (!strcmp(mode, "oom"))
+		return mode_oom();
 	if (!strcmp(mode, "clean")) {
 		mode_clean();
 	} else if (!strcmp(mode, "leak")) {
