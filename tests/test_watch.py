@@ -13,11 +13,11 @@ import re
 import shutil
 import signal
 import stat
-import subprocess
 import tempfile
 import time
 
 import harness
+from test_files import tmpfs
 from harness import (Proc, check, check_sanitizers, env_for_targets, eq, gpuleak_env, leak_sites,
                      read_ndjson, run_plain, scenario, test, tmpfile)
 
@@ -571,20 +571,6 @@ def watch_ring_bounds_under_a_flood():
               f"gpuleak's RSS grew by {rss1 - rss0} KiB over the flood")
     finally:
         w.cleanup()
-
-
-@contextlib.contextmanager
-def tmpfs(size):
-    """A small tmpfs on a directory of its own (never over /tmp), or None."""
-    mnt = tempfile.mkdtemp(prefix="gpuleak-full-")
-    m = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", mnt],
-                       capture_output=True, text=True)
-    try:
-        yield None if m.returncode else mnt
-    finally:
-        if not m.returncode:
-            subprocess.run(["umount", mnt], capture_output=True)
-        os.rmdir(mnt)
 
 
 @test
