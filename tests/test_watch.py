@@ -17,7 +17,7 @@ import tempfile
 import time
 
 import harness
-from test_files import tmpfs
+from test_files import fill, tmpfs
 from harness import (Proc, check, check_sanitizers, env_for_targets, eq, gpuleak_env, leak_sites,
                      read_ndjson, run_plain, scenario, test, tmpfile)
 
@@ -582,15 +582,7 @@ def watch_disk_full_says_so_and_goes_on():
             return "skip"
         d = os.path.join(mnt, "caps")
         os.mkdir(d)
-        filler = os.path.join(mnt, "filler")
-        fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
-        try:
-            while os.write(fd, b"\0" * 512):
-                pass
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
+        filler = fill(mnt)
         target = Proc([scenario("loop"), "30", "1M"], env=env_for_targets({"SCENARIO_SYNC": "1"}))
         js = tmpfile(".ndjson")
         g = None

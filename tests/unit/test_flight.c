@@ -75,14 +75,69 @@ static int on_record(void *ctx, const struct gl_hdr *h)
 	return 0;
 }
 
+/* A workload through a live analysis and a flight recorder, as watch feeds them. */
+struct fixture {
+	struct stream s;
+	struct rules *rs;
+	struct analysis_opts o;
+	struct analysis *whole;
+	struct flight *f;
+	struct symbolizer *sym;
+	char dir[32], path[64];
+};
+
+static void fixture_free(struct fixture *fx)
+{
+	flight__free(fx->f);
+	symbolizer__free(fx->sym);
+	analysis__free(fx->whole);
+	rules__free(fx->rs);
+	free(fx->s.p);
+	if (fx->path[0])
+		unlink(fx->path);
+	if (fx->dir[0])
+		rmdir(fx->dir);
+}
+
+/* steps of the workload fed to both, the ring within fo's bytes after every record. */
+static bool fixture_run(struct fixture *fx, int steps, struct flight_opts *fo)
+{
+	struct flight_stats fs;
+	size_t off = 0, i;
+
+	memset(fx, 0, sizeof(*fx));
+	snprintf(fx->dir, sizeof(fx->dir), "/tmp/gpuleak-flight-XXXXXX");
+	if (!CHECK(mkdtemp(fx->dir), "mkdtemp")) {
+		fx->dir[0] = 0;
+		return false;
+	}
+	snprintf(fx->path, sizeof(fx->path), "%s/w.glc", fx->dir);
+	workload(&fx->s, steps);
+	if (!CHECK(!rules__new(&fx->rs) && !rules__add_builtins(fx->rs), "rules"))
+		return false;
+	fx->whole = new_analysis(fx->rs, &fx->o);
+	fo->a = &fx->o;
+	if (!CHECK(fx->whole && !flight__new(fo, &fx->f) && !symbolizer__new(NULL, &fx->sym),
+		   "set up"))
+		return false;
+	for (i = 0; i < fx->s.n; i++) {
+		const struct gl_hdr *h = (const struct gl_hdr *)(fx->s.p + off);
+
+		analysis__feed(fx->whole, h);
+		CHECK(!flight__record(fx->f, h), "record %zu", i);
+		flight__stats(fx->f, &fs);
+		if (!CHECK(fs.ring_bytes <= fo->ring_bytes, "ring holds %" PRIu64 " of %" PRIu64,
+			   fs.ring_bytes, fo->ring_bytes))
+			return false;
+		off += (h->size + 7) & ~7UL;
+	}
+	return true;
+}
+
 static void capture_of_the_window(void)
 {
-	struct stream s = {0};
-	struct rules *rs = NULL;
-	struct analysis_opts o1, o2;
-	struct analysis *whole = NULL;
-	struct flight *f = NULL;
-	struct symbolizer *sym = NULL;
+	struct fixture fx;
+	struct analysis_opts o2;
 	struct capture_reader *rd = NULL;
 	struct capture_trigger tr = {
 	    .cause = CAUSE_SIGNAL, .name = "signal", .detail = "on demand"};
@@ -91,46 +146,26 @@ static void capture_of_the_window(void)
 	struct capture_stats cs;
 	struct reading r = {0};
 	struct snapshot_diff d;
-	char dir[] = "/tmp/gpuleak-flight-XXXXXX", path[64], why[256];
 	struct flight_opts fo = {.ring_bytes = 16 << 10, .verify = true};
-	size_t off = 0, i;
+	char why[256];
 
-	if (!CHECK(mkdtemp(dir), "mkdtemp"))
-		return;
-	snprintf(path, sizeof(path), "%s/w.glc", dir);
-	workload(&s, 400);
-	if (!CHECK(!rules__new(&rs) && !rules__add_builtins(rs), "rules"))
+	if (!fixture_run(&fx, 400, &fo))
 		goto cleanup;
-	whole = new_analysis(rs, &o1);
-	fo.a = &o1;
-	if (!CHECK(whole && !flight__new(&fo, &f) && !symbolizer__new(NULL, &sym), "set up"))
-		goto cleanup;
-	for (i = 0; i < s.n; i++) {
-		const struct gl_hdr *h = (const struct gl_hdr *)(s.p + off);
-
-		analysis__feed(whole, h);
-		CHECK(!flight__record(f, h), "record %zu", i);
-		flight__stats(f, &fs);
-		if (!CHECK(fs.ring_bytes <= fo.ring_bytes, "ring holds %" PRIu64 " of %" PRIu64,
-			   fs.ring_bytes, fo.ring_bytes))
-			goto cleanup;
-		off += (h->size + 7) & ~7UL;
-	}
-	flight__stats(f, &fs);
-	CHECK(fs.evicted > 0 && fs.evicted + fs.records == s.n,
-	      "%" PRIu64 " evicted + %" PRIu64 " held of %zu", fs.evicted, fs.records, s.n);
+	flight__stats(fx.f, &fs);
+	CHECK(fs.evicted > 0 && fs.evicted + fs.records == fx.s.n,
+	      "%" PRIu64 " evicted + %" PRIu64 " held of %zu", fs.evicted, fs.records, fx.s.n);
 	CHECK(fs.peak_bytes <= fo.ring_bytes, "peak %" PRIu64, fs.peak_bytes);
-	w.live = whole->t;
-	w.sym = sym;
-	if (!CHECK(!flight__write(f, path, &w, &cs, why, sizeof(why)), "write: %s", why))
+	w.live = fx.whole->t;
+	w.sym = fx.sym;
+	if (!CHECK(!flight__write(fx.f, fx.path, &w, &cs, why, sizeof(why)), "write: %s", why))
 		goto cleanup;
 	CHECK((tr.flags & (CTF_VERIFIED | CTF_EXACT)) == (CTF_VERIFIED | CTF_EXACT),
 	      "snapshot checked exact (%" PRIu64 " bytes at %" PRIu64 " sites differ)",
 	      tr.mismatch_bytes, tr.mismatch_sites);
-	CHECK(access(path, F_OK) == 0, "capture in place");
+	CHECK(access(fx.path, F_OK) == 0, "capture in place");
 	/* A report of it: the trigger, the snapshot, the window. */
-	r.an = new_analysis(rs, &o2);
-	if (!CHECK(r.an && !capture_reader__open(path, 0, &rd), "open"))
+	r.an = new_analysis(fx.rs, &o2);
+	if (!CHECK(r.an && !capture_reader__open(fx.path, 0, &rd), "open"))
 		goto cleanup;
 	if (!CHECK(!capture_reader__read(rd, &(struct capture_visitor){.trigger = on_trigger}, &r),
 		   "names pass: %s", capture_reader__error(rd)) ||
@@ -143,71 +178,45 @@ static void capture_of_the_window(void)
 	CHECK(capture_reader__finished(rd), "finished");
 	CHECK_U64(capture_reader__records(rd), r.t.snapshot_records + r.t.window_records,
 		  "records in the file");
-	if (CHECK(!snapshot__compare(whole->t, r.an->t, &d), "compare"))
+	if (CHECK(!snapshot__compare(fx.whole->t, r.an->t, &d), "compare"))
 		CHECK(!d.bytes && !d.count,
 		      "the report ends where the whole stream does: %" PRIu64 " bytes at %" PRIu64
 		      " site stacks differ",
 		      d.bytes, d.sites);
-	CHECK_U64(tracker__proc(r.an->t, P1)->live_bytes, tracker__proc(whole->t, P1)->live_bytes,
-		  "live bytes of P1");
+	CHECK_U64(tracker__proc(r.an->t, P1)->live_bytes,
+		  tracker__proc(fx.whole->t, P1)->live_bytes, "live bytes of P1");
 	CHECK_U64(tracker__proc(r.an->t, P1)->persistent_bytes,
-		  tracker__proc(whole->t, P1)->persistent_bytes, "persistent bytes of P1");
+		  tracker__proc(fx.whole->t, P1)->persistent_bytes, "persistent bytes of P1");
 cleanup:
 	capture_reader__free(rd);
 	snapshot_info__free(&r.si);
 	analysis__free(r.an);
-	flight__free(f);
-	symbolizer__free(sym);
-	analysis__free(whole);
-	rules__free(rs);
-	free(s.p);
-	unlink(path);
-	rmdir(dir);
+	fixture_free(&fx);
 }
 
 /* Through gpuleak report's own replay: the verdict it prints is of the live bytes at the end. */
 static void replayed_verdict(void)
 {
-	struct stream s = {0};
-	struct rules *rs = NULL;
-	struct analysis_opts o;
-	struct analysis *whole = NULL;
-	struct flight *f = NULL;
-	struct symbolizer *sym = NULL;
+	struct fixture fx;
 	struct capture_trigger tr = {
 	    .cause = CAUSE_SIGNAL, .name = "signal", .detail = "on demand"};
 	struct flight_write w = {.tr = &tr};
 	struct capture_stats cs;
 	struct flight_opts fo = {.ring_bytes = 8 << 10};
-	char dir[] = "/tmp/gpuleak-flight-XXXXXX", path[64], why[256], want[64];
+	char why[256], want[64];
 	char *text = NULL, *json = NULL, *buf = NULL;
-	size_t tlen = 0, jlen = 0, off = 0, i;
+	size_t tlen = 0, jlen = 0;
 	FILE *out = NULL, *js = NULL;
 	struct stat stt;
 	int fd;
 
-	if (!CHECK(mkdtemp(dir), "mkdtemp"))
-		return;
-	snprintf(path, sizeof(path), "%s/w.glc", dir);
-	workload(&s, 200);
-	if (!CHECK(!rules__new(&rs) && !rules__add_builtins(rs), "rules"))
+	if (!fixture_run(&fx, 200, &fo))
 		goto cleanup;
-	whole = new_analysis(rs, &o);
-	fo.a = &o;
-	if (!CHECK(whole && !flight__new(&fo, &f) && !symbolizer__new(NULL, &sym), "set up"))
+	w.live = fx.whole->t;
+	w.sym = fx.sym;
+	if (!CHECK(!flight__write(fx.f, fx.path, &w, &cs, why, sizeof(why)), "write: %s", why))
 		goto cleanup;
-	for (i = 0; i < s.n; i++) {
-		const struct gl_hdr *h = (const struct gl_hdr *)(s.p + off);
-
-		analysis__feed(whole, h);
-		flight__record(f, h);
-		off += (h->size + 7) & ~7UL;
-	}
-	w.live = whole->t;
-	w.sym = sym;
-	if (!CHECK(!flight__write(f, path, &w, &cs, why, sizeof(why)), "write: %s", why))
-		goto cleanup;
-	fd = open(path, O_RDONLY);
+	fd = open(fx.path, O_RDONLY);
 	if (!CHECK(fd >= 0 && !fstat(fd, &stt), "open"))
 		goto cleanup;
 	buf = malloc(stt.st_size);
@@ -217,13 +226,13 @@ static void replayed_verdict(void)
 	js = open_memstream(&json, &jlen);
 	if (!CHECK(out && js, "streams"))
 		goto cleanup;
-	CHECK(!replay__mem(buf, stt.st_size, 0, &o, 0, out, js), "replay");
+	CHECK(!replay__mem(buf, stt.st_size, 0, &fx.o, 0, out, js), "replay");
 	fclose(out);
 	fclose(js);
 	out = js = NULL;
 	CHECK(!strncmp(text, "trigger: signal at ", 19), "the report's first line: %.80s", text);
 	snprintf(want, sizeof(want), "\"live_bytes\":%" PRIu64 ",",
-		 tracker__proc(whole->t, P1)->live_bytes);
+		 tracker__proc(fx.whole->t, P1)->live_bytes);
 	CHECK(json && strstr(json, want), "the verdict of P1 has %s", want);
 	CHECK(json && strstr(json, "\"trigger\":{\"cause\":\"signal\""), "its trigger");
 cleanup:
@@ -234,13 +243,7 @@ cleanup:
 	free(text);
 	free(json);
 	free(buf);
-	flight__free(f);
-	symbolizer__free(sym);
-	analysis__free(whole);
-	rules__free(rs);
-	free(s.p);
-	unlink(path);
-	rmdir(dir);
+	fixture_free(&fx);
 }
 
 int main(void)

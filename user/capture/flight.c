@@ -312,6 +312,10 @@ int flight__record(struct flight *f, const struct gl_hdr *h)
 	if (rec_enc__len(&f->enc) >= f->chunk_bytes ||
 	    (h->ts_ns > f->enc_first_ts && h->ts_ns - f->enc_first_ts >= CHUNK_NS))
 		err = close_chunk(f);
+	/* A record past chunk_bytes, or a chunk that finished longer than it was open, would
+	 * take the ring over its bytes: the oldest chunk goes first. */
+	while (!err && f->n && held(f) > f->o.ring_bytes)
+		err = evict(f);
 	if (held(f) > f->peak)
 		f->peak = held(f);
 	if (err)
