@@ -157,7 +157,7 @@ UNIT_BIN := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/unit/%,$(UNIT_SRC))
 # Unit tests link everything but the command line.
 LIB_ASAN_OBJ := $(filter-out $(OUTPUT)/asan/cli/%,$(ASAN_OBJ))
 
-$(OUTPUT)/tests/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_ASAN_OBJ) $(wildcard user/*/*.h)
+$(OUTPUT)/tests/unit/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB_ASAN_OBJ) $(wildcard user/*/*.h)
 	@mkdir -p $(@D)
 	$(call msg,CC-UNIT,$@)
 	$(Q)$(CC) $(CFLAGS) $(SAN) $< $(LIB_ASAN_OBJ) $(LDLIBS) -o $@

@@ -30,6 +30,11 @@ Sections (--only picks some):
              the probe gains on the real libnccl.so.2
   capture    bench/capture_bench.sh: bytes per captured event, `gpuleak report` of 10 M,
              against the consumer's rate
+  watch      gpuleak watch: the consumer with a flight recorder (32 MiB ring, its lagging
+             analysis) against the consumer alone, in turns (CPU per 100 k calls/s of each);
+             memory with 1 M live once the live set has left the ring (it is then held twice)
+             against attach's; a capture of that state (bytes, seconds, exact); an idle
+             watcher against an idle attach (CPU and RSS over idle_seconds)
   symbols    naming a stack frame from a perf map of 100 000 entries (JIT code) against
              naming one from an ELF symbol table of 100 000 functions, taking turns in one
              process (glbench symbols); the first frame of each (reading the table), and the
@@ -100,6 +105,11 @@ TARGETS = {
     "detach_vs_floor": (DETACH_VS_FLOOR, "le"),
     "report_vs_consumer": (0.3, "ge"),
     "capture_bytes_per_event": (12, "le"),
+    # the analysis twice (live, and lagging behind the ring) and the codec both ways: at most
+    # three times attach's CPU per record
+    "watch_consumer_vs_consumer": (0.33, "ge"),
+    "watch_ring_held_vs_ring": (1.0, "le"),
+    "watch_idle_cpu_vs_attach": (2.0, "le"),
     "perf_map_vs_elf_per_frame": (1.5, "le"),
     "perf_map_vs_elf_first_frame": (1.0, "le"),
     "perf_map_heap_bytes_per_entry": (160, "le"),
@@ -855,6 +865,106 @@ def bench_capture(a, tmp, res):
             "report_calls": vals["calls"]}
 
 
+def consumer_mean(a, *extra):
+    """The consumer's events per second over a whole run: a flight recorder evicts a chunk
+    at a time, so its batches differ; the run's mean is what it costs."""
+    out = subprocess.run([GLBENCH, "consumer", "-l", "1M", "-n", a.consumer_events, *extra],
+                         capture_output=True, text=True, timeout=600)
+    if out.returncode:
+        raise BenchError(f"glbench consumer: {out.stderr.strip()}")
+    return json.loads(out.stdout)["mean_events_per_s"]
+
+
+def proc_cpu_s(pid):
+    """CPU seconds of every thread of pid, to the nanosecond (schedstat: ticks are 10 ms)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+            total += int(f.read().split()[0])
+    return total / 1e9
+
+
+def proc_rss(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1)) * 1024
+
+
+def idle_run(a, tmp, variant):
+    """gpuleak attached to a process that makes no call, for idle_seconds: its CPU seconds
+    per second and its RSS then."""
+    target = Proc([PAIRLOOP, "--sync", "-n", "1", "-w", "1"])
+    tracer = None
+    try:
+        target.line("out", lambda l: l.startswith("ready"))
+        if variant == "watch":
+            argv = [GPULEAK, "watch", "-o", os.path.join(tmp, "idle"), "-p", str(target.pid)]
+        else:
+            argv = [GPULEAK, "attach", "-p", str(target.pid), "--interval", "0"]
+        tracer = Proc(argv, stdin=False, stderr_pipe=True)
+        tracer.line("err", lambda l: "tracing pid" in l)
+        cpu0, t0 = proc_cpu_s(tracer.pid), time.monotonic()
+        time.sleep(a.idle_seconds)
+        cpu1, t1 = proc_cpu_s(tracer.pid), time.monotonic()
+        rss = proc_rss(tracer.pid)
+        target.send("go\n")
+        target.line("out", lambda l: l.startswith("{"))
+        target.wait()
+        stop_tracer(tracer)
+    finally:
+        target.kill()
+        if tracer:
+            tracer.kill()
+    return (cpu1 - cpu0) / (t1 - t0), rss
+
+
+def bench_watch(a, tmp, res):
+    ring = str(32 << 20)
+    att, wat = [], []
+    for rep in range(a.consumer_reps):
+        att.append(consumer_mean(a))
+        wat.append(consumer_mean(a, "--watch", ring))
+        log(f"watch consumer {rep + 1}/{a.consumer_reps}: {wat[-1] / 1e6:.2f} M events/s "
+            f"against {att[-1] / 1e6:.2f} M alone")
+    out = {"watch_consumer_events_per_s": stats(wat),
+           "watch_attach_consumer_events_per_s": stats(att),
+           "watch_consumer_vs_consumer": stats([w / x for w, x in zip(wat, att)]),
+           # the share of one core 100 000 calls a second take
+           "watch_cpu_pct_per_100k": stats([1e5 / w * 100 for w in wat]),
+           "attach_cpu_pct_per_100k": stats([1e5 / x * 100 for x in att])}
+    mems = {}
+    for key, extra in (("attach", []), ("watch", ["--watch", ring])):
+        p = subprocess.run([GLBENCH, "memory", "-l", "1M", *extra], capture_output=True,
+                           text=True, timeout=600)
+        if p.returncode:
+            raise BenchError(f"glbench memory {extra}: {p.stderr.strip()}")
+        mems[key] = json.loads(p.stdout)
+        log(f"memory, {key}: {mems[key]}")
+    w, m = mems["watch"], mems["attach"]
+    out.update({
+        "watch_rss_mib_1m": stats([w["rss_bytes"] / (1 << 20)]),
+        "attach_rss_mib_1m": stats([m["rss_bytes_per_live_alloc"] * 1e6 / (1 << 20)]),
+        "watch_heap_per_live_alloc": stats([w["bytes_per_live_alloc"]]),
+        "watch_ring_held_vs_ring": stats([w["ring_held"] / int(ring)]),
+        "watch_capture_mib_1m": stats([w["capture_bytes"] / (1 << 20)]),
+        "watch_capture_s_1m": stats([w["capture_s"]]),
+        "watch_peak_rss_per_live_alloc": stats([w["peak_rss_bytes_per_live_alloc"]]),
+        "watch_capture_exact": w["capture_exact"]})
+    idle = {"attach": [], "watch": []}
+    for rep in range(a.idle_reps):
+        for variant in ("attach", "watch"):
+            idle[variant].append(idle_run(a, tmp, variant))
+        log(f"idle {rep + 1}/{a.idle_reps}: watch {idle['watch'][-1]}, "
+            f"attach {idle['attach'][-1]}")
+    out.update({
+        "watch_idle_cpu_ms_per_s": stats([c * 1e3 for c, _ in idle["watch"]]),
+        "attach_idle_cpu_ms_per_s": stats([c * 1e3 for c, _ in idle["attach"]]),
+        "watch_idle_cpu_vs_attach": stats([w[0] / max(x[0], 1e-4)
+                                           for w, x in zip(idle["watch"], idle["attach"])]),
+        "watch_idle_rss_mib": stats([r / (1 << 20) for _, r in idle["watch"]]),
+        "attach_idle_rss_mib": stats([r / (1 << 20) for _, r in idle["attach"]])})
+    return out
+
+
 def bench_symbols(a, tmp, res):
     """Naming frames from a perf map against naming them from ELF symbols, in one process:
     ratios within each run, then the median."""
@@ -884,8 +994,8 @@ def bench_symbols(a, tmp, res):
 SECTIONS = {"pairs": bench_pairs, "torch": bench_torch, "breakdown": bench_breakdown,
             "consumer": bench_consumer, "memory": bench_memory,
             "drops": bench_drops, "attach": bench_attach, "placement": bench_placement,
-            "capture": bench_capture, "symbols": bench_symbols, "procs": bench_procs,
-            "python": bench_python}
+            "capture": bench_capture, "watch": bench_watch, "symbols": bench_symbols,
+            "procs": bench_procs, "python": bench_python}
 
 ROWS = [  # key, label, unit, scale, format
     ("pair_ns_none", "pair, untraced", "ns", 1, "{:.0f}"),
@@ -938,6 +1048,26 @@ ROWS = [  # key, label, unit, scale, format
     ("report_events_per_s", "  events per second", "M/s", 1e-6, "{:.2f}"),
     ("report_vs_consumer", "  report / consumer", "x", 1, "{:.2f}"),
     ("capture_bytes_per_event", "capture bytes per event", "B", 1, "{:.2f}"),
+    ("watch_consumer_events_per_s", "watch: consumer, 1 M live, 32 MiB ring", "M/s", 1e-6,
+     "{:.2f}"),
+    ("watch_attach_consumer_events_per_s", "  the consumer alone, same turns", "M/s", 1e-6,
+     "{:.2f}"),
+    ("watch_consumer_vs_consumer", "  watch / alone", "x", 1, "{:.2f}"),
+    ("watch_cpu_pct_per_100k", "  watch: CPU per 100 k calls/s", "%", 1, "{:.2f}"),
+    ("attach_cpu_pct_per_100k", "  attach: CPU per 100 k calls/s", "%", 1, "{:.2f}"),
+    ("watch_rss_mib_1m", "watch: RSS, 1 M live, ring full", "MiB", 1, "{:.0f}"),
+    ("attach_rss_mib_1m", "  attach: RSS, 1 M live", "MiB", 1, "{:.0f}"),
+    ("watch_heap_per_live_alloc", "  watch: heap per live allocation", "B", 1, "{:.1f}"),
+    ("watch_ring_held_vs_ring", "  ring held / --ring", "x", 1, "{:.3f}"),
+    ("watch_peak_rss_per_live_alloc", "  peak RSS per live alloc. (capture)", "B", 1,
+     "{:.1f}"),
+    ("watch_capture_mib_1m", "watch: capture of 1 M live + ring", "MiB", 1, "{:.2f}"),
+    ("watch_capture_s_1m", "  time to write it (verified)", "s", 1, "{:.2f}"),
+    ("watch_idle_cpu_ms_per_s", "watch idle: CPU", "ms/s", 1, "{:.2f}"),
+    ("attach_idle_cpu_ms_per_s", "  attach idle: CPU", "ms/s", 1, "{:.2f}"),
+    ("watch_idle_cpu_vs_attach", "  watch / attach", "x", 1, "{:.2f}"),
+    ("watch_idle_rss_mib", "watch idle: RSS (8 MiB ring buffer)", "MiB", 1, "{:.1f}"),
+    ("attach_idle_rss_mib", "  attach idle: RSS (64 MiB)", "MiB", 1, "{:.1f}"),
     ("perf_map_ns_per_frame", "frame named from a perf map, 100 k", "ns", 1, "{:.0f}"),
     ("elf_ns_per_frame", "  from ELF symbols, 100 k", "ns", 1, "{:.0f}"),
     ("perf_map_vs_elf_per_frame", "  perf map / ELF", "", 1, "{:.2f}"),
@@ -1038,6 +1168,8 @@ def main():
     a.attach_reps = 3 if q else 7
     a.placement_reps = 2 if q else 5
     a.placement_calls = 20000 if q else 100000
+    a.idle_reps = 2 if q else 3
+    a.idle_seconds = 3 if q else 10
     a.symbols_reps = 3 if q else 7
     a.symbols_frames = "20000" if q else "50000"
     a.procs_reps = 2 if q else 5
@@ -1065,6 +1197,7 @@ def main():
                                                   "drop_seconds", "ref_reps",
                                                   "attach_reps",
                                                   "placement_reps", "placement_calls",
+                                                  "idle_reps", "idle_seconds",
                                                   "symbols_reps", "symbols_frames",
                                                   "procs_reps", "py_reps", "py_pairs")},
            "spread": {}, "targets": {}}

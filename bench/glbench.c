@@ -35,6 +35,15 @@
  *                                  records); mean_events_per_s: over the whole run.
  *   glbench memory [-l LIVE]       heap bytes the analysis holds per live allocation, with
  *                                  LIVE allocations live.
+ *   --watch RING (consumer, memory)
+ *                                  as gpuleak watch runs: every record also into a flight
+ *                                  recorder of RING bytes (capture/flight.h), whose lagging
+ *                                  analysis takes what leaves it. memory --watch first churns
+ *                                  allocate/free pairs until the LIVE allocations have all
+ *                                  left the ring (the state of a recorder left on for hours:
+ *                                  the live set twice, the ring full), then writes one
+ *                                  capture of it and says its size, how long it took and the
+ *                                  peak RSS meanwhile.
  *   glbench symbols [-n ENTRIES] [-f FRAMES] LIB
  *                                  naming stack frames from a perf map against naming them
  *                                  from an ELF symbol table of as many functions: LIB is
@@ -77,7 +86,10 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "capture/capture.h"
+#include "capture/flight.h"
 #include "engine/analysis.h"
+#include "symbols/symbolizer.h"
 #include "bench.h"
 #include "bench.skel.h"
 #include "probe/dawn_procs.h"
@@ -104,15 +116,15 @@ static uint64_t now_ns(void)
 
 static int usage(void)
 {
-	fprintf(stderr,
-		"usage: glbench bare -p PID [--cost BITS] LIB\n"
-		"       glbench usdt -p PID LIB PROVIDER:NAME...\n"
-		"       glbench attach -p PID OBJECT:OFFSET[,OFFSET...]...\n"
-		"       glbench consumer [-l LIVE] [-n EVENTS] [-b BATCH] [--cold | --grow]\n"
-		"       glbench memory [-l LIVE]\n"
-		"       glbench symbols [-n ENTRIES] [-f FRAMES] LIB\n"
-		"       glbench procs [-r REPS] OBJECT SYMOBJ\n"
-		"       glbench noprocs [-r REPS] OBJECT SYMOBJ\n");
+	fprintf(stderr, "usage: glbench bare -p PID [--cost BITS] LIB\n"
+			"       glbench usdt -p PID LIB PROVIDER:NAME...\n"
+			"       glbench attach -p PID OBJECT:OFFSET[,OFFSET...]...\n"
+			"       glbench consumer [-l LIVE] [-n EVENTS] [-b BATCH] [--cold | "
+			"--grow] [--watch RING]\n"
+			"       glbench memory [-l LIVE] [--watch RING]\n"
+			"       glbench symbols [-n ENTRIES] [-f FRAMES] LIB\n"
+			"       glbench procs [-r REPS] OBJECT SYMOBJ\n"
+			"       glbench noprocs [-r REPS] OBJECT SYMOBJ\n");
 	return 2;
 }
 
@@ -435,14 +447,26 @@ static int no_frames(void *ctx, pid_t pid, uint64_t caller, int32_t stack_id, co
 struct session {
 	struct rules *rules;
 	struct analysis *an;
+	struct analysis_opts o;
+	struct flight *flight; /* --watch, else NULL */
 };
 
-static int session_new(struct session *s)
+/* A record into the analysis and, watching, first into the flight recorder (as feed.c). */
+static int session_feed(struct session *s, const struct gl_hdr *h)
+{
+	int err = s->flight ? flight__record(s->flight, h) : 0;
+
+	return err ? err : analysis__feed(s->an, h);
+}
+
+static int session_new(struct session *s, uint64_t ring)
 {
 	struct analysis_opts o = {.steps = {.source = STEP_INTERVAL,
 					    .interval_ns = 1000000000ULL,
 					    .warmup_steps = 3,
 					    .min_growth_steps = 5}};
+	struct flight_opts fo = {
+	    .ring_bytes = ring, .a = &s->o, .frames = no_frames, .verify = true};
 	struct gl_proc_rec p = {
 	    .hdr = {.size = sizeof(p), .kind = GL_REC_PROC, .pid = PID, .tid = PID, .ts_ns = 1},
 	    .event = GL_PROC_ATTACH,
@@ -453,15 +477,19 @@ static int session_new(struct session *s)
 	if (!err)
 		err = rules__add_builtins(s->rules);
 	o.rules = s->rules;
+	s->o = o;
 	if (!err)
-		err = analysis__new(&o, no_frames, NULL, &s->an);
+		err = analysis__new(&s->o, no_frames, NULL, &s->an);
+	if (!err && ring)
+		err = flight__new(&fo, &s->flight);
 	if (!err)
-		err = analysis__feed(s->an, &p.hdr);
+		err = session_feed(s, &p.hdr);
 	return err;
 }
 
 static void session_free(struct session *s)
 {
+	flight__free(s->flight);
 	analysis__free(s->an);
 	rules__free(s->rules);
 }
@@ -483,7 +511,7 @@ static int prefill(struct session *s, uint64_t live)
 		r.addr = BASE + i * 256;
 		r.size = 4096 << (i & 7);
 		r.caller = CALLER + (i & 15) * 0x40;
-		err = analysis__feed(s->an, &r.hdr);
+		err = session_feed(s, &r.hdr);
 		if (err)
 			return err;
 	}
@@ -514,18 +542,20 @@ static int cmp_u64(const void *a, const void *b)
 
 static int sink(void *ctx, const struct gl_hdr *h)
 {
-	return analysis__feed(ctx, h);
+	return session_feed(ctx, h);
 }
 
 static void prefetch(void *ctx, const struct gl_hdr *h)
 {
-	analysis__prefetch(ctx, h);
+	const struct session *s = ctx;
+
+	analysis__prefetch(s->an, h);
 }
 
 static int cmd_consumer(int argc, char **argv)
 {
 	uint64_t live = 1000000, events = 10000000, batch = 100000, done = 0, drain_ns = 0;
-	uint64_t *rates = NULL;
+	uint64_t *rates = NULL, ring = 0;
 	size_t nr_rates = 0;
 	bool cold = false, grow = false;
 	struct session s = {};
@@ -534,11 +564,16 @@ static int cmd_consumer(int argc, char **argv)
 	struct bench_produce a;
 	int opt, err, prog_fd;
 
-	static const struct option longopts[] = {
-	    {"cold", no_argument, NULL, 'c'}, {"grow", no_argument, NULL, 'g'}, {}};
+	static const struct option longopts[] = {{"cold", no_argument, NULL, 'c'},
+						 {"grow", no_argument, NULL, 'g'},
+						 {"watch", required_argument, NULL, 'w'},
+						 {}};
 
 	while ((opt = getopt_long(argc, argv, "l:n:b:", longopts, NULL)) != -1) {
 		switch (opt) {
+		case 'w':
+			ring = opt_count(optarg);
+			break;
 		case 'l':
 			live = opt_count(optarg);
 			break;
@@ -561,7 +596,7 @@ static int cmd_consumer(int argc, char **argv)
 	/* 80 bytes a record in the 64 MiB ring: a batch must fit whole. */
 	if (!batch || batch > 800000 || live < 16)
 		return usage();
-	err = session_new(&s);
+	err = session_new(&s, ring);
 	if (!err)
 		err = prefill(&s, live);
 	if (err) {
@@ -573,7 +608,7 @@ static int cmd_consumer(int argc, char **argv)
 		err = -errno;
 		goto cleanup;
 	}
-	err = ringbuf__new(bpf_map__fd(skel->maps.events), sink, s.an, &rb);
+	err = ringbuf__new(bpf_map__fd(skel->maps.events), sink, &s, &rb);
 	if (err)
 		goto cleanup;
 	ringbuf__set_prefetch(rb, prefetch);
@@ -626,9 +661,10 @@ static int cmd_consumer(int argc, char **argv)
 	}
 	/* A batch during which another tenant had the CPU is an outlier, not our speed. */
 	qsort(rates, nr_rates, sizeof(*rates), cmp_u64);
-	printf("{\"live\":%" PRIu64 ",\"cold\":%s,\"grow\":%s,\"events\":%" PRIu64
-	       ",\"drain_s\":%.4f,\"events_per_s\":%" PRIu64 ",\"mean_events_per_s\":%.0f}\n",
-	       live, cold ? "true" : "false", grow ? "true" : "false", done, drain_ns / 1e9,
+	printf("{\"live\":%" PRIu64 ",\"cold\":%s,\"grow\":%s,\"watch_ring\":%" PRIu64
+	       ",\"events\":%" PRIu64 ",\"drain_s\":%.4f,\"events_per_s\":%" PRIu64
+	       ",\"mean_events_per_s\":%.0f}\n",
+	       live, cold ? "true" : "false", grow ? "true" : "false", ring, done, drain_ns / 1e9,
 	       rates[nr_rates / 2], done * 1e9 / drain_ns);
 cleanup:
 	free(rates);
@@ -664,35 +700,117 @@ static uint64_t status_kib(const char *key)
 	return v;
 }
 
+/*
+ * Allocate/free pairs through the session (addresses above the live set's) until everything
+ * the prefill made has left the flight recorder's ring: its lagging analysis holds the live
+ * set too, its ring is full.
+ */
+static int churn(struct session *s, uint64_t live)
+{
+	struct gl_call_rec r = {.hdr = {.size = sizeof(r), .pid = PID, .tid = PID},
+				.stack_id = -1,
+				.caller = CALLER + 0x1000};
+	struct flight_stats fs;
+	uint64_t i;
+	int err = 0;
+
+	for (i = 0; !err; i++) {
+		flight__stats(s->flight, &fs);
+		if (fs.evicted > live + 1)
+			break;
+		r.hdr.kind = i & 1 ? GL_REC_FREE : GL_REC_ALLOC;
+		r.hdr.api = i & 1 ? GL_API_CUDA_FREE : GL_API_CUDA_MALLOC;
+		r.hdr.ts_ns = 2 + live + i;
+		r.addr = BASE + (live + 16 + (i / 2) % 4096) * 256;
+		r.size = i & 1 ? 0 : 4096;
+		err = session_feed(s, &r.hdr);
+	}
+	return err;
+}
+
+/* One capture of the recorder's window: its bytes, the time it took, the peak RSS. */
+static int watch_capture(struct session *s, double *secs, uint64_t *bytes, bool *exact)
+{
+	struct capture_trigger tr = {.cause = CAUSE_SIGNAL, .name = "signal", .detail = "bench"};
+	struct flight_write w = {.tr = &tr, .live = s->an->t};
+	char dir[] = "/tmp/glbench-XXXXXX", path[64], why[256];
+	struct capture_stats st;
+	uint64_t t0;
+	int err;
+
+	if (!mkdtemp(dir))
+		return -errno;
+	snprintf(path, sizeof(path), "%s/w.glc", dir);
+	err = symbolizer__new(NULL, &w.sym);
+	if (err)
+		goto cleanup;
+	t0 = now_ns();
+	err = flight__write(s->flight, path, &w, &st, why, sizeof(why));
+	*secs = (now_ns() - t0) / 1e9;
+	*bytes = st.bytes;
+	*exact = (tr.flags & CTF_EXACT) != 0;
+	if (err)
+		fprintf(stderr, "glbench: capture: %s\n", why);
+	symbolizer__free(w.sym);
+cleanup:
+	unlink(path);
+	rmdir(dir);
+	return err;
+}
+
 static int cmd_memory(int argc, char **argv)
 {
-	uint64_t live = 10000000, heap0, rss0, hwm0;
+	uint64_t live = 10000000, ring = 0, heap0, rss0, hwm0, heap1, rss1, cap_bytes = 0;
 	struct session s = {};
+	struct flight_stats fs = {};
+	double cap_s = 0;
+	bool exact = false;
 	int opt, err;
 
-	while ((opt = getopt(argc, argv, "l:")) != -1) {
-		if (opt != 'l')
+	static const struct option longopts[] = {{"watch", required_argument, NULL, 'w'}, {}};
+
+	while ((opt = getopt_long(argc, argv, "l:", longopts, NULL)) != -1) {
+		if (opt == 'w')
+			ring = opt_count(optarg);
+		else if (opt == 'l')
+			live = opt_count(optarg);
+		else
 			return usage();
-		live = opt_count(optarg);
 	}
 	if (!live)
 		return usage();
 	heap0 = heap_bytes();
 	rss0 = status_kib("VmRSS");
 	hwm0 = status_kib("VmHWM");
-	err = session_new(&s);
+	err = session_new(&s, ring);
 	if (!err)
 		err = prefill(&s, live);
+	if (!err && ring)
+		err = churn(&s, live);
 	if (err) {
 		fprintf(stderr, "glbench: %s\n", strerror(-err));
 		goto cleanup;
 	}
+	heap1 = heap_bytes();
+	rss1 = status_kib("VmRSS");
+	if (ring) {
+		flight__stats(s.flight, &fs);
+		err = watch_capture(&s, &cap_s, &cap_bytes, &exact);
+		if (err)
+			goto cleanup;
+	}
 	/* The heap is what the analysis asked for; RSS also shows what the allocator adds. */
 	printf("{\"live\":%" PRIu64 ",\"bytes_per_live_alloc\":%.1f,\"rss_bytes_per_live_alloc\":"
-	       "%.1f,\"peak_rss_bytes_per_live_alloc\":%.1f}\n",
-	       live, (double)(heap_bytes() - heap0) / live,
-	       (status_kib("VmRSS") - rss0) * 1024.0 / live,
+	       "%.1f,\"peak_rss_bytes_per_live_alloc\":%.1f",
+	       live, (double)(heap1 - heap0) / live, (rss1 - rss0) * 1024.0 / live,
 	       (status_kib("VmHWM") - hwm0) * 1024.0 / live);
+	if (ring)
+		printf(",\"watch_ring\":%" PRIu64 ",\"ring_held\":%" PRIu64
+		       ",\"rss_bytes\":%" PRIu64 ",\"capture_bytes\":%" PRIu64
+		       ",\"capture_s\":%.3f,\"capture_exact\":%s",
+		       ring, fs.ring_bytes, (rss1 - rss0) * 1024, cap_bytes, cap_s,
+		       exact ? "true" : "false");
+	printf("}\n");
 cleanup:
 	session_free(&s);
 	return err ? 1 : 0;

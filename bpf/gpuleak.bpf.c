@@ -1465,3 +1465,24 @@ int gl_task_exit(__u64 *ctx)
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
+
+/*
+ * The kernel's OOM killer chose a traced process (a memory cgroup's limit, or the whole
+ * machine's): SIGKILL follows. Loaded only for gpuleak watch, where it triggers a capture of
+ * the process's state before it dies; a BTF raw tracepoint, so tracefs need not be mounted.
+ */
+SEC("tp_btf/mark_victim")
+int gl_oom_victim(__u64 *ctx)
+{
+	struct task_struct *p = (void *)ctx[0];
+	__u32 pid = task_tgid(p);
+	struct gl_task_rec *r;
+
+	if (!pid || !bpf_map_lookup_elem(&traced, &pid))
+		return 0;
+	r = task_rec(pid, pid, GL_TASK_OOM_KILL, p);
+	if (!r)
+		return 0;
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}

@@ -344,6 +344,12 @@ enum gl_task_event {
 	 * returning (GL_SPEC2_ADOPT_THREADS: NCCL's group launch). Not a process event.
 	 */
 	GL_TASK_THREAD = 4,
+	/*
+	 * The kernel's OOM killer chose pid (its mark_victim tracepoint, system-wide or in a
+	 * memory cgroup): it is about to die of SIGKILL, its exit follows. Only with gpuleak
+	 * watch; a reader that does not know it skips it.
+	 */
+	GL_TASK_OOM_KILL = 5,
 };
 
 enum gl_task_flags {

@@ -174,7 +174,7 @@ def man_page_documents_every_option():
     without a warning."""
     man = open(os.path.join(harness.ROOT, "docs", "gpuleak.1")).read().replace("\\-", "-")
     documented = set(re.findall(r"--[a-z][a-z-]*", man))
-    for cmd in ("attach", "run", "record", "report", "probes", "diff"):
+    for cmd in ("attach", "run", "record", "report", "probes", "diff", "watch"):
         p = run_plain([gl(), cmd, "--help"])
         eq(p.returncode, 0, f"{cmd} --help")
         opts = set(re.findall(r"^\s+(?:-\w, )?(--[a-z][a-z-]*)", p.stdout, re.M))

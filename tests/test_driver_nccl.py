@@ -173,7 +173,7 @@ def nccl_cumem_host_memory_is_no_device_memory():
     eq(comms(v), [("live", COMM_DEVICE + 2 * MiB, 6, 0)], "all of it the communicator's")
     eq([(a["bytes"], a["count"]) for a in v["address_space"]], [(4 * MiB, 2)], "two ranges")
     # growth on device 0, with --device-mem: used is device memory only
-    res = run_gpuleak(["run", "--interval", "0", "--step", "sym:nccl_comm:nccl_step",
+    res = run_gpuleak(["run", "--interval", "0", "--step", "sym:nccl_comm:host_step",
                        "--device-mem", "64MiB", "--", scenario("nccl_comm"), "hoststeps"],
                       env=env)
     v = res.verdict()

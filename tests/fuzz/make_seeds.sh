@@ -13,7 +13,7 @@ bin=.output/tests/bin
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cc -O1 -g -Wall -Wextra -Werror -std=gnu11 -D_GNU_SOURCE -Ibpf -Iuser -I.output \
-	tests/fuzz/recode.c $(ls .output/obj/*/*.o | grep -v /cli/) -lbpf -lelf -lz -lm \
+	tests/fuzz/recode.c $(ls .output/obj/*/*.o | grep -v /cli/) -lbpf -lelf -lz -lm -ldl -lcapstone \
 	-l:libstdc++.so.6 -o "$tmp/recode"
 rm -rf "$out"
 mkdir -p "$out"
@@ -40,6 +40,14 @@ rec graphs "$bin/graphs" decode
 rec pools "$bin/pools" reserve
 rec ipc --follow "$bin/ipc" weights
 rec arrays "$bin/arrays" leak
+
+# gpuleak watch: a snapshot, the window after it and a TRIGGER block with the failing call
+# (oomloop's device full at step 40, 10 steps a second, a ring of the last second)
+GPULEAK_STANDIN_DEVICE_MEM=$(( (16 << 20) + 40 * (64 << 10) + (32 << 10) )) \
+	./gpuleak watch -o "$tmp/watch" --ring-time 1s --step sym:oomloop:decode_step \
+	-- "$bin/oomloop" loop 64K 100000 >/dev/null 2>&1 || true
+cp "$tmp"/watch/*-oom.glc "$out/watch-oom.glc"
+"$tmp/recode" "$out/watch-oom.glc" "$out/watch-oom-stored.glc" 200
 .output/bench/capture_gen -o "$tmp/gen.glc" -n 300 --store --block-size 400 >/dev/null
 cp "$tmp/gen.glc" "$out/gen-stored.glc"
 # a header alone (recorder killed at once), cut inside a block, cut inside the header

@@ -63,13 +63,19 @@ static int on_process(void *ctx, const struct capture_proc *p)
 	return capture__add_process(ctx, p);
 }
 
+static int on_trigger(void *ctx, const struct capture_trigger *t)
+{
+	return capture__add_trigger(ctx, t);
+}
+
 int main(int argc, char **argv)
 {
 	struct capture_visitor v = {.record = on_record,
 				    .maps = on_maps,
 				    .symbol = on_symbol,
 				    .stack = on_stack,
-				    .process = on_process};
+				    .process = on_process,
+				    .trigger = on_trigger};
 	struct capture_opts o = {.force = true, .store = true};
 	struct capture_reader *r = NULL;
 	struct capture *c = NULL;

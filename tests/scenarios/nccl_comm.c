@@ -67,7 +67,7 @@
  *             Left: one block, 4194304 bytes (3145728 asked) on device 0, at nccl_mem_alloc.
  *   memfree   nccl_mem_alloc x 3 (3 MiB each, as memalloc), nccl_mem_free x 3.  Left:
  *             nothing; no release is of a handle already gone.
- *   hoststeps nccl_get_id; nccl_init -> C; then 10 times nccl_step (a step marker) and
+ *   hoststeps nccl_get_id; nccl_init -> C; then 10 times host_step (a step marker) and
  *             alloc_buffer 1 MiB, kept.  Left: C's memory and 10 MiB at alloc_buffer, all
  *             on device 0 but C's host memory (with NCCL_CUMEM_HOST_ENABLE=1, a 2 MiB
  *             cuMemCreate on the host: no device's memory).
@@ -95,6 +95,13 @@
  *             nccl_bad_comm_calls(C), likewise; nccl_destroy C; then a second
  *             ncclCommDestroy(C) from main, ncclInvalidArgument (the stand-in knows it is
  *             gone).  Left: nothing.
+ *   oom       nccl_get_id; nccl_init -> C; then steps, 1000 us apart: nccl_step: alloc_buffer
+ *             1 MiB, never freed (the leak), then nccl_scratch: ncclMemAlloc(2 MiB) (inside
+ *             it cuMemCreate 2097152) and ncclMemFree of it; until that ncclMemAlloc fails
+ *             (a device of GPULEAK_STANDIN_DEVICE_MEM = 6 MiB + (K + 2) MiB + 512 KiB: at
+ *             step K, with 6 MiB + (K + 1) MiB live): cuMemCreate returns
+ *             CUDA_ERROR_OUT_OF_MEMORY, ncclMemAlloc ncclUnhandledCudaError. It prints "nccl
+ *             oom at step K: R" (R: ncclMemAlloc's result) and exits 1.
  * The driver's count of bytes in use on devices 0 and 1 at "done" is checked against the
  * above (host memory is not counted there). Needs GPULEAK_STANDIN_DEVICES >= 2 (default).
  */
@@ -102,6 +109,7 @@
 #include <nccl.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 #include "scenario.h"
 
 #define MIB	       (1UL << 20)
@@ -241,6 +249,45 @@ static SCENARIO_SITE void alloc_buffer(void **bufs, size_t size, int n)
 static SCENARIO_SITE void free_buffer(void *p)
 {
 	SCENARIO_OK(cudaFree(p));
+}
+
+/* A scratch buffer of NCCL's own for one step; its result, failed or not. */
+static SCENARIO_SITE ncclResult_t nccl_scratch(size_t size)
+{
+	ncclResult_t err;
+	void *p;
+
+	err = ncclMemAlloc(&p, size);
+	if (!err)
+		SCENARIO_OK(ncclMemFree(p));
+	return err;
+}
+
+static SCENARIO_SITE ncclResult_t nccl_step(void)
+{
+	void *leak;
+
+	alloc_buffer(&leak, MIB, 1);
+	return nccl_scratch(2 * MIB);
+}
+
+/* Steps until NCCL cannot allocate: a framework's ncclMemAlloc failing at step K. */
+static int mode_oom(void)
+{
+	struct timespec gap = {.tv_nsec = 1000000};
+	unsigned long long k;
+	ncclResult_t err;
+
+	nccl_init(nccl_get_id());
+	for (k = 0;; k++) {
+		err = nccl_step();
+		if (err) {
+			printf("nccl oom at step %llu: %d\n", k, (int)err);
+			fflush(stdout);
+			return 1;
+		}
+		nanosleep(&gap, NULL);
+	}
 }
 
 /* Checks what the communicator says about itself; not a traced site. */
@@ -450,8 +497,8 @@ static void mode_errors(void)
 	SCENARIO_EXPECT(ncclCommDestroy(c), ncclInvalidArgument);
 }
 
-/* The step marker of hoststeps (gpuleak --step sym:nccl_comm:nccl_step). */
-SCENARIO_SITE void nccl_step(int step)
+/* The step marker of hoststeps (gpuleak --step sym:nccl_comm:host_step). */
+SCENARIO_SITE void host_step(int step)
 {
 	SCENARIO_OPAQUE(step);
 }
@@ -463,7 +510,7 @@ static void mode_hoststeps(void)
 
 	nccl_init(nccl_get_id());
 	for (i = 0; i < 10; i++) {
-		nccl_step(i);
+		host_step(i);
 		alloc_buffer(&buf, MIB, 1);
 	}
 }
@@ -478,9 +525,9 @@ static void mode_memfree(void)
 		nccl_mem_free(p[i]);
 }
 
-static const char *const modes[] = {"clean",	"leak",	    "abort",   "all",	   "split",
-				    "register", "memalloc", "config",  "window",   "threads",
-				    "group",	"errors",   "memfree", "hoststeps"};
+static const char *const modes[] = {"clean",	"leak",	    "abort",   "all",	    "split",
+				    "register", "memalloc", "config",  "window",    "threads",
+				    "group",	"errors",   "memfree", "hoststeps", "oom"};
 
 int main(int argc, char **argv)
 {
@@ -490,7 +537,7 @@ int main(int argc, char **argv)
 
 	scenario_usage(argc, 2,
 		       "nccl_comm clean|leak|abort|all|split|register|memalloc|config|window|"
-		       "threads|group|errors|memfree|hoststeps");
+		       "threads|group|errors|memfree|hoststeps|oom");
 	mode = argv[1];
 	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (!strcmp(mode, modes[i]))
@@ -501,6 +548,8 @@ int main(int argc, char **argv)
 	}
 	SCENARIO_OK(cudaSetDevice(0));
 	scenario_ready();
+	if (!strcmp(mode, "oom"))
+		return mode_oom();
 	if (!strcmp(mode, "clean")) {
 		mode_clean();
 	} else if (!strcmp(mode, "leak")) {

@@ -156,8 +156,11 @@ int capture__create(const char *path, const struct capture_opts *opts, struct ca
 	 * written in place (readable while it grows, INCOMPLETE until the end); a forced one
 	 * beside the old file, which it replaces only once finished.
 	 */
-	err =
-	    outfile__open(path, opts->force ? OUTFILE_REPLACE : OUTFILE_NEW, &c->file, why, whylen);
+	err = outfile__open(path,
+			    opts->atomic  ? OUTFILE_ATOMIC
+			    : opts->force ? OUTFILE_REPLACE
+					  : OUTFILE_NEW,
+			    &c->file, why, whylen);
 	if (err)
 		goto cleanup;
 	c->fd = outfile__fd(c->file);
@@ -356,6 +359,8 @@ int capture__write_record(struct capture *c, const struct gl_hdr *h)
 	return 0;
 }
 
+static void put_capped(struct wbuf *b, const char *s);
+
 static uint64_t str_hash(const char *s)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
@@ -418,6 +423,106 @@ int capture__add_maps(struct capture *c, const struct proc_maps *m, struct modul
 cleanup:
 	wbuf__free(&b);
 	return err;
+}
+
+int capture__add_map_list(struct capture *c, uint32_t pid, const struct capture_map *v, size_t n)
+{
+	struct wbuf b = {};
+	size_t i;
+	int err;
+
+	if (c->err)
+		return c->err;
+	if (!n)
+		return 0;
+	wbuf__varint(&b, pid);
+	wbuf__varint(&b, MAPS_FULL);
+	for (i = 0; i < n; i++) {
+		wbuf__varint(&b, v[i].start);
+		wbuf__varint(&b, v[i].end - v[i].start);
+		wbuf__varint(&b, v[i].pgoff);
+		wbuf__varint(&b, v[i].dev);
+		wbuf__varint(&b, v[i].ino);
+		wbuf__u8(&b, v[i].deleted ? MAP_DELETED : 0);
+		put_capped(&b, v[i].path);
+		put_capped(&b, v[i].build_id);
+	}
+	err = write_block(c, CB_MAPS, 0, &b, (uint32_t)n);
+	wbuf__free(&b);
+	return err;
+}
+
+static void put_call(struct wbuf *b, const struct capture_call *k)
+{
+	wbuf__u8(b, k->kind);
+	wbuf__u8(b, k->depth);
+	wbuf__varint(b, k->api);
+	wbuf__varint(b, k->tid);
+	wbuf__svarint(b, k->ret);
+	wbuf__svarint(b, k->stack_id);
+	wbuf__varint(b, k->addr);
+	wbuf__varint(b, k->size);
+	wbuf__varint(b, k->caller);
+	wbuf__varint(b, k->ts_ns);
+}
+
+int capture__add_trigger(struct capture *c, const struct capture_trigger *tr)
+{
+	struct wbuf b = {};
+	uint32_t i;
+	int err;
+
+	if (c->err)
+		return c->err;
+	wbuf__varint(&b, 1); /* this layout; a newer one only adds fields at the end */
+	wbuf__varint(&b, tr->cause);
+	put_capped(&b, tr->name);
+	put_capped(&b, tr->detail);
+	wbuf__varint(&b, tr->pid);
+	wbuf__varint(&b, tr->tid);
+	wbuf__varint(&b, tr->ts_ns);
+	wbuf__svarint(&b, tr->signal);
+	wbuf__varint(&b, tr->threshold);
+	wbuf__varint(&b, tr->flags);
+	put_call(&b, &tr->call);
+	put_call(&b, &tr->inner);
+	wbuf__varint(&b, tr->window_start_ns);
+	wbuf__varint(&b, tr->window_end_ns);
+	wbuf__varint(&b, tr->snapshot_init_records);
+	wbuf__varint(&b, tr->snapshot_records);
+	wbuf__varint(&b, tr->window_records);
+	wbuf__varint(&b, tr->step_source);
+	wbuf__varint(&b, tr->mismatch_bytes);
+	wbuf__varint(&b, tr->mismatch_sites);
+	wbuf__varint(&b, tr->skipped_bytes);
+	wbuf__varint(&b, tr->nr_procs);
+	for (i = 0; i < tr->nr_procs; i++) {
+		const struct capture_trigger_proc *p = &tr->procs[i];
+
+		wbuf__varint(&b, p->pid);
+		wbuf__svarint(&b, p->step);
+		wbuf__varint(&b, p->step_ts_ns);
+		wbuf__varint(&b, p->live_bytes);
+		wbuf__varint(&b, p->live_count);
+		wbuf__varint(&b, p->pending_bytes);
+		wbuf__varint(&b, p->start_live_bytes);
+		wbuf__varint(&b, p->start_live_count);
+	}
+	/* OPTIONAL: an older reader reports the records; the snapshot's memory then all looks
+	 * made before the first step. */
+	err = write_block(c, CB_TRIGGER, CBF_OPTIONAL, &b, 1);
+	wbuf__free(&b);
+	return err;
+}
+
+int capture__write_payload(struct capture *c, const uint8_t *p, size_t len, uint32_t count)
+{
+	struct wbuf v = {.p = (uint8_t *)p, .len = len, .cap = len};
+	int err = capture__flush(c);
+
+	if (err)
+		return err;
+	return count ? write_block(c, CB_RECORDS, 0, &v, count) : 0;
 }
 
 int capture__add_process(struct capture *c, const struct capture_proc *p)

@@ -27,16 +27,18 @@
 #define CAPTURE_MAGIC "\x89GLCAP\r\n" /* 8 bytes; \r\n catches text-mode copies */
 #define CAPTURE_MAJOR 1		      /* readers refuse another major */
 #define CAPTURE_MINOR                                                                              \
-	1			   /* readers accept any minor of their major; 1.1 adds
-					 * STACKS blocks (OPTIONAL: 1.0 readers skip them) */
+	2			   /* readers accept any minor of their major; 1.1 adds
+					 * STACKS blocks, 1.2 TRIGGER blocks (OPTIONAL: older
+					 * readers skip them) */
 #define CAPTURE_HDR_SIZE       264 /* of this minor; readers accept larger */
 #define CAPTURE_BLOCK_MAGIC    "GLBK"
 #define CAPTURE_BLOCK_HDR_SIZE 28
 
 /* Limits a reader enforces before allocating anything a file asks for. */
-#define CAPTURE_MAX_BLOCK   (64U << 20) /* raw (decoded) payload bytes of one block */
-#define CAPTURE_MAX_STR	    4096	/* paths, names, arguments */
-#define CAPTURE_MAX_RAW_REC 4096	/* bytes of one record stored verbatim */
+#define CAPTURE_MAX_BLOCK	  (64U << 20) /* raw (decoded) payload bytes of one block */
+#define CAPTURE_MAX_STR		  4096	      /* paths, names, arguments */
+#define CAPTURE_MAX_RAW_REC	  4096	      /* bytes of one record stored verbatim */
+#define CAPTURE_MAX_TRIGGER_PROCS 4096	      /* processes one TRIGGER block names */
 
 /* Default RECORDS block: flushed at this many encoded bytes, or after CAPTURE_FLUSH_NS. */
 #define CAPTURE_BLOCK_BYTES (1U << 20)
@@ -55,6 +57,7 @@ enum capture_block_type {
 	CB_PROCESS = 4, /* a traced process: command line, start time */
 	CB_STACKS = 5,	/* (pid, stack id, call site) -> frames, flags (since 1.1) */
 	CB_END = 6,	/* the recorder finished: totals; always last */
+	CB_TRIGGER = 7, /* why gpuleak watch wrote it, and where its snapshot ends (since 1.2) */
 };
 
 /* Block flags. */
@@ -78,8 +81,80 @@ struct ustack;
 
 struct capture_opts {
 	bool force;	      /* replace an existing file (else -EEXIST) */
+	bool atomic;	      /* written beside the path, put there whole at finish (watch) */
 	bool store;	      /* never compress (tests, fuzz seeds) */
 	uint32_t block_bytes; /* RECORDS flush threshold; 0: CAPTURE_BLOCK_BYTES */
+};
+
+/* One executable mapping from a CB_MAPS snapshot. */
+struct capture_map {
+	uint64_t start, end, pgoff, dev, ino;
+	bool deleted;
+	const char *path;
+	const char *build_id; /* hex; "" when none */
+};
+
+/* Why gpuleak watch wrote a capture (CB_TRIGGER); persisted: never renumbered. */
+enum capture_cause {
+	CAUSE_OOM = 1,	      /* an allocation returned out of memory (or a call failed on it) */
+	CAUSE_OOM_KILL = 2,   /* the kernel's OOM killer chose the process */
+	CAUSE_LIVE = 3,	      /* its live bytes reached --live-above */
+	CAUSE_OOM_SOON = 4,   /* its time to OOM fell below --oom-within */
+	CAUSE_SIGNAL = 5,     /* SIGUSR1 to gpuleak: on demand */
+	CAUSE_FAULT = 6,      /* the process died of a signal that dumps core */
+	CAUSE_WGPU_ERROR = 7, /* a WebGPU creation returned an error object */
+};
+
+/* A traced call as its record said (the call a trigger fired at). */
+struct capture_call {
+	uint8_t kind, depth;
+	uint16_t api;
+	uint32_t tid;
+	int32_t ret, stack_id;
+	uint64_t addr, size, caller, ts_ns;
+};
+
+/* Where one process of a watch capture stood. */
+struct capture_trigger_proc {
+	uint32_t pid;
+	int64_t step;	     /* at the window's start (-1: before its first step) */
+	uint64_t step_ts_ns; /* when that step began */
+	/* at the trigger, as the live analysis had them: what the report must come to */
+	uint64_t live_bytes, live_count, pending_bytes;
+	/* at the window's start: what the snapshot holds */
+	uint64_t start_live_bytes, start_live_count;
+};
+
+enum capture_trigger_flags {
+	CTF_CALL = 1 << 0,  /* call: the failing call */
+	CTF_INNER = 1 << 1, /* inner: the call under it that ran out (cuMemAlloc in cudaMalloc) */
+	CTF_VERIFIED = 1 << 2, /* the snapshot was fed back and compared with what it is of */
+	CTF_EXACT = 1 << 3,    /* ... and came out the same */
+};
+
+/*
+ * What a CB_TRIGGER block says: the cause, the process and call it fired at, and the window:
+ * the capture's first snapshot_records records rebuild the live state at the window's start
+ * (engine/snapshot.h: the first snapshot_init_records of them before each process's first
+ * step), the window_records after them are the records the recorder kept.
+ */
+struct capture_trigger {
+	uint32_t cause; /* enum capture_cause */
+	const char *name;
+	const char *detail; /* one line: what happened */
+	uint32_t pid, tid;
+	uint64_t ts_ns;	    /* record time of the trigger */
+	int32_t signal;	    /* CAUSE_FAULT: the signal */
+	uint64_t threshold; /* CAUSE_LIVE: bytes; CAUSE_OOM_SOON: ns */
+	uint32_t flags;	    /* enum capture_trigger_flags */
+	struct capture_call call, inner;
+	uint64_t window_start_ns, window_end_ns;
+	uint64_t snapshot_init_records, snapshot_records, window_records;
+	uint32_t step_source;			 /* enum step_source of the recording */
+	uint64_t mismatch_bytes, mismatch_sites; /* CTF_VERIFIED and not CTF_EXACT */
+	uint64_t skipped_bytes;			 /* live bytes the snapshot could not rebuild */
+	struct capture_trigger_proc *procs;
+	uint32_t nr_procs;
 };
 
 /* What a capture says about one traced process (CB_PROCESS). */
@@ -111,6 +186,13 @@ int capture__write_record(struct capture *c, const struct gl_hdr *h);
 /* Executable mappings of m->pid, with build-ids from mods (may be NULL); skipped when they
  * did not change since the last snapshot of that pid. */
 int capture__add_maps(struct capture *c, const struct proc_maps *m, struct modules *mods);
+/* A full snapshot of pid's executable mappings as the reader hands them (a copy kept). */
+int capture__add_map_list(struct capture *c, uint32_t pid, const struct capture_map *v, size_t n);
+/* Why the capture was written (gpuleak watch). */
+int capture__add_trigger(struct capture *c, const struct capture_trigger *tr);
+/* count records encoded by the codec (rec_enc__finish) as one RECORDS block, after what is
+ * buffered. */
+int capture__write_payload(struct capture *c, const uint8_t *p, size_t len, uint32_t count);
 int capture__add_process(struct capture *c, const struct capture_proc *p);
 /* The name of one address, written with the next block (once per (pid, address)). */
 int capture__add_symbol(struct capture *c, uint32_t pid, uint64_t addr, const struct sym_info *si);
@@ -165,14 +247,6 @@ struct capture_info {
 	char hostname[65];
 };
 
-/* One executable mapping from a CB_MAPS snapshot. */
-struct capture_map {
-	uint64_t start, end, pgoff, dev, ino;
-	bool deleted;
-	const char *path;
-	const char *build_id; /* hex; "" when none */
-};
-
 /* One user stack from a CB_STACKS block: frames innermost first, frames[0] the call site. */
 struct capture_stack {
 	uint32_t pid;
@@ -203,6 +277,7 @@ struct capture_visitor {
 	int (*stack)(void *ctx, const struct capture_stack *st);
 	int (*process)(void *ctx, const struct capture_proc *p);
 	int (*block)(void *ctx, const struct capture_block_info *b); /* before its content */
+	int (*trigger)(void *ctx, const struct capture_trigger *t);
 };
 
 /* Reader flags. */

@@ -397,6 +397,8 @@ const char *capture_block_name(unsigned int type)
 		return "STACKS";
 	case CB_END:
 		return "END";
+	case CB_TRIGGER:
+		return "TRIGGER";
 	default:
 		return "unknown";
 	}
@@ -647,6 +649,127 @@ cleanup:
 	return err;
 }
 
+static void get_call(struct rbuf *in, struct capture_call *k)
+{
+	uint64_t api, tid, v;
+	int64_t ret, stack;
+
+	k->kind = rbuf__u8(in);
+	k->depth = rbuf__u8(in);
+	api = rbuf__varint(in);
+	tid = rbuf__varint(in);
+	ret = rbuf__svarint(in);
+	stack = rbuf__svarint(in);
+	k->addr = rbuf__varint(in);
+	k->size = rbuf__varint(in);
+	k->caller = rbuf__varint(in);
+	k->ts_ns = rbuf__varint(in);
+	v = (uint64_t)ret + INT32_MAX + 1;
+	if (api > UINT16_MAX || tid > UINT32_MAX || v > UINT32_MAX || stack < INT32_MIN ||
+	    stack > INT32_MAX)
+		in->bad = true;
+	k->api = (uint16_t)api;
+	k->tid = (uint32_t)tid;
+	k->ret = (int32_t)ret;
+	k->stack_id = (int32_t)stack;
+}
+
+/* At most this many processes in one trigger (what the writer names at most). */
+#define MAX_TRIGGER_PROCS CAPTURE_MAX_TRIGGER_PROCS
+
+static int read_trigger(struct capture_reader *r, const struct capture_block_info *b,
+			const uint8_t *p, const struct capture_visitor *v, void *ctx)
+{
+	struct rbuf in = rbuf_of(p, b->raw_len);
+	struct capture_trigger t = {};
+	uint64_t version, cause, pid, tid, flags, src, nr;
+	int64_t sig;
+	uint32_t i;
+	int err = 0, serr = 0;
+
+	version = rbuf__varint(&in);
+	cause = rbuf__varint(&in);
+	t.name = rbuf__str(&in, CAPTURE_MAX_STR, &serr);
+	t.detail = rbuf__str(&in, CAPTURE_MAX_STR, &serr);
+	pid = rbuf__varint(&in);
+	tid = rbuf__varint(&in);
+	t.ts_ns = rbuf__varint(&in);
+	sig = rbuf__svarint(&in);
+	t.threshold = rbuf__varint(&in);
+	flags = rbuf__varint(&in);
+	get_call(&in, &t.call);
+	get_call(&in, &t.inner);
+	t.window_start_ns = rbuf__varint(&in);
+	t.window_end_ns = rbuf__varint(&in);
+	t.snapshot_init_records = rbuf__varint(&in);
+	t.snapshot_records = rbuf__varint(&in);
+	t.window_records = rbuf__varint(&in);
+	src = rbuf__varint(&in);
+	t.mismatch_bytes = rbuf__varint(&in);
+	t.mismatch_sites = rbuf__varint(&in);
+	t.skipped_bytes = rbuf__varint(&in);
+	nr = rbuf__varint(&in);
+	if (serr) {
+		err = fail(r, serr, b->offset, "out of memory");
+		goto cleanup;
+	}
+	/* every process takes at least eight bytes */
+	if (in.bad || !version || cause > UINT32_MAX || pid > UINT32_MAX || tid > UINT32_MAX ||
+	    sig < INT32_MIN || sig > INT32_MAX || flags > UINT32_MAX || src > UINT32_MAX ||
+	    nr > MAX_TRIGGER_PROCS || nr * 8 > rbuf__left(&in) ||
+	    t.snapshot_init_records > t.snapshot_records || b->count != 1) {
+		err = corrupt(r, b->offset, "TRIGGER block: malformed");
+		goto cleanup;
+	}
+	t.cause = (uint32_t)cause;
+	t.pid = (uint32_t)pid;
+	t.tid = (uint32_t)tid;
+	t.signal = (int32_t)sig;
+	t.flags = (uint32_t)flags;
+	t.step_source = (uint32_t)src;
+	t.procs = calloc(nr + 1, sizeof(*t.procs));
+	if (!t.procs) {
+		err = fail(r, -ENOMEM, b->offset, "out of memory");
+		goto cleanup;
+	}
+	for (i = 0; i < nr && !in.bad; i++) {
+		struct capture_trigger_proc *tp = &t.procs[i];
+		uint64_t ppid = rbuf__varint(&in);
+
+		tp->step = rbuf__svarint(&in);
+		tp->step_ts_ns = rbuf__varint(&in);
+		tp->live_bytes = rbuf__varint(&in);
+		tp->live_count = rbuf__varint(&in);
+		tp->pending_bytes = rbuf__varint(&in);
+		tp->start_live_bytes = rbuf__varint(&in);
+		tp->start_live_count = rbuf__varint(&in);
+		if (ppid > UINT32_MAX || tp->step < -1)
+			in.bad = true;
+		tp->pid = (uint32_t)ppid;
+	}
+	t.nr_procs = (uint32_t)nr;
+	/* A newer layout only adds fields at the end: what follows is not ours to judge. */
+	if (in.bad) {
+		err = corrupt(r, b->offset, "TRIGGER block: malformed process %u", i);
+		goto cleanup;
+	}
+	if (!t.name)
+		t.name = strdup("");
+	if (!t.detail)
+		t.detail = strdup("");
+	if (!t.name || !t.detail) {
+		err = fail(r, -ENOMEM, b->offset, "out of memory");
+		goto cleanup;
+	}
+	if (v->trigger && (err = v->trigger(ctx, &t)))
+		fail(r, err, b->offset, "TRIGGER block: %s", strerror(-err));
+cleanup:
+	free((char *)t.name);
+	free((char *)t.detail);
+	free(t.procs);
+	return err;
+}
+
 static int read_end(struct capture_reader *r, const struct capture_block_info *b, const uint8_t *p)
 {
 	struct rbuf in = rbuf_of(p, b->raw_len);
@@ -790,6 +913,8 @@ static int read_block(struct capture_reader *r, const struct capture_block_info 
 		return read_stacks(r, b, p, v, ctx);
 	case CB_END:
 		return read_end(r, b, p);
+	case CB_TRIGGER:
+		return read_trigger(r, b, p, v, ctx);
 	default:
 		if (b->flags & CBF_OPTIONAL)
 			return 0;

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "engine/analysis.h"
+#include "engine/snapshot.h"
 #include "capture/capture.h"
 #include "lib/exit.h"
 #include "lib/infile.h"
@@ -13,9 +14,12 @@
 #include "lib/log.h"
 #include "lib/outfile.h"
 #include "lib/term.h"
+#include "lib/units.h"
 #include "capture/replay.h"
+#include "probe/catalog.h"
 #include "output/pictures.h"
 #include "output/report.h"
+#include "symbols/stacks.h"
 #include "symbols/symbolizer.h"
 #include "engine/tracker.h"
 
@@ -37,6 +41,10 @@ struct replay {
 	int out_err;		  /* a picture could not be written: exit 1 */
 	replay_step_fn step_hook; /* replay__analyse: its caller's, at every closed step */
 	void *hook_ctx;
+	/* gpuleak watch: why the capture was written, and the snapshot its records start with */
+	struct capture_trigger trig; /* strings and procs owned */
+	bool has_trigger;
+	struct snapshot_info si;
 };
 
 /* ---- what the reader hands us ---- */
@@ -54,6 +62,8 @@ static int on_record(void *ctx, const struct gl_hdr *h)
 		if (rp->next_interval_ns <= h->ts_ns)
 			rp->next_interval_ns = h->ts_ns + rp->interval_ns;
 	}
+	if (rp->has_trigger)
+		snapshot__at(rp->an, &rp->si, rp->nr_fed);
 	rp->nr_fed++;
 	/* Python frames are named from their records, in stream order, as live. */
 	err = symbolizer__py_record(rp->sym, h);
@@ -153,6 +163,35 @@ static int on_process(void *ctx, const struct capture_proc *p)
 	return 0;
 }
 
+/* The first TRIGGER block says why the capture was written and where its snapshot ends. */
+static int on_trigger(void *ctx, const struct capture_trigger *t)
+{
+	struct replay *rp = ctx;
+	uint32_t i;
+
+	if (rp->has_trigger)
+		return 0;
+	rp->trig = *t;
+	rp->trig.name = strdup(t->name);
+	rp->trig.detail = strdup(t->detail);
+	rp->trig.procs = calloc(t->nr_procs + 1, sizeof(*t->procs));
+	rp->si.procs = calloc(t->nr_procs + 1, sizeof(*rp->si.procs));
+	if (!rp->trig.name || !rp->trig.detail || !rp->trig.procs || !rp->si.procs)
+		return -ENOMEM;
+	memcpy(rp->trig.procs, t->procs, t->nr_procs * sizeof(*t->procs));
+	for (i = 0; i < t->nr_procs; i++)
+		rp->si.procs[i] = (struct snapshot_proc){.pid = (pid_t)t->procs[i].pid,
+							 .step = t->procs[i].step,
+							 .step_ts_ns = t->procs[i].step_ts_ns};
+	rp->si.nr_procs = t->nr_procs;
+	rp->si.init_records = t->snapshot_init_records;
+	rp->si.records = t->snapshot_records;
+	/* Steps of another source than the recording's are the report's own. */
+	rp->si.own_steps = t->step_source != (uint32_t)rp->a->steps.source;
+	rp->has_trigger = true;
+	return 0;
+}
+
 static int on_block(void *ctx, const struct capture_block_info *b)
 {
 	struct replay *rp = ctx;
@@ -175,6 +214,98 @@ static void fmt_time(char *buf, size_t len, uint64_t realtime_ns)
 		snprintf(buf, len, "?");
 }
 
+/* The record time ns of a capture as wall-clock time, to the millisecond. */
+static void fmt_record_time(char *buf, size_t len, const struct capture_info *in, uint64_t ns)
+{
+	uint64_t real = ns + (uint64_t)in->realtime_offset_ns;
+	time_t t = real / 1000000000ULL;
+	struct tm tm;
+	char hms[32];
+
+	if (!ns || !gmtime_r(&t, &tm) || !strftime(hms, sizeof(hms), "%Y-%m-%d %H:%M:%S", &tm)) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	snprintf(buf, len, "%s.%03u UTC", hms, (unsigned int)(real / 1000000 % 1000));
+}
+
+/* The first lines of a watch capture's report: which trigger fired, and what the window is. */
+static void print_trigger(struct replay *rp, FILE *out)
+{
+	const struct capture_info *in = capture_reader__info(rp->rd);
+	const struct capture_trigger *t = &rp->trig;
+	uint64_t bytes = 0, count = 0;
+	char when[64], b[32];
+	uint32_t i, n = 0;
+
+	fmt_record_time(when, sizeof(when), in, t->ts_ns);
+	fputs("trigger: ", out);
+	term_fputs(t->name, out, 0);
+	fprintf(out, " at %s: ", when);
+	term_fputs(t->detail, out, 0);
+	fputc('\n', out);
+	for (i = 0; i < t->nr_procs; i++) {
+		bytes += t->procs[i].start_live_bytes;
+		count += t->procs[i].start_live_count;
+		n += t->procs[i].start_live_count > 0;
+	}
+	fmt_bytes(bytes, b, sizeof(b));
+	fmt_record_time(when, sizeof(when), in, t->window_start_ns);
+	if (!t->snapshot_records) {
+		fprintf(out,
+			"  window: %.2f s up to the trigger (from %s), %" PRIu64
+			" records: the whole session\n",
+			t->window_end_ns > t->window_start_ns
+			    ? (double)(t->window_end_ns - t->window_start_ns) / 1e9
+			    : 0.0,
+			when, t->window_records);
+		return;
+	}
+	fprintf(out,
+		"  window: %.2f s up to the trigger (from %s), %" PRIu64
+		" records; the live set at its start: %" PRIu64 " allocations (%s) in %u "
+		"process%s, from a snapshot%s\n",
+		t->window_end_ns > t->window_start_ns
+		    ? (double)(t->window_end_ns - t->window_start_ns) / 1e9
+		    : 0.0,
+		when, t->window_records, count, b, n, n == 1 ? "" : "es",
+		!(t->flags & CTF_VERIFIED) ? ""
+		: t->flags & CTF_EXACT	   ? " (checked exact)"
+					   : " (checked: NOT exact)");
+	if (t->skipped_bytes)
+		fprintf(out, "  the snapshot left out %s it cannot rebuild (WebGPU objects)\n",
+			fmt_bytes(t->skipped_bytes, b, sizeof(b)));
+}
+
+/* The failing call's stack, as the capture names its frames (innermost first). */
+static const struct ustack *trigger_stack(struct replay *rp)
+{
+	const struct capture_trigger *t = &rp->trig;
+
+	if (!(t->flags & CTF_CALL) || t->call.stack_id < 0)
+		return NULL;
+	return symbolizer__stack(rp->sym, (pid_t)t->pid, t->call.stack_id, t->call.caller);
+}
+
+#define TRIGGER_FRAMES 16
+
+static void print_trigger_stack(struct replay *rp, FILE *out)
+{
+	const struct ustack *st = trigger_stack(rp);
+	uint16_t i;
+
+	if (!st || !st->nr)
+		return;
+	fprintf(out, "  the failing call's stack, innermost first:\n");
+	for (i = 0; i < st->nr && i < TRIGGER_FRAMES; i++) {
+		fputs("    ", out);
+		term_fputs(symbolizer__name(rp->sym, st->pid, st->frames[i]), out, 0);
+		fputc('\n', out);
+	}
+	if (st->nr > TRIGGER_FRAMES)
+		fprintf(out, "    ... %u more\n", st->nr - TRIGGER_FRAMES);
+}
+
 static void print_summary(struct replay *rp, const char *name, FILE *out)
 {
 	const struct capture_info *in = capture_reader__info(rp->rd);
@@ -183,6 +314,10 @@ static void print_summary(struct replay *rp, const char *name, FILE *out)
 	size_t i;
 	uint32_t j;
 
+	if (rp->has_trigger) {
+		print_trigger(rp, out);
+		print_trigger_stack(rp, out);
+	}
 	fmt_time(when, sizeof(when), in->created_realtime_ns);
 	/* Everything here comes from the file, made elsewhere: escaped for the terminal. */
 	fprintf(out, "capture %s: recorded %s on %s (%s, Linux %s) by gpuleak %s\n", term_tmp(name),
@@ -210,6 +345,66 @@ static const char *damage_why(const struct capture_reader *rd)
 	const char *e = capture_reader__error(rd), *p = strstr(e, ": ");
 
 	return !strncmp(e, "offset ", 7) && p ? p + 2 : e;
+}
+
+/* The trigger of a watch capture, in its verdicts' "capture" member. */
+static void trigger_json(struct replay *rp, FILE *f)
+{
+	const struct capture_info *in = capture_reader__info(rp->rd);
+	const struct capture_trigger *t = &rp->trig;
+	const struct ustack *st;
+	char when[64];
+
+	fmt_record_time(when, sizeof(when), in, t->ts_ns);
+	fputs(",\"trigger\":{\"cause\":", f);
+	json_str(f, t->name);
+	fputs(",\"detail\":", f);
+	json_str(f, t->detail);
+	fprintf(f, ",\"at\":\"%s\",\"pid\":%u,\"tid\":%u", when, t->pid, t->tid);
+	if (t->signal)
+		fprintf(f, ",\"signal\":%d", t->signal);
+	if (t->flags & CTF_CALL) {
+		const char *err = cat_error_name(t->call.api, t->call.ret);
+
+		fputs(",\"call\":{\"api\":", f);
+		json_str(f, cat_api_name(t->call.api));
+		fprintf(f, ",\"ret\":%d", t->call.ret);
+		if (err) {
+			fputs(",\"error\":", f);
+			json_str(f, err);
+		}
+		fprintf(f, ",\"size\":%" PRIu64 ",\"site\":", t->call.size);
+		/* a Python stack's site is its Python frame, as the verdict's sites are */
+		json_str(f, symbolizer__site_name(rp->sym, (pid_t)t->pid, t->call.stack_id,
+						  t->call.caller));
+		st = trigger_stack(rp);
+		if (st && st->nr) {
+			uint16_t i;
+
+			fputs(",\"stack\":[", f);
+			for (i = 0; i < st->nr; i++) {
+				if (i)
+					fputc(',', f);
+				json_str(f, symbolizer__name(rp->sym, st->pid, st->frames[i]));
+			}
+			fputc(']', f);
+		}
+		fputc('}', f);
+	}
+	if (t->flags & CTF_INNER) {
+		fputs(",\"inner\":{\"api\":", f);
+		json_str(f, cat_api_name(t->inner.api));
+		fprintf(f, ",\"ret\":%d}", t->inner.ret);
+	}
+	fprintf(f,
+		",\"window_s\":%.3f,\"window_records\":%" PRIu64 ",\"snapshot_records\":%" PRIu64
+		",\"snapshot_exact\":%s}",
+		t->window_end_ns > t->window_start_ns
+		    ? (double)(t->window_end_ns - t->window_start_ns) / 1e9
+		    : 0.0,
+		t->window_records, t->snapshot_records,
+		(t->flags & CTF_VERIFIED) && (t->flags & CTF_EXACT) && !t->skipped_bytes ? "true"
+											 : "false");
 }
 
 /* The "capture" member of each verdict: what a live verdict cannot say. */
@@ -248,6 +443,8 @@ static char *verdict_extra(struct replay *rp, const char *name)
 		fprintf(f, ",\"damaged_at\":%" PRIu64 ",\"damaged_block\":%u,\"damage\":", at, blk);
 		json_str(f, damage_why(rp->rd));
 	}
+	if (rp->has_trigger)
+		trigger_json(rp, f);
 	fputc('}', f);
 	if (fclose(f)) {
 		free(buf);
@@ -269,6 +466,10 @@ static void replay_free(struct replay *rp)
 		free(rp->procs[i].exe);
 	}
 	free(rp->procs);
+	free((char *)rp->trig.name);
+	free((char *)rp->trig.detail);
+	free(rp->trig.procs);
+	snapshot_info__free(&rp->si);
 	pictures__free(rp->pics);
 	analysis__free(rp->an);
 	symbolizer__free(rp->sym);
@@ -280,6 +481,7 @@ static const struct capture_visitor names_visitor = {
     .symbol = on_symbol,
     .stack = on_stack,
     .process = on_process,
+    .trigger = on_trigger,
 };
 
 /* Second pass: the records, into the analysis. */
@@ -307,6 +509,30 @@ static void warn_no_steps(struct replay *rp, const char *name)
 		pr_warn("%s: no synchronization or WebGPU queue submit recorded: every step "
 			"is the whole capture\n",
 			name);
+}
+
+/*
+ * A watch capture ends where the live analysis stood at the trigger: said when this report
+ * does not come to the same live bytes (with other rules it still should; a snapshot that
+ * could not rebuild everything would not).
+ */
+static void check_trigger(struct replay *rp, const char *name)
+{
+	const struct capture_trigger *t = &rp->trig;
+	uint32_t i;
+
+	for (i = 0; i < t->nr_procs; i++) {
+		const struct tproc *p = tracker__proc(rp->an->t, (pid_t)t->procs[i].pid);
+		char a[32], b[32];
+
+		if (!p || (p->live_bytes == t->procs[i].live_bytes &&
+			   p->pending_bytes == t->procs[i].pending_bytes))
+			continue;
+		pr_warn("%s: pid %u ends with %s live here, the live analysis had %s at the "
+			"trigger\n",
+			name, t->procs[i].pid, fmt_bytes(p->live_bytes, a, sizeof(a)),
+			fmt_bytes(t->procs[i].live_bytes, b, sizeof(b)));
+	}
 }
 
 /* --end re-uses the end marker calls of the recording: none means no session ended early. */
@@ -367,6 +593,10 @@ static int replay_records(struct replay *rp, const char *name, bool quiet)
 			    ? "incomplete: recorder did not finish"
 			    : "the recorder finished, the file was cut short later",
 			capture_reader__records(rp->rd), capture_reader__blocks(rp->rd));
+	if (rp->has_trigger)
+		snapshot__at(rp->an, &rp->si, rp->nr_fed);
+	if (rp->has_trigger && !quiet && !capture_reader__truncated(rp->rd, &at))
+		check_trigger(rp, name);
 	/* A capture cut short has no exit or detach record: its last step ends with it. */
 	for (i = 0; i < t->nr_procs; i++)
 		if (!t->procs[i]->exited && !t->procs[i]->detached)
@@ -411,6 +641,12 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 	timeline__on_step(rp->an->tl, on_step, rp);
 	rp->next_interval_ns = in->monotonic_start_ns + rp->interval_ns;
 	err = capture_reader__read(rp->rd, &names_visitor, rp);
+	/* A watch capture is written at its trigger, after its records: they are timed from
+	 * the window's start. */
+	if (!err && rp->has_trigger && rp->trig.window_start_ns) {
+		rp->rep.t0_ns = rp->trig.window_start_ns;
+		rp->next_interval_ns = rp->rep.t0_ns + rp->interval_ns;
+	}
 	/* What the capture is comes first, then the analysis as live printed it. */
 	if (!err)
 		print_summary(rp, name, out);

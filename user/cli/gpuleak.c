@@ -14,6 +14,7 @@
 #include "cli/diff_cmd.h"
 #include "cli/options.h"
 #include "cli/probes.h"
+#include "cli/watch.h"
 #include "engine/rules.h"
 #include "lib/exit.h"
 #include "lib/outfile.h"
@@ -34,6 +35,7 @@ static const char top_doc[] =
     "  gpuleak run [OPTIONS] -- CMD ARGS   start CMD with the probes in place\n"
     "  gpuleak probes (-p PID | --lib PATH) list the traced APIs found, without attaching\n"
     "  gpuleak record -o FILE (-p PID | -- CMD ARGS)  trace and write a capture file\n"
+    "  gpuleak watch -o DIR (-p PID | -- CMD ARGS)    stay attached, write a capture at an OOM\n"
     "  gpuleak report FILE [OPTIONS]       analyse a capture file, anywhere, without root\n"
     "  gpuleak diff BASE NEW [OPTIONS]     what changed between two runs (captures or NDJSON)\n"
     "\n"
@@ -43,11 +45,12 @@ static const char top_doc[] =
     "  sudo gpuleak run --json verdict.ndjson -- python3 serve.py\n"
     "  gpuleak probes --lib /usr/local/cuda/lib64/libcudart.so.13\n"
     "  sudo gpuleak record -o incident.glc -p 4242 --duration 60s\n"
+    "  sudo gpuleak watch -o /var/lib/gpuleak -p 4242\n"
     "  gpuleak report incident.glc --json verdict.ndjson\n"
     "  gpuleak diff main.glc pr.glc --step sym:server:decode_step --fail-on-regression\n"
     "\n"
     "EXIT STATUS: 0 done, 1 runtime error, 2 usage error, 3 --fail-on-leak found leaks, 4 the "
-    "command of run or record failed (exited non-zero or was killed by a signal), 5 diff "
+    "command of run, record or watch failed (exited non-zero or was killed by a signal), 5 diff "
     "--fail-on-regression found a regression; when several apply, the first of 2, 1, 3, 4 "
     "(diff: 2, 1, 5).\n"
     "Run 'gpuleak COMMAND --help' (or 'gpuleak help COMMAND') for the options of a command.";
@@ -376,6 +379,12 @@ static int run_report(struct cli *c)
 	return replay__run(&c->r);
 }
 
+static int run_watch(struct cli *c)
+{
+	c->t.watch = &c->w;
+	return run_session(c);
+}
+
 static int run_diff(struct cli *c)
 {
 	int ret = finish_rules(c);
@@ -400,6 +409,8 @@ static const struct command {
     {"probes", &cli_probes_argp, run_probes, 0},
     {"record", &record_argp, run_session, 5000000000ULL},
     {"report", &report_argp, run_report, 0},
+    /* a recorder left on a node prints nothing until a trigger: no tables by default */
+    {"watch", &cli_watch_argp, run_watch, 0},
     {"diff", &cli_diff_argp, run_diff, 0},
 };
 
@@ -452,6 +463,8 @@ static void set_defaults(struct cli *c, const struct command *cmd)
 	 * counted) rare. 4.5 MiB of kernel memory per map at the default depth.
 	 */
 	c->t.stack_entries = 16384;
+	if (!strcmp(cmd->name, "watch"))
+		cli__watch_defaults(c);
 }
 
 /* At every exit (argp's too): what could not reach standard output is an error, exit 1. */
@@ -489,7 +502,7 @@ int main(int argc, char **argv)
 		if (!cmd || argc > 3) {
 			fprintf(stderr,
 				"gpuleak: help takes one command: attach, run, probes, record, "
-				"report or diff (gpuleak help COMMAND)\n");
+				"report, diff or watch (gpuleak help COMMAND)\n");
 			return GL_EXIT_USAGE;
 		}
 		snprintf(name, sizeof(name), "gpuleak %s", cmd->name);
@@ -501,15 +514,16 @@ int main(int argc, char **argv)
 	if (argc < 2 || argv[1][0] == '-') {
 		/* gpuleak --help, --version, or a mistake */
 		argp_parse(&top, argc, argv, 0, NULL, NULL);
-		fprintf(stderr, "gpuleak: a command is needed: attach, run, probes, record, report "
-				"or diff (gpuleak --help)\n");
+		fprintf(stderr,
+			"gpuleak: a command is needed: attach, run, probes, record, report, "
+			"diff or watch (gpuleak --help)\n");
 		return GL_EXIT_USAGE;
 	}
 	cmd = command_named(argv[1]);
 	if (!cmd) {
 		fprintf(stderr,
-			"gpuleak: unknown command '%s' (attach, run, probes, record, report "
-			"or diff; gpuleak --help)\n",
+			"gpuleak: unknown command '%s' (attach, run, probes, record, report, "
+			"diff or watch; gpuleak --help)\n",
 			argv[1]);
 		return GL_EXIT_USAGE;
 	}

@@ -575,14 +575,21 @@ static char *output_help(int key, const char *text, void *input)
 	return (char *)text;
 }
 
+static char *output_help_all(int key, const char *text, void *input)
+{
+	if (is_command(input, "watch") && key == 'i')
+		return strdup("Print a compact table every DURATION (default 0: none)");
+	return output_help(key, text, input);
+}
+
 const struct argp cli_output_argp = {
-    .options = output_options, .parser = parse_output, .help_filter = output_help};
+    .options = output_options, .parser = parse_output, .help_filter = output_help_all};
 
 /* ---- target: the running processes to trace ---- */
 
 static const struct argp_option target_options[] = {
     {"pid", 'p', "PID[,PID...]", 0,
-     "Processes to attach to (attach, record; repeatable). PID@TICKS: only if PID is still "
+     "Processes to attach to (attach, record, watch; repeatable). PID@TICKS: only if PID is still "
      "the process that started TICKS clock ticks after boot (field 22 of /proc/PID/stat), "
      "against a PID reused since it was found",
      0},
@@ -712,7 +719,15 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-const struct argp cli_trace_argp = {.options = trace_options, .parser = parse_trace};
+static char *trace_help(int key, const char *text, void *input)
+{
+	if (key == OPT_RINGBUF && is_command(input, "watch"))
+		return strdup("BPF ring buffer size, a power of two (default 8MiB)");
+	return (char *)text;
+}
+
+const struct argp cli_trace_argp = {
+    .options = trace_options, .parser = parse_trace, .help_filter = trace_help};
 
 /* ---- probing: where probes go (a live session, and gpuleak probes showing it) ---- */
 

@@ -50,7 +50,8 @@ struct cli_diff {
 /* Everything parsed; each group writes its part. */
 struct cli {
 	const char *cmd;
-	struct session_opts t;	/* attach, run, record */
+	struct session_opts t;	/* attach, run, record, watch */
+	struct watch_opts w;	/* watch */
 	struct replay_opts r;	/* report */
 	struct analysis_opts a; /* into t.a or r.a */
 	struct cli_output out;	/* into t or r */

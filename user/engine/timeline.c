@@ -559,6 +559,85 @@ uint64_t timeline__boundaries(const struct timeline *tl)
 	return tl->boundaries;
 }
 
+bool timeline__devmem(const struct timeline *tl, pid_t pid, int device, struct gl_devmem_rec *out,
+		      uint64_t *traced_then)
+{
+	const struct ptl *p = ptl_find(tl, pid);
+
+	if (!p || device < 0 || device >= MAX_DEVICES || !p->dev[device].known)
+		return false;
+	memset(out, 0, sizeof(*out));
+	out->device = device;
+	out->flags = p->dev[device].proc_known ? 1 : 0;
+	out->total_bytes = p->dev[device].total;
+	out->used_bytes = p->dev[device].used;
+	out->proc_used_bytes = p->dev[device].proc_used;
+	*traced_then = p->traced_at_attach[device];
+	return true;
+}
+
+bool timeline__step_now(const struct timeline *tl, pid_t pid, int64_t *step, uint64_t *start_ns)
+{
+	const struct ptl *p = ptl_find(tl, pid);
+
+	if (!p || !p->started || p->finished)
+		return false;
+	*step = p->step;
+	*start_ns = p->step_start_ns;
+	return true;
+}
+
+void timeline__snapshot_step(struct timeline *tl, pid_t pid, int64_t step, uint64_t start_ns)
+{
+	struct ptl *p = ptl_get(tl, pid);
+
+	if (!p)
+		return;
+	if (!p->started)
+		start(tl, p, start_ns);
+	p->step = step;
+	p->step_start_ns = start_ns;
+	tracker__set_step(tl->t, pid, step, start_ns);
+}
+
+void timeline__snapshot_done(struct timeline *tl, pid_t pid, int64_t step, uint64_t start_ns)
+{
+	struct tproc *tp = tracker__proc(tl->t, pid);
+	struct ptl *p = ptl_get(tl, pid);
+	size_t i;
+
+	if (!p || !tp)
+		return;
+	if (!p->started)
+		start(tl, p, start_ns);
+	/* The live bytes each site had when the window began: where its growth starts from,
+	 * sampled at the end of the step before, never counted as growth. */
+	settle(tl, p, tp);
+	for (i = 0; i < p->nr_settled; i++) {
+		struct trend *tr = &p->tr[p->settled[i]];
+
+		tr->in_settled = false;
+		if (vec_grow((void **)&tr->v, &tr->cap, tr->n, sizeof(*tr->v)))
+			continue;
+		tr->v[tr->n++] = (struct sample){step - 1, tr->settled};
+		tr->last = tr->settled;
+		if (step - 1 >= tl->o.warmup_steps) {
+			tr->floor = tr->settled;
+			tr->floor_set = true;
+		}
+	}
+	p->nr_settled = 0;
+	p->step = step;
+	p->step_start_ns = start_ns;
+	p->next_ns = start_ns + tl->o.interval_ns;
+	p->abytes0 = tp->c.alloc_bytes;
+	p->fbytes0 = tp->c.freed_bytes;
+	p->allocs0 = tp->c.allocs;
+	p->frees0 = tp->c.frees;
+	/* The snapshot's allocations are no step's activity. */
+	tracker__set_step(tl->t, pid, step, start_ns);
+}
+
 size_t timeline__nr_steps(const struct timeline *tl, pid_t pid)
 {
 	struct ptl *p = ptl_find(tl, pid);

@@ -133,4 +133,24 @@ const struct timeline_opts *timeline__opts(const struct timeline *tl);
 /* Records seen that closed a step (syncs, marker calls, NVTX ranges; not time slices). */
 uint64_t timeline__boundaries(const struct timeline *tl);
 
+/*
+ * What pid's NVML record for device said (struct gl_devmem_rec, hdr not set), and the traced
+ * live bytes when it came; false when there was none.
+ */
+bool timeline__devmem(const struct timeline *tl, pid_t pid, int device, struct gl_devmem_rec *out,
+		      uint64_t *traced_then);
+/* The step pid is in (-1: before its first) and when it began; false when pid has none. */
+bool timeline__step_now(const struct timeline *tl, pid_t pid, int64_t *step, uint64_t *start_ns);
+/*
+ * A snapshot of pid is being fed (engine/snapshot.h): what follows was made in step `step`,
+ * begun at start_ns.
+ */
+void timeline__snapshot_step(struct timeline *tl, pid_t pid, int64_t step, uint64_t start_ns);
+/*
+ * The snapshot of pid is in: step `step` (begun at start_ns) goes on from here. Every site's
+ * live bytes are sampled as of before it, as the value its growth starts from (not growth in
+ * itself), and the step's numbers start from zero.
+ */
+void timeline__snapshot_done(struct timeline *tl, pid_t pid, int64_t step, uint64_t start_ns);
+
 #endif

@@ -77,6 +77,30 @@ void tracker__set_step(struct tracker *t, pid_t pid, int64_t step, uint64_t ts_n
 	pending__window_checks(t, p, ts_ns);
 }
 
+void tracker__reset_counts(struct tracker *t, const pid_t *pids, size_t n)
+{
+	struct hmap which = {0};
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct tproc *p = tracker__proc(t, pids[i]);
+
+		if (!p || hmap__put(&which, (uint32_t)p->pid, 0, 1))
+			continue;
+		p->c.allocs = p->c.alloc_bytes = p->c.frees = p->c.freed_bytes = 0;
+		p->c.calls = p->c.layers = p->c.addr_reuse = p->c.async_reuse = 0;
+		p->records = 0;
+	}
+	/* one pass over the sites, whatever the number of processes */
+	for (i = 0; which.n && i < t->nr_sites; i++) {
+		struct site *s = &t->sites[i];
+
+		if (hmap__get(&which, (uint32_t)s->pid, 0))
+			s->allocs = s->alloc_bytes = s->frees = s->failed = 0;
+	}
+	hmap__free(&which);
+}
+
 /* ---- processes ---- */
 
 static void proc_free(struct tproc *p)

@@ -57,6 +57,12 @@ void tracker__set_init_retained(struct tracker *t, bool on);
  * sites changed in the step that ended (step_changes) are forgotten. */
 void tracker__set_step(struct tracker *t, pid_t pid, int64_t step, uint64_t ts_ns);
 void tracker__free(struct tracker *t);
+/*
+ * What the processes pids did so far is no longer counted as its calls (allocations, frees, bytes, calls,
+ * layers, here and at its sites): its records so far rebuilt a state (engine/snapshot.h).
+ * Live bytes, classes and violations stay.
+ */
+void tracker__reset_counts(struct tracker *t, const pid_t *pids, size_t n);
 /* Apply one record. Returns 0, or -EINVAL for a record it cannot decode (counted). */
 int tracker__apply(struct tracker *t, const struct gl_hdr *h);
 /*

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "gpuleak.h"
 #include "gpuleak.skel.h"
@@ -17,8 +18,10 @@
 struct bpf_setup {
 	struct gpuleak_bpf *skel;
 	struct bpf_link *task_links[3]; /* exit, fork, exec tracepoints */
+	struct bpf_link *oom_link;	/* the OOM killer's mark_victim */
 	bool follow;
-	bool python; /* --python-depth > 0: execs drop a process's Python configuration */
+	bool oom_kill; /* gl_oom_victim is loaded */
+	bool python;   /* --python-depth > 0: execs drop a process's Python configuration */
 	/* One stack map value: stacks2's starts with the probed function's address. */
 	uint64_t stack_buf[GL_STACK_DEPTH_MAX + 2];
 };
@@ -78,6 +81,36 @@ static int set_maps(struct gpuleak_bpf *skel, const struct bpf_setup_opts *o)
 	return err;
 }
 
+/*
+ * Whether the kernel's mark_victim tracepoint passes the victim's task_struct first (Linux
+ * 5.19 on; before, its pid): only then does gl_oom_victim load.
+ */
+static bool has_mark_victim(void)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	const struct btf_type *t;
+	const struct btf_param *p;
+	bool ok = false;
+	int id;
+
+	if (!btf)
+		return false;
+	id = btf__find_by_name_kind(btf, "btf_trace_mark_victim", BTF_KIND_TYPEDEF);
+	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	/* typedef -> pointer -> function prototype (void *, struct task_struct *, ...) */
+	t = t ? btf__type_by_id(btf, t->type) : NULL;
+	t = t && btf_is_ptr(t) ? btf__type_by_id(btf, t->type) : NULL;
+	if (t && btf_is_func_proto(t) && btf_vlen(t) >= 2) {
+		p = btf_params(t);
+		t = btf__type_by_id(btf, p[1].type);
+		t = t && btf_is_ptr(t) ? btf__type_by_id(btf, t->type) : NULL;
+		ok = t && btf_is_struct(t) &&
+		     !strcmp(btf__name_by_offset(btf, t->name_off), "task_struct");
+	}
+	btf__free(btf);
+	return ok;
+}
+
 int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out)
 {
 	uint64_t ns_dev = 0, ns_ino = 0;
@@ -112,6 +145,11 @@ int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out)
 		b->skel->rodata->pidns_dev = ns_dev;
 		b->skel->rodata->pidns_ino = ns_ino;
 	}
+	b->oom_kill = o->oom_kill && has_mark_victim();
+	if (o->oom_kill && !b->oom_kill)
+		pr_warn("this kernel's mark_victim tracepoint does not name the task (Linux "
+			"5.19): the oom-kill trigger is off\n");
+	bpf_program__set_autoload(b->skel->progs.gl_oom_victim, b->oom_kill);
 	err = set_maps(b->skel, o);
 	if (err) {
 		pr_err("configuring the BPF object failed: %s\n", strerror(-err));
@@ -146,6 +184,16 @@ int bpf_setup__attach_tracepoints(struct bpf_setup *b)
 					b->skel->progs.gl_exec};
 	int i, n = 3;
 
+	if (b->oom_kill) {
+		b->oom_link = bpf_program__attach(b->skel->progs.gl_oom_victim);
+		if (!b->oom_link) {
+			pr_warn(
+			    "cannot attach to the OOM killer's mark_victim tracepoint (%s): the "
+			    "oom-kill trigger is off\n",
+			    strerror(errno));
+			b->oom_kill = false;
+		}
+	}
 	/* All three with or without --follow: exits, forks (followed, or said) and execs. */
 	for (i = 0; i < n; i++) {
 		b->task_links[i] = bpf_program__attach(progs[i]);
@@ -176,10 +224,17 @@ int bpf_setup__attach_tracepoints(struct bpf_setup *b)
 	return 0;
 }
 
+bool bpf_setup__oom_kill(const struct bpf_setup *b)
+{
+	return b->oom_kill;
+}
+
 void bpf_setup__detach_tracepoints(struct bpf_setup *b)
 {
 	size_t i;
 
+	bpf_link__destroy(b->oom_link);
+	b->oom_link = NULL;
 	for (i = 0; i < sizeof(b->task_links) / sizeof(b->task_links[0]); i++) {
 		bpf_link__destroy(b->task_links[i]);
 		b->task_links[i] = NULL;

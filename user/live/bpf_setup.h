@@ -22,6 +22,7 @@ struct bpf_setup_opts {
 	uint64_t ringbuf_bytes;	    /* a power of two */
 	unsigned int stack_depth;   /* frames kept per allocation stack, 0: no stacks */
 	unsigned int stack_entries; /* stacks each stack map holds */
+	bool oom_kill;		    /* gpuleak watch: the OOM killer's choices (mark_victim) */
 	unsigned int python_depth;  /* Python frames kept per allocation, 0: none */
 };
 
@@ -36,6 +37,9 @@ void bpf_setup__free(struct bpf_setup *b);
  */
 int bpf_setup__attach_tracepoints(struct bpf_setup *b);
 void bpf_setup__detach_tracepoints(struct bpf_setup *b);
+/* Whether the OOM killer's choices of traced processes reach the ring buffer (oom_kill, and
+ * a kernel whose mark_victim tracepoint names the task). */
+bool bpf_setup__oom_kill(const struct bpf_setup *b);
 
 /* The generic entry and return programs every uprobe runs (attach.c). */
 struct bpf_program *bpf_setup__enter_prog(const struct bpf_setup *b);

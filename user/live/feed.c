@@ -13,6 +13,7 @@
 #include "live/recorder.h"
 #include "live/options.h"
 #include "live/targets.h"
+#include "live/watch.h"
 #include "symbols/symbolizer.h"
 
 /* A call (or callback, label) made by the process: what a followed child is reported for. */
@@ -87,6 +88,7 @@ int feed__record(struct live *l, const struct gl_hdr *h)
 {
 	struct gl_call_rec copy;
 	struct target *t;
+	int err;
 
 	if (h->kind == GL_REC_NOTIFY && h->api == GL_API_LD_DEBUG_STATE &&
 	    (t = targets__find(l->tgts, h->pid)))
@@ -109,7 +111,11 @@ int feed__record(struct live *l, const struct gl_hdr *h)
 		h = site_outside(l, (const struct gl_call_rec *)h, &copy);
 	}
 	recorder__record(l->rec, h);
-	return analysis__feed(l->an, h);
+	err = analysis__feed(l->an, h);
+	/* A trigger sees the record as the analysis took it. */
+	if (l->watch)
+		watch__record(l->watch, l, h);
+	return err;
 }
 
 void feed__proc_at(struct live *l, struct target *t, enum gl_proc_event ev, int status,

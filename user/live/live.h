@@ -26,6 +26,7 @@ struct session_opts;
 struct signals;
 struct symbolizer;
 struct targets;
+struct watch;
 
 struct live {
 	const struct session_opts *o;
@@ -39,6 +40,7 @@ struct live {
 	struct callbacks *cbs;	   /* callbacks waiting for their probes */
 	struct markers *mk;	   /* step/request/end markers */
 	struct probe_sites *sites; /* --json: where the probes sat, for the verdicts, else NULL */
+	struct watch *watch;	   /* gpuleak watch: the triggers, else NULL */
 	struct pyconf *py;	   /* Python interpreters found in targets */
 	struct launch child;	   /* run mode's command; pid -1 in attach mode */
 	struct signals *sig;	   /* SIGINT, SIGTERM, SIGHUP: also while starting */

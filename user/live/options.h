@@ -11,6 +11,7 @@
 #include "engine/analysis.h"
 #include "probe/wgpu_abi.h"
 #include "symbols/symbolizer.h"
+#include "live/watch.h"
 
 /* A process named on the command line (-p PID[@TICKS]). */
 struct session_pid {
@@ -43,6 +44,7 @@ struct session_opts {
 	struct wgpu_abi webgpu_abi; /* --webgpu-abi; labels == 0: detect per object */
 	const char *capture_path;   /* gpuleak record: also write every record here */
 	struct capture_opts capture;
+	const struct watch_opts *watch; /* gpuleak watch: captures at triggers, else NULL */
 };
 
 #endif

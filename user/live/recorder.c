@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "capture/capture.h"
+#include "capture/flight.h"
 #include "engine/tracker.h"
 #include "lib/log.h"
 #include "live/launch.h"
@@ -16,9 +18,11 @@
 
 struct recorder {
 	struct capture *cap;
-	int err;	  /* the capture failed: tracing goes on, the exit status is 1 */
-	size_t nr_named;  /* tracker sites before this one have their name in the capture */
-	size_t nr_stacks; /* stacks before this one are in the capture, frames named */
+	struct flight *flight; /* gpuleak watch, instead of cap */
+	uint64_t t0_ns;	       /* the flight recorder's time origin */
+	int err;	       /* the capture failed: tracing goes on, the exit status is 1 */
+	size_t nr_named;       /* tracker sites before this one have their name in the capture */
+	size_t nr_stacks;      /* stacks before this one are in the capture, frames named */
 };
 
 int recorder__new(const char *path, const struct capture_opts *o, struct recorder **out)
@@ -42,10 +46,36 @@ int recorder__new(const char *path, const struct capture_opts *o, struct recorde
 	return 0;
 }
 
+int recorder__new_flight(const struct flight_opts *o, struct recorder **out)
+{
+	struct recorder *rec = calloc(1, sizeof(*rec));
+	struct timespec ts;
+	int err;
+
+	*out = NULL;
+	if (!rec)
+		return -ENOMEM;
+	err = flight__new(o, &rec->flight);
+	if (err) {
+		free(rec);
+		return err;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	rec->t0_ns = (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	*out = rec;
+	return 0;
+}
+
+struct flight *recorder__flight(const struct recorder *rec)
+{
+	return rec ? rec->flight : NULL;
+}
+
 void recorder__free(struct recorder *rec)
 {
 	if (!rec)
 		return;
+	flight__free(rec->flight);
 	capture__free(rec->cap);
 	free(rec);
 }
@@ -54,13 +84,14 @@ void recorder__discard(struct recorder *rec)
 {
 	if (!rec)
 		return;
+	flight__free(rec->flight);
 	capture__discard(rec->cap);
 	free(rec);
 }
 
 uint64_t recorder__t0_ns(const struct recorder *rec)
 {
-	return capture__t0_ns(rec->cap);
+	return rec->cap ? capture__t0_ns(rec->cap) : rec->t0_ns;
 }
 
 bool recorder__failed(const struct recorder *rec)
@@ -80,6 +111,11 @@ static void failed(struct recorder *rec, int err)
 	if (rec->err)
 		return;
 	rec->err = err;
+	if (rec->flight) {
+		pr_err("the flight recorder: %s; no more captures, tracing goes on\n",
+		       strerror(-err));
+		return;
+	}
 	capture__stats(rec->cap, &st);
 	if (capture__temp_path(rec->cap))
 		/* --force: the capture it was to replace is left whole */
@@ -99,6 +135,12 @@ void recorder__record(struct recorder *rec, const struct gl_hdr *h)
 
 	if (!writing(rec))
 		return;
+	if (rec->flight) {
+		err = flight__record(rec->flight, h);
+		if (err)
+			failed(rec, err);
+		return;
+	}
 	err = capture__write_record(rec->cap, h);
 	/* -EINVAL: a record the format has no room for, left out */
 	if (err && err != -EINVAL)
@@ -111,7 +153,8 @@ void recorder__maps(struct recorder *rec, const struct proc_maps *m, struct modu
 
 	if (!writing(rec))
 		return;
-	err = capture__add_maps(rec->cap, m, mods);
+	err =
+	    rec->flight ? flight__maps(rec->flight, m, mods) : capture__add_maps(rec->cap, m, mods);
 	if (err)
 		failed(rec, err);
 }
@@ -140,7 +183,7 @@ void recorder__process(struct recorder *rec, const struct target *t)
 		process__cmdline(p.pid, &argv, &p.argc);
 		p.argv = argv;
 	}
-	err = capture__add_process(rec->cap, &p);
+	err = rec->flight ? flight__process(rec->flight, &p) : capture__add_process(rec->cap, &p);
 	free(argv);
 	if (err)
 		failed(rec, err);
@@ -180,7 +223,8 @@ void recorder__names(struct recorder *rec, struct symbolizer *sym, const struct 
 	size_t i;
 	int ret = 1;
 
-	if (!writing(rec))
+	/* A flight recorder names what it writes when it writes it. */
+	if (!writing(rec) || rec->flight)
 		return;
 	for (i = rec->nr_named; i < t->nr_sites; i++) {
 		const struct site *s = &t->sites[i];
@@ -226,7 +270,7 @@ void recorder__finish(struct recorder *rec)
 	struct capture_stats st;
 	int err;
 
-	if (!writing(rec))
+	if (!writing(rec) || rec->flight)
 		return;
 	err = capture__finish(rec->cap);
 	if (err) {

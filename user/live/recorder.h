@@ -24,6 +24,15 @@ struct tracker;
 
 /* Create the capture at path: 0, or -errno said on stderr. */
 int recorder__new(const char *path, const struct capture_opts *o, struct recorder **out);
+/*
+ * gpuleak watch: records, processes and mappings go to a flight recorder instead (kept in
+ * memory, written when a trigger says: live/watch.c). 0 or -ENOMEM.
+ */
+struct flight;
+struct flight_opts;
+int recorder__new_flight(const struct flight_opts *o, struct recorder **out);
+/* The flight recorder, or NULL for a capture file. */
+struct flight *recorder__flight(const struct recorder *rec);
 /* Close; what was written stays. */
 void recorder__free(struct recorder *rec);
 /* Close and remove the file: the session never started. */

@@ -41,6 +41,7 @@
 #include "live/signals.h"
 #include "live/start.h"
 #include "live/targets.h"
+#include "live/watch.h"
 #include "output/pictures.h"
 #include "output/report.h"
 #include "probe/modules.h"
@@ -93,7 +94,8 @@ static void on_step(void *ctx, pid_t pid, const struct step_stat *st)
 	const struct session_opts *o = s->l.o;
 
 	report__step(&s->rep, pid, st);
-	if (!o->a.steps_given)
+	/* A recorder left on a node prints no step lines unless asked for (--interval). */
+	if (!o->a.steps_given || (o->watch && !o->interval_ns))
 		return;
 	if (o->interval_ns && st->t_end_ns - s->last_step_line_ns < o->interval_ns &&
 	    s->last_step_line_ns)
@@ -263,6 +265,8 @@ static int loop(struct session *s)
 		callbacks__attach(s->l.cbs, s->l.att, s->l.tgts);
 		rescan_targets(s, now);
 		feed__tick(&s->l);
+		if (s->l.watch)
+			watch__poll(s->l.watch, &s->l, signals__usr1(s->sig), now);
 		recorder__names(s->l.rec, s->l.sym, s->l.an->t, false);
 		interval_due(s, now, &next_interval);
 		if (stop || now >= deadline)
@@ -410,6 +414,9 @@ static int open_outputs(struct session *s)
 		err = probe_sites__new(&s->l.sites);
 	if (!err)
 		err = signals__new(&s->sig);
+	/* gpuleak watch: SIGUSR1 asks for a capture */
+	if (!err && o->watch)
+		err = signals__catch_usr1(s->sig);
 	s->l.sig = s->sig;
 	return err;
 }
@@ -421,12 +428,14 @@ static int open_tracing(struct session *s)
 	struct live *l = &s->l;
 	int err;
 
-	err = bpf_setup__new(&(struct bpf_setup_opts){.follow = o->follow,
-						      .ringbuf_bytes = o->ringbuf_bytes,
-						      .stack_depth = o->stack_depth,
-						      .stack_entries = o->stack_entries,
-						      .python_depth = o->python_depth},
-			     &l->bpf);
+	err = bpf_setup__new(
+	    &(struct bpf_setup_opts){.follow = o->follow,
+				     .ringbuf_bytes = o->ringbuf_bytes,
+				     .stack_depth = o->stack_depth,
+				     .stack_entries = o->stack_entries,
+				     .python_depth = o->python_depth,
+				     .oom_kill = o->watch && watch__wants_oom_kill(o->watch)},
+	    &l->bpf);
 	if (err)
 		return err;
 	err = modules__new(&l->mods);
@@ -447,6 +456,8 @@ static int open_tracing(struct session *s)
 		if (!err)
 			tracker__set_site_fn(l->an->t, symbolizer__py_site, l->sym);
 	}
+	if (!err && o->watch)
+		err = watch__new(o->watch, l, s->json, &l->watch, &l->rec);
 	if (!err)
 		err = pictures__open(&o->a.out, &s->pics);
 	if (!err)
@@ -532,6 +543,10 @@ static int close_session(struct session *s, bool traced, int err)
 	}
 	targets__free(l->tgts);
 	signals__free(s->sig);
+	/* Before the recorder it writes from. */
+	if (l->watch && traced && watch__finish(l->watch) && !err)
+		err = -EIO;
+	watch__free(l->watch);
 	/* A session that never reached its targets wrote nothing worth replacing a file with. */
 	if (s->json_file && traced) {
 		int e = outfile__commit(s->json_file);
@@ -589,6 +604,8 @@ int session__run(const struct session_opts *o)
 		err = o->argv ? start__run_mode(&s.l) : start__attach_mode(&s.l);
 	if (!err) {
 		traced = true;
+		if (s.l.watch)
+			watch__started(s.l.watch, &s.l);
 		err = loop(&s);
 		if (err)
 			pr_err("tracing stopped: %s\n", strerror(-err));

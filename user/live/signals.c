@@ -11,6 +11,7 @@
 struct signals {
 	int fd;
 	int sigints; /* Ctrl-Cs so far */
+	int usr1;    /* SIGUSR1s not taken yet */
 };
 
 int signals__new(struct signals **out)
@@ -62,6 +63,10 @@ bool signals__stop(struct signals *sg, pid_t child)
 
 	if (read(sg->fd, &si, sizeof(si)) != sizeof(si))
 		return false;
+	if (si.ssi_signo == SIGUSR1) {
+		sg->usr1++;
+		return false;
+	}
 	/*
 	 * A terminal's Ctrl-C comes from the kernel (SI_KERNEL) to the whole foreground process
 	 * group: run mode's child got it too and is shutting down; trace its shutdown (its
@@ -76,9 +81,38 @@ bool signals__stop(struct signals *sg, pid_t child)
 	return true;
 }
 
+int signals__catch_usr1(struct signals *sg)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	if (sigprocmask(SIG_BLOCK, &set, NULL))
+		return -errno;
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	/* the same signalfd, with SIGUSR1 added to what it reads */
+	return signalfd(sg->fd, &set, SFD_CLOEXEC | SFD_NONBLOCK) < 0 ? -errno : 0;
+}
+
+bool signals__usr1(struct signals *sg)
+{
+	bool got = sg->usr1 > 0;
+
+	sg->usr1 = 0;
+	return got;
+}
+
 int signals__take(struct signals *sg)
 {
 	struct signalfd_siginfo si;
 
-	return read(sg->fd, &si, sizeof(si)) == sizeof(si) ? (int)si.ssi_signo : 0;
+	while (read(sg->fd, &si, sizeof(si)) == sizeof(si)) {
+		/* a capture asked for (watch) interrupts nothing: it is taken once tracing */
+		if (si.ssi_signo != SIGUSR1)
+			return (int)si.ssi_signo;
+		sg->usr1++;
+	}
+	return 0;
 }

@@ -25,6 +25,10 @@ int signals__fd(const struct signals *sg);
 /* Read the signal poll reported; child: run mode's child while it is traced, else 0.
  * Returns whether tracing should stop. */
 bool signals__stop(struct signals *sg, pid_t child);
+/* gpuleak watch: SIGUSR1 is read too (it asks for a capture; it never stops). 0 or -errno. */
+int signals__catch_usr1(struct signals *sg);
+/* Whether a SIGUSR1 came since the last call. */
+bool signals__usr1(struct signals *sg);
 /* A signal waiting, taken: its number, 0 when none (never blocks). */
 int signals__take(struct signals *sg);
 

@@ -806,10 +806,12 @@ const char *cat_api_name(unsigned int api)
 }
 
 /* Error names of the codes an allocation path returns most often (driver_types.h). */
-static const struct {
+struct err_name {
 	int code;
 	const char *name;
-} cudart_errors[] = {
+};
+
+static const struct err_name cudart_errors[] = {
     {1, "cudaErrorInvalidValue"},
     {2, "cudaErrorMemoryAllocation"},
     {3, "cudaErrorInitializationError"},
@@ -840,14 +842,50 @@ static const struct {
     {999, "cudaErrorUnknown"},
 };
 
-const char *cat_error_name(unsigned int api, int code)
+/* The driver's and the VMM calls' CUresult (cuda.h), likewise. */
+static const struct err_name cuda_errors[] = {
+    {1, "CUDA_ERROR_INVALID_VALUE"},	 {2, "CUDA_ERROR_OUT_OF_MEMORY"},
+    {3, "CUDA_ERROR_NOT_INITIALIZED"},	 {4, "CUDA_ERROR_DEINITIALIZED"},
+    {34, "CUDA_ERROR_STUB_LIBRARY"},	 {46, "CUDA_ERROR_DEVICE_UNAVAILABLE"},
+    {100, "CUDA_ERROR_NO_DEVICE"},	 {101, "CUDA_ERROR_INVALID_DEVICE"},
+    {201, "CUDA_ERROR_INVALID_CONTEXT"}, {304, "CUDA_ERROR_OPERATING_SYSTEM"},
+    {400, "CUDA_ERROR_INVALID_HANDLE"},	 {401, "CUDA_ERROR_ILLEGAL_STATE"},
+    {700, "CUDA_ERROR_ILLEGAL_ADDRESS"}, {719, "CUDA_ERROR_LAUNCH_FAILED"},
+    {800, "CUDA_ERROR_NOT_PERMITTED"},	 {801, "CUDA_ERROR_NOT_SUPPORTED"},
+    {999, "CUDA_ERROR_UNKNOWN"},
+};
+
+/* ncclResult_t (nccl.h): an allocation that failed in the driver is ncclUnhandledCudaError. */
+static const struct err_name nccl_errors[] = {
+    {1, "ncclUnhandledCudaError"}, {2, "ncclSystemError"},  {3, "ncclInternalError"},
+    {4, "ncclInvalidArgument"},	   {5, "ncclInvalidUsage"}, {6, "ncclRemoteError"},
+    {7, "ncclInProgress"},
+};
+
+#define ERRORS(t) (t), sizeof(t) / sizeof((t)[0])
+
+static const char *err_find(const struct err_name *t, size_t n, int code)
 {
 	size_t i;
 
-	if (GL_API_FAMILY(api) == GL_FAM_CUDART) {
-		for (i = 0; i < sizeof(cudart_errors) / sizeof(cudart_errors[0]); i++)
-			if (cudart_errors[i].code == code)
-				return cudart_errors[i].name;
+	for (i = 0; i < n; i++)
+		if (t[i].code == code)
+			return t[i].name;
+	return NULL;
+}
+
+const char *cat_error_name(unsigned int api, int code)
+{
+	switch (GL_API_FAMILY(api)) {
+	case GL_FAM_CUDART:
+		return err_find(ERRORS(cudart_errors), code);
+	case GL_FAM_CUDA:
+	case GL_FAM_VMM:
+		return err_find(ERRORS(cuda_errors), code);
+	case GL_FAM_NCCL:
+		return err_find(ERRORS(nccl_errors), code);
+	default:
+		break;
 	}
 	if (GL_API_FAMILY(api) == GL_FAM_WEBGPU) {
 		if (code == CAT_ERR_WGPU_ERROR_OBJECT)

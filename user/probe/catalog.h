@@ -228,7 +228,8 @@ enum cat_wgpu_err {
 	CAT_ERR_WGPU_ERROR_OBJECT = 1, /* returned an error object: validation or out of memory */
 };
 
-/* The symbolic name of an API's error code (cudaErrorMemoryAllocation, ...) or NULL. */
+/* The symbolic name of an API's error code (cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY,
+ * ncclUnhandledCudaError, ...) or NULL. */
 const char *cat_error_name(unsigned int api, int code);
 
 /* Whether an entry-probe-only API (no return program needed). */

@@ -1363,6 +1363,13 @@ uint64_t symbolizer__site_frame(const struct symbolizer *s, pid_t pid, int32_t i
 	return st ? st->site : 0;
 }
 
+const char *symbolizer__site_name(struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller)
+{
+	uint64_t frame = gl_stack_is_py(id) ? symbolizer__site_frame(s, pid, id, caller) : 0;
+
+	return symbolizer__name(s, pid, frame ? frame : caller);
+}
+
 int32_t symbolizer__py_canonical(const struct symbolizer *s, pid_t pid, int32_t id)
 {
 	const uint64_t *at = hmap__get(&s->py_canon, (uint32_t)pid, (uint32_t)id);

@@ -156,6 +156,8 @@ int32_t symbolizer__py_native_id(const struct symbolizer *s, pid_t pid, int32_t 
  * frames, the innermost frame of the program's own code; 0: the call site, as for others.
  */
 uint64_t symbolizer__site_frame(const struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller);
+/* The name of that site: its Python frame's, or the call site's, as a verdict names sites. */
+const char *symbolizer__site_name(struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller);
 /*
  * The id that stands for Python stack id of pid: the first one whose merged stack has the
  * same frames (ids that differ only in what the merge dropped), else id itself.
