@@ -71,7 +71,7 @@ RELOC_LIBCUDART := $(RELOC_LIBDIR)/libcudart.so.13
 
 # Linked against the stand-in runtime.
 SCENARIOS_CUDART := basic leak3 apis fail prealloc threads loop timeline hostleak asyncfree \
-	runtime_over_driver flood ranks soak crash reset session
+	runtime_over_driver flood ranks soak crash reset session reexec
 # Linked against the stand-in driver alone.
 SCENARIOS_DRIVER := driver_alloc vmm
 SCENARIO_BINS := $(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_CUDART) $(SCENARIOS_DRIVER) \

@@ -11,8 +11,8 @@ import subprocess
 import tempfile
 
 import harness
-from harness import (ROOT, Fail, Proc, check, eq, env_for_targets, gpuleak_env, run_gpuleak,
-                     run_plain, scenario, test, tmpfile)
+from harness import (ROOT, Fail, Proc, check, eq, env_for_targets, gpuleak_env, leak_sites,
+                     run_gpuleak, run_plain, scenario, test, tmpfile)
 from test_reliability import proc_state
 
 
@@ -247,6 +247,32 @@ def command_that_execs_is_named_by_its_new_program():
         check(re.search(r"^pid %d \(loop\): exited with status 0 " % vs[1]["pid"], res.out,
                         re.M), f"{follow}: the report names loop: {res.out}")
         check(f"tracing pid {vs[1]['pid']} (after exec)" in res.err, f"said: {res.err}")
+
+
+@test
+def exec_images_are_judged_apart():
+    """A process that exec()s its own program: under `setarch -R` every image is loaded at the
+    same addresses, so the images' call sites are the same addresses. Each image is a process
+    of its own to the verdict (what it held went with it), its sites its own: before, every
+    image's leaks listed the site with all images' bytes (3 MiB + 2 MiB + 1 MiB in each),
+    setarch's too. Live and from the capture alike."""
+    reexec = scenario("reexec")
+    want = [("setarch", "exec", 0, 0, {}),
+            ("reexec", "exec", 1, 3 << 20, {("cudaMalloc", "hold_gen"): (3 << 20, 1)}),
+            ("reexec", "exec", 1, 2 << 20, {("cudaMalloc", "hold_gen"): (2 << 20, 1)}),
+            ("reexec", "exited", 1, 1 << 20, {("cudaMalloc", "hold_gen"): (1 << 20, 1)})]
+    cap = tmpfile(".glc")
+    try:
+        run_gpuleak(["record", "-o", cap, "--", "setarch", "-R", reexec, "3", "1M"])
+        for how, args in (("live", ["run", "--", "setarch", "-R", reexec, "3", "1M"]),
+                          ("capture", ["report", cap])):
+            vs = run_gpuleak(args).verdicts()
+            eq([(v["comm"], v["state"], v["live_count"], v["live_bytes"], leak_sites(v))
+                for v in vs], want, f"{how}: one verdict per image, each with its own site")
+            eq(len({v["pid"] for v in vs}), 1, f"{how}: one pid")
+    finally:
+        if os.path.exists(cap):
+            os.unlink(cap)
 
 
 # ---- no process left stopped ----------------------------------------------------------------

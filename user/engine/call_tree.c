@@ -163,17 +163,10 @@ static int apply_children(struct tracker *t, struct tproc *p, struct node *nodes
 static int apply_comm_init(struct tracker *t, struct tproc *p, struct node *nodes, size_t self)
 {
 	const struct gl_call_rec *r = nodes[self].r;
-	struct site_key k = {p->pid,
-			     r->hdr.api,
-			     threads__device(p, r->hdr.tid),
-			     r->caller,
-			     r->stack_id,
-			     OWNER_NONE,
-			     0,
-			     0,
-			     0,
-			     false,
-			     0};
+	struct site_key k = {p->pid,	r->hdr.api,  threads__device(p, r->hdr.tid),
+			     r->caller, r->stack_id, OWNER_NONE,
+			     0,		0,	     0,
+			     false,	0,	     p->gen};
 	uint32_t site = sites__get(t, &k);
 	uint64_t comms[GL_DESC_MAX / 8] = {r->addr};
 	struct tthread *th;

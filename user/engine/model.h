@@ -31,6 +31,7 @@ enum owner_kind {
  */
 struct site {
 	pid_t pid;
+	uint32_t gen; /* of the process's image (struct tproc's gen): sites are one image's */
 	uint16_t api;
 	int16_t device;	 /* CUDA device ordinal, -1 for host memory */
 	uint64_t caller; /* return address in the caller */
@@ -231,6 +232,12 @@ struct proc_counters {
 
 struct tproc {
 	pid_t pid;
+	/*
+	 * Which process of this pid, counting from 0: a new one after an exec (another
+	 * program) or an exit (a reused pid). Its sites are its own: an image exec'd at the
+	 * same addresses has the same call sites, not the same allocations.
+	 */
+	uint32_t gen;
 	pid_t ppid;	 /* the traced process it was followed from, 0: none */
 	uint32_t ns_pid; /* its pid in its own pid namespace, 0: the same as pid */
 	bool attached;
@@ -281,6 +288,12 @@ struct tproc {
 	size_t nr_dirty, cap_dirty;
 	struct tthread *last_thread; /* of the last record: most come from one thread */
 };
+
+/* Whether site s is one of process p's (its pid and image). */
+static inline bool site__of(const struct site *s, const struct tproc *p)
+{
+	return s->pid == p->pid && s->gen == p->gen;
+}
 
 struct rules;
 

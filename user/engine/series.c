@@ -131,7 +131,7 @@ static int sample(struct series *se, const struct tracker *t, uint64_t ts_ns, bo
 		for (j = 0; j < t->nr_sites; j++) {
 			const struct site *s = &t->sites[j];
 
-			if (s->pid == p->pid && s->counts && GL_API_FAMILY(s->api) < GL_FAM_MAX)
+			if (site__of(s, p) && s->counts && GL_API_FAMILY(s->api) < GL_FAM_MAX)
 				pt.fam[GL_API_FAMILY(s->api)] += s->live_bytes;
 		}
 		if (vec_grow((void **)&sp->v, &sp->cap, sp->n, sizeof(*sp->v)))

@@ -43,6 +43,7 @@ struct trend {
 
 struct ptl {
 	pid_t pid;
+	uint32_t gen; /* the tracker's process (struct tproc's gen) */
 	bool started;
 	bool finished;
 	/*
@@ -144,8 +145,20 @@ static struct ptl *ptl_find(const struct timeline *tl, pid_t pid)
 	return NULL;
 }
 
+/* The timeline of one process (image) of its pid, where ptl_find knows only the newest. */
+static struct ptl *ptl_of(const struct timeline *tl, const struct tproc *tp)
+{
+	size_t i = tl->nr_p;
+
+	while (tp && i--)
+		if (tl->p[i]->pid == tp->pid && tl->p[i]->gen == tp->gen)
+			return tl->p[i];
+	return NULL;
+}
+
 static struct ptl *ptl_get(struct timeline *tl, pid_t pid)
 {
+	const struct tproc *tp;
 	struct ptl *p = ptl_find(tl, pid);
 
 	if (p && !p->finished)
@@ -156,6 +169,9 @@ static struct ptl *ptl_get(struct timeline *tl, pid_t pid)
 	if (!p)
 		return NULL;
 	p->pid = pid;
+	/* The tracker saw the record first: its newest process of pid is this one. */
+	tp = tracker__proc(tl->t, pid);
+	p->gen = tp ? tp->gen : 0;
 	p->step = -1;
 	tl->p[tl->nr_p++] = p;
 	return p;
@@ -528,24 +544,25 @@ uint64_t timeline__boundaries(const struct timeline *tl)
 	return tl->boundaries;
 }
 
-size_t timeline__nr_steps(const struct timeline *tl, pid_t pid)
+size_t timeline__nr_steps(const struct timeline *tl, const struct tproc *tp)
 {
-	struct ptl *p = ptl_find(tl, pid);
+	struct ptl *p = ptl_of(tl, tp);
 
 	return p ? p->forgotten + p->nr_steps : 0;
 }
 
-uint64_t timeline__nr_requests(const struct timeline *tl, pid_t pid)
+uint64_t timeline__nr_requests(const struct timeline *tl, const struct tproc *tp)
 {
-	struct ptl *p = ptl_find(tl, pid);
+	struct ptl *p = ptl_of(tl, tp);
 
 	/* Up to the last closed step, as the steps' own counts add up. */
 	return p ? p->requests0 : 0;
 }
 
-const struct step_stat *timeline__steps(const struct timeline *tl, pid_t pid, size_t *n)
+const struct step_stat *timeline__steps(const struct timeline *tl, const struct tproc *tp,
+					size_t *n)
 {
-	struct ptl *p = ptl_find(tl, pid);
+	struct ptl *p = ptl_of(tl, tp);
 
 	*n = p ? p->nr_steps : 0;
 	return p ? p->steps : NULL;
@@ -568,10 +585,10 @@ static uint64_t *dense(const struct trend *tr, int64_t first, int64_t last)
 	return v;
 }
 
-int timeline__site_series(struct timeline *tl, pid_t pid, uint32_t site, int64_t from,
+int timeline__site_series(struct timeline *tl, const struct tproc *tp, uint32_t site, int64_t from,
 			  uint64_t **vals, size_t *n)
 {
-	struct ptl *p = ptl_find(tl, pid);
+	struct ptl *p = ptl_of(tl, tp);
 	uint64_t *idx;
 	int64_t last;
 
@@ -762,9 +779,9 @@ static bool analyse(const struct timeline *tl, const struct ptl *p, const struct
 	return g->slope_per_step > 0;
 }
 
-int timeline__growth(struct timeline *tl, pid_t pid, struct growth **out, size_t *n)
+int timeline__growth(struct timeline *tl, const struct tproc *tp, struct growth **out, size_t *n)
 {
-	struct ptl *p = ptl_find(tl, pid);
+	struct ptl *p = ptl_of(tl, tp);
 	struct growth *v;
 	int64_t last;
 	size_t i;
@@ -789,10 +806,9 @@ int timeline__growth(struct timeline *tl, pid_t pid, struct growth **out, size_t
  * The device a site's memory is on, as an index for the projection: a CUDA ordinal, or a
  * WebGPU device in order of first sight (wgpu#1 is 0); -1 for host memory.
  */
-static int proj_device(const struct timeline *tl, pid_t pid, const struct site *s)
+static int proj_device(const struct tproc *tp, const struct site *s)
 {
 	if (s->owner_kind == OWNER_DEVICE) {
-		const struct tproc *tp = tracker__proc(tl->t, pid);
 		const struct tobj *o = tp ? tproc__obj(tp, SPACE_WGPU, s->owner) : NULL;
 
 		return o && o->ordinal >= 1 && o->ordinal <= MAX_DEVICES ? (int)o->ordinal - 1 : -1;
@@ -800,10 +816,10 @@ static int proj_device(const struct timeline *tl, pid_t pid, const struct site *
 	return s->device >= 0 && s->device < MAX_DEVICES ? s->device : -1;
 }
 
-void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, size_t n,
-		       struct projection *out)
+void timeline__project(struct timeline *tl, const struct tproc *tp, const struct growth *g,
+		       size_t n, struct projection *out)
 {
-	struct ptl *p = ptl_find(tl, pid);
+	struct ptl *p = ptl_of(tl, tp);
 	double rate[MAX_DEVICES] = {0}, step_s;
 	uint64_t live[MAX_DEVICES] = {0};
 	bool webgpu[MAX_DEVICES] = {false};
@@ -814,7 +830,7 @@ void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, s
 	if (!p || p->nr_steps < 2)
 		return;
 	for (i = 0; i < n; i++) {
-		int dev = proj_device(tl, pid, &tl->t->sites[g[i].site]);
+		int dev = proj_device(tp, &tl->t->sites[g[i].site]);
 
 		if (dev >= 0)
 			rate[dev] += g[i].slope_per_step;
@@ -822,7 +838,7 @@ void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, s
 	for (i = 0; i < tl->t->nr_sites; i++) {
 		const struct site *s = &tl->t->sites[i];
 		const struct cat_api *api = cat_by_api(s->api);
-		int dev = s->pid == pid ? proj_device(tl, pid, s) : -1;
+		int dev = site__of(s, tp) ? proj_device(tp, s) : -1;
 
 		if (dev >= 0 && s->counts && api &&
 		    (api->mem == MEM_DEVICE || api->mem == MEM_MANAGED))

@@ -128,9 +128,19 @@ struct tproc *tracker__proc(struct tracker *t, pid_t pid)
 	return NULL;
 }
 
+struct tproc *tracker__site_proc(const struct tracker *t, const struct site *s)
+{
+	size_t i;
+
+	for (i = t->nr_procs; i--;)
+		if (site__of(s, t->procs[i]))
+			return t->procs[i];
+	return NULL;
+}
+
 static struct tproc *proc_get(struct tracker *t, pid_t pid)
 {
-	struct tproc *p = tracker__proc(t, pid);
+	struct tproc *p = tracker__proc(t, pid), *prev = p;
 
 	if (p && !p->exited)
 		return p;
@@ -140,6 +150,7 @@ static struct tproc *proc_get(struct tracker *t, pid_t pid)
 	if (!p)
 		return NULL;
 	p->pid = pid;
+	p->gen = prev ? prev->gen + 1 : 0;
 	p->step = -1;
 	if (t->rules && t->rules->n) {
 		p->rule_live = calloc(t->rules->n, sizeof(*p->rule_live));

@@ -79,14 +79,15 @@ static int cmp_sites(const void *a, const void *b, void *ctx)
 	return ia < ib ? -1 : 1;
 }
 
-/* The lists of pid whose bit is in mask, in one pass over the sites. 0 or -ENOMEM. */
-static int collect(const struct tracker *t, pid_t pid, unsigned int mask, struct site_list *lists)
+/* The lists of p whose bit is in mask, in one pass over the sites. 0 or -ENOMEM. */
+static int collect(const struct tracker *t, const struct tproc *p, unsigned int mask,
+		   struct site_list *lists)
 {
 	size_t cap[VERDICT_LISTS] = {0}, i;
 	int k;
 
 	for (i = 0; i < t->nr_sites; i++) {
-		if (t->sites[i].pid != pid)
+		if (!site__of(&t->sites[i], p))
 			continue;
 		for (k = 0; k < VERDICT_LISTS; k++) {
 			struct site_list *l = &lists[k];
@@ -107,10 +108,11 @@ static int collect(const struct tracker *t, pid_t pid, unsigned int mask, struct
 	return 0;
 }
 
-int verdict__rank(const struct tracker *t, pid_t pid, enum verdict_list k, struct site_list *out)
+int verdict__rank(const struct tracker *t, const struct tproc *p, enum verdict_list k,
+		  struct site_list *out)
 {
 	struct site_list lists[VERDICT_LISTS] = {};
-	int err = collect(t, pid, 1u << k, lists);
+	int err = collect(t, p, 1u << k, lists);
 
 	*out = lists[k];
 	if (err) {
@@ -138,7 +140,7 @@ static int judge_sites(const struct judging *j, struct proc_verdict *pv)
 	size_t i;
 	int err;
 
-	err = collect(j->t, pv->p->pid, (1u << VERDICT_LISTS) - 1, pv->sites);
+	err = collect(j->t, pv->p, (1u << VERDICT_LISTS) - 1, pv->sites);
 	for (i = 0; !err && i < pv->sites[VERDICT_LEAKS].n; i++)
 		pv->leaked_bytes += j->t->sites[pv->sites[VERDICT_LEAKS].v[i]].live_bytes;
 	return err;
@@ -151,10 +153,10 @@ static int judge_growth(const struct judging *j, struct proc_verdict *pv)
 
 	if (!j->tl)
 		return 0;
-	pv->nr_steps = timeline__nr_steps(j->tl, pv->p->pid);
-	if (timeline__growth(j->tl, pv->p->pid, &pv->growth, &pv->nr_growth))
+	pv->nr_steps = timeline__nr_steps(j->tl, pv->p);
+	if (timeline__growth(j->tl, pv->p, &pv->growth, &pv->nr_growth))
 		return 0;
-	timeline__project(j->tl, pv->p->pid, pv->growth, pv->nr_growth, &pv->proj);
+	timeline__project(j->tl, pv->p, pv->growth, pv->nr_growth, &pv->proj);
 	for (i = 0; i < pv->nr_growth; i++) {
 		pv->growth_per_s += pv->growth[i].slope_per_s;
 		pv->growth_per_step += pv->growth[i].slope_per_step;

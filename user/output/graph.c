@@ -105,7 +105,7 @@ static char *leaf_label(const struct tracker *t, uint32_t idx)
 /* Memory layer of a site: the first level of the tree. */
 static char *group_label(const struct tracker *t, const struct site *s)
 {
-	struct tproc *p = tracker__proc((struct tracker *)t, s->pid);
+	struct tproc *p = tracker__site_proc(t, s);
 	const char *layer;
 	char dev[16], *out = NULL;
 	int n;
@@ -183,12 +183,12 @@ static int sstack_path(const struct tracker *t, struct symbolizer *sym, const st
 	return err;
 }
 
-/* Whether sstack ss holds live memory of pid (any pid when pid is 0). */
-static bool live_memory(const struct tracker *t, const struct site_stack *ss, pid_t pid)
+/* Whether sstack ss holds live memory of p (of any process when p is NULL). */
+static bool live_memory(const struct tracker *t, const struct site_stack *ss, const struct tproc *p)
 {
 	const struct site *s = &t->sites[ss->site];
 
-	return ss->live_count && s->counts && (!pid || s->pid == pid);
+	return ss->live_count && s->counts && (!p || site__of(s, p));
 }
 
 static uint32_t node_new(struct graph *g, char *label)
@@ -293,7 +293,8 @@ static void print_node(FILE *out, const struct graph *g, uint32_t n, char *inden
 	free(v);
 }
 
-void graph__print(FILE *out, const struct tracker *t, struct symbolizer *sym, pid_t pid)
+void graph__print(FILE *out, const struct tracker *t, struct symbolizer *sym,
+		  const struct tproc *tp)
 {
 	struct graph g = {};
 	uint32_t *top = NULL;
@@ -307,9 +308,10 @@ void graph__print(FILE *out, const struct tracker *t, struct symbolizer *sym, pi
 		const struct site_stack *ss = &t->sstacks[i];
 		struct path p = {};
 
-		if (!live_memory(t, ss, pid))
+		if (!live_memory(t, ss, tp))
 			continue;
-		stacks |= !!symbolizer__stack(sym, pid, ss->stack_id, t->sites[ss->site].caller);
+		stacks |=
+		    !!symbolizer__stack(sym, tp->pid, ss->stack_id, t->sites[ss->site].caller);
 		if (path_add(&p, group_label(t, &t->sites[ss->site])) ||
 		    sstack_path(t, sym, ss, LABEL_TREE, &p) ||
 		    graph_add(&g, &p, ss->live_bytes, ss->live_count)) {
@@ -361,9 +363,9 @@ int graph__folded(FILE *out, const struct tracker *t, struct symbolizer *sym)
 		const struct tproc *p;
 		struct path path = {};
 
-		if (!live_memory(t, ss, 0) || !ss->live_bytes)
+		if (!live_memory(t, ss, NULL) || !ss->live_bytes)
 			continue;
-		p = tracker__proc((struct tracker *)t, t->sites[ss->site].pid);
+		p = tracker__site_proc(t, &t->sites[ss->site]);
 		/* the process first, as perf's stackcollapse does */
 		err = path_add(&path, strdup(p && p->comm[0] ? p->comm : "?"));
 		if (!err)

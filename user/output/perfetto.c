@@ -124,7 +124,8 @@ static int cmp_peak(const void *a, const void *b, void *ctx)
 	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
 }
 
-static int site_counters(struct pw *w, struct report *r, const struct series *se, pid_t pid)
+static int site_counters(struct pw *w, struct report *r, const struct series *se,
+			 const struct tproc *p)
 {
 	const struct tracker *t = r->t;
 	uint32_t *v = malloc((se->nr_sites ? se->nr_sites : 1) * sizeof(*v));
@@ -134,7 +135,7 @@ static int site_counters(struct pw *w, struct report *r, const struct series *se
 	if (!v)
 		return -ENOMEM;
 	for (i = 0; i < se->nr_sites && i < t->nr_sites; i++)
-		if (t->sites[i].pid == pid && se->sites[i].peak)
+		if (site__of(&t->sites[i], p) && se->sites[i].peak)
 			v[n++] = (uint32_t)i;
 	qsort_r(v, n, sizeof(*v), cmp_peak, (void *)se);
 	for (i = 0; i < n && i < TOP_SITES; i++) {
@@ -146,8 +147,8 @@ static int site_counters(struct pw *w, struct report *r, const struct series *se
 		for (j = 0; j < ss->n; j++) {
 			ev_begin(w);
 			fprintf(w->f,
-				"{\"ph\":\"C\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"name\":", pid,
-				pid, us(r, ss->v[j].ts_ns));
+				"{\"ph\":\"C\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"name\":", p->pid,
+				p->pid, us(r, ss->v[j].ts_ns));
 			json_str(w->f, name);
 			fprintf(w->f, ",\"args\":{\"bytes\":%" PRIu64 "}}", ss->v[j].bytes);
 		}
@@ -164,17 +165,17 @@ static void instant(struct pw *w, pid_t pid, double ts, const char *name)
 	json_str(w->f, name);
 }
 
-static void steps(struct pw *w, struct report *r, pid_t pid)
+static void steps(struct pw *w, struct report *r, const struct tproc *p)
 {
 	const struct step_stat *st = NULL;
 	char name[64];
 	size_t n = 0, i;
 
 	if (r->tl)
-		st = timeline__steps(r->tl, pid, &n);
+		st = timeline__steps(r->tl, p, &n);
 	for (i = 0; i < n; i++) {
 		snprintf(name, sizeof(name), "step %" PRId64, st[i].step);
-		instant(w, pid, us(r, st[i].t_end_ns), name);
+		instant(w, p->pid, us(r, st[i].t_end_ns), name);
 		fprintf(w->f,
 			",\"args\":{\"live_bytes\":%" PRIu64 ",\"persistent_bytes\":%" PRIu64
 			",\"pending_bytes\":%" PRIu64 ",\"suspect_bytes\":%" PRIu64 "}}",
@@ -224,7 +225,7 @@ static void growths(struct pw *w, struct report *r, const struct proc_verdict *p
 	char name[512];
 
 	if (r->tl)
-		st = timeline__steps(r->tl, pv->p->pid, &n);
+		st = timeline__steps(r->tl, pv->p, &n);
 	for (i = 0; i < pv->nr_growth; i++) {
 		const struct growth *g = &pv->growth[i];
 		uint64_t at = end_ns;
@@ -304,9 +305,9 @@ int perfetto__write(FILE *f, struct report *r, const struct verdict *v, const st
 		meta(&w, p->pid, p->pid, "thread_name", "gpuleak: memory");
 		if (sp)
 			counters(&w, r, sp);
-		err = site_counters(&w, r, se, p->pid);
+		err = site_counters(&w, r, se, p);
 		if (!err) {
-			steps(&w, r, p->pid);
+			steps(&w, r, p);
 			err = leaks(&w, r, pv, end_ns);
 		}
 		if (err)
