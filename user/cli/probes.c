@@ -12,6 +12,7 @@
 #include "lib/infile.h"
 #include "lib/log.h"
 #include "lib/term.h"
+#include "live/process.h"
 #include "probe/catalog.h"
 #include "probe/dawn_procs.h"
 #include "probe/elf_obj.h"
@@ -247,12 +248,19 @@ static int probe_pid(struct modules *mods, pid_t pid, bool *header)
 {
 	struct proc_maps *m = NULL;
 	int found = 0, err;
+	char why[512] = "";
 	size_t i;
 
-	err = proc_maps__load(pid, &m);
+	/* What is wrong with the pid (gone, a kernel thread, another user's), said as attach
+	 * says it, before its maps are read. */
+	err = process__check_target(pid, why, sizeof(why));
+	if (!err)
+		err = proc_maps__load(pid, &m);
 	if (err) {
-		fprintf(stderr, "gpuleak: %s: %d\n",
-			err == -ESRCH ? "no such process" : strerror(-err), pid);
+		if (!why[0])
+			snprintf(why, sizeof(why), "pid %d: cannot read its memory maps: %s", pid,
+				 strerror(-err));
+		pr_err("%s\n", why);
 		return err;
 	}
 	for (i = 0; i < m->n; i++) {
@@ -297,9 +305,16 @@ int probes__run(const struct cli *c)
 		err = found;
 		goto cleanup;
 	}
-	if (!found) {
-		fprintf(stderr, "gpuleak: no traced GPU allocation API found in %s\n",
-			c->lib ? c->lib : "the process's mapped objects");
+	if (!found && c->lib) {
+		pr_err("no traced GPU allocation API found in %s\n", c->lib);
+		err = -ENOENT;
+	} else if (!found) {
+		char comm[64];
+
+		process__comm(c->probe_pid, comm, sizeof(comm));
+		pr_err("pid %d (%s): no traced GPU allocation API in the objects it maps (no CUDA, "
+		       "NCCL or WebGPU library loaded yet?)\n",
+		       c->probe_pid, term_tmp(comm));
 		err = -ENOENT;
 	}
 cleanup:
