@@ -453,12 +453,21 @@ def report_reads_standard_input():
            input=b"persistent site=kv_cache_init*\n")
     eq(r.rc, 0, f"--rules - ({r.err})")
     check('"rule":"persistent site=kv_cache_init*"' in r.out, f"the rule used: {r.out[:200]}")
+    # read after the options, its rules still where --rules - stands (the first match decides)
+    r = gl(["report", CAPTURE, "--rule", "ignore api=nosuch1", "--rules", "-", "--rule",
+            "ignore api=nosuch3"], input=b"ignore api=nosuch2\n")
+    eq([l.split("matched nothing: ")[1] for l in r.err.splitlines() if "nosuch" in l],
+       ["ignore api=nosuch1", "ignore api=nosuch2", "ignore api=nosuch3"], "rules in order")
     r = gl(["report", CAPTURE, "--rules", "-"], input=b"# from a pipe\npersistent bogus\n")
     expect(r, 2, "gpuleak: standard input:2:12: expected key=value or 'once', got 'bogus'",
            "a bad rule from standard input")
-    r = gl(["report", "-", "--rules", "-"], input=b"")
-    expect(r, 2, "gpuleak report: standard input is read once: one --rules - or report -",
-           "report - --rules -")
+    # both from standard input, in either order: refused before anything is read (the capture
+    # was read as rules: "standard input:1:1: unknown rule kind '\x89GLCAP'" came first)
+    for args in (["-", "--rules", "-"], ["--rules", "-", "-"]):
+        r = gl(["report"] + args, input=content(CAPTURE))
+        eq((r.rc, [l for l in r.err.splitlines() if not l.startswith("Try ")]),
+           (2, ["gpuleak report: standard input is read once: one --rules - or report -"]),
+           f"report {' '.join(args)}: one line (stderr: {r.err!r})")
     r = gl(["report", CAPTURE, "--rules", "-", "--rules", "-"], input=b"")
     expect(r, 2, "gpuleak report: standard input is read once: one --rules - or report -",
            "--rules - twice")

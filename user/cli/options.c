@@ -103,6 +103,8 @@ void cli__parse_pid(const char *arg, struct argp_state *state, pid_t *pid)
 
 /* ---- analysis: rules, steps, the gate, pictures ---- */
 
+#define STDIN_ONCE "standard input is read once: one --rules - or report -"
+
 /* As the rules parser's own files: a rules file is text a person wrote. */
 #define RULES_FILE_MAX (16U << 20)
 
@@ -170,6 +172,31 @@ static void print_rules_error(const char *msg)
 			fputc(*p, stderr);
 	}
 	fputc('\n', stderr);
+}
+
+/* --rules -, read at the end of the options: its rules moved to where it was given (the
+ * first rule that matches decides). */
+static void load_rules_stdin(struct cli *c)
+{
+	struct rules *rs = c->rules;
+	size_t at = c->rules_stdin_at, n0 = rs->n, k;
+	char err[512];
+	int ret;
+
+	c->rules_stdin = false;
+	ret = load_rules(c, "-", err, sizeof(err));
+	if (ret) {
+		print_rules_error(err);
+		c->rules_err = ret;
+		return;
+	}
+	/* rotate v[at, n) so that the new v[n0, n) come first: one element at a time, few */
+	for (k = n0; k < rs->n; k++) {
+		struct rule r = rs->v[k];
+
+		memmove(&rs->v[at + 1], &rs->v[at], (k - at) * sizeof(*rs->v));
+		rs->v[at++] = r;
+	}
 }
 
 /*
@@ -374,10 +401,14 @@ static error_t parse_analysis(int key, char *arg, struct argp_state *state)
 		char err[512];
 		int ret;
 
-		if (key == OPT_RULES && !strcmp(arg, "-") && c->stdin_taken)
-			argp_error(state, "standard input is read once: one --rules - or report -");
+		if (key == OPT_RULES && !strcmp(arg, "-")) {
+			if (c->stdin_taken)
+				argp_error(state, STDIN_ONCE);
+			c->stdin_taken = c->rules_stdin = true;
+			c->rules_stdin_at = c->rules->n;
+			break;
+		}
 		if (key == OPT_RULES) {
-			c->stdin_taken |= !strcmp(arg, "-");
 			ret = load_rules(c, arg, err, sizeof(err));
 		} else if (key == OPT_RULE) {
 			char src[32];
@@ -402,6 +433,11 @@ static error_t parse_analysis(int key, char *arg, struct argp_state *state)
 		}
 		break;
 	}
+	case ARGP_KEY_END:
+		/* (every child of the three comes here: the first reads) */
+		if (c->rules_stdin)
+			load_rules_stdin(c);
+		return ARGP_ERR_UNKNOWN;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
