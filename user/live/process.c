@@ -117,14 +117,18 @@ void process__comm(pid_t pid, char *buf, size_t len)
 {
 	char path[64];
 	FILE *f;
+	size_t n;
 
 	buf[0] = 0;
 	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
 	f = fopen(path, "re");
 	if (!f)
 		return;
-	if (fgets(buf, len, f))
-		buf[strcspn(buf, "\n")] = 0;
+	/* The kernel ends it with a newline; a name may hold newlines of its own. */
+	n = fread(buf, 1, len - 1, f);
+	if (n && buf[n - 1] == '\n')
+		n--;
+	buf[n] = 0;
 	fclose(f);
 }
 
