@@ -165,3 +165,14 @@ def exit_statuses_match_exit_h():
                f"{cmd} --help", want)
         if 4 in want:
             eq(_order(part, f"{cmd} --help"), order, f"{cmd} --help's precedence")
+
+
+@test(root=False)
+def layers():
+    """No folder of user/ includes a higher one (lib < probe < symbols < engine < output <
+    capture < live < cli), libbpf only in live/ and cli/, every folder in a layer
+    (tests/layers.sh)."""
+    p = subprocess.run([os.path.join(ROOT, "tests", "layers.sh")], capture_output=True,
+                       text=True, timeout=60)
+    if p.returncode:
+        raise Fail(f"tests/layers.sh:\n{p.stdout}{p.stderr}")
