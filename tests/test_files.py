@@ -355,11 +355,27 @@ def write_errors_are_exit_1_naming_the_output():
                 r = gl(["report", CAPTURE, "--json", path] + gate)
                 expect(r, 1, f"gpuleak: writing {path}: No space left on device",
                        f"report --json on a full disk {gate}")
-                r = gl(["report", CAPTURE, "--svg", path] + gate)
-                expect(r, 1, f"gpuleak: writing {path}: No space left on device",
-                       f"report --svg on a full disk {gate}")
+                # (--perfetto said "Input/output error")
+                for pic in ("--svg", "--folded", "--perfetto"):
+                    r = gl(["report", CAPTURE, pic, path] + gate)
+                    expect(r, 1, f"gpuleak: writing {path}: No space left on device",
+                           f"report {pic} on a full disk {gate}")
         eq(content(prev), b"good\n", "the good file is not replaced")
         eq(others(mnt, ["prev.json", "new.json", "filler"]), [], "nothing left beside")
+    # Room for part of it: the write fails midway (the Perfetto trace of CAPTURE is ~15 KiB,
+    # 12 KiB are free), the old file stays whole, nothing half-written is left beside it.
+    with tmpfs("16k") as mnt:
+        if not mnt:
+            return "skip"
+        prev = os.path.join(mnt, "prev.json")
+        put(prev, b"good\n")
+        r = gl(["report", CAPTURE, "--perfetto", prev])
+        expect(r, 1, f"gpuleak: writing {prev}: No space left on device", "midway")
+        eq(content(prev), b"good\n", "the good file is not replaced by a truncated one")
+        eq(others(mnt, ["prev.json"]), [], "nothing left beside")
+        r = gl(["report", CAPTURE, "--json", prev])
+        eq(r.rc, 0, f"what fits is written ({r.err})")
+        check(content(prev).startswith(b'{"type":'), "replaced by the whole new file")
     with open("/dev/full", "wb") as full:
         for args in (["report", CAPTURE], ["report", CAPTURE, "--json", "-"],
                      ["report", CAPTURE, "--fail-on-leak", "--max-live-at-exit", "0"],
