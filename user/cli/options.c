@@ -115,7 +115,7 @@ void cli__parse_pid(const char *arg, struct argp_state *state, pid_t *pid)
 static int load_rules(struct cli *c, const char *path, char *err, size_t errlen)
 {
 	const char *name = infile__name(path);
-	size_t len = 0, cap = 0;
+	size_t len = 0;
 	char why[256], *buf = NULL;
 	int fd, ret;
 
@@ -124,36 +124,14 @@ static int load_rules(struct cli *c, const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "--rules %s: %s", name, why);
 		return ret;
 	}
-	for (;;) {
-		ssize_t n;
-
-		if (len == cap) {
-			char *p = cap > RULES_FILE_MAX ? NULL : realloc(buf, cap ? 2 * cap : 65536);
-
-			if (!p) {
-				ret = cap > RULES_FILE_MAX ? -EFBIG : -ENOMEM;
-				snprintf(err, errlen, "--rules %s: %s", name,
-					 ret == -EFBIG ? "more than 16 MiB of rules"
-						       : "out of memory");
-				goto cleanup;
-			}
-			buf = p;
-			cap = cap ? 2 * cap : 65536;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			ret = -errno;
-			snprintf(err, errlen, "--rules %s: %s", name, strerror(errno));
-			goto cleanup;
-		}
-		if (!n)
-			break;
-		len += (size_t)n;
-	}
-	ret = rules__parse(c->rules, buf ? buf : "", len, name, err, errlen);
-cleanup:
+	ret = infile__read_all(fd, RULES_FILE_MAX, &buf, &len);
+	if (ret)
+		snprintf(err, errlen, "--rules %s: %s", name,
+			 ret == -EFBIG	  ? "more than 16 MiB of rules"
+			 : ret == -ENOMEM ? "out of memory"
+					  : strerror(-ret));
+	else
+		ret = rules__parse(c->rules, buf ? buf : "", len, name, err, errlen);
 	close(fd);
 	free(buf);
 	return ret;
