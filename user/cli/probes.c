@@ -229,19 +229,6 @@ static int probe_lib(struct modules *mods, const char *path, bool *header)
 }
 
 /* Whether m->v[i] is an executable mapping of a file no earlier one maps: each object once. */
-static bool first_mapping(const struct proc_maps *m, size_t i)
-{
-	size_t j;
-
-	if (!m->v[i].exec || !m->v[i].path)
-		return false;
-	for (j = 0; j < i; j++)
-		if (m->v[j].path && m->v[j].dev == m->v[i].dev && m->v[j].ino == m->v[i].ino &&
-		    m->v[j].exec)
-			return false;
-	return true;
-}
-
 /* -p PID: the table over every object it maps, then each one's placements. Returns how
  * many required APIs they have, or -errno said on stderr. */
 static int probe_pid(struct modules *mods, pid_t pid, bool *header)
@@ -266,7 +253,7 @@ static int probe_pid(struct modules *mods, pid_t pid, bool *header)
 	for (i = 0; i < m->n; i++) {
 		struct module *mod;
 
-		if (!first_mapping(m, i))
+		if (!proc_maps__first_exec(m, i))
 			continue;
 		mod = modules__get(mods, pid, &m->v[i]);
 		if (!mod) {
@@ -276,7 +263,8 @@ static int probe_pid(struct modules *mods, pid_t pid, bool *header)
 		found += print_module(mod, header);
 	}
 	for (i = 0; i < m->n; i++) {
-		struct module *mod = first_mapping(m, i) ? modules__get(mods, pid, &m->v[i]) : NULL;
+		struct module *mod =
+		    proc_maps__first_exec(m, i) ? modules__get(mods, pid, &m->v[i]) : NULL;
 
 		if (mod) {
 			print_placement(mod, stdout);
