@@ -163,9 +163,7 @@ static struct ptl *ptl_get(struct timeline *tl, pid_t pid)
 
 	if (p && !p->finished)
 		return p;
-	if (vec_grow((void **)&tl->p, &tl->cap_p, tl->nr_p, sizeof(*tl->p)))
-		return NULL;
-	p = calloc(1, sizeof(*p));
+	p = vec_push_new(&tl->p, &tl->cap_p, &tl->nr_p, sizeof(*p));
 	if (!p)
 		return NULL;
 	p->pid = pid;
@@ -173,7 +171,6 @@ static struct ptl *ptl_get(struct timeline *tl, pid_t pid)
 	tp = tracker__proc(tl->t, pid);
 	p->gen = tp ? tp->gen : 0;
 	p->step = -1;
-	tl->p[tl->nr_p++] = p;
 	return p;
 }
 

@@ -144,9 +144,7 @@ static struct tproc *proc_get(struct tracker *t, pid_t pid)
 
 	if (p && !p->exited)
 		return p;
-	if (vec_grow((void **)&t->procs, &t->cap_procs, t->nr_procs, sizeof(*t->procs)))
-		return NULL;
-	p = calloc(1, sizeof(*p));
+	p = vec_push_new(&t->procs, &t->cap_procs, &t->nr_procs, sizeof(*p));
 	if (!p)
 		return NULL;
 	p->pid = pid;
@@ -155,11 +153,10 @@ static struct tproc *proc_get(struct tracker *t, pid_t pid)
 	if (t->rules && t->rules->n) {
 		p->rule_live = calloc(t->rules->n, sizeof(*p->rule_live));
 		if (!p->rule_live) {
-			free(p);
+			free(t->procs[--t->nr_procs]);
 			return NULL;
 		}
 	}
-	t->procs[t->nr_procs++] = p;
 	return p;
 }
 
