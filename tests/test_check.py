@@ -176,3 +176,24 @@ def layers():
                        text=True, timeout=60)
     if p.returncode:
         raise Fail(f"tests/layers.sh:\n{p.stdout}{p.stderr}")
+
+
+@test(root=False)
+def bench_targets_documented():
+    """bench/README.md's table of targets is bench/bench.py's TARGETS: every key with its
+    bound and direction, none more, and each row a label the benchmark prints (ROWS)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("bench", os.path.join(ROOT, "bench",
+                                                                        "bench.py"))
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    with open(os.path.join(ROOT, "bench", "README.md")) as f:
+        text = f.read()
+    sec = text[text.index("## Targets"):text.index("\n## ", text.index("## Targets") + 3)]
+    rows = re.findall(r"^\| ([^|]+?) \| `(\w+)` \| (<=|>=) ([\d.]+) \|", sec, re.M)
+    got = {key: (float(v), "le" if op == "<=" else "ge") for _, key, op, v in rows}
+    eq(got, {k: (float(t), how) for k, (t, how) in bench.TARGETS.items()},
+       "bench/README.md's targets against bench.py's TARGETS")
+    labels = {key: label.strip() for key, label, *_ in bench.ROWS}
+    for label, key, _, _ in rows:
+        check(key in labels, f"{key}: a row bench.py prints")
