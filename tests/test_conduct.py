@@ -3,6 +3,7 @@
 the target never reach the terminal raw, the exit status says what happened (the target's
 failure, a marker that cannot be placed, a usage error), a process it started is never left
 stopped, signals end every wait, and each refusal says what is wrong."""
+import json
 import os
 import re
 import shutil
@@ -270,6 +271,23 @@ def exec_images_are_judged_apart():
             eq([(v["comm"], v["state"], v["live_count"], v["live_bytes"], leak_sites(v))
                 for v in vs], want, f"{how}: one verdict per image, each with its own site")
             eq(len({v["pid"] for v in vs}), 1, f"{how}: one pid")
+        # The pictures too: each image's "live bytes" counter is its own (they came from
+        # every image of the pid, interleaved: each showed 3 MiB at its peak).
+        trace = tmpfile(".json")
+        try:
+            run_gpuleak(["report", cap, "--perfetto", trace])
+            with open(trace) as f:
+                events = json.load(f)["traceEvents"]
+        finally:
+            if os.path.exists(trace):
+                os.unlink(trace)
+        peaks = []
+        for e in events:
+            if e.get("ph") == "M" and e.get("name") == "process_name":
+                peaks.append(0)
+            elif e.get("ph") == "C" and e.get("name") == "live bytes":
+                peaks[-1] = max(peaks[-1], e["args"]["total"])
+        eq(peaks, [0, 3 << 20, 2 << 20, 1 << 20], "--perfetto: each image's live bytes")
     finally:
         if os.path.exists(cap):
             os.unlink(cap)

@@ -247,9 +247,10 @@ static void growths(struct pw *w, struct report *r, const struct proc_verdict *p
  * Each pending free as a complete slice on the first lane free at its start: slices on one
  * track must nest, and these overlap at will.
  */
-static void pending_slices(struct pw *w, struct report *r, const struct series *se, pid_t pid,
-			   uint64_t end_ns)
+static void pending_slices(struct pw *w, struct report *r, const struct series *se,
+			   const struct tproc *p, uint64_t end_ns)
 {
+	pid_t pid = p->pid;
 	uint64_t lane_end[MAX_LANES] = {0};
 	int lanes = 0, l;
 	size_t i;
@@ -260,7 +261,7 @@ static void pending_slices(struct pw *w, struct report *r, const struct series *
 		const struct site *s = ps->site < r->t->nr_sites ? &r->t->sites[ps->site] : NULL;
 		uint64_t end = ps->end_ns ? ps->end_ns : end_ns;
 
-		if (ps->pid != pid)
+		if (ps->pid != pid || ps->gen != p->gen)
 			continue;
 		for (l = 0; l < lanes && lane_end[l] > ps->begin_ns; l++)
 			;
@@ -298,7 +299,7 @@ int perfetto__write(FILE *f, struct report *r, const struct verdict *v, const st
 	for (i = 0; i < v->nr_procs; i++) {
 		const struct proc_verdict *pv = &v->procs[i];
 		const struct tproc *p = pv->p;
-		const struct series_proc *sp = series__proc(se, p->pid);
+		const struct series_proc *sp = series__proc(se, p);
 
 		snprintf(name, sizeof(name), "%s (pid %d)", p->comm[0] ? p->comm : "?", p->pid);
 		meta(&w, p->pid, p->pid, "process_name", name);
@@ -313,7 +314,7 @@ int perfetto__write(FILE *f, struct report *r, const struct verdict *v, const st
 		if (err)
 			return err;
 		growths(&w, r, pv, end_ns);
-		pending_slices(&w, r, se, p->pid, end_ns);
+		pending_slices(&w, r, se, p, end_ns);
 	}
 	fprintf(f,
 		"\n],\"otherData\":{\"producer\":\"gpuleak\","

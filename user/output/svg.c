@@ -296,9 +296,8 @@ static int by_step(struct report *r, struct panel *pn, const struct proc_verdict
 static int by_time(struct report *r, struct panel *pn, const struct series *se,
 		   const struct proc_verdict *pv, uint64_t end_ns, const uint32_t *leaks, size_t nl)
 {
-	pid_t pid = pv->p->pid;
 	static const char *const colors[3] = {"#1f77b4", "#7f7f7f", "#ff7f0e"};
-	const struct series_proc *sp = series__proc(se, pid);
+	const struct series_proc *sp = series__proc(se, pv->p);
 	size_t n = sp ? sp->n : 0, i, k;
 	struct line *l[3];
 
