@@ -8,6 +8,7 @@ import glob
 import os
 import re
 import subprocess
+import sys
 
 import harness
 from harness import Fail, ROOT, check, check_sanitizers, eq, read_ndjson, test
@@ -186,7 +187,12 @@ def bench_targets_documented():
     spec = importlib.util.spec_from_file_location("bench", os.path.join(ROOT, "bench",
                                                                         "bench.py"))
     bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    # (no bench/__pycache__ left behind by a test)
+    keep, sys.dont_write_bytecode = sys.dont_write_bytecode, True
+    try:
+        spec.loader.exec_module(bench)
+    finally:
+        sys.dont_write_bytecode = keep
     with open(os.path.join(ROOT, "bench", "README.md")) as f:
         text = f.read()
     sec = text[text.index("## Targets"):text.index("\n## ", text.index("## Targets") + 3)]

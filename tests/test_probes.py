@@ -111,8 +111,9 @@ def probes_pid_says_what_is_wrong():
     try:
         cases = [([], gone, f"no such process: {gone}"),
                  ([], 2, "pid 2 (kthreadd) is a kernel thread: nothing to trace"),
-                 ([], t.pid, f"pid {t.pid} (sleep): no traced GPU allocation API in the "
-                  "objects it maps (no CUDA, NCCL or WebGPU library loaded yet?)")]
+                 ([], t.pid, f"pid {t.pid} (sleep): no traced GPU allocation API nor USDT "
+                  "probe in the objects it maps (no CUDA, NCCL, WebGPU or PyTorch library "
+                  "loaded yet?)")]
         if shutil.which("setpriv"):
             cases.append((["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"],
                           t.pid, f"pid {t.pid} (sleep) belongs to uid 0, not to uid 65534 that "
