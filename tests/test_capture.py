@@ -243,10 +243,21 @@ def recorded_step_markers_give_the_live_timeline():
         eq(steps_off, steps_live, "every step record is the live one")
     finally:
         r.cleanup()
+    # Recorded without markers: the step source cannot be placed, as live (exit 2, one line),
+    # never a green gate on the one step the capture is (it was exit 0, a warning).
     r = record(["--", scenario("loop"), "4", "65536"])
     try:
-        rep = report(r.path, ["--step", "sym:loop:decode_step"])
-        check("no step marker calls recorded" in rep.err, f"says why: {rep.err}")
+        for step, line in (
+                ("sym:loop:decode_step",
+                 "--step sym:loop:decode_step: no step marker calls recorded: --step sym: "
+                 "re-uses the markers of the recording (record with --step sym:FILE:SYMBOL)"),
+                ("nvtx:decode",
+                 "--step nvtx:decode: no NVTX range 'decode' recorded: NVTX ranges are in a "
+                 "capture only when it was recorded with --step nvtx:NAME")):
+            rep = report(r.path, ["--step", step, "--fail-on-leak"], expect_rc=2)
+            eq(rep.err.splitlines(), [f"gpuleak: {r.path}: {line}"],
+               f"--step {step}: one line")
+            eq(rep.records, [], f"--step {step}: no verdicts written")
     finally:
         r.cleanup()
 

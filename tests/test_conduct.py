@@ -3,6 +3,7 @@
 the target never reach the terminal raw, the exit status says what happened (the target's
 failure, a marker that cannot be placed, a usage error), a process it started is never left
 stopped, signals end every wait, and each refusal says what is wrong."""
+import json
 import os
 import re
 import shutil
@@ -11,8 +12,8 @@ import subprocess
 import tempfile
 
 import harness
-from harness import (ROOT, Fail, Proc, check, eq, env_for_targets, gpuleak_env, run_gpuleak,
-                     run_plain, scenario, test, tmpfile)
+from harness import (ROOT, Fail, Proc, check, eq, env_for_targets, gpuleak_env, leak_sites,
+                     run_gpuleak, run_plain, scenario, test, tmpfile)
 from test_reliability import proc_state
 
 
@@ -247,6 +248,49 @@ def command_that_execs_is_named_by_its_new_program():
         check(re.search(r"^pid %d \(loop\): exited with status 0 " % vs[1]["pid"], res.out,
                         re.M), f"{follow}: the report names loop: {res.out}")
         check(f"tracing pid {vs[1]['pid']} (after exec)" in res.err, f"said: {res.err}")
+
+
+@test
+def exec_images_are_judged_apart():
+    """A process that exec()s its own program: under `setarch -R` every image is loaded at the
+    same addresses, so the images' call sites are the same addresses. Each image is a process
+    of its own to the verdict (what it held went with it), its sites its own: before, every
+    image's leaks listed the site with all images' bytes (3 MiB + 2 MiB + 1 MiB in each),
+    setarch's too. Live and from the capture alike."""
+    reexec = scenario("reexec")
+    want = [("setarch", "exec", 0, 0, {}),
+            ("reexec", "exec", 1, 3 << 20, {("cudaMalloc", "hold_gen"): (3 << 20, 1)}),
+            ("reexec", "exec", 1, 2 << 20, {("cudaMalloc", "hold_gen"): (2 << 20, 1)}),
+            ("reexec", "exited", 1, 1 << 20, {("cudaMalloc", "hold_gen"): (1 << 20, 1)})]
+    cap = tmpfile(".glc")
+    try:
+        run_gpuleak(["record", "-o", cap, "--", "setarch", "-R", reexec, "3", "1M"])
+        for how, args in (("live", ["run", "--", "setarch", "-R", reexec, "3", "1M"]),
+                          ("capture", ["report", cap])):
+            vs = run_gpuleak(args).verdicts()
+            eq([(v["comm"], v["state"], v["live_count"], v["live_bytes"], leak_sites(v))
+                for v in vs], want, f"{how}: one verdict per image, each with its own site")
+            eq(len({v["pid"] for v in vs}), 1, f"{how}: one pid")
+        # The pictures too: each image's "live bytes" counter is its own (they came from
+        # every image of the pid, interleaved: each showed 3 MiB at its peak).
+        trace = tmpfile(".json")
+        try:
+            run_gpuleak(["report", cap, "--perfetto", trace])
+            with open(trace) as f:
+                events = json.load(f)["traceEvents"]
+        finally:
+            if os.path.exists(trace):
+                os.unlink(trace)
+        peaks = []
+        for e in events:
+            if e.get("ph") == "M" and e.get("name") == "process_name":
+                peaks.append(0)
+            elif e.get("ph") == "C" and e.get("name") == "live bytes":
+                peaks[-1] = max(peaks[-1], e["args"]["total"])
+        eq(peaks, [0, 3 << 20, 2 << 20, 1 << 20], "--perfetto: each image's live bytes")
+    finally:
+        if os.path.exists(cap):
+            os.unlink(cap)
 
 
 # ---- no process left stopped ----------------------------------------------------------------

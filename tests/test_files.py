@@ -355,11 +355,27 @@ def write_errors_are_exit_1_naming_the_output():
                 r = gl(["report", CAPTURE, "--json", path] + gate)
                 expect(r, 1, f"gpuleak: writing {path}: No space left on device",
                        f"report --json on a full disk {gate}")
-                r = gl(["report", CAPTURE, "--svg", path] + gate)
-                expect(r, 1, f"gpuleak: writing {path}: No space left on device",
-                       f"report --svg on a full disk {gate}")
+                # (--perfetto said "Input/output error")
+                for pic in ("--svg", "--folded", "--perfetto"):
+                    r = gl(["report", CAPTURE, pic, path] + gate)
+                    expect(r, 1, f"gpuleak: writing {path}: No space left on device",
+                           f"report {pic} on a full disk {gate}")
         eq(content(prev), b"good\n", "the good file is not replaced")
         eq(others(mnt, ["prev.json", "new.json", "filler"]), [], "nothing left beside")
+    # Room for part of it: the write fails midway (the Perfetto trace of CAPTURE is ~15 KiB,
+    # 12 KiB are free), the old file stays whole, nothing half-written is left beside it.
+    with tmpfs("16k") as mnt:
+        if not mnt:
+            return "skip"
+        prev = os.path.join(mnt, "prev.json")
+        put(prev, b"good\n")
+        r = gl(["report", CAPTURE, "--perfetto", prev])
+        expect(r, 1, f"gpuleak: writing {prev}: No space left on device", "midway")
+        eq(content(prev), b"good\n", "the good file is not replaced by a truncated one")
+        eq(others(mnt, ["prev.json"]), [], "nothing left beside")
+        r = gl(["report", CAPTURE, "--json", prev])
+        eq(r.rc, 0, f"what fits is written ({r.err})")
+        check(content(prev).startswith(b'{"type":'), "replaced by the whole new file")
     with open("/dev/full", "wb") as full:
         for args in (["report", CAPTURE], ["report", CAPTURE, "--json", "-"],
                      ["report", CAPTURE, "--fail-on-leak", "--max-live-at-exit", "0"],
@@ -453,12 +469,21 @@ def report_reads_standard_input():
            input=b"persistent site=kv_cache_init*\n")
     eq(r.rc, 0, f"--rules - ({r.err})")
     check('"rule":"persistent site=kv_cache_init*"' in r.out, f"the rule used: {r.out[:200]}")
+    # read after the options, its rules still where --rules - stands (the first match decides)
+    r = gl(["report", CAPTURE, "--rule", "ignore api=nosuch1", "--rules", "-", "--rule",
+            "ignore api=nosuch3"], input=b"ignore api=nosuch2\n")
+    eq([l.split("matched nothing: ")[1] for l in r.err.splitlines() if "nosuch" in l],
+       ["ignore api=nosuch1", "ignore api=nosuch2", "ignore api=nosuch3"], "rules in order")
     r = gl(["report", CAPTURE, "--rules", "-"], input=b"# from a pipe\npersistent bogus\n")
     expect(r, 2, "gpuleak: standard input:2:12: expected key=value or 'once', got 'bogus'",
            "a bad rule from standard input")
-    r = gl(["report", "-", "--rules", "-"], input=b"")
-    expect(r, 2, "gpuleak report: standard input is read once: one --rules - or report -",
-           "report - --rules -")
+    # both from standard input, in either order: refused before anything is read (the capture
+    # was read as rules: "standard input:1:1: unknown rule kind '\x89GLCAP'" came first)
+    for args in (["-", "--rules", "-"], ["--rules", "-", "-"]):
+        r = gl(["report"] + args, input=content(CAPTURE))
+        eq((r.rc, [l for l in r.err.splitlines() if not l.startswith("Try ")]),
+           (2, ["gpuleak report: standard input is read once: one --rules - or report -"]),
+           f"report {' '.join(args)}: one line (stderr: {r.err!r})")
     r = gl(["report", CAPTURE, "--rules", "-", "--rules", "-"], input=b"")
     expect(r, 2, "gpuleak report: standard input is read once: one --rules - or report -",
            "--rules - twice")

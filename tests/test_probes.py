@@ -6,10 +6,11 @@ each kind, in assembly (real libraries: libnccl.so.2 and glibc's free in
 test_driver_nccl.py)."""
 import os
 import re
+import shutil
 import subprocess
 
 import harness
-from harness import check, eq, leak_sites, run_gpuleak, run_plain, scenario, test
+from harness import Proc, check, eq, leak_sites, run_gpuleak, run_plain, scenario, test
 
 RELOC_LIB = os.path.join(harness.OUT, "tests", "lib-reloc", "libcudart.so.13")
 MiB = 1 << 20
@@ -96,3 +97,32 @@ def probe_at_entry_keeps_every_probe_at_its_entry():
     eq(sorted((s["api"], s["why"]) for s in v["slow_probe_sites"]),
        [(n, "--probe-at-entry") for n in
         ("cudaFree", "cudaFreeHost", "cudaMalloc", "cudaMallocHost")], "all four at entry")
+
+
+@test
+def probes_pid_says_what_is_wrong():
+    """probes -p PID: each refusal one line on stderr, exit 1, as attach says it: a pid that
+    does not exist, a kernel thread, a process with no GPU library (it was "no traced GPU
+    allocation API found in the process's mapped objects", no pid named), another user's
+    process without the capabilities (it was "Permission denied: PID")."""
+    with open("/proc/sys/kernel/pid_max") as f:
+        gone = int(f.read()) + 1
+    t = Proc(["sleep", "30"], stdin=False)
+    try:
+        cases = [([], gone, f"no such process: {gone}"),
+                 ([], 2, "pid 2 (kthreadd) is a kernel thread: nothing to trace"),
+                 ([], t.pid, f"pid {t.pid} (sleep): no traced GPU allocation API nor USDT "
+                  "probe in the objects it maps (no CUDA, NCCL, WebGPU or PyTorch library "
+                  "loaded yet?)")]
+        if shutil.which("setpriv"):
+            cases.append((["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"],
+                          t.pid, f"pid {t.pid} (sleep) belongs to uid 0, not to uid 65534 that "
+                          "gpuleak runs as: tracing another user's process needs "
+                          "CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (run gpuleak as root)"))
+        for pre, pid, line in cases:
+            p = run_plain(pre + [harness.GPULEAK, "probes", "-p", str(pid)])
+            harness.check_sanitizers(p.stderr)
+            eq((p.returncode, p.stderr.splitlines()), (1, [f"gpuleak: {line}"]),
+               f"probes -p {pid} {pre[:1]}")
+    finally:
+        t.kill()

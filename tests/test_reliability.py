@@ -709,9 +709,9 @@ def total(samples, name, **want):
 class Served:
     """A scenario held at "done", traced by gpuleak attach --metrics 127.0.0.1:0."""
 
-    def __init__(self, name, args, extra=()):
+    def __init__(self, name, args, extra=(), exe=None):
         self.json_path = tmpfile(".ndjson")
-        self.target = Proc([scenario(name)] + [str(a) for a in args],
+        self.target = Proc([exe or scenario(name)] + [str(a) for a in args],
                            env=env_for_targets({"SCENARIO_SYNC": "1"}))
         self.target.wait_line("ready")
         self.gl = Proc([gl(), "attach", "-p", str(self.target.pid), "--metrics", ":0",
@@ -804,6 +804,41 @@ def metrics_endpoint_scraped_by_real_clients():
             eq(total(samples, "gpuleak_dropped_total", pid=pid, reason=reason), n,
                f"dropped {reason}")
     eq(total(samples, "gpuleak_approximate", pid=pid), 0, "exact")
+
+
+@test
+def metrics_label_values_are_escaped():
+    """A target named with a backslash, a double quote and a newline (its comm, from the
+    name it was exec'd by: a link to the loop scenario): in both formats the comm label has
+    them escaped as the exposition formats say (\\\\, \\", \\n), promtool accepts the text
+    and Prometheus' client reads the OpenMetrics label back as the comm itself."""
+    comm = 'a\\b"c\nd'
+    d = tempfile.mkdtemp(prefix="gpuleak-test-")
+    link = os.path.join(d, comm)
+    os.symlink(scenario("loop"), link)
+    s = Served("loop", [2, 65536], ["--step", "sync"], exe=link)
+    try:
+        s.run_to_done(allocs=1 + 3 * 2, frees=2 * 2)
+        pid = s.target.pid
+        want = 'comm="a\\\\b\\"c\\nd"'
+        _, text = curl(s.url)
+        _, om = curl(s.url, "application/openmetrics-text; version=1.0.0; charset=utf-8")
+        for fmt, body in (("0.0.4", text), ("OpenMetrics", om)):
+            lines = [l for l in body.splitlines() if l.startswith("gpuleak_live_bytes{") and
+                     f'pid="{pid}"' in l]
+            check(lines and all(want in l for l in lines), f"{fmt}: {want} in {lines}")
+            check(comm not in body, f"{fmt}: the raw comm is nowhere")
+        lint = subprocess.run(["promtool", "check", "metrics"], input=text, text=True,
+                              capture_output=True, timeout=30)
+        eq(lint.returncode, 0, f"promtool check metrics: {lint.stdout}{lint.stderr}")
+        from prometheus_client.openmetrics.parser import text_string_to_metric_families
+        comms = {x.labels["comm"] for f in text_string_to_metric_families(om)
+                 for x in f.samples if x.labels.get("pid") == str(pid)}
+        eq(comms, {comm}, "the comm label read back")
+        s.finish()
+    finally:
+        s.cleanup()
+        shutil.rmtree(d)
 
 
 @test

@@ -204,10 +204,12 @@ static void bounded_step_history(void)
 		tracker__apply(t, &r.hdr);
 		timeline__on_record(tl, &r.hdr);
 	}
-	timeline__steps(tl, PID, &n);
+	timeline__steps(tl, tracker__proc(t, PID), &n);
 	CHECK(n <= 16384, "steps kept: %zu", n);
-	CHECK_U64(timeline__nr_steps(tl, PID), 40000, "every step a sync closed counted");
-	if (!CHECK(!timeline__growth(tl, PID, &g, &ng), "growth") || !CHECK(ng == 1, "one leak"))
+	CHECK_U64(timeline__nr_steps(tl, tracker__proc(t, PID)), 40000,
+		  "every step a sync closed counted");
+	if (!CHECK(!timeline__growth(tl, tracker__proc(t, PID), &g, &ng), "growth") ||
+	    !CHECK(ng == 1, "one leak"))
 		goto cleanup;
 	CHECK(g[0].slope_per_step > 63.9 && g[0].slope_per_step < 64.1, "slope %.2f",
 	      g[0].slope_per_step);

@@ -89,8 +89,8 @@ static void window_steps(struct analysis *whole, struct analysis *r, size_t cut)
 	const struct step_stat *ws, *rs;
 	size_t nw, nr;
 
-	ws = timeline__steps(whole->tl, P1, &nw);
-	rs = timeline__steps(r->tl, P1, &nr);
+	ws = timeline__steps(whole->tl, tracker__proc(whole->t, P1), &nw);
+	rs = timeline__steps(r->tl, tracker__proc(r->t, P1), &nr);
 	/* The first step r closes began before the cut: only those after it are whole. */
 	if (nr < 2 || !nw)
 		return;
@@ -180,7 +180,7 @@ static void window_growth(void)
 	feed(r, &snap, 0, snap.n, &si);
 	feed(r, &s, cut, s.n, NULL);
 	timeline__finish(r->tl, P1, clock_ns);
-	if (!CHECK(!timeline__growth(r->tl, P1, &g, &n), "growth"))
+	if (!CHECK(!timeline__growth(r->tl, tracker__proc(r->t, P1), &g, &n), "growth"))
 		goto cleanup;
 	for (i = 0; i < n; i++) {
 		const struct site *st = &r->t->sites[g[i].site];

@@ -218,7 +218,7 @@ static int add_proc(struct loader *l, const struct replay_result *res,
 		const struct site *s = &t->sites[i];
 		struct diff_site *d;
 
-		if (s->pid != tp->pid || !s->counts || !s->allocs)
+		if (!site__of(s, tp) || !s->counts || !s->allocs)
 			continue;
 		si = site_of(l, t, res->sym, pi, (uint32_t)i);
 		if (si < 0)
@@ -243,7 +243,7 @@ static int add_proc(struct loader *l, const struct replay_result *res,
 	    end > tp->first_ts_ns && tp->first_ts_ns ? (double)(end - tp->first_ts_ns) / 1e9 : 0.0;
 	p->steps = pv->nr_steps;
 	snprintf(p->step_source, sizeof(p->step_source), "%s", describe__step_source(res->an->tl));
-	p->requests = timeline__nr_requests(res->an->tl, tp->pid);
+	p->requests = timeline__nr_requests(res->an->tl, tp);
 	p->live_bytes = tp->live_bytes;
 	p->live_count = tp->live_count;
 	p->init_bytes = tp->init_bytes;

@@ -490,25 +490,39 @@ static const struct capture_visitor records_visitor = {
     .block = on_block,
 };
 
-/* What a step source needs that only the recording could have put in the capture. */
-static void warn_no_steps(struct replay *rp, const char *name)
+/*
+ * What a step source needs that only the recording could have put in the capture. Marker
+ * calls and NVTX ranges that are not there are the step source that cannot be placed, as live
+ * (a green gate on one step would say nothing): -ENODATA, said. A program that never synced
+ * has one step: a warning.
+ */
+static int check_steps(struct replay *rp, const char *name, bool quiet)
 {
 	const struct timeline_opts *o = &rp->a->steps;
 
 	if (!rp->a->steps_given || o->source == STEP_INTERVAL || timeline__boundaries(rp->an->tl))
-		return;
-	if (o->source == STEP_MARKER)
-		pr_warn("%s: no step marker calls recorded: --step sym: re-uses the markers of the "
-			"recording (record with --step sym:FILE:SYMBOL)\n",
-			name);
-	else if (o->source == STEP_NVTX)
-		pr_warn("%s: no NVTX range '%s' recorded: NVTX ranges are in a capture only when "
-			"it was recorded with --step nvtx:NAME\n",
-			name, o->nvtx_name);
-	else
+		return 0;
+	if (o->source == STEP_MARKER) {
+		if (!quiet)
+			pr_err("%s: --step sym:%s:%s: no step marker calls recorded: --step sym: "
+			       "re-uses the markers of the recording (record with --step "
+			       "sym:FILE:SYMBOL)\n",
+			       name, rp->a->step_file, rp->a->step_sym);
+		return -ENODATA;
+	}
+	if (o->source == STEP_NVTX) {
+		if (!quiet)
+			pr_err(
+			    "%s: --step nvtx:%s: no NVTX range '%s' recorded: NVTX ranges are in a "
+			    "capture only when it was recorded with --step nvtx:NAME\n",
+			    name, o->nvtx_name, o->nvtx_name);
+		return -ENODATA;
+	}
+	if (!quiet)
 		pr_warn("%s: no synchronization or WebGPU queue submit recorded: every step "
 			"is the whole capture\n",
 			name);
+	return 0;
 }
 
 /*
@@ -601,8 +615,10 @@ static int replay_records(struct replay *rp, const char *name, bool quiet)
 	for (i = 0; i < t->nr_procs; i++)
 		if (!t->procs[i]->exited && !t->procs[i]->detached)
 			timeline__finish(rp->an->tl, t->procs[i]->pid, t->last_ts_ns);
+	err = check_steps(rp, name, quiet);
+	if (err)
+		return err;
 	if (!quiet) {
-		warn_no_steps(rp, name);
 		warn_no_end(rp, name);
 		if (symbolizer__py_bad(rp->sym))
 			pr_warn("%s: %" PRIu64 " malformed Python records left out: what they "
@@ -820,6 +836,9 @@ cleanup:
 	}
 	replay_free(&rp);
 	capture_reader__free(rp.rd);
+	/* A step source the capture cannot give: the options do not fit it, as live. */
+	if (err == -ENODATA)
+		return GL_EXIT_USAGE;
 	if (err || rp.damaged || rp.out_err)
 		return GL_EXIT_ERROR;
 	return rp.gate_failed ? GL_EXIT_GATE : GL_EXIT_OK;

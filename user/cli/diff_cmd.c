@@ -162,34 +162,6 @@ const struct argp cli_diff_argp = {.options = diff_options,
 				   .doc = diff_doc,
 				   .children = diff_children};
 
-/* All of a pipe (standard input) into memory: it can be read once only. 0 or -errno. */
-static int read_all(int fd, char **buf, size_t *len)
-{
-	size_t cap = 0;
-	ssize_t n;
-
-	*buf = NULL;
-	*len = 0;
-	for (;;) {
-		if (*len == cap) {
-			char *p = realloc(*buf, cap ? 2 * cap : 1 << 16);
-
-			if (!p)
-				return -ENOMEM;
-			*buf = p;
-			cap = cap ? 2 * cap : 1 << 16;
-		}
-		n = read(fd, *buf + *len, cap - *len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (!n)
-			return 0;
-		*len += (size_t)n;
-	}
-}
-
 /*
  * One input, opened as every file a user names (lib/infile.h: "-" is standard input, a FIFO
  * by name is refused): a capture (by its magic) or NDJSON verdicts (a record starts with
@@ -215,7 +187,7 @@ static int load(struct cli *c, const char *path, struct diff_run **out, bool *da
 		return ret;
 	}
 	if (stream) {
-		ret = read_all(fd, &buf, &n);
+		ret = infile__read_all(fd, SIZE_MAX, &buf, &n);
 		p = buf;
 	} else {
 		got = pread(fd, head, sizeof(head), 0);

@@ -317,13 +317,15 @@ static error_t parse_report(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_ARG:
 		if (c->r.path)
 			argp_error(state, "report reads one capture file; unexpected '%s'", arg);
+		/* (--rules - is read after the options: nothing read yet) */
+		if (!strcmp(arg, "-") && c->stdin_taken)
+			argp_error(state, "standard input is read once: one --rules - or report -");
+		c->stdin_taken |= !strcmp(arg, "-");
 		c->r.path = arg;
 		break;
 	case ARGP_KEY_END:
 		if (!c->r.path)
 			argp_error(state, "report needs a capture file: gpuleak report FILE");
-		if (!strcmp(c->r.path, "-") && c->stdin_taken)
-			argp_error(state, "standard input is read once: one --rules - or report -");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

@@ -103,6 +103,8 @@ void cli__parse_pid(const char *arg, struct argp_state *state, pid_t *pid)
 
 /* ---- analysis: rules, steps, the gate, pictures ---- */
 
+#define STDIN_ONCE "standard input is read once: one --rules - or report -"
+
 /* As the rules parser's own files: a rules file is text a person wrote. */
 #define RULES_FILE_MAX (16U << 20)
 
@@ -113,7 +115,7 @@ void cli__parse_pid(const char *arg, struct argp_state *state, pid_t *pid)
 static int load_rules(struct cli *c, const char *path, char *err, size_t errlen)
 {
 	const char *name = infile__name(path);
-	size_t len = 0, cap = 0;
+	size_t len = 0;
 	char why[256], *buf = NULL;
 	int fd, ret;
 
@@ -122,36 +124,14 @@ static int load_rules(struct cli *c, const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "--rules %s: %s", name, why);
 		return ret;
 	}
-	for (;;) {
-		ssize_t n;
-
-		if (len == cap) {
-			char *p = cap > RULES_FILE_MAX ? NULL : realloc(buf, cap ? 2 * cap : 65536);
-
-			if (!p) {
-				ret = cap > RULES_FILE_MAX ? -EFBIG : -ENOMEM;
-				snprintf(err, errlen, "--rules %s: %s", name,
-					 ret == -EFBIG ? "more than 16 MiB of rules"
-						       : "out of memory");
-				goto cleanup;
-			}
-			buf = p;
-			cap = cap ? 2 * cap : 65536;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			ret = -errno;
-			snprintf(err, errlen, "--rules %s: %s", name, strerror(errno));
-			goto cleanup;
-		}
-		if (!n)
-			break;
-		len += (size_t)n;
-	}
-	ret = rules__parse(c->rules, buf ? buf : "", len, name, err, errlen);
-cleanup:
+	ret = infile__read_all(fd, RULES_FILE_MAX, &buf, &len);
+	if (ret)
+		snprintf(err, errlen, "--rules %s: %s", name,
+			 ret == -EFBIG	  ? "more than 16 MiB of rules"
+			 : ret == -ENOMEM ? "out of memory"
+					  : strerror(-ret));
+	else
+		ret = rules__parse(c->rules, buf ? buf : "", len, name, err, errlen);
 	close(fd);
 	free(buf);
 	return ret;
@@ -170,6 +150,31 @@ static void print_rules_error(const char *msg)
 			fputc(*p, stderr);
 	}
 	fputc('\n', stderr);
+}
+
+/* --rules -, read at the end of the options: its rules moved to where it was given (the
+ * first rule that matches decides). */
+static void load_rules_stdin(struct cli *c)
+{
+	struct rules *rs = c->rules;
+	size_t at = c->rules_stdin_at, n0 = rs->n, k;
+	char err[512];
+	int ret;
+
+	c->rules_stdin = false;
+	ret = load_rules(c, "-", err, sizeof(err));
+	if (ret) {
+		print_rules_error(err);
+		c->rules_err = ret;
+		return;
+	}
+	/* rotate v[at, n) so that the new v[n0, n) come first: one element at a time, few */
+	for (k = n0; k < rs->n; k++) {
+		struct rule r = rs->v[k];
+
+		memmove(&rs->v[at + 1], &rs->v[at], (k - at) * sizeof(*rs->v));
+		rs->v[at++] = r;
+	}
 }
 
 /*
@@ -443,10 +448,14 @@ static error_t parse_analysis(int key, char *arg, struct argp_state *state)
 		char err[512];
 		int ret;
 
-		if (key == OPT_RULES && !strcmp(arg, "-") && c->stdin_taken)
-			argp_error(state, "standard input is read once: one --rules - or report -");
+		if (key == OPT_RULES && !strcmp(arg, "-")) {
+			if (c->stdin_taken)
+				argp_error(state, STDIN_ONCE);
+			c->stdin_taken = c->rules_stdin = true;
+			c->rules_stdin_at = c->rules->n;
+			break;
+		}
 		if (key == OPT_RULES) {
-			c->stdin_taken |= !strcmp(arg, "-");
 			ret = load_rules(c, arg, err, sizeof(err));
 		} else if (key == OPT_RULE) {
 			char src[32];
@@ -471,6 +480,11 @@ static error_t parse_analysis(int key, char *arg, struct argp_state *state)
 		}
 		break;
 	}
+	case ARGP_KEY_END:
+		/* (every child of the three comes here: the first reads) */
+		if (c->rules_stdin)
+			load_rules_stdin(c);
+		return ARGP_ERR_UNKNOWN;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}

@@ -61,7 +61,11 @@ struct cli {
 	size_t cap_pids;
 	struct rules *rules;
 	int rules_err;	  /* a rule did not parse: exit 2 before attaching */
-	bool stdin_taken; /* --rules - read it: report - cannot */
+	bool stdin_taken; /* --rules - or report - named it: the other cannot */
+	/* --rules - is read once the command line is known to be right (nothing read from a
+	 * standard input another argument also wanted); its rules go where it was given. */
+	bool rules_stdin;
+	size_t rules_stdin_at;
 	int nr_rule_args;
 	char *req_spec;
 };

@@ -12,6 +12,7 @@
 #include "lib/infile.h"
 #include "lib/log.h"
 #include "lib/term.h"
+#include "live/process.h"
 #include "probe/catalog.h"
 #include "probe/dawn_procs.h"
 #include "probe/elf_obj.h"
@@ -326,19 +327,6 @@ static int probe_lib(struct modules *mods, const char *path, bool *header)
 }
 
 /* Whether m->v[i] is an executable mapping of a file no earlier one maps: each object once. */
-static bool first_mapping(const struct proc_maps *m, size_t i)
-{
-	size_t j;
-
-	if (!m->v[i].exec || !m->v[i].path)
-		return false;
-	for (j = 0; j < i; j++)
-		if (m->v[j].path && m->v[j].dev == m->v[i].dev && m->v[j].ino == m->v[i].ino &&
-		    m->v[j].exec)
-			return false;
-	return true;
-}
-
 static const struct probe_site *torch_hook(const struct module *m)
 {
 	size_t i;
@@ -356,18 +344,25 @@ static int probe_pid(struct modules *mods, pid_t pid, bool *header)
 	bool usdt_header = false, usdt_torch = false;
 	struct proc_maps *m = NULL;
 	int found = 0, err;
+	char why[512] = "";
 	size_t i;
 
-	err = proc_maps__load(pid, &m);
+	/* What is wrong with the pid (gone, a kernel thread, another user's), said as attach
+	 * says it, before its maps are read. */
+	err = process__check_target(pid, why, sizeof(why));
+	if (!err)
+		err = proc_maps__load(pid, &m);
 	if (err) {
-		fprintf(stderr, "gpuleak: %s: %d\n",
-			err == -ESRCH ? "no such process" : strerror(-err), pid);
+		if (!why[0])
+			snprintf(why, sizeof(why), "pid %d: cannot read its memory maps: %s", pid,
+				 strerror(-err));
+		pr_err("%s\n", why);
 		return err;
 	}
 	for (i = 0; i < m->n; i++) {
 		struct module *mod;
 
-		if (!first_mapping(m, i))
+		if (!proc_maps__first_exec(m, i))
 			continue;
 		mod = modules__get(mods, pid, &m->v[i]);
 		if (!mod) {
@@ -377,7 +372,8 @@ static int probe_pid(struct modules *mods, pid_t pid, bool *header)
 		found += print_module(mod, header);
 	}
 	for (i = 0; i < m->n; i++) {
-		struct module *mod = first_mapping(m, i) ? modules__get(mods, pid, &m->v[i]) : NULL;
+		struct module *mod =
+		    proc_maps__first_exec(m, i) ? modules__get(mods, pid, &m->v[i]) : NULL;
 
 		if (mod) {
 			print_placement(mod, stdout);
@@ -385,7 +381,8 @@ static int probe_pid(struct modules *mods, pid_t pid, bool *header)
 		}
 	}
 	for (i = 0; i < m->n; i++) {
-		struct module *mod = first_mapping(m, i) ? modules__get(mods, pid, &m->v[i]) : NULL;
+		struct module *mod =
+		    proc_maps__first_exec(m, i) ? modules__get(mods, pid, &m->v[i]) : NULL;
 
 		if (mod && mod->nr_usdt) {
 			if (*header && !usdt_header)
@@ -394,7 +391,8 @@ static int probe_pid(struct modules *mods, pid_t pid, bool *header)
 		}
 	}
 	for (i = 0; i < m->n; i++) {
-		struct module *mod = first_mapping(m, i) ? modules__get(mods, pid, &m->v[i]) : NULL;
+		struct module *mod =
+		    proc_maps__first_exec(m, i) ? modules__get(mods, pid, &m->v[i]) : NULL;
 
 		if (mod && mod->nr_usdt)
 			print_usdt_args(mod, stdout);
@@ -402,7 +400,8 @@ static int probe_pid(struct modules *mods, pid_t pid, bool *header)
 	}
 	/* The hook reports the blocks the probes report: attach leaves it out (docs/pytorch.md). */
 	for (i = 0; usdt_torch && i < m->n; i++) {
-		struct module *mod = first_mapping(m, i) ? modules__get(mods, pid, &m->v[i]) : NULL;
+		struct module *mod =
+		    proc_maps__first_exec(m, i) ? modules__get(mods, pid, &m->v[i]) : NULL;
 		const struct probe_site *h = mod ? torch_hook(mod) : NULL;
 
 		if (h)
@@ -433,10 +432,16 @@ int probes__run(const struct cli *c)
 		err = found;
 		goto cleanup;
 	}
-	if (!found) {
-		fprintf(stderr,
-			"gpuleak: no traced GPU allocation API nor USDT probe found in %s\n",
-			c->lib ? c->lib : "the process's mapped objects");
+	if (!found && c->lib) {
+		pr_err("no traced GPU allocation API nor USDT probe found in %s\n", c->lib);
+		err = -ENOENT;
+	} else if (!found) {
+		char comm[64];
+
+		process__comm(c->probe_pid, comm, sizeof(comm));
+		pr_err("pid %d (%s): no traced GPU allocation API nor USDT probe in the objects it "
+		       "maps (no CUDA, NCCL, WebGPU or PyTorch library loaded yet?)\n",
+		       c->probe_pid, term_tmp(comm));
 		err = -ENOENT;
 	}
 cleanup:

@@ -50,6 +50,7 @@ static int promote(struct tracker *t, struct tproc *p, const struct region *g)
 		return 0;
 	s = &t->sites[tracker__alloc_site(t, a)];
 	k = (struct site_key){.pid = s->pid,
+			      .gen = s->gen,
 			      .api = s->api,
 			      .device = s->device,
 			      .caller = s->caller,
@@ -66,8 +67,8 @@ static int promote(struct tracker *t, struct tproc *p, const struct region *g)
 static int block_alloc(struct tracker *t, struct tproc *p, int16_t device,
 		       const struct gl_call_rec *r)
 {
-	struct site_key k = {p->pid, r->hdr.api, device, r->caller, r->stack_id, OWNER_NONE, 0,
-			     0,	     0,		 false,	 0};
+	struct site_key k = {p->pid, r->hdr.api, device, r->caller, r->stack_id, OWNER_NONE,
+			     0,	     0,		 0,	 false,	    0,		 p->gen};
 	struct alloc a, *old;
 	struct region *g;
 	uint32_t ss;

@@ -45,17 +45,10 @@ static int group_start(struct tproc *p, const struct gl_call_rec *r)
 /* The site of a call that makes an object (a pool, an exec): where the report says it was. */
 static uint32_t call_site(struct tracker *t, struct tproc *p, const struct gl_call_rec *r)
 {
-	struct site_key k = {p->pid,
-			     r->hdr.api,
-			     threads__device(p, r->hdr.tid),
-			     r->caller,
-			     r->stack_id,
-			     OWNER_NONE,
-			     0,
-			     0,
-			     0,
-			     false,
-			     0};
+	struct site_key k = {p->pid,	r->hdr.api,  threads__device(p, r->hdr.tid),
+			     r->caller, r->stack_id, OWNER_NONE,
+			     0,		0,	     0,
+			     false,	0,	     p->gen};
 
 	sites__python(t, &k);
 	return sites__get(t, &k);

@@ -154,17 +154,7 @@ static bool selected(const struct diff_opts *o, const struct diff_proc *p)
 /* The index of p's first step numbered at least step (nr_series: none). */
 static size_t step_index(const struct diff_proc *p, int64_t step)
 {
-	size_t lo = 0, hi = p->nr_series;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (p->series[mid].step < step)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return VEC_BOUND(p->series, p->nr_series, step, step, false);
 }
 
 static const struct diff_step *step_at(const struct diff_proc *p, int64_t step)
@@ -177,16 +167,8 @@ static const struct diff_step *step_at(const struct diff_proc *p, int64_t step)
 /* The site's bytes at the end of step: its last sample up to it (none yet: nothing). */
 static struct diff_sample sample_at(const struct diff_site *s, int64_t step)
 {
-	size_t lo = 0, hi = s->nr_samples;
+	size_t lo = VEC_BOUND(s->samples, s->nr_samples, step, step, true);
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (s->samples[mid].step <= step)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo ? s->samples[lo - 1] : (struct diff_sample){.step = step};
 }
 

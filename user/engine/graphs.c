@@ -119,7 +119,8 @@ static int free_node_add(struct tgraph *g, uint64_t va)
 bool graphs__captured_alloc(struct tracker *t, struct tproc *p, const struct cat_api *api,
 			    const struct gl_call_rec *r, int16_t device, int *err)
 {
-	struct site_key k = {.pid = p->pid, .caller = r->caller, .stack_id = r->stack_id};
+	struct site_key k = {
+	    .pid = p->pid, .caller = r->caller, .stack_id = r->stack_id, .gen = p->gen};
 	struct tgraph *g;
 
 	*err = 0;
@@ -194,7 +195,7 @@ static int map_exec(struct tracker *t, struct tproc *p, struct texec *x, uint64_
 	for (i = 0; i < x->nr_nodes; i++) {
 		const struct tgraph_node *n = &x->nodes[i];
 		struct site_key k = {p->pid, n->api, n->device, n->caller, n->stack_id, OWNER_GRAPH,
-				     0,	     0,	     0,		false,	   n->frame};
+				     0,	     0,	     0,		false,	   n->frame,	p->gen};
 		struct alloc *old;
 
 		if (!n->freed || !n->bytes)
@@ -226,7 +227,7 @@ static int launch(struct tracker *t, struct tproc *p, struct texec *x, uint64_t 
 	for (i = 0; !err && i < x->nr_nodes; i++) {
 		const struct tgraph_node *n = &x->nodes[i];
 		struct site_key k = {p->pid, n->api, n->device, n->caller, n->stack_id, OWNER_NONE,
-				     0,	     0,	     0,		false,	   n->frame};
+				     0,	     0,	     0,		false,	   n->frame,	p->gen};
 		struct alloc *old;
 
 		if (n->freed || !n->bytes)

@@ -57,9 +57,10 @@ static int16_t device_of(struct tproc *p, const struct cat_api *api, const struc
 void mem_calls__count_failure(struct tracker *t, struct tproc *p, const struct cat_api *api,
 			      const struct gl_call_rec *r)
 {
-	struct site_key k = {
-	    p->pid, r->hdr.api, device_of(p, api, r), r->caller, r->stack_id, OWNER_NONE, 0, 0, 0,
-	    false,  0};
+	struct site_key k = {p->pid,	r->hdr.api,  device_of(p, api, r),
+			     r->caller, r->stack_id, OWNER_NONE,
+			     0,		0,	     0,
+			     false,	0,	     p->gen};
 	uint32_t site;
 
 	sites__python(t, &k);
@@ -152,17 +153,10 @@ int mem_calls__alloc(struct tracker *t, struct tproc *p, const struct cat_api *a
 		     const struct gl_call_rec *r, const struct call_scope *scope)
 {
 	uint8_t space = (uint8_t)api->space, flags;
-	struct site_key k = {p->pid,
-			     r->hdr.api,
-			     device_of(p, api, r),
-			     r->caller,
-			     r->stack_id,
-			     scope->owner_kind,
-			     scope->owner,
-			     0,
-			     0,
-			     false,
-			     0};
+	struct site_key k = {p->pid,	   r->hdr.api,	device_of(p, api, r),
+			     r->caller,	   r->stack_id, scope->owner_kind,
+			     scope->owner, 0,		0,
+			     false,	   0,		p->gen};
 	struct alloc a, *old;
 	uint64_t size;
 	pid_t exporter;

@@ -66,6 +66,7 @@ struct release {
  */
 struct site {
 	pid_t pid;
+	uint32_t gen; /* of the process's image (struct tproc's gen): sites are one image's */
 	uint16_t api;
 	int16_t device;	 /* CUDA device ordinal, -1 for host memory */
 	uint64_t caller; /* return address in the caller */
@@ -348,6 +349,12 @@ struct peak {
 
 struct tproc {
 	pid_t pid;
+	/*
+	 * Which process of this pid, counting from 0: a new one after an exec (another
+	 * program) or an exit (a reused pid). Its sites are its own: an image exec'd at the
+	 * same addresses has the same call sites, not the same allocations.
+	 */
+	uint32_t gen;
 	pid_t ppid;	 /* the traced process it was followed from, 0: none */
 	uint32_t ns_pid; /* its pid in its own pid namespace, 0: the same as pid */
 	bool attached;
@@ -415,6 +422,12 @@ struct tproc {
 	struct tipc *ipc;	/* IPC mappings opened, multicast bindings (ipc.c) */
 	struct tgraphs *graphs; /* captures, graphs and execs with memory nodes (graphs.c) */
 };
+
+/* Whether site s is one of process p's (its pid and image). */
+static inline bool site__of(const struct site *s, const struct tproc *p)
+{
+	return s->pid == p->pid && s->gen == p->gen;
+}
 
 struct rules;
 

@@ -476,7 +476,7 @@ int rules__load_file(struct rules *r, const char *path, char *err, size_t errlen
 {
 	struct stat st;
 	char *buf = NULL;
-	ssize_t got = 0;
+	size_t got = 0;
 	char why[128] = "";
 	int fd, ret;
 
@@ -491,20 +491,12 @@ int rules__load_file(struct rules *r, const char *path, char *err, size_t errlen
 		close(fd);
 		return -EINVAL;
 	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (got < st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)(st.st_size - got));
-
-		if (n <= 0)
-			break;
-		got += n;
-	}
+	ret = infile__read_all(fd, 16 << 20, &buf, &got);
 	close(fd);
-	ret = rules__parse(r, buf, (size_t)got, path, err, errlen);
+	if (ret)
+		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
+	else
+		ret = rules__parse(r, buf ? buf : "", got, path, err, errlen);
 	free(buf);
 	return ret;
 }

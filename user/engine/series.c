@@ -41,19 +41,19 @@ void series__free(struct series *se)
 	free(se);
 }
 
-const struct series_proc *series__proc(const struct series *se, pid_t pid)
+const struct series_proc *series__proc(const struct series *se, const struct tproc *p)
 {
 	size_t i;
 
 	for (i = 0; i < se->nr_procs; i++)
-		if (se->procs[i].pid == pid)
+		if (se->procs[i].pid == p->pid && se->procs[i].gen == p->gen)
 			return &se->procs[i];
 	return NULL;
 }
 
-static struct series_proc *proc_get(struct series *se, pid_t pid)
+static struct series_proc *proc_get(struct series *se, const struct tproc *p)
 {
-	struct series_proc *sp = (struct series_proc *)series__proc(se, pid);
+	struct series_proc *sp = (struct series_proc *)series__proc(se, p);
 
 	if (sp)
 		return sp;
@@ -61,7 +61,8 @@ static struct series_proc *proc_get(struct series *se, pid_t pid)
 		return NULL;
 	sp = &se->procs[se->nr_procs++];
 	memset(sp, 0, sizeof(*sp));
-	sp->pid = pid;
+	sp->pid = p->pid;
+	sp->gen = p->gen;
 	return sp;
 }
 
@@ -115,7 +116,7 @@ static int sample(struct series *se, const struct tracker *t, uint64_t ts_ns, bo
 
 	for (i = 0; i < t->nr_procs; i++) {
 		const struct tproc *p = t->procs[i];
-		struct series_proc *sp = proc_get(se, p->pid);
+		struct series_proc *sp = proc_get(se, p);
 		struct series_point pt = {.ts_ns = ts_ns,
 					  .live = p->live_bytes,
 					  .persistent = p->persistent_bytes,
@@ -137,7 +138,7 @@ static int sample(struct series *se, const struct tracker *t, uint64_t ts_ns, bo
 		for (j = 0; j < t->nr_sites; j++) {
 			const struct site *s = &t->sites[j];
 
-			if (s->pid == p->pid && s->counts && GL_API_FAMILY(s->api) < GL_FAM_MAX)
+			if (site__of(s, p) && s->counts && GL_API_FAMILY(s->api) < GL_FAM_MAX)
 				pt.fam[GL_API_FAMILY(s->api)] += s->live_bytes;
 		}
 		if (vec_grow((void **)&sp->v, &sp->cap, sp->n, sizeof(*sp->v)))
@@ -191,5 +192,6 @@ void series__pending_done(void *ctx, const struct tproc *p, uint32_t site, uint6
 		se->slices_dropped++;
 		return;
 	}
-	se->slices[se->nr_slices++] = (struct pending_slice){p->pid, site, bytes, begin_ns, end_ns};
+	se->slices[se->nr_slices++] =
+	    (struct pending_slice){p->pid, p->gen, site, bytes, begin_ns, end_ns};
 }

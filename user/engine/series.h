@@ -29,6 +29,7 @@ struct series_point {
 
 struct series_proc {
 	pid_t pid;
+	uint32_t gen; /* of its image (struct tproc's gen): an exec'd program has its own */
 	struct series_point *v;
 	size_t n, cap;
 };
@@ -47,6 +48,7 @@ struct site_series {
 /* One pending free, from its issue to its end (end_ns 0: still pending at the end). */
 struct pending_slice {
 	pid_t pid;
+	uint32_t gen;
 	uint32_t site;
 	uint64_t bytes;
 	uint64_t begin_ns, end_ns;
@@ -73,6 +75,6 @@ int series__finish(struct series *se, const struct tracker *t, uint64_t end_ns);
 /* The tracker's pending_done_fn (ctx: the series). */
 void series__pending_done(void *ctx, const struct tproc *p, uint32_t site, uint64_t bytes,
 			  uint64_t begin_ns, uint64_t end_ns);
-const struct series_proc *series__proc(const struct series *se, pid_t pid);
+const struct series_proc *series__proc(const struct series *se, const struct tproc *p);
 
 #endif

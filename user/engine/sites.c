@@ -16,7 +16,7 @@
 
 static bool site_matches(const struct site *s, const struct site_key *k)
 {
-	return s->pid == k->pid && s->api == k->api && s->device == k->device &&
+	return s->pid == k->pid && s->gen == k->gen && s->api == k->api && s->device == k->device &&
 	       s->caller == k->caller && s->frame == k->frame && s->owner_kind == k->owner_kind &&
 	       s->owner == k->owner && s->rule == k->rule && s->label == k->label &&
 	       (s->cls == CLS_INIT) == k->init;
@@ -26,9 +26,9 @@ static uint32_t site_lookup(struct tracker *t, const struct site_key *k)
 {
 	uint64_t k0 =
 	    (uint64_t)(uint32_t)k->pid << 32 | (uint64_t)k->api << 16 | (uint16_t)k->device;
-	uint64_t k1 =
-	    k->caller ^ hmap_mix(k->owner + k->owner_kind + ((uint64_t)k->rule << 48) +
-				 ((uint64_t)k->label << 24) + ((uint64_t)k->init << 40) + k->frame);
+	uint64_t k1 = k->caller ^ hmap_mix(k->owner + k->owner_kind + ((uint64_t)k->rule << 48) +
+					   ((uint64_t)k->label << 24) + ((uint64_t)k->init << 40) +
+					   k->frame + ((uint64_t)k->gen << 56));
 	const struct cat_api *api = cat_by_api(k->api);
 	uint64_t *v;
 	struct site *s;
@@ -48,6 +48,7 @@ static uint32_t site_lookup(struct tracker *t, const struct site_key *k)
 	s = &t->sites[t->nr_sites];
 	memset(s, 0, sizeof(*s));
 	s->pid = k->pid;
+	s->gen = k->gen;
 	s->api = k->api;
 	s->device = k->device;
 	s->caller = k->caller;

@@ -23,6 +23,7 @@ struct site_key {
 	uint32_t label; /* WebGPU label + 1, 0: none */
 	bool init;	/* retained by init (CLS_INIT): never with a rule */
 	uint64_t frame; /* struct site's frame; sites__python sets it */
+	uint32_t gen;	/* the process's image (struct tproc's gen): exec makes another */
 };
 
 /*

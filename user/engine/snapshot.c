@@ -572,7 +572,7 @@ static void phase_steps(struct emitter *e, struct proc_plan *pl)
 		struct gl_devmem_rec dm;
 		uint64_t then;
 
-		if (!timeline__devmem(e->an->tl, p->pid, d, &dm, &then))
+		if (!timeline__devmem(e->an->tl, p, d, &dm, &then))
 			continue;
 		dm.hdr = (struct gl_hdr){.size = sizeof(dm),
 					 .kind = GL_REC_DEVMEM,
@@ -629,7 +629,7 @@ int snapshot__emit(const struct analysis *an, uint64_t ts_ns, snapshot_emit_fn e
 		e.err = plan(&e, &plans[n]);
 		sp->pid = p->pid;
 		sp->step = -1;
-		if (!timeline__step_now(an->tl, p->pid, &sp->step, &sp->step_ts_ns))
+		if (!timeline__step_now(an->tl, p, &sp->step, &sp->step_ts_ns))
 			sp->step_ts_ns = ts_ns;
 		n++;
 	}
@@ -681,7 +681,8 @@ void snapshot__at(struct analysis *an, struct snapshot_info *si, uint64_t fed)
 			uint64_t ts = si->procs[i].step_ts_ns;
 
 			if (si->own_steps &&
-			    !timeline__step_now(an->tl, si->procs[i].pid, &step, &ts))
+			    !timeline__step_now(an->tl, tracker__proc(an->t, si->procs[i].pid),
+						&step, &ts))
 				continue;
 			timeline__snapshot_done(an->tl, si->procs[i].pid, step, ts);
 		}
@@ -721,7 +722,7 @@ static int add_sums(const struct tracker *t, struct hmap *idx, struct sums **v, 
 	for (i = 0; i < t->nr_sstacks; i++) {
 		const struct site_stack *ss = &t->sstacks[i];
 		const struct site *s = &t->sites[ss->site];
-		const struct tproc *p = tracker__proc((struct tracker *)t, s->pid);
+		const struct tproc *p = tracker__site_proc(t, s);
 		uint64_t k0 = site_id(t, ss->site, 0), k1 = (uint32_t)ss->stack_id, *slot;
 		int pass;
 

@@ -50,6 +50,7 @@ struct trend {
 
 struct ptl {
 	pid_t pid;
+	uint32_t gen; /* the tracker's process (struct tproc's gen) */
 	bool started;
 	bool finished;
 	/*
@@ -157,20 +158,38 @@ static struct ptl *ptl_find(const struct timeline *tl, pid_t pid)
 	return NULL;
 }
 
+/* The timeline of one process (image) of its pid, where ptl_find knows only the newest. */
+static struct ptl *ptl_of(const struct timeline *tl, const struct tproc *tp)
+{
+	size_t i = tl->nr_p;
+
+	while (tp && i--)
+		if (tl->p[i]->pid == tp->pid && tl->p[i]->gen == tp->gen)
+			return tl->p[i];
+	return NULL;
+}
+
+/* The tracker's process of timeline p: its image, not only its pid. */
+static struct tproc *ptl_proc(const struct timeline *tl, const struct ptl *p)
+{
+	return p->tp ? p->tp : tracker__image(tl->t, p->pid, p->gen);
+}
+
 static struct ptl *ptl_get(struct timeline *tl, pid_t pid)
 {
+	const struct tproc *tp;
 	struct ptl *p = ptl_find(tl, pid);
 
 	if (p && !p->finished)
 		return p;
-	if (vec_grow((void **)&tl->p, &tl->cap_p, tl->nr_p, sizeof(*tl->p)))
-		return NULL;
-	p = calloc(1, sizeof(*p));
+	p = vec_push_new(&tl->p, &tl->cap_p, &tl->nr_p, sizeof(*p));
 	if (!p)
 		return NULL;
 	p->pid = pid;
+	/* The tracker saw the record first: its newest process of pid is this one. */
+	tp = tracker__proc(tl->t, pid);
+	p->gen = tp ? tp->gen : 0;
 	p->step = -1;
-	tl->p[tl->nr_p++] = p;
 	return p;
 }
 
@@ -338,7 +357,7 @@ static void collect_step_sites(struct timeline *tl, const struct tproc *tp,
 
 static void close_step(struct timeline *tl, struct ptl *p, uint64_t ts_ns)
 {
-	struct tproc *tp = tracker__proc(tl->t, p->pid);
+	struct tproc *tp = ptl_proc(tl, p);
 	struct step_stat st = {.step = p->step, .t_start_ns = p->step_start_ns, .t_end_ns = ts_ns};
 	size_t i;
 
@@ -392,7 +411,7 @@ static void close_step(struct timeline *tl, struct ptl *p, uint64_t ts_ns)
 
 static void start(struct timeline *tl, struct ptl *p, uint64_t ts_ns)
 {
-	struct tproc *tp = tracker__proc(tl->t, p->pid);
+	struct tproc *tp = ptl_proc(tl, p);
 
 	p->started = true;
 	p->step_start_ns = ts_ns;
@@ -529,7 +548,7 @@ int timeline__on_record(struct timeline *tl, const struct gl_hdr *h)
 		start(tl, p, h->ts_ns);
 	advance_interval(tl, p, h->ts_ns);
 	if (!p->tp)
-		p->tp = tracker__proc(tl->t, h->pid);
+		p->tp = tracker__image(tl->t, p->pid, p->gen);
 	tp = p->tp;
 	if (tp && tp->c.allocs != p->allocs_seen) {
 		p->allocs_seen = tp->c.allocs;
@@ -559,10 +578,10 @@ uint64_t timeline__boundaries(const struct timeline *tl)
 	return tl->boundaries;
 }
 
-bool timeline__devmem(const struct timeline *tl, pid_t pid, int device, struct gl_devmem_rec *out,
-		      uint64_t *traced_then)
+bool timeline__devmem(const struct timeline *tl, const struct tproc *tp, int device,
+		      struct gl_devmem_rec *out, uint64_t *traced_then)
 {
-	const struct ptl *p = ptl_find(tl, pid);
+	const struct ptl *p = ptl_of(tl, tp);
 
 	if (!p || device < 0 || device >= MAX_DEVICES || !p->dev[device].known)
 		return false;
@@ -576,9 +595,10 @@ bool timeline__devmem(const struct timeline *tl, pid_t pid, int device, struct g
 	return true;
 }
 
-bool timeline__step_now(const struct timeline *tl, pid_t pid, int64_t *step, uint64_t *start_ns)
+bool timeline__step_now(const struct timeline *tl, const struct tproc *tp, int64_t *step,
+			uint64_t *start_ns)
 {
-	const struct ptl *p = ptl_find(tl, pid);
+	const struct ptl *p = ptl_of(tl, tp);
 
 	if (!p || !p->started || p->finished)
 		return false;
@@ -638,24 +658,25 @@ void timeline__snapshot_done(struct timeline *tl, pid_t pid, int64_t step, uint6
 	tracker__set_step(tl->t, pid, step, start_ns);
 }
 
-size_t timeline__nr_steps(const struct timeline *tl, pid_t pid)
+size_t timeline__nr_steps(const struct timeline *tl, const struct tproc *tp)
 {
-	struct ptl *p = ptl_find(tl, pid);
+	struct ptl *p = ptl_of(tl, tp);
 
 	return p ? p->forgotten + p->nr_steps : 0;
 }
 
-uint64_t timeline__nr_requests(const struct timeline *tl, pid_t pid)
+uint64_t timeline__nr_requests(const struct timeline *tl, const struct tproc *tp)
 {
-	struct ptl *p = ptl_find(tl, pid);
+	struct ptl *p = ptl_of(tl, tp);
 
 	/* Up to the last closed step, as the steps' own counts add up. */
 	return p ? p->requests0 : 0;
 }
 
-const struct step_stat *timeline__steps(const struct timeline *tl, pid_t pid, size_t *n)
+const struct step_stat *timeline__steps(const struct timeline *tl, const struct tproc *tp,
+					size_t *n)
 {
-	struct ptl *p = ptl_find(tl, pid);
+	struct ptl *p = ptl_of(tl, tp);
 
 	*n = p ? p->nr_steps : 0;
 	return p ? p->steps : NULL;
@@ -678,10 +699,10 @@ static uint64_t *dense(const struct trend *tr, int64_t first, int64_t last)
 	return v;
 }
 
-int timeline__site_series(struct timeline *tl, pid_t pid, uint32_t site, int64_t from,
+int timeline__site_series(struct timeline *tl, const struct tproc *tp, uint32_t site, int64_t from,
 			  uint64_t **vals, size_t *n)
 {
-	struct ptl *p = ptl_find(tl, pid);
+	struct ptl *p = ptl_of(tl, tp);
 	uint64_t *idx;
 	int64_t last;
 
@@ -781,7 +802,7 @@ struct judged_end {
 /* The cut of p, whose last step is last: 0 or -ENOMEM; cut_free frees what it holds. */
 static int cut_of(const struct timeline *tl, const struct ptl *p, int64_t last, struct cut *c)
 {
-	const struct tproc *tp = tracker__proc(tl->t, p->pid);
+	const struct tproc *tp = ptl_proc(tl, p);
 
 	memset(c, 0, sizeof(*c));
 	c->tail = p->tail;
@@ -981,9 +1002,9 @@ static bool analyse(const struct timeline *tl, const struct ptl *p, const struct
 	return g->slope_per_step > 0;
 }
 
-int timeline__growth(struct timeline *tl, pid_t pid, struct growth **out, size_t *n)
+int timeline__growth(struct timeline *tl, const struct tproc *tp, struct growth **out, size_t *n)
 {
-	struct ptl *p = ptl_find(tl, pid);
+	struct ptl *p = ptl_of(tl, tp);
 	struct growth *v;
 	struct cut c;
 	int64_t last;
@@ -1014,10 +1035,9 @@ int timeline__growth(struct timeline *tl, pid_t pid, struct growth **out, size_t
  * The device a site's memory is on, as an index for the projection: a CUDA ordinal, or a
  * WebGPU device in order of first sight (wgpu#1 is 0); -1 for host memory.
  */
-static int proj_device(const struct timeline *tl, pid_t pid, const struct site *s)
+static int proj_device(const struct tproc *tp, const struct site *s)
 {
 	if (s->owner_kind == OWNER_DEVICE) {
-		const struct tproc *tp = tracker__proc(tl->t, pid);
 		const struct tobj *o = tp ? tproc__obj(tp, SPACE_WGPU, s->owner) : NULL;
 
 		return o && o->ordinal >= 1 && o->ordinal <= MAX_DEVICES ? (int)o->ordinal - 1 : -1;
@@ -1025,11 +1045,10 @@ static int proj_device(const struct timeline *tl, pid_t pid, const struct site *
 	return s->device >= 0 && s->device < MAX_DEVICES ? s->device : -1;
 }
 
-void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, size_t n,
-		       struct projection *out)
+void timeline__project(struct timeline *tl, const struct tproc *tp, const struct growth *g,
+		       size_t n, struct projection *out)
 {
-	struct ptl *p = ptl_find(tl, pid);
-	const struct tproc *tp;
+	struct ptl *p = ptl_of(tl, tp);
 	double rate[MAX_DEVICES] = {0}, step_s;
 	uint64_t live[MAX_DEVICES] = {0};
 	bool webgpu[MAX_DEVICES] = {false};
@@ -1041,7 +1060,7 @@ void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, s
 	if (!p || p->nr_steps < 2)
 		return;
 	for (i = 0; i < n; i++) {
-		int dev = proj_device(tl, pid, &tl->t->sites[g[i].site]);
+		int dev = proj_device(tp, &tl->t->sites[g[i].site]);
 
 		if (dev >= 0)
 			rate[dev] += g[i].slope_per_step;
@@ -1051,7 +1070,7 @@ void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, s
 		c.on = false;
 	for (i = 0; i < tl->t->nr_sites; i++) {
 		const struct site *s = &tl->t->sites[i];
-		int dev = s->pid == pid ? proj_device(tl, pid, s) : -1;
+		int dev = site__of(s, tp) ? proj_device(tp, s) : -1;
 
 		/* In use where the growth was judged: before the shutdown released it. */
 		if (dev >= 0 && s->counts && (s->mem == MEM_DEVICE || s->mem == MEM_MANAGED))
@@ -1061,7 +1080,6 @@ void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, s
 	}
 	/* A caching allocator's reserve is in its segments' sites; blocks in no segment seen
 	 * are memory of their own: what PyTorch has reserved and what is outside it. */
-	tp = tracker__proc(tl->t, pid);
 	for (d = 0; tp && tp->blocks && d < MAX_DEVICES && d < TBLOCKS_DEVICES; d++)
 		live[d] += tp->blocks->orphan[d];
 	cut_free(&c);

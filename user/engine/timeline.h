@@ -18,6 +18,7 @@
 #include "gpuleak.h"
 
 struct tracker;
+struct tproc;
 
 enum step_source {
 	STEP_INTERVAL = 0, /* interval:DURATION (the default) */
@@ -115,33 +116,42 @@ int timeline__on_record(struct timeline *tl, const struct gl_hdr *h);
 /* Close the step in progress of pid (session end), so its last step counts. */
 void timeline__finish(struct timeline *tl, pid_t pid, uint64_t ts_ns);
 
-/* Steps closed so far for pid, the most recent ones kept (a bounded number). */
-const struct step_stat *timeline__steps(const struct timeline *tl, pid_t pid, size_t *n);
-/* How many steps pid closed in all, those no longer kept included. */
-size_t timeline__nr_steps(const struct timeline *tl, pid_t pid);
-/* Requests completed in pid's closed steps, those no longer kept included. */
-uint64_t timeline__nr_requests(const struct timeline *tl, pid_t pid);
-/* Growth leaks of pid, largest slope first. Caller frees *out. */
-int timeline__growth(struct timeline *tl, pid_t pid, struct growth **out, size_t *n);
-/* Time to OOM of pid's most pressed device, given its growth leaks. */
-void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, size_t n,
-		       struct projection *out);
+/*
+ * The functions below are about one process, tp (one image of its pid: an exec'd program
+ * has a timeline of its own).
+ */
+/* Steps closed so far for tp, the most recent ones kept (a bounded number). */
+const struct step_stat *timeline__steps(const struct timeline *tl, const struct tproc *tp,
+					size_t *n);
+/* How many steps tp closed in all, those no longer kept included. */
+size_t timeline__nr_steps(const struct timeline *tl, const struct tproc *tp);
+/* Requests completed in tp's closed steps, those no longer kept included. */
+uint64_t timeline__nr_requests(const struct timeline *tl, const struct tproc *tp);
+/* Growth leaks of tp, largest slope first. Caller frees *out. */
+int timeline__growth(struct timeline *tl, const struct tproc *tp, struct growth **out, size_t *n);
+/* Time to OOM of tp's most pressed device, given its growth leaks. */
+void timeline__project(struct timeline *tl, const struct tproc *tp, const struct growth *g,
+		       size_t n, struct projection *out);
 /* Live bytes of a site at the end of each closed step from `from` (dense; caller frees). */
-int timeline__site_series(struct timeline *tl, pid_t pid, uint32_t site, int64_t from,
+int timeline__site_series(struct timeline *tl, const struct tproc *tp, uint32_t site, int64_t from,
 			  uint64_t **vals, size_t *n);
 const struct timeline_opts *timeline__opts(const struct timeline *tl);
 /* Records seen that closed a step (syncs, marker calls, NVTX ranges; not time slices). */
 uint64_t timeline__boundaries(const struct timeline *tl);
 
 /*
- * What pid's NVML record for device said (struct gl_devmem_rec, hdr not set), and the traced
+ * What tp's NVML record for device said (struct gl_devmem_rec, hdr not set), and the traced
  * live bytes when it came; false when there was none.
  */
-bool timeline__devmem(const struct timeline *tl, pid_t pid, int device, struct gl_devmem_rec *out,
-		      uint64_t *traced_then);
-/* The step pid is in (-1: before its first) and when it began; false when pid has none. */
-bool timeline__step_now(const struct timeline *tl, pid_t pid, int64_t *step, uint64_t *start_ns);
+bool timeline__devmem(const struct timeline *tl, const struct tproc *tp, int device,
+		      struct gl_devmem_rec *out, uint64_t *traced_then);
+/* The step tp is in (-1: before its first) and when it began; false when tp has none. */
+bool timeline__step_now(const struct timeline *tl, const struct tproc *tp, int64_t *step,
+			uint64_t *start_ns);
 /*
+ * These two are about pid's newest image, the one records are being fed for (as
+ * timeline__on_record is).
+ *
  * A snapshot of pid is being fed (engine/snapshot.h): what follows was made in step `step`,
  * begun at start_ns.
  */

@@ -162,28 +162,41 @@ struct tproc *tracker__proc(struct tracker *t, pid_t pid)
 	return NULL;
 }
 
+struct tproc *tracker__image(const struct tracker *t, pid_t pid, uint32_t gen)
+{
+	size_t i;
+
+	for (i = t->nr_procs; i--;)
+		if (t->procs[i]->pid == pid && t->procs[i]->gen == gen)
+			return t->procs[i];
+	return NULL;
+}
+
+struct tproc *tracker__site_proc(const struct tracker *t, const struct site *s)
+{
+	return tracker__image(t, s->pid, s->gen);
+}
+
 static struct tproc *proc_get(struct tracker *t, pid_t pid)
 {
-	struct tproc *p = tracker__proc(t, pid);
+	struct tproc *p = tracker__proc(t, pid), *prev = p;
 
 	if (p && !p->exited)
 		return p;
-	if (vec_grow((void **)&t->procs, &t->cap_procs, t->nr_procs, sizeof(*t->procs)))
-		return NULL;
-	p = calloc(1, sizeof(*p));
+	p = vec_push_new(&t->procs, &t->cap_procs, &t->nr_procs, sizeof(*p));
 	if (!p)
 		return NULL;
 	p->pid = pid;
+	p->gen = prev ? prev->gen + 1 : 0;
 	p->step = -1;
 	p->last_alloc_step = -1;
 	if (t->rules && t->rules->n) {
 		p->rule_live = calloc(t->rules->n, sizeof(*p->rule_live));
 		if (!p->rule_live) {
-			free(p);
+			free(t->procs[--t->nr_procs]);
 			return NULL;
 		}
 	}
-	t->procs[t->nr_procs++] = p;
 	return p;
 }
 

@@ -72,6 +72,10 @@ int tracker__apply(struct tracker *t, const struct gl_hdr *h);
  */
 void tracker__prefetch(const struct tracker *t, const struct gl_hdr *h);
 struct tproc *tracker__proc(struct tracker *t, pid_t pid);
+/* The process of pid whose image is gen (struct tproc's gen), or NULL. */
+struct tproc *tracker__image(const struct tracker *t, pid_t pid, uint32_t gen);
+/* The process (image) site s is one of, or NULL. */
+struct tproc *tracker__site_proc(const struct tracker *t, const struct site *s);
 
 /* Records lost or calls untracked in BPF for this process. */
 uint64_t tproc__dropped(const struct tproc *p);

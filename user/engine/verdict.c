@@ -95,14 +95,15 @@ static int cmp_sites(const void *a, const void *b, void *ctx)
 	return ia < ib ? -1 : 1;
 }
 
-/* The lists of pid whose bit is in mask, in one pass over the sites. 0 or -ENOMEM. */
-static int collect(const struct tracker *t, pid_t pid, unsigned int mask, struct site_list *lists)
+/* The lists of p whose bit is in mask, in one pass over the sites. 0 or -ENOMEM. */
+static int collect(const struct tracker *t, const struct tproc *p, unsigned int mask,
+		   struct site_list *lists)
 {
 	size_t cap[VERDICT_LISTS] = {0}, i;
 	int k;
 
 	for (i = 0; i < t->nr_sites; i++) {
-		if (t->sites[i].pid != pid)
+		if (!site__of(&t->sites[i], p))
 			continue;
 		for (k = 0; k < VERDICT_LISTS; k++) {
 			struct site_list *l = &lists[k];
@@ -123,10 +124,11 @@ static int collect(const struct tracker *t, pid_t pid, unsigned int mask, struct
 	return 0;
 }
 
-int verdict__rank(const struct tracker *t, pid_t pid, enum verdict_list k, struct site_list *out)
+int verdict__rank(const struct tracker *t, const struct tproc *p, enum verdict_list k,
+		  struct site_list *out)
 {
 	struct site_list lists[VERDICT_LISTS] = {};
-	int err = collect(t, pid, 1u << k, lists);
+	int err = collect(t, p, 1u << k, lists);
 
 	*out = lists[k];
 	if (err) {
@@ -154,7 +156,7 @@ static int judge_sites(const struct judging *j, struct proc_verdict *pv)
 	size_t i;
 	int err;
 
-	err = collect(j->t, pv->p->pid, (1u << VERDICT_LISTS) - 1, pv->sites);
+	err = collect(j->t, pv->p, (1u << VERDICT_LISTS) - 1, pv->sites);
 	for (i = 0; !err && i < pv->sites[VERDICT_LEAKS].n; i++)
 		pv->leaked_bytes += j->t->sites[pv->sites[VERDICT_LEAKS].v[i]].live_bytes;
 	return err;
@@ -167,10 +169,10 @@ static int judge_growth(const struct judging *j, struct proc_verdict *pv)
 
 	if (!j->tl)
 		return 0;
-	pv->nr_steps = timeline__nr_steps(j->tl, pv->p->pid);
-	if (timeline__growth(j->tl, pv->p->pid, &pv->growth, &pv->nr_growth))
+	pv->nr_steps = timeline__nr_steps(j->tl, pv->p);
+	if (timeline__growth(j->tl, pv->p, &pv->growth, &pv->nr_growth))
 		return 0;
-	timeline__project(j->tl, pv->p->pid, pv->growth, pv->nr_growth, &pv->proj);
+	timeline__project(j->tl, pv->p, pv->growth, pv->nr_growth, &pv->proj);
 	for (i = 0; i < pv->nr_growth; i++) {
 		pv->growth_per_s += pv->growth[i].slope_per_s;
 		pv->growth_per_step += pv->growth[i].slope_per_step;
@@ -235,7 +237,7 @@ static int judge_shutdown(const struct judging *j, struct proc_verdict *pv)
 	for (i = 0; i < j->t->nr_sites; i++) {
 		const struct site *s = &j->t->sites[i];
 
-		if (s->pid != p->pid || !s->counts)
+		if (!site__of(s, p) || !s->counts)
 			continue;
 		sd->live_bytes += s->live_bytes + sd->rel.site_bytes[i];
 		sd->live_count += s->live_count + sd->rel.site_count[i];
@@ -371,7 +373,7 @@ static int peak_view(const struct judging *j, const struct proc_verdict *pv, uin
 		struct peak_site ps = {.site = (uint32_t)i};
 		uint32_t k;
 
-		if (s->pid != p->pid || s->peak_slot != slot)
+		if (!site__of(s, p) || s->peak_slot != slot)
 			continue;
 		for (k = s->sstacks; k != UINT32_MAX; k = j->t->sstacks[k].next) {
 			ps.bytes += sstack__peak_bytes(p, s, &j->t->sstacks[k]);
@@ -479,7 +481,7 @@ static void judge_cache_growth(const struct judging *j, struct proc_verdict *pv)
 	const struct step_stat *st, *first = NULL, *last = NULL;
 	size_t n, i;
 
-	st = timeline__steps(j->tl, pv->p->pid, &n);
+	st = timeline__steps(j->tl, pv->p, &n);
 	for (i = 0; i < n; i++) {
 		if (st[i].step < 0 || st[i].step < o->warmup_steps)
 			continue;
@@ -521,7 +523,7 @@ static int judge_torch(const struct judging *j, struct proc_verdict *pv)
 		const struct site *s = &j->t->sites[i];
 		const struct cat_api *api = cat_by_api(s->api);
 
-		if (s->pid != pv->p->pid || !s->counts || !api || s->device < 0 ||
+		if (!site__of(s, pv->p) || !s->counts || !api || s->device < 0 ||
 		    s->device >= TBLOCKS_DEVICES ||
 		    (api->mem != MEM_DEVICE && api->mem != MEM_MANAGED))
 			continue;

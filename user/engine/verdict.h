@@ -238,9 +238,10 @@ const struct growth *verdict__growth_at(const struct proc_verdict *pv, uint32_t 
 /* Whether p is in the report (struct proc_verdict: reported). */
 bool verdict__reported(const struct tproc *p);
 /*
- * One list of pid's sites as it stands, for what is printed between verdicts (interval
+ * One list of p's sites as it stands, for what is printed between verdicts (interval
  * tables). Caller frees out->v. 0 or -ENOMEM.
  */
-int verdict__rank(const struct tracker *t, pid_t pid, enum verdict_list k, struct site_list *out);
+int verdict__rank(const struct tracker *t, const struct tproc *p, enum verdict_list k,
+		  struct site_list *out);
 
 #endif

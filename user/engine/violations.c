@@ -64,7 +64,7 @@ void violations__not_released(struct tracker *t, struct tproc *p, uint64_t ts_ns
 	for (i = 0; i < t->nr_sites; i++) {
 		const struct site *s = &t->sites[i];
 
-		if (s->pid != p->pid || !s->rule || !s->live_count ||
+		if (!site__of(s, p) || !s->rule || !s->live_count ||
 		    !t->rules->v[s->rule - 1].release_at_end)
 			continue;
 		violations__add(p, VIOL_NOT_RELEASED, s->rule - 1, (uint32_t)i, s->live_bytes,

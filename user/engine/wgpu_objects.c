@@ -416,17 +416,9 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 	const struct gl_desc_rec *dr = (const struct gl_desc_rec *)r;
 	uint8_t space = (uint8_t)api->space;
 	uint64_t owner = r->aux;
-	struct site_key k = {p->pid,
-			     r->hdr.api,
-			     -1,
-			     r->caller,
-			     r->stack_id,
-			     owner ? OWNER_DEVICE : OWNER_NONE,
-			     owner,
-			     0,
-			     0,
-			     false,
-			     0};
+	struct site_key k = {
+	    p->pid, r->hdr.api, -1, r->caller, r->stack_id, owner ? OWNER_DEVICE : OWNER_NONE,
+	    owner,  0,		0,  false,     0,	    p->gen};
 	struct wgpu_desc d = {};
 	struct alloc a, *old;
 	struct tthread *th;
@@ -490,17 +482,9 @@ static int obj_create(struct tracker *t, struct tproc *p, const struct cat_api *
 static int obj_addref(struct tracker *t, struct tproc *p, struct tobj *o,
 		      const struct gl_call_rec *r)
 {
-	struct site_key k = {p->pid,
-			     r->hdr.api,
-			     -1,
-			     r->caller,
-			     r->stack_id,
-			     o->owner ? OWNER_DEVICE : OWNER_NONE,
-			     o->owner,
-			     0,
-			     0,
-			     false,
-			     0};
+	struct site_key k = {
+	    p->pid,   r->hdr.api, -1, r->caller, r->stack_id, o->owner ? OWNER_DEVICE : OWNER_NONE,
+	    o->owner, 0,	  0,  false,	 0,	      p->gen};
 	uint32_t site = sites__get(t, &k);
 	unsigned int i;
 
@@ -643,7 +627,7 @@ int wgpu_objects__label(struct tracker *t, struct tproc *p, const struct gl_labe
 		const struct site *old = &t->sites[from];
 		struct site_key k = {p->pid,   old->api,	old->device, old->caller,
 				     stack_id, old->owner_kind, old->owner,  0,
-				     o->label, false,		old->frame};
+				     o->label, false,		old->frame,  p->gen};
 		bool init = a->flags & AF_INIT;
 		uint32_t ss;
 

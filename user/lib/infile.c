@@ -7,28 +7,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "lib/files.h"
 #include "lib/infile.h"
-
-static void say(char *why, size_t whylen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!why || !whylen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, whylen, fmt, ap);
-	va_end(ap);
-}
-
-static const char *kind_of(mode_t m)
-{
-	return S_ISDIR(m)    ? "a directory"
-	       : S_ISFIFO(m) ? "a FIFO"
-	       : S_ISCHR(m)  ? "a character device"
-	       : S_ISBLK(m)  ? "a block device"
-	       : S_ISSOCK(m) ? "a socket"
-			     : "not a regular file";
-}
+#include "lib/vec.h"
 
 const char *infile__name(const char *path)
 {
@@ -59,25 +40,25 @@ static int take_fd(int n, int *fd, bool *stream, char *why, size_t whylen)
 	struct stat st;
 
 	if (fstat(n, &st)) {
-		say(why, whylen, "%s", strerror(errno));
+		files_say(why, whylen, "%s", strerror(errno));
 		return -errno;
 	}
 	if (S_ISDIR(st.st_mode)) {
-		say(why, whylen, "a directory");
+		files_say(why, whylen, "a directory");
 		return -EISDIR;
 	}
 	if (!S_ISREG(st.st_mode) && !stream) {
-		say(why, whylen, "%s, not a regular file", kind_of(st.st_mode));
+		files_say(why, whylen, "%s, not a regular file", files_kind(st.st_mode));
 		return -EINVAL;
 	}
 	/* A pipe or a terminal ends; /dev/zero as standard input never would. */
 	if ((S_ISCHR(st.st_mode) && !isatty(n)) || S_ISBLK(st.st_mode)) {
-		say(why, whylen, "%s, not a regular file or a pipe", kind_of(st.st_mode));
+		files_say(why, whylen, "%s, not a regular file or a pipe", files_kind(st.st_mode));
 		return -EINVAL;
 	}
 	*fd = fcntl(n, F_DUPFD_CLOEXEC, 3);
 	if (*fd < 0) {
-		say(why, whylen, "%s", strerror(errno));
+		files_say(why, whylen, "%s", strerror(errno));
 		return -errno;
 	}
 	if (stream)
@@ -102,15 +83,15 @@ int infile__open(const char *path, int *fd, bool *stream, char *why, size_t whyl
 	pfd = open(path, O_PATH | O_CLOEXEC);
 	if (pfd < 0 || fstat(pfd, &st)) {
 		err = -errno;
-		say(why, whylen, "%s", strerror(errno));
+		files_say(why, whylen, "%s", strerror(errno));
 		goto cleanup;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		err = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-		say(why, whylen, "%s, not a regular file%s", kind_of(st.st_mode),
-		    S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)
-			? " (a pipe is read as standard input: -)"
-			: "");
+		files_say(why, whylen, "%s, not a regular file%s", files_kind(st.st_mode),
+			  S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)
+			      ? " (a pipe is read as standard input: -)"
+			      : "");
 		goto cleanup;
 	}
 	/* The file behind the descriptor, opened for reading: nothing else can be swapped in. */
@@ -128,7 +109,7 @@ int infile__open(const char *path, int *fd, bool *stream, char *why, size_t whyl
 	}
 	if (*fd < 0) {
 		err = -errno;
-		say(why, whylen, "%s", strerror(errno));
+		files_say(why, whylen, "%s", strerror(errno));
 		goto cleanup;
 	}
 	err = 0;
@@ -136,4 +117,28 @@ cleanup:
 	if (pfd >= 0)
 		close(pfd);
 	return err;
+}
+
+int infile__read_all(int fd, size_t max, char **buf, size_t *len)
+{
+	size_t cap = 0;
+	ssize_t n;
+
+	*buf = NULL;
+	*len = 0;
+	for (;;) {
+		/* room for one more byte than read, so that the caller may end it with a NUL */
+		if (vec_grow((void **)buf, &cap, *len, 1))
+			return -ENOMEM;
+		n = read(fd, *buf + *len, cap - *len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (!n)
+			return 0;
+		*len += (size_t)n;
+		if (*len > max)
+			return -EFBIG;
+	}
 }

@@ -25,6 +25,12 @@
  * or socket by name.
  */
 int infile__open(const char *path, int *fd, bool *stream, char *why, size_t whylen);
+/*
+ * All of fd, to its end, into *buf (malloc'd, room for a NUL after its *len bytes; the
+ * caller frees it, also on error): a pipe that can be read once, a file whose size may
+ * change. 0, -EFBIG past max bytes, or -errno.
+ */
+int infile__read_all(int fd, size_t max, char **buf, size_t *len);
 /* What path names, for messages: "standard input" for "-", else path. */
 const char *infile__name(const char *path);
 

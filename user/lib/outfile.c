@@ -12,6 +12,7 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
+#include "lib/files.h"
 #include "lib/outfile.h"
 
 /* As the kernel's path walk: more links than this on the way is a loop. */
@@ -29,28 +30,6 @@ struct outfile {
 	bool created;	/* written in place, and open made the file: abort removes it */
 	bool is_stdout;
 };
-
-static void say(char *why, size_t whylen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!why || !whylen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, whylen, fmt, ap);
-	va_end(ap);
-}
-
-static const char *kind_of(mode_t m)
-{
-	return S_ISDIR(m)    ? "a directory"
-	       : S_ISFIFO(m) ? "a FIFO"
-	       : S_ISCHR(m)  ? "a character device"
-	       : S_ISBLK(m)  ? "a block device"
-	       : S_ISSOCK(m) ? "a socket"
-	       : S_ISLNK(m)  ? "a symbolic link"
-			     : "not a regular file";
-}
 
 /* ---- the stream: stdio over the descriptor, keeping the errno stdio would lose ---- */
 
@@ -144,23 +123,23 @@ static int open_dir(const char *dir, int *out, char *why, size_t whylen)
 			continue;
 		}
 		if (!S_ISLNK(st.st_mode)) {
-			say(why, whylen, "%s (on the way) is %s, not a directory", comp,
-			    kind_of(st.st_mode));
+			files_say(why, whylen, "%s (on the way) is %s, not a directory", comp,
+				  files_kind(st.st_mode));
 			err = -ENOTDIR;
 			goto cleanup;
 		}
 		if (fstat(fd, &dst))
 			goto fail_errno;
 		if (!may_follow(&dst, &st)) {
-			say(why, whylen,
-			    "%s (on the way) is a symbolic link of user %u in a sticky "
-			    "world-writable directory: not followed",
-			    comp, (unsigned int)st.st_uid);
+			files_say(why, whylen,
+				  "%s (on the way) is a symbolic link of user %u in a sticky "
+				  "world-writable directory: not followed",
+				  comp, (unsigned int)st.st_uid);
 			err = -ELOOP;
 			goto cleanup;
 		}
 		if (++links > MAX_LINKS) {
-			say(why, whylen, "too many symbolic links on the way");
+			files_say(why, whylen, "too many symbolic links on the way");
 			err = -ELOOP;
 			goto cleanup;
 		}
@@ -191,7 +170,7 @@ static int open_dir(const char *dir, int *out, char *why, size_t whylen)
 	goto cleanup;
 fail_errno:
 	err = -errno;
-	say(why, whylen, "%s", strerror(errno));
+	files_say(why, whylen, "%s", strerror(errno));
 cleanup:
 	if (next >= 0)
 		close(next);
@@ -306,7 +285,7 @@ static int open_file(struct outfile *of, enum outfile_mode mode, char *why, size
 	if (err)
 		return err;
 	if (!*name || !strcmp(name, ".") || !strcmp(name, "..")) {
-		say(why, whylen, "names a directory, not a file");
+		files_say(why, whylen, "names a directory, not a file");
 		err = -EISDIR;
 		goto cleanup;
 	}
@@ -334,27 +313,29 @@ static int open_file(struct outfile *of, enum outfile_mode mode, char *why, size
 			continue;
 		}
 		if (S_ISLNK(st.st_mode)) {
-			say(why, whylen,
+			files_say(
+			    why, whylen,
 			    "a symbolic link: gpuleak writes no file through a link (name the file "
 			    "it points to, or remove the link)");
 			err = -ELOOP;
 			goto cleanup;
 		}
 		if (S_ISDIR(st.st_mode)) {
-			say(why, whylen, "a directory (name a file in it)");
+			files_say(why, whylen, "a directory (name a file in it)");
 			err = -EISDIR;
 			goto cleanup;
 		}
 		if (!S_ISREG(st.st_mode)) {
-			say(why, whylen,
+			files_say(
+			    why, whylen,
 			    "%s, not a regular file: gpuleak writes and replaces regular files "
 			    "only (- is standard output)",
-			    kind_of(st.st_mode));
+			    files_kind(st.st_mode));
 			err = -EINVAL;
 			goto cleanup;
 		}
 		if (mode == OUTFILE_NEW) {
-			say(why, whylen, "%s", strerror(EEXIST));
+			files_say(why, whylen, "%s", strerror(EEXIST));
 			err = -EEXIST;
 			goto cleanup;
 		}
@@ -362,15 +343,16 @@ static int open_file(struct outfile *of, enum outfile_mode mode, char *why, size
 		if (fd < 0) {
 			/* the file itself may be writable where its directory is not */
 			err = -errno;
-			say(why, whylen, "%s (making the file that replaces it, in its directory)",
-			    strerror(errno));
+			files_say(why, whylen,
+				  "%s (making the file that replaces it, in its directory)",
+				  strerror(errno));
 			goto cleanup;
 		}
 		break;
 	}
 	if (fd < 0) {
 		err = -errno;
-		say(why, whylen, "%s", strerror(errno));
+		files_say(why, whylen, "%s", strerror(errno));
 		goto cleanup;
 	}
 	of->fd = fd;
@@ -393,7 +375,7 @@ int outfile__open(const char *path, enum outfile_mode mode, struct outfile **out
 	int err;
 
 	*out = NULL;
-	say(why, whylen, "%s", "");
+	files_say(why, whylen, "%s", "");
 	of = calloc(1, sizeof(*of));
 	if (!of)
 		return -ENOMEM;
@@ -415,7 +397,8 @@ int outfile__open(const char *path, enum outfile_mode mode, struct outfile **out
 	 * hands. Someone's existing file is never rewritten, so never given away. */
 	if (sudo_owner(&uid, &gid) && fchown(of->fd, uid, gid)) {
 		err = -errno;
-		say(why, whylen, "giving it to user %u: %s", (unsigned int)uid, strerror(errno));
+		files_say(why, whylen, "giving it to user %u: %s", (unsigned int)uid,
+			  strerror(errno));
 		goto fail;
 	}
 	of->f = fopencookie(of, "w", (cookie_io_functions_t){.write = of_write, .close = of_close});
@@ -427,7 +410,7 @@ int outfile__open(const char *path, enum outfile_mode mode, struct outfile **out
 	return 0;
 fail:
 	if (err == -ENOMEM)
-		say(why, whylen, "out of memory");
+		files_say(why, whylen, "out of memory");
 	outfile__abort(of);
 	return err;
 }

@@ -553,18 +553,12 @@ bool attach__has_required(const struct attach *a, pid_t pid)
 
 void attach__print_objects(const struct attach *a, pid_t pid, const struct proc_maps *m, FILE *out)
 {
-	size_t i, j;
+	size_t i;
 
 	for (i = 0; i < m->n; i++) {
-		const struct pmap_ent *e = &m->v[i];
-		struct module *mod;
-		bool dup = false;
+		struct module *mod =
+		    proc_maps__first_exec(m, i) ? modules__get(a->mods, pid, &m->v[i]) : NULL;
 
-		if (!e->exec || !e->path)
-			continue;
-		for (j = 0; j < i && !dup; j++)
-			dup = m->v[j].exec && m->v[j].dev == e->dev && m->v[j].ino == e->ino;
-		mod = dup ? NULL : modules__get(a->mods, pid, e);
 		if (!mod)
 			continue;
 		module__scan(mod);
@@ -722,19 +716,14 @@ static int marker_anywhere(struct attach *a, pid_t pid, const struct proc_maps *
 {
 	char open_path[96];
 	int found = 0, err;
-	size_t i, j;
+	size_t i;
 
 	for (i = 0; m && i < m->n; i++) {
 		const struct pmap_ent *e = &m->v[i];
-		struct module *mod;
+		struct module *mod =
+		    proc_maps__first_exec(m, i) ? modules__get(a->mods, pid, e) : NULL;
 		uint64_t foff;
-		bool dup = false;
 
-		if (!e->exec || !e->path)
-			continue;
-		for (j = 0; j < i && !dup; j++)
-			dup = m->v[j].exec && m->v[j].dev == e->dev && m->v[j].ino == e->ino;
-		mod = dup ? NULL : modules__get(a->mods, pid, e);
 		if (!mod || !mod->elf || marker_offset(mod, symbol, &foff))
 			continue;
 		found++;

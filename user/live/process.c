@@ -11,7 +11,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include "lib/vec.h"
+#include "lib/infile.h"
 #include "live/process.h"
 
 int process__start_ticks(pid_t pid, uint64_t *ticks)
@@ -44,8 +44,7 @@ int process__start_ticks(pid_t pid, uint64_t *ticks)
 int process__cmdline(pid_t pid, char ***argv, uint32_t *argc)
 {
 	char path[64], *buf = NULL, *strs, **v;
-	size_t len = 0, cap = 0, i, n = 0;
-	ssize_t got;
+	size_t len = 0, i, n = 0;
 	int fd, err = 0;
 
 	*argv = NULL;
@@ -54,17 +53,10 @@ int process__cmdline(pid_t pid, char ***argv, uint32_t *argc)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
-	do {
-		err = vec_grow((void **)&buf, &cap, len, 1);
-		if (err)
-			goto cleanup;
-		got = read(fd, buf + len, cap - len);
-		if (got < 0) {
-			err = -errno;
-			goto cleanup;
-		}
-		len += got;
-	} while (got > 0);
+	/* (the kernel bounds it: at most the argument space of an exec) */
+	err = infile__read_all(fd, SIZE_MAX, &buf, &len);
+	if (err)
+		goto cleanup;
 	for (i = 0; i < len; i++)
 		n += !buf[i];
 	if (len && buf[len - 1])
@@ -117,14 +109,18 @@ void process__comm(pid_t pid, char *buf, size_t len)
 {
 	char path[64];
 	FILE *f;
+	size_t n;
 
 	buf[0] = 0;
 	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
 	f = fopen(path, "re");
 	if (!f)
 		return;
-	if (fgets(buf, len, f))
-		buf[strcspn(buf, "\n")] = 0;
+	/* The kernel ends it with a newline; a name may hold newlines of its own. */
+	n = fread(buf, 1, len - 1, f);
+	if (n && buf[n - 1] == '\n')
+		n--;
+	buf[n] = 0;
 	fclose(f);
 }
 

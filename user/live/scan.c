@@ -87,12 +87,9 @@ static void dawn_classes(struct live *l, const struct proc_maps *m)
 		const struct pmap_ent *e = &m->v[i];
 		uint64_t lo = UINT64_MAX, hi = 0;
 		struct module *mod;
-		bool first = true;
 
 		/* Modules are looked up by their code, as attach does: no other file is opened. */
-		for (j = 0; j < i && first; j++)
-			first = !(m->v[j].exec && m->v[j].dev == e->dev && m->v[j].ino == e->ino);
-		if (!first || !e->exec || !e->path || !(mod = modules__get(l->mods, m->pid, e)) ||
+		if (!proc_maps__first_exec(m, i) || !(mod = modules__get(l->mods, m->pid, e)) ||
 		    !mod->dawn)
 			continue;
 		for (j = 0; j < m->n; j++) {

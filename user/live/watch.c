@@ -50,6 +50,7 @@ struct wfile {
 /* What the triggers remember of a process. */
 struct wproc {
 	pid_t pid;
+	uint32_t gen;	     /* the image (struct tproc's gen) the three below are about */
 	bool live_fired;     /* --live-above fired, not re-armed (below again) yet */
 	bool soon_fired;     /* --oom-within fired, not re-armed yet */
 	uint64_t error_objs; /* WebGPU error objects seen */
@@ -325,18 +326,30 @@ void watch__started(struct watch *w, struct live *l)
 
 /* ---- writing ---- */
 
-static struct wproc *wproc_get(struct watch *w, pid_t pid)
+static struct wproc *wproc_get(struct watch *w, const struct tproc *p)
 {
+	struct wproc *wp = NULL;
 	size_t i;
 
-	for (i = 0; i < w->nr_procs; i++)
-		if (w->procs[i].pid == pid)
-			return &w->procs[i];
-	if (vec_grow((void **)&w->procs, &w->cap_procs, w->nr_procs, sizeof(*w->procs)))
-		return NULL;
-	memset(&w->procs[w->nr_procs], 0, sizeof(w->procs[0]));
-	w->procs[w->nr_procs].pid = pid;
-	return &w->procs[w->nr_procs++];
+	for (i = 0; i < w->nr_procs && !wp; i++)
+		if (w->procs[i].pid == p->pid)
+			wp = &w->procs[i];
+	if (!wp) {
+		if (vec_grow((void **)&w->procs, &w->cap_procs, w->nr_procs, sizeof(*w->procs)))
+			return NULL;
+		wp = &w->procs[w->nr_procs++];
+		memset(wp, 0, sizeof(*wp));
+		wp->pid = p->pid;
+		wp->gen = p->gen;
+	}
+	/* An exec'd program's triggers are armed anew, its counts its own (a fault is the
+	 * process's, whichever program it runs). */
+	if (wp->gen != p->gen) {
+		wp->gen = p->gen;
+		wp->live_fired = wp->soon_fired = false;
+		wp->error_objs = 0;
+	}
+	return wp;
 }
 
 static bool enabled(const struct watch *w, enum capture_cause c)
@@ -514,7 +527,7 @@ static void step_words(struct live *l, pid_t pid, char *buf, size_t len)
 	uint64_t ts;
 
 	buf[0] = 0;
-	if (timeline__step_now(l->an->tl, pid, &step, &ts) && step >= 0)
+	if (timeline__step_now(l->an->tl, tracker__proc(l->an->t, pid), &step, &ts) && step >= 0)
 		snprintf(buf, len, ", step %lld", (long long)step);
 }
 
@@ -659,7 +672,7 @@ static void on_wgpu(struct watch *w, struct live *l, const struct gl_call_rec *r
 
 	if (!p)
 		return;
-	wp = wproc_get(w, p->pid);
+	wp = wproc_get(w, p);
 	if (!wp || p->c.error_objects <= wp->error_objs)
 		return;
 	wp->error_objs = p->c.error_objects;
@@ -682,7 +695,7 @@ static void on_alloc(struct watch *w, struct live *l, const struct gl_call_rec *
 
 	if (!p || p->live_bytes < w->o->live_above)
 		return;
-	wp = wproc_get(w, p->pid);
+	wp = wproc_get(w, p);
 	if (!wp || wp->live_fired)
 		return;
 	wp->live_fired = true;
@@ -721,7 +734,7 @@ static void on_task(struct watch *w, struct live *l, const struct gl_task_rec *r
 	p = tracker__proc(l->an->t, (pid_t)r->hdr.pid);
 	/* Its end in the analysis usually follows this record: the capture waits for it. */
 	if (p && !p->exited) {
-		wp = wproc_get(w, (pid_t)r->hdr.pid);
+		wp = wproc_get(w, p);
 		if (wp)
 			wp->fault_sig = sig;
 		return;
@@ -820,10 +833,10 @@ static void check_soon(struct watch *w, struct live *l)
 		size_t n = 0;
 
 		if (!p->attached || p->exited || p->detached ||
-		    timeline__growth(l->an->tl, p->pid, &g, &n))
+		    timeline__growth(l->an->tl, p, &g, &n))
 			continue;
-		timeline__project(l->an->tl, p->pid, g, n, &pj);
-		wp = wproc_get(w, p->pid);
+		timeline__project(l->an->tl, p, g, n, &pj);
+		wp = wproc_get(w, p);
 		if (wp && pj.known && pj.seconds_to_oom * 1e9 < (double)w->o->oom_within_ns &&
 		    !wp->soon_fired) {
 			struct capture_trigger tr = {.cause = CAUSE_OOM_SOON,

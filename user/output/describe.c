@@ -22,16 +22,16 @@ enum cat_mem describe__mem(const struct site *s)
 	return (enum cat_mem)s->mem;
 }
 
-const struct tobj *describe__owner(const struct tracker *t, pid_t pid, const struct site *s)
+const struct tobj *describe__owner(const struct tracker *t, const struct site *s)
 {
-	struct tproc *p = tracker__proc((struct tracker *)t, pid);
+	struct tproc *p = tracker__site_proc(t, s);
 
 	return p && s->owner_kind == OWNER_DEVICE ? tproc__obj(p, SPACE_WGPU, s->owner) : NULL;
 }
 
 void describe__device(const struct tracker *t, const struct site *s, char *buf, size_t len)
 {
-	const struct tobj *o = describe__owner(t, s->pid, s);
+	const struct tobj *o = describe__owner(t, s);
 
 	if (s->owner_kind == OWNER_DEVICE)
 		snprintf(buf, len, "wgpu#%u", o ? o->ordinal : 0);
@@ -78,7 +78,7 @@ static void add_refs(const struct tobj *o, struct addrefs *out)
 
 void describe__addrefs(const struct tracker *t, uint32_t site, struct addrefs *out)
 {
-	struct tproc *p = tracker__proc((struct tracker *)t, t->sites[site].pid);
+	struct tproc *p = tracker__site_proc(t, &t->sites[site]);
 	const struct hmap_slot *sl;
 	size_t it = 0;
 
@@ -97,7 +97,8 @@ void describe__addrefs(const struct tracker *t, uint32_t site, struct addrefs *o
 	}
 }
 
-void describe__comm(const struct tracker *t, pid_t pid, uint64_t comm, struct comm_totals *out)
+void describe__comm(const struct tracker *t, const struct tproc *p, uint64_t comm,
+		    struct comm_totals *out)
 {
 	size_t i;
 
@@ -105,7 +106,7 @@ void describe__comm(const struct tracker *t, pid_t pid, uint64_t comm, struct co
 	for (i = 0; i < t->nr_sites; i++) {
 		const struct site *s = &t->sites[i];
 
-		if (s->pid != pid || s->owner_kind != OWNER_COMM || s->owner != comm)
+		if (!site__of(s, p) || s->owner_kind != OWNER_COMM || s->owner != comm)
 			continue;
 		if (describe__mem(s) == MEM_REG) {
 			out->regs += s->live_count;

@@ -25,8 +25,8 @@ const char *describe__site(const struct report *r, const struct site *s);
 enum cat_mem describe__mem(const struct site *s);
 /* The DEV column: a CUDA ordinal, host, or a WebGPU device as wgpu#N (order of first sight). */
 void describe__device(const struct tracker *t, const struct site *s, char *buf, size_t len);
-/* The owner object (a WebGPU device) of a site of pid, or NULL. */
-const struct tobj *describe__owner(const struct tracker *t, pid_t pid, const struct site *s);
+/* The owner object (a WebGPU device) of site s, or NULL. */
+const struct tobj *describe__owner(const struct tracker *t, const struct site *s);
 /* "context", "communicator", "device", "layer"; NULL for none. */
 const char *describe__owner_kind(uint8_t kind);
 
@@ -48,7 +48,8 @@ struct comm_totals {
 	uint64_t regs; /* registrations */
 };
 
-void describe__comm(const struct tracker *t, pid_t pid, uint64_t comm, struct comm_totals *out);
+void describe__comm(const struct tracker *t, const struct tproc *p, uint64_t comm,
+		    struct comm_totals *out);
 
 /*
  * What of a live site's memory an entry is (the NDJSON kind): "live"; a VMM handle never

@@ -59,17 +59,10 @@ static const char *site_title(const struct diff_site_pair *sp, char *buf, size_t
 const char *diff_report__site(const struct diff_site_pair *sp, char *buf, size_t len)
 {
 	const struct diff_site *s = sp->n ? sp->n : sp->b;
-	size_t n = 0;
+	size_t n = strlen(site_title(sp, buf, len));
 
-	if (s->label)
-		n += (size_t)snprintf(buf, len, "\"%s\" ", s->label);
-	if (n < len) {
-		if (s->func)
-			snprintf(buf + n, len - n, "%s (%s) %s", s->func,
-				 s->module ? s->module : "?", s->api);
-		else
-			snprintf(buf + n, len - n, "%s %s", s->name, s->api);
-	}
+	if (n + 1 < len)
+		snprintf(buf + n, len - n, " %s", s->api);
 	return buf;
 }
 

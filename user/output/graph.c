@@ -106,7 +106,7 @@ static char *leaf_label(const struct tracker *t, uint32_t idx)
 /* Memory layer of a site: the first level of the tree. */
 static char *group_label(const struct tracker *t, const struct site *s)
 {
-	struct tproc *p = tracker__proc((struct tracker *)t, s->pid);
+	struct tproc *p = tracker__site_proc(t, s);
 	const char *layer;
 	char dev[16], *out = NULL;
 	int n;
@@ -193,13 +193,13 @@ static int sstack_path(const struct tracker *t, struct symbolizer *sym, const st
 	return err;
 }
 
-/* Whether sstack ss holds live memory of pid (any pid when pid is 0). */
-static bool live_memory(const struct tracker *t, const struct site_stack *ss, pid_t pid)
+/* Whether sstack ss holds live memory of p (of any process when p is NULL). */
+static bool live_memory(const struct tracker *t, const struct site_stack *ss, const struct tproc *p)
 {
 	const struct site *s = &t->sites[ss->site];
 
 	/* What is judged: a caching allocator's blocks, not the segments they are in. */
-	return ss->live_count && s->judged && (!pid || s->pid == pid);
+	return ss->live_count && s->judged && (!p || site__of(s, p));
 }
 
 static uint32_t node_new(struct graph *g, char *label)
@@ -304,7 +304,8 @@ static void print_node(FILE *out, const struct graph *g, uint32_t n, char *inden
 	free(v);
 }
 
-void graph__print(FILE *out, const struct tracker *t, struct symbolizer *sym, pid_t pid)
+void graph__print(FILE *out, const struct tracker *t, struct symbolizer *sym,
+		  const struct tproc *tp)
 {
 	struct graph g = {};
 	uint32_t *top = NULL;
@@ -318,9 +319,10 @@ void graph__print(FILE *out, const struct tracker *t, struct symbolizer *sym, pi
 		const struct site_stack *ss = &t->sstacks[i];
 		struct path p = {};
 
-		if (!live_memory(t, ss, pid))
+		if (!live_memory(t, ss, tp))
 			continue;
-		stacks |= !!symbolizer__stack(sym, pid, ss->stack_id, t->sites[ss->site].caller);
+		stacks |=
+		    !!symbolizer__stack(sym, tp->pid, ss->stack_id, t->sites[ss->site].caller);
 		if (path_add(&p, group_label(t, &t->sites[ss->site])) ||
 		    sstack_path(t, sym, ss, LABEL_TREE, &p) ||
 		    graph_add(&g, &p, ss->live_bytes, ss->live_count)) {
@@ -366,7 +368,7 @@ static int put_folded(FILE *out, const char *s)
 static int folded_line(FILE *out, const struct tracker *t, struct symbolizer *sym,
 		       const struct site_stack *ss, uint64_t value)
 {
-	const struct tproc *p = tracker__proc((struct tracker *)t, t->sites[ss->site].pid);
+	const struct tproc *p = tracker__site_proc(t, &t->sites[ss->site]);
 	struct path path = {};
 	int j, err;
 
@@ -393,7 +395,7 @@ int graph__folded(FILE *out, const struct tracker *t, struct symbolizer *sym)
 	for (i = 0; i < t->nr_sstacks && !err; i++) {
 		const struct site_stack *ss = &t->sstacks[i];
 
-		if (live_memory(t, ss, 0) && ss->live_bytes)
+		if (live_memory(t, ss, NULL) && ss->live_bytes)
 			err = folded_line(out, t, sym, ss, ss->live_bytes);
 	}
 	if (!err && ferror(out))

@@ -15,9 +15,11 @@
 
 struct tracker;
 struct symbolizer;
+struct tproc;
 
-/* The tree of pid's live memory, under a title line; nothing when pid has none. */
-void graph__print(FILE *out, const struct tracker *t, struct symbolizer *sym, pid_t pid);
+/* The tree of tp's live memory, under a title line; nothing when tp has none. */
+void graph__print(FILE *out, const struct tracker *t, struct symbolizer *sym,
+		  const struct tproc *tp);
 /*
  * Folded stacks of every process's live memory: "comm;outer;...;inner;api bytes" per stack,
  * the lines summing to the live bytes. 0 or -errno (a write error).

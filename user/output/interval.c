@@ -13,14 +13,15 @@ bool interval__shows(const struct tproc *p, uint64_t now_ns)
 }
 
 /* Live memory per (API, device) of one process; rows past the last are left out. */
-static size_t sum_by_api(const struct tracker *t, pid_t pid, struct api_sum *rows, size_t max)
+static size_t sum_by_api(const struct tracker *t, const struct tproc *p, struct api_sum *rows,
+			 size_t max)
 {
 	size_t i, j, n = 0;
 
 	for (i = 0; i < t->nr_sites; i++) {
 		const struct site *s = &t->sites[i];
 
-		if (s->pid != pid || !s->counts || (!s->live_count && !s->pending_count))
+		if (!site__of(s, p) || !s->counts || (!s->live_count && !s->pending_count))
 			continue;
 		uint64_t owner = s->owner_kind == OWNER_DEVICE ? s->owner : 0;
 
@@ -44,8 +45,8 @@ static size_t sum_by_api(const struct tracker *t, pid_t pid, struct api_sum *row
 int interval__view(const struct tracker *t, const struct tproc *p, struct interval_view *iv)
 {
 	iv->p = p;
-	iv->nr_rows = sum_by_api(t, p->pid, iv->rows, INTERVAL_ROWS);
-	return verdict__rank(t, p->pid, VERDICT_LEAKS, &iv->leaks);
+	iv->nr_rows = sum_by_api(t, p, iv->rows, INTERVAL_ROWS);
+	return verdict__rank(t, p, VERDICT_LEAKS, &iv->leaks);
 }
 
 void interval__table(struct report *r, const struct interval_view *iv, uint64_t now_ns)
@@ -102,7 +103,8 @@ void interval__step_line(struct report *r, pid_t pid, const struct step_stat *st
 	const struct step_stat *all;
 	size_t n;
 
-	all = timeline__steps(r->tl, pid, &n);
+	/* (live, at pid's step boundary: its newest process is the one stepping) */
+	all = timeline__steps(r->tl, tracker__proc(r->t, pid), &n);
 	sparkline(all, n, spark, sizeof(spark));
 	if (!r->step_header) {
 		fprintf(r->out, "%9s %7s %6s %10s %10s %10s %10s  %s\n", "TIME", "PID", "STEP",

@@ -128,7 +128,7 @@ static void json_owner(struct report *r, const struct site *s)
 	}
 	fprintf(r->json, ",\"owner\":{\"kind\":\"%s\",\"handle\":\"0x%" PRIx64 "\"", ok, s->owner);
 	if (s->owner_kind == OWNER_DEVICE) {
-		o = describe__owner(r->t, s->pid, s);
+		o = describe__owner(r->t, s);
 		fprintf(r->json, ",\"name\":\"wgpu#%u\",\"label\":", o ? o->ordinal : 0);
 		json_str_or_null(r->json, o && o->label ? tracker__label(r->t, o->label) : NULL);
 	}
@@ -317,7 +317,7 @@ static void json_failure(struct report *r, const struct site *s)
 static void json_shared_fields(struct report *r, uint32_t idx)
 {
 	const struct site *s = &r->t->sites[idx];
-	const struct tproc *p = tracker__proc((struct tracker *)r->t, s->pid);
+	const struct tproc *p = tracker__site_proc(r->t, s);
 	struct ipc_totals it = {0};
 
 	if (p)
@@ -518,7 +518,7 @@ static void json_comms(struct report *r, const struct tproc *p)
 		const struct tcomm *c = &p->comms[i];
 		struct comm_totals ct;
 
-		describe__comm(r->t, p->pid, c->comm, &ct);
+		describe__comm(r->t, p, c->comm, &ct);
 		fprintf(r->json,
 			"%s{\"handle\":\"0x%" PRIx64 "\",\"state\":\"%s\",\"api\":\"%s\","
 			"\"site\":",
@@ -679,9 +679,9 @@ static void json_growth(struct report *r, const struct proc_verdict *pv)
 	const struct projection *pr = &pv->proj;
 	size_t i;
 
-	fprintf(
-	    r->json, ",\"steps\":%zu,\"step_source\":\"%s\",\"requests\":%" PRIu64 ",\"growth\":[",
-	    pv->nr_steps, describe__step_source(r->tl), timeline__nr_requests(r->tl, pv->p->pid));
+	fprintf(r->json,
+		",\"steps\":%zu,\"step_source\":\"%s\",\"requests\":%" PRIu64 ",\"growth\":[",
+		pv->nr_steps, describe__step_source(r->tl), timeline__nr_requests(r->tl, pv->p));
 	for (i = 0; i < pv->nr_growth; i++) {
 		const struct growth *g = &pv->growth[i];
 		const struct site *s = &r->t->sites[g->site];

@@ -136,7 +136,8 @@ static int cmp_peak(const void *a, const void *b, void *ctx)
 	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
 }
 
-static int site_counters(struct pw *w, struct report *r, const struct series *se, pid_t pid)
+static int site_counters(struct pw *w, struct report *r, const struct series *se,
+			 const struct tproc *p)
 {
 	const struct tracker *t = r->t;
 	uint32_t *v = malloc((se->nr_sites ? se->nr_sites : 1) * sizeof(*v));
@@ -146,7 +147,7 @@ static int site_counters(struct pw *w, struct report *r, const struct series *se
 	if (!v)
 		return -ENOMEM;
 	for (i = 0; i < se->nr_sites && i < t->nr_sites; i++)
-		if (t->sites[i].pid == pid && se->sites[i].peak)
+		if (site__of(&t->sites[i], p) && se->sites[i].peak)
 			v[n++] = (uint32_t)i;
 	qsort_r(v, n, sizeof(*v), cmp_peak, (void *)se);
 	for (i = 0; i < n && i < TOP_SITES; i++) {
@@ -158,8 +159,8 @@ static int site_counters(struct pw *w, struct report *r, const struct series *se
 		for (j = 0; j < ss->n; j++) {
 			ev_begin(w);
 			fprintf(w->f,
-				"{\"ph\":\"C\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"name\":", pid,
-				pid, us(r, ss->v[j].ts_ns));
+				"{\"ph\":\"C\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"name\":", p->pid,
+				p->pid, us(r, ss->v[j].ts_ns));
 			json_str(w->f, name);
 			fprintf(w->f, ",\"args\":{\"bytes\":%" PRIu64 "}}", ss->v[j].bytes);
 		}
@@ -176,17 +177,17 @@ static void instant(struct pw *w, pid_t pid, double ts, const char *name)
 	json_str(w->f, name);
 }
 
-static void steps(struct pw *w, struct report *r, pid_t pid)
+static void steps(struct pw *w, struct report *r, const struct tproc *p)
 {
 	const struct step_stat *st = NULL;
 	char name[64];
 	size_t n = 0, i;
 
 	if (r->tl)
-		st = timeline__steps(r->tl, pid, &n);
+		st = timeline__steps(r->tl, p, &n);
 	for (i = 0; i < n; i++) {
 		snprintf(name, sizeof(name), "step %" PRId64, st[i].step);
-		instant(w, pid, us(r, st[i].t_end_ns), name);
+		instant(w, p->pid, us(r, st[i].t_end_ns), name);
 		fprintf(w->f,
 			",\"args\":{\"live_bytes\":%" PRIu64 ",\"persistent_bytes\":%" PRIu64
 			",\"pending_bytes\":%" PRIu64 ",\"suspect_bytes\":%" PRIu64 "}}",
@@ -236,7 +237,7 @@ static void growths(struct pw *w, struct report *r, const struct proc_verdict *p
 	char name[512];
 
 	if (r->tl)
-		st = timeline__steps(r->tl, pv->p->pid, &n);
+		st = timeline__steps(r->tl, pv->p, &n);
 	for (i = 0; i < pv->nr_growth; i++) {
 		const struct growth *g = &pv->growth[i];
 		uint64_t at = end_ns;
@@ -258,9 +259,10 @@ static void growths(struct pw *w, struct report *r, const struct proc_verdict *p
  * Each pending free as a complete slice on the first lane free at its start: slices on one
  * track must nest, and these overlap at will.
  */
-static void pending_slices(struct pw *w, struct report *r, const struct series *se, pid_t pid,
-			   uint64_t end_ns)
+static void pending_slices(struct pw *w, struct report *r, const struct series *se,
+			   const struct tproc *p, uint64_t end_ns)
 {
+	pid_t pid = p->pid;
 	uint64_t lane_end[MAX_LANES] = {0};
 	int lanes = 0, l;
 	size_t i;
@@ -271,7 +273,7 @@ static void pending_slices(struct pw *w, struct report *r, const struct series *
 		const struct site *s = ps->site < r->t->nr_sites ? &r->t->sites[ps->site] : NULL;
 		uint64_t end = ps->end_ns ? ps->end_ns : end_ns;
 
-		if (ps->pid != pid)
+		if (ps->pid != pid || ps->gen != p->gen)
 			continue;
 		for (l = 0; l < lanes && lane_end[l] > ps->begin_ns; l++)
 			;
@@ -309,22 +311,22 @@ int perfetto__write(FILE *f, struct report *r, const struct verdict *v, const st
 	for (i = 0; i < v->nr_procs; i++) {
 		const struct proc_verdict *pv = &v->procs[i];
 		const struct tproc *p = pv->p;
-		const struct series_proc *sp = series__proc(se, p->pid);
+		const struct series_proc *sp = series__proc(se, p);
 
 		snprintf(name, sizeof(name), "%s (pid %d)", p->comm[0] ? p->comm : "?", p->pid);
 		meta(&w, p->pid, p->pid, "process_name", name);
 		meta(&w, p->pid, p->pid, "thread_name", "gpuleak: memory");
 		if (sp)
 			counters(&w, r, sp);
-		err = site_counters(&w, r, se, p->pid);
+		err = site_counters(&w, r, se, p);
 		if (!err) {
-			steps(&w, r, p->pid);
+			steps(&w, r, p);
 			err = leaks(&w, r, pv, end_ns);
 		}
 		if (err)
 			return err;
 		growths(&w, r, pv, end_ns);
-		pending_slices(&w, r, se, p->pid, end_ns);
+		pending_slices(&w, r, se, p, end_ns);
 	}
 	fprintf(f,
 		"\n],\"otherData\":{\"producer\":\"gpuleak\","

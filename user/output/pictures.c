@@ -101,9 +101,10 @@ int pictures__write(struct pictures *pics, struct report *r, const struct verdic
 			e = svg__write(f, r, v, se, end_ns);
 			break;
 		}
-		/* the data must reach the disk, not only the buffer */
+		/* the data must reach the disk, not only the buffer; a writer's -EIO is its
+		 * stream failing, whose cause (a full disk) the file knows */
 		c = outfile__commit(pics->f[i]);
-		if (c && !e)
+		if (c && (!e || e == -EIO))
 			e = c;
 		pics->f[i] = NULL;
 		if (e) {

@@ -53,7 +53,7 @@ static void metric_rows(const struct tracker *t, const struct proc_verdict *pv,
 		const struct site *s = &t->sites[i];
 
 		/* Memory, and PyTorch's blocks (rows of their own, api="pytorch:malloc"). */
-		if (s->pid != pv->p->pid || !(s->counts || s->judged) ||
+		if (!site__of(s, pv->p) || !(s->counts || s->judged) ||
 		    (!s->live_count && !s->pending_count))
 			continue;
 		describe__device(t, s, dev, sizeof(dev));

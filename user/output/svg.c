@@ -266,13 +266,12 @@ static int torch_lines(struct panel *pn, const struct proc_verdict *pv, size_t n
 static int by_step(struct report *r, struct panel *pn, const struct proc_verdict *pv,
 		   const uint32_t *leaks, size_t nl)
 {
-	pid_t pid = pv->p->pid;
 	static const char *const colors[3] = {"#1f77b4", "#7f7f7f", "#ff7f0e"};
 	const struct step_stat *st;
 	struct line *l[3], *ta, *tr;
 	size_t n, i, k;
 
-	st = timeline__steps(r->tl, pid, &n);
+	st = timeline__steps(r->tl, pv->p, &n);
 	for (k = 0; k < 3; k++) {
 		l[k] = line_new(pn, n, colors[k], k ? 1.5 : 2.0);
 		if (!l[k])
@@ -303,7 +302,7 @@ static int by_step(struct report *r, struct panel *pn, const struct proc_verdict
 		size_t m;
 		struct line *ll;
 
-		if (!n || timeline__site_series(r->tl, pid, leaks[k], st[0].step, &v, &m))
+		if (!n || timeline__site_series(r->tl, pv->p, leaks[k], st[0].step, &v, &m))
 			continue;
 		ll = line_new(pn, m, leak_colors[k], 2.5);
 		if (!ll) {
@@ -324,9 +323,8 @@ static int by_step(struct report *r, struct panel *pn, const struct proc_verdict
 static int by_time(struct report *r, struct panel *pn, const struct series *se,
 		   const struct proc_verdict *pv, uint64_t end_ns, const uint32_t *leaks, size_t nl)
 {
-	pid_t pid = pv->p->pid;
 	static const char *const colors[3] = {"#1f77b4", "#7f7f7f", "#ff7f0e"};
-	const struct series_proc *sp = series__proc(se, pid);
+	const struct series_proc *sp = series__proc(se, pv->p);
 	size_t n = sp ? sp->n : 0, i, k;
 	struct line *l[3], *ta, *tr;
 

@@ -39,7 +39,7 @@ static void print_layers(struct report *r, uint32_t idx)
 static void print_shared_details(struct report *r, uint32_t idx)
 {
 	const struct site *s = &r->t->sites[idx];
-	const struct tproc *p = tracker__proc((struct tracker *)r->t, s->pid);
+	const struct tproc *p = tracker__site_proc(r->t, s);
 	struct ipc_totals it;
 
 	if (!p)
@@ -131,7 +131,7 @@ static void print_device_block(struct report *r, const struct site_list *l, size
 {
 	const struct tracker *t = r->t;
 	const struct site *s = &t->sites[l->v[j]];
-	const struct tobj *o = describe__owner(t, s->pid, s);
+	const struct tobj *o = describe__owner(t, s);
 	uint64_t bytes = 0, count = 0;
 	char b[32];
 	size_t i;
@@ -206,7 +206,7 @@ static void print_comms(struct report *r, const struct tproc *p)
 		const struct tcomm *c = &p->comms[i];
 		struct comm_totals ct;
 
-		describe__comm(r->t, p->pid, c->comm, &ct);
+		describe__comm(r->t, p, c->comm, &ct);
 		fprintf(
 		    r->out, "  0x%-16" PRIx64 " %-9s %10s %6" PRIu64 " %5" PRIu64 "  %s%s\n",
 		    c->comm, c->destroyed ? "destroyed" : "live", fmt_bytes(ct.bytes, b, sizeof(b)),
@@ -383,7 +383,7 @@ static void print_growth(struct report *r, const struct proc_verdict *pv)
 
 	fprintf(r->out, "steps: %zu (%s)", pv->nr_steps, describe__step_source(r->tl));
 	if (timeline__opts(r->tl)->requests)
-		fprintf(r->out, ", %" PRIu64 " requests", timeline__nr_requests(r->tl, pv->p->pid));
+		fprintf(r->out, ", %" PRIu64 " requests", timeline__nr_requests(r->tl, pv->p));
 	if (!pv->nr_growth) {
 		fprintf(r->out, "; no site grows step over step\n");
 		return;
@@ -698,7 +698,7 @@ void text__proc(struct report *r, const struct gate *gate, const struct proc_ver
 	print_sites(r, pv, VERDICT_RETAINED,
 		    "retained at session end (persistent by rule, or made before the first "
 		    "step: not leaks):");
-	graph__print(r->out, r->t, r->sym, p->pid);
+	graph__print(r->out, r->t, r->sym, p);
 	print_violations(r, p);
 	if (r->tl)
 		print_growth(r, pv);

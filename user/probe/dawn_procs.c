@@ -105,16 +105,8 @@ static int count_names(uint64_t off, const uint8_t *p, size_t len, size_t own, v
 
 static const struct name *name_at(const struct rec *r, uint64_t vaddr)
 {
-	size_t lo = 0, hi = r->nr_names;
+	size_t lo = VEC_BOUND(r->names, r->nr_names, vaddr, vaddr, false);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (r->names[mid].vaddr < vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < r->nr_names && r->names[lo].vaddr == vaddr ? &r->names[lo] : NULL;
 }
 
@@ -497,16 +489,8 @@ static void stores_settle(struct rec *r)
 
 static const struct store *store_at(const struct rec *r, uint64_t addr)
 {
-	size_t lo = 0, hi = r->nr_st;
+	size_t lo = VEC_BOUND(r->st, r->nr_st, addr, addr, false);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (r->st[mid].addr < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < r->nr_st && r->st[lo].addr == addr ? &r->st[lo] : NULL;
 }
 

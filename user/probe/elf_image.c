@@ -590,16 +590,8 @@ void elf_image__free(struct elf_image *im)
 
 static const struct rel *rel_at(const struct elf_image *im, uint64_t vaddr)
 {
-	size_t lo = 0, hi = im->nr_rel;
+	size_t lo = VEC_BOUND(im->rel, im->nr_rel, where, vaddr, false);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (im->rel[mid].where < vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	return lo < im->nr_rel && im->rel[lo].where == vaddr ? &im->rel[lo] : NULL;
 }
 
@@ -658,19 +650,11 @@ bool elf_image__has_fde_table(const struct elf_image *im)
 
 uint64_t elf_image__func_start(const struct elf_image *im, uint64_t vaddr, uint64_t *size)
 {
-	size_t lo = 0, hi = im->nr_fde;
+	/* The last row starting at or before vaddr: before the first starting after it. */
+	size_t lo = VEC_BOUND(im->fde, im->nr_fde, start, vaddr, true);
 	uint64_t range;
 
 	*size = 0;
-	/* The last row starting at or before vaddr. */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (im->fde[mid].start <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (!lo)
 		return 0;
 	range = fde_range(im, im->fde[lo - 1].fde);

@@ -396,16 +396,9 @@ static int collect_sym(const struct elf_func *f, void *ctx)
 {
 	struct sym_vec *sv = ctx;
 
-	if (sv->n == sv->cap) {
-		size_t cap = sv->cap ? 2 * sv->cap : 1024;
-		struct sym *v = realloc(sv->v, cap * sizeof(*v));
-
-		if (!v) {
-			sv->err = -ENOMEM;
-			return 1;
-		}
-		sv->v = v;
-		sv->cap = cap;
+	if (vec_grow((void **)&sv->v, &sv->cap, sv->n, sizeof(*sv->v))) {
+		sv->err = -ENOMEM;
+		return 1;
 	}
 	sv->v[sv->n++] =
 	    (struct sym){f->vaddr, f->size, f->name, (f->dynamic ? 0 : 2) + (f->local ? 0 : 1)};
@@ -443,20 +436,12 @@ static void build_syms(struct elf_obj *o)
 
 const char *elf_obj__symbolize(struct elf_obj *o, uint64_t vaddr, uint64_t *off_in_sym)
 {
-	size_t lo = 0, hi;
 	const struct sym *s;
+	size_t lo;
 
 	if (!o->syms_built)
 		build_syms(o);
-	hi = o->nr_syms;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (o->syms[mid].vaddr <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = VEC_BOUND(o->syms, o->nr_syms, vaddr, vaddr, true);
 	if (!lo)
 		return NULL;
 	s = &o->syms[lo - 1];

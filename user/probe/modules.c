@@ -98,15 +98,8 @@ static struct module *add(struct modules *ms, uint64_t dev, uint64_t ino, const 
 	struct module *m;
 	const char *slash;
 
-	if (ms->n == ms->cap) {
-		size_t cap = ms->cap ? 2 * ms->cap : 64;
-		struct module **v = realloc(ms->v, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		ms->v = v;
-		ms->cap = cap;
-	}
+	if (vec_grow((void **)&ms->v, &ms->cap, ms->n, sizeof(*ms->v)))
+		return NULL;
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return NULL;
@@ -251,16 +244,9 @@ static int add_site(struct scan_ctx *sc, const struct cat_api *a, uint64_t off,
 		if (m->sites[i].entry_offset == off &&
 		    (m->sites[i].api == a || strcmp(m->sites[i].api->name, a->name)))
 			return 0;
-	if (m->nr_sites == sc->cap) {
-		size_t cap = sc->cap ? 2 * sc->cap : 16;
-		struct probe_site *v = realloc(m->sites, cap * sizeof(*v));
-
-		if (!v) {
-			sc->err = -ENOMEM;
-			return 1;
-		}
-		m->sites = v;
-		sc->cap = cap;
+	if (vec_grow((void **)&m->sites, &sc->cap, m->nr_sites, sizeof(*m->sites))) {
+		sc->err = -ENOMEM;
+		return 1;
 	}
 	m->sites[m->nr_sites] = (struct probe_site){.api = a,
 						    .offset = off,

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 #include "probe/proc_maps.h"
+#include "lib/vec.h"
 
 static int parse_line(char *line, struct pmap_ent *e)
 {
@@ -56,16 +57,9 @@ int proc_maps__load(pid_t pid, struct proc_maps **out)
 	}
 	m->pid = pid;
 	while (getline(&line, &linecap, f) > 0) {
-		if (m->n == cap) {
-			size_t ncap = cap ? 2 * cap : 256;
-			struct pmap_ent *v = realloc(m->v, ncap * sizeof(*v));
-
-			if (!v) {
-				err = -ENOMEM;
-				goto cleanup;
-			}
-			m->v = v;
-			cap = ncap;
+		if (vec_grow((void **)&m->v, &cap, m->n, sizeof(*m->v))) {
+			err = -ENOMEM;
+			goto cleanup;
 		}
 		if (parse_line(line, &m->v[m->n]))
 			continue;
@@ -85,6 +79,19 @@ cleanup:
 	return err;
 }
 
+bool proc_maps__first_exec(const struct proc_maps *m, size_t i)
+{
+	const struct pmap_ent *e = &m->v[i];
+	size_t j;
+
+	if (!e->exec || !e->path)
+		return false;
+	for (j = 0; j < i; j++)
+		if (m->v[j].exec && m->v[j].path && m->v[j].dev == e->dev && m->v[j].ino == e->ino)
+			return false;
+	return true;
+}
+
 void proc_maps__free(struct proc_maps *m)
 {
 	size_t i;
@@ -99,16 +106,9 @@ void proc_maps__free(struct proc_maps *m)
 
 const struct pmap_ent *proc_maps__find(const struct proc_maps *m, uint64_t addr)
 {
-	size_t lo = 0, hi = m->n;
+	/* the first mapping ending above addr */
+	size_t lo = VEC_BOUND(m->v, m->n, end, addr, true);
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (m->v[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo < m->n && m->v[lo].start <= addr)
 		return &m->v[lo];
 	return NULL;

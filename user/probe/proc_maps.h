@@ -27,6 +27,11 @@ struct proc_maps {
 /* Returns 0 or -errno (-ESRCH when the process is gone). */
 int proc_maps__load(pid_t pid, struct proc_maps **out);
 void proc_maps__free(struct proc_maps *m);
+/*
+ * Whether m->v[i] is the first executable mapping of a file: where an object's module is
+ * looked up, once per object however many times it is mapped.
+ */
+bool proc_maps__first_exec(const struct proc_maps *m, size_t i);
 /* The mapping containing addr, or NULL. */
 const struct pmap_ent *proc_maps__find(const struct proc_maps *m, uint64_t addr);
 /*
