@@ -285,6 +285,29 @@ def watch_live_above_threshold():
 
 
 @test
+def watch_live_above_per_exec_image():
+    """A process that exec()s its own program (reexec, under `setarch -R`: the images share
+    their call site's address): --live-above 1 MiB is armed anew for each image, whose live
+    bytes are its own (3, 2, then 1 MiB), so each writes one capture, of that image alone."""
+    w = Watch(["--live-above", "1M", "--cooldown", "0"],
+              ["setarch", "-R", scenario("reexec"), "3", "1M"])
+    try:
+        w.finish()
+        caps = w.captures("live-above")
+        eq(len(caps), 3, f"one capture per image: {caps}")
+        for gen, cap in zip((3, 2, 1), caps):
+            rep = Report(cap)
+            check(re.match(rf"trigger: live-above at .*: pid \d+ \(reexec\): {gen}\.00 MiB live "
+                           r"\(--live-above 1\.00 MiB\) after cudaMalloc of", rep.first), rep.first)
+            v = rep.verdicts()[-1]
+            eq((v["comm"], v["live_bytes"], leak_sites(v)),
+               ("reexec", gen * MiB, {("cudaMalloc", "hold_gen"): (gen * MiB, 1)}),
+               f"image {gen}: its own allocation at the trigger")
+    finally:
+        w.cleanup()
+
+
+@test
 def watch_oom_soon():
     """--oom-within 1h on a device of --device-mem: once the leak's growth is established the
     time to OOM is known (judged every second: the loop runs 2000 steps of 2 ms, several
