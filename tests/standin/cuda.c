@@ -1887,7 +1887,6 @@ out:
 	return err;
 }
 
-
 /*
  * --- memory pools, stream capture and graphs, IPC, host registration, arrays, shareable
  * handles, multicast objects ---
