@@ -188,8 +188,10 @@ static int read_rela(struct elf_image *im, uint64_t at, uint64_t size, uint64_t 
 	int err;
 
 	if (ent < sizeof(Elf64_Rela))
-		return ent ? bad(im, "DT_RELAENT %llu: smaller than a relocation (24)",
-				 (unsigned long long)ent)
+		return ent ? bad(im,
+				 "DT_RELAENT %llu of the DT_RELA table at 0x%llx: smaller than a "
+				 "relocation (24)",
+				 (unsigned long long)ent, (unsigned long long)at)
 			   : 0;
 	for (k = 0; k + ent <= size; k += ent) {
 		const uint8_t *p = elf_image__ptr(im, at + k, sizeof(Elf64_Rela));
