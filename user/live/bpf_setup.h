@@ -23,6 +23,7 @@ struct bpf_setup_opts {
 	unsigned int stack_depth;   /* frames kept per allocation stack, 0: no stacks */
 	unsigned int stack_entries; /* stacks each stack map holds */
 	unsigned int python_depth;  /* Python frames kept per allocation, 0: none */
+	unsigned int unwind_bytes;  /* stack bytes copied per allocation to unwind, 0: none */
 };
 
 /* Open, configure and load. 0 or -errno, said on stderr. */

@@ -13,6 +13,7 @@
 #include "live/options.h"
 #include "live/targets.h"
 #include "symbols/symbolizer.h"
+#include "symbols/unwind.h"
 
 /* A call (or callback, label) made by the process: what a followed child is reported for. */
 static bool is_activity(const struct gl_hdr *h)
@@ -55,10 +56,35 @@ static void intern_stack(struct live *l, const struct gl_call_rec *r)
 			(unsigned long long)r->caller);
 }
 
+/*
+ * --unwind dwarf: the record with the id of the stack unwound from the copy taken at its
+ * entry, in buf, when that stack replaces its frame-pointer walk; else the record itself.
+ */
+static const struct gl_hdr *unwound(struct live *l, const struct gl_hdr *h,
+				    struct gl_peek_rec *buf)
+{
+	int32_t id;
+
+	if (unwind__call(l->unw, (const struct gl_call_rec *)h, &id) == -ENOMEM)
+		pr_warn("out of memory for an unwound stack of pid %u\n", h->pid);
+	if (id == ((const struct gl_call_rec *)h)->stack_id || h->size > sizeof(*buf))
+		return h;
+	memcpy(buf, h, h->size);
+	buf->desc.call.stack_id = id;
+	return &buf->desc.call.hdr;
+}
+
 int feed__record(struct live *l, const struct gl_hdr *h)
 {
+	struct gl_peek_rec buf;
 	struct target *t;
 
+	/* A copy of the stack is for its call's record only: never analysed nor recorded. */
+	if (h->kind == GL_REC_USTACK) {
+		if (l->unw && unwind__copy(l->unw, h, h->size) == -ENOMEM)
+			pr_warn("out of memory for the stack copy of pid %u\n", h->pid);
+		return 0;
+	}
 	if (h->kind == GL_REC_NOTIFY && h->api == GL_API_LD_DEBUG_STATE &&
 	    (t = targets__find(l->tgts, h->pid)))
 		t->rescan_pending = true;
@@ -76,6 +102,9 @@ int feed__record(struct live *l, const struct gl_hdr *h)
 	if ((h->kind == GL_REC_ALLOC || h->kind == GL_REC_ALLOC_FAIL) &&
 	    h->size >= sizeof(struct gl_call_rec) && ((const struct gl_call_rec *)h)->stack_id >= 0)
 		intern_stack(l, (const struct gl_call_rec *)h);
+	if (l->unw && (h->kind == GL_REC_ALLOC || h->kind == GL_REC_ALLOC_FAIL) &&
+	    h->size >= sizeof(struct gl_call_rec))
+		h = unwound(l, h, &buf);
 	recorder__record(l->rec, h);
 	return analysis__feed(l->an, h);
 }

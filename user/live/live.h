@@ -26,6 +26,7 @@ struct session_opts;
 struct signals;
 struct symbolizer;
 struct targets;
+struct unwind;
 
 struct live {
 	const struct session_opts *o;
@@ -34,6 +35,7 @@ struct live {
 	struct modules *mods;
 	struct attach *att; /* NULL once detached (finishing) */
 	struct symbolizer *sym;
+	struct unwind *unw; /* --unwind dwarf, else NULL */
 	struct analysis *an;
 	struct recorder *rec;	   /* gpuleak record, else NULL */
 	struct callbacks *cbs;	   /* callbacks waiting for their probes */

@@ -45,6 +45,7 @@
 #include "output/report.h"
 #include "probe/modules.h"
 #include "symbols/symbolizer.h"
+#include "symbols/unwind.h"
 
 /* Drain this often: BPF only wakes us once 256 KiB are waiting. */
 #define POLL_MS 50
@@ -425,7 +426,9 @@ static int open_tracing(struct session *s)
 						      .ringbuf_bytes = o->ringbuf_bytes,
 						      .stack_depth = o->stack_depth,
 						      .stack_entries = o->stack_entries,
-						      .python_depth = o->python_depth},
+						      .python_depth = o->python_depth,
+						      .unwind_bytes =
+							  o->unwind_dwarf ? o->unwind_bytes : 0},
 			     &l->bpf);
 	if (err)
 		return err;
@@ -447,6 +450,8 @@ static int open_tracing(struct session *s)
 		if (!err)
 			tracker__set_site_fn(l->an->t, symbolizer__py_site, l->sym);
 	}
+	if (!err && o->unwind_dwarf && o->stack_depth)
+		err = unwind__new(l->sym, o->stack_depth, &l->unw);
 	if (!err)
 		err = pictures__open(&o->a.out, &s->pics);
 	if (!err)
@@ -516,6 +521,7 @@ static int close_session(struct session *s, bool traced, int err)
 	markers__free(l->mk);
 	pyconf__free(l->py);
 	probe_sites__free(l->sites);
+	unwind__free(l->unw);
 	symbolizer__free(l->sym);
 	modules__free(l->mods);
 	bpf_setup__free(l->bpf);
