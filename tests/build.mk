@@ -75,7 +75,7 @@ SCENARIOS_CUDART := basic leak3 apis fail prealloc threads loop timeline hostlea
 # Linked against the stand-in driver alone.
 SCENARIOS_DRIVER := driver_alloc vmm
 SCENARIO_BINS := $(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_CUDART) $(SCENARIOS_DRIVER) \
-	nccl_comm dlopen realcudart realdriver stacks reloc pyembed)
+	nccl_comm dlopen realcudart realdriver stacks reloc pyembed unwind_nofp)
 # Two builds of one program for `gpuleak diff`: BASE as written, NEW with the change (-D),
 # the same file name in two folders (one command, one module), linked like the others.
 DIFFAPP_BUILDS := $(SCENARIO_BINDIR)/diff-base/diffapp $(SCENARIO_BINDIR)/diff-new/diffapp
@@ -252,6 +252,12 @@ $(SCENARIO_BINDIR)/stacks: tests/scenarios/stacks.c tests/scenarios/scenario.h $
 		$(STACKS_HELPER) $(STACKS_NOFP) $(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
 	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< $(STANDIN_LIBCUDART) $(STACKS_HELPER) \
 		$(STACKS_NOFP) $(SCENARIO_RPATH) -pthread
+
+# Without frame pointers, as distributions build: what --unwind dwarf is for.
+$(SCENARIO_BINDIR)/unwind_nofp: tests/scenarios/unwind_nofp.c tests/scenarios/scenario.h \
+		$(STANDIN_LIBS) $(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
+	$(TESTS_CC) -std=gnu11 -O2 -g -fomit-frame-pointer $(TESTS_WARN) -I$(CUDA_INCLUDE) -o $@ $< \
+		$(STANDIN_LIBCUDART) $(SCENARIO_RPATH)
 
 # Checks the stand-ins' own semantics; links the driver directly to reach it without cudart.
 $(STANDIN_SELFTEST): tests/standin/selftest.c $(STANDIN_LIBS) $(TESTS_BUILD_MK) \

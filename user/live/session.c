@@ -323,6 +323,15 @@ static void finish(struct session *s)
 		if (target__in_analysis(targets__at(l->tgts, i)))
 			probe_sites__keep(l->sites, l->att, targets__at(l->tgts, i)->pid);
 	detach(s);
+	if (l->unw) {
+		struct unwind_stats us;
+
+		unwind__stats(l->unw, &us);
+		pr_info("--unwind dwarf: %" PRIu64 " stack copies, %" PRIu64
+			" unwound stacks in place of frame-pointer walks (%" PRIu64
+			" reached the copy's end)\n",
+			us.copies, us.used, us.copy_ended);
+	}
 	for (i = 0; i < targets__count(l->tgts); i++) {
 		struct target *t = targets__at(l->tgts, i);
 

@@ -265,11 +265,15 @@ int unwind__call(struct unwind *u, const struct gl_call_rec *r, int32_t *stack_i
 	/* Another call's copy (its record lost), or one with no frame at all. */
 	if (h->fp_id != r->stack_id || !h->nr || h->frames[0] != r->caller)
 		goto out;
-	if (r->stack_id >= 0) {
+	/*
+	 * An unwind that reached the outermost frame is the stack. One the copy's end stopped
+	 * yields to a frame-pointer walk judged sound that went further: that walk is not
+	 * bounded by the copy, and a sound walk finds what CFI does.
+	 */
+	if (r->stack_id >= 0)
 		fp = symbolizer__stack(u->sym, pid, r->stack_id, r->caller);
-		if (fp && !(fp->flags & STACK_NO_FP))
-			goto out;
-	}
+	if (h->stop != STOP_END && fp && !(fp->flags & STACK_NO_FP) && fp->nr > h->nr)
+		goto out;
 	n = h->nr;
 	memcpy(v, h->frames, n * sizeof(v[0]));
 	if (h->bad_from < n) {

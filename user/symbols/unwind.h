@@ -7,9 +7,11 @@
  *
  * The copy is unwound when it arrives, against the process's mappings as they are then, and
  * held for the call's own record (the same thread and depth, after it in the ring buffer):
- * when the frame-pointer walk of that record passed through code without frame pointers,
- * the unwound stack takes its place under an id of its own (GL_STACK_UNWOUND range), one per
- * distinct stack of a process. A walk judged sound keeps its id: it needs no copy's limits.
+ * the unwound stack takes the place of its frame-pointer walk under an id of its own
+ * (GL_STACK_UNWOUND range), one per distinct stack of a process; where the copy ended
+ * before the outermost frame, a walk judged sound that went further keeps its place (it is
+ * not bounded by the copy), and others go on with what such a walk found above the last
+ * unwound frame.
  */
 #ifndef GPULEAK_UNWIND_H
 #define GPULEAK_UNWIND_H
@@ -36,7 +38,7 @@ int unwind__copy(struct unwind *u, const struct gl_hdr *h, size_t len);
 /*
  * The call's record (ALLOC, ALLOC_FAIL): *stack_id is the id it is to carry, the unwound
  * stack's when a copy of the same thread, depth, call site and frame-pointer walk is held
- * and the walk passed through code without frame pointers. 0 or -ENOMEM.
+ * and its unwind replaces the walk (above). 0 or -ENOMEM.
  */
 int unwind__call(struct unwind *u, const struct gl_call_rec *r, int32_t *stack_id);
 void unwind__stats(const struct unwind *u, struct unwind_stats *st);
