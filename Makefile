@@ -183,7 +183,7 @@ include bench/bench.mk
 # bytes; rules: the rules parser and matchers; perfmap: the perf maps traced JITs write; json:
 # the strict JSON reader and the NDJSON verdicts gpuleak diff reads, with the diff of what loads.
 FUZZ_CC ?= clang
-FUZZ_TARGETS := capture rules perfmap json
+FUZZ_TARGETS := capture rules perfmap json unwind
 FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 # The engine: every libbpf-free folder.
 FUZZ_SRC := $(ENGINE_SRC)

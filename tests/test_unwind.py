@@ -9,6 +9,7 @@ tests/test_jit.py. Expected numbers are in the scenarios' headers."""
 import os
 import re
 
+import harness
 from harness import check, eq, leak_sites, run_gpuleak, scenario, test
 from test_capture import record, report, same_verdict
 from test_stacks import functions, run_stacks, stacks_of
@@ -140,3 +141,11 @@ def unwind_options_are_checked():
         res = run_gpuleak(["run"] + args + ["--", "true"], expect_rc=2)
         eq([l for l in res.err.splitlines() if "invalid" in l],
            [f"gpuleak run: {msg}"], f"one line: {res.err}")
+
+
+@test
+def fuzz_unwind_short():
+    """5,000 inputs of libFuzzer on what the unwinder reads of a target (stack bytes and
+    registers stepped through real CFI, CFI's DWARF expressions) over its committed seeds
+    (`make fuzz-unwind` runs it for long)."""
+    harness.run_fuzzer("unwind", 5000)
