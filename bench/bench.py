@@ -28,6 +28,9 @@ Sections (--only picks some):
              naming one from an ELF symbol table of 100 000 functions, taking turns in one
              process (glbench symbols); the first frame of each (reading the table), and the
              heap per perf map entry
+  unwind     --unwind dwarf: the pair loop with a copy of 16 KiB of stack per allocation,
+             unwound in user space with CFI, against the frame-pointer walk (the default)
+             and the floor: the cost per allocation of the copy and unwind, as a ratio
   python     a Python loop of cudaMalloc + cudaFree through ctypes, 40 frames deep: the
              Python walk per allocation at --python-depth 8 and 32 beside native stacks
              only, against the floor; the entry program's own time (BPF statistics)
@@ -98,6 +101,10 @@ TARGETS = {
     # read-only bytes on the 2026-12-01 run, the name scan, relocations, the lea scan and
     # the emulator together; a second of it would be felt at every attach.
     "procs_recover_vs_floor": (40, "le"),
+    # --unwind dwarf's pair above the floor against the frame-pointer walk's: the 16 KiB copy
+    # and its unwind may cost up to four times what all of gpuleak's other work per pair
+    # does (--quick on 2026-12-01, a 2-CPU VM at load 6: median 2.2, 1.8..4.4)
+    "unwind_vs_fp_above_floor": (5.0, "le"),
     # 2 us per allocation, the issue's aim, on the VM whose floor was 1.87 us per pair
     "python_walk_32_vs_floor": (1.07, "le"),
 }
@@ -219,10 +226,12 @@ def start_tracer(variant, pid, json_path, extra=()):
         t = Proc([GLBENCH, "bare", "-p", str(pid), "--cost", cost, BENCH_LIB], stdin=False)
         t.line("out", lambda l: l.startswith("attached"))
         return t
-    if variant in ("gpuleak", "gpuleak_stacks"):
+    if variant in ("gpuleak", "gpuleak_stacks", "gpuleak_unwind"):
         # "gpuleak": call sites only, like for like with the bpftrace script; "gpuleak_stacks":
-        # the default, a user stack per allocation (--stack-depth 32).
-        depth = ["--stack-depth", "0"] if variant == "gpuleak" else []
+        # the default, a user stack per allocation (--stack-depth 32); "gpuleak_unwind": that
+        # with --unwind dwarf (16 KiB copied per allocation).
+        depth = {"gpuleak": ["--stack-depth", "0"],
+                 "gpuleak_unwind": ["--unwind", "dwarf"]}.get(variant, [])
         t = Proc([GPULEAK, "attach", "-p", str(pid), "--interval", "0", "--json", json_path,
                   *depth, *extra], stdin=False, stderr_pipe=True)
         t.line("err", lambda l: "tracing pid" in l)
@@ -247,8 +256,8 @@ def stop_tracer(t):
         raise BenchError(f"{os.path.basename(t.argv[0])} did not exit with its target")
 
 
-def pair_run(variant, pairs, warmup, json_path):
-    target = Proc([PAIRLOOP, "--sync", "-n", str(pairs), "-w", str(warmup)])
+def pair_run(variant, pairs, warmup, json_path, env=None):
+    target = Proc([PAIRLOOP, "--sync", "-n", str(pairs), "-w", str(warmup)], env=env)
     tracer = None
     try:
         target.line("out", lambda l: l.startswith("ready"))
@@ -306,6 +315,34 @@ def bench_pairs(a, tmp, res):
     res["ratio_stacks_vs_bare"] = stats(rs_bare)
     res["ratio_stacks_vs_bpftrace_ustack"] = stats(rs_bt)
     return res
+
+
+def bench_unwind(a, tmp, res):
+    """The pair loop on the floor, under gpuleak with frame-pointer stacks (the default) and
+    with --unwind dwarf, taking turns. The copy and its unwind happen at the allocation
+    only: what the unwind run adds to the frame-pointer run is their cost per allocation;
+    the ratio of both runs' cost above the floor is the target."""
+    vs = ["bare", "gpuleak_stacks", "gpuleak_unwind"]
+    jp = os.path.join(tmp, "unwind.ndjson")
+    # pairloop allocates from main, near the top of its stack: 24 KiB of environment above
+    # it make the copy the whole 16 KiB it would be in a deeper program (all variants alike)
+    env = dict(os.environ, BENCH_STACK_PAD="x" * (24 << 10))
+    ns = {v: [] for v in vs}
+    ratio, added = [], []
+    for rep in range(a.unwind_reps):
+        k = rep % len(vs)
+        got = {}
+        for v in vs[k:] + vs[:k]:
+            got[v], _ = pair_run(v, a.unwind_pairs, a.warmup, jp, env)
+            ns[v].append(got[v])
+        added.append(got["gpuleak_unwind"] - got["gpuleak_stacks"])
+        ratio.append((got["gpuleak_unwind"] - got["bare"]) / (got["gpuleak_stacks"] - got["bare"]))
+        log(f"unwind {rep + 1}/{a.unwind_reps}: " +
+            ", ".join(f"{v} {got[v]:.0f} ns" for v in vs) + f"; ratio {ratio[-1]:.2f}")
+    out = {f"unwind_pair_ns_{v}": stats(ns[v]) for v in vs}
+    out["unwind_added_ns_per_alloc"] = stats(added)
+    out["unwind_vs_fp_above_floor"] = stats(ratio)
+    return out
 
 
 # ---- Python: the frame walk per allocation, against the native stack walk and the floor ----
@@ -787,7 +824,7 @@ SECTIONS = {"pairs": bench_pairs, "breakdown": bench_breakdown,
             "consumer": bench_consumer, "memory": bench_memory,
             "drops": bench_drops, "attach": bench_attach, "placement": bench_placement,
             "capture": bench_capture, "symbols": bench_symbols, "procs": bench_procs,
-            "python": bench_python}
+            "python": bench_python, "unwind": bench_unwind}
 
 ROWS = [  # key, label, unit, scale, format
     ("pair_ns_none", "pair, untraced", "ns", 1, "{:.0f}"),
@@ -848,6 +885,11 @@ ROWS = [  # key, label, unit, scale, format
     ("py312_walk_ns_8", "  Python walk per allocation, 8", "ns", 1, "{:.0f}"),
     ("py312_walk_ns_32", "  Python walk per allocation, 32", "ns", 1, "{:.0f}"),
     ("python_walk_32_vs_floor", "  walk at 32 / floor pair", "x", 1, "{:.2f}"),
+    ("unwind_pair_ns_bare", "pair, floor (unwind section)", "ns", 1, "{:.0f}"),
+    ("unwind_pair_ns_gpuleak_stacks", "  gpuleak, frame-pointer stacks", "ns", 1, "{:.0f}"),
+    ("unwind_pair_ns_gpuleak_unwind", "  gpuleak --unwind dwarf (16 KiB)", "ns", 1, "{:.0f}"),
+    ("unwind_added_ns_per_alloc", "  copy + unwind per allocation", "ns", 1, "{:.0f}"),
+    ("unwind_vs_fp_above_floor", "  unwind / frame pointers, above floor", "x", 1, "{:.2f}"),
     ("py312_bpf_enter_ns_py0", "  entry program per call, native", "ns", 1, "{:.0f}"),
     ("py312_bpf_enter_ns_py8", "  entry program per call, 8", "ns", 1, "{:.0f}"),
     ("py312_bpf_enter_ns_py32", "  entry program per call, 32", "ns", 1, "{:.0f}"),
@@ -931,6 +973,8 @@ def main():
     a.procs_reps = 2 if q else 5
     a.py_reps = 3 if q else 7
     a.py_pairs = 50000 if q else 200000
+    a.unwind_reps = 3 if q else 7
+    a.unwind_pairs = 50000 if q else 200000
     only = a.only.split(",") if a.only else list(SECTIONS)
     for s in only:
         if s not in SECTIONS:
@@ -954,7 +998,8 @@ def main():
                                                   "attach_reps",
                                                   "placement_reps", "placement_calls",
                                                   "symbols_reps", "symbols_frames",
-                                                  "procs_reps", "py_reps", "py_pairs")},
+                                                  "procs_reps", "py_reps", "py_pairs",
+                                                  "unwind_reps", "unwind_pairs")},
            "spread": {}, "targets": {}}
     for k, v in res.items():
         if isinstance(v, dict):

@@ -31,6 +31,12 @@ const volatile __u32 stack_depth = 0;
  * space to unwind with call frame information (struct gl_ustack_rec); 0: frame pointers only.
  */
 const volatile __u32 unwind_bytes = 0;
+/*
+ * No copy once this much of the ring buffer is unread: a consumer slower to unwind than the
+ * process allocates must lose copies (the allocation keeps its frame-pointer walk), never
+ * the records of the calls themselves.
+ */
+const volatile __u64 unwind_ring_max = 0;
 /* --follow: processes forked by a traced process are traced too (else only said). */
 const volatile bool follow_children = false;
 /*
@@ -474,26 +480,40 @@ static __always_inline __s32 stack_get(struct pt_regs *ctx, __u32 pid)
 	return (__s32)id;
 }
 
+/* bpf_find_vma's callback: where the stack's mapping ends. */
+static long vma_end(struct task_struct *task __attribute__((unused)), struct vm_area_struct *vma,
+		    void *ctx)
+{
+	*(__u64 *)ctx = vma->vm_end;
+	return 0;
+}
+
 /*
  * --unwind dwarf: the registers and the top of the user stack of an allocation call at its
  * entry, sent ahead of the call's record (same tid and depth). The stack is not interned:
  * its bytes differ from call to call, so every such allocation pays a copy of unwind_bytes
  * (once into the ring buffer, no scratch buffer). The stack's mapping may end before
- * unwind_bytes (a main thread near its top): the copy then stops at the last page that
- * reads, trying at most a page less each time.
+ * unwind_bytes (a main thread near its top): the copy stops where it ends (a failed read
+ * would clear the whole buffer first), and where that is unknown or a read still fails, at
+ * the last page that reads, trying at most a page less each time.
  */
 static __always_inline void ustack_emit(struct pt_regs *ctx, __u64 pid_tgid, __u32 d, __u16 api,
 					__s32 stack_id)
 {
-	__u64 sp = PT_REGS_SP(ctx), end;
+	__u64 sp = PT_REGS_SP(ctx), end = 0;
 	struct gl_ustack_rec *r;
 	__u32 n = unwind_bytes, len = 0;
 
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > unwind_ring_max)
+		return;
 	r = bpf_ringbuf_reserve(&events, sizeof(*r) + unwind_bytes, 0);
 	if (!r) {
 		count_loss(pid_tgid >> 32, GL_STAT_RB_FULL, 1);
 		return;
 	}
+	if (!bpf_find_vma(bpf_get_current_task_btf(), sp, vma_end, &end, 0) && end > sp &&
+	    end - sp < n)
+		n = (__u32)(end - sp);
 	for (int i = 0; i <= GL_USTACK_MAX / 4096; i++) {
 		if (n > unwind_bytes)
 			n = unwind_bytes;

@@ -329,8 +329,10 @@ static void finish(struct session *s)
 		unwind__stats(l->unw, &us);
 		pr_info("--unwind dwarf: %" PRIu64 " stack copies, %" PRIu64
 			" unwound stacks in place of frame-pointer walks (%" PRIu64
-			" reached the copy's end)\n",
-			us.copies, us.used, us.copy_ended);
+			" reached the copy's end), %" PRIu64 " calls without a copy; %.1f us per "
+			"unwind\n",
+			us.copies, us.used, us.copy_ended, us.missing,
+			us.copies ? (double)us.unwind_ns / 1e3 / (double)us.copies : 0.0);
 	}
 	for (i = 0; i < targets__count(l->tgts); i++) {
 		struct target *t = targets__at(l->tgts, i);

@@ -3,6 +3,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "lib/hmap.h"
 #include "symbols/cfi.h"
 #include "symbols/stacks.h"
@@ -159,6 +160,14 @@ static void unwind_copy(struct unwind *u, pid_t pid, const struct gl_ustack_rec 
 	}
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 static uint64_t held_key(const struct gl_hdr *h)
 {
 	return (uint64_t)h->tid << 3 | (h->depth & 7);
@@ -168,7 +177,7 @@ int unwind__copy(struct unwind *u, const struct gl_hdr *h, size_t len)
 {
 	const struct gl_ustack_rec *r = (const struct gl_ustack_rec *)h;
 	struct held *hd;
-	uint64_t *at;
+	uint64_t *at, t0;
 
 	if (len < sizeof(*r) || h->size < sizeof(*r) || r->len > h->size - sizeof(*r))
 		return -EINVAL;
@@ -182,7 +191,9 @@ int unwind__copy(struct unwind *u, const struct gl_hdr *h, size_t len)
 		return -ENOMEM;
 	}
 	hd->fp_id = r->stack_id;
+	t0 = now_ns();
 	unwind_copy(u, (pid_t)h->pid, r, hd);
+	u->st.unwind_ns += now_ns() - t0;
 	return 0;
 }
 
@@ -258,8 +269,10 @@ int unwind__call(struct unwind *u, const struct gl_call_rec *r, int32_t *stack_i
 	int err;
 
 	*stack_id = r->stack_id;
-	if (!at)
+	if (!at) {
+		u->st.missing += r->stack_id >= 0;
 		return 0;
+	}
 	h = (struct held *)(uintptr_t)*at;
 	hmap__del(&u->held, r->hdr.pid, held_key(&r->hdr));
 	/* Another call's copy (its record lost), or one with no frame at all. */

@@ -27,6 +27,9 @@ struct unwind_stats {
 	uint64_t copies;     /* stack copies received */
 	uint64_t used;	     /* calls whose stack they replaced */
 	uint64_t copy_ended; /* of those, unwinds the copy's end stopped (joined or cut) */
+	uint64_t missing;    /* calls with a stack but no copy: BPF skipped it (the ring
+			      * buffer was filling) or lost it */
+	uint64_t unwind_ns;  /* time spent unwinding copies */
 };
 
 /* depth: --stack-depth, the frames a stack keeps. */
