@@ -256,14 +256,21 @@ def stop_tracer(t):
         raise BenchError(f"{os.path.basename(t.argv[0])} did not exit with its target")
 
 
-def pair_run(variant, pairs, warmup, json_path, env=None):
+def pair_run(variant, pairs, warmup, json_path, env=None, bpf=None):
+    """ns per pair (median chunk, mean) of pairloop under variant; with bpf a list, the
+    gpuleak entry program's own ns per call is appended to it (BPF statistics on)."""
     target = Proc([PAIRLOOP, "--sync", "-n", str(pairs), "-w", str(warmup)], env=env)
     tracer = None
     try:
         target.line("out", lambda l: l.startswith("ready"))
+        before = enter_progs() if bpf is not None else {}
         tracer = start_tracer(variant, target.pid, json_path)
         target.send("go\n")
         res = json.loads(target.line("out", lambda l: l.startswith("{"), timeout=300))
+        mine = [v for k, v in enter_progs().items() if k not in before] if bpf is not None \
+            else []
+        if len(mine) == 1 and mine[0][1]:
+            bpf.append(mine[0][0] / mine[0][1])
         if target.wait() != 0:
             raise BenchError("pairloop failed")
         stop_tracer(tracer)
@@ -328,20 +335,35 @@ def bench_unwind(a, tmp, res):
     # it make the copy the whole 16 KiB it would be in a deeper program (all variants alike)
     env = dict(os.environ, BENCH_STACK_PAD="x" * (24 << 10))
     ns = {v: [] for v in vs}
+    bpf = {v: [] for v in vs}
     ratio, added = [], []
-    for rep in range(a.unwind_reps):
-        k = rep % len(vs)
-        got = {}
-        for v in vs[k:] + vs[:k]:
-            got[v], _ = pair_run(v, a.unwind_pairs, a.warmup, jp, env)
-            ns[v].append(got[v])
-        added.append(got["gpuleak_unwind"] - got["gpuleak_stacks"])
-        ratio.append((got["gpuleak_unwind"] - got["bare"]) / (got["gpuleak_stacks"] - got["bare"]))
-        log(f"unwind {rep + 1}/{a.unwind_reps}: " +
-            ", ".join(f"{v} {got[v]:.0f} ns" for v in vs) + f"; ratio {ratio[-1]:.2f}")
+    old = set_bpf_stats(True)
+    try:
+        for rep in range(a.unwind_reps):
+            k = rep % len(vs)
+            got = {}
+            for v in vs[k:] + vs[:k]:
+                got[v], _ = pair_run(v, a.unwind_pairs, a.warmup, jp, env, bpf[v])
+                ns[v].append(got[v])
+            added.append(got["gpuleak_unwind"] - got["gpuleak_stacks"])
+            ratio.append((got["gpuleak_unwind"] - got["bare"]) /
+                         (got["gpuleak_stacks"] - got["bare"]))
+            log(f"unwind {rep + 1}/{a.unwind_reps}: " +
+                ", ".join(f"{v} {got[v]:.0f} ns" for v in vs) + f"; ratio {ratio[-1]:.2f}")
+    finally:
+        if old is not None:
+            set_bpf_stats(old == "1")
     out = {f"unwind_pair_ns_{v}": stats(ns[v]) for v in vs}
     out["unwind_added_ns_per_alloc"] = stats(added)
     out["unwind_vs_fp_above_floor"] = stats(ratio)
+    for v in ("gpuleak_stacks", "gpuleak_unwind"):
+        if bpf[v]:
+            out[f"unwind_bpf_enter_ns_{v}"] = stats(bpf[v])
+    # The entry program runs at both calls of a pair, the copy at the first. Runs beside
+    # another gpuleak's (a shared machine) cannot tell their program apart and have none.
+    if bpf["gpuleak_unwind"] and bpf["gpuleak_stacks"]:
+        out["unwind_bpf_copy_ns_per_alloc"] = stats(
+            [2 * (u - statistics.median(bpf["gpuleak_stacks"])) for u in bpf["gpuleak_unwind"]])
     return out
 
 
@@ -890,6 +912,10 @@ ROWS = [  # key, label, unit, scale, format
     ("unwind_pair_ns_gpuleak_unwind", "  gpuleak --unwind dwarf (16 KiB)", "ns", 1, "{:.0f}"),
     ("unwind_added_ns_per_alloc", "  copy + unwind per allocation", "ns", 1, "{:.0f}"),
     ("unwind_vs_fp_above_floor", "  unwind / frame pointers, above floor", "x", 1, "{:.2f}"),
+    ("unwind_bpf_enter_ns_gpuleak_stacks", "  entry program per call, fp", "ns", 1, "{:.0f}"),
+    ("unwind_bpf_enter_ns_gpuleak_unwind", "  entry program per call, dwarf", "ns", 1,
+     "{:.0f}"),
+    ("unwind_bpf_copy_ns_per_alloc", "  the copy in BPF per allocation", "ns", 1, "{:.0f}"),
     ("py312_bpf_enter_ns_py0", "  entry program per call, native", "ns", 1, "{:.0f}"),
     ("py312_bpf_enter_ns_py8", "  entry program per call, 8", "ns", 1, "{:.0f}"),
     ("py312_bpf_enter_ns_py32", "  entry program per call, 32", "ns", 1, "{:.0f}"),
