@@ -125,7 +125,8 @@ static void steps(const uint8_t *p, size_t n)
 
 		if (err)
 			return;
-		if ((regs.known & (1u << CFI_RIP | 1u << CFI_RSP)) != (1u << CFI_RIP | 1u << CFI_RSP) ||
+		if ((regs.known & (1u << CFI_RIP | 1u << CFI_RSP)) !=
+			(1u << CFI_RIP | 1u << CFI_RSP) ||
 		    !regs.v[CFI_RIP]) {
 			fprintf(stderr, "a step to a caller without its pc or sp\n");
 			abort();

@@ -60,8 +60,7 @@ static void intern_stack(struct live *l, const struct gl_call_rec *r)
  * --unwind dwarf: the record with the id of the stack unwound from the copy taken at its
  * entry, in buf, when that stack replaces its frame-pointer walk; else the record itself.
  */
-static const struct gl_hdr *unwound(struct live *l, const struct gl_hdr *h,
-				    struct gl_peek_rec *buf)
+static const struct gl_hdr *unwound(struct live *l, const struct gl_hdr *h, struct gl_peek_rec *buf)
 {
 	int32_t id;
 

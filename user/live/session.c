@@ -329,10 +329,9 @@ static void finish(struct session *s)
 		unwind__stats(l->unw, &us);
 		pr_info("--unwind dwarf: %" PRIu64 " stack copies, %" PRIu64
 			" unwound stacks in place of frame-pointer walks (%" PRIu64
-			" reached the copy's end), %" PRIu64 " calls without a copy; %.1f us per "
-			"unwind\n",
-			us.copies, us.used, us.copy_ended, us.missing,
-			us.copies ? (double)us.unwind_ns / 1e3 / (double)us.copies : 0.0);
+			" reached the copy's end), %" PRIu64 " calls without a copy; %.1f ms "
+			"unwinding, opening objects included\n",
+			us.copies, us.used, us.copy_ended, us.missing, (double)us.unwind_ns / 1e6);
 	}
 	for (i = 0; i < targets__count(l->tgts); i++) {
 		struct target *t = targets__at(l->tgts, i);
@@ -433,14 +432,14 @@ static int open_tracing(struct session *s)
 	struct live *l = &s->l;
 	int err;
 
-	err = bpf_setup__new(&(struct bpf_setup_opts){.follow = o->follow,
-						      .ringbuf_bytes = o->ringbuf_bytes,
-						      .stack_depth = o->stack_depth,
-						      .stack_entries = o->stack_entries,
-						      .python_depth = o->python_depth,
-						      .unwind_bytes =
-							  o->unwind_dwarf ? o->unwind_bytes : 0},
-			     &l->bpf);
+	err = bpf_setup__new(
+	    &(struct bpf_setup_opts){.follow = o->follow,
+				     .ringbuf_bytes = o->ringbuf_bytes,
+				     .stack_depth = o->stack_depth,
+				     .stack_entries = o->stack_entries,
+				     .python_depth = o->python_depth,
+				     .unwind_bytes = o->unwind_dwarf ? o->unwind_bytes : 0},
+	    &l->bpf);
 	if (err)
 		return err;
 	err = modules__new(&l->mods);

@@ -252,7 +252,7 @@ int cfi__eval(const Dwarf_Op *ops, size_t n, const struct cfi_regs *regs, bool h
 		}
 		st[sp - 1] = a;
 		continue;
-push:
+	push:
 		if (sp == EVAL_STACK)
 			return -EINVAL;
 		st[sp++] = a;
@@ -293,8 +293,8 @@ static int caller_reg(Dwarf_Frame *fr, int reg, const struct cfi_regs *regs, uin
 	return rd(ctx, at, v);
 }
 
-int cfi__step(struct cfi *c, struct elf_obj *elf, uint64_t bias, bool exact,
-	      struct cfi_regs *regs, cfi_read_fn rd, void *ctx)
+int cfi__step(struct cfi *c, struct elf_obj *elf, uint64_t bias, bool exact, struct cfi_regs *regs,
+	      cfi_read_fn rd, void *ctx)
 {
 	uint64_t pc = regs->v[CFI_RIP], cfa, ra, bp;
 	Dwarf_CFI *tries[3];

@@ -44,8 +44,8 @@ void cfi__free(struct cfi *c);
  * covers pc; -ENODATA: the return address is undefined (the outermost frame); -EFAULT: a
  * saved register lies outside the copy; -EINVAL: a rule this cannot evaluate.
  */
-int cfi__step(struct cfi *c, struct elf_obj *elf, uint64_t bias, bool exact,
-	      struct cfi_regs *regs, cfi_read_fn rd, void *ctx);
+int cfi__step(struct cfi *c, struct elf_obj *elf, uint64_t bias, bool exact, struct cfi_regs *regs,
+	      cfi_read_fn rd, void *ctx);
 
 /*
  * A DWARF expression of CFI (the object's bytes, as libdw decoded them) on regs, cfa being

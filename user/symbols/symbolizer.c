@@ -944,8 +944,7 @@ static int frame_fp(struct symbolizer *s, pid_t pid, uint64_t addr)
 	return e->fp;
 }
 
-struct elf_obj *symbolizer__object(struct symbolizer *s, pid_t pid, uint64_t addr,
-				   uint64_t *bias)
+struct elf_obj *symbolizer__object(struct symbolizer *s, pid_t pid, uint64_t addr, uint64_t *bias)
 {
 	struct seen_map *m = lookup(s, pid, addr);
 	struct elf_obj *elf = m ? map_elf(s, m) : NULL;

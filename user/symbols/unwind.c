@@ -31,7 +31,7 @@ struct unwind {
 	struct symbolizer *sym;
 	struct cfi *cfi;
 	unsigned int depth;
-	struct hmap held;   /* (pid, tid << 3 | depth) -> struct held * */
+	struct hmap held;     /* (pid, tid << 3 | depth) -> struct held * */
 	struct hmap interned; /* (pid, hash of a stack) -> its id */
 	int32_t next_id;
 	struct unwind_stats st;
@@ -115,8 +115,7 @@ static int fp_step(struct cfi_regs *r, bool exact, const struct copy *c)
 	return 0;
 }
 
-static void unwind_copy(struct unwind *u, pid_t pid, const struct gl_ustack_rec *r,
-			struct held *h)
+static void unwind_copy(struct unwind *u, pid_t pid, const struct gl_ustack_rec *r, struct held *h)
 {
 	struct copy c = {.sp = r->sp, .data = r->data, .len = r->len};
 	struct cfi_regs regs = {.known = 1u << CFI_RIP | 1u << CFI_RSP | 1u << CFI_RBP};
@@ -201,8 +200,8 @@ int unwind__copy(struct unwind *u, const struct gl_hdr *h, size_t len)
  * The frames a copy's unwind did not reach, from the frame-pointer walk: where it shows the
  * last unwound frame, what it found above it follows, judged as the kernel's walk is.
  */
-static void join_fp(struct unwind *u, pid_t pid, const struct ustack *fp, uint64_t *v,
-		    size_t *n, unsigned int *flags, unsigned int *nofp)
+static void join_fp(struct unwind *u, pid_t pid, const struct ustack *fp, uint64_t *v, size_t *n,
+		    unsigned int *flags, unsigned int *nofp)
 {
 	size_t j, k;
 
