@@ -566,15 +566,14 @@ static const struct argp_option trace_options[] = {
      "Python frames kept per allocation of a Python process (CPython 3.10 to 3.13; default "
      "32, at most 64; 0: no Python frames)",
      0},
-    {"unwind", OPT_UNWIND, "fp|dwarf", 0,
-     "How allocation stacks are walked: fp (default), the kernel's frame-pointer walk; dwarf, "
-     "also a copy of the top of the stack, unwound with the modules' call frame information "
-     "(.eh_frame, .debug_frame) through code built without frame pointers (costs a copy of "
-     "--unwind-bytes per allocation)",
+    {"unwind", OPT_UNWIND, "MODE", 0,
+     "How allocation stacks are walked: fp, the kernel's frame-pointer walk (default); dwarf, "
+     "also a copy of the top of the stack per allocation, unwound with the objects' call "
+     "frame information through code built without frame pointers",
      0},
     {"unwind-bytes", OPT_UNWIND_BYTES, "BYTES", 0,
-     "--unwind dwarf: bytes of stack copied per allocation (default 16KiB, 1KiB..32KiB); "
-     "frames beyond them are the frame-pointer walk's",
+     "Stack bytes --unwind dwarf copies per allocation, 1KiB to 32KiB (default 16KiB); the "
+     "frames above them are the frame-pointer walk's",
      0},
     {"debug-dir", OPT_DEBUG_DIR, "DIR", 0,
      "Also look for separate debug files of stripped libraries in DIR "
