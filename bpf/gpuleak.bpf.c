@@ -99,6 +99,8 @@ struct frame {
 	__u64 aux2;
 	__u64 mul;
 	__u64 ts_ns; /* entry time, syncs only */
+	__u64 ra; /* --unwind dwarf: the return address at entry, before the return probe's
+		   * trampoline took its place on the stack */
 	__s32 stack_id;
 	__u32 api;
 	__u32 hflags;	  /* enum gl_hdr_flags found at entry */
@@ -497,8 +499,8 @@ static long vma_end(struct task_struct *task __attribute__((unused)), struct vm_
  * would clear the whole buffer first), and where that is unknown or a read still fails, at
  * the last page that reads, trying at most a page less each time.
  */
-static __always_inline void ustack_emit(struct pt_regs *ctx, __u64 pid_tgid, __u32 d, __u16 api,
-					__s32 stack_id)
+static __always_inline void ustack_emit(struct pt_regs *ctx, const struct tstate *st,
+					__u64 pid_tgid, __u32 d, __u16 api, __s32 stack_id)
 {
 	__u64 sp = PT_REGS_SP(ctx), end = 0;
 	struct gl_ustack_rec *r;
@@ -543,6 +545,12 @@ static __always_inline void ustack_emit(struct pt_regs *ctx, __u64 pid_tgid, __u
 	r->ip = PT_REGS_IP(ctx);
 	r->sp = sp;
 	r->bp = PT_REGS_FP(ctx);
+	for (__u32 k = 0; k < GL_MAX_DEPTH - 1; k++) {
+		const struct frame *of = &st->f[k & (GL_MAX_DEPTH - 1)];
+
+		r->ret_at[k] = k < d ? of->sp : 0;
+		r->ret[k] = k < d ? of->ra : 0;
+	}
 	bpf_ringbuf_submit(r, rb_flags(0, sizeof(*r) + unwind_bytes));
 }
 
@@ -575,6 +583,10 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 	f->ts_ns = s.shape == GL_SHAPE_SYNC ? bpf_ktime_get_ns() : 0;
 	f->api = api;
 	f->stack_id = -1;
+	f->ra = 0;
+	/* Read before the return probe runs: it replaces the return address after this. */
+	if (unwind_bytes && bpf_probe_read_user(&f->ra, sizeof(f->ra), (void *)f->sp))
+		f->ra = 0;
 	f->hflags = 0;
 	f->layer_seen = 0;
 	/* No label unless this call's descriptor names one (AT_RETURN copies none at entry). */
@@ -603,7 +615,7 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 			py_stack(st, pid_tgid, &f->stack_id);
 		/* A stack with Python frames is named by the interpreter's own chain. */
 		if (unwind_bytes && stack_depth && !gl_stack_is_py(f->stack_id))
-			ustack_emit(ctx, pid_tgid, d, api, f->stack_id);
+			ustack_emit(ctx, st, pid_tgid, d, api, f->stack_id);
 	}
 	st->depth = d + 1;
 	return 0;

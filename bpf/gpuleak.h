@@ -109,6 +109,9 @@ struct gl_call_rec {
  */
 #define GL_STACK_PY (1 << 29)
 
+/* Nested traced calls remembered per thread (cudaMalloc -> cuMemAlloc -> ... ). */
+#define GL_MAX_DEPTH 8
+
 /*
  * Ids from GL_STACK_UNWOUND up to GL_STACK_PY name a stack user space unwound with the
  * modules' call frame information from a struct gl_ustack_rec (--unwind dwarf): one id per
@@ -130,6 +133,13 @@ struct gl_ustack_rec {
 	__s32 stack_id;	   /* the frame-pointer walk's id the call's record carries, < 0: none */
 	__u32 len;	   /* bytes of data: from sp up, cut where the stack's mapping ends */
 	__u64 ip, sp, bp;  /* at the call's entry: the probed function's first instruction */
+	/*
+	 * The traced calls open below this one on the thread (hdr.depth of them, outermost
+	 * first): where each one's return address is on the stack and what it was before its
+	 * return probe put the kernel's trampoline there. Unwinding reads those instead.
+	 */
+	__u64 ret_at[GL_MAX_DEPTH - 1];
+	__u64 ret[GL_MAX_DEPTH - 1];
 	__u8 data[];
 };
 
@@ -690,7 +700,5 @@ enum gl_api {
 
 #define GL_API_FAMILY(api) ((api) >> 8)
 
-/* Nested traced calls remembered per thread (cudaMalloc -> cuMemAlloc -> ... ). */
-#define GL_MAX_DEPTH 8
 
 #endif /* GPULEAK_H */

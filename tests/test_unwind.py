@@ -113,6 +113,24 @@ def unwind_dwarf_copies_at_allocations_only():
 
 
 @test
+def unwind_dwarf_through_open_traced_calls():
+    """hostleak --libc: the stand-in driver's calloc inside cuMemAlloc_v2 inside cudaMalloc,
+    both traced: their return addresses on the stack are the kernel's uretprobe trampoline
+    by then. The copy says what they were, and the unwind goes through both to main."""
+    res = run_gpuleak(["run", "--libc", "--unwind", "dwarf", "--interval", "0", "--",
+                       scenario("hostleak")])
+    v = res.verdict()
+    got = [s for e in v["leaks"] if e["api"] == "calloc" for s in e["stacks"]
+           if "cuMemAlloc_v2" in functions(s)]
+    eq(len(got), 1, "one calloc under cuMemAlloc_v2")
+    fns = functions(got[0])
+    i = fns.index("cuMemAlloc_v2")
+    eq(fns[i:i + 4], ["cuMemAlloc_v2", "cudaMalloc", "gpu_leak", "main"],
+       f"through both open calls: {[f['name'] for f in got[0]['frames']]}")
+    eq((got[0]["truncated"], got[0]["without_frame_pointers"]), (False, None), "verified")
+
+
+@test
 def unwind_dwarf_capture_reports_the_unwound_stack_offline():
     """The unwound stack is what the capture keeps: `gpuleak report` draws it with the same
     verdict, with no copy of the stack in the file."""

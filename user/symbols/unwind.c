@@ -71,14 +71,23 @@ struct copy {
 	uint64_t sp;
 	const uint8_t *data;
 	size_t len;
+	const struct gl_ustack_rec *r; /* the open calls' return addresses */
+	unsigned int nr_ret;
 };
 
 static int copy_read(void *ctx, uint64_t addr, uint64_t *val)
 {
 	const struct copy *c = ctx;
+	unsigned int k;
 
 	if (addr < c->sp || addr - c->sp > c->len || c->len - (addr - c->sp) < 8)
 		return -EFAULT;
+	/* An open traced call's return address, where the kernel's trampoline now is. */
+	for (k = 0; k < c->nr_ret; k++)
+		if (c->r->ret_at[k] == addr && c->r->ret[k]) {
+			*val = c->r->ret[k];
+			return 0;
+		}
 	memcpy(val, c->data + (addr - c->sp), 8);
 	return 0;
 }
@@ -117,7 +126,11 @@ static int fp_step(struct cfi_regs *r, bool exact, const struct copy *c)
 
 static void unwind_copy(struct unwind *u, pid_t pid, const struct gl_ustack_rec *r, struct held *h)
 {
-	struct copy c = {.sp = r->sp, .data = r->data, .len = r->len};
+	struct copy c = {.sp = r->sp,
+			 .data = r->data,
+			 .len = r->len,
+			 .r = r,
+			 .nr_ret = r->hdr.depth < GL_MAX_DEPTH ? r->hdr.depth : GL_MAX_DEPTH - 1};
 	struct cfi_regs regs = {.known = 1u << CFI_RIP | 1u << CFI_RSP | 1u << CFI_RBP};
 	bool exact = true;
 
