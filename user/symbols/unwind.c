@@ -95,7 +95,8 @@ static int copy_read(void *ctx, uint64_t addr, uint64_t *val)
 /*
  * A frame-pointer step, for code no CFI covers: at the probed function's first instruction
  * the return address is at the stack pointer; in a caller, the frame pointer leads to the
- * saved frame pointer and the return address above it.
+ * saved frame pointer and the return address above it. 0, -ENODATA at the end of the
+ * chain, -EFAULT past the copy, -EINVAL for a frame pointer that cannot be one.
  */
 static int fp_step(struct cfi_regs *r, bool exact, const struct copy *c)
 {
@@ -110,7 +111,12 @@ static int fp_step(struct cfi_regs *r, bool exact, const struct copy *c)
 		r->v[CFI_RSP] += 8;
 		return 0;
 	}
-	if (!(r->known & 1u << CFI_RBP) || bp < r->v[CFI_RSP])
+	if (!(r->known & 1u << CFI_RBP))
+		return -EINVAL;
+	/* The outermost frame of a frame-pointer chain has none before it. */
+	if (!bp)
+		return -ENODATA;
+	if (bp < r->v[CFI_RSP])
 		return -EINVAL;
 	err = copy_read((void *)c, bp, &next_bp);
 	if (!err)
