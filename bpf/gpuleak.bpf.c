@@ -99,7 +99,7 @@ struct frame {
 	__u64 aux2;
 	__u64 mul;
 	__u64 ts_ns; /* entry time, syncs only */
-	__u64 ra; /* --unwind dwarf: the return address at entry, before the return probe's
+	__u64 ra;    /* --unwind dwarf: the return address at entry, before the return probe's
 		   * trampoline took its place on the stack */
 	__s32 stack_id;
 	__u32 api;

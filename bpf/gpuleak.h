@@ -700,5 +700,4 @@ enum gl_api {
 
 #define GL_API_FAMILY(api) ((api) >> 8)
 
-
 #endif /* GPULEAK_H */
