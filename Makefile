@@ -21,6 +21,8 @@ PYTHON ?= /usr/bin/python3
 
 ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 VMLINUX := vmlinux/$(ARCH)/vmlinux.h
+# libbpf's usdt.bpf.h includes <linux/errno.h>, which needs the multiarch <asm/errno.h>.
+BPF_MULTIARCH := /usr/include/$(shell $(CC) -print-multiarch)
 
 # `make V=1` shows the commands.
 ifeq ($(V),1)
@@ -72,7 +74,7 @@ $(OUTPUT):
 $(BPF_OBJ): $(BPF_SRC) $(wildcard bpf/*.h) $(VMLINUX) | $(OUTPUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) $(WARN) \
-		-Ivmlinux/$(ARCH) -Ibpf -c $(BPF_SRC) -o $@
+		-Ivmlinux/$(ARCH) -Ibpf -idirafter $(BPF_MULTIARCH) -c $(BPF_SRC) -o $@
 
 $(SKEL): $(BPF_OBJ)
 	$(call msg,GEN-SKEL,$@)

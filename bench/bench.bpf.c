@@ -5,12 +5,15 @@
  *     attaches them. With cost == 0 they are empty: what the uprobe traps alone cost, the
  *     floor. The bits of cost (enum bench_cost) add one kind of work gpuleak does per call
  *     at a time, for the cost breakdown of `make bench`;
+ *   - bare_usdt: an empty USDT program, attached as gpuleak attaches its USDT probes: what
+ *     the USDT traps alone cost (PyTorch's block pairs), their floor;
  *   - produce: a syscall program that fills a ring buffer with gpuleak records, so the
  *     consumer benchmark drains real ring buffer samples through gpuleak's own decode path.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/usdt.bpf.h>
 #include "gpuleak.h"
 #include "bench.h"
 
@@ -150,5 +153,12 @@ int produce(struct bench_produce *args)
 	struct bench_produce a = *args;
 
 	args->produced = bpf_loop(a.count, produce_one, &a, 0);
+	return 0;
+}
+
+SEC("usdt")
+int bare_usdt(struct pt_regs *ctx)
+{
+	(void)ctx;
 	return 0;
 }

@@ -4,6 +4,7 @@
 # tests/build.mk, whose compiler settings the targets share. Everything lands in .output/bench:
 #   lib/libcudart.so.13   the benchmark's runtime: cudaMalloc + cudaFree, nothing else
 #   bin/pairloop          the tight-loop target (allocate/free pairs through that library)
+#   bin/torchloop         the same with PyTorch block pairs (the tests' stand-in allocator)
 #   bin/realtarget        maps NVIDIA's libcudart.so.13 and libnccl.so.2 (attach, placement)
 #   glbench               empty-program floors (per call; attach and detach), consumer,
 #                         memory and symbols benchmarks (links gpuleak's objects)
@@ -12,11 +13,12 @@
 BENCH_OUT := $(OUTPUT)/bench
 BENCH_LIB := $(BENCH_OUT)/lib/libcudart.so.13
 BENCH_PAIRLOOP := $(BENCH_OUT)/bin/pairloop
+BENCH_TORCHLOOP := $(BENCH_OUT)/bin/torchloop
 BENCH_REALTARGET := $(BENCH_OUT)/bin/realtarget
 GLBENCH := $(BENCH_OUT)/glbench
 BENCH_SKEL := $(BENCH_OUT)/bench.skel.h
 BENCH_MANYSYMS := $(BENCH_OUT)/lib/libmanysyms.so
-BENCH_ALL := $(BENCH_LIB) $(BENCH_PAIRLOOP) $(GLBENCH) $(BENCH_MANYSYMS)
+BENCH_ALL := $(BENCH_LIB) $(BENCH_PAIRLOOP) $(BENCH_TORCHLOOP) $(GLBENCH) $(BENCH_MANYSYMS)
 ifneq ($(wildcard $(CUDA_NCCL_LIBDIR)/libnccl.so.2),)
 BENCH_ALL += $(BENCH_REALTARGET)
 endif
@@ -37,7 +39,13 @@ $(BENCH_PAIRLOOP): bench/pairloop.c $(BENCH_LIB) bench/bench.mk
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(TESTS_CC) $(SCENARIO_CFLAGS) -O2 -o $@ $< $(BENCH_LIB) \
-		-Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN/../lib'
+		-Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN/../lib' -ldl
+
+# PyTorch block pairs through the tests' stand-in allocator (dlopen()ed by path at run time).
+$(BENCH_TORCHLOOP): bench/pairloop.c bench/bench.mk
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(TESTS_CC) $(SCENARIO_CFLAGS) -O2 -DPAIRLOOP_TORCH -o $@ $< -ldl
 
 $(BENCH_REALTARGET): bench/realtarget.c bench/bench.mk
 	@mkdir -p $(@D)
@@ -50,7 +58,7 @@ $(BENCH_OUT)/bench.bpf.o: bench/bench.bpf.c bench/bench.h bpf/gpuleak.h $(VMLINU
 	@mkdir -p $(@D)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) -Ivmlinux/$(ARCH) -Ibpf \
-		-Ibench -c $< -o $@
+		-Ibench -idirafter $(BPF_MULTIARCH) -c $< -o $@
 
 $(BENCH_SKEL): $(BENCH_OUT)/bench.bpf.o
 	$(call msg,GEN-SKEL,$@)

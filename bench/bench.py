@@ -10,6 +10,12 @@ Sections (--only picks some):
              ratios are taken within a repetition, then the median over repetitions. A run's
              ns per pair is its median chunk of 1000 pairs (chunks where the thread lost its
              CPU are outliers); the whole-run means are in bench.json too.
+  torch      ns per PyTorch block pair (c10_cuda_alloc + c10_cuda_free of the tests' stand-in
+             libc10_cuda.so, served from its cache: the two USDT probes pytorch:malloc and
+             pytorch:free): untraced (semaphores 0), empty USDT programs on the same probes
+             (the USDT trap floor), gpuleak with call sites and with stacks; beside the
+             uprobe pair's floor of the same repetition (pairloop under empty programs):
+             what a block pair costs gpuleak over its floor, and over the uprobe pair's
   breakdown  the same loop under programs doing one kind of gpuleak's per-call work each
              (bench/bench.bpf.c, enum bench_cost): what each adds to the floor
   consumer   records decoded and applied per second by one thread, 1 M allocations live,
@@ -65,10 +71,12 @@ OUT = os.path.join(ROOT, ".output")
 BENCH = os.path.join(OUT, "bench")
 GPULEAK = os.path.join(ROOT, "gpuleak")
 PAIRLOOP = os.path.join(BENCH, "bin", "pairloop")
+TORCHLOOP = os.path.join(BENCH, "bin", "torchloop")
 REALTARGET = os.path.join(BENCH, "bin", "realtarget")
 GLBENCH = os.path.join(BENCH, "glbench")
 MANYSYMS = os.path.join(BENCH, "lib", "libmanysyms.so")
 BENCH_LIB = os.path.realpath(os.path.join(BENCH, "lib", "libcudart.so.13"))
+TORCH_LIB = os.path.join(OUT, "tests", "lib", "libc10_cuda.so")
 REAL_CUDART = "/usr/local/cuda/lib64/libcudart.so.13"
 REAL_NCCL = "/usr/local/cuda/lib/libnccl.so.2"
 NPM = os.path.join(os.environ.get("GPULEAK_DEPS", "/var/cache/gpuleak"), "npm")
@@ -256,15 +264,16 @@ def stop_tracer(t):
         raise BenchError(f"{os.path.basename(t.argv[0])} did not exit with its target")
 
 
-def pair_run(variant, pairs, warmup, json_path, env=None, bpf=None):
-    """ns per pair (median chunk, mean) of pairloop under variant; with bpf a list, the
-    gpuleak entry program's own ns per call is appended to it (BPF statistics on)."""
-    target = Proc([PAIRLOOP, "--sync", "-n", str(pairs), "-w", str(warmup)], env=env)
+def loop_run(argv, start, env=None, bpf=None):
+    """A pairloop target (ready, go, its JSON line) traced by start(pid) (None: untraced):
+    its JSON result and pid. With bpf a list, the gpuleak entry program's own ns per call is
+    appended to it (BPF statistics on; a run beside another gpuleak's program has none)."""
+    target = Proc(argv, env=env)
     tracer = None
     try:
         target.line("out", lambda l: l.startswith("ready"))
         before = enter_progs() if bpf is not None else {}
-        tracer = start_tracer(variant, target.pid, json_path)
+        tracer = start(target.pid)
         target.send("go\n")
         res = json.loads(target.line("out", lambda l: l.startswith("{"), timeout=300))
         mine = [v for k, v in enter_progs().items() if k not in before] if bpf is not None \
@@ -272,14 +281,20 @@ def pair_run(variant, pairs, warmup, json_path, env=None, bpf=None):
         if len(mine) == 1 and mine[0][1]:
             bpf.append(mine[0][0] / mine[0][1])
         if target.wait() != 0:
-            raise BenchError("pairloop failed")
+            raise BenchError(f"{os.path.basename(argv[0])} failed")
         stop_tracer(tracer)
     finally:
         target.kill()
         if tracer:
             tracer.kill()
+    return res, target.pid
+
+
+def pair_run(variant, pairs, warmup, json_path, env=None, bpf=None):
+    res, pid = loop_run([PAIRLOOP, "--sync", "-n", str(pairs), "-w", str(warmup)],
+                        lambda p: start_tracer(variant, p, json_path), env, bpf)
     if variant.startswith("gpuleak"):
-        v = read_verdict(json_path, target.pid)
+        v = read_verdict(json_path, pid)
         want = 2 * (pairs + warmup)
         # A result is only worth reporting if gpuleak saw every call.
         if v["calls"] != want or v["dropped_events"]:
@@ -322,6 +337,60 @@ def bench_pairs(a, tmp, res):
     res["ratio_stacks_vs_bare"] = stats(rs_bare)
     res["ratio_stacks_vs_bpftrace_ustack"] = stats(rs_bt)
     return res
+
+
+def torch_run(variant, pairs, warmup, json_path):
+    """One pairloop --torch run under variant: ns per block pair (median chunk, mean)."""
+    def start(pid):
+        if variant != "usdt_floor":
+            return start_tracer(variant, pid, json_path)
+        tracer = Proc([GLBENCH, "usdt", "-p", str(pid), TORCH_LIB, "pytorch:malloc",
+                       "pytorch:free"], stdin=False)
+        tracer.line("out", lambda l: l.startswith("attached"))
+        return tracer
+
+    res, pid = loop_run([TORCHLOOP, "--sync", "--torch", TORCH_LIB, "-n", str(pairs), "-w",
+                         str(warmup), "-s", "1000"], start)
+    if variant.startswith("gpuleak"):
+        v = read_verdict(json_path, pid)
+        t, want = v["pytorch"] or {}, pairs + warmup
+        # Only a run in which gpuleak saw every block is worth reporting.
+        if (t.get("blocks_allocated"), t.get("blocks_freed")) != (want, want) or \
+                v["dropped_events"]:
+            raise BenchError(f"gpuleak saw {t.get('blocks_allocated')} of {want} blocks, "
+                             f"{v['dropped_events']} dropped: {v['losses']}")
+    return res["ns_per_pair"], res["mean_ns_per_pair"]
+
+
+def bench_torch(a, tmp, res):
+    variants = ["none", "usdt_floor", "gpuleak", "gpuleak_stacks"]
+    ns = {v: [] for v in variants + ["pair_none", "pair_bare"]}
+    r_floor, rs_floor, r_pair = [], [], []
+    jp = os.path.join(tmp, "torch.ndjson")
+    for rep in range(a.reps):
+        k = rep % len(variants)
+        got = {}
+        for v in variants[k:] + variants[:k]:
+            got[v], _ = torch_run(v, a.pairs, a.warmup, jp)
+        # The uprobe pair's floor in the same repetition: a block pair's cost beside it.
+        got["pair_none"], _ = pair_run("none", a.pairs, a.warmup, jp)
+        got["pair_bare"], _ = pair_run("bare", a.pairs, a.warmup, jp)
+        for v in got:
+            ns[v].append(got[v])
+        r_floor.append(got["gpuleak"] / got["usdt_floor"])
+        rs_floor.append(got["gpuleak_stacks"] / got["usdt_floor"])
+        r_pair.append((got["gpuleak_stacks"] - got["none"]) /
+                      (got["pair_bare"] - got["pair_none"]))
+        log(f"torch {rep + 1}/{a.reps}: " +
+            ", ".join(f"{v} {got[v]:.0f} ns" for v in got) +
+            f"; gpuleak/usdt floor {r_floor[-1]:.3f}, stacks {rs_floor[-1]:.3f}; block pair "
+            f"cost / uprobe pair floor cost {r_pair[-1]:.2f}")
+    out = {f"torch_ns_{v}": stats(ns[v]) for v in variants}
+    out["torch_ratio_vs_usdt_floor"] = stats(r_floor)
+    out["torch_ratio_stacks_vs_usdt_floor"] = stats(rs_floor)
+    out["torch_cost_vs_pair_floor_cost"] = stats(r_pair)
+    out["torch_pair_floor_ns"] = stats(ns["pair_bare"])
+    return out
 
 
 def bench_unwind(a, tmp, res):
@@ -842,7 +911,7 @@ def bench_symbols(a, tmp, res):
                 stats([r["perf_map_heap_bytes_per_entry"] for r in runs])}
 
 
-SECTIONS = {"pairs": bench_pairs, "breakdown": bench_breakdown,
+SECTIONS = {"pairs": bench_pairs, "torch": bench_torch, "breakdown": bench_breakdown,
             "consumer": bench_consumer, "memory": bench_memory,
             "drops": bench_drops, "attach": bench_attach, "placement": bench_placement,
             "capture": bench_capture, "symbols": bench_symbols, "procs": bench_procs,
@@ -861,6 +930,15 @@ ROWS = [  # key, label, unit, scale, format
     ("pair_ns_bpftrace_ustack", "pair, bpftrace with ustack", "ns", 1, "{:.0f}"),
     ("ratio_stacks_vs_bare", "gpuleak stacks / floor", "", 1, "{:.3f}"),
     ("ratio_stacks_vs_bpftrace_ustack", "gpuleak stacks / bpftrace ustack", "", 1, "{:.3f}"),
+    ("torch_ns_none", "block pair (PyTorch), untraced", "ns", 1, "{:.0f}"),
+    ("torch_ns_usdt_floor", "block pair, empty USDT programs (floor)", "ns", 1, "{:.0f}"),
+    ("torch_ns_gpuleak", "block pair, gpuleak, call sites", "ns", 1, "{:.0f}"),
+    ("torch_ns_gpuleak_stacks", "block pair, gpuleak, stacks (default)", "ns", 1, "{:.0f}"),
+    ("torch_ratio_vs_usdt_floor", "  gpuleak / USDT floor", "", 1, "{:.3f}"),
+    ("torch_ratio_stacks_vs_usdt_floor", "  gpuleak stacks / USDT floor", "", 1, "{:.3f}"),
+    ("torch_pair_floor_ns", "  uprobe pair floor, same reps", "ns", 1, "{:.0f}"),
+    ("torch_cost_vs_pair_floor_cost", "  block pair cost / uprobe pair floor", "x", 1,
+     "{:.2f}"),
 ] + [(f"cost_ns_{n}", f"  {label}", "ns", 1, "{:.0f}") for n, _, label, _ in COST_STEPS] + [
     ("producer_records_per_s", "producer: one traced thread", "M/s", 1e-6, "{:.2f}"),
     ("consumer_events_per_s", "consumer, 1 M live, one thread", "M/s", 1e-6, "{:.2f}"),

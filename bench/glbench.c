@@ -9,6 +9,11 @@
  *                                  --cost: do some of gpuleak's work in them (enum
  *                                  bench_cost), draining the records as gpuleak does.
  *                                  Prints "attached", holds until PID exits.
+ *   glbench usdt -p PID LIB PROVIDER:NAME...
+ *                                  an empty USDT program on each probe of LIB for PID,
+ *                                  attached as gpuleak attaches its own (libbpf's USDT
+ *                                  support, a link per probe, semaphores raised): the USDT
+ *                                  floor. Prints "attached", holds until PID exits.
  *   glbench attach -p PID OBJECT:OFFSET[,OFFSET...]...
  *                                  the floor of attaching and detaching: empty BPF programs
  *                                  at the given file offsets of each OBJECT for PID, one
@@ -100,6 +105,7 @@ static uint64_t now_ns(void)
 static int usage(void)
 {
 	fprintf(stderr, "usage: glbench bare -p PID [--cost BITS] LIB\n"
+			"       glbench usdt -p PID LIB PROVIDER:NAME...\n"
 			"       glbench attach -p PID OBJECT:OFFSET[,OFFSET...]...\n"
 			"       glbench consumer [-l LIVE] [-n EVENTS] [-b BATCH] [--cold]\n"
 			"       glbench memory [-l LIVE]\n"
@@ -246,6 +252,77 @@ cleanup:
 	bpf_link__destroy(enter);
 	bench_bpf__destroy(skel);
 	elf_obj__free(o);
+	return err ? 1 : 0;
+}
+
+/* ---- usdt: the trap floor of USDT probes (empty programs, gpuleak's way of attaching) ---- */
+
+#define USDT_MAX 8
+
+static int cmd_usdt(int argc, char **argv)
+{
+	struct bench_bpf *skel = NULL;
+	struct bpf_link *links[USDT_MAX] = {NULL};
+	struct pollfd pfd = {.fd = -1, .events = POLLIN};
+	int i, n = 0, opt, err = 0;
+	const char *lib;
+	pid_t pid = 0;
+
+	while ((opt = getopt(argc, argv, "p:")) != -1) {
+		if (opt != 'p')
+			return usage();
+		pid = atoi(optarg);
+	}
+	if (pid <= 0 || argc - optind < 2 || argc - optind - 1 > USDT_MAX)
+		return usage();
+	lib = argv[optind];
+	skel = bench_bpf__open();
+	if (!skel) {
+		err = -errno;
+		fprintf(stderr, "glbench: opening BPF: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	err = bench_bpf__load(skel);
+	if (err) {
+		fprintf(stderr, "glbench: loading BPF: %s\n", strerror(-err));
+		goto cleanup;
+	}
+	for (i = optind + 1; i < argc; i++) {
+		char prov[64], name[64];
+		const char *colon = strchr(argv[i], ':');
+
+		if (!colon || colon - argv[i] >= (long)sizeof(prov) ||
+		    strlen(colon + 1) >= sizeof(name))
+			return usage();
+		snprintf(prov, sizeof(prov), "%.*s", (int)(colon - argv[i]), argv[i]);
+		snprintf(name, sizeof(name), "%s", colon + 1);
+		links[n] =
+		    bpf_program__attach_usdt(skel->progs.bare_usdt, pid, lib, prov, name, NULL);
+		if (!links[n]) {
+			err = -errno;
+			fprintf(stderr, "glbench: USDT %s in %s for pid %d: %s\n", argv[i], lib,
+				pid, strerror(-err));
+			goto cleanup;
+		}
+		n++;
+	}
+	pfd.fd = syscall(SYS_pidfd_open, pid, 0);
+	if (pfd.fd < 0) {
+		err = -errno;
+		fprintf(stderr, "glbench: pid %d: %s\n", pid, strerror(-err));
+		goto cleanup;
+	}
+	printf("attached\n");
+	fflush(stdout);
+	while (!(pfd.revents & POLLIN))
+		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+			break;
+cleanup:
+	if (pfd.fd >= 0)
+		close(pfd.fd);
+	for (i = 0; i < n; i++)
+		bpf_link__destroy(links[i]);
+	bench_bpf__destroy(skel);
 	return err ? 1 : 0;
 }
 
@@ -847,6 +924,8 @@ int main(int argc, char **argv)
 		return usage();
 	if (!strcmp(argv[1], "bare"))
 		return cmd_bare(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "usdt"))
+		return cmd_usdt(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "attach"))
 		return cmd_attach(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "consumer"))

@@ -6,6 +6,12 @@
  *
  *   pairloop [--sync] [-n PAIRS] [-w WARMUP] [-s SIZE]        as fast as it can
  *   pairloop [--sync] -r CALLS_PER_S -d SECONDS [-s SIZE]     paced (2 calls per pair)
+ *   torchloop --torch LIB [--sync] [-n PAIRS] [-w WARMUP]      PyTorch block pairs instead:
+ *            c10_cuda_alloc + c10_cuda_free of the stand-in libc10_cuda.so at LIB (dlopen),
+ *            the block served from the allocator's cache after the first: each pair is its
+ *            two USDT probes (pytorch:malloc, pytorch:free) and the allocator's own work.
+ *            The same source built with -DPAIRLOOP_TORCH: no runtime of its own, so the
+ *            allocator loads the stand-in runtime it needs for its segments.
  *
  * --sync: print "ready PID" and wait for a line on stdin before the warm-up, so a tracer can
  * attach first. The warm-up pairs (default 20000) are not timed: the first hits of a probe
@@ -22,6 +28,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <dlfcn.h>
+#include <stdint.h>
 #include <cuda_runtime_api.h>
 
 static unsigned long long now_ns(void)
@@ -35,18 +43,58 @@ static unsigned long long now_ns(void)
 /* One call site for every pair, as a hot loop in an inference server has. */
 static __attribute__((noinline)) int pair(size_t size)
 {
+#ifdef PAIRLOOP_TORCH
+	(void)size;
+	return -1;
+#else
 	void *p;
 
 	if (cudaMalloc(&p, size) || cudaFree(p))
 		return -1;
 	return 0;
+#endif
+}
+
+/* --torch: PyTorch's allocator (NativeCachingAllocator::allocate, local_raw_delete). */
+static void *(*torch_alloc)(size_t size, int device, int64_t stream);
+static void (*torch_free)(void *ptr);
+
+static __attribute__((noinline)) int torch_pair(size_t size)
+{
+	void *p = torch_alloc(size, 0, 0);
+
+	if (!p)
+		return -1;
+	torch_free(p);
+	return 0;
 }
 
 static int pairs(unsigned long long n, size_t size)
 {
+	if (torch_alloc) {
+		for (unsigned long long i = 0; i < n; i++)
+			if (torch_pair(size))
+				return -1;
+		return 0;
+	}
 	for (unsigned long long i = 0; i < n; i++)
 		if (pair(size))
 			return -1;
+	return 0;
+}
+
+static int load_torch(const char *lib)
+{
+	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+
+	if (h) {
+		torch_alloc = (void *(*)(size_t, int, int64_t))dlsym(h, "c10_cuda_alloc");
+		torch_free = (void (*)(void *))dlsym(h, "c10_cuda_free");
+	}
+	if (!torch_alloc || !torch_free) {
+		fprintf(stderr, "pairloop: %s: %s\n", lib, dlerror());
+		return -1;
+	}
 	return 0;
 }
 
@@ -122,7 +170,8 @@ static int paced(double calls_per_s, double seconds, size_t size, unsigned long 
 
 int main(int argc, char **argv)
 {
-	static const struct option longopts[] = {{"sync", no_argument, NULL, 'S'}, {}};
+	static const struct option longopts[] = {
+	    {"sync", no_argument, NULL, 'S'}, {"torch", required_argument, NULL, 'T'}, {}};
 	unsigned long long n = 200000, warmup = 20000, done = 0, t0, t1;
 	double rate = 0, seconds = 0, median_ns = 0;
 	size_t size = 4096;
@@ -132,6 +181,10 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'S':
 			sync = 1;
+			break;
+		case 'T':
+			if (load_torch(optarg))
+				return 1;
 			break;
 		case 'n':
 			n = strtoull(optarg, NULL, 0);
@@ -149,8 +202,9 @@ int main(int argc, char **argv)
 			seconds = strtod(optarg, NULL);
 			break;
 		default:
-			fprintf(stderr, "usage: pairloop [--sync] [-n PAIRS] [-w WARMUP] [-s SIZE] "
-					"[-r CALLS_PER_S -d SECONDS]\n");
+			fprintf(stderr,
+				"usage: pairloop [--sync] [--torch LIB] [-n PAIRS] [-w WARMUP] "
+				"[-s SIZE] [-r CALLS_PER_S -d SECONDS]\n");
 			return 2;
 		}
 	}

@@ -7,11 +7,18 @@
  *
  * Two links per traced object (entry, return) instead of one per shape: each link costs a
  * grace period (~20 ms here) to detach, and users notice a slow Ctrl-C.
+ *
+ * USDT probes (SystemTap SDT notes: PyTorch's allocator, an interpreter's markers) run a third
+ * program, gl_usdt, attached by libbpf's USDT support (one link per process, object and probe
+ * name; the probe's semaphore raised through the uprobe's reference counter). Its API id is the
+ * USDT cookie, its arguments come from the note's specs (bpf_usdt_arg); the records it makes
+ * are the entry-only ones the function probes make.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include <bpf/usdt.bpf.h>
 #include "gpuleak.h"
 #include "gpuleak.bpf.h"
 
@@ -19,7 +26,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define SIGCONT 18
 #define SIGSTOP 19
-#define EEXIST	17
 
 const volatile struct gl_api_spec specs[GL_API_MAX] = {};
 /* Wake the consumer only once this much is unread: per-record wakeups cost 3-6x per call. */
@@ -763,6 +769,199 @@ static __always_inline int emit_entry(struct pt_regs *ctx, __u16 api, struct gl_
 	return 0;
 }
 
+/* ---- allocations reported complete, and USDT probes ---- */
+
+/*
+ * Argument n (1-based) of a USDT, decoded by libbpf from the note's argument spec; 0 when the
+ * position is unused. A probe with fewer arguments (a step marker's spec reads four) is no
+ * failure: bpf_usdt_arg says -ENOENT. Any other error is a read failure, counted.
+ */
+static __always_inline __u64 usdt_arg(struct pt_regs *ctx, int n, __u32 pid)
+{
+	long v = 0;
+	int err;
+
+	if (!n)
+		return 0;
+	err = bpf_usdt_arg(ctx, n - 1, &v);
+	if (err) {
+		if (err != -ENOENT)
+			count_loss(pid, GL_STAT_READ_FAIL, 1);
+		return 0;
+	}
+	return v;
+}
+
+static __always_inline __u64 arg_of(struct pt_regs *ctx, int n, bool usdt, __u32 pid)
+{
+	return usdt ? usdt_arg(ctx, n, pid) : gl_arg(ctx, n);
+}
+
+/* emit_done's short record: a FREE_SMALL (size unused) or an ALLOC_SMALL. */
+static __always_inline int small_done(struct pt_regs *ctx, __u16 api, struct gl_api_spec s,
+				      __u64 pid_tgid, __u8 depth, __u8 kind, __u64 addr, __u64 size,
+				      bool usdt)
+{
+	__u64 caller = usdt ? PT_REGS_IP(ctx) : gl_entry_caller(ctx);
+	__u32 pid = pid_tgid >> 32;
+	struct gl_small_rec *sr;
+
+	if (kind == GL_REC_FREE_SMALL) {
+		sr = bpf_ringbuf_reserve(&events, GL_SMALL_FREE_SIZE, 0);
+		if (!sr)
+			goto lost;
+		hdr_fill(&sr->hdr, GL_SMALL_FREE_SIZE, kind, depth, api, pid_tgid,
+			 bpf_ktime_get_ns());
+		sr->addr = addr;
+		sr->caller = caller;
+		bpf_ringbuf_submit(sr, rb_flags(s.flags, GL_SMALL_FREE_SIZE));
+		return 0;
+	}
+	sr = bpf_ringbuf_reserve(&events, GL_SMALL_ALLOC_SIZE, 0);
+	if (!sr)
+		goto lost;
+	hdr_fill(&sr->hdr, GL_SMALL_ALLOC_SIZE, kind, depth, api, pid_tgid, bpf_ktime_get_ns());
+	sr->addr = addr;
+	sr->caller = caller;
+	sr->size = size;
+	bpf_ringbuf_submit(sr, rb_flags(s.flags, GL_SMALL_ALLOC_SIZE));
+	return 0;
+lost:
+	count_loss(pid, GL_STAT_RB_FULL, 1);
+	count_loss(pid, kind == GL_REC_FREE_SMALL ? GL_STAT_LOST_FREES : GL_STAT_LOST_ALLOCS, 1);
+	return 0;
+}
+
+/*
+ * An allocation complete where the probe fires (GL_SHAPE_ALLOC_DONE): one record, with the
+ * stack. A USDT sits inside a function: its call site is the probe's own address (the kernel
+ * puts the instruction pointer back on the probe before handlers run), and [sp] is no return
+ * address; a function probe's is the return address at entry. With GL_SPEC2_SIGNED_SIZE a
+ * negative size releases addr: a free record, which takes no stack.
+ */
+static __always_inline int emit_done(struct pt_regs *ctx, __u16 api, struct gl_api_spec s,
+				     bool usdt)
+{
+	__u64 pid_tgid = cur_pid_tgid();
+	__u32 pid = pid_tgid >> 32;
+	struct tstate *st = tstate_get(false);
+	__u8 depth = st ? st->depth : 0;
+	__u64 addr = arg_of(ctx, s.arg_addr, usdt, pid);
+	__s64 size = arg_of(ctx, s.arg_size, usdt, pid);
+	__u64 aux = arg_of(ctx, s.arg_aux, usdt, pid);
+	__u64 aux2 = arg_of(ctx, s.arg_aux2, usdt, pid);
+	bool release = (s.flags2 & GL_SPEC2_SIGNED_SIZE) && size < 0;
+	struct gl_call_rec *r;
+	__s32 stack_id = -1;
+
+	if (!release && (stack_depth || python_depth) && !(st && under_alloc(st, depth, api))) {
+		if (stack_depth)
+			stack_id = stack_get(ctx, pid);
+		/* A tensor made from Python is named by its Python frames, as any allocation:
+		 * the walk caches the thread's interpreter state in its tstate. */
+		if (python_depth && !st)
+			st = tstate_get(true);
+		if (python_depth && st)
+			py_stack(st, pid_tgid, &stack_id);
+	}
+	/*
+	 * The short record when it says all (device 0, stream 0, no stack): gl_small_rec. Two
+	 * reservations of constant size: the verifier has to see which one it writes.
+	 */
+	if (!aux && !aux2 && stack_id < 0 && release)
+		return small_done(ctx, api, s, pid_tgid, depth, GL_REC_FREE_SMALL, addr, 0, usdt);
+	if (!aux && !aux2 && stack_id < 0)
+		return small_done(ctx, api, s, pid_tgid, depth, GL_REC_ALLOC_SMALL, addr, size,
+				  usdt);
+	r = rec_reserve(pid);
+	if (!r)
+		goto lost;
+	rec_header(r, release ? GL_REC_FREE : GL_REC_ALLOC, depth, api, pid_tgid,
+		   bpf_ktime_get_ns());
+	r->addr = addr;
+	r->size = release ? (__u64)-size : (__u64)size;
+	r->aux = aux;
+	r->aux2 = aux2;
+	r->caller = usdt ? PT_REGS_IP(ctx) : gl_entry_caller(ctx);
+	r->ret = 0;
+	r->stack_id = stack_id;
+	bpf_ringbuf_submit(r, rb_flags(s.flags, sizeof(*r)));
+	return 0;
+lost:
+	/* What a lost block costs is its own record: its memory is its segment's. */
+	count_loss(pid, release ? GL_STAT_LOST_FREES : GL_STAT_LOST_ALLOCS, 1);
+	return 0;
+}
+
+/* A USDT free or marker: the record is complete at the probe, as at a function's entry. */
+static __always_inline int usdt_entry(struct pt_regs *ctx, __u16 api, struct gl_api_spec s)
+{
+	__u64 pid_tgid = cur_pid_tgid();
+	__u32 pid = pid_tgid >> 32;
+	struct tstate *st = tstate_get(false);
+	__u64 addr = usdt_arg(ctx, s.arg_addr, pid);
+	__u64 size = usdt_arg(ctx, s.arg_size, pid);
+	__u64 aux = usdt_arg(ctx, s.arg_aux, pid);
+	__u64 aux2 = usdt_arg(ctx, s.arg_aux2, pid);
+	__u8 kind = s.shape == GL_SHAPE_NOTIFY ? GL_REC_NOTIFY : GL_REC_FREE;
+	struct gl_call_rec *r;
+
+	if (kind == GL_REC_FREE && !size && !aux && !aux2) {
+		struct gl_small_rec *sr = bpf_ringbuf_reserve(&events, GL_SMALL_FREE_SIZE, 0);
+
+		if (!sr) {
+			count_loss(pid, GL_STAT_RB_FULL, 1);
+			if (addr)
+				count_loss(pid, GL_STAT_LOST_FREES, 1);
+			return 0;
+		}
+		hdr_fill(&sr->hdr, GL_SMALL_FREE_SIZE, GL_REC_FREE_SMALL, st ? st->depth : 0, api,
+			 pid_tgid, bpf_ktime_get_ns());
+		sr->addr = addr;
+		sr->caller = PT_REGS_IP(ctx);
+		bpf_ringbuf_submit(sr, rb_flags(s.flags, GL_SMALL_FREE_SIZE));
+		return 0;
+	}
+	r = rec_reserve(pid);
+	if (!r) {
+		if (kind == GL_REC_FREE && addr)
+			count_loss(pid, GL_STAT_LOST_FREES, 1);
+		return 0;
+	}
+	rec_header(r, kind, st ? st->depth : 0, api, pid_tgid, bpf_ktime_get_ns());
+	r->addr = addr;
+	r->size = size;
+	r->aux = aux;
+	r->aux2 = aux2;
+	r->caller = PT_REGS_IP(ctx);
+	r->ret = 0;
+	r->stack_id = -1;
+	bpf_ringbuf_submit(r, rb_flags(s.flags, sizeof(*r)));
+	return 0;
+}
+
+/* Every USDT link: the API id is its USDT cookie (libbpf owns the BPF cookie). */
+SEC("usdt")
+int gl_usdt(struct pt_regs *ctx)
+{
+	__u64 api = bpf_usdt_cookie(ctx);
+	struct gl_api_spec s;
+
+	if (api >= GL_API_MAX)
+		return 0;
+	s = specs[api];
+	switch (s.shape) {
+	case GL_SHAPE_ALLOC_DONE:
+		return emit_done(ctx, api, s, true);
+	case GL_SHAPE_FREE:
+	case GL_SHAPE_FREE_ASYNC:
+	case GL_SHAPE_NOTIFY:
+		return usdt_entry(ctx, api, s);
+	default:
+		return 0;
+	}
+}
+
 SEC("uprobe.multi")
 int gl_enter(struct pt_regs *ctx)
 {
@@ -782,6 +981,8 @@ int gl_enter(struct pt_regs *ctx)
 	case GL_SHAPE_FREE_ASYNC:
 	case GL_SHAPE_NOTIFY:
 		return emit_entry(ctx, api, s);
+	case GL_SHAPE_ALLOC_DONE:
+		return emit_done(ctx, api, s, false);
 	default:
 		return 0;
 	}

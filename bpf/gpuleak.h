@@ -468,6 +468,12 @@ enum gl_shape {
 	GL_SHAPE_SYNC = 5,	   /* int f(stream|event|void): completion point, at return */
 	GL_SHAPE_CALL = 6,	   /* int f(args...): args at entry, return value at return */
 	GL_SHAPE_NOTIFY = 7,	   /* f(args...): entry-only marker */
+	/*
+	 * An allocation reported where it is complete: a USDT after the allocator chose the
+	 * block (pytorch:malloc), or a function called with the finished allocation (PyTorch's
+	 * profiler hook). One record, GL_REC_ALLOC at entry, with a stack; no return probe.
+	 */
+	GL_SHAPE_ALLOC_DONE = 8,
 };
 
 /* Flags of struct gl_api_spec. */
@@ -495,6 +501,11 @@ enum gl_spec_flags2 {
 	/* ALLOC_RET with a descriptor: copy peek_len bytes at the returned address at return
 	 * (struct gl_peek_rec), for objects a symbol-less library returns. */
 	GL_SPEC2_PEEK_RET = 1 << 1,
+	/*
+	 * ALLOC_DONE: arg_size is signed; a negative size is a release of arg_addr (the profiler
+	 * hook reports +bytes at an allocation and -bytes at a free): a GL_REC_FREE, no stack.
+	 */
+	GL_SPEC2_SIGNED_SIZE = 1 << 4,
 };
 
 /* Where a call's label string is (struct gl_label_rec is emitted for it). */
@@ -527,8 +538,9 @@ struct gl_api_spec {
 };
 
 /*
- * API identities: the attach cookie and gl_hdr.api. Persisted: never renumber; add at the
- * end of a family's block. The family is api >> 8.
+ * API identities: the attach cookie and gl_hdr.api (a USDT link's USDT cookie,
+ * bpf_usdt_opts.usdt_cookie: libbpf keeps the link's own BPF cookie for its spec id).
+ * Persisted: never renumber; add at the end of a family's block. The family is api >> 8.
  */
 enum gl_family {
 	GL_FAM_CUDART = 1,
@@ -539,7 +551,8 @@ enum gl_family {
 	GL_FAM_LIBC = 6,
 	GL_FAM_LDSO = 7,
 	GL_FAM_MARKER = 8,
-	GL_FAM_MAX = 9,
+	GL_FAM_PYTORCH = 9,
+	GL_FAM_MAX = 10,
 };
 
 enum gl_api {
@@ -695,7 +708,19 @@ enum gl_api {
 	GL_API_MARKER_END = 0x808, /* --end: the session ends at this call */
 	GL_API_MARKER_LAST,
 
-	GL_API_MAX = 0x900, /* size of the rodata spec table */
+	/*
+	 * PyTorch's CUDA caching allocator: blocks (tensors) carved from segments it got from
+	 * cudaMalloc or cuMemCreate + cuMemMap. USDT probes of libc10_cuda.so (PyTorch >= 2.1),
+	 * else the profiler hook exported by libc10.so; a process uses one of the two.
+	 */
+	GL_API_TORCH_MALLOC = 0x900,	   /* USDT pytorch:malloc(ptr, device, size, stream_id) */
+	GL_API_TORCH_FREE = 0x901,	   /* USDT pytorch:free(ptr) */
+	GL_API_TORCH_REPORT_MEM = 0x902,   /* c10::reportMemoryUsageToProfiler(ptr, +-bytes,
+					    * size_t allocated, size_t reserved, c10::Device) */
+	GL_API_TORCH_REPORT_MEM_1 = 0x903, /* the same with int64_t totals (PyTorch 1.x) */
+	GL_API_TORCH_LAST,
+
+	GL_API_MAX = 0xa00, /* size of the rodata spec table */
 };
 
 #define GL_API_FAMILY(api) ((api) >> 8)

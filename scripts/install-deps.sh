@@ -33,13 +33,16 @@ set -euo pipefail
 # librsvg2-bin and fonts-dejavu-core: the tests render --svg to PNG (rsvg-convert) and look
 # at it; without a font its text would not be drawn. bpftrace: the peer `make bench`
 # compares gpuleak's cost with (bench/bench.py). clang-format: make format-check (make test).
+# systemtap-sdt-dev: <sys/sdt.h>, the USDT probes of the stand-in PyTorch (tests/standin).
+# python3.11: Debian's interpreter, whose SDT probes the USDT tests trace.
 # libdw-dev: elfutils' DWARF library, whose call frame information readers --unwind dwarf
 # unwinds with (user/symbols/cfi.c). strace: kills gpuleak at its Nth syscall of a kind, at
 # every stage of its startup (tests/test_conduct.py: no process it held is left stopped).
 want_pkgs=(clang clang-format llvm make gcc pkg-config libelf-dev libdw-dev zlib1g-dev libbpf-dev
 	   bpftool python3-jsonschema
 	   libclang-rt-14-dev librsvg2-bin fonts-dejavu-core python3 curl util-linux
-	   python3-prometheus-client prometheus bpftrace groff-base libcapstone-dev strace)
+	   python3-prometheus-client prometheus bpftrace groff-base libcapstone-dev strace
+	   systemtap-sdt-dev python3.11)
 quiet=${GPULEAK_DEPS_QUIET:-0}
 say() { [ "$quiet" = 1 ] || echo "install-deps: $*" >&2; }
 warn() { echo "install-deps: warning: $*" >&2; }

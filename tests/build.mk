@@ -65,6 +65,14 @@ STANDIN_LIBCUDA := $(STANDIN_LIBDIR)/libcuda.so.1
 STANDIN_LIBCUDART := $(STANDIN_LIBDIR)/libcudart.so.13
 STANDIN_LIBS := $(STANDIN_LIBCUDA) $(STANDIN_LIBCUDART)
 STANDIN_LIBNCCL := $(STANDIN_LIBDIR)/libnccl.so.2
+# PyTorch's caching allocator over the stand-ins: libc10.so (the profiler hook) and
+# libc10_cuda.so (the allocator, with PyTorch's USDT probes); lib-nosdt/ has a
+# libc10_cuda.so built without them, as PyTorch before 2.1 or with TORCH_DISABLE_SDT.
+STANDIN_LIBC10 := $(STANDIN_LIBDIR)/libc10.so
+STANDIN_LIBC10_CUDA := $(STANDIN_LIBDIR)/libc10_cuda.so
+NOSDT_LIBDIR := $(TESTS_OUTPUT)/lib-nosdt
+NOSDT_LIBC10_CUDA := $(NOSDT_LIBDIR)/libc10_cuda.so
+TORCH_SCENARIOS := $(addprefix $(SCENARIO_BINDIR)/,torch_decode torch_decode_nosdt torch_dlopen)
 # The probe-placement runtime (reloc.S): a libcudart.so.13 of its own, in its own folder.
 RELOC_LIBDIR := $(TESTS_OUTPUT)/lib-reloc
 RELOC_LIBCUDART := $(RELOC_LIBDIR)/libcudart.so.13
@@ -82,7 +90,8 @@ DIFFAPP_BUILDS := $(SCENARIO_BINDIR)/diff-base/diffapp $(SCENARIO_BINDIR)/diff-n
 SCENARIO_BINS += $(DIFFAPP_BUILDS)
 STANDIN_SELFTEST := $(SCENARIO_BINDIR)/standin_selftest
 STANDIN_ALL := $(STANDIN_LIBS) $(STANDIN_LIBNCCL) $(RELOC_LIBCUDART) $(SCENARIO_BINS) \
-	$(STANDIN_SELFTEST)
+	$(STANDIN_SELFTEST) $(STANDIN_LIBC10) $(STANDIN_LIBC10_CUDA) $(NOSDT_LIBC10_CUDA) \
+	$(TORCH_SCENARIOS)
 
 # Real Dawn: libwebgpu_wrapper.so (no SONAME) from the npm cache install-deps.sh fills.
 GPULEAK_DEPS ?= /var/cache/gpuleak
@@ -127,7 +136,7 @@ standins-check: standins
 	$(STANDIN_SELFTEST)
 	GPULEAK_REAL_LIBCUDA=$(GPULEAK_REAL_LIBCUDA) tests/scenarios/smoke.sh $(SCENARIO_BINDIR)
 
-$(STANDIN_LIBDIR) $(SCENARIO_BINDIR) $(RELOC_LIBDIR):
+$(STANDIN_LIBDIR) $(SCENARIO_BINDIR) $(RELOC_LIBDIR) $(NOSDT_LIBDIR):
 	mkdir -p $@
 
 # The driver stand-in is unversioned like the real libcuda.so.1; the map only hides
@@ -153,6 +162,43 @@ $(STANDIN_LIBNCCL): tests/standin/nccl.c tests/standin/libnccl.map $(CUDA_INCLUD
 	$(TESTS_CC) $(STANDIN_CFLAGS) $(STANDIN_ENTRY_CFLAGS) $(STANDIN_LDFLAGS) -o $@ $< \
 		-Wl,-soname,libnccl.so.2 -Wl,--version-script=tests/standin/libnccl.map \
 		-Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN' -ldl
+
+# The profiler hook's entry pushes %rbp, as the real one's (push %r14) is emulated too.
+$(STANDIN_LIBC10): tests/standin/c10.c tests/standin/c10.h $(TESTS_BUILD_MK) | $(STANDIN_LIBDIR)
+	$(TESTS_CC) $(STANDIN_CFLAGS) $(STANDIN_ENTRY_CFLAGS) $(STANDIN_LDFLAGS) \
+		-fvisibility=hidden -o $@ $< -Wl,-soname,libc10.so
+
+# <sys/sdt.h> (systemtap-sdt-dev) makes the probes' notes; stripping keeps them. The runtime,
+# driver and libc10.so by file name, found next to it at run time (DT_RPATH $ORIGIN; the
+# copy without probes looks in ../lib).
+C10_CUDA_LINK = -L$(STANDIN_LIBDIR) -l:libc10.so -l:libcudart.so.13 -l:libcuda.so.1 \
+	-Wl,-soname,libc10_cuda.so -Wl,--disable-new-dtags
+$(STANDIN_LIBC10_CUDA): tests/standin/c10_cuda.c tests/standin/c10_cuda.h tests/standin/c10.h \
+		$(STANDIN_LIBC10) $(STANDIN_LIBS) $(TESTS_BUILD_MK) | $(STANDIN_LIBDIR)
+	$(TESTS_CC) $(STANDIN_CFLAGS) $(STANDIN_ENTRY_CFLAGS) $(STANDIN_LDFLAGS) \
+		-fvisibility=hidden -o $@ $< $(C10_CUDA_LINK) -Wl,-rpath,'$$ORIGIN'
+
+$(NOSDT_LIBC10_CUDA): tests/standin/c10_cuda.c tests/standin/c10_cuda.h tests/standin/c10.h \
+		$(STANDIN_LIBC10) $(STANDIN_LIBS) $(TESTS_BUILD_MK) | $(NOSDT_LIBDIR)
+	$(TESTS_CC) $(STANDIN_CFLAGS) $(STANDIN_ENTRY_CFLAGS) $(STANDIN_LDFLAGS) -DSTANDIN_NO_SDT \
+		-fvisibility=hidden -o $@ $< $(C10_CUDA_LINK) -Wl,-rpath,'$$ORIGIN/../lib'
+
+# One program, twice: over the allocator with its probes, and over the one without.
+$(SCENARIO_BINDIR)/torch_decode: tests/scenarios/torch_decode.c tests/scenarios/scenario.h \
+		$(STANDIN_LIBC10_CUDA) $(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -Itests/standin -o $@ $< $(STANDIN_LIBC10_CUDA) \
+		$(STANDIN_LIBC10) $(STANDIN_LIBCUDART) $(SCENARIO_RPATH)
+
+$(SCENARIO_BINDIR)/torch_decode_nosdt: tests/scenarios/torch_decode.c \
+		tests/scenarios/scenario.h $(NOSDT_LIBC10_CUDA) $(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -Itests/standin -o $@ $< $(NOSDT_LIBC10_CUDA) \
+		$(STANDIN_LIBC10) $(STANDIN_LIBCUDART) -Wl,--disable-new-dtags \
+		-Wl,-rpath,'$$ORIGIN/../lib-nosdt:$$ORIGIN/../lib'
+
+# No PyTorch at link time: it dlopen()s the stand-in, which must exist when it runs.
+$(SCENARIO_BINDIR)/torch_dlopen: tests/scenarios/torch_dlopen.c tests/scenarios/scenario.h \
+		$(TESTS_BUILD_MK) | $(STANDIN_LIBC10_CUDA) $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -Itests/standin -o $@ $< $(SCENARIO_RPATH) -ldl
 
 # Assembly entries (reloc.S) whose first instructions the kernel single-steps; stripped like
 # the others, their symbol sizes stay in .dynsym.

@@ -28,6 +28,7 @@ import test_jit  # noqa: E402,F401
 import test_unwind  # noqa: E402,F401
 import test_reliability  # noqa: E402,F401
 import test_probes  # noqa: E402,F401
+import test_pytorch  # noqa: E402,F401
 import test_files  # noqa: E402,F401
 import test_ort  # noqa: E402,F401
 import test_conduct  # noqa: E402,F401

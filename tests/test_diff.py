@@ -339,6 +339,71 @@ def diff_requests_aligned_by_request():
           in d.out, d.out)
 
 
+TORCH_STEP = ["--step", "sym:torch_decode:decode_step"]
+
+
+def torch_verdict(live):
+    vs = [r for r in read_ndjson(live) if r["type"] == "verdict"]
+    eq(len(vs), 1, "one verdict")
+    return vs[0]["pytorch"]
+
+
+@test
+def diff_pytorch_buckets():
+    """PyTorch's four buckets compared: torch_decode clean against leak (a 2 MiB tensor kept a
+    step) at the end as the verdicts have them, the leak in allocated and not in reserved;
+    8 steps against 6 at step 4, allocated and reserved from the step records, and the
+    segments left out of the sites (their blocks are judged), so what is not retained there
+    is the leak's 5 tensors alone; captures and NDJSON verdicts alike. A process without
+    PyTorch has none."""
+    exe = harness.scenario("torch_decode")
+    clean = recorded("torch_clean8", exe, ["clean", 8], TORCH_STEP)
+    leak = recorded("torch_leak8", exe, ["leak", 8], TORCH_STEP)
+    short = recorded("torch_leak6", exe, ["leak", 6], TORCH_STEP)
+    vb, vn = torch_verdict(clean[1]), torch_verdict(leak[1])
+    want = {k: (vb[k], vn[k], vn[k] - vb[k])
+            for k in ("allocated_bytes", "reserved_bytes", "cached_bytes", "outside_bytes")}
+    eq(want, {"allocated_bytes": (120 * MiB, 136 * MiB, 16 * MiB),
+              "reserved_bytes": (142 * MiB, 142 * MiB, 0),
+              "cached_bytes": (22 * MiB, 6 * MiB, -16 * MiB),
+              "outside_bytes": (36 * MiB, 36 * MiB, 0)}, "the verdicts' buckets")
+    for how, b, n, opts in (("captures", clean[0], leak[0], TORCH_STEP),
+                            ("NDJSON", reported(clean[0], TORCH_STEP),
+                             reported(leak[0], TORCH_STEP), ())):
+        d = diff(b, n, opts)
+        pp = d.proc()
+        eq(pp["compared_at"]["by"], "end", f"{how}: at the end")
+        eq({k: tri(v) for k, v in pp["pytorch"].items()}, want, f"{how}: the buckets")
+        check(re.search(r"PyTorch allocated +120 MiB +136 MiB +\+16\.0 MiB", d.out), d.out)
+    at_step = []
+    for how, b, n, opts in (("captures", leak[0], short[0], TORCH_STEP),
+                            ("NDJSON", reported(leak[0], TORCH_STEP),
+                             reported(short[0], TORCH_STEP), ())):
+        d = diff(b, n, opts)
+        pp = d.proc()
+        eq((pp["compared_at"]["by"], pp["compared_at"]["base_step"]), ("step", 4),
+           f"{how}: at step 4")
+        t = pp["pytorch"]
+        eq((tri(t["allocated_bytes"]), tri(t["reserved_bytes"]), tri(t["cached_bytes"]),
+            t["outside_bytes"]),
+           ((130 * MiB, 130 * MiB, 0), (142 * MiB, 142 * MiB, 0), (12 * MiB, 12 * MiB, 0),
+            None), f"{how}: the buckets at step 4")
+        eq((tri(pp["leaked_bytes"]), tri(pp["persistent_bytes"])),
+           ((10 * MiB, 10 * MiB, 0), (0, 0, 0)), f"{how}: not retained: 5 tensors of the leak")
+        eq(tri(pp["growth_bytes_per_step"]), (2 * MiB, 2 * MiB, 0), f"{how}: its slope")
+        check("outside PyTorch                   -          -          -  at the end only"
+              in d.out, d.out)
+        at_step.append({s["function"]: tri(s["live_bytes"]) for s in pp["sites"]
+                        if s["live_bytes"]["base"] or s["live_bytes"]["new"]})
+    eq(at_step[0], at_step[1], "captures and NDJSON: the same sites hold memory at step 4")
+    eq(at_step[0]["leaky_cache_append"], (10 * MiB, 10 * MiB, 0), "the leak's site")
+    eq(at_step[0][None], (32 * MiB, 32 * MiB, 0),
+       "libc10_cuda.so's raw workspace alone: its segments are no site")
+    d = diff(base12()[0], new12()[0], STEP)
+    eq(d.proc()["pytorch"], None, "diffapp has no PyTorch")
+    check("PyTorch" not in d.out, d.out)
+
+
 @test
 def diff_ranks_paired_by_command_and_rank():
     """Three ranks and their parent, rank 1 leaking in BASE and rank 2 in NEW: processes are

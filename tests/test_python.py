@@ -327,6 +327,53 @@ def python_site_skips_framework_frames():
 
 
 @test
+def python_tensor_leak_named_by_its_python_function():
+    """torch 12: tensors of PyTorch's caching allocator (the stand-in libc10_cuda.so, through
+    ctypes) are sited at the user's Python function, past the allocator's library and
+    PyTorch's own Python files: kv_append's 1 MiB per step is the leak, load_weights' tensor
+    made before the first step is retained; the four buckets exact; the same from a capture,
+    and through the profiler hook where libc10_cuda.so has no probes."""
+    # 13 blocks live: the weights (4 MiB, a 20 MiB segment that caches the 3 MiB scratch)
+    # and 12 x 1 MiB, two to each 2 MiB segment; the workspace's cudaMalloc is outside.
+    want = {"allocated_bytes": 16 * MiB, "allocated_count": 13, "reserved_bytes": 32 * MiB,
+            "segments": 7, "cached_bytes": 16 * MiB, "outside_bytes": 2 * MiB}
+    nosdt = os.path.join(os.path.dirname(LIB), "lib-nosdt", "libc10_cuda.so")
+    for name, py, ver in interpreters():
+        cap = tmpfile(".glc")
+        try:
+            v = run_gpuleak(["record", "-o", cap, "--interval", "0", "--step", "sync",
+                             *workload(py, "torch", 12)], env=env()).verdict()
+            rv = run_gpuleak(["report", cap, "--step", "sync"]).verdict()
+        finally:
+            if os.path.exists(cap):
+                os.unlink(cap)
+        hv = run_gpuleak(["run", "--interval", "0", "--step", "sync", *workload(py, "torch", 12)],
+                         env=dict(env(), GPULEAK_C10_CUDA=nosdt)).verdict()
+        for how, x, api in (("live", v, "pytorch:malloc"), ("offline", rv, "pytorch:malloc"),
+                            ("hook", hv, "c10::reportMemoryUsageToProfiler")):
+            what = f"{name}, {how}"
+            eq(x["pytorch"]["source"], "usdt" if api.startswith("pytorch") else "profiler_hook",
+               f"{what}: the blocks' source")
+            d = x["pytorch"]["devices"][0]
+            eq({k: d[k] for k in want}, want, f"{what}: allocated, reserved, cached, outside")
+            eq([(e["api"], e["site"], e["bytes"], e["count"]) for e in x["leaks"]],
+               [(api, site("kv_append", "kv_append"), 12 * MiB, 12)], f"{what}: the leak")
+            g = entry(x, site("kv_append", "kv_append"), "growth")
+            within(g["slope_bytes_per_step"], MiB, 0.01, f"{what}: its slope")
+            eq(sorted((r["api"], r["site"], r["bytes"], r["retained_by"]) for r in x["retained"]),
+               sorted([(api, site("load_weights", "load_weights"), 4 * MiB, "init"),
+                       ("cudaMalloc", site("make_workspace", "workspace"), 2 * MiB, "init")]),
+               f"{what}: the weights and the workspace, made before the first step")
+            st = entry(x, site("kv_append", "kv_append"))["stacks"][0]
+            eq(py_frames(st)[:3], [("block", L["torch_block"]), ("kv_append", L["kv_append"]),
+                                   ("torch_steps", L["torch_step"])],
+               f"{what}: PyTorch's Python frame stays in the stack, not the site")
+            check(st["frames"][0]["module"] == "libc10_cuda.so",
+                  f"{what}: the allocator's frame first: {st['frames'][0]}")
+            no_python_losses(x)
+
+
+@test
 def python_capture_report_names_frames_offline():
     """record, then report the capture: the same sites, bytes and Python frames, named from
     the records with the process gone, and the same text."""

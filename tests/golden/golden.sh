@@ -11,7 +11,8 @@
 # A case is NAME.args: the capture (a file in this folder), then the options of
 # `gpuleak report`, one argument per line; or `diff`, then two inputs (captures or NDJSON
 # files in this folder), then the options of `gpuleak diff`. Its expected outputs are NAME.txt (stdout),
-# NAME.ndjson (--json) and NAME.stderr (stderr, then "exit status N"). --update rewrites
+# NAME.ndjson (--json) and NAME.stderr (stderr, then "exit status N"); @TMP@ in an argument is a
+# scratch folder, for outputs written but not compared. --update rewrites
 # them (`make golden`); without it, each differing file is shown with `diff -u` (NDJSON
 # one member per line, so that a diff names the field) and the script exits 1.
 # Default BIN: .output/gpuleak-asan, the build the tests run.
@@ -60,6 +61,9 @@ for name in "${cases[@]}"; do
 	fi
 	mapfile -t argv <"$args"
 	out=$tmp/$name
+	# @TMP@ is a scratch folder: an output the case writes but does not compare (gpuleak
+	# writes regular files only, never /dev/null).
+	argv=("${argv[@]//@TMP@/$tmp}")
 	if [ "${argv[0]}" = diff ]; then
 		cmd=diff
 		capture="$dir/${argv[1]} $dir/${argv[2]}"

@@ -503,6 +503,124 @@ static void init_retained_before_the_first_step(void)
 	tracker__free(t);
 }
 
+/* A block record: pytorch:malloc (device in aux) or the profiler hook (c10::Device in aux2). */
+static int block(struct tracker *t, uint16_t api, uint8_t kind, uint64_t addr, uint64_t size,
+		 int dev)
+{
+	struct gl_call_rec r = rec(kind, api, TID, addr, size, 0);
+
+	if (api == GL_API_TORCH_MALLOC)
+		r.aux = (uint64_t)dev;
+	else
+		r.aux2 = dev < 0 ? 0 /* CPU */ : (uint64_t)dev << 8 | 1 /* CUDA */;
+	r.caller = 0x402000;
+	return tracker__apply(t, &r.hdr);
+}
+
+static void blocks_inside_segments_count_once(void)
+{
+	struct tracker *t;
+	struct tproc *p;
+	size_t i, segment_sites = 0;
+
+	if (!CHECK(!tracker__new(&t), "new"))
+		return;
+	alloc(t, GL_API_CUDA_MALLOC, TID, 0x100000, 20 << 20, 0);
+	block(t, GL_API_TORCH_MALLOC, GL_REC_ALLOC, 0x100000, 4 << 20, 0);
+	block(t, GL_API_TORCH_MALLOC, GL_REC_ALLOC, 0x100000 + (4 << 20), 1 << 20, 0);
+	p = tracker__proc(t, PID);
+	CHECK_U64(p->live_bytes, 20 << 20, "memory: the segment, once");
+	CHECK_U64(p->blocks->allocated[0], 5 << 20, "allocated: the blocks");
+	CHECK_U64(p->blocks->reserved[0], 20 << 20, "reserved: the segment");
+	CHECK_U64(p->blocks->nr_segments[0], 1, "one segment");
+	for (i = 0; i < t->nr_sites; i++)
+		segment_sites += t->sites[i].owner_kind == OWNER_POOL && t->sites[i].live_count;
+	CHECK_U64(segment_sites, 1, "the segment moved to its pool site");
+	/* A block given back to the cache is no free of CUDA memory. */
+	block(t, GL_API_TORCH_FREE, GL_REC_FREE, 0x100000, 0, 0);
+	CHECK_U64(p->blocks->allocated[0], 1 << 20, "one block left");
+	CHECK_U64(p->live_bytes, 20 << 20, "the segment stays");
+	CHECK_U64(p->c.frees, 0, "no CUDA free");
+	/* A block in no segment seen (made before the attach) is memory of its own. */
+	block(t, GL_API_TORCH_MALLOC, GL_REC_ALLOC, 0x9000000, 2 << 20, 0);
+	CHECK_U64(p->live_bytes, 22 << 20, "the orphan counts as memory");
+	CHECK_U64(p->blocks->orphan[0], 2 << 20, "orphan bytes");
+	/* A free of a block never seen: before the attach. */
+	block(t, GL_API_TORCH_FREE, GL_REC_FREE, 0x8000000, 0, 0);
+	CHECK_U64(p->blocks->unknown_frees, 1, "unknown block free");
+	/* The segment goes with a block still in it (a missed free): the block goes too. */
+	feed(t, rec(GL_REC_FREE, GL_API_CUDA_FREE, TID, 0x100000, 0, 0));
+	CHECK_U64(p->blocks->released_with_segment, 1, "released with its segment");
+	CHECK_U64(p->blocks->allocated[0], 2 << 20, "only the orphan left");
+	CHECK_U64(p->blocks->reserved[0], 0, "no segment");
+	CHECK_U64(p->live_bytes, 2 << 20, "memory: the orphan");
+	tracker__free(t);
+}
+
+static void blocks_from_one_source_only(void)
+{
+	struct tracker *t;
+	struct tproc *p;
+
+	if (!CHECK(!tracker__new(&t), "new"))
+		return;
+	alloc(t, GL_API_CUDA_MALLOC, TID, 0x100000, 2 << 20, 0);
+	block(t, GL_API_TORCH_MALLOC, GL_REC_ALLOC, 0x100000, 1000, 0);
+	/* The profiler hook reports the same block (rounded): never counted twice. */
+	block(t, GL_API_TORCH_REPORT_MEM, GL_REC_ALLOC, 0x100000, 1024, 0);
+	p = tracker__proc(t, PID);
+	CHECK_U64(p->blocks->source, TBLOCKS_USDT, "the first source stays");
+	CHECK_U64(p->blocks->other_source, 1, "the other one's record counted, left out");
+	CHECK_U64(p->blocks->allocated[0], 1000, "the block once, with its requested size");
+	tracker__free(t);
+}
+
+static void profiler_hook_devices(void)
+{
+	struct tracker *t;
+	struct tproc *p;
+
+	if (!CHECK(!tracker__new(&t), "new"))
+		return;
+	block(t, GL_API_TORCH_REPORT_MEM, GL_REC_ALLOC, 0x200000, 4096, 1);
+	block(t, GL_API_TORCH_REPORT_MEM, GL_REC_ALLOC, 0x300000, 4096, -1);
+	p = tracker__proc(t, PID);
+	CHECK_U64(p->blocks->allocated[1], 4096, "device index in bits 8-15 of c10::Device");
+	CHECK_U64(p->blocks->not_cuda, 1, "a CPU report is no CUDA memory");
+	/* The hook's release: a negative size, a free record from BPF. */
+	block(t, GL_API_TORCH_REPORT_MEM, GL_REC_FREE, 0x200000, 4096, 1);
+	CHECK_U64(p->blocks->allocated[1], 0, "released");
+	CHECK_U64(p->live_bytes, 0, "nothing live");
+	tracker__free(t);
+}
+
+static void expandable_segment_pages(void)
+{
+	struct tracker *t;
+	struct tproc *p;
+	struct gl_desc_rec h1 = mem_create(0x71, 20 << 20, 0, 0),
+			   h2 = mem_create(0x72, 20 << 20, 0, 0);
+
+	if (!CHECK(!tracker__new(&t), "new"))
+		return;
+	alloc(t, GL_API_CU_MEM_ADDRESS_RESERVE, TID, 0x40000000, 1ULL << 30, 0);
+	tracker__apply(t, &h1.call.hdr);
+	tracker__apply(t, &h2.call.hdr);
+	feed(t, rec(GL_REC_CALL, GL_API_CU_MEM_MAP, TID, 0x40000000, 20 << 20, 0x71));
+	/* A block of the first page: a segment; mapped later, the second page too. */
+	block(t, GL_API_TORCH_MALLOC, GL_REC_ALLOC, 0x40000000, 8 << 20, 0);
+	p = tracker__proc(t, PID);
+	CHECK_U64(p->blocks->reserved[0], 20 << 20, "the first page is a segment");
+	feed(t, rec(GL_REC_CALL, GL_API_CU_MEM_MAP, TID, 0x40000000 + (20 << 20), 20 << 20, 0x72));
+	/* A block across both pages: each page it spans is PyTorch's. */
+	block(t, GL_API_TORCH_MALLOC, GL_REC_ALLOC, 0x40000000 + (8 << 20), 24 << 20, 0);
+	CHECK_U64(p->blocks->reserved[0], 40 << 20, "both pages");
+	CHECK_U64(p->blocks->nr_segments[0], 2, "two handles");
+	CHECK_U64(p->blocks->allocated[0], 32 << 20, "allocated");
+	CHECK_U64(p->live_bytes, 40 << 20, "memory: the handles");
+	tracker__free(t);
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -521,6 +639,10 @@ int main(void)
 	    {"tracker_context_teardown_releases", context_teardown_releases},
 	    {"tracker_step_sites_per_step", step_sites_per_step},
 	    {"tracker_init_retained_before_the_first_step", init_retained_before_the_first_step},
+	    {"tracker_blocks_inside_segments_count_once", blocks_inside_segments_count_once},
+	    {"tracker_blocks_from_one_source_only", blocks_from_one_source_only},
+	    {"tracker_profiler_hook_devices", profiler_hook_devices},
+	    {"tracker_expandable_segment_pages", expandable_segment_pages},
 	};
 
 	return run_unit_tests(tests, sizeof(tests) / sizeof(tests[0]));

@@ -112,8 +112,10 @@ static void on_step(void *ctx, const struct analysis *an, struct symbolizer *sym
 		int64_t d;
 
 		/* Touched and back (a WebGPU object's memory moved on to its label's site): a site
-		 * only when it holds something, or the verdict or its allocations name it. */
-		if ((idx >= l->cap_parts || !l->parts[idx].known) && !s->live_bytes)
+		 * only when it holds something, or the verdict or its allocations name it. A
+		 * caching allocator's segments are none: their blocks are judged, as in the verdict
+		 * (the process's live bytes have them). */
+		if (((idx >= l->cap_parts || !l->parts[idx].known) && !s->live_bytes) || !s->judged)
 			continue;
 		si = site_of(l, t, sym, pi, idx);
 		if (si < 0) {
@@ -132,6 +134,8 @@ static void on_step(void *ctx, const struct analysis *an, struct symbolizer *sym
 	if (!err)
 		err = diff_proc__step(l->run, p, st->step, st->live, st->requests, st->allocs,
 				      st->allocated);
+	if (!err && st->torch)
+		diff_proc__torch_step(p, st->step, st->torch_allocated, st->torch_reserved);
 	l->err = err;
 }
 
@@ -251,6 +255,14 @@ static int add_proc(struct loader *l, const struct replay_result *res,
 	p->frees = tp->c.frees;
 	p->failed_calls = tp->c.failed_calls;
 	p->approximate = !pv->uncertainty_known || pv->uncertainty.approximate;
+	p->torch_known = true;
+	p->torch = pv->torch.on;
+	if (p->torch) {
+		p->torch_allocated = pv->torch.allocated;
+		p->torch_reserved = pv->torch.reserved;
+		p->torch_cached = pv->torch.cached;
+		p->torch_outside = pv->torch.outside;
+	}
 	/* The timeline keeps its latest steps; the series here has every step but can be cut
 	 * by DIFF_MAX_SAMPLES. */
 	if (p->nr_series != p->steps)

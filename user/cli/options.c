@@ -196,15 +196,18 @@ static const struct argp_option judging_options[] = {
     {"step", OPT_STEP, "SPEC", 0,
      "Step boundaries, one of: interval:DURATION, a time slice, by default interval:1s; "
      "sync, each CUDA sync or WebGPU queue submit; sym:FILE:SYMBOL, each call of a function; "
-     "api:NAME, each call of an entry point in any object that has it (a symbol or Dawn's "
-     "proc table: api:wgpuDevicePopErrorScope is once per onnxruntime run); nvtx:NAME, each "
-     "NVTX range of that name",
+     "usdt:FILE:PROVIDER:NAME, each hit of a USDT probe; api:NAME, each call of an entry "
+     "point in any object that has it (a symbol or Dawn's proc table: "
+     "api:wgpuDevicePopErrorScope is once per onnxruntime run); nvtx:NAME, each NVTX range "
+     "of that name",
      2},
     {"request", OPT_REQUEST, "sym:FILE:BEGIN,END", 0,
-     "Request boundaries: calls of BEGIN and END in FILE", 2},
+     "Request boundaries: calls of BEGIN and END in FILE (or usdt:FILE:PROVIDER:BEGIN,END: "
+     "hits of two USDT probes)",
+     2},
     {"end", OPT_END, "sym:FILE:SYMBOL", 0,
-     "End a process's session when it calls SYMBOL (its shutdown, say): checked as at a "
-     "detach, then gpuleak lets it go",
+     "End a process's session when it calls SYMBOL (its shutdown, say; or "
+     "usdt:FILE:PROVIDER:NAME, a USDT probe): checked as at a detach, then gpuleak lets it go",
      2},
     {"warmup-steps", OPT_WARMUP, "N", 0, "Steps before growth counts (default 3)", 2},
     {"min-growth-steps", OPT_MIN_GROWTH, "K", 0,
@@ -240,6 +243,30 @@ static const struct argp_option pictures_options[] = {
     {},
 };
 
+/*
+ * usdt:FILE:PROVIDER:NAME (arg after "usdt:"): FILE, PROVIDER and NAME in place. Whether all
+ * three are there.
+ */
+static bool split_usdt(char *arg, const char **file, const char **provider, const char **name)
+{
+	char *c2 = strrchr(arg, ':'), *c1;
+
+	/* No FILE "*": api:NAME's every object is for functions, not USDT probes. */
+	if (!c2 || !c2[1] || !strncmp(arg, "*:", 2))
+		return false;
+	*c2 = 0;
+	c1 = strrchr(arg, ':');
+	if (!c1 || !c1[1] || c1 == arg) {
+		*c2 = ':';
+		return false;
+	}
+	*c1 = 0;
+	*file = arg;
+	*provider = c1 + 1;
+	*name = c2 + 1;
+	return true;
+}
+
 static void parse_step(struct argp_state *state, struct cli *c, char *arg)
 {
 	struct timeline_opts *o = &c->a.steps;
@@ -274,10 +301,15 @@ static void parse_step(struct argp_state *state, struct cli *c, char *arg)
 		c->a.step_sym = colon + 1;
 		if (!*c->a.step_file)
 			argp_error(state, "--step sym:FILE:SYMBOL needs a FILE");
+	} else if (!strncmp(arg, "usdt:", 5)) {
+		o->source = STEP_MARKER;
+		if (!split_usdt(arg + 5, &c->a.step_file, &c->a.step_provider, &c->a.step_sym))
+			argp_error(state, "--step usdt: takes usdt:FILE:PROVIDER:NAME, not '%s'",
+				   arg);
 	} else {
 		argp_error(state,
 			   "invalid --step '%s' (interval:DURATION, sync, sym:FILE:SYMBOL, "
-			   "api:NAME, nvtx:NAME)",
+			   "usdt:FILE:PROVIDER:NAME, api:NAME, nvtx:NAME)",
 			   arg);
 	}
 }
@@ -298,6 +330,23 @@ static error_t parse_analysis(int key, char *arg, struct argp_state *state)
 	case OPT_REQUEST: {
 		char *comma = NULL;
 
+		if (!strncmp(arg, "usdt:", 5)) {
+			comma = strchr(arg, ',');
+			if (!comma || !comma[1] ||
+			    !split_usdt(arg + 5, &c->a.req_file, &c->a.req_provider,
+					&c->a.req_begin))
+				argp_error(state,
+					   "--request takes usdt:FILE:PROVIDER:BEGIN,END, not '%s'",
+					   arg);
+			/* split_usdt cut the name at the comma's left: BEGIN,END */
+			comma = strchr(c->a.req_begin, ',');
+			*comma = 0;
+			c->a.req_end = comma + 1;
+			if (!*c->a.req_begin)
+				argp_error(state, "--request usdt: needs a BEGIN probe");
+			c->a.steps.requests = true;
+			break;
+		}
 		if (strncmp(arg, "sym:", 4) || !(c->req_spec = strdup(arg + 4)) ||
 		    !(comma = strchr(c->req_spec, ',')) || !strrchr(c->req_spec, ':') ||
 		    strrchr(c->req_spec, ':') > comma)
@@ -315,6 +364,12 @@ static error_t parse_analysis(int key, char *arg, struct argp_state *state)
 	case OPT_END: {
 		char *colon = strrchr(arg, ':');
 
+		if (!strncmp(arg, "usdt:", 5)) {
+			if (!split_usdt(arg + 5, &c->a.end_file, &c->a.end_provider, &c->a.end_sym))
+				argp_error(state, "--end takes usdt:FILE:PROVIDER:NAME, not '%s'",
+					   arg);
+			break;
+		}
 		if (strncmp(arg, "sym:", 4) || colon < arg + 4 || colon == arg + 4 || !colon[1])
 			argp_error(state, "--end takes sym:FILE:SYMBOL, not '%s'", arg);
 		*colon = 0;

@@ -31,7 +31,9 @@ static const char probes_doc[] =
     "object without wgpu* symbols), where the probe sits (entry; entry+N: moved past a first "
     "instruction the "
     "kernel single-steps; slow: single-stepped, could not be moved; refused) and object, "
-    "then why each probe not at a plain entry is where it is. Attaches nothing.\v"
+    "then why each probe not at a plain entry is where it is; then the USDT probes of each "
+    "object (.note.stapsdt): provider:name, the API gpuleak traces it as (or - : usable by "
+    "--step usdt:), its sites, its semaphore and its arguments. Attaches nothing.\v"
     "EXAMPLES:\n"
     "  gpuleak probes -p 4242\n"
     "  gpuleak probes --lib /usr/local/cuda/lib64/libcudart.so.13\n"
@@ -132,6 +134,81 @@ static void print_placement(const struct module *m, FILE *out)
 	}
 }
 
+/* USDT probes of one module, a table row each (the header once, before the first). */
+static void print_usdt(const struct module *m, bool *header, FILE *out)
+{
+	size_t i;
+
+	for (i = 0; i < m->nr_usdt; i++) {
+		const struct usdt_probe *u = &m->usdt[i];
+		char name[96], sema[24];
+
+		if (!*header) {
+			fprintf(out, "%-32s %-24s %5s %-12s %s\n", "USDT PROBE", "TRACED AS",
+				"SITES", "SEMAPHORE", "OBJECT");
+			*header = true;
+		}
+		snprintf(name, sizeof(name), "%s:%s", term_tmp(u->provider), term_tmp(u->name));
+		if (u->sema_vaddr)
+			snprintf(sema, sizeof(sema), "0x%" PRIx64, u->sema_vaddr);
+		else
+			snprintf(sema, sizeof(sema), "none");
+		fprintf(out, "%-32s %-24s %5u %-12s %s\n", name,
+			u->api ? cat_api_name(u->api->api) : "-", u->nr_sites, sema,
+			term_tmp(m->path));
+	}
+}
+
+/*
+ * After the USDT table: each probe's arguments (named where the catalog knows them) and what
+ * libbpf may refuse, indented like the placement lines.
+ */
+static void print_usdt_args(const struct module *m, FILE *out)
+{
+	size_t i;
+
+	for (i = 0; i < m->nr_usdt; i++) {
+		const struct usdt_probe *u = &m->usdt[i];
+		const char *meaning = u->api ? u->api->args : NULL, *spec = term_tmp(u->args);
+		/* The note's strings are the target's; escaped, a spec still has no space. */
+		const char *prov = term_tmp(u->provider), *name = term_tmp(u->name);
+		const char *obj = term_tmp(m->name);
+
+		fprintf(out, "  %s:%s in %s: arguments", prov, name, obj);
+		if (!*spec)
+			fputs(" none", out);
+		/* Each spec with the catalog's name for it: "ptr=8@%rax device=-1@%bl" */
+		while (*spec) {
+			size_t n = strcspn(spec, " "), k = meaning ? strcspn(meaning, ",") : 0;
+
+			if (meaning && *meaning)
+				fprintf(out, " %.*s=%.*s", (int)k, meaning, (int)n, spec);
+			else
+				fprintf(out, " %.*s", (int)n, spec);
+			spec += n;
+			spec += strspn(spec, " ");
+			if (meaning && *meaning) {
+				meaning += k;
+				meaning += strspn(meaning, ", ");
+			}
+		}
+		if (u->args_differ)
+			fputs(" (the first site's; its sites differ)", out);
+		fputc('\n', out);
+		if (u->base_missing)
+			fprintf(out,
+				"  %s:%s in %s: its note records no .stapsdt.base, which libbpf "
+				"before 1.6 misplaces (the attach fails)\n",
+				prov, name, obj);
+		if (u->sib)
+			fprintf(
+			    out,
+			    "  %s:%s in %s: an argument is base+index*scale, which libbpf before "
+			    "1.7 cannot read (the attach fails)\n",
+			    prov, name, obj);
+	}
+}
+
 static int print_module(struct module *m, bool *header)
 {
 	int err = module__scan(m);
@@ -139,9 +216,9 @@ static int print_module(struct module *m, bool *header)
 	if (err && gl_verbosity)
 		fprintf(stderr, "%s: not readable as ELF: %s\n", term_tmp(m->path), strerror(-err));
 	if (!m->nr_sites) {
-		if (gl_verbosity && !err)
+		if (gl_verbosity && !err && !m->nr_usdt)
 			fprintf(stderr, "%s: no traced APIs\n", term_tmp(m->path));
-		return 0;
+		return (int)m->nr_usdt;
 	}
 	if (!*header) {
 		printf("%-32s %-7s %-12s %-6s %-8s %s\n", "API", "FAMILY", "OFFSET", "BIND",
@@ -149,7 +226,8 @@ static int print_module(struct module *m, bool *header)
 		*header = true;
 	}
 	print_sites(m, stdout);
-	return (int)m->nr_required;
+	/* Its USDT probes count too: each is a step or request marker (--step usdt:). */
+	return (int)(m->nr_required + m->nr_usdt);
 }
 
 /* After the table: the webgpu.h generation of each WebGPU object, and why. */
@@ -218,6 +296,14 @@ static int probe_lib(struct modules *mods, const char *path, bool *header)
 	found = print_module(mod, header);
 	print_placement(mod, stdout);
 	print_wgpu_abi(mod);
+	if (mod->nr_usdt) {
+		bool uh = false;
+
+		if (*header)
+			putchar('\n');
+		print_usdt(mod, &uh, stdout);
+		print_usdt_args(mod, stdout);
+	}
 	if (!found && module__has_hidden_dawn(mod))
 		fprintf(stderr,
 			"gpuleak: %s has Dawn (WebGPU) linked in but no wgpu* "
@@ -241,10 +327,21 @@ static bool first_mapping(const struct proc_maps *m, size_t i)
 	return true;
 }
 
+static const struct probe_site *torch_hook(const struct module *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->nr_sites; i++)
+		if (GL_API_FAMILY(m->sites[i].api->api) == GL_FAM_PYTORCH)
+			return &m->sites[i];
+	return NULL;
+}
+
 /* -p PID: the table over every object it maps, then each one's placements. Returns how
  * many required APIs they have, or -errno said on stderr. */
 static int probe_pid(struct modules *mods, pid_t pid, bool *header)
 {
+	bool usdt_header = false, usdt_torch = false;
 	struct proc_maps *m = NULL;
 	int found = 0, err;
 	size_t i;
@@ -275,6 +372,33 @@ static int probe_pid(struct modules *mods, pid_t pid, bool *header)
 			print_wgpu_abi(mod);
 		}
 	}
+	for (i = 0; i < m->n; i++) {
+		struct module *mod = first_mapping(m, i) ? modules__get(mods, pid, &m->v[i]) : NULL;
+
+		if (mod && mod->nr_usdt) {
+			if (*header && !usdt_header)
+				putchar('\n');
+			print_usdt(mod, &usdt_header, stdout);
+		}
+	}
+	for (i = 0; i < m->n; i++) {
+		struct module *mod = first_mapping(m, i) ? modules__get(mods, pid, &m->v[i]) : NULL;
+
+		if (mod && mod->nr_usdt)
+			print_usdt_args(mod, stdout);
+		usdt_torch |= mod && module__has_torch_usdt(mod);
+	}
+	/* The hook reports the blocks the probes report: attach leaves it out (docs/pytorch.md). */
+	for (i = 0; usdt_torch && i < m->n; i++) {
+		struct module *mod = first_mapping(m, i) ? modules__get(mods, pid, &m->v[i]) : NULL;
+		const struct probe_site *h = mod ? torch_hook(mod) : NULL;
+
+		if (h)
+			printf("  %s in %s: not attached in this process: PyTorch's USDT probes "
+			       "report "
+			       "the same blocks\n",
+			       cat_api_name(h->api->api), term_tmp(mod->name));
+	}
 cleanup:
 	proc_maps__free(m);
 	return found;
@@ -298,7 +422,8 @@ int probes__run(const struct cli *c)
 		goto cleanup;
 	}
 	if (!found) {
-		fprintf(stderr, "gpuleak: no traced GPU allocation API found in %s\n",
+		fprintf(stderr,
+			"gpuleak: no traced GPU allocation API nor USDT probe found in %s\n",
 			c->lib ? c->lib : "the process's mapped objects");
 		err = -ENOENT;
 	}

@@ -26,6 +26,8 @@ enum alloc_flags {
 	AF_RELEASED_MAPPED = 1 << 2, /* VMM handle released while still mapped */
 	AF_UNSIZED = 1 << 3,	     /* bytes unknown (a texture format without a size) */
 	AF_INIT = 1 << 4,	     /* made before the process's first step */
+	AF_SEGMENT = 1 << 5,	     /* a caching allocator's segment: holds blocks (blocks.c) */
+	AF_ORPHAN = 1 << 6,	     /* a block in no segment seen: its bytes are memory itself */
 };
 
 /* One live allocation. 32 bytes: the table is sized for ten million of them. */

@@ -35,7 +35,8 @@ static void step_change_move(struct tracker *t, struct tproc *p, uint32_t from, 
 {
 	ssize_t f, e;
 
-	if (!t->sites[from].counts || !t->sites[to].counts || a->ts_ns < p->step_ts_ns)
+	if (!(t->sites[from].counts || t->sites[from].judged) ||
+	    !(t->sites[to].counts || t->sites[to].judged) || a->ts_ns < p->step_ts_ns)
 		return;
 	f = allocs_step_change_get(p, &t->sites[from], from);
 	e = allocs_step_change_get(p, &t->sites[to], to);
@@ -43,6 +44,34 @@ static void step_change_move(struct tracker *t, struct tproc *p, uint32_t from, 
 		return;
 	p->step_changes[f].allocated -= a->size;
 	p->step_changes[e].allocated += a->size;
+}
+
+void allocs__blocks_account(struct tproc *p, const struct site *s, const struct alloc *a, int sign)
+{
+	struct tblocks *b = p->blocks;
+	unsigned int d =
+	    s->device >= 0 && s->device < TBLOCKS_DEVICES ? (unsigned int)s->device : 0;
+	uint64_t n = a->size, allocated = 0, reserved = 0;
+
+	if (a->space == SPACE_BLOCK) {
+		b->allocated[d] += sign * n;
+		b->nr_allocated[d] += sign;
+		if (a->flags & AF_ORPHAN)
+			b->orphan[d] += sign * n;
+	} else {
+		b->reserved[d] += sign * n;
+		b->nr_segments[d] += sign;
+	}
+	if (sign < 0)
+		return;
+	for (d = 0; d < TBLOCKS_DEVICES; d++) {
+		allocated += b->allocated[d];
+		reserved += b->reserved[d] + b->orphan[d];
+	}
+	if (allocated > b->peak_allocated)
+		b->peak_allocated = allocated;
+	if (reserved > b->peak_reserved)
+		b->peak_reserved = reserved;
 }
 
 void allocs__set_flag(struct tracker *t, struct tproc *p, struct alloc *a, uint8_t flag)

@@ -11,9 +11,11 @@
 
 #include <errno.h>
 #include "engine/model.h"
+#include "engine/regions.h"
 #include "engine/rules.h"
 #include "engine/violations.h"
 #include "lib/vec.h"
+#include "probe/catalog.h"
 
 /* Site idx changed: the timeline samples it next time. */
 static inline void allocs_mark_dirty(struct tproc *p, struct site *s, uint32_t idx)
@@ -59,15 +61,23 @@ allocs_step_change_note(struct tracker *t, struct tproc *p, uint32_t idx, uint64
 	p->step_changes[i].freed += freed;
 }
 
-/* a's bytes into (sign 1) or out of (-1) every sum it is part of, by its flags. */
+/* A caching allocator's block or segment into or out of the allocator's sums (tproc.blocks). */
+void allocs__blocks_account(struct tproc *p, const struct site *s, const struct alloc *a, int sign);
+
+/*
+ * a's bytes into (sign 1) or out of (-1) every sum it is part of, by its flags. The process's
+ * live and pending bytes are memory (a caching allocator's block only when it is in no
+ * segment seen: orphan); its classes are what is judged (blocks, not their segments).
+ */
 static inline void allocs_account(struct tracker *t, struct tproc *p, struct alloc *a, int sign)
 {
 	struct site_stack *ss = &t->sstacks[a->sstack];
 	struct site *s = &t->sites[ss->site];
 	uint64_t b = a->size;
+	bool mem = s->counts || (a->flags & AF_ORPHAN);
 
 	allocs_mark_dirty(p, s, ss->site);
-	if (s->counts)
+	if (s->counts || s->judged)
 		allocs_step_change_get(p, s, ss->site);
 
 	if (a->flags & AF_PENDING) {
@@ -75,7 +85,7 @@ static inline void allocs_account(struct tracker *t, struct tproc *p, struct all
 		ss->pending_count += sign;
 		s->pending_bytes += sign * b;
 		s->pending_count += sign;
-		if (s->counts) {
+		if (mem) {
 			p->pending_bytes += sign * b;
 			p->pending_count += sign;
 		}
@@ -93,9 +103,11 @@ static inline void allocs_account(struct tracker *t, struct tproc *p, struct all
 		s->layer_count += sign;
 	if (a->flags & AF_UNSIZED)
 		s->unsized += sign;
-	if (s->counts) {
+	if (mem) {
 		p->live_bytes += sign * b;
 		p->live_count += sign;
+	}
+	if (s->judged) {
 		if (s->cls == CLS_PERSISTENT) {
 			p->persistent_bytes += sign * b;
 			p->persistent_count += sign;
@@ -115,6 +127,8 @@ static inline void allocs_account(struct tracker *t, struct tproc *p, struct all
 		if (rl->over_max && rl->bytes <= t->rules->v[s->rule - 1].max_bytes)
 			rl->over_max = false;
 	}
+	if (__builtin_expect(p->blocks && (a->space == SPACE_BLOCK || (a->flags & AF_SEGMENT)), 0))
+		allocs__blocks_account(p, s, a, sign);
 }
 
 /* a (in p's table) is gone: out of the sums and the table. */
@@ -127,8 +141,11 @@ static inline void allocs__release(struct tracker *t, struct tproc *p, struct al
 	if (t->sites[site].counts) {
 		p->c.frees++;
 		p->c.freed_bytes += a->size;
-		allocs_step_change_note(t, p, site, 0, a->size);
 	}
+	if (t->sites[site].counts || t->sites[site].judged)
+		allocs_step_change_note(t, p, site, 0, a->size);
+	if (__builtin_expect(p->regions.on, 0))
+		regions__removed(t, p, a);
 	alloc_table__remove(&p->allocs, a);
 }
 
@@ -153,8 +170,11 @@ static inline int allocs__add(struct tracker *t, struct tproc *p, const struct a
 	if (t->sites[site].counts) {
 		p->c.allocs++;
 		p->c.alloc_bytes += a->size;
-		allocs_step_change_note(t, p, site, a->size, 0);
 	}
+	if (t->sites[site].counts || t->sites[site].judged)
+		allocs_step_change_note(t, p, site, a->size, 0);
+	if (__builtin_expect(p->regions.on, 0))
+		regions__added(t, p, ins);
 	return 0;
 }
 

@@ -32,11 +32,14 @@ struct analysis_opts {
 	const struct rules *rules; /* user rules + built-ins */
 	struct timeline_opts steps;
 	bool steps_given; /* --step: print a line per step */
-	/* sym: markers (live: FILE is a path or the basename of a mapped object) */
-	const char *step_file, *step_sym;
-	const char *req_file, *req_begin, *req_end;
-	const char *end_file, *end_sym; /* --end sym:FILE:SYMBOL */
-	struct gate gate;		/* --fail-on-leak and its limits */
+	/*
+	 * sym: and usdt: markers (live: FILE is a path or the basename of a mapped object); a
+	 * usdt: one names its provider (NULL: a function) and the probe in *_sym.
+	 */
+	const char *step_file, *step_provider, *step_sym;
+	const char *req_file, *req_provider, *req_begin, *req_end;
+	const char *end_file, *end_provider, *end_sym; /* --end sym:FILE:SYMBOL */
+	struct gate gate;			       /* --fail-on-leak and its limits */
 	struct output_opts out;
 	/* --site-skip: objects and Python files whose frames never name a site */
 	const char *site_skip[ANALYSIS_SITE_SKIP_MAX];

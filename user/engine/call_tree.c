@@ -8,14 +8,15 @@
  * (merged when at its own address), memory made while a communicator is created or an NCCL
  * group ends is that communicator's, and the calls threads made to do a call's work (adopted)
  * count as made inside it. A call with nothing nested, the common one, is applied at once.
- * Calls: mem_calls.c, wgpu_objects.c, gpu_objects.c, pending.c (syncs), allocs.c (a merged
- * layer), sites.c, threads.c.
+ * Calls: mem_calls.c, wgpu_objects.c, gpu_objects.c, pending.c (syncs), blocks.c (a caching
+ * allocator's blocks), allocs.c (a merged layer), sites.c, threads.c.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "engine/call_tree.h"
 #include "engine/allocs.h"
+#include "engine/blocks.h"
 #include "engine/gpu_objects.h"
 #include "engine/mem_calls.h"
 #include "engine/pending.h"
@@ -60,6 +61,8 @@ static int apply_op(struct tracker *t, struct tproc *p, const struct cat_api *ap
 {
 	if (wgpu_objects__is_op(api->op) && r->hdr.kind != GL_REC_ALLOC_FAIL)
 		return wgpu_objects__apply(t, p, api, r);
+	if (api->op == OP_BLOCK)
+		return blocks__apply(t, p, api, r);
 
 	switch (r->hdr.kind) {
 	case GL_REC_ALLOC:

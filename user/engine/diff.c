@@ -590,6 +590,47 @@ static double per_step(uint64_t v, size_t steps)
 	return steps ? (double)v / (double)steps : 0;
 }
 
+static uint64_t step_cached(const struct diff_step *s)
+{
+	return s->torch_reserved > s->torch_allocated ? s->torch_reserved - s->torch_allocated : 0;
+}
+
+/* What PyTorch's cache held at step s of p (0 without PyTorch blocks). */
+static double torch_cache(const struct diff_proc *p, const struct diff_step *s)
+{
+	return p->torch && s ? (double)step_cached(s) : 0;
+}
+
+/*
+ * PyTorch's buckets where the pair is compared: the verdicts' at the end; at a step allocated
+ * and reserved from the step series and cached as their difference (as the verdict's own),
+ * outside unknown there. A side without PyTorch blocks has 0 of
+ * each; one whose input does not say (an old NDJSON verdict) makes them unknown.
+ */
+static void torch_values(struct diff_proc_pair *pp, const struct diff_proc *b,
+			 const struct diff_proc *n)
+{
+	const struct diff_step *sb, *sn;
+
+	pp->torch = b->torch || n->torch;
+	if (!pp->torch || (pp->b && !b->torch_known) || (pp->n && !n->torch_known))
+		return;
+	if (pp->align == DIFF_AT_END) {
+		pp->torch_allocated = val((double)b->torch_allocated, (double)n->torch_allocated);
+		pp->torch_reserved = val((double)b->torch_reserved, (double)n->torch_reserved);
+		pp->torch_cached = val((double)b->torch_cached, (double)n->torch_cached);
+		pp->torch_outside = val((double)b->torch_outside, (double)n->torch_outside);
+		return;
+	}
+	sb = step_at(b, pp->step_b);
+	sn = step_at(n, pp->step_n);
+	if (!sb || !sn)
+		return;
+	pp->torch_allocated = val((double)sb->torch_allocated, (double)sn->torch_allocated);
+	pp->torch_reserved = val((double)sb->torch_reserved, (double)sn->torch_reserved);
+	pp->torch_cached = val((double)step_cached(sb), (double)step_cached(sn));
+}
+
 static void proc_values(struct diff_proc_pair *pp, const struct diff_opts *o)
 {
 	static const struct diff_proc none = {.sites_exact = true};
@@ -611,6 +652,7 @@ static void proc_values(struct diff_proc_pair *pp, const struct diff_opts *o)
 	pp->alloc_bytes_per_step =
 	    val(per_step(b->alloc_bytes, b->steps), per_step(n->alloc_bytes, n->steps));
 	pp->allocs_per_step = val(per_step(b->allocs, b->steps), per_step(n->allocs, n->steps));
+	torch_values(pp, b, n);
 	if (pp->align == DIFF_AT_END) {
 		pp->live = val((double)b->live_bytes, (double)n->live_bytes);
 		pp->leaked = val((double)b->leaked_bytes, (double)n->leaked_bytes);
@@ -651,8 +693,10 @@ static void proc_values(struct diff_proc_pair *pp, const struct diff_opts *o)
 		pp->leaked.new += (double)s.leaked;
 		pp->init.new += (double)s.init;
 	}
-	pp->persistent = val(pp->live.base - pp->leaked.base - pp->init.base,
-			     pp->live.new - pp->leaked.new - pp->init.new);
+	/* PyTorch's blocks are inside its segments, which the live bytes have: what its cache
+	 * holds besides them is no rule's. */
+	pp->persistent = val(pp->live.base - pp->leaked.base - pp->init.base - torch_cache(b, sb),
+			     pp->live.new - pp->leaked.new - pp->init.new - torch_cache(n, sn));
 	/* Growth over the same steps: the fit is linear, so the process's is its sites' sum. */
 	pp->fit_from_b = fit_from(b, pp->step_b, o->warmup_steps);
 	pp->fit_from_n = fit_from(n, pp->step_n, o->warmup_steps);

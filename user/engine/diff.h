@@ -83,6 +83,8 @@ struct diff_step {
 	uint64_t live;
 	uint64_t requests;	      /* completed, cumulative */
 	uint64_t allocs, alloc_bytes; /* cumulative */
+	/* PyTorch's caching allocator at the end of the step, over devices (diff_proc__torch) */
+	uint64_t torch_allocated, torch_reserved;
 };
 
 struct diff_proc {
@@ -100,6 +102,13 @@ struct diff_proc {
 	double growth_per_step; /* the growth leaks' slopes, summed */
 	size_t growth_sites;
 	bool approximate;
+	/*
+	 * PyTorch's caching allocator at the end, over devices, as the verdict's pytorch member
+	 * says (torch: it had blocks). torch_known: the input says whether it had any (a
+	 * capture always; NDJSON verdicts of a gpuleak before PyTorch support do not).
+	 */
+	bool torch_known, torch;
+	uint64_t torch_allocated, torch_reserved, torch_cached, torch_outside;
 
 	struct diff_site *sites;
 	size_t nr_sites, cap_sites;
@@ -150,6 +159,10 @@ int diff_site__change(struct diff_run *r, struct diff_proc *p, struct diff_site 
  * alloc_bytes. 0 or -ENOMEM. */
 int diff_proc__step(struct diff_run *r, struct diff_proc *p, int64_t step, uint64_t live,
 		    uint64_t requests, uint64_t allocs, uint64_t alloc_bytes);
+/* PyTorch's allocated and reserved bytes at the end of p's last step, if it is step (after
+ * diff_proc__step). */
+void diff_proc__torch_step(struct diff_proc *p, int64_t step, uint64_t allocated,
+			   uint64_t reserved);
 /*
  * Split a site name as the reports write it into what sites are matched by:
  * "func+0x1a (module)", "func+0xdc (script.mjs:32:20)" and "func (file.py:42)" (the file; the
@@ -254,6 +267,13 @@ struct diff_proc_pair {
 	bool sources_differ;	/* their steps are different things (NDJSON inputs) */
 	struct diff_val live, leaked, peak, init, persistent, pending, growth, growth_sites;
 	struct diff_val steps, requests, alloc_bytes_per_step, allocs_per_step;
+	/*
+	 * PyTorch's caching allocator (torch: either run had blocks), where compared: at the end
+	 * the verdicts' four buckets; at a step allocated and reserved from the step series,
+	 * cached their difference, outside unknown (the verdict has it at the end only).
+	 */
+	bool torch;
+	struct diff_val torch_allocated, torch_reserved, torch_cached, torch_outside;
 	/* Growth per step is the verdicts' at the end; compared at a step, a least-squares fit
 	 * of each run's series of live bytes not retained over the same steps (from the first
 	 * after the warm-up to the step compared at), since a run that ended early or ran

@@ -275,12 +275,23 @@ int diff_proc__step(struct diff_run *r, struct diff_proc *p, int64_t step, uint6
 		st = p->series[p->nr_series - 1];
 	st.step = step;
 	st.live = live;
+	st.torch_allocated = st.torch_reserved = 0;
 	st.requests += requests;
 	st.allocs += allocs;
 	st.alloc_bytes += alloc_bytes;
 	p->series[p->nr_series++] = st;
 	r->samples++;
 	return 0;
+}
+
+void diff_proc__torch_step(struct diff_proc *p, int64_t step, uint64_t allocated, uint64_t reserved)
+{
+	struct diff_step *st = p->nr_series ? &p->series[p->nr_series - 1] : NULL;
+
+	if (!st || st->step != step)
+		return; /* the series was cut */
+	st->torch_allocated = allocated;
+	st->torch_reserved = reserved;
 }
 
 double diff__tenth(double x)

@@ -273,8 +273,16 @@ static int step_site(struct loader *l, struct open_proc *op, int64_t step,
 	ssize_t i;
 	int err;
 
+	const struct json_value *pool;
+
 	if (e->kind != JSON_OBJECT)
 		return bad(l, e, "step record: \"sites\" must hold objects");
+	/* A caching allocator's segments: memory, not a site the verdict judges (its blocks). */
+	pool = json_read__member(e, "pool");
+	if (pool && pool->kind != JSON_TRUE)
+		return bad(l, pool, "step site: \"pool\" must be true where present");
+	if (pool)
+		return 0;
 	err = get_str(l, e, "step site", "api", false, &api);
 	if (!err)
 		err = get_str(l, e, "step site", "site", false, &site);
@@ -342,8 +350,46 @@ static int step_record(struct loader *l, const struct json_value *r)
 	/* A step with more sites than it lists: the others' values are unknown. */
 	if (rest)
 		l->run->procs[op->proc].sites_exact = false;
-	return diff_proc__step(l->run, &l->run->procs[op->proc], step, live, requests, allocs,
-			       alloc_bytes);
+	err = diff_proc__step(l->run, &l->run->procs[op->proc], step, live, requests, allocs,
+			      alloc_bytes);
+	/* PyTorch's buckets: in the step records of processes with PyTorch blocks only. */
+	if (!err && json_read__member(r, "torch_allocated_bytes")) {
+		uint64_t ta, tr;
+
+		err = get_u64(l, r, "step record", "torch_allocated_bytes", &ta);
+		if (!err)
+			err = get_u64(l, r, "step record", "torch_reserved_bytes", &tr);
+		if (!err)
+			diff_proc__torch_step(&l->run->procs[op->proc], step, ta, tr);
+	}
+	return err;
+}
+
+/*
+ * The verdict's pytorch member: null without PyTorch blocks, else its buckets over devices;
+ * absent in the verdicts of a gpuleak before it (then unknown).
+ */
+static int torch_member(struct loader *l, struct diff_proc *p, const struct json_value *r)
+{
+	const struct json_value *t = json_read__member(r, "pytorch");
+	int err;
+
+	if (!t)
+		return 0;
+	p->torch_known = true;
+	if (t->kind == JSON_NULL)
+		return 0;
+	if (t->kind != JSON_OBJECT)
+		return bad(l, t, "verdict: \"pytorch\" must be an object or null");
+	p->torch = true;
+	err = get_u64(l, t, "verdict: pytorch", "allocated_bytes", &p->torch_allocated);
+	if (!err)
+		err = get_u64(l, t, "verdict: pytorch", "reserved_bytes", &p->torch_reserved);
+	if (!err)
+		err = get_u64(l, t, "verdict: pytorch", "cached_bytes", &p->torch_cached);
+	if (!err)
+		err = get_u64(l, t, "verdict: pytorch", "outside_bytes", &p->torch_outside);
+	return err;
 }
 
 /* ---- verdict records ---- */
@@ -542,6 +588,8 @@ static int verdict_record(struct loader *l, const struct json_value *r)
 		err = site_list(l, p, r, L_IGNORED, "ignored");
 	if (!err)
 		err = site_list(l, p, r, L_PENDING, "pending");
+	if (!err)
+		err = torch_member(l, p, r);
 	if (!err)
 		err = get_arr(l, r, "verdict", "growth", &growth);
 	for (i = 0; !err && i < growth->arr.n; i++)

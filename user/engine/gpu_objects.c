@@ -5,12 +5,14 @@
  * (tproc.maps). This file follows their lives from the calls that make, switch, map and
  * tear them down, and releases what a context destroy, a device or primary context reset,
  * or a last unmap takes with it.
- * Calls: pending.c (teardown, a reset's completions), allocs.c, threads.c.
+ * Calls: pending.c (teardown, a reset's completions), allocs.c, regions.c (mappings as device
+ * ranges), threads.c.
  */
 #include <errno.h>
 #include "engine/gpu_objects.h"
 #include "engine/allocs.h"
 #include "engine/pending.h"
+#include "engine/regions.h"
 #include "engine/threads.h"
 #include "lib/vec.h"
 
@@ -154,6 +156,7 @@ static int vmm_map(struct tproc *p, const struct gl_call_rec *r)
 	if (vec_grow((void **)&p->maps, &p->cap_maps, p->nr_maps, sizeof(*p->maps)))
 		return -ENOMEM;
 	p->maps[p->nr_maps++] = (struct tmapping){.va = r->addr, .size = r->size, .handle = r->aux};
+	regions__mapped(p, r->addr, r->size, r->aux);
 	return 0;
 }
 
@@ -161,6 +164,7 @@ static void vmm_unmap(struct tracker *t, struct tproc *p, const struct gl_call_r
 {
 	size_t i = 0;
 
+	regions__unmapped(p, r->addr, r->size);
 	while (i < p->nr_maps) {
 		struct tmapping m = p->maps[i];
 		struct alloc *a;

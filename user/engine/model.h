@@ -23,6 +23,11 @@ enum owner_kind {
 	OWNER_CTX = 2,	  /* owner: CUcontext */
 	OWNER_COMM = 3,	  /* owner: ncclComm_t */
 	OWNER_DEVICE = 4, /* owner: a device handle (WebGPU) */
+	/*
+	 * A segment of a caching allocator (PyTorch's): a CUDA allocation or VMM handle that
+	 * holds blocks. Its memory is the blocks' and the cache's, judged on the blocks.
+	 */
+	OWNER_POOL = 5,
 };
 
 /*
@@ -40,6 +45,12 @@ struct site {
 	int32_t last_err;   /* last error code of a failed call here */
 	uint8_t owner_kind; /* enum owner_kind */
 	bool counts;	    /* its bytes are memory in the process totals */
+	/*
+	 * What is live here is judged: leaks, retained, growth, classes. Memory sites are both;
+	 * caching-allocator blocks only judged (their bytes are their segments': counts is
+	 * false), the segments only memory (OWNER_POOL).
+	 */
+	bool judged;
 	uint16_t layer_api; /* API of a same-address layer seen under allocations here */
 	uint8_t cls;	    /* enum site_class: what a rule made of allocations here */
 	bool dirty;	    /* live bytes changed since the timeline last sampled */
@@ -229,6 +240,57 @@ struct proc_counters {
 	uint64_t unaddressed_bytes;
 };
 
+/*
+ * A device address range of a process (regions.c): a CUDA allocation of device or managed
+ * memory (space SPACE_UVA, key its address), or a VMM mapping (space SPACE_VMM_HANDLE, key
+ * its handle). A caching allocator's block lives in the region that holds its address.
+ */
+struct region {
+	uint64_t start, end;
+	uint64_t key;
+	uint8_t space;
+	uint32_t blocks; /* live blocks that start in it */
+};
+
+/* Sorted by start, made at a process's first block (until then nothing is kept). */
+struct tregions {
+	bool on;
+	struct region *v;
+	size_t n, cap;
+	/* Regions gone with blocks still in them: blocks.c releases those blocks. */
+	struct region *gone;
+	size_t nr_gone, cap_gone;
+};
+
+/* Devices a caching allocator's sums are kept for: CUDA ordinals 0..15. */
+#define TBLOCKS_DEVICES 16
+
+/* Which probes report a process's blocks: the first seen, the other is ignored. */
+enum tblocks_source {
+	TBLOCKS_NONE = 0,
+	TBLOCKS_USDT = 1, /* pytorch:malloc / pytorch:free */
+	TBLOCKS_HOOK = 2, /* c10::reportMemoryUsageToProfiler */
+};
+
+/*
+ * PyTorch's caching allocator in one process (blocks.c), per device, as torch.cuda.
+ * memory_stats says it: allocated (live blocks), reserved (segments holding blocks, and
+ * blocks in no segment seen: orphans, which count as memory themselves). Cached is
+ * reserved - allocated; what else the process holds on the device is outside PyTorch.
+ */
+struct tblocks {
+	uint8_t source; /* enum tblocks_source */
+	uint64_t allocated[TBLOCKS_DEVICES], nr_allocated[TBLOCKS_DEVICES];
+	uint64_t reserved[TBLOCKS_DEVICES], nr_segments[TBLOCKS_DEVICES];
+	uint64_t orphan[TBLOCKS_DEVICES];
+	uint64_t peak_allocated, peak_reserved; /* over devices, at any record */
+	uint64_t allocs, alloc_bytes, frees;	/* blocks handed out and freed */
+	uint64_t unknown_frees;		/* frees of blocks never seen (allocated before attach) */
+	uint64_t released_with_segment; /* blocks whose segment went while they were live */
+	uint64_t other_source;		/* records of the probes not used (enum tblocks_source) */
+	uint64_t not_cuda;		/* profiler reports of memory on no CUDA device */
+};
+
 struct tproc {
 	pid_t pid;
 	pid_t ppid;	 /* the traced process it was followed from, 0: none */
@@ -280,6 +342,8 @@ struct tproc {
 	uint32_t *dirty; /* sites whose live bytes changed since the last step */
 	size_t nr_dirty, cap_dirty;
 	struct tthread *last_thread; /* of the last record: most come from one thread */
+	struct tregions regions; /* device ranges, once the process has caching-allocator blocks */
+	struct tblocks *blocks;	 /* PyTorch's caching allocator, NULL until its first block */
 };
 
 struct rules;

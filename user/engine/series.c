@@ -94,7 +94,7 @@ static int sample_sites(struct series *se, const struct tracker *t, uint64_t ts_
 		const struct site *s = &t->sites[i];
 		struct site_series *ss = &se->sites[i];
 
-		if (!s->counts ||
+		if (!(s->counts || s->judged) ||
 		    (ss->n ? ss->v[ss->n - 1].bytes == s->live_bytes : !s->live_bytes))
 			continue;
 		if (vec_grow((void **)&ss->v, &ss->cap, ss->n, sizeof(*ss->v)))
@@ -124,9 +124,15 @@ static int sample(struct series *se, const struct tracker *t, uint64_t ts_ns, bo
 
 		if (!sp)
 			return -ENOMEM;
+		for (j = 0; p->blocks && j < TBLOCKS_DEVICES; j++) {
+			pt.torch_allocated += p->blocks->allocated[j];
+			pt.torch_reserved += p->blocks->reserved[j] + p->blocks->orphan[j];
+		}
 		last = sp->n ? &sp->v[sp->n - 1] : NULL;
 		if (!always && last && last->live == pt.live && last->pending == pt.pending &&
-		    last->persistent == pt.persistent)
+		    last->persistent == pt.persistent &&
+		    last->torch_allocated == pt.torch_allocated &&
+		    last->torch_reserved == pt.torch_reserved)
 			continue;
 		for (j = 0; j < t->nr_sites; j++) {
 			const struct site *s = &t->sites[j];

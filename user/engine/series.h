@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * Time series of the analysis, for pictures drawn at the end (--perfetto, --svg): per process
- * its live, persistent and pending bytes and its live bytes per API family, per site its live
+ * its live, persistent and pending bytes, its live bytes per API family and PyTorch's
+ * allocated and reserved bytes, per site its live
  * bytes, and the pending frees as intervals. Sampled from the tracker as records arrive, at
  * most once per resolution of record time, and only when something changed; past a bounded
  * number of points the resolution doubles and every other point goes, so a day-long session
@@ -22,6 +23,8 @@ struct series_point {
 	uint64_t ts_ns;
 	uint64_t live, persistent, pending; /* bytes, the process's totals */
 	uint64_t fam[GL_FAM_MAX];	    /* live bytes per enum gl_family */
+	/* PyTorch's caching allocator over its devices (tproc.blocks), 0 without one */
+	uint64_t torch_allocated, torch_reserved;
 };
 
 struct series_proc {

@@ -63,7 +63,11 @@ static uint32_t site_lookup(struct tracker *t, const struct site_key *k)
 		    t->rules->v[k->rule - 1].kind == RULE_PERSISTENT ? CLS_PERSISTENT : CLS_IGNORED;
 	else if (k->init)
 		s->cls = CLS_INIT;
-	s->counts = api && cat_mem_counts(api->mem) && k->owner_kind != OWNER_LAYER;
+	/* A caching allocator's blocks are judged, their segments hold the memory. */
+	s->judged = api && cat_mem_counts(api->mem) && k->owner_kind != OWNER_LAYER &&
+		    k->owner_kind != OWNER_POOL;
+	s->counts =
+	    api && cat_mem_counts(api->mem) && k->owner_kind != OWNER_LAYER && api->op != OP_BLOCK;
 	return t->nr_sites++;
 }
 
@@ -195,7 +199,8 @@ static int classify(struct tracker *t, uint32_t b, uint64_t size, const char *la
  */
 static bool init_site(const struct tracker *t, bool before_first_step, const struct site_key *k)
 {
-	return t->init_retained && before_first_step && !k->rule && k->owner_kind != OWNER_LAYER;
+	return t->init_retained && before_first_step && !k->rule && k->owner_kind != OWNER_LAYER &&
+	       k->owner_kind != OWNER_POOL;
 }
 
 uint32_t sites__assign(struct tracker *t, struct site_key *k, int32_t stack_id, uint64_t size,
@@ -205,8 +210,10 @@ uint32_t sites__assign(struct tracker *t, struct site_key *k, int32_t stack_id, 
 
 	if (ss == UINT32_MAX)
 		return UINT32_MAX;
-	/* A lower layer's class follows the allocation above it: no rule of its own. */
-	if (k->owner_kind != OWNER_LAYER && classify(t, ss, size, label, step, &k->rule))
+	/* A lower layer's class follows the allocation above it: no rule of its own; nor has a
+	 * caching allocator's segment (its blocks are judged). */
+	if (k->owner_kind != OWNER_LAYER && k->owner_kind != OWNER_POOL &&
+	    classify(t, ss, size, label, step, &k->rule))
 		return UINT32_MAX;
 	k->init = init_site(t, init_phase, k);
 	return k->rule || k->init ? sites__stack(t, sites__get(t, k), stack_id) : ss;

@@ -176,10 +176,13 @@ static struct trend *trend_get(struct ptl *p, uint32_t site)
 	return &p->tr[p->nr_tr++];
 }
 
-/* Candidates for growth leaks: memory not declared persistent or ignored by a rule. */
+/*
+ * Candidates for growth leaks: memory not declared persistent or ignored by a rule (a caching
+ * allocator's blocks, not its segments: judged).
+ */
 static bool candidate(const struct site *s)
 {
-	return s->counts && s->cls == CLS_NONE;
+	return s->judged && s->cls == CLS_NONE;
 }
 
 static void sample(struct timeline *tl, struct ptl *p, struct trend *tr, uint64_t live)
@@ -347,6 +350,11 @@ static void close_step(struct timeline *tl, struct ptl *p, uint64_t ts_ns)
 	st.freed = tp->c.freed_bytes - p->fbytes0;
 	st.allocs = tp->c.allocs - p->allocs0;
 	st.frees = tp->c.frees - p->frees0;
+	st.torch = tp->blocks != NULL;
+	for (i = 0; tp->blocks && i < TBLOCKS_DEVICES; i++) {
+		st.torch_allocated += tp->blocks->allocated[i];
+		st.torch_reserved += tp->blocks->reserved[i] + tp->blocks->orphan[i];
+	}
 	if (p->nr_steps == TL_MAX_STEPS)
 		forget_old_steps(p);
 	if (!vec_grow((void **)&p->steps, &p->cap_steps, p->nr_steps, sizeof(*p->steps)))
@@ -804,6 +812,7 @@ void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, s
 		       struct projection *out)
 {
 	struct ptl *p = ptl_find(tl, pid);
+	const struct tproc *tp;
 	double rate[MAX_DEVICES] = {0}, step_s;
 	uint64_t live[MAX_DEVICES] = {0};
 	bool webgpu[MAX_DEVICES] = {false};
@@ -830,6 +839,11 @@ void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, s
 		if (dev >= 0 && s->owner_kind == OWNER_DEVICE)
 			webgpu[dev] = true;
 	}
+	/* A caching allocator's reserve is in its segments' sites; blocks in no segment seen
+	 * are memory of their own: what PyTorch has reserved and what is outside it. */
+	tp = tracker__proc(tl->t, pid);
+	for (d = 0; tp && tp->blocks && d < MAX_DEVICES && d < TBLOCKS_DEVICES; d++)
+		live[d] += tp->blocks->orphan[d];
 	step_s = (double)(p->steps[p->nr_steps - 1].t_end_ns - p->steps[0].t_end_ns) / 1e9 /
 		 (double)(p->nr_steps - 1);
 	for (d = 0; d < MAX_DEVICES; d++) {

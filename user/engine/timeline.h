@@ -63,6 +63,9 @@ struct step_stat {
 	uint64_t t_start_ns, t_end_ns;
 	uint64_t live, persistent, pending, suspect; /* bytes at the end of the step */
 	uint64_t allocated, freed;		     /* bytes during the step */
+	/* PyTorch's caching allocator at the end of the step, over devices (tproc.blocks) */
+	bool torch;
+	uint64_t torch_allocated, torch_reserved;
 	uint64_t allocs, frees;
 	uint64_t requests; /* --request: requests completed during the step */
 	uint64_t inflight; /* and in flight at its end */

@@ -5,13 +5,14 @@
  * their operation), labels to the WebGPU objects, threads made for a call to the call tree,
  * process events and loss counts to the process itself. A process's end runs the checks of
  * the session's end; freeing one frees what every module keeps in it.
- * Calls: call_tree.c, wgpu_objects.c, pending.c, violations.c, threads.c (tracker.h lists
- * the modules).
+ * Calls: call_tree.c, wgpu_objects.c, blocks.c, pending.c, violations.c, threads.c (tracker.h
+ * lists the modules).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "engine/tracker.h"
+#include "engine/blocks.h"
 #include "engine/call_tree.h"
 #include "engine/pending.h"
 #include "engine/rules.h"
@@ -81,6 +82,7 @@ static void proc_free(struct tproc *p)
 		return;
 	threads__free(p);
 	wgpu_objects__free(p);
+	blocks__free(p);
 	hmap__free(&p->events);
 	hmap__free(&p->regrefs);
 	free(p->freed);
@@ -282,6 +284,7 @@ void tracker__prefetch(const struct tracker *t, const struct gl_hdr *h)
 int tracker__apply(struct tracker *t, const struct gl_hdr *h)
 {
 	struct tproc *p;
+	int err;
 
 	t->records++;
 	if (h->ts_ns > t->last_ts_ns)
@@ -302,7 +305,11 @@ int tracker__apply(struct tracker *t, const struct gl_hdr *h)
 		if (!p->first_ts_ns)
 			p->first_ts_ns = h->ts_ns;
 		p->last_ts_ns = h->ts_ns;
-		return call_tree__apply(t, p, (const struct gl_call_rec *)h);
+		err = call_tree__apply(t, p, (const struct gl_call_rec *)h);
+		/* A segment went with blocks in it (a reset, a missed free): they went too. */
+		if (__builtin_expect(p->regions.nr_gone, 0))
+			blocks__sweep(t, p);
+		return err;
 	case GL_REC_LABEL:
 		if (h->size < sizeof(struct gl_label_rec))
 			break;

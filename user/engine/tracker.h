@@ -13,9 +13,12 @@
  *   threads.c       a process's threads (tproc.threads): device, context, nesting state
  *   sites.c         sites and site stacks: interning, and the class rules put them in
  *   violations.c    rule violations (tproc.viols): once=, max=, release=session-end
+ *   regions.c       a process's device address ranges (tproc.regions): which allocation
+ *                   holds an address
  *   allocs.c        the sums: what an allocation entering or leaving the table does to the
  *                   live and pending bytes of its site stack, site, process, class, rule
- *                   and step
+ *                   and step, and to a caching allocator's (tproc.blocks)
+ *   blocks.c        a caching allocator's blocks (PyTorch's tensors) inside its segments
  *   pending.c       frees that complete later (tproc.pend): deferred rules, streams,
  *                   events, queues, windows; memory that goes while its free is pending
  *   gpu_objects.c   CUDA contexts and devices, NCCL communicators, VMM mappings

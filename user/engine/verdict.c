@@ -34,15 +34,15 @@ static uint64_t amount(const struct tracker *t, const struct site *s, enum verdi
 
 	switch (k) {
 	case VERDICT_LEAKS:
-		if (!s->counts || (s->cls != CLS_NONE && !must_release(t, s)))
+		if (!s->judged || (s->cls != CLS_NONE && !must_release(t, s)))
 			return 0;
 		return live;
 	case VERDICT_RETAINED:
-		if (!s->counts || must_release(t, s))
+		if (!s->judged || must_release(t, s))
 			return 0;
 		return s->cls == CLS_PERSISTENT || s->cls == CLS_INIT ? live : 0;
 	case VERDICT_IGNORED:
-		return s->counts && s->cls == CLS_IGNORED ? live : 0;
+		return s->judged && s->cls == CLS_IGNORED ? live : 0;
 	case VERDICT_PENDING:
 		if (s->owner_kind == OWNER_LAYER)
 			return 0;
@@ -199,11 +199,104 @@ static int judge_uncertainty(const struct judging *j, struct proc_verdict *pv)
 	return 0;
 }
 
+/* Whether a growth leak is at a caching allocator's blocks. */
+static bool blocks_grow(const struct judging *j, const struct proc_verdict *pv)
+{
+	size_t i;
+
+	for (i = 0; i < pv->nr_growth; i++)
+		if (GL_API_FAMILY(j->t->sites[pv->growth[i].site].api) == GL_FAM_PYTORCH)
+			return true;
+	return false;
+}
+
+/*
+ * Reserve growth with allocated flat, over the steps after the warm-up: the reserve ended
+ * above where it began, and allocated rose by less than a tenth of that (a block that leaks
+ * is a growth leak, and makes the reserve grow with it: not this).
+ */
+static void judge_cache_growth(const struct judging *j, struct proc_verdict *pv)
+{
+	const struct timeline_opts *o = timeline__opts(j->tl);
+	struct torch_cache_growth *c = &pv->torch.cache;
+	const struct step_stat *st, *first = NULL, *last = NULL;
+	size_t n, i;
+
+	st = timeline__steps(j->tl, pv->p->pid, &n);
+	for (i = 0; i < n; i++) {
+		if (st[i].step < 0 || st[i].step < o->warmup_steps)
+			continue;
+		if (!first)
+			first = &st[i];
+		last = &st[i];
+	}
+	if (!first || first == last || last->torch_reserved <= first->torch_reserved)
+		return;
+	if (last->torch_allocated > first->torch_allocated &&
+	    last->torch_allocated - first->torch_allocated >
+		(last->torch_reserved - first->torch_reserved) / 10)
+		return;
+	if (blocks_grow(j, pv))
+		return;
+	*c = (struct torch_cache_growth){.found = true,
+					 .first_step = first->step,
+					 .last_step = last->step,
+					 .reserved_from = first->torch_reserved,
+					 .reserved_to = last->torch_reserved,
+					 .allocated_from = first->torch_allocated,
+					 .allocated_to = last->torch_allocated};
+}
+
+/* The four buckets per device, and whether the reserve grew as a cache. */
+static int judge_torch(const struct judging *j, struct proc_verdict *pv)
+{
+	const struct tblocks *b = pv->p->blocks;
+	uint64_t mem[TBLOCKS_DEVICES] = {0};
+	struct torch_verdict *tv = &pv->torch;
+	size_t i;
+	int d;
+
+	if (!b)
+		return 0;
+	tv->on = true;
+	tv->source = b->source;
+	for (i = 0; i < j->t->nr_sites; i++) {
+		const struct site *s = &j->t->sites[i];
+		const struct cat_api *api = cat_by_api(s->api);
+
+		if (s->pid != pv->p->pid || !s->counts || !api || s->device < 0 ||
+		    s->device >= TBLOCKS_DEVICES ||
+		    (api->mem != MEM_DEVICE && api->mem != MEM_MANAGED))
+			continue;
+		mem[s->device] += s->live_bytes;
+	}
+	for (d = 0; d < TBLOCKS_DEVICES; d++) {
+		struct torch_device *td = &tv->dev[tv->nr_dev];
+		uint64_t reserved = b->reserved[d] + b->orphan[d];
+
+		if (!reserved && !b->nr_allocated[d] && !b->nr_segments[d] && !mem[d])
+			continue;
+		*td = (struct torch_device){.device = (int16_t)d,
+					    .allocated = b->allocated[d],
+					    .allocated_count = b->nr_allocated[d],
+					    .reserved = reserved,
+					    .segments = b->nr_segments[d]};
+		td->cached = reserved > td->allocated ? reserved - td->allocated : 0;
+		/* Memory of the device outside PyTorch's segments (orphans are PyTorch's). */
+		td->outside = mem[d] > b->reserved[d] ? mem[d] - b->reserved[d] : 0;
+		tv->allocated += td->allocated;
+		tv->reserved += td->reserved;
+		tv->cached += td->cached;
+		tv->outside += td->outside;
+		tv->nr_dev++;
+	}
+	if (j->tl)
+		judge_cache_growth(j, pv);
+	return 0;
+}
+
 static int (*const judges[])(const struct judging *j, struct proc_verdict *pv) = {
-    judge_sites,
-    judge_growth,
-    judge_gate,
-    judge_uncertainty,
+    judge_sites, judge_growth, judge_gate, judge_uncertainty, judge_torch,
 };
 
 /* ---- the judges across processes, after every process's own ---- */

@@ -66,6 +66,41 @@ struct gate_violation {
 	uint64_t limit;		      /* GATE_GROWTH: bytes/step; GATE_LIVE_AT_EXIT: bytes */
 };
 
+/*
+ * PyTorch's caching allocator on one device, as torch.cuda.memory_stats says it, from outside:
+ * allocated (live blocks), reserved (segments holding blocks, and blocks in no segment
+ * seen), cached (reserved - allocated: free blocks, raw_alloc blocks no probe reported,
+ * rounding), outside (the process's other device memory: NCCL, other libraries' cudaMalloc,
+ * segments of raw_alloc alone).
+ */
+struct torch_device {
+	int16_t device;
+	uint64_t allocated, allocated_count;
+	uint64_t reserved, segments;
+	uint64_t cached;
+	uint64_t outside;
+};
+
+/*
+ * The reserve grew over the steps while allocated stayed flat: caching or fragmentation,
+ * which torch.cuda.empty_cache() returns; never a leak.
+ */
+struct torch_cache_growth {
+	bool found;
+	int64_t first_step, last_step;
+	uint64_t reserved_from, reserved_to;
+	uint64_t allocated_from, allocated_to;
+};
+
+struct torch_verdict {
+	bool on;	/* the process has blocks (tproc.blocks) */
+	uint8_t source; /* enum tblocks_source */
+	struct torch_device dev[TBLOCKS_DEVICES];
+	size_t nr_dev;
+	uint64_t allocated, reserved, cached, outside; /* over its devices */
+	struct torch_cache_growth cache;
+};
+
 struct proc_verdict {
 	const struct tproc *p;
 	/* In the report: attached, or it did something traced. A shell or helper a server
@@ -94,6 +129,9 @@ struct proc_verdict {
 	/* How far its live bytes may be from the truth (unknown only when out of memory). */
 	bool uncertainty_known;
 	struct uncertainty uncertainty;
+
+	/* PyTorch's caching allocator (after growth: its cache growth reads the leaks). */
+	struct torch_verdict torch;
 };
 
 struct verdict {

@@ -16,12 +16,19 @@
 #include "probe/catalog.h"
 #include "probe/proc_maps.h"
 #include "lib/vec.h"
+#include "live/bpf_setup.h"
+
+#define STR_(x)	      #x
+#define STR(x)	      STR_(x)
+#define BPF_SPECS_STR STR(BPF_SETUP_USDT_SPECS)
 
 struct attached {
 	pid_t pid;
 	struct module *mod;
 	struct bpf_link *enter;
 	struct bpf_link *exit;
+	struct bpf_link **usdt; /* one per USDT probe (provider:name), all its sites */
+	size_t nr_usdt;
 	size_t nr_probes;
 	bool marker; /* a step/request marker, not the module's catalog probes */
 	unsigned int marker_api;
@@ -37,6 +44,7 @@ struct code_probe {
 struct attach {
 	struct bpf_program *enter_prog;
 	struct bpf_program *exit_prog;
+	struct bpf_program *usdt_prog;
 	struct modules *mods;
 	struct attached *v;
 	size_t n, cap;
@@ -44,8 +52,8 @@ struct attach {
 	size_t nr_code, cap_code;
 };
 
-int attach__new(struct bpf_program *enter, struct bpf_program *exit, struct modules *mods,
-		struct attach **out)
+int attach__new(struct bpf_program *enter, struct bpf_program *exit, struct bpf_program *usdt,
+		struct modules *mods, struct attach **out)
 {
 	struct attach *a = calloc(1, sizeof(*a));
 
@@ -53,6 +61,7 @@ int attach__new(struct bpf_program *enter, struct bpf_program *exit, struct modu
 		return -ENOMEM;
 	a->enter_prog = enter;
 	a->exit_prog = exit;
+	a->usdt_prog = usdt;
 	a->mods = mods;
 	*out = a;
 	return 0;
@@ -103,6 +112,20 @@ static void links_destroy(struct bpf_link **links, size_t n)
 		pthread_join(tids[i], NULL);
 }
 
+/* One attached object's links, one after the other. */
+static void attached_destroy(struct attached *at)
+{
+	size_t k;
+
+	bpf_link__destroy(at->enter);
+	bpf_link__destroy(at->exit);
+	for (k = 0; k < at->nr_usdt; k++)
+		bpf_link__destroy(at->usdt[k]);
+	free(at->usdt);
+	at->usdt = NULL;
+	at->nr_usdt = 0;
+}
+
 void attach__free(struct attach *a)
 {
 	struct bpf_link **links;
@@ -110,17 +133,24 @@ void attach__free(struct attach *a)
 
 	if (!a)
 		return;
-	links = calloc(2 * a->n + a->nr_code + 1, sizeof(*links));
+	for (i = 0; i < a->n; i++)
+		n += 2 + a->v[i].nr_usdt;
+	links = calloc(n + a->nr_code + 1, sizeof(*links));
+	n = 0;
 	for (i = 0; i < a->n; i++) {
+		size_t k;
+
 		if (!links) {
-			bpf_link__destroy(a->v[i].enter);
-			bpf_link__destroy(a->v[i].exit);
+			attached_destroy(&a->v[i]);
 			continue;
 		}
 		if (a->v[i].enter)
 			links[n++] = a->v[i].enter;
 		if (a->v[i].exit)
 			links[n++] = a->v[i].exit;
+		for (k = 0; k < a->v[i].nr_usdt; k++)
+			links[n++] = a->v[i].usdt[k];
+		free(a->v[i].usdt);
 	}
 	for (i = 0; i < a->nr_code; i++) {
 		if (links)
@@ -145,8 +175,7 @@ void attach__forget(struct attach *a, pid_t pid)
 			a->v[n++] = a->v[i];
 			continue;
 		}
-		bpf_link__destroy(a->v[i].enter);
-		bpf_link__destroy(a->v[i].exit);
+		attached_destroy(&a->v[i]);
 	}
 	a->n = n;
 	for (i = 0, n = 0; i < a->nr_code; i++) {
@@ -168,8 +197,14 @@ static struct attached *find(const struct attach *a, pid_t pid, const struct mod
 	return NULL;
 }
 
+/* PyTorch's profiler hook: the blocks its USDT probes report too (never both). */
+static bool is_torch_hook(const struct cat_api *api)
+{
+	return GL_API_FAMILY(api->api) == GL_FAM_PYTORCH && !(api->flags & CAT_USDT);
+}
+
 static struct bpf_link *link_multi(struct bpf_program *prog, pid_t pid, const char *path,
-				   const struct module *mod, bool ret)
+				   const struct module *mod, bool ret, bool skip_torch_hook)
 {
 	size_t i, n = 0;
 	unsigned long *offs = calloc(mod->nr_sites, sizeof(*offs));
@@ -184,6 +219,8 @@ static struct bpf_link *link_multi(struct bpf_program *prog, pid_t pid, const ch
 			continue;
 		/* One refused probe would fail the whole link (warn_slow_sites says so). */
 		if (mod->sites[i].place.place == PLACE_REFUSED)
+			continue;
+		if (skip_torch_hook && is_torch_hook(mod->sites[i].api))
 			continue;
 		offs[n] = mod->sites[i].offset;
 		cookies[n] = mod->sites[i].api->api;
@@ -248,10 +285,82 @@ static void warn_slow_sites(struct module *mod)
 			nr, nr > 1 ? "s" : "", mod->name, nr > 1 ? "" : "s", refused);
 }
 
-/* Attach one module for pid through open_path (any path that reaches its inode). */
-static int attach_module(struct attach *a, pid_t pid, struct module *mod, const char *open_path)
+/* What a failed USDT attach means, for its message. */
+static const char *usdt_why(int err, const struct usdt_probe *u)
+{
+	if (err == -E2BIG)
+		return "libbpf's USDT spec table is full (" BPF_SPECS_STR " argument specs)";
+	if ((err == -ESRCH || err == -ENOENT) && u->base_missing)
+		return "its note records no .stapsdt.base, which libbpf before 1.6 misplaces";
+	if ((err == -ESRCH || err == -ENOENT) && u->sib)
+		return "an argument is base+index*scale, which libbpf before 1.7 cannot read";
+	if (err == -EINVAL)
+		return "another tracer may hold a probe on its site without its semaphore "
+		       "(dmesg: ref_ctr_offset mismatch)";
+	if (err == -EOPNOTSUPP)
+		return "this kernel's uprobes have no reference counters for USDT semaphores";
+	return strerror(-err);
+}
+
+/*
+ * One USDT link: every site of probe u in the object at path, for pid only, the API id as
+ * USDT cookie; the kernel raises the probe's semaphore in pid while the link lives. NULL with
+ * a warning on failure (the object's other probes stay).
+ */
+static struct bpf_link *link_usdt(struct attach *a, pid_t pid, const char *path,
+				  const struct module *mod, struct usdt_probe *u, unsigned int api)
+{
+	LIBBPF_OPTS(bpf_usdt_opts, opts, .usdt_cookie = api);
+	struct bpf_link *link;
+
+	link = bpf_program__attach_usdt(a->usdt_prog, pid, path, u->provider, u->name, &opts);
+	if (!link) {
+		int err = -errno;
+
+		/* Once per probe: the object is looked at again at every rescan. */
+		if (!u->warned)
+			pr_warn("pid %d: cannot attach USDT %s:%s in %s: %s\n", pid, u->provider,
+				u->name, mod->path, usdt_why(err, u));
+		u->warned = true;
+		errno = -err;
+	}
+	return link;
+}
+
+/* Whether pid has PyTorch's USDT probes attached. */
+static bool has_torch_usdt(const struct attach *a, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < a->n; i++)
+		if (a->v[i].pid == pid && !a->v[i].marker && a->v[i].nr_usdt &&
+		    module__has_torch_usdt(a->v[i].mod))
+			return true;
+	return false;
+}
+
+/* Where an attached object's probe addresses came from, for attach -v. */
+static const char *probes_source(const struct module *mod, const struct attached *at)
+{
+	if (at->nr_probes == at->nr_usdt)
+		return "its USDT notes";
+	if (at->nr_usdt)
+		return mod->sites[0].source == SITE_DAWN_PROCS ? "Dawn's proc table and USDT notes"
+							       : "symbols and USDT notes";
+	return module__site_source(&mod->sites[0]);
+}
+
+/*
+ * Attach one module for pid through open_path (any path that reaches its inode): its
+ * functions' entry and return links, and a link per USDT probe of the catalog. With
+ * torch_usdt (PyTorch's USDT probes are, or are being, attached in pid) PyTorch's profiler
+ * hook is left out: both report the same blocks.
+ */
+static int attach_module(struct attach *a, pid_t pid, struct module *mod, const char *open_path,
+			 bool torch_usdt)
 {
 	struct attached *at;
+	size_t k, nr_probes;
 	int err;
 
 	if (find(a, pid, mod))
@@ -265,26 +374,52 @@ static int attach_module(struct attach *a, pid_t pid, struct module *mod, const 
 			"cstr\n",
 			mod->path, mod->wgpu.why, mod->nr_wgpu_dropped);
 	}
-	if (err || !mod->nr_sites)
+	if (err || (!mod->nr_sites && !mod->nr_usdt_traced))
 		return 0; /* not an ELF object we can read, or nothing to trace in it */
 	if (vec_grow((void **)&a->v, &a->cap, a->n, sizeof(*a->v)))
 		return -ENOMEM;
+	torch_usdt |= has_torch_usdt(a, pid);
+	nr_probes = 0;
+	for (k = 0; k < mod->nr_sites; k++)
+		nr_probes += !(torch_usdt && is_torch_hook(mod->sites[k].api));
 	at = &a->v[a->n];
-	*at = (struct attached){.pid = pid, .mod = mod, .nr_probes = mod->nr_sites};
-	at->enter = link_multi(a->enter_prog, pid, open_path, mod, false);
-	if (!at->enter) {
+	*at = (struct attached){.pid = pid, .mod = mod, .nr_probes = nr_probes};
+	at->enter = link_multi(a->enter_prog, pid, open_path, mod, false, torch_usdt);
+	if (!at->enter && errno) {
 		err = -errno;
 		goto fail;
 	}
-	at->exit = link_multi(a->exit_prog, pid, open_path, mod, true);
+	at->exit = link_multi(a->exit_prog, pid, open_path, mod, true, torch_usdt);
 	if (!at->exit && errno) {
 		err = -errno;
-		bpf_link__destroy(at->enter);
 		goto fail;
 	}
+	if (mod->nr_usdt_traced) {
+		at->usdt = calloc(mod->nr_usdt_traced, sizeof(*at->usdt));
+		if (!at->usdt) {
+			err = -ENOMEM;
+			goto fail;
+		}
+	}
+	for (k = 0; k < mod->nr_usdt; k++) {
+		struct usdt_probe *u = &mod->usdt[k];
+		struct bpf_link *l;
+
+		if (!u->api)
+			continue;
+		l = link_usdt(a, pid, open_path, mod, u, u->api->api);
+		if (l) {
+			at->usdt[at->nr_usdt++] = l;
+			at->nr_probes++;
+		}
+	}
+	if (!at->nr_probes) {
+		attached_destroy(at);
+		return 0;
+	}
 	a->n++;
-	pr_info("pid %d: attached %zu probes to %s (addresses from %s)\n", pid, mod->nr_sites,
-		mod->path, module__site_source(&mod->sites[0]));
+	pr_info("pid %d: attached %zu probes to %s (addresses from %s)\n", pid, at->nr_probes,
+		mod->path, probes_source(mod, at));
 	if (mod->dawn)
 		pr_info("pid %d: %s: no wgpu* symbols; entry points from %s\n", pid, mod->name,
 			mod->dawn->why);
@@ -297,6 +432,7 @@ static int attach_module(struct attach *a, pid_t pid, struct module *mod, const 
 	warn_slow_sites(mod);
 	return 1;
 fail:
+	attached_destroy(at);
 	pr_err("pid %d: attaching %zu probes to %s failed: %s\n", pid, mod->nr_sites, mod->path,
 	       strerror(-err));
 	return err;
@@ -307,7 +443,22 @@ int attach__scan(struct attach *a, const struct proc_maps *m, int *nr_new)
 	int first_err = 0;
 	size_t i;
 
+	bool torch_usdt = false;
+
 	*nr_new = 0;
+	/* First, whether PyTorch's USDT probes are among the objects: then not its hook. */
+	for (i = 0; i < m->n && !torch_usdt; i++) {
+		const struct pmap_ent *e = &m->v[i];
+		struct module *mod;
+
+		if (!e->exec || !e->path)
+			continue;
+		mod = modules__get(a->mods, m->pid, e);
+		if (!mod)
+			return -ENOMEM;
+		if (!module__scan(mod))
+			torch_usdt = module__has_torch_usdt(mod);
+	}
 	for (i = 0; i < m->n; i++) {
 		const struct pmap_ent *e = &m->v[i];
 		struct module *mod;
@@ -320,7 +471,7 @@ int attach__scan(struct attach *a, const struct proc_maps *m, int *nr_new)
 		if (!mod)
 			return -ENOMEM;
 		proc_maps__open_path(m->pid, e, open_path, sizeof(open_path));
-		ret = attach_module(a, m->pid, mod, open_path);
+		ret = attach_module(a, m->pid, mod, open_path, torch_usdt);
 		if (ret > 0)
 			(*nr_new)++;
 		else if (ret < 0 && !first_err)
@@ -386,7 +537,7 @@ int attach__path(struct attach *a, pid_t pid, const char *path)
 
 	if (!mod)
 		return -errno;
-	ret = attach_module(a, pid, mod, path);
+	ret = attach_module(a, pid, mod, path, false);
 	return ret < 0 ? ret : 0;
 }
 
@@ -447,7 +598,7 @@ size_t attach__nr_links(const struct attach *a)
 	size_t i, n = 0;
 
 	for (i = 0; i < a->n; i++)
-		n += !!a->v[i].enter + !!a->v[i].exit;
+		n += !!a->v[i].enter + !!a->v[i].exit + a->v[i].nr_usdt;
 	return n;
 }
 
@@ -525,6 +676,33 @@ static int marker_link(struct attach *a, pid_t pid, struct module *mod, const ch
 	return 0;
 }
 
+/* A usdt: marker: one USDT link of probe u, every site of it in the object at path. */
+static int marker_link_usdt(struct attach *a, pid_t pid, struct module *mod, const char *path,
+			    struct usdt_probe *u, unsigned int api)
+{
+	struct attached *at;
+
+	if (vec_grow((void **)&a->v, &a->cap, a->n, sizeof(*a->v)))
+		return -ENOMEM;
+	at = &a->v[a->n];
+	*at = (struct attached){
+	    .pid = pid, .mod = mod, .nr_probes = 1, .marker = true, .marker_api = api};
+	at->usdt = calloc(1, sizeof(*at->usdt));
+	if (!at->usdt)
+		return -ENOMEM;
+	at->usdt[0] = link_usdt(a, pid, path, mod, u, api);
+	if (!at->usdt[0]) {
+		int err = -errno;
+
+		free(at->usdt);
+		at->usdt = NULL;
+		return err;
+	}
+	at->nr_usdt = 1;
+	a->n++;
+	return 0;
+}
+
 static bool marker_done(const struct attach *a, pid_t pid, const struct module *mod,
 			unsigned int api)
 {
@@ -581,8 +759,9 @@ static bool has_soname(struct attach *a, pid_t pid, const struct pmap_ent *e, co
 }
 
 int attach__marker(struct attach *a, pid_t pid, const struct proc_maps *m, const char *file,
-		   const char *symbol, unsigned int api)
+		   const char *provider, const char *symbol, unsigned int api)
 {
+	struct usdt_probe *u;
 	char open_path[96];
 	const char *path = file;
 	struct module *mod = NULL;
@@ -613,6 +792,16 @@ int attach__marker(struct attach *a, pid_t pid, const struct proc_maps *m, const
 		return mod->open_err ? mod->open_err : -ENOEXEC;
 	if (marker_done(a, pid, mod, api))
 		return 0;
+	if (provider) {
+		module__scan(mod);
+		u = (struct usdt_probe *)module__usdt(mod, provider, symbol);
+		if (!u) {
+			pr_err("%s: no USDT probe %s:%s (gpuleak probes --lib %s lists them)\n",
+			       mod->path, provider, symbol, mod->path);
+			return -ESRCH;
+		}
+		return marker_link_usdt(a, pid, mod, path, u, api);
+	}
 	if (marker_offset(mod, symbol, &foff)) {
 		pr_err("%s: no function %s\n", mod->path, symbol);
 		return -ESRCH;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * Attach: puts the catalog's probes on every object a target maps that defines a traced
- * function. One uprobe_multi link per (process, object, direction), filtered by pid in the
- * kernel so other processes mapping the same library are neither traced nor slowed.
+ * function or has a traced USDT probe. One uprobe_multi link per (process, object,
+ * direction), and one per (process, object, USDT probe) made by libbpf's USDT support, all
+ * filtered by pid in the kernel so other processes mapping the same library are neither
+ * traced nor slowed (nor have their USDT semaphores raised).
  */
 #ifndef GPULEAK_ATTACH_H
 #define GPULEAK_ATTACH_H
@@ -19,8 +21,9 @@ struct module;
 struct proc_maps;
 struct attach;
 
-int attach__new(struct bpf_program *enter, struct bpf_program *exit, struct modules *mods,
-		struct attach **out);
+/* enter, exit: the uprobe programs (gpuleak.bpf.c); usdt: the USDT one. */
+int attach__new(struct bpf_program *enter, struct bpf_program *exit, struct bpf_program *usdt,
+		struct modules *mods, struct attach **out);
 /* Detaches everything. */
 void attach__free(struct attach *a);
 /*
@@ -40,12 +43,13 @@ void attach__forget(struct attach *a, pid_t pid);
 /* Attach to one file by path for pid, before pid has mapped it (run mode, pre-exec). */
 int attach__path(struct attach *a, pid_t pid, const char *path);
 /*
- * Put a marker probe (api, an entry-only NOTIFY) on symbol in file for pid. file is a path,
- * or the basename of an object in m (pid's mappings; NULL before exec). -ENOENT while the
- * object is not mapped yet; -ESRCH when the symbol is not in it.
+ * Put a marker probe (api, an entry-only NOTIFY) on symbol in file for pid, or with a
+ * provider on its USDT probe provider:symbol. file is a path, or the basename of an object
+ * in m (pid's mappings; NULL before exec). -ENOENT while the object is not mapped yet;
+ * -ESRCH when the symbol or probe is not in it.
  */
 int attach__marker(struct attach *a, pid_t pid, const struct proc_maps *m, const char *file,
-		   const char *symbol, unsigned int api);
+		   const char *provider, const char *symbol, unsigned int api);
 /* Whether pid has a probe on a non-optional API (a CUDA library was found). */
 bool attach__has_required(const struct attach *a, pid_t pid);
 /* Print "looked in" diagnostics: the objects of pid scanned and what each had. */

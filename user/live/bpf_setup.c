@@ -55,6 +55,15 @@ static int set_maps(struct gpuleak_bpf *skel, const struct bpf_setup_opts *o)
 	if (skel->rodata->wakeup_bytes > o->ringbuf_bytes / 4)
 		skel->rodata->wakeup_bytes = o->ringbuf_bytes / 4;
 	err = bpf_map__set_max_entries(skel->maps.events, o->ringbuf_bytes);
+	/*
+	 * libbpf's USDT argument specs: one per distinct argument string per attach (USDT link),
+	 * from a table of 256 by default; E2BIG past it. 4096 (~850 KiB) fits PyTorch's two
+	 * probes in 2000 processes. With BPF cookies (Linux 5.15+) the ip table is not used.
+	 */
+	if (!err)
+		err = bpf_map__set_max_entries(skel->maps.__bpf_usdt_specs, BPF_SETUP_USDT_SPECS);
+	if (!err)
+		err = bpf_map__set_max_entries(skel->maps.__bpf_usdt_ip_to_spec_id, 1);
 	if (err || !o->stack_depth)
 		return err;
 	/* frames after the probed function, and one more to see a cut (gpuleak.bpf.c) */
@@ -187,6 +196,11 @@ struct bpf_program *bpf_setup__enter_prog(const struct bpf_setup *b)
 struct bpf_program *bpf_setup__exit_prog(const struct bpf_setup *b)
 {
 	return b->skel->progs.gl_exit;
+}
+
+struct bpf_program *bpf_setup__usdt_prog(const struct bpf_setup *b)
+{
+	return b->skel->progs.gl_usdt;
 }
 
 int bpf_setup__events_fd(const struct bpf_setup *b)

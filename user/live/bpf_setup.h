@@ -41,6 +41,10 @@ void bpf_setup__detach_tracepoints(struct bpf_setup *b);
 /* The generic entry and return programs every uprobe runs (attach.c). */
 struct bpf_program *bpf_setup__enter_prog(const struct bpf_setup *b);
 struct bpf_program *bpf_setup__exit_prog(const struct bpf_setup *b);
+/* The program every USDT probe runs (attach.c), and how many argument specs its links may
+ * hold in all (libbpf's spec table: an attach past it fails with E2BIG). */
+struct bpf_program *bpf_setup__usdt_prog(const struct bpf_setup *b);
+#define BPF_SETUP_USDT_SPECS 4096
 /* The ring buffer's map. */
 int bpf_setup__events_fd(const struct bpf_setup *b);
 

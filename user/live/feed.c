@@ -3,6 +3,7 @@
 #include <string.h>
 #include "engine/analysis.h"
 #include "lib/log.h"
+#include "probe/catalog.h"
 #include "live/bpf_setup.h"
 #include "live/callbacks.h"
 #include "live/feed.h"
@@ -73,9 +74,37 @@ static const struct gl_hdr *unwound(struct live *l, const struct gl_hdr *h, stru
 	return &buf->desc.call.hdr;
 }
 
+/*
+ * A caching allocator's block is reported from inside the allocator: its site is the first
+ * frame of its stack outside the allocator's libraries (the catalog's site_skip), made the
+ * record's call site here, before the analysis and the capture see it, so both name the same
+ * site. Without a stack it stays where the probe fired. A stack with Python frames has its
+ * site chosen already, where the Python frames are merged in (the innermost user frame:
+ * PyTorch's libraries and its Python package are framework there too), so it stays as is.
+ */
+static const struct gl_hdr *site_outside(struct live *l, const struct gl_call_rec *r,
+					 struct gl_call_rec *copy)
+{
+	const struct cat_api *api = cat_by_api(r->hdr.api);
+	uint64_t site;
+
+	if (!api || !(api->flags & CAT_SITE_OUTSIDE) || !api->site_skip ||
+	    r->hdr.size != sizeof(*r) ||
+	    (gl_stack_is_py(r->stack_id) &&
+	     symbolizer__site_frame(l->sym, r->hdr.pid, r->stack_id, r->caller)) ||
+	    symbolizer__site_outside(l->sym, r->hdr.pid, r->stack_id, r->caller, api->site_skip,
+				     &site) ||
+	    site == r->caller)
+		return &r->hdr;
+	*copy = *r;
+	copy->caller = site;
+	return &copy->hdr;
+}
+
 int feed__record(struct live *l, const struct gl_hdr *h)
 {
 	struct gl_peek_rec buf;
+	struct gl_call_rec copy;
 	struct target *t;
 
 	/* A copy of the stack is for its call's record only: never analysed nor recorded. */
@@ -104,6 +133,9 @@ int feed__record(struct live *l, const struct gl_hdr *h)
 	if (l->unw && (h->kind == GL_REC_ALLOC || h->kind == GL_REC_ALLOC_FAIL) &&
 	    h->size >= sizeof(struct gl_call_rec))
 		h = unwound(l, h, &buf);
+	if ((h->kind == GL_REC_ALLOC || h->kind == GL_REC_ALLOC_FAIL) &&
+	    h->size >= sizeof(struct gl_call_rec) && ((const struct gl_call_rec *)h)->stack_id >= 0)
+		h = site_outside(l, (const struct gl_call_rec *)h, &copy);
 	recorder__record(l->rec, h);
 	return analysis__feed(l->an, h);
 }

@@ -19,7 +19,7 @@
 
 struct markers {
 	struct marker {
-		const char *file, *sym;
+		const char *file, *provider, *sym; /* provider: a USDT probe, NULL: a function */
 		unsigned int api;
 		char spec[64]; /* the option as given, for messages: "--step sym:FILE:SYMBOL" */
 	} v[4];
@@ -27,17 +27,25 @@ struct markers {
 	unsigned int said; /* bit i: "marker on ..." printed */
 };
 
-static void add_marker(struct markers *mk, const char *opt, const char *file, const char *sym,
-		       const char *sym2, unsigned int api)
+/* provider: a usdt: marker's (sym its probe's name); NULL: a sym: or api: one. */
+static void add_marker(struct markers *mk, const char *opt, const char *file, const char *provider,
+		       const char *sym, const char *sym2, unsigned int api)
 {
 	struct marker *k = &mk->v[mk->n++];
 
 	k->file = file;
+	k->provider = provider;
 	k->sym = api == GL_API_MARKER_REQ_END ? sym2 : sym;
 	k->api = api;
 	/* Cut to fit: the file and symbol are named again, whole, in every message. */
-	snprintf(k->spec, sizeof(k->spec), "%s sym:%s:%s%s%s", opt, file, sym, sym2 ? "," : "",
-		 sym2 ? sym2 : "");
+	if (provider)
+		snprintf(k->spec, sizeof(k->spec), "%s usdt:%s:%s:%s%s%s", opt, file, provider, sym,
+			 sym2 ? "," : "", sym2 ? sym2 : "");
+	else if (!strcmp(file, "*"))
+		snprintf(k->spec, sizeof(k->spec), "%s api:%s", opt, sym);
+	else
+		snprintf(k->spec, sizeof(k->spec), "%s sym:%s:%s%s%s", opt, file, sym,
+			 sym2 ? "," : "", sym2 ? sym2 : "");
 }
 
 int markers__new(const struct analysis_opts *a, struct markers **out)
@@ -48,15 +56,17 @@ int markers__new(const struct analysis_opts *a, struct markers **out)
 	if (!mk)
 		return -ENOMEM;
 	if (a->step_file)
-		add_marker(mk, "--step", a->step_file, a->step_sym, NULL, GL_API_MARKER_STEP);
+		add_marker(mk, "--step", a->step_file, a->step_provider, a->step_sym, NULL,
+			   GL_API_MARKER_STEP);
 	if (a->req_file) {
-		add_marker(mk, "--request", a->req_file, a->req_begin, a->req_end,
+		add_marker(mk, "--request", a->req_file, a->req_provider, a->req_begin, a->req_end,
 			   GL_API_MARKER_REQ_BEGIN);
-		add_marker(mk, "--request", a->req_file, a->req_begin, a->req_end,
+		add_marker(mk, "--request", a->req_file, a->req_provider, a->req_begin, a->req_end,
 			   GL_API_MARKER_REQ_END);
 	}
 	if (a->end_file)
-		add_marker(mk, "--end", a->end_file, a->end_sym, NULL, GL_API_MARKER_END);
+		add_marker(mk, "--end", a->end_file, a->end_provider, a->end_sym, NULL,
+			   GL_API_MARKER_END);
 	return 0;
 }
 
@@ -90,18 +100,21 @@ int markers__attach(struct markers *mk, struct attach *att, struct target *t,
 			snprintf(rooted, sizeof(rooted), "/proc/%d/root%s", t->pid, file);
 			file = rooted;
 		}
-		err = attach__marker(att, t->pid, m, file, k->sym, k->api);
+		err = attach__marker(att, t->pid, m, file, k->provider, k->sym, k->api);
 		if (!err) {
 			t->markers_done |= 1U << i;
 			/* Once, not once per process: a server's ranks all get it. */
 			if (mk->said & (1U << i))
 				continue;
 			mk->said |= 1U << i;
-			pr_note("%s marker on %s in %s\n", marker_kind(k->api), k->sym,
+			pr_note("%s marker on %s%s%s%s in %s\n", marker_kind(k->api),
+				k->provider ? "USDT " : "", k->provider ? k->provider : "",
+				k->provider ? ":" : "", k->sym,
 				strcmp(k->file, "*") ? k->file : "every object that has it");
 		} else if (err != -ENOENT) {
-			pr_err("cannot put a marker on %s in %s: %s\n", k->sym, k->file,
-			       strerror(-err));
+			pr_err("cannot put a marker on %s%s%s in %s: %s\n",
+			       k->provider ? k->provider : "", k->provider ? ":" : "", k->sym,
+			       k->file, strerror(-err));
 			t->markers_done |= 1U << i; /* said once; do not retry */
 		} else {
 			left++;
@@ -225,13 +238,66 @@ static bool in_dawn_procs(struct elf_obj *elf, const char *name)
 	return found;
 }
 
-/* SYMBOL in the object FILE named: 0, or -EINVAL said (with the closest names it has). */
+struct usdt_search {
+	const char *provider, *name;
+	bool found;
+	struct closest close; /* want: "provider:name" */
+};
+
+static int usdt_search_cb(const struct elf_sdt *n, void *ctx)
+{
+	struct usdt_search *us = ctx;
+	char pn[256];
+	int len;
+
+	if (!strcmp(n->provider, us->provider) && !strcmp(n->name, us->name)) {
+		us->found = true;
+		return 1;
+	}
+	len = snprintf(pn, sizeof(pn), "%s:%s", n->provider, n->name);
+	closest_offer(&us->close, pn, len < (int)sizeof(pn) ? (size_t)len : sizeof(pn) - 1);
+	return 0;
+}
+
+/*
+ * usdt:FILE:PROVIDER:NAME: the object has an SDT note of PROVIDER:NAME, as attach looks for
+ * it: 0, or -EINVAL said (with the closest probes it has).
+ */
+static int check_usdt(const struct marker *k, const char *shown, const char *path,
+		      struct elf_obj *elf)
+{
+	char want[256], more[3 * 128 + 16];
+	struct usdt_search us = {.provider = k->provider, .name = k->sym};
+	int err;
+
+	snprintf(want, sizeof(want), "%s:%s", k->provider, k->sym);
+	us.close.want = want;
+	err = elf_obj__for_each_sdt(elf, usdt_search_cb, &us);
+	if (us.found)
+		return 0;
+	if (err) {
+		pr_err("%s: the USDT notes of %s cannot be read (%s): %s\n", k->spec, shown, path,
+		       strerror(-err));
+		return -EINVAL;
+	}
+	pr_err("%s: %s has no USDT probe %s (%s%s)\n", k->spec, shown, want, path,
+	       us.close.n ? closest_text(&us.close, more, sizeof(more))
+			  : "; no USDT probes (.note.stapsdt)");
+	return -EINVAL;
+}
+
+/*
+ * SYMBOL (a usdt: marker's probe) in the object FILE named: 0, or -EINVAL said (with the
+ * closest names it has).
+ */
 static int check_symbol(const struct marker *k, const char *shown, const char *path,
 			struct elf_obj *elf)
 {
 	struct sym_search ss = {.want = k->sym, .close = {.want = k->sym}};
 	char more[3 * 128 + 16];
 
+	if (k->provider)
+		return check_usdt(k, shown, path, elf);
 	elf_obj__for_each_func(elf, sym_search_cb, &ss);
 	if (ss.found || in_dawn_procs(elf, k->sym))
 		return 0;

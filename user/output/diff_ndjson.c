@@ -19,10 +19,14 @@ static void str_or_null(FILE *f, const char *s)
 		fputs("null", f);
 }
 
-/* "key":{"base":..,"new":..,"delta":..} or "key":null; bytes: integers, else tenths. */
-static void triple(FILE *f, const char *key, const struct diff_val *v, bool bytes)
+/*
+ * sep"key":{"base":..,"new":..,"delta":..} or sep"key":null; bytes: integers, else tenths.
+ * sep is "," but before an object's first member.
+ */
+static void triple_sep(FILE *f, const char *sep, const char *key, const struct diff_val *v,
+		       bool bytes)
 {
-	fprintf(f, ",\"%s\":", key);
+	fprintf(f, "%s\"%s\":", sep, key);
 	if (!v->known) {
 		fputs("null", f);
 		return;
@@ -34,6 +38,11 @@ static void triple(FILE *f, const char *key, const struct diff_val *v, bool byte
 		fprintf(f, "{\"base\":%.1f,\"new\":%.1f,\"delta\":%.1f}", diff__tenth(v->base),
 			diff__tenth(v->new),
 			diff__tenth(diff__tenth(v->new) - diff__tenth(v->base)));
+}
+
+static void triple(FILE *f, const char *key, const struct diff_val *v, bool bytes)
+{
+	triple_sep(f, ",", key, v, bytes);
 }
 
 static void side(FILE *f, const char *key, const struct diff_proc *p, bool clean)
@@ -167,6 +176,16 @@ static void proc_pair(FILE *f, const struct diff_proc_pair *pp)
 	triple(f, "pending_bytes", &pp->pending, true);
 	triple(f, "alloc_bytes_per_step", &pp->alloc_bytes_per_step, false);
 	triple(f, "allocs_per_step", &pp->allocs_per_step, false);
+	if (pp->torch) {
+		fputs(",\"pytorch\":{", f);
+		triple_sep(f, "", "allocated_bytes", &pp->torch_allocated, true);
+		triple(f, "reserved_bytes", &pp->torch_reserved, true);
+		triple(f, "cached_bytes", &pp->torch_cached, true);
+		triple(f, "outside_bytes", &pp->torch_outside, true);
+		fputc('}', f);
+	} else {
+		fputs(",\"pytorch\":null", f);
+	}
 	fprintf(f,
 		",\"sites_paired\":%zu,\"sites_only_base\":%zu,\"sites_only_new\":%zu,"
 		"\"sites_unchanged\":%zu,\"sites\":[",

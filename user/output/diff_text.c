@@ -214,6 +214,14 @@ static void proc_numbers(FILE *out, const struct diff_proc_pair *pp)
 	row(out, "allocated per step", &pp->alloc_bytes_per_step, NULL);
 	if (nonzero(&pp->requests))
 		count_row(out, "requests", &pp->requests);
+	/* PyTorch's buckets, when either run had its blocks ("-": an input does not say). */
+	if (pp->torch) {
+		row(out, "PyTorch allocated", &pp->torch_allocated, NULL);
+		row(out, "PyTorch reserved", &pp->torch_reserved, NULL);
+		row(out, "PyTorch cached", &pp->torch_cached, NULL);
+		row(out, "outside PyTorch", &pp->torch_outside,
+		    pp->align != DIFF_AT_END ? "at the end only" : NULL);
+	}
 }
 
 static const char *change_word(const struct diff_site_pair *sp)

@@ -136,6 +136,9 @@ static char *group_label(const struct tracker *t, const struct site *s)
 	case GL_FAM_LIBC:
 		layer = "C library";
 		break;
+	case GL_FAM_PYTORCH:
+		layer = "PyTorch caching allocator";
+		break;
 	default:
 		layer = cat_family_name(GL_API_FAMILY(s->api));
 		break;
@@ -188,7 +191,8 @@ static bool live_memory(const struct tracker *t, const struct site_stack *ss, pi
 {
 	const struct site *s = &t->sites[ss->site];
 
-	return ss->live_count && s->counts && (!pid || s->pid == pid);
+	/* What is judged: a caching allocator's blocks, not the segments they are in. */
+	return ss->live_count && s->judged && (!pid || s->pid == pid);
 }
 
 static uint32_t node_new(struct graph *g, char *label)

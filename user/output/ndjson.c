@@ -77,6 +77,9 @@ static void json_step_sites(struct report *r, const struct step_site_summary *ss
 			",\"class\":\"%s\",\"live_bytes\":%" PRIu64 ",\"allocated_bytes\":%" PRIu64
 			",\"freed_bytes\":%" PRIu64,
 			describe__site_class(s), v->live, v->allocated, v->freed);
+		/* A caching allocator's segments: memory, judged by their blocks instead. */
+		if (!s->judged)
+			fputs(",\"pool\":true", r->json);
 		json_net(r->json, v->allocated, v->freed);
 		fputc('}', r->json);
 	}
@@ -100,6 +103,10 @@ void ndjson__step(struct report *r, pid_t pid, const struct step_stat *st)
 		(double)(st->t_end_ns - st->t_start_ns) / 1e9, st->live, st->persistent,
 		st->pending, st->suspect, st->allocated, st->freed, st->allocs, st->frees,
 		st->requests, st->inflight);
+	if (st->torch)
+		fprintf(r->json,
+			",\"torch_allocated_bytes\":%" PRIu64 ",\"torch_reserved_bytes\":%" PRIu64,
+			st->torch_allocated, st->torch_reserved);
 	if (st->sites)
 		json_step_sites(r, st->sites);
 	fputs("}\n", r->json);
@@ -562,6 +569,54 @@ static void json_process(struct report *r, const struct tproc *p, uint64_t now_n
 	fputc('}', r->json);
 }
 
+/* PyTorch's caching allocator: its four buckets per device, null without one. */
+static void json_torch(struct report *r, const struct proc_verdict *pv)
+{
+	const struct torch_verdict *tv = &pv->torch;
+	const struct torch_cache_growth *c = &tv->cache;
+	const struct tblocks *b = pv->p->blocks;
+	size_t i;
+
+	if (!tv->on) {
+		fputs(",\"pytorch\":null", r->json);
+		return;
+	}
+	fprintf(r->json, ",\"pytorch\":{\"source\":\"%s\",\"devices\":[",
+		tv->source == TBLOCKS_HOOK ? "profiler_hook" : "usdt");
+	for (i = 0; i < tv->nr_dev; i++) {
+		const struct torch_device *d = &tv->dev[i];
+
+		fprintf(r->json,
+			"%s{\"device\":%d,\"allocated_bytes\":%" PRIu64
+			",\"allocated_count\":%" PRIu64 ",\"reserved_bytes\":%" PRIu64
+			",\"segments\":%" PRIu64 ",\"cached_bytes\":%" PRIu64
+			",\"outside_bytes\":%" PRIu64 "}",
+			i ? "," : "", d->device, d->allocated, d->allocated_count, d->reserved,
+			d->segments, d->cached, d->outside);
+	}
+	fprintf(r->json,
+		"],\"allocated_bytes\":%" PRIu64 ",\"reserved_bytes\":%" PRIu64
+		",\"cached_bytes\":%" PRIu64 ",\"outside_bytes\":%" PRIu64
+		",\"peak_allocated_bytes\":%" PRIu64 ",\"peak_reserved_bytes\":%" PRIu64
+		",\"blocks_allocated\":%" PRIu64 ",\"blocks_allocated_bytes\":%" PRIu64
+		",\"blocks_freed\":%" PRIu64 ",\"unknown_frees\":%" PRIu64
+		",\"released_with_segment\":%" PRIu64 ",\"other_source_records\":%" PRIu64
+		",\"cache_growth\":",
+		tv->allocated, tv->reserved, tv->cached, tv->outside, b->peak_allocated,
+		b->peak_reserved, b->allocs, b->alloc_bytes, b->frees, b->unknown_frees,
+		b->released_with_segment, b->other_source);
+	if (c->found)
+		fprintf(r->json,
+			"{\"first_step\":%" PRId64 ",\"last_step\":%" PRId64
+			",\"reserved_from_bytes\":%" PRIu64 ",\"reserved_to_bytes\":%" PRIu64
+			",\"allocated_from_bytes\":%" PRIu64 ",\"allocated_to_bytes\":%" PRIu64
+			"}}",
+			c->first_step, c->last_step, c->reserved_from, c->reserved_to,
+			c->allocated_from, c->allocated_to);
+	else
+		fputs("null}", r->json);
+}
+
 void ndjson__verdict(struct report *r, const struct verdict *v, const struct proc_verdict *pv,
 		     uint64_t now_ns)
 {
@@ -578,6 +633,7 @@ void ndjson__verdict(struct report *r, const struct verdict *v, const struct pro
 	json_site_array(r, pv, VERDICT_VA, "address_space");
 	json_site_array(r, pv, VERDICT_REG, "registrations");
 	json_comms(r, pv->p);
+	json_torch(r, pv);
 	if (r->verdict_extra)
 		fprintf(r->json, ",%s", r->verdict_extra);
 	if (r->verdict_more)

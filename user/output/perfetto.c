@@ -66,15 +66,17 @@ static void meta(struct pw *w, pid_t pid, int tid, const char *what, const char 
 
 static void counters(struct pw *w, struct report *r, const struct series_proc *sp)
 {
-	bool used[GL_FAM_MAX] = {false}, any = false;
+	bool used[GL_FAM_MAX] = {false}, any = false, torch = false;
 	size_t i;
 	int k;
 
-	for (i = 0; i < sp->n; i++)
+	for (i = 0; i < sp->n; i++) {
 		for (k = 0; k < GL_FAM_MAX; k++) {
 			used[k] |= fam_names[k] && sp->v[i].fam[k];
 			any |= used[k];
 		}
+		torch |= sp->v[i].torch_reserved || sp->v[i].torch_allocated;
+	}
 	for (i = 0; i < sp->n; i++) {
 		const struct series_point *pt = &sp->v[i];
 		bool first = true;
@@ -95,6 +97,16 @@ static void counters(struct pw *w, struct report *r, const struct series_proc *s
 			"{\"ph\":\"C\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
 			"\"name\":\"pending bytes\",\"args\":{\"total\":%" PRIu64 "}}",
 			sp->pid, sp->pid, ts, pt->pending);
+		/* PyTorch's caching allocator: its live blocks and its segments, one track. */
+		if (torch) {
+			ev_begin(w);
+			fprintf(w->f,
+				"{\"ph\":\"C\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
+				"\"name\":\"PyTorch caching "
+				"allocator\",\"args\":{\"allocated\":%" PRIu64
+				",\"reserved\":%" PRIu64 "}}",
+				sp->pid, sp->pid, ts, pt->torch_allocated, pt->torch_reserved);
+		}
 		if (!any)
 			continue;
 		ev_begin(w);

@@ -51,7 +51,9 @@ static void metric_rows(const struct tracker *t, const struct proc_verdict *pv,
 	for (i = 0; i < t->nr_sites; i++) {
 		const struct site *s = &t->sites[i];
 
-		if (s->pid != pv->p->pid || !s->counts || (!s->live_count && !s->pending_count))
+		/* Memory, and PyTorch's blocks (rows of their own, api="pytorch:malloc"). */
+		if (s->pid != pv->p->pid || !(s->counts || s->judged) ||
+		    (!s->live_count && !s->pending_count))
 			continue;
 		describe__device(t, s, dev, sizeof(dev));
 		m = row_of(rows, s->api, dev);
@@ -237,6 +239,22 @@ static void findings(const struct expo *x, const struct family *f, const struct 
 	}
 }
 
+/* PyTorch's caching allocator, one bucket per family (f->row_off: which), by device. */
+static void torch_bucket(const struct expo *x, const struct family *f,
+			 const struct proc_verdict *pv, const struct metric_rows *rows)
+{
+	size_t i;
+
+	(void)rows;
+	for (i = 0; pv->torch.on && i < pv->torch.nr_dev; i++) {
+		const struct torch_device *d = &pv->torch.dev[i];
+		const uint64_t v[] = {d->allocated, d->reserved, d->cached, d->outside};
+
+		sample(x, f, pv);
+		fprintf(x->out, ",device=\"%d\"} %" PRIu64 "\n", d->device, v[f->row_off]);
+	}
+}
+
 /* The losses by reason; the bytes of lost allocations are a family of their own. */
 static void dropped(const struct expo *x, const struct family *f, const struct proc_verdict *pv,
 		    const struct metric_rows *rows)
@@ -321,6 +339,13 @@ static uint64_t undecodable_records(const struct expo *x, const struct proc_verd
 		.name = #n, .type = M_COUNTER, .help = h, .samples = one_value, .value = n         \
 	}
 
+/* A bucket of PyTorch's caching allocator: which (0..3) of torch_bucket's values. */
+#define TORCH_BUCKET(n, which, h)                                                                  \
+	{                                                                                          \
+		.name = n, .type = M_GAUGE, .help = h, .per_process = true,                        \
+		.samples = torch_bucket, .row_off = which                                          \
+	}
+
 /* The families, in the order they are exposed. */
 static const struct family families[] = {
     OF_SESSION("build", M_INFO, build_info, "gpuleak's version."),
@@ -341,6 +366,16 @@ static const struct family families[] = {
 	       "Projected time until the most pressed device runs out, at the current growth."),
     OF_PROCESS("findings", M_GAUGE, findings,
 	       "What the verdict would say now: call sites leaking, growing, rules violated."),
+    TORCH_BUCKET("pytorch_allocated_bytes", 0,
+		 "PyTorch caching allocator: bytes of live blocks (tensors), per device."),
+    TORCH_BUCKET(
+	"pytorch_reserved_bytes", 1,
+	"PyTorch caching allocator: bytes of the segments holding its blocks, per device."),
+    TORCH_BUCKET("pytorch_cached_bytes", 2,
+		 "PyTorch caching allocator: reserved minus allocated (its cache), per device."),
+    TORCH_BUCKET("pytorch_outside_bytes", 3,
+		 "Device memory of the process outside PyTorch's segments (NCCL, other "
+		 "libraries, raw_alloc segments), per device."),
     PROC_VALUE(allocations, M_COUNTER, "Traced allocations made."),
     PROC_VALUE(frees, M_COUNTER, "Traced frees."),
     PROC_VALUE(failed_calls, M_COUNTER, "Traced calls that returned an error."),

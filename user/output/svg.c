@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * --svg: a self-contained SVG timeline, one panel per process. Lines: live bytes, persistent
- * bytes (a rule said they stay), pending bytes (async frees not complete yet), and, in red,
+ * bytes (a rule said they stay), pending bytes (async frees not complete yet), PyTorch's
+ * allocated and reserved bytes (for a process with its caching allocator), and, in red,
  * the sites that leak (still live at the end and not meant to stay, or growing step after
  * step), largest first. The x axis is time since the start of the trace, or steps when the
  * steps come from the program (--step sync, sym:, nvtx:); the y axis is bytes in binary
@@ -39,11 +40,12 @@ struct line {
 	const char *color;
 	const char *dash; /* stroke-dasharray or NULL */
 	double width;
+	bool leak; /* a leaking site's: its legend in red */
 	char label[400];
 };
 
 struct panel {
-	struct line v[3 + 2 * MAX_LEAKS];
+	struct line v[5 + 2 * MAX_LEAKS];
 	int n;
 	bool by_step;
 	double x0, x1, ymax;
@@ -232,6 +234,7 @@ static void leak_label(struct report *r, struct line *l, uint32_t site,
 	const struct growth *g = verdict__growth_at(pv, site);
 	char b[32];
 
+	l->leak = true;
 	if (g)
 		snprintf(l->label, sizeof(l->label), "grows %s/step: %s (%s)",
 			 fmt_bytes((uint64_t)(g->slope_per_step + 0.5), b, sizeof(b)),
@@ -242,6 +245,23 @@ static void leak_label(struct report *r, struct line *l, uint32_t site,
 			 cat_api_name(s->api));
 }
 
+/* PyTorch's two lines (allocated: its live blocks; reserved: its segments), n points. */
+static int torch_lines(struct panel *pn, const struct proc_verdict *pv, size_t n,
+		       struct line **alloc, struct line **res)
+{
+	*alloc = *res = NULL;
+	if (!pv->torch.on)
+		return 0;
+	*alloc = line_new(pn, n, "#2ca02c", 2.0);
+	*res = line_new(pn, n, "#9467bd", 1.5);
+	if (!*alloc || !*res)
+		return -ENOMEM;
+	(*res)->dash = "8,3";
+	snprintf((*alloc)->label, sizeof((*alloc)->label), "PyTorch allocated (live blocks)");
+	snprintf((*res)->label, sizeof((*res)->label), "PyTorch reserved (segments)");
+	return 0;
+}
+
 /* The process over its steps: the step records and the timeline's per-site series. */
 static int by_step(struct report *r, struct panel *pn, const struct proc_verdict *pv,
 		   const uint32_t *leaks, size_t nl)
@@ -249,7 +269,7 @@ static int by_step(struct report *r, struct panel *pn, const struct proc_verdict
 	pid_t pid = pv->p->pid;
 	static const char *const colors[3] = {"#1f77b4", "#7f7f7f", "#ff7f0e"};
 	const struct step_stat *st;
-	struct line *l[3];
+	struct line *l[3], *ta, *tr;
 	size_t n, i, k;
 
 	st = timeline__steps(r->tl, pid, &n);
@@ -268,6 +288,13 @@ static int by_step(struct report *r, struct panel *pn, const struct proc_verdict
 	snprintf(l[0]->label, sizeof(l[0]->label), "live");
 	snprintf(l[1]->label, sizeof(l[1]->label), "persistent (by rule)");
 	snprintf(l[2]->label, sizeof(l[2]->label), "pending frees");
+	if (torch_lines(pn, pv, n, &ta, &tr))
+		return -ENOMEM;
+	for (i = 0; ta && i < n; i++) {
+		ta->x[i] = tr->x[i] = (double)st[i].step;
+		ta->y[i] = (double)st[i].torch_allocated;
+		tr->y[i] = (double)st[i].torch_reserved;
+	}
 	pn->by_step = true;
 	pn->x0 = n ? (double)st[0].step : 0;
 	pn->x1 = n ? (double)st[n - 1].step : 1;
@@ -301,7 +328,7 @@ static int by_time(struct report *r, struct panel *pn, const struct series *se,
 	static const char *const colors[3] = {"#1f77b4", "#7f7f7f", "#ff7f0e"};
 	const struct series_proc *sp = series__proc(se, pid);
 	size_t n = sp ? sp->n : 0, i, k;
-	struct line *l[3];
+	struct line *l[3], *ta, *tr;
 
 	for (k = 0; k < 3; k++) {
 		l[k] = line_new(pn, n, colors[k], k ? 1.5 : 2.0);
@@ -322,6 +349,14 @@ static int by_time(struct report *r, struct panel *pn, const struct series *se,
 	snprintf(l[0]->label, sizeof(l[0]->label), "live");
 	snprintf(l[1]->label, sizeof(l[1]->label), "persistent (by rule)");
 	snprintf(l[2]->label, sizeof(l[2]->label), "pending frees");
+	if (torch_lines(pn, pv, n, &ta, &tr))
+		return -ENOMEM;
+	for (i = 0; ta && i < n; i++) {
+		ta->steps = tr->steps = true;
+		ta->x[i] = tr->x[i] = l[0]->x[i];
+		ta->y[i] = (double)sp->v[i].torch_allocated;
+		tr->y[i] = (double)sp->v[i].torch_reserved;
+	}
 	pn->x0 = 0;
 	pn->x1 = end_ns > r->t0_ns ? (double)(end_ns - r->t0_ns) / 1e9 : 1;
 	for (k = 0; k < nl; k++) {
@@ -379,7 +414,7 @@ static double draw_panel(FILE *f, const struct tproc *p, struct panel *pn, doubl
 			pn->v[i].dash ? " stroke-dasharray=\"" : "",
 			pn->v[i].dash ? pn->v[i].dash : "", pn->v[i].dash ? "\"" : "");
 		fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"12\"%s>", M_LEFT + 32, y,
-			i >= 3 ? " fill=\"#b71c1c\"" : "");
+			pn->v[i].leak ? " fill=\"#b71c1c\"" : "");
 		xml_str(f, pn->v[i].label);
 		fputs("</text>\n", f);
 	}

@@ -376,6 +376,53 @@ static void print_header(struct report *r, const struct tproc *p, uint64_t now_n
 			fmt_bytes(p->ignored_bytes, b2, sizeof(b2)), p->ignored_count);
 }
 
+/*
+ * PyTorch's caching allocator: the four buckets per device, as torch.cuda.memory_stats names
+ * them, then what the reserve did over the steps.
+ */
+static void print_torch(struct report *r, const struct proc_verdict *pv)
+{
+	const struct torch_verdict *tv = &pv->torch;
+	const struct tblocks *b = pv->p->blocks;
+	char b1[32], b2[32], b3[32], b4[32];
+	size_t i;
+
+	if (!tv->on)
+		return;
+	fprintf(r->out,
+		"PyTorch caching allocator (%s): %" PRIu64 " blocks allocated, %" PRIu64
+		" freed into its cache\n",
+		tv->source == TBLOCKS_HOOK ? "c10::reportMemoryUsageToProfiler"
+					   : "USDT pytorch:malloc/free",
+		b->allocs, b->frees);
+	fprintf(r->out, "  %4s  %10s %7s  %10s %8s  %10s  %15s\n", "DEV", "ALLOCATED", "BLOCKS",
+		"RESERVED", "SEGMENTS", "CACHED", "OUTSIDE PYTORCH");
+	for (i = 0; i < tv->nr_dev; i++) {
+		const struct torch_device *d = &tv->dev[i];
+
+		fprintf(r->out, "  %4d  %10s %7" PRIu64 "  %10s %8" PRIu64 "  %10s  %15s\n",
+			d->device, fmt_bytes(d->allocated, b1, sizeof(b1)), d->allocated_count,
+			fmt_bytes(d->reserved, b2, sizeof(b2)), d->segments,
+			fmt_bytes(d->cached, b3, sizeof(b3)),
+			fmt_bytes(d->outside, b4, sizeof(b4)));
+	}
+	if (b->unknown_frees || b->released_with_segment || b->other_source)
+		fprintf(r->out,
+			"  blocks freed that were allocated before attach: %" PRIu64
+			"; released with their segment: %" PRIu64
+			"; reported twice (ignored): %" PRIu64 "\n",
+			b->unknown_frees, b->released_with_segment, b->other_source);
+	if (tv->cache.found)
+		fprintf(r->out,
+			"reserved grew %s over %" PRId64 " steps (%" PRId64 " to %" PRId64
+			") with allocated flat (%s to %s): cache, not a leak; "
+			"torch.cuda.empty_cache() returns it\n",
+			fmt_bytes(tv->cache.reserved_to - tv->cache.reserved_from, b1, sizeof(b1)),
+			tv->cache.last_step - tv->cache.first_step, tv->cache.first_step,
+			tv->cache.last_step, fmt_bytes(tv->cache.allocated_from, b2, sizeof(b2)),
+			fmt_bytes(tv->cache.allocated_to, b3, sizeof(b3)));
+}
+
 /* Frees that matched nothing, or something unexpected: they explain odd numbers. */
 static void print_odd_frees(struct report *r, const struct tproc *p)
 {
@@ -407,6 +454,7 @@ void text__proc(struct report *r, const struct gate *gate, const struct proc_ver
 	char b[32];
 
 	print_header(r, p, now_ns);
+	print_torch(r, pv);
 	print_sites(r, pv, VERDICT_LEAKS, "live allocations by site, largest first:");
 	if (p->init_count)
 		fprintf(r->out,

@@ -59,6 +59,22 @@
 		##__VA_ARGS__                                                                      \
 	}
 
+/* PyTorch's own libraries: never the site of a tensor (CAT_SITE_OUTSIDE). */
+static const char *const torch_libs[] = {"libc10.so*", "libc10_cuda.so*", "libtorch*.so*", NULL};
+
+/* The fields of a USDT probe of PyTorch's allocator (its API's name is provider:name). */
+#define TORCH_USDT(prov, nm, what)                                                                 \
+	.space = SPACE_BLOCK, .usdt_provider = prov, .usdt_name = nm, .args = what,                \
+	.site_skip = torch_libs
+/*
+ * c10::reportMemoryUsageToProfiler(void *ptr, int64_t alloc_size, size_t total_allocated,
+ * size_t total_reserved, c10::Device device): +block bytes at an allocation, -bytes at a free.
+ * c10::Device is {int8 type, int8 index}, passed by value in one register (the 5th).
+ */
+#define TORCH_HOOK_SPEC SPEC(GL_SHAPE_ALLOC_DONE, 1, 2, 3, 5, 0, 0, .flags2 = GL_SPEC2_SIGNED_SIZE)
+#define TORCH_HOOK                                                                                 \
+	.space = SPACE_BLOCK, .display = "c10::reportMemoryUsageToProfiler", .site_skip = torch_libs
+
 const struct cat_api cat_apis[] = {
     /* CUDA runtime (libcudart.so.*, or linked statically into an executable) */
     API("cudaMalloc", GL_API_CUDA_MALLOC, OUTPTR(1, 2, 0, 0), OP_ALLOC, MEM_DEVICE, 0),
@@ -390,6 +406,26 @@ const struct cat_api cat_apis[] = {
 	SPEC(GL_SHAPE_CALL, 0, 0, 0, 0, 0, 0, .arg_desc = 1, .desc_len = 48,
 	     .label_kind = GL_LABEL_CSTR, .label_off = 40),
 	OP_MARKER, MEM_NONE, CAT_OPTIONAL | CAT_NVTX),
+
+    /*
+     * PyTorch's CUDA caching allocator (docs/pytorch.md). libc10_cuda.so (2.1+, x86-64 ELF
+     * builds without TORCH_DISABLE_SDT) fires pytorch:malloc after NativeCachingAllocator::
+     * allocate, with the requested size, and pytorch:free before a block's free, each behind
+     * its semaphore (torch_sdt_semaphore_pytorch_malloc/_free). raw_alloc fires neither.
+     */
+    /* stream_id is not read: a block's stream changes nothing the tracker decides, and each
+     * argument is one more spec lookup in BPF (libbpf's bpf_usdt_arg) */
+    API("pytorch:malloc", GL_API_TORCH_MALLOC, SPEC(GL_SHAPE_ALLOC_DONE, 1, 3, 2, 0, 0, 0),
+	OP_BLOCK, MEM_DEVICE, CAT_USDT | CAT_SITE_OUTSIDE,
+	TORCH_USDT("pytorch", "malloc", "ptr, device, size, stream_id")),
+    API("pytorch:free", GL_API_TORCH_FREE, FREE(1), OP_BLOCK, MEM_DEVICE, CAT_USDT,
+	TORCH_USDT("pytorch", "free", "ptr")),
+    /* Where a build has no probes: the profiler hook libc10.so exports, called at every
+     * block's allocation and free with the block's (rounded) size; raw_alloc included. */
+    API("_ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE", GL_API_TORCH_REPORT_MEM,
+	TORCH_HOOK_SPEC, OP_BLOCK, MEM_DEVICE, CAT_C10_DEVICE | CAT_SITE_OUTSIDE, TORCH_HOOK),
+    API("_ZN3c1027reportMemoryUsageToProfilerEPvlllNS_6DeviceE", GL_API_TORCH_REPORT_MEM_1,
+	TORCH_HOOK_SPEC, OP_BLOCK, MEM_DEVICE, CAT_C10_DEVICE | CAT_SITE_OUTSIDE, TORCH_HOOK),
 };
 
 const unsigned int cat_nr_apis = sizeof(cat_apis) / sizeof(cat_apis[0]);
@@ -421,11 +457,23 @@ const struct cat_api *cat_by_name(const char *name, unsigned int len)
 	for (i = 0; i < cat_nr_apis; i++) {
 		const char *n = cat_apis[i].name;
 
-		if (cat_apis[i].flags & CAT_DYNAMIC)
+		if (cat_apis[i].flags & (CAT_DYNAMIC | CAT_USDT))
 			continue;
 		if (n[0] == name[0] && strlen(n) == len && !memcmp(n, name, len))
 			return &cat_apis[i];
 	}
+	return NULL;
+}
+
+const struct cat_api *cat_by_usdt(const char *provider, const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < cat_nr_apis; i++)
+		if ((cat_apis[i].flags & CAT_USDT) &&
+		    !strcmp(cat_apis[i].usdt_provider, provider) &&
+		    !strcmp(cat_apis[i].usdt_name, name))
+			return &cat_apis[i];
 	return NULL;
 }
 
@@ -434,7 +482,7 @@ const struct cat_api *cat_next_same_name(const struct cat_api *prev)
 	const struct cat_api *a;
 
 	for (a = prev + 1; a < cat_apis + cat_nr_apis; a++)
-		if (!(a->flags & CAT_DYNAMIC) && !strcmp(a->name, prev->name))
+		if (!(a->flags & (CAT_DYNAMIC | CAT_USDT)) && !strcmp(a->name, prev->name))
 			return a;
 	return NULL;
 }
@@ -458,6 +506,8 @@ const char *cat_family_name(enum gl_family fam)
 		return "ld.so";
 	case GL_FAM_MARKER:
 		return "marker";
+	case GL_FAM_PYTORCH:
+		return "pytorch";
 	default:
 		return "unknown";
 	}

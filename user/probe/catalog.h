@@ -64,6 +64,12 @@ enum cat_op {
 	 */
 	OP_FUTURE_WATCH,
 	OP_FUTURE_WAIT,
+	/*
+	 * A block of a caching allocator (PyTorch's): an ALLOC record carves addr/size out of the
+	 * segment (a CUDA allocation, or a VMM mapping) that holds addr, a FREE record gives it
+	 * back to the cache. Blocks are what leaks and grows; their bytes are their segment's.
+	 */
+	OP_BLOCK,
 };
 
 /* Kind of memory an allocation holds; report columns and device projections use it. */
@@ -97,6 +103,7 @@ enum cat_space {
 	SPACE_HOST = 5,	      /* libc malloc family */
 	SPACE_MMAP = 6,	      /* anonymous mmap */
 	SPACE_WGPU = 7,	      /* WebGPU object handles: buffers, textures, devices, queues */
+	SPACE_BLOCK = 8,      /* caching-allocator blocks (PyTorch): inside device memory */
 	SPACE_MAX = 16,
 };
 
@@ -119,6 +126,19 @@ enum cat_flags {
 	CAT_WGPU_FMT_PRE_TIER1 = 1 << 10, /* texture formats numbered before tier1 */
 	CAT_WGPU_FMT_TIER1 = 1 << 11,	  /* ... since tier1 */
 	CAT_WGPU_FMT_UNKNOWN = 1 << 12,	  /* numbering not determined: no texture sizes */
+	/*
+	 * A USDT probe (usdt_provider:usdt_name in .note.stapsdt), not a function: attached with
+	 * libbpf's USDT support, its argument positions the probe's. Never looked up by symbol.
+	 */
+	CAT_USDT = 1 << 13,
+	/* OP_BLOCK: aux2 is a c10::Device (type in bits 0-7, CUDA = 1; index in bits 8-15),
+	 * else aux is the device index */
+	CAT_C10_DEVICE = 1 << 14,
+	/*
+	 * The site of its allocations is the innermost frame of their stack outside these
+	 * objects (site_skip: the allocator's own libraries), not where the probe fires.
+	 */
+	CAT_SITE_OUTSIDE = 1 << 15,
 };
 
 #define CAT_WGPU_ABI_MASK                                                                          \
@@ -138,6 +158,11 @@ struct cat_api {
 	/* Descriptor bytes (gl_desc_rec) to memory: 0 or -EINVAL. */
 	int (*decode)(const uint8_t *desc, size_t len, struct wgpu_desc *out);
 	const char *display; /* name in reports when the symbol is not one (C++) */
+	/* CAT_USDT: the probe's provider and name; args: what its arguments mean, in order */
+	const char *usdt_provider, *usdt_name;
+	const char *args;
+	/* CAT_SITE_OUTSIDE: object name globs whose frames are never the site, NULL-ended */
+	const char *const *site_skip;
 };
 
 /* Every catalog entry, in api order. */
@@ -148,6 +173,8 @@ extern const unsigned int cat_nr_apis;
 const struct cat_api *cat_by_api(unsigned int api);
 /* The entry for a symbol name (with or without @version); NULL if not traced. */
 const struct cat_api *cat_by_name(const char *name, unsigned int len);
+/* The entry for a USDT probe (provider, name); NULL if not in the catalog. */
+const struct cat_api *cat_by_usdt(const char *provider, const char *name);
 /* The next entry after prev with the same name (generation variants), or NULL. */
 const struct cat_api *cat_next_same_name(const struct cat_api *prev);
 
@@ -169,7 +196,7 @@ const char *cat_error_name(unsigned int api, int code);
 static inline bool cat_entry_only(const struct cat_api *a)
 {
 	return a->spec.shape == GL_SHAPE_FREE || a->spec.shape == GL_SHAPE_FREE_ASYNC ||
-	       a->spec.shape == GL_SHAPE_NOTIFY;
+	       a->spec.shape == GL_SHAPE_NOTIFY || a->spec.shape == GL_SHAPE_ALLOC_DONE;
 }
 
 #endif

@@ -255,6 +255,115 @@ int elf_obj__off_to_vaddr(const struct elf_obj *o, uint64_t off, uint64_t *vaddr
 	return -ENOENT;
 }
 
+/* NT_STAPSDT, in notes named "stapsdt" (SystemTap's sys/sdt.h, and PyTorch's own macro). */
+#define NT_STAPSDT 3
+
+/* The section called name and its header, or NULL. */
+static Elf_Scn *find_section(struct elf_obj *o, const char *name, GElf_Shdr *sh)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(o->elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(o->elf, scn))) {
+		const char *n;
+
+		if (!gelf_getshdr(scn, sh))
+			continue;
+		n = elf_strptr(o->elf, shstrndx, sh->sh_name);
+		if (n && !strcmp(n, name))
+			return scn;
+	}
+	return NULL;
+}
+
+/*
+ * One note's descriptor: three address-sized words (pc, base, semaphore), then provider, name
+ * and argument string, each NUL-terminated. Little-endian objects only (x86-64, arm64).
+ */
+static int sdt_parse(const char *desc, size_t len, bool is64, struct elf_sdt *n)
+{
+	size_t asz = is64 ? 8 : 4, off = 3 * asz, i;
+	const char *str[3];
+	uint64_t w[3] = {0};
+
+	if (len < off + 3)
+		return -EINVAL;
+	for (i = 0; i < 3; i++)
+		memcpy(&w[i], desc + i * asz, asz);
+	for (i = 0; i < 3; i++) {
+		const char *end = memchr(desc + off, 0, len - off);
+
+		if (!end)
+			return -EINVAL;
+		str[i] = desc + off;
+		off = (size_t)(end - desc) + 1;
+		if (i < 2 && off >= len)
+			return -EINVAL;
+	}
+	n->pc_vaddr = w[0];
+	n->sema_vaddr = w[2];
+	n->provider = str[0];
+	n->name = str[1];
+	n->args = str[2];
+	return 0;
+}
+
+int elf_obj__for_each_sdt(struct elf_obj *o, int (*fn)(const struct elf_sdt *n, void *ctx),
+			  void *ctx)
+{
+	bool is64 = gelf_getclass(o->elf) == ELFCLASS64;
+	uint64_t base_sec = 0;
+	size_t off = 0, name_off, desc_off;
+	GElf_Shdr sh;
+	Elf_Scn *scn;
+	Elf_Data *d;
+	GElf_Nhdr nh;
+	GElf_Ehdr eh;
+
+	if (!gelf_getehdr(o->elf, &eh) || eh.e_ident[EI_DATA] != ELFDATA2LSB)
+		return 0;
+	if (find_section(o, ".stapsdt.base", &sh))
+		base_sec = sh.sh_addr;
+	scn = find_section(o, ".note.stapsdt", &sh);
+	if (!scn || sh.sh_type != SHT_NOTE)
+		return 0;
+	d = elf_getdata(scn, NULL);
+	while (d && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+		const char *desc = (const char *)d->d_buf + desc_off;
+		struct elf_sdt n = {0};
+		uint64_t base;
+		int ret;
+
+		if (nh.n_type != NT_STAPSDT || nh.n_namesz != 8 ||
+		    memcmp((const char *)d->d_buf + name_off, "stapsdt", 8))
+			continue;
+		if (sdt_parse(desc, nh.n_descsz, is64, &n))
+			return -EINVAL;
+		memcpy(&base, desc + (is64 ? 8 : 4), is64 ? 8 : 4);
+		if (!is64)
+			base &= 0xffffffffULL;
+		/* Prelink moved the object: shift by what .stapsdt.base moved (as libbpf 1.6+
+		 * does, only for a note that recorded a base). */
+		if (base_sec && base) {
+			n.pc_vaddr += base_sec - base;
+			if (n.sema_vaddr)
+				n.sema_vaddr += base_sec - base;
+		}
+		n.base_missing = base_sec && !base;
+		if (elf_obj__vaddr_to_off(o, n.pc_vaddr, &n.pc_off))
+			n.pc_off = ~0ULL;
+		n.sema_off = ~0ULL;
+		if (n.sema_vaddr)
+			elf_obj__vaddr_to_off(o, n.sema_vaddr, &n.sema_off);
+		ret = fn(&n, ctx);
+		if (ret)
+			return ret > 0 ? 0 : ret;
+	}
+	return 0;
+}
+
 /* The data of the PROGBITS section called name, or NULL. */
 static Elf_Data *progbits(struct elf_obj *o, const char *section)
 {

@@ -20,6 +20,26 @@ struct elf_func {
 	bool dynamic; /* from .dynsym */
 };
 
+/*
+ * One SystemTap SDT probe site (a note of .note.stapsdt): a USDT. Addresses are link-time
+ * ones, shifted when prelink moved the object (.stapsdt.base); file offsets are what a uprobe
+ * and its reference counter (the semaphore) take.
+ */
+struct elf_sdt {
+	const char *provider, *name;
+	const char *args;    /* the argument specs, "-8@%rax 4@-24(%rbp)"; "" for none */
+	uint64_t pc_vaddr;   /* the probe's nop */
+	uint64_t pc_off;     /* ~0: in no loaded segment */
+	uint64_t sema_vaddr; /* its semaphore (an unsigned short), 0: none */
+	uint64_t sema_off;   /* ~0: in no loaded segment */
+	/*
+	 * The object has a .stapsdt.base section but this note records no base (PyTorch's own
+	 * note macro writes 0 there): libbpf before 1.6 shifts such a probe by the section's
+	 * address anyway and refuses it (ESRCH), or probes the wrong instruction.
+	 */
+	bool base_missing;
+};
+
 /* Returns 0 or -errno; *out is owned by the caller (elf_obj__free). */
 int elf_obj__open(const char *path, struct elf_obj **out);
 void elf_obj__free(struct elf_obj *o);
@@ -27,6 +47,13 @@ void elf_obj__free(struct elf_obj *o);
 /* Calls fn for each defined function symbol of both tables; stops when fn returns nonzero. */
 int elf_obj__for_each_func(struct elf_obj *o, int (*fn)(const struct elf_func *f, void *ctx),
 			   void *ctx);
+
+/*
+ * Calls fn for each SDT note (USDT probe site) in file order; stops when fn returns nonzero.
+ * 0 (also without notes), fn's negative return, or -EINVAL for a malformed note.
+ */
+int elf_obj__for_each_sdt(struct elf_obj *o, int (*fn)(const struct elf_sdt *n, void *ctx),
+			  void *ctx);
 
 /* File offset of a virtual address (for uprobes) and back; -ENOENT outside any PT_LOAD. */
 int elf_obj__vaddr_to_off(const struct elf_obj *o, uint64_t vaddr, uint64_t *off);

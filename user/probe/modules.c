@@ -8,6 +8,7 @@
 #include "probe/elf_obj.h"
 #include "probe/modules.h"
 #include "probe/catalog.h"
+#include "lib/vec.h"
 
 struct modules {
 	struct module **v;
@@ -52,8 +53,16 @@ int modules__new(struct modules **out)
 
 static void module_free(struct module *m)
 {
+	size_t i;
+
 	if (!m)
 		return;
+	for (i = 0; i < m->nr_usdt; i++) {
+		free(m->usdt[i].provider);
+		free(m->usdt[i].name);
+		free(m->usdt[i].args);
+	}
+	free(m->usdt);
 	dawn_procs__free(m->dawn);
 	elf_obj__free(m->elf);
 	free(m->sites);
@@ -376,6 +385,66 @@ static void wgpu_filter(struct module *m, const struct wgpu_marks *marks)
 	m->nr_sites = n;
 }
 
+/* Whether an argument spec list has a base+index*scale operand: "-8@8(%rax,%rbx,8)". */
+static bool has_sib(const char *args)
+{
+	const char *open = strchr(args, '(');
+
+	for (; open; open = strchr(open + 1, '(')) {
+		const char *close = strchr(open, ')');
+		const char *comma = strchr(open, ',');
+
+		if (close && comma && comma < close)
+			return true;
+	}
+	return false;
+}
+
+/* One SDT note: a new probe, or one more site of a probe of the same provider:name. */
+static int scan_sdt(const struct elf_sdt *n, void *ctx)
+{
+	struct module *m = ctx;
+	struct usdt_probe *u;
+	size_t i;
+
+	for (i = 0; i < m->nr_usdt; i++) {
+		u = &m->usdt[i];
+		if (strcmp(u->provider, n->provider) || strcmp(u->name, n->name))
+			continue;
+		u->nr_sites++;
+		u->args_differ |= strcmp(u->args, n->args) != 0;
+		u->base_missing |= n->base_missing;
+		u->sib |= has_sib(n->args);
+		return 0;
+	}
+	if (vec_grow((void **)&m->usdt, &m->cap_usdt, m->nr_usdt, sizeof(*m->usdt)))
+		return -ENOMEM;
+	u = &m->usdt[m->nr_usdt];
+	*u = (struct usdt_probe){.provider = strdup(n->provider),
+				 .name = strdup(n->name),
+				 .args = strdup(n->args),
+				 .api = cat_by_usdt(n->provider, n->name),
+				 .nr_sites = 1,
+				 .pc_off = n->pc_off,
+				 .sema_vaddr = n->sema_vaddr,
+				 .sema_off = n->sema_off,
+				 .base_missing = n->base_missing,
+				 .sib = has_sib(n->args)};
+	if (!u->provider || !u->name || !u->args) {
+		free(u->provider);
+		free(u->name);
+		free(u->args);
+		return -ENOMEM;
+	}
+	m->nr_usdt++;
+	if (u->api) {
+		m->nr_usdt_traced++;
+		if (!(u->api->flags & CAT_OPTIONAL))
+			m->nr_required++;
+	}
+	return 0;
+}
+
 int module__scan(struct module *m)
 {
 	struct scan_ctx sc = {.m = m, .libc = m->libc && is_libc(m)};
@@ -390,7 +459,32 @@ int module__scan(struct module *m)
 		sc.err = scan_dawn_procs(&sc);
 	if (!sc.err)
 		wgpu_filter(m, &sc.marks);
+	if (!sc.err)
+		m->usdt_err = elf_obj__for_each_sdt(m->elf, scan_sdt, m);
+	if (m->usdt_err == -ENOMEM)
+		sc.err = -ENOMEM;
 	return sc.err;
+}
+
+const struct usdt_probe *module__usdt(const struct module *m, const char *provider,
+				      const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < m->nr_usdt; i++)
+		if (!strcmp(m->usdt[i].provider, provider) && !strcmp(m->usdt[i].name, name))
+			return &m->usdt[i];
+	return NULL;
+}
+
+bool module__has_torch_usdt(const struct module *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->nr_usdt; i++)
+		if (m->usdt[i].api && GL_API_FAMILY(m->usdt[i].api->api) == GL_FAM_PYTORCH)
+			return true;
+	return false;
 }
 
 bool module__has_hidden_dawn(struct module *m)

@@ -36,6 +36,21 @@ struct probe_site {
 	struct probe_placement place; /* why the probe is where it is (insn.h) */
 };
 
+/* A USDT probe of a module: every site (SDT note) of one provider:name. */
+struct usdt_probe {
+	char *provider, *name;
+	char *args;		   /* the argument specs of its first site */
+	const struct cat_api *api; /* the catalog's probe, or NULL (a marker may name it) */
+	unsigned int nr_sites;
+	uint64_t pc_off;     /* the first site's file offset */
+	uint64_t sema_vaddr; /* its semaphore, 0: none */
+	uint64_t sema_off;   /* ~0: none */
+	bool args_differ;    /* its sites disagree on their argument specs */
+	bool base_missing;   /* a site libbpf before 1.6 misplaces (elf_obj.h: elf_sdt) */
+	bool sib;	     /* an argument base+index*scale, which libbpf before 1.7 refuses */
+	bool warned;	     /* an attach of it failed and said so (once) */
+};
+
 struct modules;
 
 struct module {
@@ -58,6 +73,10 @@ struct module {
 	unsigned int nr_wgpu_funcs;   /* wgpu* functions defined (0: not a WebGPU object) */
 	unsigned int nr_wgpu_dropped; /* traced wgpu* functions left out: generation unknown */
 	bool wgpu_warned;
+	/* Its USDT probes (.note.stapsdt), in note order; nr_usdt_traced of them the catalog's. */
+	struct usdt_probe *usdt;
+	size_t nr_usdt, cap_usdt, nr_usdt_traced;
+	int usdt_err; /* the notes could not be read (-errno), 0 */
 	/* Dawn's entry points from its proc table: an object with Dawn but no wgpu* symbols. */
 	struct dawn_procs *dawn;
 	int dawn_err; /* why dawn is NULL: -ENOENT no table, -ENOTSUP not x86-64, ... */
@@ -88,8 +107,13 @@ struct module *modules__get_path(struct modules *ms, const char *path);
  * Dawn's C++ ones (MakeError) are not used, as if it had none, for modules scanned from now.
  */
 void modules__dawn_procs_only(struct modules *ms, bool on);
-/* Find the catalog's functions in a module (cached: done once per module). */
+/* Find the catalog's functions and USDT probes in a module (cached: done once per module). */
 int module__scan(struct module *m);
+/* The module's USDT probe provider:name, or NULL. */
+const struct usdt_probe *module__usdt(const struct module *m, const char *provider,
+				      const char *name);
+/* Whether the module has PyTorch's USDT probes (it is libc10_cuda.so with them). */
+bool module__has_torch_usdt(const struct module *m);
 /* Use this webgpu.h generation for every WebGPU object instead of detecting it. */
 void modules__set_wgpu_abi(struct modules *ms, const struct wgpu_abi *abi);
 /*

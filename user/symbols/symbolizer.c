@@ -1001,6 +1001,46 @@ int symbolizer__set_stack(struct symbolizer *s, pid_t pid, int32_t id, uint64_t 
 	return stacks__add(s->stacks, pid, id, caller, frames, nr, flags, nofp_from);
 }
 
+/* name matches one of globs: n of them, or up to a NULL (n SIZE_MAX). */
+static bool any_glob(const char *const *globs, size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; name && i < n && globs[i]; i++)
+		if (!fnmatch(globs[i], name, 0))
+			return true;
+	return false;
+}
+
+int symbolizer__site_outside(struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller,
+			     const char *const *skip, uint64_t *site)
+{
+	const struct ustack *st = stacks__get(s->stacks, pid, id, caller);
+	unsigned int flags, nofp_from = 0;
+	uint16_t i, trusted;
+
+	if (!st)
+		return -ENOENT;
+	trusted = (st->flags & STACK_NO_FP) ? st->nofp_from : st->nr;
+	for (i = 0; i < trusted; i++) {
+		const char *mod = symbolizer__module(s, pid, st->frames[i]);
+
+		if (!mod)
+			return -ENOENT; /* in no object: not a frame to name a site by */
+		if (!any_glob(skip, SIZE_MAX, mod))
+			break;
+	}
+	if (i >= trusted)
+		return -ENOENT;
+	*site = st->frames[i];
+	if (!i || stacks__get(s->stacks, pid, id, *site))
+		return 0;
+	flags = st->flags;
+	if (flags & STACK_NO_FP)
+		nofp_from = st->nofp_from - i;
+	return stacks__add(s->stacks, pid, id, *site, st->frames + i, st->nr - i, flags, nofp_from);
+}
+
 const struct ustack *symbolizer__stack(const struct symbolizer *s, pid_t pid, int32_t id,
 				       uint64_t caller)
 {
@@ -1065,16 +1105,6 @@ void symbolizer__set_site_skip(struct symbolizer *s, const char *const *globs, s
 {
 	s->skip = globs;
 	s->nr_skip = n;
-}
-
-static bool any_glob(const char *const *globs, size_t n, const char *name)
-{
-	size_t i;
-
-	for (i = 0; name && i < n; i++)
-		if (!fnmatch(globs[i], name, 0))
-			return true;
-	return false;
 }
 
 static bool skipped(const struct symbolizer *s, const struct sym_info *si)

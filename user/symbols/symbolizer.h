@@ -101,6 +101,16 @@ int symbolizer__frame_fp(struct symbolizer *s, pid_t pid, uint64_t addr);
 int symbolizer__set_stack(struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller,
 			  const uint64_t *frames, size_t nr, unsigned int flags,
 			  unsigned int nofp_from);
+/*
+ * The call site of an allocation whose probe fires inside the allocator's own code (a
+ * caching allocator's block): the innermost frame of the stack (pid, id, caller) in no object
+ * whose name matches a glob of skip (NULL-ended), among the frames the walk vouches for
+ * (before nofp_from). Its stack, from that frame on, is interned under it, so the site and
+ * its stack name each other as any call's do. 0 with *site set, or -ENOENT (no such stack or
+ * frame: keep caller), -ENOMEM.
+ */
+int symbolizer__site_outside(struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller,
+			     const char *const *skip, uint64_t *site);
 /* The stack of a call site (a record's or a tracker site's pid, stack_id, caller), or NULL. */
 const struct ustack *symbolizer__stack(const struct symbolizer *s, pid_t pid, int32_t id,
 				       uint64_t caller);

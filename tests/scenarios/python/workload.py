@@ -20,6 +20,15 @@ Python-frame tests (tests/test_python.py). Runs under any CPython 3.10 to 3.13.
     workload.py framework N      build_cache keeps N x 1 MiB through torch._alloc.empty (a
                                  stand-in at a PyTorch-like path, site-packages/torch/), and
                                  grow_pool N x 512 KiB through mylib.pool.take.
+    workload.py torch N          PyTorch's caching allocator (the stand-in libc10_cuda.so
+                                 beside the runtime) through torch._alloc.block: load_weights
+                                 keeps a 4 MiB tensor and make_workspace cudaMallocs 2 MiB
+                                 outside it before the first step; then N steps, each begun by
+                                 cudaDeviceSynchronize, in which kv_append keeps a 1 MiB tensor
+                                 (the leak) and attention_scratch takes 3 MiB and frees it.
+                                 Left: N x 1 MiB at kv_append, in 2 MiB segments; the weights'
+                                 20 MiB segment holds the cached scratch. GPULEAK_C10_CUDA
+                                 names another libc10_cuda.so (one built without SDT notes).
 
 With SCENARIO_SYNC=1 it prints "ready PID" once its modules are loaded and its outer frames
 (main, and decode's own in decode) are running, and waits for a line on stdin; at the end it
@@ -173,6 +182,44 @@ def grow_pool(n):
         keep.append(mylib.pool.take(rt, 512 << 10))  # line: grow_pool
 
 
+def c10_cuda():
+    """The stand-in caching allocator, loaded only by the mode that uses it."""
+    c10 = ctypes.CDLL(os.environ.get("GPULEAK_C10_CUDA") or
+                      os.path.join(os.path.dirname(CUDART), "libc10_cuda.so"))
+    c10.c10_cuda_alloc.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_int64]
+    c10.c10_cuda_alloc.restype = ctypes.c_void_p
+    c10.c10_cuda_free.argtypes = [ctypes.c_void_p]
+    c10.c10_cuda_free.restype = None
+    return c10
+
+
+def load_weights(c10):
+    keep.append(torch._alloc.block(c10, 4 * MiB))  # line: load_weights
+
+
+def make_workspace():
+    p = ctypes.c_void_p()
+    keep.append(ok(rt.cudaMalloc(ctypes.byref(p), 2 * MiB), p))  # line: workspace
+
+
+def kv_append(c10):
+    keep.append(torch._alloc.block(c10, MiB))  # line: kv_append
+
+
+def attention_scratch(c10):
+    c10.c10_cuda_free(torch._alloc.block(c10, 3 * MiB))  # line: attention_scratch
+
+
+def torch_steps(n):
+    c10 = c10_cuda()
+    load_weights(c10)
+    make_workspace()
+    for _ in range(n):
+        rt.cudaDeviceSynchronize()
+        kv_append(c10)  # line: torch_step
+        attention_scratch(c10)
+
+
 def main(mode, n):
     if mode == "decode":
         decode(n)  # line: main_decode
@@ -192,6 +239,8 @@ def main(mode, n):
     elif mode == "framework":
         build_cache(n)
         grow_pool(n)
+    elif mode == "torch":
+        torch_steps(n)  # line: main_torch
     else:
         raise SystemExit(f"unknown mode {mode}")
     handshake("done")
