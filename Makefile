@@ -127,7 +127,8 @@ test: deps
 # outputs (tests/golden), and the format check. Builds what they need (the BPF skeleton
 # included: compiling is not loading), then the runner's --check subset: one tally.
 check:
-	@$(MAKE) --no-print-directory $(OUTPUT)/gpuleak-asan unit fuzz-build
+	@$(MAKE) --no-print-directory $(OUTPUT)/gpuleak-asan unit fuzz-build \
+		$(STANDIN_LIBC10_CUDA) $(NOSDT_LIBC10_CUDA) $(STANDIN_LIBC10)
 	@$(PYTHON) tests/run_tests.py --check --gpuleak $(OUTPUT)/gpuleak-asan
 
 # The golden reports' expected outputs, from the committed captures: after a change to the

@@ -137,6 +137,8 @@ static long produce_one(__u64 i, struct bench_produce *a)
 	r->hdr.tid = a->pid;
 	r->hdr.ts_ns = a->ts0_ns + n * 1000;
 	r->addr = a->base + (k + a->live - (is_free ? a->lag : 0)) * 256;
+	if (is_free && a->grow)
+		r->addr = a->base + (1ULL << 36) + k * 256;
 	r->size = is_free ? 0 : 4096 << (k & 7);
 	r->aux = 0;
 	r->aux2 = 0;

@@ -9,7 +9,9 @@
  * of the allocation made lag allocations earlier (index live + k - lag), addresses
  * base + 256 * index. Indexes 0 .. live - 1 are allocated beforehand, so live stays constant.
  * lag = live frees the oldest allocation (every free a cold slot); a small lag frees recent
- * ones, as a server's short-lived activations are.
+ * ones, as a server's short-lived activations are. With grow set, the frees are of
+ * addresses never allocated (base + 2^36 on) and live grows by one allocation a pair: every
+ * allocation is a new peak of live bytes (what the analysis keeps of the peak, at its worst).
  */
 struct bench_produce {
 	__u64 first;
@@ -20,7 +22,7 @@ struct bench_produce {
 	__u64 caller;
 	__u64 ts0_ns;
 	__u32 pid;
-	__u32 pad;
+	__u32 grow;
 	__s64 produced; /* out: bpf_loop's return, records written or -errno */
 };
 

@@ -626,14 +626,19 @@ def consumer_run(*extra):
 
 def bench_consumer(a, tmp, res):
     prod = producer(a, tmp, res)
-    vals, cold = [], []
+    vals, cold, grow = [], [], []
     for rep in range(a.consumer_reps):
         vals.append(consumer_run("-l", "1M", "-n", a.consumer_events))
         # every free of the oldest allocation: a cache miss per record, the worst case
         cold.append(consumer_run("-l", "1M", "-n", a.consumer_events, "--cold"))
+        # live bytes growing: every allocation a new peak, what keeping the peak costs at most
+        grow.append(consumer_run("-l", "1M", "-n", a.consumer_events, "--grow"))
         log(f"consumer {rep + 1}/{a.consumer_reps}: {vals[-1] / 1e6:.2f} M events/s, "
-            f"worst case {cold[-1] / 1e6:.2f} M; {vals[-1] / prod:.1f} x one traced thread")
+            f"worst case {cold[-1] / 1e6:.2f} M, growing {grow[-1] / 1e6:.2f} M; "
+            f"{vals[-1] / prod:.1f} x one traced thread")
     return {"consumer_events_per_s": stats(vals), "consumer_cold_events_per_s": stats(cold),
+            "consumer_grow_events_per_s": stats(grow),
+            "consumer_grow_vs_steady": stats([g / v for g, v in zip(grow, vals)]),
             "consumer_vs_producer": stats([v / prod for v in vals]),
             "consumer_cold_vs_producer": stats([v / prod for v in cold])}
 
@@ -945,6 +950,8 @@ ROWS = [  # key, label, unit, scale, format
     ("consumer_vs_producer", "  consumer / producer", "x", 1, "{:.2f}"),
     ("consumer_cold_events_per_s", "  every free a cache miss", "M/s", 1e-6, "{:.2f}"),
     ("consumer_cold_vs_producer", "  that / producer", "x", 1, "{:.2f}"),
+    ("consumer_grow_events_per_s", "  growing, each alloc a new peak", "M/s", 1e-6, "{:.2f}"),
+    ("consumer_grow_vs_steady", "  that / steady", "x", 1, "{:.2f}"),
     ("drops_flat_out", "records lost, one thread flat out", "", 1, "{:.0f}"),
     ("drops_rate_calls_per_s", "  rate reached", "M/s", 1e-6, "{:.3f}"),
     ("drops_stacks_flat_out", "  the same, with stacks (default)", "", 1, "{:.0f}"),

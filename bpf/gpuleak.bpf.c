@@ -26,6 +26,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define SIGCONT 18
 #define SIGSTOP 19
+#define EEXIST	17
+#define EFAULT	14
 
 const volatile struct gl_api_spec specs[GL_API_MAX] = {};
 /* Wake the consumer only once this much is unread: per-record wakeups cost 3-6x per call. */
@@ -467,12 +469,20 @@ static __always_inline void count_stale(struct tstate *st, __u32 i, __u32 stale,
  * are named by their call site and cost a bare probe). A collision in `stacks` retries in
  * `stacks2`; in both it is a counted loss and the call is recorded without a stack, named
  * by its call site alone, never by another stack's frames.
+ *
+ * A walk that found nothing past the probed function's own address also retries there. The
+ * kernel walks from %rbp; when the probe is not on a `push %rbp` or `endbr64` (glibc's
+ * malloc, a probe moved past its first instruction) it does not add the return address at
+ * the stack pointer, and when the caller keeps no frame pointer (-O2 code uses %rbp as one
+ * more register) the walk stops at once. One frame is then no more than the skip of 1, and
+ * bpf_get_stackid fails with -EFAULT rather than return an empty stack: `stacks2`, which
+ * skips nothing, keeps that frame, and user space puts the call site after it.
  */
 static __always_inline __s32 stack_get(struct pt_regs *ctx, __u32 pid)
 {
 	long id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK | 1);
 
-	if (id == -EEXIST) {
+	if (id == -EEXIST || id == -EFAULT) {
 		id = bpf_get_stackid(ctx, &stacks2, BPF_F_USER_STACK);
 		if (id >= 0)
 			return (__s32)id + GL_STACK_FALLBACK;

@@ -7,7 +7,8 @@
 #   lib/libnccl.so.2                          with -lcuda/-lcudart/-lnccl, scenarios name the
 #                                             file)
 #   bin/<scenario>, bin/standin_selftest
-#   bin/wgpu, bin/wgpu_decode                 WebGPU scenarios on the real Dawn of npm
+#   bin/wgpu, bin/wgpu_decode,                WebGPU scenarios on the real Dawn of npm
+#   bin/wgpu_shutdown
 #                                             bun-webgpu-linux-x64 (scripts/install-deps.sh
 #                                             fetches it into $(GPULEAK_DEPS))
 #   bin/diff-base/diffapp, bin/diff-new/...   one scenario built twice, as two builds of a
@@ -79,11 +80,11 @@ RELOC_LIBCUDART := $(RELOC_LIBDIR)/libcudart.so.13
 
 # Linked against the stand-in runtime.
 SCENARIOS_CUDART := basic leak3 apis fail prealloc threads loop timeline hostleak asyncfree \
-	runtime_over_driver flood ranks soak crash reset session
+	runtime_over_driver flood ranks soak crash reset session shutdown
 # Linked against the stand-in driver alone.
 SCENARIOS_DRIVER := driver_alloc vmm
 SCENARIO_BINS := $(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_CUDART) $(SCENARIOS_DRIVER) \
-	nccl_comm dlopen realcudart realdriver stacks reloc pyembed unwind_nofp)
+	nccl_comm dlopen realcudart realdriver stacks reloc torchlike pyembed unwind_nofp)
 # Two builds of one program for `gpuleak diff`: BASE as written, NEW with the change (-D),
 # the same file name in two folders (one command, one module), linked like the others.
 DIFFAPP_BUILDS := $(SCENARIO_BINDIR)/diff-base/diffapp $(SCENARIO_BINDIR)/diff-new/diffapp
@@ -97,7 +98,7 @@ STANDIN_ALL := $(STANDIN_LIBS) $(STANDIN_LIBNCCL) $(RELOC_LIBCUDART) $(SCENARIO_
 GPULEAK_DEPS ?= /var/cache/gpuleak
 DAWN_LIBDIR := $(GPULEAK_DEPS)/npm/bun-webgpu-linux-x64@0.1.7/node_modules/bun-webgpu-linux-x64
 DAWN_LIB := $(DAWN_LIBDIR)/libwebgpu_wrapper.so
-WGPU_SCENARIOS := $(addprefix $(SCENARIO_BINDIR)/,wgpu wgpu_decode)
+WGPU_SCENARIOS := $(addprefix $(SCENARIO_BINDIR)/,wgpu wgpu_decode wgpu_shutdown)
 WGPU_DIFF_BUILDS := $(SCENARIO_BINDIR)/diff-base/wgpu_diff $(SCENARIO_BINDIR)/diff-new/wgpu_diff
 WGPU_UNKNOWN_LIB := $(STANDIN_LIBDIR)/libwgpu_unknown.so
 STANDIN_ALL += $(WGPU_UNKNOWN_LIB)
@@ -304,6 +305,20 @@ $(SCENARIO_BINDIR)/unwind_nofp: tests/scenarios/unwind_nofp.c tests/scenarios/sc
 		$(STANDIN_LIBS) $(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
 	$(TESTS_CC) -std=gnu11 -O2 -g -fomit-frame-pointer $(TESTS_WARN) -I$(CUDA_INCLUDE) -o $@ $< \
 		$(STANDIN_LIBCUDART) $(SCENARIO_RPATH)
+
+# A PyTorch-like library built as distributions build them (-O2 -fomit-frame-pointer) for
+# the `torchlike` scenario: stacks through code where %rbp is no frame pointer.
+TORCHLIKE_LIB := $(STANDIN_LIBDIR)/libtorchlike.so
+
+$(TORCHLIKE_LIB): tests/scenarios/torchlike_lib.c $(STANDIN_LIBCUDART) $(TESTS_BUILD_MK) \
+		| $(STANDIN_LIBDIR)
+	$(TESTS_CC) -std=gnu11 -O2 -fomit-frame-pointer $(TESTS_WARN) -I$(CUDA_INCLUDE) -fPIC \
+		-shared -fvisibility=hidden -Wl,-soname,libtorchlike.so -o $@ $< \
+		$(STANDIN_LIBCUDART) $(SCENARIO_RPATH)
+
+$(SCENARIO_BINDIR)/torchlike: tests/scenarios/torchlike.c tests/scenarios/scenario.h \
+		$(TORCHLIKE_LIB) $(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< $(TORCHLIKE_LIB) $(SCENARIO_RPATH) -pthread
 
 # Checks the stand-ins' own semantics; links the driver directly to reach it without cudart.
 $(STANDIN_SELFTEST): tests/standin/selftest.c $(STANDIN_LIBS) $(TESTS_BUILD_MK) \

@@ -3,6 +3,7 @@
 communicators and registrations, host memory (--libc); stand-in libraries for success
 paths, the real libnccl.so.2 and NVIDIA driver on their error paths."""
 import os
+import re
 import subprocess
 
 import harness
@@ -18,6 +19,10 @@ COMM_HOST = 65536                      # the pinned proxy buffer
 
 def verdict(args, env=None):
     return run_gpuleak(["run", "--interval", "0", "--"] + args, env=env).verdict()
+
+
+def counter(v, *names):
+    return {n: v[n] for n in names}
 
 
 def by_kind(v, key):
@@ -123,6 +128,63 @@ def nccl_init_all_split_and_memalloc():
     eq(layers, {"cuMemCreate": (4 * MiB, 1), "cuMemAddressReserve": (4 * MiB, 1)},
        "its VMM layers")
     eq(v["unknown_frees"], 0, "ncclMemFree's unmap/release/free found their layers")
+    eq(v["double_frees"], 0, "ncclCuMemFree releases the handle it retained: no double free")
+
+
+@test
+def nccl_cumem_free_sequence_is_no_double_free():
+    """The stand-in NCCL frees cuMem memory as NCCL 2.28's ncclCuMemFree does:
+    cuMemRetainAllocationHandle, cuMemRelease, cuMemGetAddressRange, cuMemUnmap, cuMemRelease,
+    cuMemAddressFree. The retain is a reference on the handle: three ncclMemFree, and every
+    communicator destroy, are no double frees. Live and from a capture."""
+    from test_capture import record, report, same_verdict
+    v = verdict([scenario("nccl_comm"), "memfree"])
+    eq(counter(v, "allocs", "frees", "live_bytes", "double_frees", "unknown_frees"),
+       {"allocs": 3, "frees": 3, "live_bytes": 0, "double_frees": 0, "unknown_frees": 0},
+       "3 x ncclMemAlloc, 3 x ncclMemFree")
+    eq((v["leaks"], v["address_space"]), ([], []), "no handle, no range left")
+    for mode in ("clean", "window", "abort"):
+        v = verdict([scenario("nccl_comm"), mode])
+        eq((v["live_bytes"], v["double_frees"], v["unknown_frees"]), (0, 0, 0),
+           f"{mode}: the communicator's VMM buffer freed as NCCL does")
+    r = record(["--", scenario("nccl_comm"), "memfree"])
+    try:
+        same_verdict(r.verdict(), report(r.path).verdict())
+        eq(report(r.path).verdict()["double_frees"], 0, "offline too")
+    finally:
+        os.unlink(r.path)
+
+
+@test
+def nccl_cumem_host_memory_is_no_device_memory():
+    """NCCL_CUMEM_HOST_ENABLE=1: the communicator's proxy buffer comes from cuMemCreate on the
+    host (ncclCuMemHostAlloc, CU_MEM_LOCATION_TYPE_HOST_NUMA): pinned host memory, never device
+    0's, and not part of device 0's time to OOM."""
+    env = dict(harness.gpuleak_env(), NCCL_CUMEM_HOST_ENABLE="1")
+    v = verdict([scenario("nccl_comm"), "leak"], env=env)
+    mem = {}
+    for l in v["leaks"]:
+        b, c = mem.get((l["api"], l["memory"], l["device"]), (0, 0))
+        mem[(l["api"], l["memory"], l["device"])] = (b + l["bytes"], c + l["count"])
+    eq(mem, {("cuMemAlloc_v2", "device", 0): (4 * MiB, 4),
+             ("cuMemCreate", "device", 0): (2 * MiB, 1),
+             ("cuMemCreate", "pinned", -1): (2 * MiB, 1)},
+       "the channels and the P2P buffer on device 0, the proxy buffer on the host")
+    eq(comms(v), [("live", COMM_DEVICE + 2 * MiB, 6, 0)], "all of it the communicator's")
+    eq([(a["bytes"], a["count"]) for a in v["address_space"]], [(4 * MiB, 2)], "two ranges")
+    # growth on device 0, with --device-mem: used is device memory only
+    res = run_gpuleak(["run", "--interval", "0", "--step", "sym:nccl_comm:nccl_step",
+                       "--device-mem", "64MiB", "--", scenario("nccl_comm"), "hoststeps"],
+                      env=env)
+    v = res.verdict()
+    eq([(g["site"].split("+")[0], g["slope_bytes_per_step"]) for g in v["growth"]],
+       [("alloc_buffer", float(MiB))], "the growth")
+    pr = v["projection"]
+    eq((pr["device"], pr["capacity_bytes"], pr["used_bytes"], round(pr["steps_to_oom"])),
+       (0, 64 * MiB, COMM_DEVICE + 10 * MiB, 48),
+       "device 0: the communicator's 6 MiB and the 10 MiB grown, not the 2 MiB on the host")
+    check(re.search(r"^device 0: 16\.0 MiB of 64\.0 MiB in use; OOM in ~48 steps", res.out,
+                    re.M), f"said so:\n{res.out}")
 
 
 def init_threads_expected(v, what):
@@ -192,6 +254,8 @@ def real_nccl_error_paths():
     check(("ncclCommInitRank", 1) in fails and ("ncclMemAlloc", 1) in fails,
           f"failures seen: {fails}")
     eq(v["live_bytes"], 0, "no memory from failed calls")
+    eq((v["unknown_frees"], v["double_frees"]), (1, 0),
+       "ncclMemFree of a host address: a free of something never allocated, refused by NCCL")
     # The three entries that start with movabs $imm64,%rax carry their probe past it.
     moved = {(s["api"], s["insn"], s["moved_bytes"]) for s in v["moved_probe_sites"]
              if s["module"] == "libnccl.so.2"}
@@ -216,8 +280,10 @@ def real_nvidia_driver_error_paths():
        [("setpriv", "exec"), ("realdriver", "exited")], "setpriv, then what it exec'd")
     v = res.verdicts()[1]
     fails = {(f["api"], f["error"]): f["count"] for f in v["failures"]}
-    eq(fails, {("cuMemAlloc_v2", 3): 1, ("cuMemCreate", 3): 1},
-       "the real driver's allocation calls, failed, none counted as memory")
+    eq(fails, {("cuMemAlloc_v2", 3): 1, ("cuMemCreate", 3): 1,
+               ("cuMemRetainAllocationHandle", 3): 1},
+       "the real driver's allocation calls and NCCL's first call of a free, failed, none "
+       "counted as memory or as a reference")
     eq(v["live_bytes"], 0, "live")
 
 

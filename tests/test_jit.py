@@ -60,7 +60,7 @@ class NodeRun:
     """wgpu_node_jit under node with the sync handshake, gpuleak (argv, then -p PID) attached
     once it is ready, detached with SIGINT after "done" while node still holds everything."""
 
-    def __init__(self, node_args, gl_args, wrap=()):
+    def __init__(self, node_args, gl_args, wrap=(), steps=STEPS):
         need_node()
         self.dir = tempfile.mkdtemp(prefix="gpuleak-jit-")
         self.json_path = os.path.join(self.dir, "live.ndjson")
@@ -68,7 +68,7 @@ class NodeRun:
                                "WEBGPU_INDEX": os.path.join(WEBGPU_NODE, "index.js")})
         self.gl = None
         with in_dir(self.dir):
-            self.target = Proc(list(wrap) + ["node"] + node_args + [SCRIPT, str(STEPS)],
+            self.target = Proc(list(wrap) + ["node"] + node_args + [SCRIPT, str(steps)],
                                env=env)
         try:
             m = self.target.wait_line(r"^ready (\d+)", timeout=60)
@@ -313,3 +313,33 @@ def fuzz_perfmap_parser_short():
     no crash, the same entries fed at once, in chunks and from a growing file, bounds kept
     (`make fuzz-perfmap` runs it for long)."""
     harness.run_fuzzer("perfmap", 5000)
+
+
+
+@test
+def jit_node_growth_stacks_name_javascript():
+    """Who grows, in JavaScript: with queue submits as steps, the growth entry of the host
+    copies makeLogits keeps every step carries their stack through makeLogits (named as V8
+    wrote it), with their exact bytes, in the verdict and in the text report's path. The first
+    copy, made before the first submit, is init's."""
+    steps = 24
+    run = NodeRun(V8_FLAGS, ["attach", "--libc", "--step", "sync"], steps=steps)
+    try:
+        v = run.v
+        line, col = defined_at("makeLogits")
+        where = f"wgpu_node_jit.mjs:{line}:{col}"
+        got = [(s["bytes"], s["count"], s["frames"][frames(s).index("makeLogits")]["module"])
+               for g in v["growth"] if g["api"] == "calloc" for s in g["stacks"]
+               if "makeLogits" in frames(s)]
+        # one stack per tier V8 ran makeLogits in (interpreted, then compiled)
+        eq((sum(b for b, _, _ in got), sum(n for _, n, _ in got), {m for _, _, m in got}),
+           ((steps - 1) * HOST_COPY, steps - 1, {where}),
+           "the growing host copies, by their JavaScript caller")
+        eq([(r["retained_by"], s["bytes"], s["count"]) for r in v["retained"]
+            if r["api"] == "calloc" for s in r["stacks"] if "makeLogits" in frames(s)],
+           [("init", HOST_COPY, 1)], "the first copy, made before the first submit")
+        m = re.search(r"^ .* \(calloc\)\n((?: +from .*\n)+)", run.out, re.M)
+        check(m and re.search(r"makeLogits\S* \(%s\)" % re.escape(where), m.group(1)),
+              f"the growing calloc's paths name makeLogits:\n{run.out}")
+    finally:
+        run.cleanup()

@@ -644,3 +644,55 @@ def output_files_that_cannot_be_written_stop_before_attaching():
         check("cannot write /nonexistent-dir/x.svg" in rep.err, rep.err)
     finally:
         r.cleanup()
+
+
+# ---- code without frame pointers: a PyTorch-like library built -O2 ----
+
+ALLOC_CPU = "c10::alloc_cpu(unsigned long)"
+CACHING_MALLOC = "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc" \
+    "(unsigned long)"
+
+
+def torchlike_expected(v, what):
+    """torchlike 5 (tests/scenarios/torchlike.c): each allocation's stack ends at its call site
+    in libtorchlike.so, whose %rbp holds no frame; none of them is lost."""
+    sites = leak_sites(v)
+    eq(sites[("cudaMalloc", CACHING_MALLOC)], (5 * MiB, 5), f"{what}: cudaMalloc")
+    eq(v["losses"]["stack_fail"] + v["losses"]["stack_collision"], 0, f"{what}: no stack lost")
+    cuda = stacks_of(v, CACHING_MALLOC)
+    eq([(s["bytes"], s["count"], [f["name"] for f in s["frames"]][1:], s["without_frame_pointers"],
+         s["truncated"]) for s in cuda],
+       [(5 * MiB, 5, ["0x1234"], {"from_frame": 1}, False)],
+       f"{what}: cudaMalloc's walk read the allocator object as a frame: marked, after the "
+       "call site")
+    eq(cuda[0]["frames"][0]["module"], "libtorchlike.so", f"{what}: its call site")
+    if ("posix_memalign", ALLOC_CPU) not in sites:
+        return
+    eq(sites[("posix_memalign", ALLOC_CPU)], (5 * 4096, 5), f"{what}: posix_memalign")
+    cpu = stacks_of(v, ALLOC_CPU)
+    eq([(s["bytes"], s["count"], functions(s), s["without_frame_pointers"]) for s in cpu],
+       [(5 * 4096, 5, [ALLOC_CPU], {"from_frame": 1})],
+       f"{what}: posix_memalign's stack: the call site, its callers unknown")
+
+
+@test
+def stacks_through_code_without_frame_pointers_keep_what_the_walk_found():
+    """libtorchlike.so (PyTorch-like allocators, -O2 -fomit-frame-pointer, %rbp a general
+    register): glibc's posix_memalign does not start with push %rbp, so the kernel's walk had
+    the probed address alone and bpf_get_stackid's skip of 1 made it fail: every stack was
+    lost (stack_fail=5 of 5) and the report blamed --stack-entries. Now each stack keeps what
+    the walk found, says where it stopped, and nothing is lost. Live and from a capture."""
+    r = record(["--libc", "--", scenario("torchlike"), "5"])
+    try:
+        res = report(r.path)
+        for what, v, out in (("live", r.verdict(), r.out), ("report", res.verdict(), res.out)):
+            torchlike_expected(v, what)
+            check(re.search(r"─ \[callers unknown: no frame pointer\]\n(.*\n)*? +20\.0 KiB +5 .*─ "
+                            r"c10::alloc_cpu\(unsigned long\)\+0x[0-9a-f]+ \(libtorchlike\.so\)\n",
+                            out), f"{what}: the graph says where the walk stopped:\n{out}")
+            check("stacks lost" not in out, f"{what}: no stack lost:\n{out}")
+        same_verdict(r.verdict(), res.verdict())
+    finally:
+        os.unlink(r.path)
+    res = run_gpuleak(["run", "--interval", "0", "--", scenario("torchlike"), "5"])
+    torchlike_expected(res.verdict(), "without --libc")

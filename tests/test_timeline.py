@@ -2,6 +2,7 @@
 """Leak timelines: steps from a symbol, NVTX, syncs and time; per-site growth with exact
 slopes; sawtooth requests; a leak that starts late; time to OOM; the CI gate's exit codes.
 Every NDJSON record is checked against docs/gpuleak.schema.json by the harness."""
+import os
 import re
 
 import harness
@@ -356,3 +357,173 @@ def bad_step_specs():
     eq((p.returncode, p.stderr),
        (2, "gpuleak: --step sym:/nonexistent:f: /nonexistent: No such file or directory\n"),
        "a marker on a missing file is a usage error")
+
+
+# ---- shutdown: what a program releases after its last allocation is not a step ----
+
+SHUTDOWN_STEPS = (["--step", "sym:shutdown:decode_step"], ["--step", "sync"])
+SHUTDOWN_REQ = ["--request", "sym:shutdown:begin_request,end_request"]
+
+
+def shutdown(gl_args, steps, keep, end, req=0, expect_rc=0, cmd="run"):
+    args = [cmd] + (["-o", gl_args.pop(0)] if cmd == "record" else []) + [
+        "--interval", "0"] + gl_args + ["--", scenario("shutdown"), str(steps), str(keep), end,
+                                         str(req)]
+    return run_gpuleak(args, expect_rc=expect_rc)
+
+
+def fn(name):
+    return name.split("+")[0]
+
+
+def check_leak_released_at_shutdown(v, how, api, ended, peak_step, what):
+    """shutdown 40 1MiB END: 1 MiB kept per step, all of it (and the 16 MiB KV cache)
+    released after the last allocation, keep_step(39)."""
+    eq(v["live_bytes"], 0, f"{what}: nothing live at exit")
+    eq([(fn(g["site"]), g["slope_bytes_per_step"], g["r2"], g["first_step"], g["bytes"],
+         g["live_bytes"]) for g in v["growth"]],
+       [("keep_step", float(MiB), 1.0, 0, 40 * MiB, 0)],
+       f"{what}: 1 MiB per step, exactly, up to the last allocation; none of it live at exit")
+    g = v["growth"][0]
+    eq(g["ended"], ended, f"{what}: how its memory ended")
+    eq(g["shutdown"], {"released_bytes": 40 * MiB, "released_count": 40,
+                       "by": [{"how": how, "api": api, "bytes": 40 * MiB, "count": 40}]},
+       f"{what}: released at shutdown")
+    eq([(s["frames"][0]["function"], s["frames"][1]["function"], s["bytes"], s["count"],
+         s["bytes_per_step"]) for s in g["stacks"]],
+       [("keep_step", "main", 40 * MiB, 40, float(MiB))], f"{what}: the growing stack")
+    sd = v["shutdown"]
+    eq((sd["step"], sd["live_bytes"], sd["live_count"], sd["released_bytes"],
+        sd["released_count"], sd["by"]),
+       (39, 56 * MiB, 41, 56 * MiB, 41, [{"how": how, "api": api, "bytes": 56 * MiB,
+                                         "count": 41}]),
+       f"{what}: the shutdown: after keep_step(39), 40 blocks and the KV cache")
+    eq([(p["device"], p["webgpu"], p["bytes"], p["count"], p["step"], p["live_bytes"])
+        for p in v["peak"]], [(0, None, 57 * MiB, 41, peak_step, 0)],
+       f"{what}: the peak: 39 blocks, the KV cache and step 39's scratch")
+    eq([(fn(s["site"]), s["bytes"], s["count"], s["class"]) for s in v["peak"][0]["sites"]],
+       [("keep_step", 39 * MiB, 39, "none"), ("kv_cache_init", 16 * MiB, 1, "init"),
+        ("scratch", 2 * MiB, 1, "none")], f"{what}: the live set at the peak, by site")
+    eq([(x["kind"], x["bytes_per_step"]) for x in v["gate"]["violations"]],
+       [("growth", float(MiB))], f"{what}: the gate fails on the growth")
+
+
+@test
+def cleanup_at_shutdown_does_not_cancel_growth():
+    """shutdown.c keeps 1 MiB per decode step and, after its last step, releases everything:
+    cudaFree of every block and of the KV cache, then cudaDeviceSynchronize (under --step sync
+    a step that only frees), or cudaDeviceReset. The growth is judged on the steps up to the
+    last allocation, exactly as when the program exits with its memory live; the verdict says
+    how the memory ended. Live (sym: and sync steps) and from a capture."""
+    for end, how, api, ended in (
+            ("free", "freed", "cudaFree", "freed at shutdown (cudaFree)"),
+            ("reset", "owner", "cudaDeviceReset", "released at shutdown by cudaDeviceReset")):
+        for step, nsteps, peak_step in zip(SHUTDOWN_STEPS, (41, 42 if end == "free" else 41),
+                                           (39, 38)):
+            what = f"{end}, {step[1]}"
+            res = shutdown(["--fail-on-leak"] + step, 40, MiB, end, expect_rc=3)
+            v = res.verdict()
+            eq(v["steps"], nsteps, f"{what}: steps")
+            check_leak_released_at_shutdown(v, how, api, ended, peak_step, what)
+            check(re.search(r"^ +1\.00 MiB/st .* keep_step\+0x[0-9a-f]+ \(shutdown\) "
+                            r"\(cudaMalloc\)\n +" + re.escape(ended) + r"\n +from "
+                            r"__libc_start_call_main \(libc\.so\.6\) → main \(shutdown\) → "
+                            r"keep_step\+0x[0-9a-f]+ \(shutdown\)\n", res.out, re.M),
+                  f"{what}: the growing site, how it ended and its path:\n{res.out}")
+            check(re.search(r"^shutdown \(after the last allocation, step 39 at [0-9.]+ s\): "
+                            r"released 56\.0 MiB of 56\.0 MiB in 41 allocations", res.out,
+                            re.M), f"{what}: the shutdown line:\n{res.out}")
+            check(re.search(r"^  device 0: 57\.0 MiB in 41 allocations at [0-9.]+ s, step "
+                            rf"{peak_step}; 0 B live at the end\n", res.out, re.M),
+                  f"{what}: the peak:\n{res.out}")
+            check("no site grows" not in res.out, f"{what}: a growth leak")
+    cap = harness.tmpfile(".glc")
+    try:
+        rec = shutdown([cap, "--step", "sym:shutdown:decode_step"], 40, MiB, "reset",
+                       cmd="record")
+        check_leak_released_at_shutdown(rec.verdict(), "owner", "cudaDeviceReset",
+                                        "released at shutdown by cudaDeviceReset", 39, "record")
+        for step, peak_step in zip(SHUTDOWN_STEPS, (39, 38)):
+            v = run_gpuleak(["report", cap, "--fail-on-leak"] + step, expect_rc=3).verdict()
+            check_leak_released_at_shutdown(v, "owner", "cudaDeviceReset",
+                                            "released at shutdown by cudaDeviceReset",
+                                            peak_step, f"report {step[1]}")
+    finally:
+        if os.path.exists(cap):
+            os.unlink(cap)
+
+
+@test
+def a_leak_still_live_at_exit_is_judged_the_same():
+    """The same loop exiting with its memory live: the same slope and bytes, "still live at
+    exit", the leak listed; nothing released at shutdown, no peak section."""
+    for step in SHUTDOWN_STEPS:
+        res = shutdown(["--fail-on-leak"] + step, 40, MiB, "exit", expect_rc=3)
+        v = res.verdict()
+        eq([(fn(g["site"]), g["slope_bytes_per_step"], g["bytes"], g["live_bytes"], g["ended"],
+             g["shutdown"]) for g in v["growth"]],
+           [("keep_step", float(MiB), 40 * MiB, 40 * MiB, "still live at exit",
+             {"released_bytes": 0, "released_count": 0, "by": []})], f"{step[1]}: growth")
+        eq(leak_sites(v)[("cudaMalloc", "keep_step")], (40 * MiB, 40), f"{step[1]}: the leak")
+        eq((v["shutdown"]["released_bytes"], v["shutdown"]["live_bytes"]), (0, 56 * MiB),
+           f"{step[1]}: nothing released after the last allocation")
+        check("peak (" not in res.out and "shutdown (" not in res.out,
+              f"{step[1]}: no peak or shutdown section when the memory is still live:\n"
+              f"{res.out}")
+
+
+@test
+def clean_shutdowns_and_sawtooths_stay_clean():
+    """No growth with nothing kept (freed or reset at shutdown), and none for a sawtooth whose
+    requests free what they kept, also when the last request's frees fall after the last step
+    marker (REQUEST_STEPS dividing STEPS), also for two long requests, and also with the
+    requests marked (--request)."""
+    cases = [(0, "free", 0), (0, "reset", 0), (MiB, "free", 5), (MiB, "reset", 8),
+             (MiB, "exit", 10), (MiB, "free", 20)]
+    for keep, end, req in cases:
+        for step in SHUTDOWN_STEPS:
+            for marks in ([], SHUTDOWN_REQ) if req else ([],):
+                what = f"keep {keep} {end} requests of {req} {step[1]} {marks}"
+                v = shutdown(["--fail-on-leak"] + step + marks, 40, keep, end, req).verdict()
+                eq(v["growth"], [], f"{what}: no growth")
+                if marks and req:
+                    eq(v["requests"], 40 // req, f"{what}: requests")
+    # the last request's 5 blocks go after the last allocation: in the shutdown, as frees
+    v = shutdown(["--step", "sym:shutdown:decode_step"], 40, MiB, "free", 5).verdict()
+    eq((v["shutdown"]["released_bytes"], v["shutdown"]["released_count"], v["shutdown"]["by"]),
+       (21 * MiB, 6, [{"how": "freed", "api": "cudaFree", "bytes": 21 * MiB, "count": 6}]),
+       "the last request's blocks and the KV cache, freed at shutdown")
+
+
+@test
+def folded_growth_and_peak_after_everything_was_released():
+    """--folded is empty when the shutdown released everything; --folded-growth names the
+    growing stack by its bytes per step, --folded-peak the live set at the peak. Live and
+    from a capture."""
+    paths = {k: harness.tmpfile(".folded") for k in ("live", "growth", "peak")}
+    cap = harness.tmpfile(".glc")
+    pics = ["--folded", paths["live"], "--folded-growth", paths["growth"], "--folded-peak",
+            paths["peak"]]
+    want_growth = ["shutdown;__libc_start_call_main;main;keep_step;cudaMalloc 1048576"]
+    want_peak = ["shutdown;__libc_start_call_main;main;decode_step;scratch;cudaMalloc 2097152",
+                 "shutdown;__libc_start_call_main;main;keep_step;cudaMalloc 40894464",
+                 "shutdown;__libc_start_call_main;main;kv_cache_init;cudaMalloc 16777216"]
+
+    def read(k):
+        with open(paths[k]) as f:
+            return sorted(f.read().splitlines())
+    try:
+        shutdown([cap, "--step", "sym:shutdown:decode_step"] + pics, 40, MiB, "reset",
+                 cmd="record")
+        for how in ("record", "report"):
+            if how == "report":
+                for p in paths.values():
+                    os.unlink(p)
+                run_gpuleak(["report", cap, "--step", "sym:shutdown:decode_step"] + pics)
+            eq(read("live"), [], f"{how}: nothing live at the end")
+            eq(read("growth"), want_growth, f"{how}: who grows, in bytes per step")
+            eq(read("peak"), want_peak, f"{how}: the live set at the peak")
+    finally:
+        for p in list(paths.values()) + [cap]:
+            if os.path.exists(p):
+                os.unlink(p)

@@ -4,6 +4,7 @@ the wgpu and wgpu_decode scenarios, dawn.node (npm webgpu) driven by Node, and t
 webgpu.h generation detection on real libraries of both generations. Expected numbers are
 in the scenarios' comments (tests/scenarios/wgpu.c, wgpu_decode.c, wgpu_node.mjs)."""
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -456,3 +457,156 @@ def webgpu_node_dawn_node_symtab():
     refs = {(a["api"], a["count"]) for l in v["leaks"] if l["label"] == "kv_cache"
             for a in l["addref_sites"]}
     eq(refs, {("wgpuBufferAddRef", 3)}, "dawn.node's own references, still held")
+
+
+# ---- shutdown: a device destroyed, handles released by Node at exit ----
+
+def fn(name):
+    return name.split("+")[0]
+
+
+@test
+def webgpu_device_destroyed_at_shutdown_does_not_cancel_growth():
+    """wgpu_shutdown on real Dawn: 1 MiB "logits" kept per decode step, then at shutdown the
+    device destroyed (everything goes with it) or every buffer released; growth judged up to
+    the last allocation, with how the memory ended. A clean variant of each stays clean.
+    Steps at the decode step's symbol and at its queue submit."""
+    need(DAWN)
+    for step in (["--step", "sym:wgpu_shutdown:decode_step"], ["--step", "sync"]):
+        for end, how, api, ended, released in (
+                ("destroy", "owner", "wgpuDeviceDestroy",
+                 "released when its device was destroyed (wgpuDeviceDestroy)", 39 * MiB),
+                ("free", "freed", "wgpuBufferRelease", "freed at shutdown (wgpuBufferRelease)",
+                 38 * MiB)):
+            what = f"{end}, {step[1]}"
+            res = run_gpuleak(["run", "--interval", "0", "--fail-on-leak"] + step +
+                              ["--", scenario("wgpu_shutdown"), "30", "1", end], expect_rc=3)
+            v = res.verdict()
+            eq(v["steps"], 31, f"{what}: steps")
+            eq([(fn(g["site"]), g["slope_bytes_per_step"], g["first_step"], g["bytes"],
+                 g["live_bytes"], g["ended"]) for g in v["growth"]],
+               [("keep_logits", float(MiB), 0, 30 * MiB, 0, ended)], f"{what}: growth")
+            eq(v["growth"][0]["shutdown"]["by"],
+               [{"how": how, "api": api, "bytes": 30 * MiB, "count": 30}], f"{what}: by")
+            eq([(s["frames"][0]["function"], s["bytes"]) for s in v["growth"][0]["stacks"]],
+               [("keep_logits", 30 * MiB)], f"{what}: the growing stack")
+            sd = v["shutdown"]
+            # the KV cache (8 MiB) and the copy source (1 MiB) made before the first step
+            eq((sd["step"], sd["live_bytes"], sd["released_bytes"], sd["by"]),
+               (29, 39 * MiB, released,
+                [{"how": how, "api": api, "bytes": released, "count": released // MiB - 6}]),
+               f"{what}: the shutdown")
+            eq([(p["webgpu"], p["bytes"], p["count"], p["live_bytes"]) for p in v["peak"]],
+               [("wgpu#1", 40 * MiB, 33, 39 * MiB - released)], f"{what}: the peak")
+            eq([(fn(s["site"]), s["label"], s["bytes"]) for s in v["peak"][0]["sites"]],
+               [("keep_logits", "logits", 29 * MiB), ("kv_cache_init", "kv_cache", 8 * MiB),
+                ("scratch", "scratch", 2 * MiB), ("main", None, MiB)],
+               f"{what}: the live set at the peak")
+            check(ended in res.out, f"{what}: said in the report:\n{res.out}")
+            clean = run_gpuleak(["run", "--interval", "0", "--fail-on-leak"] + step +
+                                ["--", scenario("wgpu_shutdown"), "30", "0", end]).verdict()
+            eq(clean["growth"], [], f"{what}, nothing kept: no growth")
+
+
+BPFTRACE_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bpftrace",
+                               "wgpu_buffers.bt")
+NODE_DECODE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scenarios",
+                           "wgpu_node_decode.mjs")
+
+
+def bpftrace_maps(text):
+    """{name: {key tuple: value}} from bpftrace's map printout."""
+    out = {}
+    for m in re.finditer(r"^@(\w+)\[([^\]]*)\]: (\d+)$", text, re.M):
+        key = tuple(int(k) for k in m.group(2).split(", "))
+        out.setdefault(m.group(1), {})[key] = int(m.group(3))
+    return out
+
+
+def node_decode_with_bpftrace(steps, keep, expect_rc):
+    """gpuleak run --step sync on the JavaScript decode loop, with the bpftrace script on the
+    same functions of the same dawn.node at the same time: gpuleak's verdict, and bpftrace's
+    maps of node's pid."""
+    need(DAWN_NODE)
+    check(shutil.which("bpftrace"), "bpftrace missing: run scripts/install-deps.sh as root")
+    # bpftrace cannot parse the '@' of the npm folder in a probe's path: through a link
+    tmp = tempfile.mkdtemp(prefix="gpuleak-test-")
+    link = os.path.join(tmp, "dawn.node")
+    os.symlink(DAWN_NODE, link)
+    bt = Proc(["bpftrace", BPFTRACE_SCRIPT, link], stdin=False)
+    try:
+        bt.wait_line(r"^Attaching \d+ probes", timeout=60)
+        env = gpuleak_env()
+        env["WEBGPU_INDEX"] = os.path.join(WEBGPU_NODE, "index.js")
+        res = run_gpuleak(["run", "--interval", "0", "--step", "sync", "--fail-on-leak", "--",
+                           "node", NODE_DECODE, str(steps), str(keep)], env=env,
+                          expect_rc=expect_rc)
+        bt.p.send_signal(signal.SIGINT)
+        bt.finish()
+    finally:
+        bt.kill()
+        shutil.rmtree(tmp)
+    v = res.verdict()
+    maps = bpftrace_maps(bt.text("out"))
+    mine = {name: {k[1:]: n for k, n in m.items() if k[0] == v["pid"]} for name, m in maps.items()}
+    return res, v, {name: (m[()] if list(m) == [()] else m) for name, m in mine.items() if m}
+
+
+@test
+def webgpu_node_releases_every_handle_at_exit_growth_stands():
+    """A JavaScript decode loop on dawn.node that keeps a 1 MiB buffer per step and lets Node
+    release every handle at exit: growth of exactly 1 MiB per step at dawn.node's createBuffer,
+    released at shutdown by wgpuBufferRelease. Its counts checked against an independent
+    bpftrace script on the same probes: buffers created and their bytes, destroyed, released
+    by their last reference after the last creation, submits (steps)."""
+    steps = 20
+    res, v, bt = node_decode_with_bpftrace(steps, 1, expect_rc=3)
+    created = 2 + 1 + 2 * steps  # kv_cache, dst, scratch and logits per step
+    created_bytes = 2 * MiB + 256 * KiB + steps * (256 * KiB + MiB)
+    released = 2 * MiB + 256 * KiB + steps * MiB
+    eq((bt["created"], bt["created_bytes"], bt["destroyed"], bt["destroyed_bytes"],
+        bt["released"], bt["released_bytes"], bt["submits"]),
+       (created, created_bytes, steps, steps * 256 * KiB, 3 + steps, released, steps),
+       "bpftrace: what the script did")
+    eq(bt["released_at_creation"], {(created,): released},
+       "bpftrace: every release after the last creation")
+    eq(sorted(bt["destroyed_at_creation"]), [(n,) for n in range(4, created, 2)],
+       "bpftrace: each scratch destroyed in its own step, before its step's logits")
+    eq((v["allocs"], v["alloc_bytes"], v["frees"], v["steps"]),
+       (bt["created"], bt["created_bytes"], bt["destroyed"] + bt["released"],
+        bt["submits"] + 1), "gpuleak: the same calls, and a step per submit")
+    eq((v["shutdown"]["released_bytes"], v["shutdown"]["released_count"], v["shutdown"]["by"]),
+       (bt["released_at_creation"][(created,)], bt["released"],
+        [{"how": "freed", "api": "wgpuBufferRelease", "bytes": released,
+          "count": bt["released"]}]), "gpuleak: released at shutdown, as bpftrace saw it")
+    eq([(g["api"], g["slope_bytes_per_step"], g["bytes"], g["live_bytes"], g["ended"])
+        for g in v["growth"]],
+       [("wgpuDeviceCreateBuffer", float(MiB), steps * MiB, 0,
+         "freed at shutdown (wgpuBufferRelease)")], "gpuleak: the growth leak")
+    eq({s["frames"][0]["module"] for s in v["growth"][0]["stacks"]}, {"dawn.node"},
+       "gpuleak: its stacks start in dawn.node")
+    check(fn(v["growth"][0]["site"]).startswith("wgpu::binding::GPUDevice::createBuffer"),
+          f"named by dawn.node's binding: {v['growth'][0]['site']}")
+    eq([(p["webgpu"], p["bytes"], p["live_bytes"]) for p in v["peak"]],
+       [("wgpu#1", released, 0)], "gpuleak: the peak, all of it gone at the end")
+    eq({(s["label"], s["bytes"]) for s in v["peak"][0]["sites"]},
+       {("logits", steps * MiB), ("kv_cache", 2 * MiB), ("dst", 256 * KiB)},
+       "gpuleak: the live set at the peak, by label")
+
+
+@test
+def webgpu_node_clean_loop_released_at_exit_stays_clean():
+    """The same loop destroying its buffer each step: no growth, exit 0; the same counts as
+    bpftrace's."""
+    steps = 20
+    res, v, bt = node_decode_with_bpftrace(steps, 0, expect_rc=0)
+    eq(v["growth"], [], "no growth")
+    eq((bt["created"], bt["destroyed"], bt["released"], bt["submits"]),
+       (3 + 2 * steps, 2 * steps, 3, steps), "bpftrace: what the script did")
+    # after the last creation: the last logits destroyed, then the rest released at exit
+    after = bt["released_at_creation"][(bt["created"],)] + \
+        bt["destroyed_at_creation"][(bt["created"],)]
+    eq(after, 2 * MiB + 256 * KiB + MiB, "bpftrace: released after the last creation")
+    eq((v["allocs"], v["alloc_bytes"], v["frees"], v["steps"], v["shutdown"]["released_bytes"]),
+       (bt["created"], bt["created_bytes"], bt["destroyed"] + bt["released"],
+        bt["submits"] + 1, after), "gpuleak and bpftrace agree")

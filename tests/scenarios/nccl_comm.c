@@ -14,8 +14,13 @@
  *   cuMemGetAllocationGranularity (MINIMUM, 2 MiB), then cuMemCreate 2097152 (the device),
  *   cuMemAddressReserve 2097152 (alignment 2 MiB), cuMemMap, cuMemSetAccess (device, RW)
  * = 6291456 device bytes (4 allocations + 1 VMM handle mapped once) + 65536 host bytes.
+ * With NCCL_CUMEM_HOST_ENABLE=1 the 65536 host bytes are NCCL's ncclCuMemHostAlloc instead:
+ * granularity (MINIMUM), cuMemCreate 2097152 on the host (CU_MEM_LOCATION_TYPE_HOST_NUMA 0),
+ * cuMemAddressReserve, cuMemMap, cuMemSetAccess (device, RW), cuMemSetAccess (host, RW).
  * ncclCommDestroy and ncclCommAbort of it free all of it, on the calling thread, in this
- * order: cuMemUnmap, cuMemRelease, cuMemAddressFree, cuMemFreeHost, cuMemFree_v2 x 4.
+ * order: the VMM buffer as NCCL's ncclCuMemFree does (cuMemRetainAllocationHandle,
+ * cuMemRelease, cuMemGetAddressRange, cuMemUnmap, cuMemRelease, cuMemAddressFree), the host
+ * buffer (cuMemFreeHost, or ncclCuMemFree's sequence), cuMemFree_v2 x 4.
  * Driver calls that allocate nothing come with them: cuInit and cuDeviceGetCount once per
  * process, cuCtxGetCurrent/cuCtxGetDevice at each initialisation, cuDevicePrimaryCtxRetain at
  * the first use of a device without a current context, cuCtxSetCurrent when a context must be
@@ -56,8 +61,16 @@
  *   memalloc  nccl_mem_alloc x 2: ncclMemAlloc(3 MiB), each inside: granularity
  *             (RECOMMENDED), cuMemCreate 4194304 (device 0), cuMemAddressReserve 4194304,
  *             cuMemMap, cuMemSetAccess; the pointer returned is the reserved range.
- *             nccl_mem_free of the first: cuMemUnmap, cuMemRelease, cuMemAddressFree.
+ *             nccl_mem_free of the first: cuPointerGetAttribute, then ncclCuMemFree's
+ *             cuMemRetainAllocationHandle, cuMemRelease, cuMemGetAddressRange, cuMemUnmap,
+ *             cuMemRelease, cuMemAddressFree.
  *             Left: one block, 4194304 bytes (3145728 asked) on device 0, at nccl_mem_alloc.
+ *   memfree   nccl_mem_alloc x 3 (3 MiB each, as memalloc), nccl_mem_free x 3.  Left:
+ *             nothing; no release is of a handle already gone.
+ *   hoststeps nccl_get_id; nccl_init -> C; then 10 times nccl_step (a step marker) and
+ *             alloc_buffer 1 MiB, kept.  Left: C's memory and 10 MiB at alloc_buffer, all
+ *             on device 0 but C's host memory (with NCCL_CUMEM_HOST_ENABLE=1, a 2 MiB
+ *             cuMemCreate on the host: no device's memory).
  *   config    nccl_get_id; nccl_init_config (blocking 1, commName "gpuleak") -> C;
  *             nccl_destroy C.  Left: nothing.
  *   window    nccl_get_id; nccl_init -> C; nccl_mem_alloc 2 MiB -> W; nccl_window_register
@@ -437,8 +450,37 @@ static void mode_errors(void)
 	SCENARIO_EXPECT(ncclCommDestroy(c), ncclInvalidArgument);
 }
 
-static const char *const modes[] = {"clean",	"leak",	  "abort",  "all",     "split", "register",
-				    "memalloc", "config", "window", "threads", "group", "errors"};
+/* The step marker of hoststeps (gpuleak --step sym:nccl_comm:nccl_step). */
+SCENARIO_SITE void nccl_step(int step)
+{
+	SCENARIO_OPAQUE(step);
+}
+
+static void mode_hoststeps(void)
+{
+	void *buf;
+	int i;
+
+	nccl_init(nccl_get_id());
+	for (i = 0; i < 10; i++) {
+		nccl_step(i);
+		alloc_buffer(&buf, MIB, 1);
+	}
+}
+
+static void mode_memfree(void)
+{
+	void *p[3];
+	int i;
+
+	nccl_mem_alloc(p, 3 * MIB, 3);
+	for (i = 0; i < 3; i++)
+		nccl_mem_free(p[i]);
+}
+
+static const char *const modes[] = {"clean",	"leak",	    "abort",   "all",	   "split",
+				    "register", "memalloc", "config",  "window",   "threads",
+				    "group",	"errors",   "memfree", "hoststeps"};
 
 int main(int argc, char **argv)
 {
@@ -448,7 +490,7 @@ int main(int argc, char **argv)
 
 	scenario_usage(argc, 2,
 		       "nccl_comm clean|leak|abort|all|split|register|memalloc|config|window|"
-		       "threads|group|errors");
+		       "threads|group|errors|memfree|hoststeps");
 	mode = argv[1];
 	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (!strcmp(mode, modes[i]))
@@ -487,6 +529,11 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "group")) {
 		mode_group();
 		want1 = COMM_DEV_BYTES;
+	} else if (!strcmp(mode, "memfree")) {
+		mode_memfree();
+	} else if (!strcmp(mode, "hoststeps")) {
+		mode_hoststeps();
+		want0 = COMM_DEV_BYTES + 10 * MIB;
 	} else {
 		mode_errors();
 	}

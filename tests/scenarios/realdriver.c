@@ -1,18 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * realdriver [INIT_RC ALLOC_RC CREATE_RC]
+ * realdriver [INIT_RC ALLOC_RC CREATE_RC RETAIN_RC]
  *
  * NVIDIA's real driver library, libcuda.so.1 535.x from Debian's libcuda1 package, as
  * scripts/install-deps.sh unpacks it (never installed). Links nothing from CUDA: set-up,
  * before "ready", dlopen()s the file named by GPULEAK_REAL_LIBCUDA (so it is mapped at
- * "ready") and looks up the three entry points. One site per call:
+ * "ready") and looks up the four entry points. One site per call:
  *   real_cu_init        cuInit(0)
  *   real_cu_mem_alloc   cuMemAlloc_v2(1 MiB)
  *   real_cu_mem_create  cuMemCreate(2 MiB, pinned, device 0)
+ *   real_cu_mem_retain  cuMemRetainAllocationHandle(&h, a host address): NCCL's first call
+ *                       when it frees cuMem memory (ncclCuMemFree)
  * Each code is printed to stderr as "<api> -> <code>"; any other than the expected one ends
  * the program with status 1. Defaults, what the driver answers on a machine without an
- * NVIDIA GPU: 100 3 3 (CUDA_ERROR_NO_DEVICE, then CUDA_ERROR_NOT_INITIALIZED twice). There,
- * nothing is allocated: a tracer sees 3 calls, the 2 allocations failed, nothing live.
+ * NVIDIA GPU: 100 3 3 3 (CUDA_ERROR_NO_DEVICE, then CUDA_ERROR_NOT_INITIALIZED thrice).
+ * There, nothing is allocated: a tracer sees 4 calls, the last 3 failed, nothing live.
  *
  * Run it as a user other than root (setpriv --reuid=65534 --regid=65534 --clear-groups):
  * as root the real cuInit creates /dev/nvidiactl. It refuses root unless
@@ -23,12 +25,13 @@
 #include <dlfcn.h>
 #include "scenario.h"
 
-static long want[3] = {CUDA_ERROR_NO_DEVICE, CUDA_ERROR_NOT_INITIALIZED,
+static long want[4] = {CUDA_ERROR_NO_DEVICE, CUDA_ERROR_NOT_INITIALIZED, CUDA_ERROR_NOT_INITIALIZED,
 		       CUDA_ERROR_NOT_INITIALIZED};
 
 static __typeof__(cuInit) *real_init;
 static __typeof__(cuMemAlloc_v2) *real_alloc;
 static __typeof__(cuMemCreate) *real_create;
+static __typeof__(cuMemRetainAllocationHandle) *real_retain;
 
 static CUresult check(const char *api, CUresult rc, long expect)
 {
@@ -63,6 +66,13 @@ static SCENARIO_SITE void real_cu_mem_create(void)
 	check("cuMemCreate", real_create(&h, 2UL << 20, &prop, 0), want[2]);
 }
 
+static SCENARIO_SITE void real_cu_mem_retain(void)
+{
+	CUmemGenericAllocationHandle h = 0;
+
+	check("cuMemRetainAllocationHandle", real_retain(&h, &h), want[3]);
+}
+
 int main(int argc, char **argv)
 {
 	const char *path = getenv("GPULEAK_REAL_LIBCUDA");
@@ -70,8 +80,8 @@ int main(int argc, char **argv)
 	void *h;
 	int i;
 
-	if (argc != 1 && argc != 4) {
-		fprintf(stderr, "usage: realdriver [INIT_RC ALLOC_RC CREATE_RC]\n");
+	if (argc != 1 && argc != 5) {
+		fprintf(stderr, "usage: realdriver [INIT_RC ALLOC_RC CREATE_RC RETAIN_RC]\n");
 		return 2;
 	}
 	for (i = 1; i < argc; i++)
@@ -96,8 +106,11 @@ int main(int argc, char **argv)
 	real_init = (__typeof__(real_init))dlsym(h, "cuInit");
 	real_alloc = (__typeof__(real_alloc))dlsym(h, "cuMemAlloc_v2");
 	real_create = (__typeof__(real_create))dlsym(h, "cuMemCreate");
-	if (!real_init || !real_alloc || !real_create) {
-		fprintf(stderr, "realdriver: %s lacks cuInit, cuMemAlloc_v2 or cuMemCreate\n",
+	real_retain = (__typeof__(real_retain))dlsym(h, "cuMemRetainAllocationHandle");
+	if (!real_init || !real_alloc || !real_create || !real_retain) {
+		fprintf(stderr,
+			"realdriver: %s lacks cuInit, cuMemAlloc_v2, cuMemCreate or "
+			"cuMemRetainAllocationHandle\n",
 			path);
 		return 1;
 	}
@@ -105,6 +118,7 @@ int main(int argc, char **argv)
 	real_cu_init();
 	real_cu_mem_alloc();
 	real_cu_mem_create();
+	real_cu_mem_retain();
 	scenario_done();
 	return 0;
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * realnccl [ID_RC INIT_RC MEMALLOC_RC]
+ * realnccl [ID_RC INIT_RC MEMALLOC_RC MEMFREE_RC]
  *
  * Linked against NVIDIA's real libnccl.so.2 (NCCL 2.28.9, through DT_RPATH; not the
  * stand-in): gpuleak must attach to code nobody here wrote, where every ncclX is a WEAK
@@ -8,18 +8,23 @@
  *   real_get_unique_id   ncclGetUniqueId
  *   real_comm_init_rank  ncclCommInitRank(nranks 1, rank 0) on the current device (0)
  *   real_mem_alloc       ncclMemAlloc(1 MiB)
+ *   real_mem_free_bad    ncclMemFree of a host address, refused (on a machine with a GPU
+ *                        by ncclCuMemFree's cuMemRetainAllocationHandle; without a driver
+ *                        earlier, by NCCL's cudaGetDevice)
  * and, only where those succeeded (a machine with a GPU), real_comm_destroy
  * (ncclCommDestroy) and real_mem_free (ncclMemFree). Each code is printed to stderr as
  * "<api> -> <code>"; any code other than the expected one ends the program with status 1.
- * Defaults, what NCCL answers on a machine without an NVIDIA driver: 0 1 1 (ncclSuccess;
- * ncclUnhandledCudaError twice). There, nothing is allocated: a tracer sees 3 calls, the
- * last 2 failed, nothing live at "done" (NCCL's own static cudart inside libnccl.so.2 finds
- * no driver). On a machine with a GPU pass 0 0 0: nothing is left either.
+ * Defaults, what NCCL answers on a machine without an NVIDIA driver: 0 1 1 1 (ncclSuccess;
+ * ncclUnhandledCudaError thrice). There, nothing is allocated: a tracer sees 4 calls, 2
+ * allocations failed, one free of an address it never saw allocated, nothing live at "done"
+ * (NCCL's own static cudart inside libnccl.so.2 finds no driver). On a machine with a GPU
+ * pass 0 0 0 1: nothing is left either.
  */
 #include <nccl.h>
 #include "scenario.h"
 
-static long want[3] = {ncclSuccess, ncclUnhandledCudaError, ncclUnhandledCudaError};
+static long want[4] = {ncclSuccess, ncclUnhandledCudaError, ncclUnhandledCudaError,
+		       ncclUnhandledCudaError};
 
 static ncclResult_t check(const char *api, ncclResult_t rc, long expect)
 {
@@ -46,6 +51,13 @@ static SCENARIO_SITE ncclResult_t real_mem_alloc(void **p)
 	return check("ncclMemAlloc", ncclMemAlloc(p, 1UL << 20), want[2]);
 }
 
+static SCENARIO_SITE void real_mem_free_bad(void)
+{
+	static char host[64];
+
+	check("ncclMemFree", ncclMemFree(host), want[3]);
+}
+
 static SCENARIO_SITE void real_comm_destroy(ncclComm_t c)
 {
 	check("ncclCommDestroy", ncclCommDestroy(c), ncclSuccess);
@@ -63,8 +75,8 @@ int main(int argc, char **argv)
 	void *p = NULL;
 	int i;
 
-	if (argc != 1 && argc != 4) {
-		fprintf(stderr, "usage: realnccl [ID_RC INIT_RC MEMALLOC_RC]\n");
+	if (argc != 1 && argc != 5) {
+		fprintf(stderr, "usage: realnccl [ID_RC INIT_RC MEMALLOC_RC MEMFREE_RC]\n");
 		return 2;
 	}
 	for (i = 1; i < argc; i++)
@@ -76,6 +88,7 @@ int main(int argc, char **argv)
 		real_comm_destroy(comm);
 	if (real_mem_alloc(&p) == ncclSuccess)
 		real_mem_free(p);
+	real_mem_free_bad();
 	scenario_done();
 	return 0;
 }

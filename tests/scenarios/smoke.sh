@@ -43,9 +43,11 @@ run() {
 
 vmm_modes="clean leak_handle release_while_mapped release_then_unmap leak_range double_map
 	   double_map_live"
-nccl_modes="clean leak abort all split register memalloc config window threads group errors"
+nccl_modes="clean leak abort all split register memalloc config window threads group errors
+	    memfree hoststeps"
 scenarios=("basic 5 2 4096" "leak3" "apis" "fail" "prealloc 3" "threads 10" "loop 3 4096"
-	   "dlopen" "realcudart" "driver_alloc" "runtime_over_driver" "reloc 3 4096")
+	   "dlopen" "realcudart" "driver_alloc" "runtime_over_driver" "reloc 3 4096"
+	   "shutdown 4 4096 free" "shutdown 4 4096 reset" "shutdown 4 4096 exit 2" "torchlike 3")
 for m in $vmm_modes; do scenarios+=("vmm $m"); done
 for m in $nccl_modes; do scenarios+=("nccl_comm $m"); done
 [ -x "$bindir/realnccl" ] && scenarios+=("realnccl")
@@ -79,6 +81,9 @@ if [ -x "$bindir/wgpu" ]; then
 	done
 	run wgpu_decode 0 'done' '' -- 3
 	run wgpu_decode 0 'ready PID\ndone' 'go\nbye\n' SCENARIO_SYNC=1 -- 3
+	for e in destroy free exit; do
+		run wgpu_shutdown 0 'done' '' -- 3 1 "$e"
+	done
 	run wgpu 2 '' '' -- basic 1 2 0 4096					# usage: K + R > N
 fi
 
@@ -93,13 +98,16 @@ run loop 1 '' '' GPULEAK_STANDIN_DEVICE_MEM=64M -- 1 4096		# no room for activat
 run basic 2 '' '' -- 1 2 4096						# usage: M > N
 run realcudart 1 '' '' -- 0						# codes are 35 here, not 0
 run vmm 2 '' '' -- bogus
+run shutdown 2 '' '' -- 4 4096 bogus
 run vmm 1 '' '' GPULEAK_STANDIN_DEVICE_MEM=1M -- leak_handle		# cuMemCreate: no room
 run nccl_comm 1 '' '' GPULEAK_STANDIN_DEVICES=0 -- clean		# no device
 run nccl_comm 1 '' '' GPULEAK_STANDIN_DEVICES=1 -- all			# device 1 missing
 run nccl_comm 0 'done' '' GPULEAK_STANDIN_NCCL_INITALL_THREADS=1 -- all	# one thread per comm
+run nccl_comm 0 'done' '' NCCL_CUMEM_HOST_ENABLE=1 -- clean		# host memory through cuMem
+run nccl_comm 0 'done' '' NCCL_CUMEM_HOST_ENABLE=1 -- hoststeps
 run nccl_comm 2 '' '' -- bogus
 if [ -x "$bindir/realnccl" ]; then
-	run realnccl 1 '' '' -- 0 0 0					# no GPU: 0 1 1
+	run realnccl 1 '' '' -- 0 0 0 1					# no GPU: 0 1 1 1
 else
 	echo "smoke: realnccl skipped: not built (no NVIDIA libnccl.so.2 at build time)"
 fi
@@ -122,7 +130,7 @@ else
 		run realdriver 0 'done' '' GPULEAK_REAL_LIBCUDA="$real_libcuda" --
 		run realdriver 0 'ready PID\ndone' 'go\nbye\n' SCENARIO_SYNC=1 \
 			GPULEAK_REAL_LIBCUDA="$real_libcuda" --
-		run realdriver 1 '' '' GPULEAK_REAL_LIBCUDA="$real_libcuda" -- 0 0 0
+		run realdriver 1 '' '' GPULEAK_REAL_LIBCUDA="$real_libcuda" -- 0 0 0 0
 	fi
 	as=()
 fi

@@ -116,9 +116,11 @@ struct vmm_handle {
 	CUmemGenericAllocationHandle handle;
 	int fd; /* memfd: the same memory can be mapped at many places */
 	size_t size_bytes;
-	int device;
+	int device; /* -1: on the host (CU_MEM_LOCATION_TYPE_HOST, _HOST_NUMA) */
 	unsigned int nr_maps;
-	bool released; /* cuMemRelease called; dies at its last unmap */
+	/* References: 1 from cuMemCreate, 1 per cuMemRetainAllocationHandle, a cuMemRelease
+	 * takes one back; at none it dies at its last unmap. */
+	unsigned int refs;
 };
 
 struct vmm_reserve {
@@ -1307,10 +1309,25 @@ static bool gran_aligned(uint64_t v)
 	return !(v & (STANDIN_VMM_GRAN_BYTES - 1));
 }
 
+/*
+ * On a device, or on the host: CU_MEM_LOCATION_TYPE_HOST (id ignored) or _HOST_NUMA (id a
+ * NUMA node: 0 here, one node), as NCCL's ncclCuMemHostAlloc asks. cuda.h: _HOST_NUMA_CURRENT
+ * "will result in CUDA_ERROR_INVALID_VALUE" for cuMemCreate.
+ */
 static bool prop_ok(const CUmemAllocationProp *prop)
 {
-	return prop && prop->type == CU_MEM_ALLOCATION_TYPE_PINNED &&
-	       prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE && device_ok(prop->location.id);
+	if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED)
+		return false;
+	switch (prop->location.type) {
+	case CU_MEM_LOCATION_TYPE_DEVICE:
+		return device_ok(prop->location.id);
+	case CU_MEM_LOCATION_TYPE_HOST:
+		return true;
+	case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+		return prop->location.id == 0;
+	default:
+		return false;
+	}
 }
 
 CUresult CUDAAPI cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
@@ -1428,8 +1445,8 @@ CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 		err = CUDA_ERROR_INVALID_VALUE;
 		goto out;
 	}
-	dev = prop->location.id;
-	if (size > capacity_bytes - used_bytes[dev]) {
+	dev = prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
+	if (dev >= 0 && size > capacity_bytes - used_bytes[dev]) {
 		err = CUDA_ERROR_OUT_OF_MEMORY;
 		goto out;
 	}
@@ -1443,9 +1460,11 @@ CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 	h->fd = fd;
 	h->size_bytes = size;
 	h->device = dev;
+	h->refs = 1;
 	h->next = handle_list;
 	handle_list = h;
-	used_bytes[dev] += size;
+	if (dev >= 0)
+		used_bytes[dev] += size;
 	*handle = h->handle;
 	h = NULL;
 	fd = -1;
@@ -1474,12 +1493,16 @@ static void handle_destroy(struct vmm_handle *h)
 	for (pp = &handle_list; *pp != h; pp = &(*pp)->next)
 		;
 	*pp = h->next;
-	used_bytes[h->device] -= h->size_bytes;
+	if (h->device >= 0)
+		used_bytes[h->device] -= h->size_bytes;
 	close(h->fd);
 	free(h);
 }
 
-/* The physical memory lives on while mapped: it dies at the last cuMemUnmap. */
+/*
+ * One reference less; at none the physical memory dies, or, while mapped, at its last
+ * cuMemUnmap. A release of a handle with no reference left is CUDA_ERROR_INVALID_VALUE.
+ */
 CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
 {
 	struct vmm_handle *h;
@@ -1490,12 +1513,11 @@ CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
 	if (err)
 		goto out;
 	h = handle_find(handle);
-	if (!h || h->released) {
+	if (!h || !h->refs) {
 		err = CUDA_ERROR_INVALID_VALUE;
 		goto out;
 	}
-	h->released = true;
-	if (!h->nr_maps)
+	if (!--h->refs && !h->nr_maps)
 		handle_destroy(h);
 out:
 	pthread_mutex_unlock(&lock);
@@ -1528,7 +1550,7 @@ CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 	if (err)
 		goto out;
 	h = handle_find(handle);
-	if (!h || h->released || size > h->size_bytes || !reserve_covering(ptr, size)) {
+	if (!h || !h->refs || size > h->size_bytes || !reserve_covering(ptr, size)) {
 		err = CUDA_ERROR_INVALID_VALUE;
 		goto out;
 	}
@@ -1615,8 +1637,12 @@ CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessD
 		goto out;
 	/* The host is every device's view here: grant the union of what the devices get. */
 	for (i = 0; i < count; i++) {
-		if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
-		    !device_ok(desc[i].location.id)) {
+		/* The host itself (ncclCuMemHostAlloc grants its NUMA node access too) */
+		bool host = desc[i].location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA &&
+			    desc[i].location.id == 0;
+
+		if (!host && (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+			      !device_ok(desc[i].location.id))) {
 			err = CUDA_ERROR_INVALID_DEVICE;
 			goto out;
 		}
@@ -1651,7 +1677,7 @@ static void map_drop(struct vmm_map *m, void *arg)
 	for (pp = &map_list; *pp != m; pp = &(*pp)->next)
 		;
 	*pp = m->next;
-	if (!--m->h->nr_maps && m->h->released)
+	if (!--m->h->nr_maps && !m->h->refs)
 		handle_destroy(m->h);
 	free(m);
 }
@@ -1664,6 +1690,115 @@ CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
 	err = check_init();
 	if (!err)
 		err = for_each_map(ptr, size, map_drop, NULL);
+	pthread_mutex_unlock(&lock);
+	return err;
+}
+
+/* The mapping of the stand-in's VMM memory that holds p, or NULL. */
+static struct vmm_map *map_holding(uintptr_t p)
+{
+	struct vmm_map *m;
+
+	for (m = map_list; m; m = m->next)
+		if (p >= m->addr && p - m->addr < m->size_bytes)
+			return m;
+	return NULL;
+}
+
+/* Any address of a mapping: its handle, with one more reference (NCCL's ncclCuMemFree). */
+CUresult CUDAAPI cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
+{
+	struct vmm_map *m;
+	CUresult err;
+
+	if (!handle)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&lock);
+	err = check_init();
+	if (err)
+		goto out;
+	m = map_holding((uintptr_t)addr);
+	if (!m) {
+		err = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	m->h->refs++;
+	*handle = m->h->handle;
+out:
+	pthread_mutex_unlock(&lock);
+	return err;
+}
+
+/*
+ * The allocation holding dptr: a cuMemAlloc-family block, or the VMM mapping it lies in (what
+ * the real driver answers for cuMem memory, and what ncclCuMemFree unmaps). pbase, psize may
+ * be NULL.
+ */
+CUresult CUDAAPI cuMemGetAddressRange(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+{
+	uintptr_t base = 0;
+	struct vmm_map *m;
+	size_t size = 0, i;
+	CUresult err;
+
+	pthread_mutex_lock(&lock);
+	err = check_init();
+	if (err)
+		goto out;
+	for (i = 0; i < htab_buckets && !size; i++) {
+		struct alloc *a;
+
+		for (a = htab[i]; a && !size; a = a->hnext)
+			if (range_in(dptr, 1, a->addr, a->size_bytes)) {
+				base = a->addr;
+				size = a->size_bytes;
+			}
+	}
+	m = size ? NULL : map_holding(dptr);
+	if (m) {
+		base = m->addr;
+		size = m->size_bytes;
+	}
+	if (!size) {
+		err = CUDA_ERROR_NOT_FOUND;
+		goto out;
+	}
+	if (pbase)
+		*pbase = base;
+	if (psize)
+		*psize = size;
+out:
+	pthread_mutex_unlock(&lock);
+	return err;
+}
+
+/* CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL of the stand-in's device memory (ncclMemFree asks). */
+CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+	struct vmm_map *m;
+	struct alloc *a;
+	CUresult err;
+	int dev = -1;
+	size_t i;
+
+	if (!data || attribute != CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&lock);
+	err = check_init();
+	if (err)
+		goto out;
+	for (i = 0; i < htab_buckets && dev < 0; i++)
+		for (a = htab[i]; a && dev < 0; a = a->hnext)
+			if (range_in(ptr, 1, a->addr, a->size_bytes) && a->kind != AK_HOST)
+				dev = a->device;
+	m = dev < 0 ? map_holding(ptr) : NULL;
+	if (m && m->h->device >= 0)
+		dev = m->h->device;
+	if (dev < 0)
+		err = CUDA_ERROR_INVALID_VALUE;
+	else
+		*(int *)data = dev;
+out:
 	pthread_mutex_unlock(&lock);
 	return err;
 }

@@ -81,7 +81,10 @@
 	X(cuMemAddressFree)                                                                        \
 	X(cuMemMap)                                                                                \
 	X(cuMemUnmap)                                                                              \
-	X(cuMemSetAccess)
+	X(cuMemSetAccess)                                                                          \
+	X(cuMemRetainAllocationHandle)                                                             \
+	X(cuMemGetAddressRange_v2)                                                                 \
+	X(cuPointerGetAttribute)
 
 /* cuda.h's #defines make cuMemAlloc_v2 a declared name; #name keeps the exported spelling. */
 #define DRV_DECLARE(name) static __typeof__(name) *drv_##name;
@@ -135,6 +138,7 @@ struct ncclComm {
 	/* What comm_alloc made; all zero before and after. */
 	CUdeviceptr chan[COMM_CHANNELS];
 	void *proxy_host;
+	struct vmm_block proxy_cumem; /* NCCL_CUMEM_HOST_ENABLE=1: the proxy buffer, on the host */
 	struct vmm_block p2p;
 	struct nccl_reg *regs;
 	struct ncclWindow_vidmem *wins;
@@ -315,31 +319,53 @@ static void ctx_restore(CUcontext saved, CUcontext ctx)
 		drv_cuCtxSetCurrent(saved);
 }
 
-/* Unmap, release, free the range: the reverse of vmm_alloc. */
+/*
+ * NCCL's ncclCuMemFree (src/include/alloc.h), call for call, from the pointer alone: the
+ * handle mapped there retained (one more reference), released at once, the mapping's size
+ * asked, the range unmapped, the handle released (its reference from cuMemCreate: the memory
+ * goes), the range freed. Each step stops at the first failure, as NCCL's CUCHECK does.
+ */
+static ncclResult_t cumem_free(CUdeviceptr ptr)
+{
+	CUmemGenericAllocationHandle handle;
+	ncclResult_t err;
+	size_t size = 0;
+
+	if (!ptr)
+		return ncclSuccess;
+	err = cu_check(drv_cuMemRetainAllocationHandle(&handle, (void *)(uintptr_t)ptr),
+		       "cuMemRetainAllocationHandle");
+	if (!err)
+		err = cu_check(drv_cuMemRelease(handle), "cuMemRelease");
+	if (!err)
+		err =
+		    cu_check(drv_cuMemGetAddressRange_v2(NULL, &size, ptr), "cuMemGetAddressRange");
+	if (!err)
+		err = cu_check(drv_cuMemUnmap(ptr, size), "cuMemUnmap");
+	if (!err)
+		err = cu_check(drv_cuMemRelease(handle), "cuMemRelease");
+	if (!err)
+		err = cu_check(drv_cuMemAddressFree(ptr, size), "cuMemAddressFree");
+	return err;
+}
+
 static ncclResult_t vmm_free(struct vmm_block *b)
 {
-	ncclResult_t err, ret = ncclSuccess;
+	ncclResult_t err = cumem_free(b->va);
 
-	err = cu_check(drv_cuMemUnmap(b->va, b->size_bytes), "cuMemUnmap");
-	if (err)
-		ret = err;
-	err = cu_check(drv_cuMemRelease(b->handle), "cuMemRelease");
-	if (!ret)
-		ret = err;
-	err = cu_check(drv_cuMemAddressFree(b->va, b->size_bytes), "cuMemAddressFree");
-	if (!ret)
-		ret = err;
 	memset(b, 0, sizeof(*b));
-	return ret;
+	return err;
 }
 
 /*
  * NCCL's cuMem allocation (ncclCuMemAlloc, ncclMemAlloc): granularity, cuMemCreate,
  * cuMemAddressReserve, cuMemMap, cuMemSetAccess for @device, in that order. The handle is
- * kept, not released, while the memory is in use.
+ * kept, not released, while the memory is in use. With @device -1, ncclCuMemHostAlloc: the
+ * memory on the host's NUMA node 0 (CU_MEM_LOCATION_TYPE_HOST_NUMA), accessible by
+ * @host_of's device and then by the host, each with a cuMemSetAccess of its own.
  */
-static ncclResult_t vmm_alloc(int device, size_t size_bytes, CUmemAllocationGranularity_flags gf,
-			      struct vmm_block *b)
+static ncclResult_t vmm_alloc_at(int device, int host_of, size_t size_bytes,
+				 CUmemAllocationGranularity_flags gf, struct vmm_block *b)
 {
 	CUmemAllocationProp prop = {0};
 	CUmemAccessDesc access = {0};
@@ -347,8 +373,9 @@ static ncclResult_t vmm_alloc(int device, size_t size_bytes, CUmemAllocationGran
 	size_t gran = 0;
 
 	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-	prop.location.id = device;
+	prop.location.type =
+	    device >= 0 ? CU_MEM_LOCATION_TYPE_DEVICE : CU_MEM_LOCATION_TYPE_HOST_NUMA;
+	prop.location.id = device >= 0 ? device : 0;
 	prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
 	err = cu_check(drv_cuMemGetAllocationGranularity(&gran, &prop, gf),
 		       "cuMemGetAllocationGranularity");
@@ -369,9 +396,15 @@ static ncclResult_t vmm_alloc(int device, size_t size_bytes, CUmemAllocationGran
 	if (err)
 		goto fail_range;
 	access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-	access.location.id = device;
+	access.location.id = device >= 0 ? device : host_of;
 	access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
 	err = cu_check(drv_cuMemSetAccess(b->va, b->size_bytes, &access, 1), "cuMemSetAccess");
+	if (!err && device < 0) {
+		access.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+		access.location.id = 0;
+		err = cu_check(drv_cuMemSetAccess(b->va, b->size_bytes, &access, 1),
+			       "cuMemSetAccess");
+	}
 	if (!err)
 		return ncclSuccess;
 	drv_cuMemUnmap(b->va, b->size_bytes);
@@ -384,6 +417,23 @@ fail:
 	return err;
 }
 
+static ncclResult_t vmm_alloc(int device, size_t size_bytes, CUmemAllocationGranularity_flags gf,
+			      struct vmm_block *b)
+{
+	return vmm_alloc_at(device, device, size_bytes, gf, b);
+}
+
+/*
+ * NCCL_CUMEM_HOST_ENABLE=1, as in NCCL: host memory through cuMem (ncclCuMemHostAlloc) instead
+ * of cuMemHostAlloc. Off by default here, so the communicators' numbers stay those above.
+ */
+static bool cumem_host(void)
+{
+	const char *s = getenv("NCCL_CUMEM_HOST_ENABLE");
+
+	return s && !strcmp(s, "1");
+}
+
 /* Everything comm_alloc made, in reverse order. Safe on a partly made communicator. */
 static ncclResult_t comm_free_mem(struct ncclComm *c)
 {
@@ -392,6 +442,11 @@ static ncclResult_t comm_free_mem(struct ncclComm *c)
 
 	if (c->p2p.va)
 		ret = vmm_free(&c->p2p);
+	if (c->proxy_cumem.va) {
+		err = vmm_free(&c->proxy_cumem);
+		if (!ret)
+			ret = err;
+	}
 	if (c->proxy_host) {
 		err = cu_check(drv_cuMemFreeHost(c->proxy_host), "cuMemFreeHost");
 		if (!ret)
@@ -412,7 +467,9 @@ static ncclResult_t comm_free_mem(struct ncclComm *c)
 /*
  * A communicator's memory, on the calling thread, in its context (current on entry):
  * COMM_CHANNELS x cuMemAlloc_v2(COMM_CHANNEL_BYTES), cuMemHostAlloc(COMM_PROXY_HOST_BYTES,
- * DEVICEMAP | PORTABLE), then vmm_alloc(COMM_P2P_BYTES) with the minimum granularity.
+ * DEVICEMAP | PORTABLE), then vmm_alloc(COMM_P2P_BYTES) with the minimum granularity. With
+ * NCCL_CUMEM_HOST_ENABLE=1 the proxy buffer is ncclCuMemHostAlloc's (the minimum granularity:
+ * 2 MiB on the host) instead of cuMemHostAlloc's.
  */
 static ncclResult_t comm_alloc(struct ncclComm *c)
 {
@@ -421,7 +478,10 @@ static ncclResult_t comm_alloc(struct ncclComm *c)
 
 	for (i = 0; i < COMM_CHANNELS && !err; i++)
 		err = cu_check(drv_cuMemAlloc_v2(&c->chan[i], COMM_CHANNEL_BYTES), "cuMemAlloc");
-	if (!err)
+	if (!err && cumem_host())
+		err = vmm_alloc_at(-1, c->device, COMM_PROXY_HOST_BYTES,
+				   CU_MEM_ALLOC_GRANULARITY_MINIMUM, &c->proxy_cumem);
+	else if (!err)
 		err = cu_check(
 		    drv_cuMemHostAlloc(&c->proxy_host, COMM_PROXY_HOST_BYTES,
 				       CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
@@ -1378,19 +1438,29 @@ ncclResult_t pncclMemAlloc(void **ptr, size_t size)
 NCCL_API(ncclMemAlloc);
 
 /*
- * cuMemUnmap, cuMemRelease, cuMemAddressFree. NULL is a no-op; anything ncclMemAlloc did not
- * return fails with ncclUnhandledCudaError, as NCCL's driver lookup of it does.
+ * NCCL 2.28's ncclMemFree: the pointer's device asked (cuPointerGetAttribute), then
+ * ncclCuMemFree from the pointer alone (cumem_free). NULL is a no-op; a pointer that is no
+ * device memory fails there with ncclUnhandledCudaError, as in NCCL.
  */
 ncclResult_t pncclMemFree(void *ptr)
 {
 	struct vmm_block **pp, *b;
 	ncclResult_t err;
+	int device = 0;
 
 	if (!ptr)
 		return ncclSuccess;
 	err = driver_load();
+	if (!err)
+		err =
+		    cu_check(drv_cuPointerGetAttribute(&device, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+						       (CUdeviceptr)(uintptr_t)ptr),
+			     "cuPointerGetAttribute");
+	if (!err)
+		err = cumem_free((CUdeviceptr)(uintptr_t)ptr);
 	if (err)
 		return err;
+	/* The stand-in's own bookkeeping: the block is gone. */
 	pthread_mutex_lock(&lock);
 	for (pp = &mem_list; *pp && (*pp)->va != (CUdeviceptr)(uintptr_t)ptr; pp = &(*pp)->next)
 		;
@@ -1398,11 +1468,8 @@ ncclResult_t pncclMemFree(void *ptr)
 	if (b)
 		*pp = b->next;
 	pthread_mutex_unlock(&lock);
-	if (!b)
-		return cu_check(CUDA_ERROR_INVALID_VALUE, "cuMemRetainAllocationHandle");
-	err = vmm_free(b);
 	free(b);
-	return err;
+	return ncclSuccess;
 }
 NCCL_API(ncclMemFree);
 

@@ -275,6 +275,47 @@ static void test_vmm(void)
 	CHECK_RC(cuMemAddressFree(va, 8 * MIB), CUDA_ERROR_INVALID_VALUE);
 }
 
+/* NCCL's ncclCuMemFree: a retained reference, released with the one from cuMemCreate. */
+static void test_vmm_retain_and_host(void)
+{
+	CUmemAllocationProp prop = {
+	    .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+	    .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0},
+	};
+	CUmemGenericAllocationHandle h, r = 0;
+	CUdeviceptr va, base = 0;
+	size_t size = 0;
+	int dev = -1;
+
+	CHECK_RC(cuMemAddressReserve(&va, 4 * MIB, 0, 0, 0), CUDA_SUCCESS);
+	CHECK_RC(cuMemCreate(&h, 4 * MIB, &prop, 0), CUDA_SUCCESS);
+	CHECK_RC(cuMemRetainAllocationHandle(&r, (void *)va), CUDA_ERROR_INVALID_VALUE);
+	CHECK_RC(cuMemMap(va, 4 * MIB, 0, h, 0), CUDA_SUCCESS);
+	CHECK_RC(cuMemRetainAllocationHandle(&r, (void *)(va + 12345)), CUDA_SUCCESS);
+	CHECK(r == h);
+	CHECK_RC(cuMemGetAddressRange(&base, &size, va + 100), CUDA_SUCCESS);
+	CHECK(base == va && size == 4 * MIB);
+	CHECK_RC(cuMemGetAddressRange(NULL, &size, va), CUDA_SUCCESS);
+	CHECK_RC(cuPointerGetAttribute(&dev, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, va),
+		 CUDA_SUCCESS);
+	CHECK(dev == 0);
+	CHECK_RC(cuMemRelease(r), CUDA_SUCCESS);
+	CHECK_RC(cuMemUnmap(va, size), CUDA_SUCCESS);
+	CHECK(used() == 4 * MIB); /* cuMemCreate's reference left */
+	CHECK_RC(cuMemRelease(h), CUDA_SUCCESS);
+	CHECK(used() == 0);
+	CHECK_RC(cuMemRelease(h), CUDA_ERROR_INVALID_VALUE);
+	CHECK_RC(cuMemAddressFree(va, 4 * MIB), CUDA_SUCCESS);
+	CHECK_RC(cuMemGetAddressRange(NULL, &size, va), CUDA_ERROR_NOT_FOUND);
+	/* On the host (ncclCuMemHostAlloc): no device's memory; _HOST_NUMA_CURRENT refused. */
+	prop.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+	CHECK_RC(cuMemCreate(&h, 2 * MIB, &prop, 0), CUDA_SUCCESS);
+	CHECK(used() == 0);
+	CHECK_RC(cuMemRelease(h), CUDA_SUCCESS);
+	prop.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT;
+	CHECK_RC(cuMemCreate(&h, 2 * MIB, &prop, 0), CUDA_ERROR_INVALID_VALUE);
+}
+
 static void *rt_thread(void *arg)
 {
 	int dev = -1;
@@ -354,6 +395,7 @@ int main(void)
 	test_alloc_free();
 	test_stream_ordered();
 	test_vmm();
+	test_vmm_retain_and_host();
 	test_runtime();
 	if (failures) {
 		fprintf(stderr, "standin selftest: %d check(s) failed\n", failures);

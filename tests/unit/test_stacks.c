@@ -162,12 +162,18 @@ static void named_and_judged_on_real_objects(void)
 	frames[1] = at[0];
 	CHECK(!symbolizer__add_stack(s, getpid(), 1, nofp_ret, frames, 2, 8, &us), "stack");
 	CHECK(us && (us->flags & STACK_NO_FP) && us->nofp_from == 1, "flagged from frame 1");
-	/* gpuapp::cache::grow keeps one; the last frame's own needs no verdict */
+	/* gpuapp::cache::grow keeps one; the walk ended at nofp_call, which starts no thread:
+	 * it stopped there, for want of a frame pointer, and nofp_call's callers are unknown */
 	frames[0] = at[0];
 	frames[1] = nofp_ret;
 	CHECK(!symbolizer__add_stack(s, getpid(), 2, at[0], frames, 2, 8, &us), "stack");
-	CHECK(us && !us->flags, "not flagged: flags %u", us ? us->flags : 0);
+	CHECK(us && us->flags == STACK_NO_FP && us->nofp_from == 2,
+	      "cut short after frame 2: flags %u from %u", us ? us->flags : 0,
+	      us ? us->nofp_from : 0);
 	CHECK(symbolizer__stack(s, getpid(), 2, at[0]) == us, "found again");
+	/* a walk that ends at a function with a frame pointer needs no verdict */
+	CHECK(!symbolizer__add_stack(s, getpid(), 3, at[0], frames, 1, 8, &us), "stack");
+	CHECK(us && !us->flags, "not flagged: flags %u", us ? us->flags : 0);
 cleanup:
 	symbolizer__free(s);
 	modules__free(mods);

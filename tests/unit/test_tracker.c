@@ -404,6 +404,80 @@ static void nccl_mem_alloc_layers(void)
 	tracker__free(t);
 }
 
+/*
+ * NCCL's ncclCuMemFree under ncclMemFree: the handle retained, released, the range unmapped,
+ * the handle released again, the range freed. The retain is a reference the first release
+ * takes back: no double free. And the same on a handle of the program's own.
+ */
+static void nccl_cumem_free_retains_the_handle(void)
+{
+	struct tracker *t;
+	struct tproc *p;
+	struct gl_desc_rec h = mem_create(0x99, 4 << 20, 0, 1),
+			   own = mem_create(0x77, 2 << 20, 0, 0);
+
+	if (!CHECK(!tracker__new(&t), "new"))
+		return;
+	feed(t,
+	     at_depth(rec(GL_REC_ALLOC, GL_API_CU_MEM_ADDRESS_RESERVE, TID, 0x50000000, 4 << 20, 0),
+		      1));
+	tracker__apply(t, &h.call.hdr);
+	feed(t, at_depth(rec(GL_REC_CALL, GL_API_CU_MEM_MAP, TID, 0x50000000, 4 << 20, 0x99), 1));
+	alloc(t, GL_API_NCCL_MEM_ALLOC, TID, 0x50000000, 3 << 20, 0);
+	p = tracker__proc(t, PID);
+	feed(t, at_depth(rec(GL_REC_ALLOC, GL_API_CU_MEM_RETAIN_ALLOCATION_HANDLE, TID, 0x99, 0,
+			     0x50000000),
+			 1));
+	feed(t, at_depth(rec(GL_REC_FREE, GL_API_CU_MEM_RELEASE, TID, 0x99, 0, 0), 1));
+	feed(t, at_depth(rec(GL_REC_CALL, GL_API_CU_MEM_UNMAP, TID, 0x50000000, 4 << 20, 0), 1));
+	feed(t, at_depth(rec(GL_REC_FREE, GL_API_CU_MEM_RELEASE, TID, 0x99, 0, 0), 1));
+	feed(t, at_depth(rec(GL_REC_FREE, GL_API_CU_MEM_ADDRESS_FREE, TID, 0x50000000, 0, 0), 1));
+	feed(t, rec(GL_REC_FREE, GL_API_NCCL_MEM_FREE, TID, 0x50000000, 0, 0));
+	CHECK_U64(p->c.double_frees, 0, "ncclCuMemFree: no double free");
+	CHECK_U64(p->c.unknown_frees, 0, "ncclCuMemFree: no unknown free");
+	CHECK_U64(p->live_count, 0, "freed");
+	CHECK_U64(p->allocs.n, 0, "handle and range gone");
+	/* the program's own handle: a retain keeps it live through one release */
+	tracker__apply(t, &own.call.hdr);
+	feed(t, rec(GL_REC_CALL, GL_API_CU_MEM_MAP, TID, 0x60000000, 2 << 20, 0x77));
+	feed(t,
+	     rec(GL_REC_ALLOC, GL_API_CU_MEM_RETAIN_ALLOCATION_HANDLE, TID, 0x77, 0, 0x60001000));
+	feed(t, rec(GL_REC_FREE, GL_API_CU_MEM_RELEASE, TID, 0x77, 0, 0));
+	feed(t, rec(GL_REC_CALL, GL_API_CU_MEM_UNMAP, TID, 0x60000000, 2 << 20, 0));
+	CHECK_U64(p->live_bytes, 2 << 20, "retained once, released once: still cuMemCreate's");
+	feed(t, rec(GL_REC_FREE, GL_API_CU_MEM_RELEASE, TID, 0x77, 0, 0));
+	CHECK_U64(p->live_bytes, 0, "the last release frees it");
+	feed(t, rec(GL_REC_FREE, GL_API_CU_MEM_RELEASE, TID, 0x77, 0, 0));
+	CHECK_U64(p->c.double_frees, 1, "one release too many is a double free");
+	/* a retain of a handle made before the attach is nothing to count */
+	feed(t, rec(GL_REC_ALLOC, GL_API_CU_MEM_RETAIN_ALLOCATION_HANDLE, TID, 0x55, 0, 0x1000));
+	CHECK_U64(p->live_count, 0, "no memory from a retain");
+	tracker__free(t);
+}
+
+/* cuMemCreate on the host (ncclCuMemHostAlloc): pinned host memory, no device's. */
+static void vmm_handle_on_the_host(void)
+{
+	struct tracker *t;
+	struct tproc *p;
+	struct gl_desc_rec h = mem_create(0x66, 2 << 20, 0, 0);
+	int32_t loc_type = 3; /* CU_MEM_LOCATION_TYPE_HOST_NUMA, id 0: a NUMA node */
+	size_t i;
+
+	if (!CHECK(!tracker__new(&t), "new"))
+		return;
+	memcpy(h.desc + 8, &loc_type, 4);
+	tracker__apply(t, &h.call.hdr);
+	p = tracker__proc(t, PID);
+	CHECK_U64(p->live_bytes, 2 << 20, "memory");
+	for (i = 0; i < t->nr_sites; i++)
+		if (t->sites[i].api == GL_API_CU_MEM_CREATE) {
+			CHECK(t->sites[i].device == -1, "on the host, no device");
+			CHECK(t->sites[i].mem == MEM_HOST_PINNED, "pinned host memory");
+		}
+	tracker__free(t);
+}
+
 static void context_teardown_releases(void)
 {
 	struct tracker *t;
@@ -636,6 +710,8 @@ int main(void)
 	    {"tracker_vmm_leak_kinds", vmm_leak_kinds},
 	    {"tracker_nccl_comm_owns_init_memory", nccl_comm_owns_init_memory},
 	    {"tracker_nccl_mem_alloc_layers", nccl_mem_alloc_layers},
+	    {"tracker_nccl_cumem_free_retains_the_handle", nccl_cumem_free_retains_the_handle},
+	    {"tracker_vmm_handle_on_the_host", vmm_handle_on_the_host},
 	    {"tracker_context_teardown_releases", context_teardown_releases},
 	    {"tracker_step_sites_per_step", step_sites_per_step},
 	    {"tracker_init_retained_before_the_first_step", init_retained_before_the_first_step},

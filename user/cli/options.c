@@ -234,6 +234,14 @@ static const struct argp_option pictures_options[] = {
     {NULL, 0, NULL, 0, "Pictures (written at the end; -: standard output):", 4},
     {"folded", OPT_FOLDED, "FILE", 0,
      "Live bytes by stack in the folded format of flamegraph.pl and speedscope", 4},
+    {"folded-growth", OPT_FOLDED_GROWTH, "FILE", 0,
+     "The growth leaks by stack, each weighted by its share of its site's growth in bytes per "
+     "step, in the folded format: who grows",
+     4},
+    {"folded-peak", OPT_FOLDED_PEAK, "FILE", 0,
+     "Live bytes by stack at each device's peak, in the folded format: where the memory "
+     "was when the most was live, also when it was all released by the end",
+     4},
     {"perfetto", OPT_PERFETTO, "FILE", 0,
      "Chrome trace-event JSON for ui.perfetto.dev: live bytes over time, steps, leak "
      "verdicts, pending frees",
@@ -416,6 +424,12 @@ static error_t parse_analysis(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_FOLDED:
 		c->a.out.folded_path = arg;
+		break;
+	case OPT_FOLDED_GROWTH:
+		c->a.out.folded_growth_path = arg;
+		break;
+	case OPT_FOLDED_PEAK:
+		c->a.out.folded_peak_path = arg;
 		break;
 	case OPT_PERFETTO:
 		c->a.out.perfetto_path = arg;

@@ -117,6 +117,8 @@ enum cli_key {
 	OPT_UNWIND,
 	OPT_UNWIND_BYTES,
 	OPT_SITE_SKIP,
+	OPT_FOLDED_GROWTH,
+	OPT_FOLDED_PEAK,
 };
 
 /* Hand the struct cli to every one of a command's children (its parser's ARGP_KEY_INIT). */

@@ -4,14 +4,17 @@
  * (alloc_table.c). An allocation enters in the site stack sites.c assigned it, and its bytes
  * join the sums this file keeps up to date on every record: live and pending bytes of its
  * sstack, site and process, of its class and rule, the sites changed since the timeline last
- * sampled, and the step's changes per site; a flag (pending, released while mapped) moves
- * them, a release takes them out. What a call means, and when memory goes, is decided above
+ * sampled, the step's changes per site, its device's live bytes and their peak (with each
+ * sstack's bytes then, taken lazily), and what left since the process's latest allocation
+ * (tproc.shut); a flag (pending, released while mapped) moves them, a release takes them
+ * out. What a call means, and when memory goes, is decided above
  * (mem_calls.c, pending.c, gpu_objects.c, wgpu_objects.c). This is the consumer's hot path:
  * what runs per allocation and free (adding, releasing, the sums) is inline in allocs.h,
  * so that it costs no call in the modules above; this file holds the rest.
  * Calls: violations.c (a class that an allocation joins).
  */
 #include "engine/allocs.h"
+#include "probe/catalog.h"
 
 /* A site's first change in the step: a new entry. */
 ssize_t allocs__step_change_add(struct tproc *p, struct site *s, uint32_t idx)
@@ -74,16 +77,64 @@ void allocs__blocks_account(struct tproc *p, const struct site *s, const struct 
 		b->peak_reserved = reserved;
 }
 
+uint8_t allocs__peak_slot(const struct tproc *p, const struct site *s)
+{
+	const struct tobj *o;
+
+	if (!s->counts)
+		return PEAK_SLOT_NONE;
+	if (s->owner_kind == OWNER_DEVICE) {
+		o = tproc__obj(p, SPACE_WGPU, s->owner);
+		if (!o)
+			return PEAK_SLOT_UNSET;
+		return o->ordinal >= 1 && o->ordinal <= PEAK_WGPU_SLOTS
+			   ? (uint8_t)(PEAK_CUDA_SLOTS + o->ordinal - 1)
+			   : PEAK_SLOT_NONE;
+	}
+	if (s->device < 0)
+		return PEAK_HOST_SLOT;
+	return s->device < PEAK_CUDA_SLOTS ? (uint8_t)s->device : PEAK_SLOT_NONE;
+}
+
 void allocs__set_flag(struct tracker *t, struct tproc *p, struct alloc *a, uint8_t flag)
 {
+	/* A free issued (its bytes go from live to pending) is memory leaving. */
+	if (flag == AF_PENDING && !(a->flags & AF_PENDING) &&
+	    t->sites[t->sstacks[a->sstack].site].counts)
+		allocs_note_release(p, a->sstack, a->size);
 	allocs_account(t, p, a, -1);
 	a->flags |= flag;
 	allocs_account(t, p, a, 1);
 }
 
+/*
+ * An allocation live at its device's peak moved from site stack from to to (a label came
+ * after the peak, which its creation may have made): the live set at the peak moves it too.
+ * After both accounts, so both stacks hold their value at the peak.
+ */
+static void peak_move(struct tracker *t, struct tproc *p, const struct alloc *a, uint32_t from,
+		      uint32_t to)
+{
+	struct site_stack *f = &t->sstacks[from], *e = &t->sstacks[to];
+	struct site *fs = &t->sites[f->site], *es = &t->sites[e->site];
+	const struct peak *pk;
+
+	if (!fs->counts || !es->counts || fs->peak_slot != es->peak_slot ||
+	    fs->peak_slot >= PEAK_SLOTS || (a->flags & AF_PENDING))
+		return;
+	pk = &p->peak[fs->peak_slot];
+	if (!pk->epoch || a->ts_ns > pk->ts_ns || f->peak_epoch != pk->epoch ||
+	    e->peak_epoch != pk->epoch || f->peak_count == 0 || f->peak_bytes < a->size)
+		return;
+	f->peak_bytes -= a->size;
+	f->peak_count--;
+	e->peak_bytes += a->size;
+	e->peak_count++;
+}
+
 void allocs__move(struct tracker *t, struct tproc *p, struct alloc *a, uint32_t ss)
 {
-	uint32_t from = tracker__alloc_site(t, a), to = t->sstacks[ss].site;
+	uint32_t from = tracker__alloc_site(t, a), to = t->sstacks[ss].site, from_ss = a->sstack;
 
 	allocs_account(t, p, a, -1);
 	t->sites[from].allocs--;
@@ -92,6 +143,7 @@ void allocs__move(struct tracker *t, struct tproc *p, struct alloc *a, uint32_t 
 	t->sites[to].allocs++;
 	t->sites[to].alloc_bytes += a->size;
 	allocs_account(t, p, a, 1);
+	peak_move(t, p, a, from_ss, ss);
 	step_change_move(t, p, from, to, a);
 }
 

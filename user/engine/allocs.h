@@ -69,12 +69,44 @@ void allocs__blocks_account(struct tproc *p, const struct site *s, const struct 
  * live and pending bytes are memory (a caching allocator's block only when it is in no
  * segment seen: orphan); its classes are what is judged (blocks, not their segments).
  */
+/* The tproc.peak slot of a site's memory (PEAK_SLOT_NONE: none), chosen at first use. */
+uint8_t allocs__peak_slot(const struct tproc *p, const struct site *s);
+
+static inline struct peak *allocs_peak(struct tproc *p, struct site *s)
+{
+	uint8_t slot = s->peak_slot;
+
+	if (__builtin_expect(slot == PEAK_SLOT_UNSET, 0)) {
+		slot = allocs__peak_slot(p, s);
+		/* A WebGPU device not seen yet is looked up again next time. */
+		if (slot != PEAK_SLOT_UNSET)
+			s->peak_slot = slot;
+	}
+	return slot < PEAK_SLOTS ? &p->peak[slot] : NULL;
+}
+
+/*
+ * Live bytes b of site stack ss leave: listed since the latest allocation (tproc.shut), with
+ * why (tproc.cause_api, release_how). Without room the entry is dropped: what a shutdown
+ * released then reads lower, nothing else changes.
+ */
+static inline void allocs_note_release(struct tproc *p, uint32_t ss, uint64_t b)
+{
+	if (__builtin_expect(p->nr_shut == p->cap_shut, 0) &&
+	    vec_grow((void **)&p->shut, &p->cap_shut, p->nr_shut, sizeof(*p->shut)))
+		return;
+	p->shut[p->nr_shut++] =
+	    (struct release){.sstack = ss, .api = p->cause_api, .how = p->release_how, .bytes = b};
+}
+
+/* a's bytes into (sign 1) or out of (-1) every sum it is part of, by its flags. */
 static inline void allocs_account(struct tracker *t, struct tproc *p, struct alloc *a, int sign)
 {
 	struct site_stack *ss = &t->sstacks[a->sstack];
 	struct site *s = &t->sites[ss->site];
 	uint64_t b = a->size;
 	bool mem = s->counts || (a->flags & AF_ORPHAN);
+	struct peak *pk;
 
 	allocs_mark_dirty(p, s, ss->site);
 	if (s->counts || s->judged)
@@ -91,6 +123,14 @@ static inline void allocs_account(struct tracker *t, struct tproc *p, struct all
 		}
 		return;
 	}
+	/* The live set at the peak, lazily: a site stack's value then is the one it still has
+	 * at its first change after the peak (one compare per change, nothing per peak). */
+	pk = s->counts ? allocs_peak(p, s) : NULL;
+	if (pk && ss->peak_epoch != pk->epoch) {
+		ss->peak_epoch = pk->epoch;
+		ss->peak_bytes = ss->live_bytes;
+		ss->peak_count = ss->live_count;
+	}
 	ss->live_bytes += sign * b;
 	ss->live_count += sign;
 	s->live_bytes += sign * b;
@@ -103,6 +143,17 @@ static inline void allocs_account(struct tracker *t, struct tproc *p, struct all
 		s->layer_count += sign;
 	if (a->flags & AF_UNSIZED)
 		s->unsized += sign;
+	if (pk) {
+		pk->live_bytes += sign * b;
+		pk->live_count += sign;
+		if (pk->live_bytes > pk->bytes) {
+			pk->bytes = pk->live_bytes;
+			pk->count = pk->live_count;
+			pk->ts_ns = p->last_ts_ns;
+			pk->step = p->step;
+			pk->epoch++;
+		}
+	}
 	if (mem) {
 		p->live_bytes += sign * b;
 		p->live_count += sign;
@@ -136,6 +187,8 @@ static inline void allocs__release(struct tracker *t, struct tproc *p, struct al
 {
 	uint32_t site = tracker__alloc_site(t, a);
 
+	if (!(a->flags & AF_PENDING) && t->sites[site].counts)
+		allocs_note_release(p, a->sstack, a->size);
 	allocs_account(t, p, a, -1);
 	t->sites[site].frees++;
 	if (t->sites[site].counts) {
@@ -171,8 +224,13 @@ static inline int allocs__add(struct tracker *t, struct tproc *p, const struct a
 		p->c.allocs++;
 		p->c.alloc_bytes += a->size;
 	}
-	if (t->sites[site].counts || t->sites[site].judged)
+	/* A caching allocator's block is an allocation too: a shutdown begins after the latest. */
+	if (t->sites[site].counts || t->sites[site].judged) {
+		p->last_alloc_step = p->step;
+		p->last_alloc_ts_ns = a->ts_ns;
+		p->nr_shut = 0;
 		allocs_step_change_note(t, p, site, a->size, 0);
+	}
 	if (__builtin_expect(p->regions.on, 0))
 		regions__added(t, p, ins);
 	return 0;

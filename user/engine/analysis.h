@@ -16,9 +16,14 @@ struct rules;
 
 #define ANALYSIS_SITE_SKIP_MAX 16
 
-/* Files written at the end of a session or of a report (--folded, --perfetto, --svg). */
+/*
+ * Files written at the end of a session or of a report (--folded, --folded-growth,
+ * --folded-peak, --perfetto, --svg).
+ */
 struct output_opts {
 	const char *folded_path;
+	const char *folded_growth_path;
+	const char *folded_peak_path;
 	const char *perfetto_path;
 	const char *svg_path;
 };

@@ -70,6 +70,8 @@ static int apply_op(struct tracker *t, struct tproc *p, const struct cat_api *ap
 			return mem_calls__alloc(t, p, api, r, scope);
 		if (api->op == OP_REALLOC)
 			return mem_calls__realloc(t, p, api, r, scope);
+		if (api->op == OP_VMM_RETAIN)
+			return mem_calls__retain(p, r);
 		break;
 	case GL_REC_ALLOC_FAIL:
 		/* A failure under an outer call is that call's failure, counted there. */
@@ -341,6 +343,8 @@ static int apply_held(struct tracker *t, struct tproc *p, struct tthread *th,
 	for (i = 0; i < top && !err; i++) {
 		struct call_scope none = {0};
 
+		/* What goes while the tree is applied goes in its outermost call. */
+		p->cause_api = nodes[stack[i]].r->hdr.api;
 		err = apply_tree(t, p, nodes, stack[i], &none, NULL, true);
 	}
 cleanup:
@@ -510,6 +514,7 @@ int call_tree__apply(struct tracker *t, struct tproc *p, const struct gl_call_re
 	if (!api || api->op == OP_RENDEZVOUS)
 		return 0;
 	p->c.calls++;
+	p->cause_api = r->hdr.api;
 	th = threads__get(p, r->hdr.tid);
 	if (!th)
 		return -ENOMEM;

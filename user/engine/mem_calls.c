@@ -6,10 +6,11 @@
  * more reference to an NCCL registration, a stream-ordered reuse of a block whose async free
  * is pending, or the sign of a free never seen. A free is the free policy: its memory goes
  * now, once something completes it (a deferred rule, an async free: pending.c), or, for a
- * VMM handle still mapped, at its last unmap (gpu_objects.c); or it frees nothing live: the
- * lower half of a free already applied (expected per thread), a double free (a window of
- * recent frees, tproc.freed), an unknown pointer. This file owns those two memories and the
- * references of NCCL registrations (tproc.regrefs).
+ * VMM handle still mapped, at its last unmap (gpu_objects.c); or it only takes back a
+ * reference (an NCCL registration handed out again, a VMM handle retained); or it frees
+ * nothing live: the lower half of a free already applied (expected per thread), a double
+ * free (a window of recent frees, tproc.freed), an unknown pointer. This file owns those
+ * two memories and the references beyond the first (tproc.regrefs).
  * Calls: gpu_objects.c, pending.c, allocs.c, sites.c, threads.c.
  */
 #include <errno.h>
@@ -33,11 +34,15 @@ static int16_t device_of(struct tproc *p, const struct cat_api *api, const struc
 		const struct gl_desc_rec *d = (const struct gl_desc_rec *)r;
 		int32_t loc_type, id;
 
-		/* CUmemAllocationProp: location.type @8 (1 = device), location.id @12 */
+		/* CUmemAllocationProp: location.type @8, location.id @12. A host location
+		 * (CU_MEM_LOCATION_TYPE_HOST 2, _HOST_NUMA 3, _HOST_NUMA_CURRENT 4: NCCL's
+		 * ncclCuMemHostAlloc) is host memory, no device's: its id is a NUMA node. */
 		memcpy(&loc_type, d->desc + 8, sizeof(loc_type));
 		memcpy(&id, d->desc + 12, sizeof(id));
 		if (loc_type == 1)
 			return (int16_t)id;
+		if (loc_type >= 2 && loc_type <= 4)
+			return -1;
 	}
 	return threads__device(p, r->hdr.tid);
 }
@@ -177,6 +182,18 @@ int mem_calls__realloc(struct tracker *t, struct tproc *p, const struct cat_api 
 	return mem_calls__alloc(t, p, api, r, scope);
 }
 
+int mem_calls__retain(struct tproc *p, const struct gl_call_rec *r)
+{
+	const struct alloc *a = alloc_table__find(&p->allocs, SPACE_VMM_HANDLE, r->addr);
+	uint64_t *refs;
+
+	/* A handle made before the attach: its releases are frees of something never seen. */
+	if (!a || (a->flags & AF_PENDING))
+		return 0;
+	refs = hmap__get(&p->regrefs, SPACE_VMM_HANDLE, r->addr);
+	return hmap__put(&p->regrefs, SPACE_VMM_HANDLE, r->addr, refs ? *refs + 1 : 1);
+}
+
 /* ---- frees ---- */
 
 /* Whether this free is the lower half of a free we already applied (cudaFree -> cuMemFree). */
@@ -293,7 +310,9 @@ int mem_calls__free(struct tracker *t, struct tproc *p, const struct cat_api *ap
 		return 0;
 	}
 	expect_lower_free(p, r, fam, space);
-	if (space == SPACE_NCCL_REG || space == SPACE_NCCL_WIN) {
+	/* A reference beyond the first: an NCCL registration handed out again, a VMM handle
+	 * retained (NCCL's ncclCuMemFree releases it twice). Only the last one frees. */
+	if (space == SPACE_NCCL_REG || space == SPACE_NCCL_WIN || space == SPACE_VMM_HANDLE) {
 		uint64_t *refs = hmap__get(&p->regrefs, space, r->addr);
 
 		if (refs && *refs) {

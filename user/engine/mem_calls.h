@@ -19,6 +19,11 @@ int mem_calls__realloc(struct tracker *t, struct tproc *p, const struct cat_api 
  */
 int mem_calls__free(struct tracker *t, struct tproc *p, const struct cat_api *api,
 		    const struct gl_call_rec *r);
+/*
+ * cuMemRetainAllocationHandle r succeeded: one more reference on the VMM handle it returned,
+ * which a cuMemRelease of its own takes back before the handle can go. 0 or -ENOMEM.
+ */
+int mem_calls__retain(struct tproc *p, const struct gl_call_rec *r);
 /* A failed call, counted at its call site. */
 void mem_calls__count_failure(struct tracker *t, struct tproc *p, const struct cat_api *api,
 			      const struct gl_call_rec *r);

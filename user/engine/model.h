@@ -31,6 +31,34 @@ enum owner_kind {
 };
 
 /*
+ * How live memory left a site: by the program's own free (a free, destroy or last release,
+ * an async free issued) or with its owner (a context destroyed, a device or primary context
+ * reset, a WebGPU device destroyed or released: pending.c, release_where).
+ */
+enum release_how {
+	RELEASE_FREED = 0,
+	RELEASE_OWNER = 1,
+	NR_RELEASE_HOW,
+};
+
+/*
+ * Live memory that left since its process's latest allocation, one entry per allocation
+ * that went (tproc.shut): every allocation empties the list, so when the process ends it
+ * holds what its shutdown released (allocs.h, allocs_note_release). No longer than the
+ * allocations that were live, and in steady state a handful.
+ */
+struct release {
+	uint32_t sstack;
+	uint16_t api; /* the outermost call it went in */
+	uint8_t how;  /* enum release_how */
+	uint64_t bytes;
+};
+
+/* A site's slot of tproc.peak (allocs.h, allocs_peak_slot): not yet chosen, or none. */
+#define PEAK_SLOT_UNSET 0xff
+#define PEAK_SLOT_NONE	0xfe
+
+/*
  * Where allocations come from: (process, API, device, call site, owner). Live bytes per site
  * are kept up to date on every record, so reports and timelines never walk the allocations.
  */
@@ -68,6 +96,9 @@ struct site {
 	uint32_t sstacks;     /* first sstack (index), then their next; UINT32_MAX: none */
 	uint32_t sstack_last; /* the sstack used last: most calls of a site share a stack */
 	uint32_t step_change; /* its entry in the process's step_changes + 1, 0: none (checked) */
+	uint8_t peak_slot;    /* its device's tproc.peak slot, PEAK_SLOT_UNSET / _NONE */
+	uint8_t mem;	      /* enum cat_mem: the API's, but pinned host memory for a VMM
+			       * handle created on the host (device -1) */
 	uint64_t allocs;
 	uint64_t alloc_bytes;
 	uint64_t frees;
@@ -89,6 +120,9 @@ struct site_stack {
 	bool cand_valid;
 	uint64_t live_bytes, live_count;
 	uint64_t pending_bytes, pending_count;
+	/* Live memory here when its device's live bytes were highest (tproc.peak): taken
+	 * lazily, at the first change after a new peak (peak_epoch: the peak it is of). */
+	uint64_t peak_epoch, peak_bytes, peak_count;
 };
 
 enum site_class {
@@ -291,6 +325,24 @@ struct tblocks {
 	uint64_t not_cuda;		/* profiler reports of memory on no CUDA device */
 };
 
+/*
+ * The highest live bytes of one device of a process (CUDA ordinal, WebGPU device, or the
+ * host) and when: the live set then is kept per site stack, lazily (site_stack.peak_*).
+ */
+struct peak {
+	uint64_t live_bytes, live_count; /* now */
+	uint64_t bytes, count;		 /* at the peak */
+	uint64_t ts_ns;
+	int64_t step;
+	uint64_t epoch; /* peaks reached so far: a site stack's peak_* are of this one when equal */
+};
+
+/* Slots of tproc.peak: CUDA devices 0..15, WebGPU devices wgpu#1..#16, the host. */
+#define PEAK_CUDA_SLOTS 16
+#define PEAK_WGPU_SLOTS 16
+#define PEAK_HOST_SLOT	(PEAK_CUDA_SLOTS + PEAK_WGPU_SLOTS)
+#define PEAK_SLOTS	(PEAK_HOST_SLOT + 1)
+
 struct tproc {
 	pid_t pid;
 	pid_t ppid;	 /* the traced process it was followed from, 0: none */
@@ -311,7 +363,8 @@ struct tproc {
 	size_t nr_pend, cap_pend;
 	struct hmap threads; /* tid -> struct tthread * */
 	struct hmap events;  /* cudaEvent/CUevent -> stream key of its last record */
-	struct hmap regrefs; /* NCCL registration handle -> references beyond the first */
+	struct hmap regrefs; /* (space, NCCL registration or VMM handle) -> references beyond
+			      * the first (mem_calls.c) */
 	uint64_t *freed;     /* recently freed addresses (mem_calls.c: FREED_SLOTS), or NULL */
 	struct hmap objs;    /* (space, handle) -> struct tobj * */
 	struct hmap queues;  /* queue handle -> struct tqueue * */
@@ -344,6 +397,16 @@ struct tproc {
 	struct tthread *last_thread; /* of the last record: most come from one thread */
 	struct tregions regions; /* device ranges, once the process has caching-allocator blocks */
 	struct tblocks *blocks;	 /* PyTorch's caching allocator, NULL until its first block */
+	/* The latest allocation (the shutdown of a process that ends begins after it). */
+	int64_t last_alloc_step;
+	uint64_t last_alloc_ts_ns;
+	/* What left since the latest allocation (struct release), and why memory that leaves
+	 * now leaves: the outermost call being applied, whether its owner is being torn down. */
+	struct release *shut;
+	size_t nr_shut, cap_shut;
+	uint16_t cause_api;
+	uint8_t release_how;
+	struct peak peak[PEAK_SLOTS];
 };
 
 struct rules;
@@ -450,6 +513,37 @@ static inline const struct alloc *tracker__alloc(const struct tproc *p, uint8_t 
 static inline uint32_t tracker__alloc_site(const struct tracker *t, const struct alloc *a)
 {
 	return t->sstacks[a->sstack].site;
+}
+
+/*
+ * Whether p shut down: it ended (exit, exec) rather than being detached, so what it did after
+ * its latest allocation (frees on its way out, a reset, a device destroyed, the exit itself)
+ * is its shutdown, which the verdict judges apart from its steps.
+ */
+static inline bool tproc__shut_down(const struct tproc *p)
+{
+	return p->exited && p->c.allocs;
+}
+
+/* Live bytes of site stack ss at its device's peak (struct peak). */
+static inline uint64_t sstack__peak_bytes(const struct tproc *p, const struct site *s,
+					  const struct site_stack *ss)
+{
+	const struct peak *pk = s->peak_slot < PEAK_SLOTS ? &p->peak[s->peak_slot] : NULL;
+
+	if (!pk)
+		return 0;
+	return ss->peak_epoch == pk->epoch ? ss->peak_bytes : ss->live_bytes;
+}
+
+static inline uint64_t sstack__peak_count(const struct tproc *p, const struct site *s,
+					  const struct site_stack *ss)
+{
+	const struct peak *pk = s->peak_slot < PEAK_SLOTS ? &p->peak[s->peak_slot] : NULL;
+
+	if (!pk)
+		return 0;
+	return ss->peak_epoch == pk->epoch ? ss->peak_count : ss->live_count;
 }
 
 /* A label by index (tobj.label, site.label), "" for 0. */

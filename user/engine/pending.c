@@ -86,7 +86,9 @@ void pending__release_where(struct tracker *t, struct tproc *p,
 			continue;
 		}
 		p->c.released_by_owner++;
+		p->release_how = RELEASE_OWNER;
 		pending__release(t, p, a);
+		p->release_how = RELEASE_FREED;
 	}
 }
 

@@ -64,10 +64,15 @@ static uint32_t site_lookup(struct tracker *t, const struct site_key *k)
 	else if (k->init)
 		s->cls = CLS_INIT;
 	/* A caching allocator's blocks are judged, their segments hold the memory. */
-	s->judged = api && cat_mem_counts(api->mem) && k->owner_kind != OWNER_LAYER &&
-		    k->owner_kind != OWNER_POOL;
-	s->counts =
-	    api && cat_mem_counts(api->mem) && k->owner_kind != OWNER_LAYER && api->op != OP_BLOCK;
+	s->mem = api ? (uint8_t)api->mem : MEM_NONE;
+	/* cuMemCreate on a host location (NCCL's ncclCuMemHostAlloc): host memory the devices
+	 * can reach, never any device's (mem_calls.c, device_of). */
+	if (api && (api->flags & CAT_VMM_DEVICE) && k->device < 0)
+		s->mem = MEM_HOST_PINNED;
+	s->judged =
+	    cat_mem_counts(s->mem) && k->owner_kind != OWNER_LAYER && k->owner_kind != OWNER_POOL;
+	s->counts = cat_mem_counts(s->mem) && k->owner_kind != OWNER_LAYER && api->op != OP_BLOCK;
+	s->peak_slot = PEAK_SLOT_UNSET;
 	return t->nr_sites++;
 }
 

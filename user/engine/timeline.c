@@ -28,6 +28,12 @@ struct trend {
 	/* Live bytes at the last quiescent point (no request in flight), not yet sampled. */
 	uint64_t settled;
 	bool in_settled;
+	/*
+	 * The value this trend was to be sampled with before the first settle after the
+	 * process's latest allocation (pre_epoch: that allocation's count + 1): with a request
+	 * in flight then, what its steps would have shown had the process stopped there.
+	 */
+	uint64_t pre, pre_epoch;
 };
 
 #define MAX_DEVICES 16
@@ -46,9 +52,8 @@ struct ptl {
 	bool started;
 	bool finished;
 	/*
-	 * The last step was closed by the session's end, not by a boundary of the program's:
-	 * what it frees is shutdown (frees on the way out, a runtime releasing every handle at
-	 * exit), which cannot cancel the growth the complete steps before it showed.
+	 * The last step was closed by the session's end, not by a boundary of the program's
+	 * (steps it marks): it is no complete step (struct cut says how it is judged).
 	 */
 	bool tail;
 	int64_t step; /* in progress; -1: before the first boundary (init) */
@@ -68,6 +73,13 @@ struct ptl {
 	int busy_steps;	   /* consecutive steps that ended with a request in flight */
 	uint32_t *settled; /* trends (indexes into tr) with a settled value to sample */
 	size_t nr_settled, cap_settled;
+	/* Allocations of the process seen so far, and whether a request was in flight at the
+	 * latest one (where its shutdown would begin). */
+	uint64_t allocs_seen;
+	bool alloc_inflight;
+	/* The tracker's process of this timeline, once it has one: the same lifetime (a reused
+	 * pid gets a new one of each at the same record). */
+	struct tproc *tp;
 	struct {
 		bool known;
 		bool proc_known;
@@ -257,6 +269,10 @@ static void settle(struct timeline *tl, struct ptl *p, struct tproc *tp)
 		tr = trend_get(p, tp->dirty[i]);
 		if (!tr)
 			continue;
+		if (tr->pre_epoch != tp->c.allocs + 1) {
+			tr->pre = tr->in_settled ? tr->settled : tr->last;
+			tr->pre_epoch = tp->c.allocs + 1;
+		}
 		tr->settled = s->live_bytes;
 		if (tr->in_settled)
 			continue;
@@ -460,6 +476,7 @@ void timeline__finish(struct timeline *tl, pid_t pid, uint64_t ts_ns)
 
 int timeline__on_record(struct timeline *tl, const struct gl_hdr *h)
 {
+	struct tproc *tp;
 	struct ptl *p;
 	size_t i;
 
@@ -487,8 +504,8 @@ int timeline__on_record(struct timeline *tl, const struct gl_hdr *h)
 	}
 	if (h->kind == GL_REC_DEVMEM) {
 		const struct gl_devmem_rec *d = (const struct gl_devmem_rec *)h;
-		struct tproc *tp = tracker__proc(tl->t, h->pid);
 
+		tp = tracker__proc(tl->t, h->pid);
 		p = ptl_get(tl, h->pid);
 		if (!p)
 			return -ENOMEM;
@@ -510,9 +527,14 @@ int timeline__on_record(struct timeline *tl, const struct gl_hdr *h)
 	if (!p->started)
 		start(tl, p, h->ts_ns);
 	advance_interval(tl, p, h->ts_ns);
+	if (!p->tp)
+		p->tp = tracker__proc(tl->t, h->pid);
+	tp = p->tp;
+	if (tp && tp->c.allocs != p->allocs_seen) {
+		p->allocs_seen = tp->c.allocs;
+		p->alloc_inflight = p->inflight > 0;
+	}
 	if (h->kind == GL_REC_NOTIFY && h->api == GL_API_MARKER_REQ_BEGIN) {
-		struct tproc *tp = tracker__proc(tl->t, h->pid);
-
 		/* Before the first request of a burst: what the last one left is settled. The
 		 * end marker fires at the entry of END, before the request's frees. */
 		if (p->inflight <= 0 && tp)
@@ -638,42 +660,142 @@ static int cmp_growth(const void *a, const void *b)
 }
 
 /*
+ * Where the steps of a process end for the growth judgement: the one rule for the end of a
+ * run, whatever marks the steps. Growth is judged on complete steps; what comes after them
+ * is shutdown, which cannot cancel the growth they showed.
+ *
+ * A process that shut down (tproc__shut_down: exit, exec) is judged up to its latest
+ * allocation: what it released after it, on its way out (frees after the loop, a reset, a
+ * device destroyed or released, handles a runtime lets go at exit), is its shutdown, not a
+ * step. The steps after the one of that allocation are not judged, and that step is judged
+ * as its boundary sampled it when a boundary of the program's closed it and the site did
+ * not drop in it (the shutdown began after that boundary: the step is complete); otherwise
+ * (the step in progress at the end, or a site the frees on the way out took before the
+ * boundary, as a cudaDeviceSynchronize after them does under --step sync) as the site stood
+ * at the latest allocation, with what left after it added back. A request in flight then
+ * keeps its working set out, as a step end would (the value its site had at the last
+ * quiescent point).
+ *
+ * A process that did not shut down (detached, still running when a capture ends) has no
+ * shutdown, but the step its session's end closed is no complete step either: with steps
+ * the program marks, a site that dropped in it is judged on the complete steps before it;
+ * one that grew there still grows (a program that marks each step's start does its last
+ * step's work there).
+ */
+struct cut {
+	bool on;	/* the process shut down */
+	bool tail;	/* the last step is the session's partial one, of steps the program marks */
+	int64_t step;	/* on: of the latest allocation */
+	uint64_t ts_ns; /* on: when it was made */
+	const struct tproc *tp;
+	struct released rel; /* on: what left after it, per site */
+};
+
+/* Where one site's judged steps end, and its live bytes there. */
+struct judged_end {
+	int64_t step;
+	uint64_t bytes;
+	bool at_alloc; /* the value at the latest allocation, not a boundary's sample */
+};
+
+/* The cut of p, whose last step is last: 0 or -ENOMEM; cut_free frees what it holds. */
+static int cut_of(const struct timeline *tl, const struct ptl *p, int64_t last, struct cut *c)
+{
+	const struct tproc *tp = tracker__proc(tl->t, p->pid);
+
+	memset(c, 0, sizeof(*c));
+	c->tail = p->tail;
+	if (!tp || !tproc__shut_down(tp))
+		return 0;
+	c->on = true;
+	c->tp = tp;
+	c->step = tp->last_alloc_step < last ? tp->last_alloc_step : last;
+	c->ts_ns = tp->last_alloc_ts_ns;
+	return tproc__released(tl->t, tp, &c->rel);
+}
+
+static void cut_free(struct cut *c)
+{
+	released__free(&c->rel);
+}
+
+/* A trend's value at the cut: what its step would have sampled, had the process ended there. */
+static uint64_t cut_value(const struct timeline *tl, const struct ptl *p, const struct cut *c,
+			  const struct trend *tr)
+{
+	const struct site *s = &tl->t->sites[tr->site];
+
+	if (!p->alloc_inflight)
+		return s->live_bytes + c->rel.site_bytes[tr->site];
+	if (tr->pre_epoch == c->tp->c.allocs + 1)
+		return tr->pre;
+	return tr->in_settled ? tr->settled : tr->last;
+}
+
+/* tr's sample at the end of step s (as dense() gives it). */
+static uint64_t sample_at(const struct trend *tr, int64_t s)
+{
+	uint64_t cur = 0;
+	size_t j;
+
+	for (j = 0; j < tr->n && tr->v[j].step <= s; j++)
+		cur = tr->v[j].live;
+	return cur;
+}
+
+/* Where tr's judged steps end (struct cut), w the first judged step. */
+static void judged_end(const struct timeline *tl, const struct ptl *p, const struct cut *c,
+		       const struct trend *tr, int64_t last, int64_t w, struct judged_end *e)
+{
+	bool complete;
+	uint64_t prev;
+
+	e->step = c->on ? c->step : last;
+	e->bytes = sample_at(tr, e->step);
+	e->at_alloc = false;
+	prev = e->step > p->steps[0].step ? sample_at(tr, e->step - 1) : 0;
+	if (c->on) {
+		complete = tl->o.source != STEP_INTERVAL && (e->step < last || !c->tail) &&
+			   e->step > p->steps[0].step;
+		if (!complete || e->bytes < prev) {
+			e->bytes = cut_value(tl, p, c, tr);
+			e->at_alloc = true;
+		}
+	} else if (c->tail && last - 1 > w && e->bytes < prev) {
+		e->step = last - 1;
+		e->bytes = prev;
+	}
+}
+
+/*
  * A growth leak: after the warm-up, the site's live bytes grew in at least K steps, ended
  * above where they were, and their floor rose: the lowest value of a late window is above
  * the lowest before it. The floor test is what tells a leak from a sawtooth (growth inside
- * a request that returns to its baseline when the request ends).
+ * a request that returns to its baseline when the request ends). Judged on the steps up to
+ * where struct cut ends them.
  */
 static bool analyse(const struct timeline *tl, const struct ptl *p, const struct trend *tr,
-		    int64_t last, struct growth *g)
+		    int64_t last, const struct cut *c, struct growth *g)
 {
 	int64_t w = tl->o.warmup_steps, s, mid, n, first, base, win, max_gap = 0, last_drop = 0;
 	uint64_t floor_early = UINT64_MAX, floor_late = UINT64_MAX, *v;
 	int64_t grew = 0;
 	double *x, *xt, *y, r2t;
+	struct judged_end e;
 	size_t i, k;
 
 	/* Steps forgotten (TL_MAX_STEPS) are no part of the judgement. */
 	if (w < p->steps[0].step)
 		w = p->steps[0].step;
-	/*
-	 * With steps the program marks, a site that drops after the last boundary drops in the
-	 * shutdown: judged on the complete steps before it. One that grows there still grows
-	 * (a program that marks each step's start does its last step's work there).
-	 */
-	if (p->tail && last - 1 > w) {
-		v = dense(tr, last - 1, last);
-		if (!v)
-			return false;
-		if (v[1] < v[0])
-			last--;
-		free(v);
-	}
+	judged_end(tl, p, c, tr, last, w, &e);
+	last = e.step;
 	if (last - w < 2)
 		return false;
 	v = dense(tr, w, last);
 	if (!v)
 		return false;
 	n = last - w + 1;
+	v[n - 1] = e.bytes;
 	/*
 	 * The late window must hold a whole period of any sawtooth: twice the longest climb
 	 * between two drops, at least K + 1 steps and a quarter of the run (at most half),
@@ -696,6 +818,10 @@ static bool analyse(const struct timeline *tl, const struct ptl *p, const struct
 	if (win > n / 2)
 		win = n / 2;
 	mid = n - win;
+	/* Periods too long for that (a run of two or three requests): the late window starts
+	 * at the last drop, so it holds the floor of the last period however far it got. */
+	if (2 * max_gap > n / 2 && last_drop > 0 && last_drop < mid)
+		mid = last_drop;
 	for (s = 0; s < n; s++) {
 		if (s < mid && v[s] < floor_early)
 			floor_early = v[s];
@@ -717,6 +843,7 @@ static bool analyse(const struct timeline *tl, const struct ptl *p, const struct
 	v = dense(tr, base, last);
 	if (!v)
 		return false;
+	v[last - base] = e.bytes;
 	first += w - base;
 	while (first > 0 && v[first - 1] < v[first])
 		first--;
@@ -741,6 +868,10 @@ static bool analyse(const struct timeline *tl, const struct ptl *p, const struct
 		x[i] = (double)step;
 		xt[i] =
 		    at >= 0 && (size_t)at < p->nr_steps ? (double)p->steps[at].t_end_ns / 1e9 : 0;
+		/* Judged at the latest allocation: the step ends there, not where the shutdown
+		 * ended it. */
+		if (e.at_alloc && step == last)
+			xt[i] = (double)c->ts_ns / 1e9;
 		y[i] = (double)v[first + i];
 	}
 	g->site = tr->site;
@@ -774,6 +905,7 @@ int timeline__growth(struct timeline *tl, pid_t pid, struct growth **out, size_t
 {
 	struct ptl *p = ptl_find(tl, pid);
 	struct growth *v;
+	struct cut c;
 	int64_t last;
 	size_t i;
 
@@ -782,12 +914,17 @@ int timeline__growth(struct timeline *tl, pid_t pid, struct growth **out, size_t
 	if (!p || !p->nr_steps || !p->nr_tr)
 		return 0;
 	last = p->steps[p->nr_steps - 1].step;
-	v = calloc(p->nr_tr, sizeof(*v));
-	if (!v)
+	if (cut_of(tl, p, last, &c))
 		return -ENOMEM;
+	v = calloc(p->nr_tr, sizeof(*v));
+	if (!v) {
+		cut_free(&c);
+		return -ENOMEM;
+	}
 	for (i = 0; i < p->nr_tr; i++)
-		if (analyse(tl, p, &p->tr[i], last, &v[*n]))
+		if (analyse(tl, p, &p->tr[i], last, &c, &v[*n]))
 			(*n)++;
+	cut_free(&c);
 	qsort(v, *n, sizeof(*v), cmp_growth);
 	*out = v;
 	return 0;
@@ -816,6 +953,7 @@ void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, s
 	double rate[MAX_DEVICES] = {0}, step_s;
 	uint64_t live[MAX_DEVICES] = {0};
 	bool webgpu[MAX_DEVICES] = {false};
+	struct cut c;
 	size_t i;
 	int d;
 
@@ -828,14 +966,16 @@ void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, s
 		if (dev >= 0)
 			rate[dev] += g[i].slope_per_step;
 	}
+	/* Without memory for the sums: the live bytes now, as before the cut existed. */
+	if (cut_of(tl, p, p->steps[p->nr_steps - 1].step, &c))
+		c.on = false;
 	for (i = 0; i < tl->t->nr_sites; i++) {
 		const struct site *s = &tl->t->sites[i];
-		const struct cat_api *api = cat_by_api(s->api);
 		int dev = s->pid == pid ? proj_device(tl, pid, s) : -1;
 
-		if (dev >= 0 && s->counts && api &&
-		    (api->mem == MEM_DEVICE || api->mem == MEM_MANAGED))
-			live[dev] += s->live_bytes;
+		/* In use where the growth was judged: before the shutdown released it. */
+		if (dev >= 0 && s->counts && (s->mem == MEM_DEVICE || s->mem == MEM_MANAGED))
+			live[dev] += s->live_bytes + (c.on ? c.rel.site_bytes[i] : 0);
 		if (dev >= 0 && s->owner_kind == OWNER_DEVICE)
 			webgpu[dev] = true;
 	}
@@ -844,6 +984,7 @@ void timeline__project(struct timeline *tl, pid_t pid, const struct growth *g, s
 	tp = tracker__proc(tl->t, pid);
 	for (d = 0; tp && tp->blocks && d < MAX_DEVICES && d < TBLOCKS_DEVICES; d++)
 		live[d] += tp->blocks->orphan[d];
+	cut_free(&c);
 	step_s = (double)(p->steps[p->nr_steps - 1].t_end_ns - p->steps[0].t_end_ns) / 1e9 /
 		 (double)(p->nr_steps - 1);
 	for (d = 0; d < MAX_DEVICES; d++) {

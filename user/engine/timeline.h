@@ -4,7 +4,9 @@
  * calls of a named function or NVTX ranges), samples each call site's live bytes at every
  * step boundary, and finds growth leaks: sites whose live bytes keep growing step after
  * step, with a fitted slope, its goodness of fit, and a projection of when the device runs
- * out. Like the tracker it only reads records, so it runs the same live and offline.
+ * out. A process that ended is judged up to its latest allocation: what it released after
+ * it is its shutdown, not a step (timeline.c, struct cut). Like the tracker it only reads
+ * records, so it runs the same live and offline.
  */
 #ifndef GPULEAK_TIMELINE_H
 #define GPULEAK_TIMELINE_H
@@ -78,6 +80,8 @@ struct growth {
 	uint32_t site;
 	int64_t first_step;   /* where the growth began */
 	int64_t growth_steps; /* steps in which its live bytes grew */
+	/* live bytes where the growth began and where its steps end (for a process that shut
+	 * down, at its latest allocation) */
 	uint64_t start_bytes, end_bytes;
 	double slope_per_step; /* bytes/step, least squares from first_step */
 	double slope_per_s;    /* bytes/s, against step end times */

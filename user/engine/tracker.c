@@ -95,6 +95,7 @@ static void proc_free(struct tproc *p)
 	free(p->viols);
 	free(p->dirty);
 	free(p->step_changes);
+	free(p->shut);
 	free(p);
 }
 
@@ -143,6 +144,7 @@ static struct tproc *proc_get(struct tracker *t, pid_t pid)
 		return NULL;
 	p->pid = pid;
 	p->step = -1;
+	p->last_alloc_step = -1;
 	if (t->rules && t->rules->n) {
 		p->rule_live = calloc(t->rules->n, sizeof(*p->rule_live));
 		if (!p->rule_live) {
@@ -210,6 +212,42 @@ int tproc__uncertainty(const struct tracker *t, const struct tproc *p, struct un
 		u->live_overstated_max += sizes[i];
 	free(sizes);
 	return 0;
+}
+
+int tproc__released(const struct tracker *t, const struct tproc *p, struct released *out)
+{
+	size_t i;
+
+	out->site_bytes = calloc(t->nr_sites ? t->nr_sites : 1, sizeof(uint64_t));
+	out->site_count = calloc(t->nr_sites ? t->nr_sites : 1, sizeof(uint64_t));
+	out->ss_bytes = calloc(t->nr_sstacks ? t->nr_sstacks : 1, sizeof(uint64_t));
+	out->ss_count = calloc(t->nr_sstacks ? t->nr_sstacks : 1, sizeof(uint64_t));
+	if (!out->site_bytes || !out->site_count || !out->ss_bytes || !out->ss_count) {
+		released__free(out);
+		return -ENOMEM;
+	}
+	for (i = 0; i < p->nr_shut; i++) {
+		const struct release *e = &p->shut[i];
+		uint32_t site;
+
+		if (e->sstack >= t->nr_sstacks)
+			continue;
+		site = t->sstacks[e->sstack].site;
+		out->site_bytes[site] += e->bytes;
+		out->site_count[site]++;
+		out->ss_bytes[e->sstack] += e->bytes;
+		out->ss_count[e->sstack]++;
+	}
+	return 0;
+}
+
+void released__free(struct released *r)
+{
+	free(r->site_bytes);
+	free(r->site_count);
+	free(r->ss_bytes);
+	free(r->ss_count);
+	memset(r, 0, sizeof(*r));
 }
 
 /* Session end for p: deferred frees past their window, classes that must be released. */

@@ -16,8 +16,9 @@
  *   regions.c       a process's device address ranges (tproc.regions): which allocation
  *                   holds an address
  *   allocs.c        the sums: what an allocation entering or leaving the table does to the
- *                   live and pending bytes of its site stack, site, process, class, rule
- *                   and step, and to a caching allocator's (tproc.blocks)
+ *                   live and pending bytes of its site stack, site, process, class, rule,
+ *                   step and device (its peak), to a caching allocator's (tproc.blocks),
+ *                   and the list of what left since the process's latest allocation
  *   blocks.c        a caching allocator's blocks (PyTorch's tensors) inside its segments
  *   pending.c       frees that complete later (tproc.pend): deferred rules, streams,
  *                   events, queues, windows; memory that goes while its free is pending
@@ -81,5 +82,19 @@ struct uncertainty {
 
 /* The error bounds of p's live bytes. 0 or -ENOMEM. */
 int tproc__uncertainty(const struct tracker *t, const struct tproc *p, struct uncertainty *u);
+
+/*
+ * What p released since its latest allocation (tproc.shut: its shutdown, once it ended),
+ * summed per site and per site stack of t (t->nr_sites, t->nr_sstacks entries, 0 where
+ * nothing went).
+ */
+struct released {
+	uint64_t *site_bytes, *site_count;
+	uint64_t *ss_bytes, *ss_count;
+};
+
+/* 0 or -ENOMEM (out zeroed). */
+int tproc__released(const struct tracker *t, const struct tproc *p, struct released *out);
+void released__free(struct released *r);
 
 #endif

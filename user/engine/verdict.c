@@ -16,9 +16,7 @@ struct judging {
 
 static enum cat_mem site_mem(const struct site *s)
 {
-	const struct cat_api *a = cat_by_api(s->api);
-
-	return a ? a->mem : MEM_NONE;
+	return (enum cat_mem)s->mem;
 }
 
 /* A persistent class that must be gone at session end leaks when it is not. */
@@ -162,6 +160,242 @@ static int judge_growth(const struct judging *j, struct proc_verdict *pv)
 	return 0;
 }
 
+/* (how, api) into a list of ways memory went, merged by both; the list holds at most max. */
+static void release_add(struct shutdown_release *by, size_t *n, size_t max, uint8_t how,
+			uint16_t api, uint64_t bytes, uint64_t count)
+{
+	size_t i;
+
+	for (i = 0; i < *n; i++)
+		if (by[i].how == how && by[i].api == api)
+			break;
+	if (i == *n) {
+		if (*n == max)
+			return;
+		by[(*n)++] = (struct shutdown_release){.how = how, .api = api};
+	}
+	by[i].bytes += bytes;
+	by[i].count += count;
+	/* largest first: insertion, the lists are a handful long */
+	for (; i && by[i].bytes > by[i - 1].bytes; i--) {
+		struct shutdown_release x = by[i];
+
+		by[i] = by[i - 1];
+		by[i - 1] = x;
+	}
+}
+
+/* What site (an index, or every site: UINT32_MAX) of p released at shutdown, by how. */
+static void site_releases(const struct tracker *t, const struct tproc *p, uint32_t site,
+			  struct shutdown_release *by, size_t *n, size_t max)
+{
+	size_t i;
+
+	for (i = 0; i < p->nr_shut; i++) {
+		const struct release *e = &p->shut[i];
+
+		if (e->sstack < t->nr_sstacks &&
+		    (site == UINT32_MAX || t->sstacks[e->sstack].site == site))
+			release_add(by, n, max, e->how, e->api, e->bytes, 1);
+	}
+}
+
+/* The process's shutdown: where it began, and what went in it. */
+static int judge_shutdown(const struct judging *j, struct proc_verdict *pv)
+{
+	const struct tproc *p = pv->p;
+	struct shutdown *sd = &pv->shutdown;
+	size_t i;
+
+	if (!tproc__shut_down(p))
+		return 0;
+	if (tproc__released(j->t, p, &sd->rel))
+		return -ENOMEM;
+	sd->on = true;
+	sd->step = p->last_alloc_step;
+	sd->ts_ns = p->last_alloc_ts_ns;
+	for (i = 0; i < j->t->nr_sites; i++) {
+		const struct site *s = &j->t->sites[i];
+
+		if (s->pid != p->pid || !s->counts)
+			continue;
+		sd->live_bytes += s->live_bytes + sd->rel.site_bytes[i];
+		sd->live_count += s->live_count + sd->rel.site_count[i];
+		sd->released_bytes += sd->rel.site_bytes[i];
+		sd->released_count += sd->rel.site_count[i];
+	}
+	site_releases(j->t, p, UINT32_MAX, sd->by, &sd->nr_by, SHUTDOWN_RELEASES);
+	return 0;
+}
+
+/* What one site stack (index ss) holds at the moment a list is of. */
+typedef void (*stack_value_fn)(const struct tracker *t, const struct proc_verdict *pv, uint32_t ss,
+			       uint64_t *bytes, uint64_t *count);
+
+/* A site's stacks into a list of at most VERDICT_STACKS, largest first; *total their bytes. */
+static int stacks_of(const struct tracker *t, const struct proc_verdict *pv, const struct site *s,
+		     stack_value_fn value, struct stack_bytes **out, size_t *n, uint64_t *total)
+{
+	struct stack_bytes *v = NULL;
+	size_t cap = 0, k;
+	uint32_t i;
+
+	*n = 0;
+	*total = 0;
+	for (i = s->sstacks; i != UINT32_MAX; i = t->sstacks[i].next) {
+		uint64_t bytes, count;
+
+		value(t, pv, i, &bytes, &count);
+		if (!count)
+			continue;
+		*total += bytes;
+		if (*n == VERDICT_STACKS && bytes <= v[*n - 1].bytes)
+			continue;
+		if (*n < VERDICT_STACKS) {
+			if (vec_grow((void **)&v, &cap, *n, sizeof(*v))) {
+				free(v);
+				return -ENOMEM;
+			}
+			(*n)++;
+		}
+		for (k = *n - 1; k && v[k - 1].bytes < bytes; k--)
+			v[k] = v[k - 1];
+		v[k] = (struct stack_bytes){.sstack = i, .bytes = bytes, .count = count};
+	}
+	*out = v;
+	return 0;
+}
+
+/* A site stack's memory at the end of the judged steps: before a shutdown released it. */
+static void at_judged_end(const struct tracker *t, const struct proc_verdict *pv, uint32_t ss,
+			  uint64_t *bytes, uint64_t *count)
+{
+	const struct released *r = &pv->shutdown.rel;
+
+	*bytes = t->sstacks[ss].live_bytes + (pv->shutdown.on ? r->ss_bytes[ss] : 0);
+	*count = t->sstacks[ss].live_count + (pv->shutdown.on ? r->ss_count[ss] : 0);
+}
+
+static void at_peak(const struct tracker *t, const struct proc_verdict *pv, uint32_t ss,
+		    uint64_t *bytes, uint64_t *count)
+{
+	const struct site_stack *x = &t->sstacks[ss];
+
+	*bytes = sstack__peak_bytes(pv->p, &t->sites[x->site], x);
+	*count = sstack__peak_count(pv->p, &t->sites[x->site], x);
+}
+
+/* How each growth leak's memory ended, and the stacks it grew at. */
+static int judge_growth_ends(const struct judging *j, struct proc_verdict *pv)
+{
+	const struct tproc *p = pv->p;
+	size_t i, k;
+
+	if (!pv->nr_growth)
+		return 0;
+	pv->growth_end = calloc(pv->nr_growth, sizeof(*pv->growth_end));
+	if (!pv->growth_end)
+		return -ENOMEM;
+	for (i = 0; i < pv->nr_growth; i++) {
+		const struct growth *g = &pv->growth[i];
+		const struct site *s = &j->t->sites[g->site];
+		struct growth_end *ge = &pv->growth_end[i];
+		uint64_t total;
+
+		ge->live_bytes = s->live_bytes;
+		ge->live_count = s->live_count;
+		if (pv->shutdown.on) {
+			ge->released_bytes = pv->shutdown.rel.site_bytes[g->site];
+			ge->released_count = pv->shutdown.rel.site_count[g->site];
+			site_releases(j->t, p, g->site, ge->by, &ge->nr_by, SHUTDOWN_RELEASES);
+		}
+		if (stacks_of(j->t, pv, s, at_judged_end, &ge->stacks, &ge->nr_stacks, &total))
+			return -ENOMEM;
+		/* The slope shared by bytes: what each stack holds of the memory that grew. */
+		for (k = 0; total && k < ge->nr_stacks; k++)
+			ge->stacks[k].per_step =
+			    g->slope_per_step * (double)ge->stacks[k].bytes / (double)total;
+	}
+	return 0;
+}
+
+static int cmp_peak_sites(const void *a, const void *b)
+{
+	const struct peak_site *x = a, *y = b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return x->site < y->site ? -1 : x->site > y->site;
+}
+
+/* One device's peak: its sites then, largest first. */
+static int peak_view(const struct judging *j, const struct proc_verdict *pv, uint8_t slot,
+		     struct peak_view *pw)
+{
+	const struct tproc *p = pv->p;
+	const struct peak *pk = &p->peak[slot];
+	size_t cap = 0, i;
+	uint64_t total;
+
+	*pw = (struct peak_view){.slot = slot,
+				 .device = slot < PEAK_CUDA_SLOTS ? (int16_t)slot : -1,
+				 .webgpu = slot >= PEAK_CUDA_SLOTS && slot < PEAK_HOST_SLOT
+					       ? (uint32_t)(slot - PEAK_CUDA_SLOTS + 1)
+					       : 0,
+				 .bytes = pk->bytes,
+				 .count = pk->count,
+				 .ts_ns = pk->ts_ns,
+				 .step = pk->step,
+				 .live_bytes = pk->live_bytes,
+				 .mostly_gone = pk->live_bytes < pk->bytes / 2 + pk->bytes % 2};
+	for (i = 0; i < j->t->nr_sites; i++) {
+		const struct site *s = &j->t->sites[i];
+		struct peak_site ps = {.site = (uint32_t)i};
+		uint32_t k;
+
+		if (s->pid != p->pid || s->peak_slot != slot)
+			continue;
+		for (k = s->sstacks; k != UINT32_MAX; k = j->t->sstacks[k].next) {
+			ps.bytes += sstack__peak_bytes(p, s, &j->t->sstacks[k]);
+			ps.count += sstack__peak_count(p, s, &j->t->sstacks[k]);
+		}
+		if (!ps.count)
+			continue;
+		if (stacks_of(j->t, pv, s, at_peak, &ps.stacks, &ps.nr_stacks, &total) ||
+		    vec_grow((void **)&pw->sites, &cap, pw->nr_sites, sizeof(*pw->sites))) {
+			free(ps.stacks);
+			while (pw->nr_sites)
+				free(pw->sites[--pw->nr_sites].stacks);
+			free(pw->sites);
+			pw->sites = NULL;
+			return -ENOMEM;
+		}
+		pw->sites[pw->nr_sites++] = ps;
+	}
+	if (pw->nr_sites)
+		qsort(pw->sites, pw->nr_sites, sizeof(*pw->sites), cmp_peak_sites);
+	return 0;
+}
+
+/* The live set at the peak of each device the process had memory on. */
+static int judge_peaks(const struct judging *j, struct proc_verdict *pv)
+{
+	const struct tproc *p = pv->p;
+	size_t cap = 0;
+	uint8_t slot;
+
+	for (slot = 0; slot < PEAK_SLOTS; slot++) {
+		if (!p->peak[slot].bytes)
+			continue;
+		if (vec_grow((void **)&pv->peaks, &cap, pv->nr_peaks, sizeof(*pv->peaks)))
+			return -ENOMEM;
+		if (peak_view(j, pv, slot, &pv->peaks[pv->nr_peaks]))
+			return -ENOMEM;
+		pv->nr_peaks++;
+	}
+	return 0;
+}
+
 static int gate_add(struct proc_verdict *pv, size_t *cap, struct gate_violation gv)
 {
 	if (vec_grow((void **)&pv->gate, cap, pv->nr_gate, sizeof(*pv->gate)))
@@ -296,7 +530,10 @@ static int judge_torch(const struct judging *j, struct proc_verdict *pv)
 }
 
 static int (*const judges[])(const struct judging *j, struct proc_verdict *pv) = {
-    judge_sites, judge_growth, judge_gate, judge_uncertainty, judge_torch,
+    judge_sites,       judge_growth,
+    judge_shutdown,    judge_growth_ends, /* after both: how the memory that grew ended */
+    judge_peaks,       judge_gate,
+    judge_uncertainty, judge_torch,
 };
 
 /* ---- the judges across processes, after every process's own ---- */
@@ -363,11 +600,22 @@ static int (*const across[])(struct verdict *v) = {
 
 static void proc_free(struct proc_verdict *pv)
 {
+	size_t i, j;
 	int k;
 
 	for (k = 0; k < VERDICT_LISTS; k++)
 		free(pv->sites[k].v);
+	for (i = 0; pv->growth_end && i < pv->nr_growth; i++)
+		free(pv->growth_end[i].stacks);
+	free(pv->growth_end);
 	free(pv->growth);
+	for (i = 0; i < pv->nr_peaks; i++) {
+		for (j = 0; j < pv->peaks[i].nr_sites; j++)
+			free(pv->peaks[i].sites[j].stacks);
+		free(pv->peaks[i].sites);
+	}
+	free(pv->peaks);
+	released__free(&pv->shutdown.rel);
 	free(pv->gate);
 }
 

@@ -101,6 +101,79 @@ struct torch_verdict {
 	struct torch_cache_growth cache;
 };
 
+/* One way memory went at shutdown: by the program's frees or with an owner, in one call. */
+struct shutdown_release {
+	uint8_t how;  /* enum release_how */
+	uint16_t api; /* the outermost call it went in (the latest of its kind, per site) */
+	uint64_t bytes, count;
+};
+
+#define SHUTDOWN_RELEASES 8
+
+/*
+ * A process's shutdown (tproc__shut_down): all it did after its latest allocation. Its steps
+ * are judged up to that allocation (timeline.c, struct cut); what it released after it is
+ * said here, so that nobody takes memory a growth leak names for memory still live.
+ */
+struct shutdown {
+	bool on;
+	int64_t step; /* of the latest allocation */
+	uint64_t ts_ns;
+	uint64_t live_bytes, live_count;	       /* live then */
+	uint64_t released_bytes, released_count;       /* released after it */
+	struct shutdown_release by[SHUTDOWN_RELEASES]; /* largest first, by (how, api) */
+	size_t nr_by;
+	struct released rel; /* what went, per site and site stack */
+};
+
+/* The memory of one site stack, at a moment a list is of (growth: its end; peak: the peak). */
+struct stack_bytes {
+	uint32_t sstack;
+	uint64_t bytes, count;
+	double per_step; /* growth: its share of the site's slope, by bytes (else 0) */
+};
+
+/* At most this many stacks per entry: the largest. */
+#define VERDICT_STACKS 64
+
+/*
+ * How a growth leak's memory ended, and who holds it: its stacks at the end of its judged
+ * steps (the latest allocation, for a process that shut down), largest first, and what of it
+ * the shutdown released, by how, so that a leak released at exit reads as that.
+ */
+struct growth_end {
+	uint64_t live_bytes, live_count;	 /* live at the end */
+	uint64_t released_bytes, released_count; /* released at shutdown */
+	struct shutdown_release by[SHUTDOWN_RELEASES];
+	size_t nr_by;
+	struct stack_bytes *stacks;
+	size_t nr_stacks;
+};
+
+/* A site's live memory at its device's peak, with its stacks, largest first. */
+struct peak_site {
+	uint32_t site;
+	uint64_t bytes, count;
+	struct stack_bytes *stacks;
+	size_t nr_stacks;
+};
+
+/*
+ * The live set when a device's live bytes of the process were highest (tracker peak slot):
+ * what the end of the run no longer shows when memory went before it (at shutdown, say).
+ */
+struct peak_view {
+	uint8_t slot;	 /* tproc.peak index */
+	int16_t device;	 /* CUDA ordinal, -1: the host or a WebGPU device */
+	uint32_t webgpu; /* WebGPU device ordinal (wgpu#N), 0: not one */
+	uint64_t bytes, count, ts_ns;
+	int64_t step;
+	uint64_t live_bytes;	 /* live on it at the end */
+	bool mostly_gone;	 /* less than half of the peak is still live at the end */
+	struct peak_site *sites; /* largest first */
+	size_t nr_sites;
+};
+
 struct proc_verdict {
 	const struct tproc *p;
 	/* In the report: attached, or it did something traced. A shell or helper a server
@@ -114,7 +187,13 @@ struct proc_verdict {
 	struct growth *growth; /* growth leaks, largest slope first */
 	size_t nr_growth;
 	double growth_per_s, growth_per_step; /* their slopes summed */
+	struct growth_end *growth_end;	      /* of each growth leak, in its order */
 	struct projection proj;		      /* time to OOM of its most pressed device */
+	struct shutdown shutdown;
+
+	/* Its peaks, one per device it had memory on, in slot order (CUDA, WebGPU, host). */
+	struct peak_view *peaks;
+	size_t nr_peaks;
 
 	/* What exceeds the gate's limits: it fails the gate when the gate is on. */
 	struct gate_violation *gate;

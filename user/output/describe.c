@@ -2,6 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 #include "engine/timeline.h"
+#include "engine/verdict.h"
+#include "lib/units.h"
 #include "output/describe.h"
 #include "output/report_sink.h"
 #include "symbols/symbolizer.h"
@@ -16,9 +18,7 @@ const char *describe__site(const struct report *r, const struct site *s)
 
 enum cat_mem describe__mem(const struct site *s)
 {
-	const struct cat_api *a = cat_by_api(s->api);
-
-	return a ? a->mem : MEM_NONE;
+	return (enum cat_mem)s->mem;
 }
 
 const struct tobj *describe__owner(const struct tracker *t, pid_t pid, const struct site *s)
@@ -194,4 +194,56 @@ const char *describe__loss(int stat)
 	};
 
 	return stat >= 0 && stat < GL_STAT_MAX ? names[stat] : NULL;
+}
+
+const char *describe__release_how(uint8_t how)
+{
+	return how == RELEASE_OWNER ? "owner" : "freed";
+}
+
+void describe__release(const struct site *s, const struct shutdown_release *by, char *buf,
+		       size_t len)
+{
+	const struct cat_api *api = cat_by_api(by->api);
+	const char *name = cat_api_name(by->api);
+
+	if (by->how == RELEASE_FREED)
+		snprintf(buf, len, "freed at shutdown (%s)", name);
+	else if (s->owner_kind == OWNER_DEVICE && api && api->op == OP_OWNER_RELEASE)
+		snprintf(buf, len, "released when its device was released (%s)", name);
+	else if (s->owner_kind == OWNER_DEVICE)
+		snprintf(buf, len, "released when its device was destroyed (%s)", name);
+	else
+		snprintf(buf, len, "released at shutdown by %s", name);
+}
+
+const char *describe__growth_end(const struct report *r, const struct proc_verdict *pv, size_t i,
+				 char *buf, size_t len)
+{
+	const struct growth_end *ge = &pv->growth_end[i];
+	const struct site *s = &r->t->sites[pv->growth[i].site];
+	bool one = ge->nr_by == 1 && !ge->live_count;
+	size_t o = 0, k;
+	char b[32], w[160];
+
+	if (!pv->shutdown.on)
+		return NULL;
+	buf[0] = 0;
+	/* One way, nothing left: the words alone; else each part with its bytes. */
+	for (k = 0; k < ge->nr_by && o < len; k++) {
+		describe__release(s, &ge->by[k], w, sizeof(w));
+		if (one)
+			o += (size_t)snprintf(buf + o, len - o, "%s", w);
+		else
+			o += (size_t)snprintf(buf + o, len - o, "%s%s %s", k ? ", " : "",
+					      fmt_bytes(ge->by[k].bytes, b, sizeof(b)), w);
+	}
+	if (ge->live_count && o < len) {
+		if (ge->nr_by)
+			snprintf(buf + o, len - o, ", %s still live at exit",
+				 fmt_bytes(ge->live_bytes, b, sizeof(b)));
+		else
+			snprintf(buf + o, len - o, "still live at exit");
+	}
+	return buf;
 }

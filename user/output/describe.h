@@ -63,4 +63,23 @@ const char *describe__site_class(const struct site *s);
 /* A BPF loss counter's name (GL_STAT_*), NULL for one no output names. */
 const char *describe__loss(int stat);
 
+struct shutdown_release;
+struct proc_verdict;
+
+/* "freed", "owner": the NDJSON names of enum release_how. */
+const char *describe__release_how(uint8_t how);
+/*
+ * How memory went at shutdown, in words: "freed at shutdown (cudaFree)", "released at
+ * shutdown by cudaDeviceReset", "released when its device was destroyed (wgpuDeviceDestroy)".
+ */
+void describe__release(const struct site *s, const struct shutdown_release *by, char *buf,
+		       size_t len);
+/*
+ * How the memory of growth leak i of pv ended, in words: what released it at shutdown, and
+ * what is still live at exit ("released at shutdown by cudaDeviceReset"). NULL (buf
+ * untouched) when the process did not shut down (it runs on, or was detached).
+ */
+const char *describe__growth_end(const struct report *r, const struct proc_verdict *pv, size_t i,
+				 char *buf, size_t len);
+
 #endif

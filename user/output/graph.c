@@ -9,6 +9,7 @@
 #include "symbols/stacks.h"
 #include "symbols/symbolizer.h"
 #include "engine/tracker.h"
+#include "engine/verdict.h"
 #include "lib/term.h"
 #include "lib/units.h"
 #include "lib/vec.h"
@@ -174,6 +175,10 @@ static int sstack_path(const struct tracker *t, struct symbolizer *sym, const st
 	if (st && (st->flags & STACK_TRUNCATED)) {
 		p->truncated = true;
 		err = path_add(p, strdup("[truncated]"));
+	} else if (st && (st->flags & STACK_NO_FP) && st->nofp_from >= st->nr) {
+		/* the walk stopped at a function without a frame pointer: who called it is lost */
+		p->unreliable = true;
+		err = path_add(p, strdup("[callers unknown: no frame pointer]"));
 	}
 	for (i = st ? st->nr - 1 : -1; !err && i >= 0; i--) {
 		bool q = (st->flags & STACK_NO_FP) && i >= st->nofp_from;
@@ -355,33 +360,108 @@ static int put_folded(FILE *out, const char *s)
 	return 0;
 }
 
+/* One folded line: "comm;outer;...;inner;api value". */
+static int folded_line(FILE *out, const struct tracker *t, struct symbolizer *sym,
+		       const struct site_stack *ss, uint64_t value)
+{
+	const struct tproc *p = tracker__proc((struct tracker *)t, t->sites[ss->site].pid);
+	struct path path = {};
+	int j, err;
+
+	/* the process first, as perf's stackcollapse does */
+	err = path_add(&path, strdup(p && p->comm[0] ? p->comm : "?"));
+	if (!err)
+		err = sstack_path(t, sym, ss, LABEL_FOLDED, &path);
+	for (j = 0; !err && j < path.n; j++) {
+		if (j)
+			fputc(';', out);
+		err = put_folded(out, path.v[j]);
+	}
+	if (!err)
+		fprintf(out, " %" PRIu64 "\n", value);
+	path_free(&path);
+	return err;
+}
+
 int graph__folded(FILE *out, const struct tracker *t, struct symbolizer *sym)
 {
 	size_t i;
-	int j, err = 0;
+	int err = 0;
 
 	for (i = 0; i < t->nr_sstacks && !err; i++) {
 		const struct site_stack *ss = &t->sstacks[i];
-		const struct tproc *p;
-		struct path path = {};
 
-		if (!live_memory(t, ss, 0) || !ss->live_bytes)
-			continue;
-		p = tracker__proc((struct tracker *)t, t->sites[ss->site].pid);
-		/* the process first, as perf's stackcollapse does */
-		err = path_add(&path, strdup(p && p->comm[0] ? p->comm : "?"));
-		if (!err)
-			err = sstack_path(t, sym, ss, LABEL_FOLDED, &path);
-		for (j = 0; !err && j < path.n; j++) {
-			if (j)
-				fputc(';', out);
-			err = put_folded(out, path.v[j]);
-		}
-		if (!err)
-			fprintf(out, " %" PRIu64 "\n", ss->live_bytes);
-		path_free(&path);
+		if (live_memory(t, ss, 0) && ss->live_bytes)
+			err = folded_line(out, t, sym, ss, ss->live_bytes);
 	}
 	if (!err && ferror(out))
 		err = -EIO;
 	return err;
+}
+
+int graph__folded_growth(FILE *out, const struct tracker *t, struct symbolizer *sym,
+			 const struct verdict *v)
+{
+	size_t i, g, k;
+	int err = 0;
+
+	for (i = 0; i < v->nr_procs && !err; i++) {
+		const struct proc_verdict *pv = &v->procs[i];
+
+		for (g = 0; pv->reported && pv->growth_end && g < pv->nr_growth && !err; g++)
+			for (k = 0; k < pv->growth_end[g].nr_stacks && !err; k++) {
+				const struct stack_bytes *sb = &pv->growth_end[g].stacks[k];
+				uint64_t per_step = (uint64_t)(sb->per_step + 0.5);
+
+				if (per_step)
+					err = folded_line(out, t, sym, &t->sstacks[sb->sstack],
+							  per_step);
+			}
+	}
+	if (!err && ferror(out))
+		err = -EIO;
+	return err;
+}
+
+int graph__folded_peak(FILE *out, const struct tracker *t, struct symbolizer *sym,
+		       const struct verdict *v)
+{
+	size_t i, j, k, m;
+	int err = 0;
+
+	for (i = 0; i < v->nr_procs && !err; i++) {
+		const struct proc_verdict *pv = &v->procs[i];
+
+		for (j = 0; pv->reported && j < pv->nr_peaks && !err; j++)
+			for (k = 0; k < pv->peaks[j].nr_sites && !err; k++) {
+				const struct peak_site *ps = &pv->peaks[j].sites[k];
+
+				for (m = 0; m < ps->nr_stacks && !err; m++)
+					if (ps->stacks[m].bytes)
+						err = folded_line(out, t, sym,
+								  &t->sstacks[ps->stacks[m].sstack],
+								  ps->stacks[m].bytes);
+			}
+	}
+	if (!err && ferror(out))
+		err = -EIO;
+	return err;
+}
+
+void graph__print_path(FILE *out, const struct tracker *t, struct symbolizer *sym, uint32_t sstack)
+{
+	struct path path = {};
+	int j;
+
+	/* The site's frames without the API leaf: the tree's labels, outermost first. */
+	if (sstack_path(t, sym, &t->sstacks[sstack], LABEL_TREE, &path) || path.n < 1) {
+		path_free(&path);
+		return;
+	}
+	for (j = 0; j + 1 < path.n; j++) {
+		if (j)
+			fputs(" \u2192 ", out);
+		term_fputs(path.v[j], out, 0);
+	}
+	path_free(&path);
 }

@@ -24,4 +24,21 @@ void graph__print(FILE *out, const struct tracker *t, struct symbolizer *sym, pi
  */
 int graph__folded(FILE *out, const struct tracker *t, struct symbolizer *sym);
 
+struct verdict;
+
+/*
+ * Folded stacks of the growth leaks: each stack weighted by its share of its site's slope,
+ * in bytes per step (--folded-growth): who grows, as a flame graph. 0 or -errno.
+ */
+int graph__folded_growth(FILE *out, const struct tracker *t, struct symbolizer *sym,
+			 const struct verdict *v);
+/*
+ * Folded stacks of the live set at each device's peak (--folded-peak): what the end of a run
+ * that released everything no longer shows. 0 or -errno.
+ */
+int graph__folded_peak(FILE *out, const struct tracker *t, struct symbolizer *sym,
+		       const struct verdict *v);
+/* The frames of site stack sstack, outermost first, joined by arrows, on one line (no \n). */
+void graph__print_path(FILE *out, const struct tracker *t, struct symbolizer *sym, uint32_t sstack);
+
 #endif

@@ -206,14 +206,18 @@ static uint64_t sstack_count(const struct site_stack *ss, enum verdict_list k)
 	return k == VERDICT_PENDING ? ss->pending_count : ss->live_count;
 }
 
+/*
+ * One stack with the bytes and allocations it holds at the moment its list is of, and for a
+ * growth leak its share of the slope (per_step; negative: none).
+ */
 static void json_stack(struct report *r, const struct site *s, const struct site_stack *ss,
-		       enum verdict_list k, bool first)
+		       uint64_t bytes, uint64_t count, double per_step, bool first)
 {
 	const struct ustack *st = symbolizer__stack(r->sym, s->pid, ss->stack_id, s->caller);
 	uint32_t j;
 
 	fprintf(r->json, "%s{\"bytes\":%" PRIu64 ",\"count\":%" PRIu64 ",\"frames\":[",
-		first ? "" : ",", sstack_bytes(ss, k), sstack_count(ss, k));
+		first ? "" : ",", bytes, count);
 	for (j = 0; j < st->nr; j++) {
 		if (j)
 			fputc(',', r->json);
@@ -222,9 +226,12 @@ static void json_stack(struct report *r, const struct site *s, const struct site
 	fprintf(r->json, "],\"truncated\":%s,\"without_frame_pointers\":",
 		st->flags & STACK_TRUNCATED ? "true" : "false");
 	if (st->flags & STACK_NO_FP)
-		fprintf(r->json, "{\"from_frame\":%u}}", st->nofp_from);
+		fprintf(r->json, "{\"from_frame\":%u}", st->nofp_from);
 	else
-		fputs("null}", r->json);
+		fputs("null", r->json);
+	if (per_step >= 0)
+		fprintf(r->json, ",\"bytes_per_step\":%.1f", per_step);
+	fputc('}', r->json);
 }
 
 /*
@@ -253,7 +260,28 @@ static void json_stacks(struct report *r, uint32_t idx, enum verdict_list k)
 		n++;
 	}
 	for (i = 0; i < n; i++)
-		json_stack(r, s, &t->sstacks[v[i]], k, !i);
+		json_stack(r, s, &t->sstacks[v[i]], sstack_bytes(&t->sstacks[v[i]], k),
+			   sstack_count(&t->sstacks[v[i]], k), -1, !i);
+	fputc(']', r->json);
+}
+
+/* Stacks of a verdict's list (a growth leak's, a peak's), in its order; those without one
+ * (--stack-depth 0) left out, as for the site lists. */
+static void json_stack_list(struct report *r, const struct site *s, const struct stack_bytes *v,
+			    size_t n, bool per_step)
+{
+	bool first = true;
+	size_t i;
+
+	fputs(",\"stacks\":[", r->json);
+	for (i = 0; i < n; i++) {
+		const struct site_stack *ss = &r->t->sstacks[v[i].sstack];
+
+		if (!symbolizer__stack(r->sym, s->pid, ss->stack_id, s->caller))
+			continue;
+		json_stack(r, s, ss, v[i].bytes, v[i].count, per_step ? v[i].per_step : -1, first);
+		first = false;
+	}
 	fputc(']', r->json);
 }
 
@@ -436,6 +464,109 @@ static void json_violations(struct report *r, const struct tproc *p)
 	fputc(']', r->json);
 }
 
+/* Ways memory went at shutdown: [{"how":"owner","api":"cudaDeviceReset",...}]. */
+static void json_releases(struct report *r, const struct shutdown_release *by, size_t n)
+{
+	size_t i;
+
+	fputs("[", r->json);
+	for (i = 0; i < n; i++)
+		fprintf(r->json,
+			"%s{\"how\":\"%s\",\"api\":\"%s\",\"bytes\":%" PRIu64 ",\"count\":%" PRIu64
+			"}",
+			i ? "," : "", describe__release_how(by[i].how), cat_api_name(by[i].api),
+			by[i].bytes, by[i].count);
+	fputc(']', r->json);
+}
+
+/* How a growth leak's memory ended (live at the end, what its shutdown released) and who
+ * holds it: its stacks where its steps end. */
+static void json_growth_end(struct report *r, const struct proc_verdict *pv, size_t i)
+{
+	const struct growth_end *ge = &pv->growth_end[i];
+	char buf[512];
+	const char *ended = describe__growth_end(r, pv, i, buf, sizeof(buf));
+
+	fprintf(r->json,
+		",\"live_bytes\":%" PRIu64 ",\"live_count\":%" PRIu64 ",\"ended\":", ge->live_bytes,
+		ge->live_count);
+	json_str_or_null(r->json, ended);
+	if (pv->shutdown.on) {
+		fprintf(r->json,
+			",\"shutdown\":{\"released_bytes\":%" PRIu64 ",\"released_count\":%" PRIu64
+			",\"by\":",
+			ge->released_bytes, ge->released_count);
+		json_releases(r, ge->by, ge->nr_by);
+		fputc('}', r->json);
+	} else {
+		fputs(",\"shutdown\":null", r->json);
+	}
+	json_stack_list(r, &r->t->sites[pv->growth[i].site], ge->stacks, ge->nr_stacks, true);
+}
+
+/* The process's shutdown: where it began and what went in it, or null. */
+static void json_shutdown(struct report *r, const struct proc_verdict *pv)
+{
+	const struct shutdown *sd = &pv->shutdown;
+
+	if (!sd->on) {
+		fputs(",\"shutdown\":null", r->json);
+		return;
+	}
+	fprintf(r->json,
+		",\"shutdown\":{\"step\":%" PRId64 ",\"t_s\":%.3f,\"live_bytes\":%" PRIu64
+		",\"live_count\":%" PRIu64 ",\"released_bytes\":%" PRIu64
+		",\"released_count\":%" PRIu64 ",\"by\":",
+		sd->step, report__secs(r, sd->ts_ns), sd->live_bytes, sd->live_count,
+		sd->released_bytes, sd->released_count);
+	json_releases(r, sd->by, sd->nr_by);
+	fputc('}', r->json);
+}
+
+/* The live set at each device's peak, by site and stack. */
+static void json_peaks(struct report *r, const struct proc_verdict *pv)
+{
+	size_t i, j;
+
+	fputs(",\"peak\":[", r->json);
+	for (i = 0; i < pv->nr_peaks; i++) {
+		const struct peak_view *pw = &pv->peaks[i];
+
+		fprintf(r->json, "%s{\"device\":%d,\"webgpu\":", i ? "," : "", pw->device);
+		if (pw->webgpu)
+			fprintf(r->json, "\"wgpu#%u\"", pw->webgpu);
+		else
+			fputs("null", r->json);
+		fprintf(r->json,
+			",\"bytes\":%" PRIu64 ",\"count\":%" PRIu64
+			",\"t_s\":%.3f,\"step\":%" PRId64 ",\"live_bytes\":%" PRIu64 ",\"sites\":[",
+			pw->bytes, pw->count, report__secs(r, pw->ts_ns), pw->step, pw->live_bytes);
+		for (j = 0; j < pw->nr_sites; j++) {
+			const struct peak_site *ps = &pw->sites[j];
+			const struct site *s = &r->t->sites[ps->site];
+
+			fprintf(r->json, "%s{\"api\":\"%s\",\"site\":", j ? "," : "",
+				cat_api_name(s->api));
+			json_str(r->json, describe__site(r, s));
+			fputs(",\"module\":", r->json);
+			json_str_or_null(r->json,
+					 s->caller ? symbolizer__module(r->sym, s->pid, s->caller)
+						   : NULL);
+			fprintf(r->json, ",\"memory\":\"%s\",\"class\":\"%s\"",
+				cat_mem_name(describe__mem(s)), describe__site_class(s));
+			json_owner(r, s);
+			fputs(",\"label\":", r->json);
+			json_str_or_null(r->json, s->label ? tracker__label(r->t, s->label) : NULL);
+			fprintf(r->json, ",\"bytes\":%" PRIu64 ",\"count\":%" PRIu64, ps->bytes,
+				ps->count);
+			json_stack_list(r, s, ps->stacks, ps->nr_stacks, false);
+			fputc('}', r->json);
+		}
+		fputs("]}", r->json);
+	}
+	fputc(']', r->json);
+}
+
 static void json_growth(struct report *r, const struct proc_verdict *pv)
 {
 	const struct projection *pr = &pv->proj;
@@ -452,9 +583,12 @@ static void json_growth(struct report *r, const struct proc_verdict *pv)
 		json_str(r->json, describe__site(r, s));
 		fprintf(r->json, ",\"device\":%d,\"bytes\":%" PRIu64, s->device, g->end_bytes);
 		json_growth_fields(r->json, g);
+		json_growth_end(r, pv, i);
 		fputc('}', r->json);
 	}
 	fputc(']', r->json);
+	json_shutdown(r, pv);
+	json_peaks(r, pv);
 	if (pr->known)
 		fprintf(r->json,
 			",\"projected_oom_steps\":%.0f,\"projection\":{\"device\":%d,"

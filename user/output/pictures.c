@@ -13,7 +13,7 @@
 #include "output/report_sink.h"
 #include "output/svg.h"
 
-enum picture { PIC_FOLDED, PIC_PERFETTO, PIC_SVG, NR_PIC };
+enum picture { PIC_FOLDED, PIC_FOLDED_GROWTH, PIC_FOLDED_PEAK, PIC_PERFETTO, PIC_SVG, NR_PIC };
 
 struct pictures {
 	const char *path[NR_PIC];
@@ -39,12 +39,15 @@ int pictures__open(const struct output_opts *o, struct pictures **out)
 	int i, err;
 
 	*out = NULL;
-	if (!o->folded_path && !o->perfetto_path && !o->svg_path)
+	if (!o->folded_path && !o->folded_growth_path && !o->folded_peak_path &&
+	    !o->perfetto_path && !o->svg_path)
 		return 0;
 	pics = calloc(1, sizeof(*pics));
 	if (!pics)
 		return -ENOMEM;
 	pics->path[PIC_FOLDED] = o->folded_path;
+	pics->path[PIC_FOLDED_GROWTH] = o->folded_growth_path;
+	pics->path[PIC_FOLDED_PEAK] = o->folded_peak_path;
 	pics->path[PIC_PERFETTO] = o->perfetto_path;
 	pics->path[PIC_SVG] = o->svg_path;
 	for (i = 0; i < NR_PIC; i++) {
@@ -84,6 +87,12 @@ int pictures__write(struct pictures *pics, struct report *r, const struct verdic
 		switch (i) {
 		case PIC_FOLDED:
 			e = graph__folded(f, r->t, r->sym);
+			break;
+		case PIC_FOLDED_GROWTH:
+			e = graph__folded_growth(f, r->t, r->sym, v);
+			break;
+		case PIC_FOLDED_PEAK:
+			e = graph__folded_peak(f, r->t, r->sym, v);
 			break;
 		case PIC_PERFETTO:
 			e = perfetto__write(f, r, v, se, end_ns);

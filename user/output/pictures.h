@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * The pictures a session or a report writes at its end: --folded (live bytes by stack for
- * flamegraph.pl and speedscope), --perfetto (Chrome trace-event JSON for ui.perfetto.dev)
- * and --svg (a timeline). Each is opened when the session is set up (lib/outfile: a file
- * beside its path), so a path that cannot be written stops gpuleak before it attaches
- * anything; they are filled at the end from the verdict the text report prints and the series
- * the analysis sampled, and only then renamed over their paths: a failed start leaves what
- * the paths had, and a reader never sees half a picture. "-" is standard output.
+ * flamegraph.pl and speedscope), --folded-growth (the growth leaks' stacks by bytes per
+ * step), --folded-peak (the live set at each device's peak), --perfetto (Chrome trace-event
+ * JSON for ui.perfetto.dev) and --svg (a timeline). Each is opened when the session is set
+ * up (lib/outfile: a file beside its path), so a path that cannot be written stops gpuleak
+ * before it attaches anything; they are filled at the end from the verdict the text report
+ * prints and the series the analysis sampled, and only then renamed over their paths: a
+ * failed start leaves what the paths had, and a reader never sees half a picture. "-" is
+ * standard output.
  */
 #ifndef GPULEAK_PICTURES_H
 #define GPULEAK_PICTURES_H

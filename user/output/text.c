@@ -8,6 +8,7 @@
 #include "output/graph.h"
 #include "output/report_sink.h"
 #include "output/text.h"
+#include "symbols/symbolizer.h"
 
 /* Lower layers of the allocations at site idx: other sites whose owner it is. */
 static void print_layers(struct report *r, uint32_t idx)
@@ -236,6 +237,40 @@ static void print_projection(struct report *r, const struct projection *pr)
 	fprintf(r->out, "; OOM in ~%.0f steps (~%s)\n", pr->steps_to_oom, d);
 }
 
+/* Stacks a growth row shows: the largest, each with its share of the slope. */
+#define GROWTH_STACK_LINES 3
+
+/* Under a growth row: how its memory ended at shutdown, and the stacks that grew. */
+static void print_growth_end(struct report *r, const struct proc_verdict *pv, size_t i)
+{
+	const struct growth_end *ge = &pv->growth_end[i];
+	const struct site *s = &r->t->sites[pv->growth[i].site];
+	size_t k, shown = 0;
+	char buf[512], b[32];
+
+	if (ge->released_count && describe__growth_end(r, pv, i, buf, sizeof(buf)))
+		fprintf(r->out, "      %s\n", buf);
+	for (k = 0; k < ge->nr_stacks; k++) {
+		const struct site_stack *ss = &r->t->sstacks[ge->stacks[k].sstack];
+
+		if (!symbolizer__stack(r->sym, s->pid, ss->stack_id, s->caller))
+			continue;
+		if (shown == GROWTH_STACK_LINES) {
+			fprintf(r->out, "      (%zu more stacks: --json, --folded-growth)\n",
+				ge->nr_stacks - k);
+			break;
+		}
+		fputs("      from ", r->out);
+		graph__print_path(r->out, r->t, r->sym, ge->stacks[k].sstack);
+		/* a share of the row's slope only when the row has more than one */
+		if (ge->nr_stacks > 1)
+			fprintf(r->out, ": %s/st",
+				fmt_bytes((uint64_t)(ge->stacks[k].per_step + 0.5), b, sizeof(b)));
+		fputc('\n', r->out);
+		shown++;
+	}
+}
+
 static void print_growth(struct report *r, const struct proc_verdict *pv)
 {
 	const struct growth *g = pv->growth;
@@ -264,8 +299,78 @@ static void print_growth(struct report *r, const struct proc_verdict *pv)
 			fprintf(r->out, ", %s per request",
 				fmt_bytes((uint64_t)(g[i].per_request + 0.5), b1, sizeof(b1)));
 		fputc('\n', r->out);
+		if (pv->growth_end)
+			print_growth_end(r, pv, i);
 	}
 	print_projection(r, &pv->proj);
+}
+
+/* The shutdown, when it released most of what was live when it began. */
+static void print_shutdown(struct report *r, const struct proc_verdict *pv)
+{
+	const struct shutdown *sd = &pv->shutdown;
+	char b1[32], b2[32];
+	size_t k;
+
+	if (!sd->on || !sd->released_count || sd->released_bytes < sd->live_bytes / 2)
+		return;
+	fprintf(r->out,
+		"shutdown (after the last allocation, step %" PRId64 " at %.2f s): released %s of "
+		"%s in %" PRIu64 " allocations:",
+		sd->step, report__secs(r, sd->ts_ns), fmt_bytes(sd->released_bytes, b1, sizeof(b1)),
+		fmt_bytes(sd->live_bytes, b2, sizeof(b2)), sd->released_count);
+	for (k = 0; k < sd->nr_by; k++)
+		fprintf(r->out,
+			sd->by[k].how == RELEASE_OWNER ? "%s %s released by %s"
+						       : "%s %s freed (%s)",
+			k ? "," : "", fmt_bytes(sd->by[k].bytes, b1, sizeof(b1)),
+			cat_api_name(sd->by[k].api));
+	fputc('\n', r->out);
+}
+
+/* Each device's peak whose memory is mostly gone at the end: what the end no longer shows. */
+static void print_peaks(struct report *r, const struct proc_verdict *pv)
+{
+	bool title = false;
+	char b1[32], b2[32];
+	size_t i, j;
+
+	for (i = 0; i < pv->nr_peaks; i++) {
+		const struct peak_view *pw = &pv->peaks[i];
+
+		if (!pw->mostly_gone)
+			continue;
+		if (!title)
+			fprintf(r->out, "peak (the live set when most was live; less than half of "
+					"it is live at the end):\n");
+		title = true;
+		if (pw->webgpu)
+			fprintf(r->out, "  WebGPU device wgpu#%u", pw->webgpu);
+		else if (pw->device >= 0)
+			fprintf(r->out, "  device %d", pw->device);
+		else
+			fprintf(r->out, "  host");
+		fprintf(r->out,
+			": %s in %" PRIu64 " allocations at %.2f s, step %" PRId64 "; %s live at "
+			"the end\n",
+			fmt_bytes(pw->bytes, b1, sizeof(b1)), pw->count, report__secs(r, pw->ts_ns),
+			pw->step, fmt_bytes(pw->live_bytes, b2, sizeof(b2)));
+		fprintf(r->out, "  %10s %6s  %-26s %s\n", "BYTES", "COUNT", "API", "SITE");
+		for (j = 0; j < pw->nr_sites && (int)j < r->top; j++) {
+			const struct site *s = &r->t->sites[pw->sites[j].site];
+
+			fprintf(r->out, "  %10s %6" PRIu64 "  %-26s %s",
+				fmt_bytes(pw->sites[j].bytes, b1, sizeof(b1)), pw->sites[j].count,
+				cat_api_name(s->api), term_tmp(describe__site(r, s)));
+			if (s->label)
+				fprintf(r->out, " \"%s\"",
+					term_tmp(tracker__label(r->t, s->label)));
+			fputc('\n', r->out);
+		}
+		if (pw->nr_sites > (size_t)r->top)
+			fprintf(r->out, "  (%zu more sites: --json has them all)\n",
+				pw->nr_sites - (size_t)r->top);
+	}
 }
 
 /* Every limit the process exceeds, when the gate is on. */
@@ -434,17 +539,32 @@ static void print_odd_frees(struct report *r, const struct tproc *p)
 			p->c.unknown_frees, p->c.double_frees, p->c.addr_reuse, p->c.async_reuse);
 }
 
-/* Calls recorded without their stack: the graph names them by call site alone. */
+/*
+ * Calls recorded without their stack: the graph names them by call site alone. A walk that
+ * stopped short is no loss (the stack keeps what it found, and the graph says where it
+ * stopped); what is lost is a stack the maps had no room for (stack_fail: the kernel's
+ * bpf_get_stackid found both full) or whose hash bucket held another stack in both maps
+ * (stack_collision). Larger maps answer both.
+ */
 static void print_stacks_lost(struct report *r, const struct tproc *p)
 {
-	if (p->loss[GL_STAT_STACK_FAIL] + p->loss[GL_STAT_STACK_COLLISION])
+	uint64_t fail = p->loss[GL_STAT_STACK_FAIL], coll = p->loss[GL_STAT_STACK_COLLISION];
+
+	if (!fail && !coll)
+		return;
+	fprintf(r->out,
+		"stacks lost: %" PRIu64 " allocation calls recorded without their stack, named by "
+		"call site alone (",
+		fail + coll);
+	if (fail)
+		fprintf(r->out, "stack_fail=%" PRIu64 ": no room left in the stack maps%s", fail,
+			coll ? "; " : "");
+	if (coll)
 		fprintf(r->out,
-			"stacks lost: %" PRIu64 " allocation calls recorded "
-			"without their stack, named by call site alone (stack_fail=%" PRIu64
-			" stack_collision=%" PRIu64 "; --stack-entries holds "
-			"more)\n",
-			p->loss[GL_STAT_STACK_FAIL] + p->loss[GL_STAT_STACK_COLLISION],
-			p->loss[GL_STAT_STACK_FAIL], p->loss[GL_STAT_STACK_COLLISION]);
+			"stack_collision=%" PRIu64 ": their hash buckets held other stacks in both "
+			"maps",
+			coll);
+	fprintf(r->out, "): --stack-entries makes the maps larger\n");
 }
 
 void text__proc(struct report *r, const struct gate *gate, const struct proc_verdict *pv,
@@ -468,6 +588,8 @@ void text__proc(struct report *r, const struct gate *gate, const struct proc_ver
 	print_violations(r, p);
 	if (r->tl)
 		print_growth(r, pv);
+	print_shutdown(r, pv);
+	print_peaks(r, pv);
 	print_sites(r, pv, VERDICT_PENDING, "async frees still pending (stream not synchronized):");
 	print_sites(r, pv, VERDICT_VA, "virtual address ranges reserved and never freed:");
 	print_sites(r, pv, VERDICT_REG, "registrations never deregistered:");

@@ -193,6 +193,10 @@ const struct cat_api cat_apis[] = {
 	0),
     API("cuMemUnmap", GL_API_CU_MEM_UNMAP, SPEC(GL_SHAPE_CALL, 1, 2, 0, 0, 0, 0), OP_VMM_UNMAP,
 	MEM_NONE, 0),
+    /* cuMemRetainAllocationHandle(handle *h, void *addr): the handle mapped at addr, with one
+     * more reference, which needs a cuMemRelease of its own (NCCL's ncclCuMemFree) */
+    API("cuMemRetainAllocationHandle", GL_API_CU_MEM_RETAIN_ALLOCATION_HANDLE, OUTPTR(1, 0, 2, 0),
+	OP_VMM_RETAIN, MEM_NONE, CAT_OPTIONAL, .space = SPACE_VMM_HANDLE),
 
     /* NCCL (libnccl.so.2): ncclX are weak aliases of pncclX, one probe per address. */
     API("ncclMemAlloc", GL_API_NCCL_MEM_ALLOC, OUTPTR(1, 2, 0, 0), OP_ALLOC, MEM_DEVICE, 0),

@@ -35,6 +35,7 @@ enum cat_op {
 	OP_PRIMARY_RESET,   /* primary context of device aux reset: its memory released */
 	OP_VMM_MAP,	    /* handle aux mapped at addr, size bytes */
 	OP_VMM_UNMAP,	    /* mappings in [addr, addr + size) removed */
+	OP_VMM_RETAIN,	    /* handle addr, mapped at aux, gains a reference (a release each) */
 	OP_COMM_INIT,	    /* NCCL communicator addr created: inner allocations are its */
 	OP_COMM_DESTROY,    /* NCCL communicator addr destroyed or aborted */
 	OP_GROUP_START,	    /* NCCL group opened: inits return their communicator at once */

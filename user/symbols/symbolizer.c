@@ -961,18 +961,57 @@ int symbolizer__frame_fp(struct symbolizer *s, pid_t pid, uint64_t addr)
 	return frame_fp(s, pid, addr);
 }
 
-/* Frames from nofp_from on came through a function without a frame pointer (flags). */
+/*
+ * Functions a frame-pointer walk ends in when nothing went wrong: the start of the main
+ * thread and of every other (glibc's _start and clone clear %rbp before they call them).
+ * Built without frame pointers, they are still where the chain ends, not where it broke.
+ */
+static bool walk_root(const char *func)
+{
+	static const char *const roots[] = {
+	    "__libc_start_call_main",
+	    "__libc_start_main",
+	    "_start",
+	    "start_thread",
+	    "clone",
+	    "clone3",
+	    "__clone",
+	    "__clone3",
+	    "__clone_internal",
+	    "thread_start",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
+		if (!strcmp(func, roots[i]))
+			return true;
+	return false;
+}
+
+/*
+ * Frames from nofp_from on came through a function without a frame pointer (flags). When
+ * that function is the last one found, and no thread starts there, the walk stopped because
+ * of it (its %rbp held no frame, or held one that led nowhere): the stack is cut short,
+ * nofp_from is its length and its callers are unknown.
+ */
 static void judge_walk(struct symbolizer *s, struct ustack *st)
 {
+	const struct sym_info *si;
 	uint16_t i;
 
-	/* The last frame's own frame pointer leads nowhere shown: it needs no verdict. */
 	for (i = 0; i + 1 < st->nr; i++)
 		if (!frame_fp(s, st->pid, st->frames[i])) {
 			st->flags |= STACK_NO_FP;
 			st->nofp_from = i + 1;
 			return;
 		}
+	if (!st->nr || (st->flags & STACK_TRUNCATED) || frame_fp(s, st->pid, st->frames[i]))
+		return;
+	si = symbolizer__info(s, st->pid, st->frames[i]);
+	if (!si || !si->func || walk_root(si->func))
+		return;
+	st->flags |= STACK_NO_FP;
+	st->nofp_from = st->nr;
 }
 
 int symbolizer__add_stack(struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller,
