@@ -38,7 +38,7 @@ CFLAGS ?= -O2 -g
 CFLAGS += $(WARN) -std=gnu11 -D_GNU_SOURCE -DGPULEAK_VERSION='"$(VERSION)"' \
 	  -Ibpf -Iuser -I$(OUTPUT) -fno-omit-frame-pointer
 # libstdc++.so.6 by its soname: __cxa_demangle (user/symbols/symbolizer.c), no -dev package needed.
-LDLIBS := -lbpf -lelf -lz -lm -ldl -lcapstone -l:libstdc++.so.6
+LDLIBS := -lbpf -ldw -lelf -lz -lm -ldl -lcapstone -l:libstdc++.so.6
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
 BPF_SRC := bpf/gpuleak.bpf.c
@@ -187,7 +187,7 @@ include bench/bench.mk
 # the strict JSON reader and the NDJSON verdicts gpuleak diff reads, with the diff of what loads;
 # dawn: the object reader and Dawn's proc-table recovery, on any object file.
 FUZZ_CC ?= clang
-FUZZ_TARGETS := capture rules perfmap json dawn
+FUZZ_TARGETS := capture rules perfmap json dawn unwind
 FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 # The engine: every libbpf-free folder.
 FUZZ_SRC := $(ENGINE_SRC)
@@ -200,7 +200,7 @@ FUZZ_ARGS = -timeout=10 -rss_limit_mb=2048 -dict=tests/fuzz/$*/dict
 $(OUTPUT)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) $(wildcard user/*/*.h) bpf/gpuleak.h
 	@mkdir -p $(@D)
 	$(call msg,FUZZ-CC,$@)
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(FUZZ_SRC) -lelf -lz -lm -lcapstone -l:libstdc++.so.6 -o $@
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(FUZZ_SRC) -ldw -lelf -lz -lm -lcapstone -l:libstdc++.so.6 -o $@
 
 fuzz-build: $(FUZZ_BINS)
 

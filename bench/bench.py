@@ -39,6 +39,9 @@ Sections (--only picks some):
              naming one from an ELF symbol table of 100 000 functions, taking turns in one
              process (glbench symbols); the first frame of each (reading the table), and the
              heap per perf map entry
+  unwind     --unwind dwarf: the pair loop with a copy of 16 KiB of stack per allocation,
+             unwound in user space with CFI, against the frame-pointer walk (the default)
+             and the floor: the cost per allocation of the copy and unwind, as a ratio
   python     a Python loop of cudaMalloc + cudaFree through ctypes, 40 frames deep: the
              Python walk per allocation at --python-depth 8 and 32 beside native stacks
              only, against the floor; the entry program's own time (BPF statistics)
@@ -122,6 +125,10 @@ TARGETS = {
     # a .rodata-only pre-filter mapped a window at a time made it 1.5 x and 8 MB.
     "procs_nodawn_vs_symscan": (3, "le"),
     "procs_nodawn_peak_rss_vs_object": (0.05, "le"),
+    # --unwind dwarf's pair above the floor against the frame-pointer walk's: the 16 KiB copy
+    # and its unwind may cost up to four times what all of gpuleak's other work per pair
+    # does (--quick on 2026-12-01, a 2-CPU VM at load 6: median 2.2, 1.8..4.4)
+    "unwind_vs_fp_above_floor": (5.0, "le"),
     # 2 us per allocation, the issue's aim, on the VM whose floor was 1.87 us per pair
     "python_walk_32_vs_floor": (1.07, "le"),
 }
@@ -243,10 +250,12 @@ def start_tracer(variant, pid, json_path, extra=()):
         t = Proc([GLBENCH, "bare", "-p", str(pid), "--cost", cost, BENCH_LIB], stdin=False)
         t.line("out", lambda l: l.startswith("attached"))
         return t
-    if variant in ("gpuleak", "gpuleak_stacks"):
+    if variant in ("gpuleak", "gpuleak_stacks", "gpuleak_unwind"):
         # "gpuleak": call sites only, like for like with the bpftrace script; "gpuleak_stacks":
-        # the default, a user stack per allocation (--stack-depth 32).
-        depth = ["--stack-depth", "0"] if variant == "gpuleak" else []
+        # the default, a user stack per allocation (--stack-depth 32); "gpuleak_unwind": that
+        # with --unwind dwarf (16 KiB copied per allocation).
+        depth = {"gpuleak": ["--stack-depth", "0"],
+                 "gpuleak_unwind": ["--unwind", "dwarf"]}.get(variant, [])
         t = Proc([GPULEAK, "attach", "-p", str(pid), "--interval", "0", "--json", json_path,
                   *depth, *extra], stdin=False, stderr_pipe=True)
         t.line("err", lambda l: "tracing pid" in l)
@@ -271,16 +280,22 @@ def stop_tracer(t):
         raise BenchError(f"{os.path.basename(t.argv[0])} did not exit with its target")
 
 
-def loop_run(argv, start):
+def loop_run(argv, start, env=None, bpf=None):
     """A pairloop target (ready, go, its JSON line) traced by start(pid) (None: untraced):
-    its JSON result and pid."""
-    target = Proc(argv)
+    its JSON result and pid. With bpf a list, the gpuleak entry program's own ns per call is
+    appended to it (BPF statistics on; a run beside another gpuleak's program has none)."""
+    target = Proc(argv, env=env)
     tracer = None
     try:
         target.line("out", lambda l: l.startswith("ready"))
+        before = enter_progs() if bpf is not None else {}
         tracer = start(target.pid)
         target.send("go\n")
         res = json.loads(target.line("out", lambda l: l.startswith("{"), timeout=300))
+        mine = [v for k, v in enter_progs().items() if k not in before] if bpf is not None \
+            else []
+        if len(mine) == 1 and mine[0][1]:
+            bpf.append(mine[0][0] / mine[0][1])
         if target.wait() != 0:
             raise BenchError(f"{os.path.basename(argv[0])} failed")
         stop_tracer(tracer)
@@ -291,9 +306,9 @@ def loop_run(argv, start):
     return res, target.pid
 
 
-def pair_run(variant, pairs, warmup, json_path):
+def pair_run(variant, pairs, warmup, json_path, env=None, bpf=None):
     res, pid = loop_run([PAIRLOOP, "--sync", "-n", str(pairs), "-w", str(warmup)],
-                        lambda p: start_tracer(variant, p, json_path))
+                        lambda p: start_tracer(variant, p, json_path), env, bpf)
     if variant.startswith("gpuleak"):
         v = read_verdict(json_path, pid)
         want = 2 * (pairs + warmup)
@@ -391,6 +406,49 @@ def bench_torch(a, tmp, res):
     out["torch_ratio_stacks_vs_usdt_floor"] = stats(rs_floor)
     out["torch_cost_vs_pair_floor_cost"] = stats(r_pair)
     out["torch_pair_floor_ns"] = stats(ns["pair_bare"])
+    return out
+
+
+def bench_unwind(a, tmp, res):
+    """The pair loop on the floor, under gpuleak with frame-pointer stacks (the default) and
+    with --unwind dwarf, taking turns. The copy and its unwind happen at the allocation
+    only: what the unwind run adds to the frame-pointer run is their cost per allocation;
+    the ratio of both runs' cost above the floor is the target."""
+    vs = ["bare", "gpuleak_stacks", "gpuleak_unwind"]
+    jp = os.path.join(tmp, "unwind.ndjson")
+    # pairloop allocates from main, near the top of its stack: 24 KiB of environment above
+    # it make the copy the whole 16 KiB it would be in a deeper program (all variants alike)
+    env = dict(os.environ, BENCH_STACK_PAD="x" * (24 << 10))
+    ns = {v: [] for v in vs}
+    bpf = {v: [] for v in vs}
+    ratio, added = [], []
+    old = set_bpf_stats(True)
+    try:
+        for rep in range(a.unwind_reps):
+            k = rep % len(vs)
+            got = {}
+            for v in vs[k:] + vs[:k]:
+                got[v], _ = pair_run(v, a.unwind_pairs, a.warmup, jp, env, bpf[v])
+                ns[v].append(got[v])
+            added.append(got["gpuleak_unwind"] - got["gpuleak_stacks"])
+            ratio.append((got["gpuleak_unwind"] - got["bare"]) /
+                         (got["gpuleak_stacks"] - got["bare"]))
+            log(f"unwind {rep + 1}/{a.unwind_reps}: " +
+                ", ".join(f"{v} {got[v]:.0f} ns" for v in vs) + f"; ratio {ratio[-1]:.2f}")
+    finally:
+        if old is not None:
+            set_bpf_stats(old == "1")
+    out = {f"unwind_pair_ns_{v}": stats(ns[v]) for v in vs}
+    out["unwind_added_ns_per_alloc"] = stats(added)
+    out["unwind_vs_fp_above_floor"] = stats(ratio)
+    for v in ("gpuleak_stacks", "gpuleak_unwind"):
+        if bpf[v]:
+            out[f"unwind_bpf_enter_ns_{v}"] = stats(bpf[v])
+    # The entry program runs at both calls of a pair, the copy at the first. Runs beside
+    # another gpuleak's (a shared machine) cannot tell their program apart and have none.
+    if bpf["gpuleak_unwind"] and bpf["gpuleak_stacks"]:
+        out["unwind_bpf_copy_ns_per_alloc"] = stats(
+            [2 * (u - statistics.median(bpf["gpuleak_stacks"])) for u in bpf["gpuleak_unwind"]])
     return out
 
 
@@ -995,7 +1053,7 @@ SECTIONS = {"pairs": bench_pairs, "torch": bench_torch, "breakdown": bench_break
             "consumer": bench_consumer, "memory": bench_memory,
             "drops": bench_drops, "attach": bench_attach, "placement": bench_placement,
             "capture": bench_capture, "watch": bench_watch, "symbols": bench_symbols,
-            "procs": bench_procs, "python": bench_python}
+            "procs": bench_procs, "python": bench_python, "unwind": bench_unwind}
 
 ROWS = [  # key, label, unit, scale, format
     ("pair_ns_none", "pair, untraced", "ns", 1, "{:.0f}"),
@@ -1090,6 +1148,15 @@ ROWS = [  # key, label, unit, scale, format
     ("py312_walk_ns_8", "  Python walk per allocation, 8", "ns", 1, "{:.0f}"),
     ("py312_walk_ns_32", "  Python walk per allocation, 32", "ns", 1, "{:.0f}"),
     ("python_walk_32_vs_floor", "  walk at 32 / floor pair", "x", 1, "{:.2f}"),
+    ("unwind_pair_ns_bare", "pair, floor (unwind section)", "ns", 1, "{:.0f}"),
+    ("unwind_pair_ns_gpuleak_stacks", "  gpuleak, frame-pointer stacks", "ns", 1, "{:.0f}"),
+    ("unwind_pair_ns_gpuleak_unwind", "  gpuleak --unwind dwarf (16 KiB)", "ns", 1, "{:.0f}"),
+    ("unwind_added_ns_per_alloc", "  copy + unwind per allocation", "ns", 1, "{:.0f}"),
+    ("unwind_vs_fp_above_floor", "  unwind / frame pointers, above floor", "x", 1, "{:.2f}"),
+    ("unwind_bpf_enter_ns_gpuleak_stacks", "  entry program per call, fp", "ns", 1, "{:.0f}"),
+    ("unwind_bpf_enter_ns_gpuleak_unwind", "  entry program per call, dwarf", "ns", 1,
+     "{:.0f}"),
+    ("unwind_bpf_copy_ns_per_alloc", "  the copy in BPF per allocation", "ns", 1, "{:.0f}"),
     ("py312_bpf_enter_ns_py0", "  entry program per call, native", "ns", 1, "{:.0f}"),
     ("py312_bpf_enter_ns_py8", "  entry program per call, 8", "ns", 1, "{:.0f}"),
     ("py312_bpf_enter_ns_py32", "  entry program per call, 32", "ns", 1, "{:.0f}"),
@@ -1175,6 +1242,8 @@ def main():
     a.procs_reps = 2 if q else 5
     a.py_reps = 3 if q else 7
     a.py_pairs = 50000 if q else 200000
+    a.unwind_reps = 3 if q else 7
+    a.unwind_pairs = 50000 if q else 200000
     only = a.only.split(",") if a.only else list(SECTIONS)
     for s in only:
         if s not in SECTIONS:
@@ -1199,7 +1268,8 @@ def main():
                                                   "placement_reps", "placement_calls",
                                                   "idle_reps", "idle_seconds",
                                                   "symbols_reps", "symbols_frames",
-                                                  "procs_reps", "py_reps", "py_pairs")},
+                                                  "procs_reps", "py_reps", "py_pairs",
+                                                  "unwind_reps", "unwind_pairs")},
            "spread": {}, "targets": {}}
     for k, v in res.items():
         if isinstance(v, dict):

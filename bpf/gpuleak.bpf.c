@@ -34,6 +34,17 @@ const volatile struct gl_api_spec specs[GL_API_MAX] = {};
 const volatile __u64 wakeup_bytes = 256 * 1024;
 /* Frames of a user stack kept (--stack-depth); 0: no stacks. */
 const volatile __u32 stack_depth = 0;
+/*
+ * --unwind dwarf: bytes of user stack copied at each allocation that takes a stack, for user
+ * space to unwind with call frame information (struct gl_ustack_rec); 0: frame pointers only.
+ */
+const volatile __u32 unwind_bytes = 0;
+/*
+ * No copy once this much of the ring buffer is unread: a consumer slower to unwind than the
+ * process allocates must lose copies (the allocation keeps its frame-pointer walk), never
+ * the records of the calls themselves.
+ */
+const volatile __u64 unwind_ring_max = 0;
 /* --follow: processes forked by a traced process are traced too (else only said). */
 const volatile bool follow_children = false;
 /*
@@ -96,6 +107,8 @@ struct frame {
 	__u64 aux2;
 	__u64 mul;
 	__u64 ts_ns; /* entry time, syncs only */
+	__u64 ra;    /* --unwind dwarf: the return address at entry, before the return probe's
+		   * trampoline took its place on the stack */
 	__s32 stack_id;
 	__u32 api;
 	__u32 hflags;	  /* enum gl_hdr_flags found at entry */
@@ -506,6 +519,78 @@ static __always_inline void desc2_copy(struct pt_regs *ctx, struct gl_api_spec s
 	}
 }
 
+/* bpf_find_vma's callback: where the stack's mapping ends. */
+static long vma_end(struct task_struct *task __attribute__((unused)), struct vm_area_struct *vma,
+		    void *ctx)
+{
+	*(__u64 *)ctx = vma->vm_end;
+	return 0;
+}
+
+/*
+ * --unwind dwarf: the registers and the top of the user stack of an allocation call at its
+ * entry, sent ahead of the call's record (same tid and depth). The stack is not interned:
+ * its bytes differ from call to call, so every such allocation pays a copy of unwind_bytes
+ * (once into the ring buffer, no scratch buffer). The stack's mapping may end before
+ * unwind_bytes (a main thread near its top): the copy stops where it ends (a failed read
+ * would clear the whole buffer first), and where that is unknown or a read still fails, at
+ * the last page that reads, trying at most a page less each time.
+ */
+static __always_inline void ustack_emit(struct pt_regs *ctx, const struct tstate *st,
+					__u64 pid_tgid, __u32 d, __u16 api, __s32 stack_id)
+{
+	__u64 sp = PT_REGS_SP(ctx), end = 0;
+	struct gl_ustack_rec *r;
+	__u32 n = unwind_bytes, len = 0;
+
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > unwind_ring_max)
+		return;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r) + unwind_bytes, 0);
+	if (!r) {
+		count_loss(pid_tgid >> 32, GL_STAT_RB_FULL, 1);
+		return;
+	}
+	if (!bpf_find_vma(bpf_get_current_task_btf(), sp, vma_end, &end, 0) && end > sp &&
+	    end - sp < n)
+		n = (__u32)(end - sp);
+	for (int i = 0; i <= GL_USTACK_MAX / 4096; i++) {
+		if (n > unwind_bytes)
+			n = unwind_bytes;
+		if (!n)
+			break;
+		if (!bpf_probe_read_user(r->data, n, (void *)sp)) {
+			len = n;
+			break;
+		}
+		end = (sp + n - 1) & ~4095ULL; /* where the last page read starts */
+		if (end <= sp)
+			break;
+		n = (__u32)(end - sp);
+	}
+	if (!len)
+		count_loss(pid_tgid >> 32, GL_STAT_READ_FAIL, 1);
+	r->hdr.size = sizeof(*r) + len;
+	r->hdr.kind = GL_REC_USTACK;
+	r->hdr.depth = d;
+	r->hdr.api = api;
+	r->hdr.flags = 0;
+	r->hdr.pid = pid_tgid >> 32;
+	r->hdr.tid = (__u32)pid_tgid;
+	r->hdr.ts_ns = 0;
+	r->stack_id = stack_id;
+	r->len = len;
+	r->ip = PT_REGS_IP(ctx);
+	r->sp = sp;
+	r->bp = PT_REGS_FP(ctx);
+	for (__u32 k = 0; k < GL_MAX_DEPTH - 1; k++) {
+		const struct frame *of = &st->f[k & (GL_MAX_DEPTH - 1)];
+
+		r->ret_at[k] = k < d ? of->sp : 0;
+		r->ret[k] = k < d ? of->ra : 0;
+	}
+	bpf_ringbuf_submit(r, rb_flags(0, sizeof(*r) + unwind_bytes));
+}
+
 /* Entry of a call whose result matters: remember its arguments until the return probe. */
 static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_api_spec s)
 {
@@ -535,6 +620,10 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 	f->ts_ns = s.shape == GL_SHAPE_SYNC ? bpf_ktime_get_ns() : 0;
 	f->api = api;
 	f->stack_id = -1;
+	f->ra = 0;
+	/* Read before the return probe runs: it replaces the return address after this. */
+	if (unwind_bytes && bpf_probe_read_user(&f->ra, sizeof(f->ra), (void *)f->sp))
+		f->ra = 0;
 	f->hflags = 0;
 	f->layer_seen = 0;
 	/* No label unless this call's descriptor names one (AT_RETURN copies none at entry). */
@@ -563,6 +652,9 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 			f->stack_id = stack_get(ctx, pid_tgid >> 32);
 		if (python_depth)
 			py_stack(st, pid_tgid, &f->stack_id);
+		/* A stack with Python frames is named by the interpreter's own chain. */
+		if (unwind_bytes && stack_depth && !gl_stack_is_py(f->stack_id))
+			ustack_emit(ctx, st, pid_tgid, d, api, f->stack_id);
 	}
 	st->depth = d + 1;
 	return 0;

@@ -32,6 +32,9 @@ enum gl_rec_kind {
 				 * id (GL_STACK_PY range), before any record that uses it */
 	GL_REC_PY_CODE = 13,	/* struct gl_py_code_rec: what names a Python code object,
 				 * before the first stack that holds it */
+	GL_REC_USTACK = 20,	/* ring buffer only (struct gl_ustack_rec): registers and the
+				 * top of the user stack at an allocation's entry (--unwind
+				 * dwarf), before the call's own record */
 
 	GL_REC_TICK = 64,   /* user space: time advanced to hdr.ts_ns (no events meanwhile) */
 	GL_REC_PROC = 65,   /* user space: struct gl_proc_rec, a process was attached/exited */
@@ -106,6 +109,40 @@ struct gl_call_rec {
  * a GL_REC_PY_STACK for each new one. Never reused within a session.
  */
 #define GL_STACK_PY (1 << 29)
+
+/* Nested traced calls remembered per thread (cudaMalloc -> cuMemAlloc -> ... ). */
+#define GL_MAX_DEPTH 8
+
+/*
+ * Ids from GL_STACK_UNWOUND up to GL_STACK_PY name a stack user space unwound with the
+ * modules' call frame information from a struct gl_ustack_rec (--unwind dwarf): one id per
+ * distinct (process, frames), given by user space to the records it stands in; records in
+ * captures carry it. Kernel stack ids stay below it (--stack-entries is at most 1 << 20).
+ */
+#define GL_STACK_UNWOUND (1 << 28)
+
+/*
+ * --unwind dwarf: what BPF copies at an allocation's entry for user space to unwind from.
+ * The registers a frame-pointer walk does not need are unknown to the unwinder: call frame
+ * information that computes a caller's frame from another register stops it.
+ */
+#define GL_USTACK_MAX (32 << 10) /* --unwind-bytes limit */
+
+struct gl_ustack_rec {
+	struct gl_hdr hdr; /* api, depth, pid, tid: those of the call's record; size: up to
+			    * the last byte of data copied */
+	__s32 stack_id;	   /* the frame-pointer walk's id the call's record carries, < 0: none */
+	__u32 len;	   /* bytes of data: from sp up, cut where the stack's mapping ends */
+	__u64 ip, sp, bp;  /* at the call's entry: the probed function's first instruction */
+	/*
+	 * The traced calls open below this one on the thread (hdr.depth of them, outermost
+	 * first): where each one's return address is on the stack and what it was before its
+	 * return probe put the kernel's trampoline there. Unwinding reads those instead.
+	 */
+	__u64 ret_at[GL_MAX_DEPTH - 1];
+	__u64 ret[GL_MAX_DEPTH - 1];
+	__u8 data[];
+};
 
 static inline int gl_stack_is_py(__s32 id)
 {
@@ -789,8 +826,5 @@ enum gl_api {
 };
 
 #define GL_API_FAMILY(api) ((api) >> 8)
-
-/* Nested traced calls remembered per thread (cudaMalloc -> cuMemAlloc -> ... ). */
-#define GL_MAX_DEPTH 8
 
 #endif /* GPULEAK_H */

@@ -35,9 +35,11 @@ set -euo pipefail
 # compares gpuleak's cost with (bench/bench.py). clang-format: make format-check (make test).
 # systemtap-sdt-dev: <sys/sdt.h>, the USDT probes of the stand-in PyTorch (tests/standin).
 # python3.11: Debian's interpreter, whose SDT probes the USDT tests trace.
-# strace: kills gpuleak at its Nth syscall of a kind, at every stage of its startup
-# (tests/test_conduct.py: no process it held is left stopped).
-want_pkgs=(clang clang-format llvm make gcc pkg-config libelf-dev zlib1g-dev libbpf-dev bpftool python3-jsonschema
+# libdw-dev: elfutils' DWARF library, whose call frame information readers --unwind dwarf
+# unwinds with (user/symbols/cfi.c). strace: kills gpuleak at its Nth syscall of a kind, at
+# every stage of its startup (tests/test_conduct.py: no process it held is left stopped).
+want_pkgs=(clang clang-format llvm make gcc pkg-config libelf-dev libdw-dev zlib1g-dev libbpf-dev
+	   bpftool python3-jsonschema
 	   libclang-rt-14-dev librsvg2-bin fonts-dejavu-core python3 curl util-linux
 	   python3-prometheus-client prometheus bpftrace groff-base libcapstone-dev strace
 	   systemtap-sdt-dev python3.11)

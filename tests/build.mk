@@ -86,7 +86,8 @@ SCENARIOS_DRIVER := driver_alloc vmm
 # Linked against both: a runtime form and a driver form of the same calls (docs/cuda.md).
 SCENARIOS_BOTH := graphs pools ipc hostreg arrays
 SCENARIO_BINS := $(addprefix $(SCENARIO_BINDIR)/,$(SCENARIOS_CUDART) $(SCENARIOS_DRIVER) \
-	$(SCENARIOS_BOTH) nccl_comm nccl_owners dlopen realcudart realdriver stacks reloc torchlike pyembed)
+	$(SCENARIOS_BOTH) nccl_comm nccl_owners dlopen realcudart realdriver stacks reloc torchlike pyembed \
+	unwind_nofp)
 # Two builds of one program for `gpuleak diff`: BASE as written, NEW with the change (-D),
 # the same file name in two folders (one command, one module), linked like the others.
 DIFFAPP_BUILDS := $(SCENARIO_BINDIR)/diff-base/diffapp $(SCENARIO_BINDIR)/diff-new/diffapp
@@ -312,6 +313,12 @@ $(SCENARIO_BINDIR)/stacks: tests/scenarios/stacks.c tests/scenarios/scenario.h $
 		$(STACKS_HELPER) $(STACKS_NOFP) $(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
 	$(TESTS_CC) $(SCENARIO_CFLAGS) -o $@ $< $(STANDIN_LIBCUDART) $(STACKS_HELPER) \
 		$(STACKS_NOFP) $(SCENARIO_RPATH) -pthread
+
+# Without frame pointers, as distributions build: what --unwind dwarf is for.
+$(SCENARIO_BINDIR)/unwind_nofp: tests/scenarios/unwind_nofp.c tests/scenarios/scenario.h \
+		$(STANDIN_LIBS) $(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
+	$(TESTS_CC) -std=gnu11 -O2 -g -fomit-frame-pointer $(TESTS_WARN) -I$(CUDA_INCLUDE) -o $@ $< \
+		$(STANDIN_LIBCUDART) $(SCENARIO_RPATH)
 
 # A PyTorch-like library built as distributions build them (-O2 -fomit-frame-pointer) for
 # the `torchlike` scenario: stacks through code where %rbp is no frame pointer.

@@ -25,6 +25,7 @@ import test_capture  # noqa: E402,F401
 import test_diff  # noqa: E402,F401
 import test_stacks  # noqa: E402,F401
 import test_jit  # noqa: E402,F401
+import test_unwind  # noqa: E402,F401
 import test_reliability  # noqa: E402,F401
 import test_probes  # noqa: E402,F401
 import test_pytorch  # noqa: E402,F401

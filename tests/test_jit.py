@@ -2,7 +2,8 @@
 """JIT frames named from perf maps: Node on dawn.node (npm webgpu) running the wgpu_node_jit
 scenario with V8's perf map on (--perf-basic-prof --interpreted-frames-native-stack), and
 without it (the hint); live, from a capture once the map is gone, and in a container with its
-own pid namespace and /tmp; the perf map parser under libFuzzer. Expected numbers are in
+own pid namespace and /tmp; with --unwind dwarf, the JavaScript that creates the GPU
+buffers through dawn.node; the perf map parser under libFuzzer. Expected numbers are in
 tests/scenarios/wgpu_node_jit.mjs."""
 import contextlib
 import os
@@ -210,6 +211,55 @@ def jit_node_names_javascript_frames_live_and_offline():
         for p in (cap, folded):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(p)
+
+
+def unwound_js(v, where):
+    """--unwind dwarf: every GPU buffer's stack goes from dawn.node's createBuffer through
+    V8 into makeLogits and the module body that called it, no frame marked up to them."""
+    got, total = js_stacks(v, "wgpuDeviceCreateBuffer", "makeLogits")
+    eq(total, (STEPS * LOGITS, STEPS), "GPU buffers created under makeLogits")
+    for s in got:
+        fns = frames(s)
+        i = fns.index("makeLogits")
+        eq(s["frames"][i]["module"], where, "makeLogits's location")
+        check(fns[0].startswith("wgpu::binding::GPUDevice::createBuffer(") and
+              s["frames"][0]["module"] == "dawn.node", f"from dawn.node: {fns}")
+        check(any(f["module"] == "index.js:63:47" for f in s["frames"][1:i]),
+              f"through the package's createBuffer: {fns[:i + 1]}")
+        check(s["frames"][i + 1]["module"] == "wgpu_node_jit.mjs:1:1",
+              f"the module body calls it: {fns[i:]}")
+        nofp = s["without_frame_pointers"]
+        check(nofp is None or nofp["from_frame"] > i + 1,
+              f"no frame up to makeLogits's caller marked: {nofp} {fns}")
+
+
+@test
+def jit_node_unwind_dwarf_names_javascript_that_creates_buffers():
+    """--unwind dwarf: the stacks of the GPU buffers (8 x 64 KiB "logits", exact) are
+    unwound through dawn.node, which keeps no frame pointers, with its .eh_frame, then
+    through V8's frames by their frame pointers, to makeLogits (named from the perf map) and
+    the module body; in the graph, and from the capture with the process and map gone."""
+    cap = tmpfile(".glc")
+    run = NodeRun(V8_FLAGS, ["record", "-o", cap, "-v", "--unwind", "dwarf"])
+    try:
+        v = run.v
+        eq([(e["label"], e["bytes"], e["count"]) for e in entries(v, "wgpuDeviceCreateBuffer")],
+           [("logits", STEPS * LOGITS, STEPS)], "GPU buffers")
+        line, col = defined_at("makeLogits")
+        where = f"wgpu_node_jit.mjs:{line}:{col}"
+        unwound_js(v, where)
+        check(f"makeLogits ({where})" in run.out, f"the graph names it:\n{run.out}")
+        m = re.search(r"--unwind dwarf: (\d+) stack copies", run.err)
+        check(m and int(m.group(1)) >= STEPS, f"copies: {run.err}")
+        run.cleanup()
+        rep = report(cap)
+        off = rep.verdict()
+        same_verdict(v, off)
+        unwound_js(off, where)
+    finally:
+        run.cleanup()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(cap)
 
 
 @test

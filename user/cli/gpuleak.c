@@ -459,6 +459,7 @@ static void set_defaults(struct cli *c, const struct command *cmd)
 	c->t.ringbuf_bytes = 64ULL << 20;
 	c->t.stack_depth = 32;
 	c->t.python_depth = 32;
+	c->t.unwind_bytes = 16 << 10;
 	/*
 	 * A stack hashes to a bucket of a power-of-two table this size: with a few hundred
 	 * distinct allocation stacks a collision in one map is likely, in both (a lost stack,

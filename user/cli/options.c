@@ -656,6 +656,15 @@ static const struct argp_option trace_options[] = {
      "Python frames kept per allocation of a Python process (CPython 3.10 to 3.13; default "
      "32, at most 64; 0: no Python frames)",
      0},
+    {"unwind", OPT_UNWIND, "MODE", 0,
+     "How allocation stacks are walked: fp, the kernel's frame-pointer walk (default); dwarf, "
+     "also a copy of the top of the stack per allocation, unwound with the objects' call "
+     "frame information through code built without frame pointers",
+     0},
+    {"unwind-bytes", OPT_UNWIND_BYTES, "BYTES", 0,
+     "Stack bytes --unwind dwarf copies per allocation, 1KiB to 32KiB (default 16KiB); the "
+     "frames above them are the frame-pointer walk's",
+     0},
     {"debug-dir", OPT_DEBUG_DIR, "DIR", 0,
      "Also look for separate debug files of stripped libraries in DIR "
      "(DIR/.build-id/xx/yyyy.debug, or the .gnu_debuglink name under DIR), before "
@@ -719,6 +728,21 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 				   "invalid --python-depth '%s' (0..%d; 0: no Python frames)", arg,
 				   GL_PY_DEPTH_MAX);
 		c->t.python_depth = (unsigned int)n;
+		break;
+	case OPT_UNWIND:
+		if (!strcmp(arg, "fp"))
+			c->t.unwind_dwarf = false;
+		else if (!strcmp(arg, "dwarf"))
+			c->t.unwind_dwarf = true;
+		else
+			argp_error(state, "invalid --unwind '%s' (fp or dwarf)", arg);
+		break;
+	case OPT_UNWIND_BYTES:
+		if (parse_bytes(arg, &v) || v < 1024 || v > GL_USTACK_MAX || (v & 7))
+			argp_error(state,
+				   "invalid --unwind-bytes '%s' (1KiB..%dKiB, a multiple of 8)",
+				   arg, GL_USTACK_MAX >> 10);
+		c->t.unwind_bytes = (unsigned int)v;
 		break;
 	case OPT_DEBUG_DIR:
 		if (c->t.nr_debug_dirs == SYMBOLIZER_MAX_DEBUG_DIRS)

@@ -134,6 +134,8 @@ int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out)
 	set_specs(b->skel);
 	b->skel->rodata->follow_children = o->follow;
 	b->skel->rodata->python_depth = o->python_depth;
+	b->skel->rodata->unwind_bytes = o->stack_depth ? o->unwind_bytes : 0;
+	b->skel->rodata->unwind_ring_max = o->ringbuf_bytes / 2;
 	b->skel->rodata->self_tgid = getpid();
 	/* gpuleak in a container with its own pid namespace: BPF reports pids as we see them. */
 	err = process__pidns(&ns_dev, &ns_ino, &initial);

@@ -24,6 +24,7 @@ struct bpf_setup_opts {
 	unsigned int stack_entries; /* stacks each stack map holds */
 	bool oom_kill;		    /* gpuleak watch: the OOM killer's choices (mark_victim) */
 	unsigned int python_depth;  /* Python frames kept per allocation, 0: none */
+	unsigned int unwind_bytes;  /* stack bytes copied per allocation to unwind, 0: none */
 };
 
 /* Open, configure and load. 0 or -errno, said on stderr. */

@@ -15,6 +15,7 @@
 #include "live/targets.h"
 #include "live/watch.h"
 #include "symbols/symbolizer.h"
+#include "symbols/unwind.h"
 
 /* A call (or callback, label) made by the process: what a followed child is reported for. */
 static bool is_activity(const struct gl_hdr *h)
@@ -58,6 +59,23 @@ static void intern_stack(struct live *l, const struct gl_call_rec *r)
 }
 
 /*
+ * --unwind dwarf: the record with the id of the stack unwound from the copy taken at its
+ * entry, in buf, when that stack replaces its frame-pointer walk; else the record itself.
+ */
+static const struct gl_hdr *unwound(struct live *l, const struct gl_hdr *h, struct gl_peek_rec *buf)
+{
+	int32_t id;
+
+	if (unwind__call(l->unw, (const struct gl_call_rec *)h, &id) == -ENOMEM)
+		pr_warn("out of memory for an unwound stack of pid %u\n", h->pid);
+	if (id == ((const struct gl_call_rec *)h)->stack_id || h->size > sizeof(*buf))
+		return h;
+	memcpy(buf, h, h->size);
+	buf->desc.call.stack_id = id;
+	return &buf->desc.call.hdr;
+}
+
+/*
  * A caching allocator's block is reported from inside the allocator: its site is the first
  * frame of its stack outside the allocator's libraries (the catalog's site_skip), made the
  * record's call site here, before the analysis and the capture see it, so both name the same
@@ -86,10 +104,17 @@ static const struct gl_hdr *site_outside(struct live *l, const struct gl_call_re
 
 int feed__record(struct live *l, const struct gl_hdr *h)
 {
+	struct gl_peek_rec buf;
 	struct gl_call_rec copy;
 	struct target *t;
 	int err;
 
+	/* A copy of the stack is for its call's record only: never analysed nor recorded. */
+	if (h->kind == GL_REC_USTACK) {
+		if (l->unw && unwind__copy(l->unw, h, h->size) == -ENOMEM)
+			pr_warn("out of memory for the stack copy of pid %u\n", h->pid);
+		return 0;
+	}
 	if (h->kind == GL_REC_NOTIFY && h->api == GL_API_LD_DEBUG_STATE &&
 	    (t = targets__find(l->tgts, h->pid)))
 		t->rescan_pending = true;
@@ -105,11 +130,14 @@ int feed__record(struct live *l, const struct gl_hdr *h)
 	    symbolizer__py_record(l->sym, h) == -ENOMEM)
 		pr_warn("out of memory for the Python frames of pid %u\n", h->pid);
 	if ((h->kind == GL_REC_ALLOC || h->kind == GL_REC_ALLOC_FAIL) &&
-	    h->size >= sizeof(struct gl_call_rec) &&
-	    ((const struct gl_call_rec *)h)->stack_id >= 0) {
+	    h->size >= sizeof(struct gl_call_rec) && ((const struct gl_call_rec *)h)->stack_id >= 0)
 		intern_stack(l, (const struct gl_call_rec *)h);
+	if (l->unw && (h->kind == GL_REC_ALLOC || h->kind == GL_REC_ALLOC_FAIL) &&
+	    h->size >= sizeof(struct gl_call_rec))
+		h = unwound(l, h, &buf);
+	if ((h->kind == GL_REC_ALLOC || h->kind == GL_REC_ALLOC_FAIL) &&
+	    h->size >= sizeof(struct gl_call_rec) && ((const struct gl_call_rec *)h)->stack_id >= 0)
 		h = site_outside(l, (const struct gl_call_rec *)h, &copy);
-	}
 	recorder__record(l->rec, h);
 	err = analysis__feed(l->an, h);
 	/* A trigger sees the record as the analysis took it. */

@@ -27,6 +27,7 @@ struct signals;
 struct symbolizer;
 struct targets;
 struct watch;
+struct unwind;
 
 struct live {
 	const struct session_opts *o;
@@ -35,6 +36,7 @@ struct live {
 	struct modules *mods;
 	struct attach *att; /* NULL once detached (finishing) */
 	struct symbolizer *sym;
+	struct unwind *unw; /* --unwind dwarf, else NULL */
 	struct analysis *an;
 	struct recorder *rec;	   /* gpuleak record, else NULL */
 	struct callbacks *cbs;	   /* callbacks waiting for their probes */

@@ -46,6 +46,7 @@
 #include "output/report.h"
 #include "probe/modules.h"
 #include "symbols/symbolizer.h"
+#include "symbols/unwind.h"
 
 /* Drain this often: BPF only wakes us once 256 KiB are waiting. */
 #define POLL_MS 50
@@ -326,6 +327,16 @@ static void finish(struct session *s)
 		if (target__in_analysis(targets__at(l->tgts, i)))
 			probe_sites__keep(l->sites, l->att, targets__at(l->tgts, i)->pid);
 	detach(s);
+	if (l->unw) {
+		struct unwind_stats us;
+
+		unwind__stats(l->unw, &us);
+		pr_info("--unwind dwarf: %" PRIu64 " stack copies, %" PRIu64
+			" unwound stacks in place of frame-pointer walks (%" PRIu64
+			" reached the copy's end), %" PRIu64 " calls without a copy; %.1f ms "
+			"unwinding, opening objects included\n",
+			us.copies, us.used, us.copy_ended, us.missing, (double)us.unwind_ns / 1e6);
+	}
 	for (i = 0; i < targets__count(l->tgts); i++) {
 		struct target *t = targets__at(l->tgts, i);
 
@@ -434,7 +445,8 @@ static int open_tracing(struct session *s)
 				     .stack_depth = o->stack_depth,
 				     .stack_entries = o->stack_entries,
 				     .python_depth = o->python_depth,
-				     .oom_kill = o->watch && watch__wants_oom_kill(o->watch)},
+				     .oom_kill = o->watch && watch__wants_oom_kill(o->watch),
+				     .unwind_bytes = o->unwind_dwarf ? o->unwind_bytes : 0},
 	    &l->bpf);
 	if (err)
 		return err;
@@ -458,6 +470,8 @@ static int open_tracing(struct session *s)
 	}
 	if (!err && o->watch)
 		err = watch__new(o->watch, l, s->json, &l->watch, &l->rec);
+	if (!err && o->unwind_dwarf && o->stack_depth)
+		err = unwind__new(l->sym, o->stack_depth, &l->unw);
 	if (!err)
 		err = pictures__open(&o->a.out, &s->pics);
 	if (!err)
@@ -527,6 +541,7 @@ static int close_session(struct session *s, bool traced, int err)
 	markers__free(l->mk);
 	pyconf__free(l->py);
 	probe_sites__free(l->sites);
+	unwind__free(l->unw);
 	symbolizer__free(l->sym);
 	modules__free(l->mods);
 	bpf_setup__free(l->bpf);

@@ -754,3 +754,13 @@ int elf_obj__load_bias(const struct elf_obj *o, uint64_t start, uint64_t pgoff, 
 	}
 	return -ENOENT;
 }
+
+Elf *elf_obj__libelf(const struct elf_obj *o)
+{
+	return o->elf;
+}
+
+struct elf_obj *elf_obj__debug_obj(const struct elf_obj *o)
+{
+	return o->debug;
+}

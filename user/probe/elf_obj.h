@@ -119,6 +119,11 @@ int elf_obj__find_object(struct elf_obj *o, const char *name, uint64_t *vaddr, u
  */
 int elf_obj__load_bias(const struct elf_obj *o, uint64_t start, uint64_t pgoff, uint64_t page,
 		       uint64_t *bias);
+/* The object's libelf handle and its separate debug file once attached (NULL: none), for
+ * readers of its other sections (call frame information). Valid until elf_obj__free. */
+struct Elf;
+struct Elf *elf_obj__libelf(const struct elf_obj *o);
+struct elf_obj *elf_obj__debug_obj(const struct elf_obj *o);
 /* Up to len bytes of file content at a file offset; returns bytes copied or -errno. */
 ssize_t elf_obj__read(const struct elf_obj *o, uint64_t off, void *buf, size_t len);
 

@@ -944,6 +944,23 @@ static int frame_fp(struct symbolizer *s, pid_t pid, uint64_t addr)
 	return e->fp;
 }
 
+struct elf_obj *symbolizer__object(struct symbolizer *s, pid_t pid, uint64_t addr, uint64_t *bias)
+{
+	struct seen_map *m = lookup(s, pid, addr);
+	struct elf_obj *elf = m ? map_elf(s, m) : NULL;
+	uint64_t vaddr;
+
+	if (!elf || elf_obj__off_to_vaddr(elf, addr - m->start + m->pgoff, &vaddr))
+		return NULL;
+	*bias = addr - vaddr;
+	return elf;
+}
+
+int symbolizer__frame_fp(struct symbolizer *s, pid_t pid, uint64_t addr)
+{
+	return frame_fp(s, pid, addr);
+}
+
 /*
  * Functions a frame-pointer walk ends in when nothing went wrong: the start of the main
  * thread and of every other (glibc's _start and clone clear %rbp before they call them).

@@ -89,7 +89,15 @@ struct stacks;
 int symbolizer__add_stack(struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller,
 			  const uint64_t *raw, size_t n, unsigned int depth,
 			  const struct ustack **out);
-/* A stack as a capture recorded it, flags included: offline nothing is judged again. */
+/*
+ * For unwinding (unwind.h): the object whose code is at addr in pid (live only: NULL
+ * offline, in no mapped file, or not opened) and its load bias (addr - bias is its virtual
+ * address); whether the function at addr keeps a frame pointer (1, 0, -1 unknown).
+ */
+struct elf_obj *symbolizer__object(struct symbolizer *s, pid_t pid, uint64_t addr, uint64_t *bias);
+int symbolizer__frame_fp(struct symbolizer *s, pid_t pid, uint64_t addr);
+/* A stack as a capture recorded it, flags included: offline nothing is judged again. Also
+ * a stack unwound in user space (unwind.h), judged by its unwinder. */
 int symbolizer__set_stack(struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller,
 			  const uint64_t *frames, size_t nr, unsigned int flags,
 			  unsigned int nofp_from);
