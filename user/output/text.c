@@ -245,7 +245,11 @@ static void print_graphs(struct report *r, const struct tproc *p)
 		fprintf(r->out, "  execs destroyed: %" PRIu64 "\n", gs->execs_destroyed);
 }
 
-/* Pools that hold something or that the program made or configured. */
+/*
+ * Pools the program made or configured, and others while they hold something: a default
+ * pool that held freed memory only until a sync is in the NDJSON (reserve_peak_bytes), not
+ * worth a table here.
+ */
 static void print_pools(struct report *r, const struct tproc *p)
 {
 	const struct tpools *ps = p->pools;
@@ -256,7 +260,8 @@ static void print_pools(struct report *r, const struct tproc *p)
 	for (i = 0; ps && i < ps->n; i++) {
 		const struct tpool *pl = &ps->v[i];
 
-		if (!pools__notable(pl))
+		if (!pools__notable(pl) ||
+		    (pl->kind != POOL_CREATED && !pl->threshold_set && !pl->in_use && !pl->reserve))
 			continue;
 		if (!any)
 			fprintf(
