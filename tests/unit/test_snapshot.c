@@ -83,6 +83,27 @@ static void proc_sums(const struct tracker *want, const struct tracker *got, pid
 	      w->persistent_bytes, g->persistent_bytes, w->init_bytes, g->init_bytes);
 }
 
+/*
+ * No free after the cut reads as a double free unless it is one in the whole stream: a VMM
+ * handle's second reference (ncclCuMemFree's cuMemRetainAllocationHandle), taken before the
+ * cut and released after it, needs its own release there too.
+ */
+static void no_double_frees(const struct tracker *whole, const struct tracker *lag,
+			    const struct tracker *got, pid_t pid, size_t cut)
+{
+	const struct tproc *w = tracker__proc((struct tracker *)whole, pid);
+	const struct tproc *l = tracker__proc((struct tracker *)lag, pid);
+	const struct tproc *g = tracker__proc((struct tracker *)got, pid);
+	uint64_t before = l ? l->c.double_frees : 0;
+
+	if (!CHECK(w && g, "process %d at cut %zu", pid, cut))
+		return;
+	CHECK(before + g->c.double_frees == w->c.double_frees,
+	      "pid %d cut %zu: double frees %" PRIu64 " before the cut + %" PRIu64
+	      " after it, of %" PRIu64,
+	      pid, cut, before, g->c.double_frees, w->c.double_frees);
+}
+
 /* The steps after the cut: the window's steps, numbered as in the whole stream. */
 static void window_steps(struct analysis *whole, struct analysis *r, size_t cut)
 {
@@ -138,6 +159,7 @@ static void snapshot_at_every_cut(void)
 				feed(r, &s, cut, s.n, NULL);
 				same(whole->t, r->t, "snapshot + the rest", cut);
 				proc_sums(whole->t, r->t, P1, cut);
+				no_double_frees(whole->t, lag->t, r->t, P1, cut);
 				proc_sums(whole->t, r->t, P2, cut);
 				window_steps(whole, r, cut);
 			}

@@ -3,7 +3,8 @@
  * A generated decode loop of two processes for the snapshot and flight recorder tests, with
  * every kind of state a snapshot rebuilds: layers, a context and what the driver allocates in
  * it, a communicator, a registration with two references, a VMM handle released while
- * mapped, async frees pending across step boundaries, a thread on another device, a leak.
+ * mapped, async frees pending across step boundaries, a thread on another device, a leak,
+ * and NCCL's ncclMemAlloc/ncclMemFree of a scratch buffer each step (nccl_scratch).
  */
 #ifndef GPULEAK_TEST_WORKLOAD_H
 #define GPULEAK_TEST_WORKLOAD_H
@@ -114,6 +115,39 @@ static inline void step(struct stream *s, uint32_t pid)
 	call(s, GL_REC_NOTIFY, GL_API_MARKER_STEP, pid, pid, 0, 0, 0, 0, 0x401000, -1);
 }
 
+/*
+ * NCCL's ncclMemAlloc of a VMM buffer and its ncclMemFree, as the probes record them: the
+ * allocation's driver calls nested in it (cuMemCreate, cuMemAddressReserve, cuMemMap: its
+ * layers), the free's record complete at its entry, so ncclCuMemFree's calls come after it,
+ * outermost (the handle retained and released, the range unmapped, the handle released, the
+ * range freed): between them the layers are live without their allocation.
+ */
+static inline void nccl_scratch(struct stream *s, uint32_t pid, uint64_t va, uint64_t handle)
+{
+	struct gl_desc_rec cr = mk(GL_REC_ALLOC, GL_API_CU_MEM_CREATE, pid, pid, 1);
+	int32_t dev0 = 0, loc = 1;
+
+	cr.call.hdr.size = sizeof(cr);
+	cr.call.hdr.flags = GL_HF_DESC;
+	memcpy(cr.desc + 8, &loc, 4);
+	memcpy(cr.desc + 12, &dev0, 4);
+	cr.call.addr = handle;
+	cr.call.size = 2 * MiB;
+	cr.call.caller = 0x7500;
+	push(s, &cr.call.hdr);
+	call(s, GL_REC_ALLOC, GL_API_CU_MEM_ADDRESS_RESERVE, pid, pid, 1, va, 2 * MiB, 0, 0x7510,
+	     -1);
+	call(s, GL_REC_CALL, GL_API_CU_MEM_MAP, pid, pid, 1, va, 2 * MiB, handle, 0x7520, -1);
+	call(s, GL_REC_ALLOC, GL_API_NCCL_MEM_ALLOC, pid, pid, 0, va, 2 * MiB, 0, 0x401a00, -1);
+	call(s, GL_REC_FREE, GL_API_NCCL_MEM_FREE, pid, pid, 0, va, 0, 0, 0x401a10, -1);
+	call(s, GL_REC_ALLOC, GL_API_CU_MEM_RETAIN_ALLOCATION_HANDLE, pid, pid, 0, handle, 0, va,
+	     0x7530, -1);
+	call(s, GL_REC_FREE, GL_API_CU_MEM_RELEASE, pid, pid, 0, handle, 0, 0, 0x7540, -1);
+	call(s, GL_REC_CALL, GL_API_CU_MEM_UNMAP, pid, pid, 0, va, 2 * MiB, 0, 0x7550, -1);
+	call(s, GL_REC_FREE, GL_API_CU_MEM_RELEASE, pid, pid, 0, handle, 0, 0, 0x7540, -1);
+	call(s, GL_REC_FREE, GL_API_CU_MEM_ADDRESS_FREE, pid, pid, 0, va, 2 * MiB, 0, 0x7560, -1);
+}
+
 /* A decode loop of two processes, every kind of state the snapshot rebuilds. */
 static inline void workload(struct stream *s, int steps)
 {
@@ -161,6 +195,7 @@ static inline void workload(struct stream *s, int steps)
 	cuda_malloc(s, P2, P2, 0x10000000, 16 * MiB, 0x402100, 9);
 	for (i = 0; i < steps; i++) {
 		step(s, P1);
+		nccl_scratch(s, P1, 0x7c0000000000ULL + (uint64_t)(i % 2) * 2 * MiB, 0x900 + i);
 		/* activations: async on a stream, freed, the stream synchronised; the second
 		 * one's free stays pending across the next boundary every other step */
 		call(s, GL_REC_ALLOC, GL_API_CUDA_MALLOC_ASYNC, P1, P1, 0, 0x60000000 + i * 0x1000,

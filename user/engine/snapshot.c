@@ -534,6 +534,89 @@ static void phase_init(struct emitter *e, struct proc_plan *pl)
 	put_comms(e, pl, true);
 }
 
+/* A site stack of site, for an allocation of it made again; UINT32_MAX when it has none. */
+static uint32_t sstack_of(const struct tracker *t, uint32_t site)
+{
+	uint32_t i;
+
+	for (i = 0; i < t->nr_sstacks; i++)
+		if (t->sstacks[i].site == site)
+			return i;
+	return UINT32_MAX;
+}
+
+/*
+ * Layers whose allocation above is gone, its free applied before theirs: a free's record is
+ * complete at its entry, so ncclMemFree comes before the calls its ncclCuMemFree makes
+ * (cuMemRelease of the handle, cuMemAddressFree of the range), each an outermost call of its
+ * own, and until they come the layers are live with nothing above them. Made again as they
+ * came: under an allocation of the site above, freed at once. That one holds 0 bytes, so no
+ * sum or peak sees it; it sits at its first layer's address, unless something live of its
+ * space is there (then they are left out, counted). An owner above it (a communicator) is not
+ * made again: those too are left out.
+ */
+static void put_unfreed_layers(struct emitter *e, struct proc_plan *pl)
+{
+	const struct tproc *p = pl->p;
+	size_t i;
+
+	for (i = 0; i < pl->nr_layers && !e->err; i++) {
+		const struct alloc *l = pl->layers[i].a;
+		const struct cat_api *api = NULL;
+		const struct site *s = NULL;
+		uint32_t site = (uint32_t)pl->layers[i].key, ss = UINT32_MAX, tid;
+		struct gl_call_rec r;
+		struct alloc outer;
+
+		if (pl->layer_done[i])
+			continue;
+		if (site < e->t->nr_sites) {
+			s = &e->t->sites[site];
+			api = cat_by_api(s->api);
+			ss = sstack_of(e->t, site);
+		}
+		if (!api || api->op != OP_ALLOC || ss == UINT32_MAX || unsupported(s) ||
+		    (s->owner_kind != OWNER_NONE && s->owner_kind != OWNER_CTX) ||
+		    alloc_table__find(&p->allocs, (uint8_t)api->space, l->addr)) {
+			skip(e, l);
+			continue;
+		}
+		outer = (struct alloc){.addr = l->addr, .sstack = ss, .space = (uint8_t)api->space};
+		tid = thread_for(e, pl, s);
+		if (!tid)
+			return;
+		put_tree(e, pl, &outer, tid, 0);
+		r = call_rec(e, p->pid, GL_REC_FREE, free_api(s->api, outer.space, false), tid, 0);
+		r.addr = outer.addr;
+		put_call(e, &r);
+	}
+}
+
+/*
+ * The references a VMM handle was given beyond its first (cuMemRetainAllocationHandle, as
+ * ncclCuMemFree takes one before it releases it): each needs a release of its own.
+ */
+static void put_retains(struct emitter *e, struct proc_plan *pl)
+{
+	const struct tproc *p = pl->p;
+	size_t i;
+
+	for (i = 0; i < p->allocs.cap && !e->err; i++) {
+		const struct alloc *a = &p->allocs.slots[i];
+		struct gl_call_rec r;
+		uint64_t *refs, k;
+
+		if (!a->addr || a->space != SPACE_VMM_HANDLE || (a->flags & AF_PENDING))
+			continue;
+		refs = hmap__get(&p->regrefs, SPACE_VMM_HANDLE, a->addr);
+		r = call_rec(e, p->pid, GL_REC_ALLOC, GL_API_CU_MEM_RETAIN_ALLOCATION_HANDLE,
+			     SYN_CTX_TID, 0);
+		r.addr = a->addr;
+		for (k = 0; refs && k < *refs; k++)
+			put_call(e, &r);
+	}
+}
+
 /* Phase B: the memory made since the first step, mappings, NVML's view, held records. */
 static void phase_steps(struct emitter *e, struct proc_plan *pl)
 {
@@ -544,9 +627,8 @@ static void phase_steps(struct emitter *e, struct proc_plan *pl)
 
 	put_allocs(e, pl, false);
 	put_comms(e, pl, false);
-	for (i = 0; i < pl->nr_layers; i++)
-		if (!pl->layer_done[i])
-			skip(e, pl->layers[i].a); /* its outer allocation is gone */
+	put_unfreed_layers(e, pl);
+	put_retains(e, pl);
 	for (i = 0; i < p->nr_maps; i++) {
 		struct gl_call_rec r =
 		    call_rec(e, p->pid, GL_REC_CALL, GL_API_CU_MEM_MAP, SYN_CTX_TID, 0);
