@@ -273,10 +273,11 @@ static void print_trigger(struct replay *rp, FILE *out)
 		: t->flags & CTF_EXACT	   ? " (checked exact)"
 					   : " (checked: NOT exact)");
 	if (t->skipped_bytes)
-		fprintf(out,
-			"  the snapshot left out %s it cannot rebuild (WebGPU objects, or layers of a "
-			"freed allocation it cannot make again)\n",
-			fmt_bytes(t->skipped_bytes, b, sizeof(b)));
+		fprintf(
+		    out,
+		    "  the snapshot left out %s it cannot rebuild (WebGPU objects, or layers of a "
+		    "freed allocation it cannot make again)\n",
+		    fmt_bytes(t->skipped_bytes, b, sizeof(b)));
 }
 
 /* The failing call's stack, as the capture names its frames (innermost first). */
