@@ -60,7 +60,7 @@ class NodeRun:
     """wgpu_node_jit under node with the sync handshake, gpuleak (argv, then -p PID) attached
     once it is ready, detached with SIGINT after "done" while node still holds everything."""
 
-    def __init__(self, node_args, gl_args, wrap=(), steps=STEPS):
+    def __init__(self, node_args, gl_args, wrap=(), steps=STEPS, script=SCRIPT):
         need_node()
         self.dir = tempfile.mkdtemp(prefix="gpuleak-jit-")
         self.json_path = os.path.join(self.dir, "live.ndjson")
@@ -68,7 +68,7 @@ class NodeRun:
                                "WEBGPU_INDEX": os.path.join(WEBGPU_NODE, "index.js")})
         self.gl = None
         with in_dir(self.dir):
-            self.target = Proc(list(wrap) + ["node"] + node_args + [SCRIPT, str(steps)],
+            self.target = Proc(list(wrap) + ["node"] + node_args + [script, str(steps)],
                                env=env)
         try:
             m = self.target.wait_line(r"^ready (\d+)", timeout=60)
@@ -147,15 +147,15 @@ def webgpu_expected(v):
             check("makeLogits" not in frames(s), f"no JavaScript past dawn.node: {frames(s)}")
 
 
-def named_js(v, perf_map):
+def named_js(v, perf_map, script=SCRIPT):
     """makeLogits and the module body named as V8 wrote them, with the exact host copies."""
     line, col = defined_at("makeLogits")
     where = f"wgpu_node_jit.mjs:{line}:{col}"
     # what V8 wrote: the tier marker, the function, the script's URL, line and column
     written = re.findall(r"^[0-9a-f]+ [0-9a-f]+ JS:[~^+*]?makeLogits (\S+)$", perf_map or "",
                          re.M)
-    check(written and set(written) == {f"file://{SCRIPT}:{line}:{col}"},
-          f"V8's perf map names makeLogits at {SCRIPT}:{line}:{col}: {set(written)}")
+    check(written and set(written) == {f"file://{script}:{line}:{col}"},
+          f"V8's perf map names makeLogits at {script}:{line}:{col}: {set(written)}")
     got, total = js_stacks(v, "calloc", "makeLogits")
     eq(total, (STEPS * HOST_COPY, STEPS), "host copies allocated under makeLogits")
     for s in got:
@@ -296,13 +296,23 @@ def jit_node_in_a_container_reads_its_own_perf_map():
     need_node()
     wrap = ["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c",
             'mount -t tmpfs tmpfs /tmp && exec "$@"', "sh"]
-    run = NodeRun(V8_FLAGS, ["attach", "--libc"], wrap=wrap)
+    # The tmpfs hides the host's /tmp from node: a checkout under /tmp gives it the scenario
+    # from a copy outside it (the same file, so the same lines and columns).
+    script, copy = SCRIPT, None
+    if os.path.realpath(SCRIPT).startswith("/tmp/"):
+        copy = tempfile.mkdtemp(prefix="gpuleak-jit-", dir="/var/tmp")
+        script = shutil.copy(SCRIPT, copy)
+    try:
+        run = NodeRun(V8_FLAGS, ["attach", "--libc"], wrap=wrap, script=script)
+    finally:
+        if copy:
+            shutil.rmtree(copy, ignore_errors=True)
     try:
         eq(run.ns_pid, 1, "node's pid in its namespace")
         check(run.pid != 1 and run.v["ns_pid"] == 1, f"host pid {run.pid}, ns pid 1")
         check(not os.path.exists("/tmp/perf-1.map"), "the map is not in the host's /tmp")
         webgpu_expected(run.v)
-        named_js(run.v, run.perf_map)
+        named_js(run.v, run.perf_map, script)
     finally:
         run.cleanup()
 

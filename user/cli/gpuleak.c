@@ -50,7 +50,7 @@ static const char top_doc[] =
     "  gpuleak diff main.glc pr.glc --step sym:server:decode_step --fail-on-regression\n"
     "\n"
     "EXIT STATUS: 0 done, 1 runtime error, 2 usage error, 3 --fail-on-leak found leaks, 4 the "
-    "command failed (run, record or watch: it exited non-zero or was killed by a signal), 5 diff "
+    "command failed (of run, record or watch: it exited non-zero or was killed), 5 diff "
     "--fail-on-regression found a regression; when several apply, the first of 2, 1, 3, 4 "
     "(diff: 2, 1, 5).\n"
     "Run 'gpuleak COMMAND --help' (or 'gpuleak help COMMAND') for the options of a command.";
