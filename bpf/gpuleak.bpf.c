@@ -29,7 +29,16 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define EEXIST	17
 #define EFAULT	14
 
-const volatile struct gl_api_spec specs[GL_API_MAX] = {};
+/*
+ * The spec table has a power-of-two number of slots (only the first GL_API_MAX are filled), so
+ * that an index is bounded by a mask the verifier cannot lose: verifiers before 6.2 refuse
+ * `specs[api]` after a range check that the compiler made on a copy of the register
+ * ("math between map_value pointer and register with unbounded min value").
+ */
+#define GL_SPEC_SLOTS 4096
+_Static_assert(GL_API_MAX <= GL_SPEC_SLOTS, "the spec table holds every API id");
+const volatile struct gl_api_spec specs[GL_SPEC_SLOTS] = {};
+#define SPEC(api) (specs[(api) & (GL_SPEC_SLOTS - 1)])
 /* Wake the consumer only once this much is unread: per-record wakeups cost 3-6x per call. */
 const volatile __u64 wakeup_bytes = 256 * 1024;
 /* Frames of a user stack kept (--stack-depth); 0: no stacks. */
@@ -213,6 +222,12 @@ struct {
 	__type(value, __u8);
 } held SEC(".maps");
 
+/*
+ * A new process's zeroed loss counters: 128 bytes, which on the BPF stack would take a quarter
+ * of the 512 that kernels without private stacks allow a program and its callbacks together.
+ */
+static const struct pid_loss pid_loss_zero = {};
+
 static __always_inline void count_loss(__u32 pid, enum gl_stat s, __u64 n)
 {
 	__u32 k = s;
@@ -223,9 +238,7 @@ static __always_inline void count_loss(__u32 pid, enum gl_stat s, __u64 n)
 		*v += n;
 	l = bpf_map_lookup_elem(&pid_loss, &pid);
 	if (!l) {
-		struct pid_loss zero = {};
-
-		bpf_map_update_elem(&pid_loss, &pid, &zero, BPF_NOEXIST);
+		bpf_map_update_elem(&pid_loss, &pid, &pid_loss_zero, BPF_NOEXIST);
 		l = bpf_map_lookup_elem(&pid_loss, &pid);
 		if (!l) {
 			/* Counted globally only: say why, or the loss has no process. */
@@ -427,7 +440,7 @@ static __always_inline bool under_alloc(const struct tstate *st, __u32 d, __u16 
 	if (!d || GL_API_FAMILY(api) == GL_FAM_LIBC)
 		return false;
 	outer = st->f[(d - 1) & (GL_MAX_DEPTH - 1)].api;
-	return outer < GL_API_MAX && (specs[outer].flags & GL_SPEC_LAYERS);
+	return outer < GL_API_MAX && (SPEC(outer).flags & GL_SPEC_LAYERS);
 }
 
 #include "python.bpf.h"
@@ -451,7 +464,7 @@ static __always_inline void count_stale(struct tstate *st, __u32 i, __u32 stale,
 		sf = &st->f[(i + k) & (GL_MAX_DEPTH - 1)];
 		if (sf->api >= GL_API_MAX)
 			continue;
-		s = specs[sf->api];
+		s = SPEC(sf->api);
 		/* A layer of the allocation around it is that allocation: counted there. */
 		if (!is_alloc(s) || under_alloc(st, i + k, sf->api))
 			continue;
@@ -982,7 +995,7 @@ int gl_usdt(struct pt_regs *ctx)
 
 	if (api >= GL_API_MAX)
 		return 0;
-	s = specs[api];
+	s = SPEC(api);
 	switch (s.shape) {
 	case GL_SHAPE_ALLOC_DONE:
 		return emit_done(ctx, api, s, true);
@@ -1003,7 +1016,7 @@ int gl_enter(struct pt_regs *ctx)
 
 	if (api >= GL_API_MAX)
 		return 0;
-	s = specs[api];
+	s = SPEC(api);
 	switch (s.shape) {
 	case GL_SHAPE_ALLOC_OUTPTR:
 	case GL_SHAPE_ALLOC_RET:
@@ -1213,7 +1226,7 @@ int gl_exit(struct pt_regs *ctx)
 
 	if (api >= GL_API_MAX)
 		return 0;
-	s = specs[api];
+	s = SPEC(api);
 	st = tstate_get(false);
 	if (!st) {
 		count_loss(pid, GL_STAT_RET_NO_ENTRY, 1);
@@ -1414,7 +1427,7 @@ static __always_inline int thread_made(struct task_struct *parent, struct task_s
 			return 0;
 		k = (d - 1 - i) & (GL_MAX_DEPTH - 1);
 		api = st->f[k].api;
-		if (api < GL_API_MAX && (specs[api].flags2 & GL_SPEC2_ADOPT_THREADS))
+		if (api < GL_API_MAX && (SPEC(api).flags2 & GL_SPEC2_ADOPT_THREADS))
 			break;
 		if (i == GL_MAX_DEPTH - 1)
 			return 0;
@@ -1519,14 +1532,27 @@ static long resume_one(struct bpf_map *map __attribute__((unused)), __u32 *pid,
 	return 0;
 }
 
+/*
+ * Whether sched_process_exit passes group_dead as its second argument (set by user space from
+ * the kernel's BTF). Older kernels (6.12 among them) pass the task alone, and reading ctx[1]
+ * is refused at load there ("doesn't have 2-th argument"): with this false the read is dead
+ * code the verifier never checks, and the last thread is told by the group's live count,
+ * which do_exit() has already brought to 0 when the tracepoint fires.
+ */
+const volatile bool exit_has_group_dead = false;
+
 SEC("tp_btf/sched_process_exit")
 int gl_task_exit(__u64 *ctx)
 {
 	struct task_struct *p = (void *)ctx[0];
-	bool group_dead = ctx[1];
+	bool group_dead;
 	__u32 pid;
 	struct gl_task_rec *r;
 
+	if (exit_has_group_dead)
+		group_dead = ctx[1];
+	else
+		group_dead = BPF_CORE_READ(p, signal, live.counter) == 0;
 	if (!group_dead)
 		return 0;
 	pid = task_tgid(p);

@@ -100,13 +100,51 @@ struct {
 	__type(value, struct py_fp_slot);
 } pyfp SEC(".maps");
 
+/*
+ * The state of a walk and of the bpf_loop callbacks that step it. Kept in the per-CPU scratch,
+ * never on the BPF stack: kernels without BPF private stacks (all before 6.13, and later
+ * builds that give none to uprobe programs) allow 512 bytes for a program and its callbacks
+ * together, and a copy of the process's configuration alone is 80. BPF programs run with
+ * migration disabled, so the callbacks find the same CPU's copy by a lookup of their own and
+ * bpf_loop passes them no context at all.
+ */
+struct py_search {
+	struct gl_py_cfg c;
+	__u64 fsbase, interp, ts, busy, idle;
+	int err;
+};
+
+struct py_walk {
+	struct gl_py_cfg c;
+	__u64 cur;
+	__u64 win_lo, win_len; /* s->win holds the target's [win_lo, win_lo + win_len) */
+	__u64 now;
+	__u64 hash;
+	__u64 entry_mask;
+	__u32 n, limit, pid;
+	__u16 flags;
+};
+
+struct py_describe {
+	struct gl_py_cfg c;
+	__u32 pid, n;
+	__u32 tid;
+	int failed;
+};
+
 /* Copies of target memory and the stack being built: far beyond the 512-byte BPF stack. */
 struct py_scratch {
 	struct gl_py_frame frames[GL_PY_DEPTH_MAX];
+	struct py_search search;
+	struct py_walk walk;
+	struct py_describe describe;
 	__u8 ts[PY_TS_BUF + 8];
 	__u8 fr[PY_FR_BUF + 8];
 	__u8 win[PY_WIN_MAX + PY_FR_BUF + 8];
 	__u8 str[64]; /* the head of a str object */
+	/* py_describe_code's: a map key and a copy of the code object's pointers */
+	struct py_code_key code_key;
+	__u64 code_ptrs[4];
 };
 
 struct {
@@ -174,12 +212,6 @@ static __always_inline __u64 top_frame(const struct gl_py_cfg *c, const struct p
 	return *err ? 0 : cur;
 }
 
-struct py_search {
-	struct gl_py_cfg c;
-	__u64 fsbase, interp, ts, busy, idle;
-	int err;
-};
-
 /*
  * One step of the search: the next thread state of the interpreter, or the next interpreter.
  * A thread has a state in each interpreter it entered; the one with frames is where it runs
@@ -187,16 +219,21 @@ struct py_search {
  */
 static long py_search_step(__u32 i, void *data)
 {
-	struct py_search *x = data;
+	struct py_scratch *s = py_scratch();
+	struct py_search *x;
 	__u64 cur;
 
 	(void)i;
+	(void)data;
+	if (!s)
+		return 1;
+	x = &s->search;
 	if (!x->ts) {
 		x->interp = py_read_u64(x->interp + x->c.is_next, &x->err);
 		if (!x->interp || x->err)
 			return 1;
 		x->ts = py_read_u64(x->interp + x->c.is_threads_head, &x->err);
-		return x->err;
+		return x->err ? 1 : 0;
 	}
 	if (py_read_u64(x->ts + x->c.ts_thread_id, &x->err) == x->fsbase && !x->err) {
 		cur = py_read_u64(x->ts + x->c.ts_frame, &x->err);
@@ -212,7 +249,7 @@ static long py_search_step(__u32 i, void *data)
 			x->idle = x->ts;
 	}
 	x->ts = py_read_u64(x->ts + x->c.ts_next, &x->err);
-	return x->err;
+	return x->err ? 1 : 0;
 }
 
 /*
@@ -222,52 +259,56 @@ static long py_search_step(__u32 i, void *data)
 static __always_inline __u64 py_find_ts(const struct gl_py_cfg *c, struct tstate *st,
 					struct py_scratch *s, bool *fail)
 {
-	struct py_search x = {.c = *c, .fsbase = py_thread_self()};
+	struct py_search *x = &s->search;
 	__u64 head = 0;
 	bool single;
 	long n;
 
+	x->c = *c;
+	x->fsbase = py_thread_self();
+	x->busy = x->idle = 0;
+	x->err = 0;
 	if (st->py_ts && st->py_runtime == c->runtime) {
 		/* Now and then: a new interpreter makes every cached state suspect. */
 		if (++st->py_walks % PY_HEAD_EVERY == 0) {
-			head = py_read_u64(c->runtime + c->rt_interp_head, &x.err);
-			if (x.err || head != st->py_head)
+			head = py_read_u64(c->runtime + c->rt_interp_head, &x->err);
+			if (x->err || head != st->py_head)
 				goto search;
 		}
-		if (!read_ts(c, st->py_ts, s) && ts_u64(s, c->ts_thread_id) == x.fsbase)
+		if (!read_ts(c, st->py_ts, s) && ts_u64(s, c->ts_thread_id) == x->fsbase)
 			return st->py_ts;
 	}
 search:
 	st->py_ts = 0;
-	x.err = 0;
+	x->err = 0;
 	if (!head)
-		head = py_read_u64(c->runtime + c->rt_interp_head, &x.err);
-	if (x.err || !head) {
+		head = py_read_u64(c->runtime + c->rt_interp_head, &x->err);
+	if (x->err || !head) {
 		/* Not initialised yet (the interpreter is starting): no frames, no failure. */
 		return 0;
 	}
-	single = !py_read_u64(head + c->is_next, &x.err);
-	x.interp = head;
-	x.ts = py_read_u64(head + c->is_threads_head, &x.err);
-	if (x.err) {
+	single = !py_read_u64(head + c->is_next, &x->err);
+	x->interp = head;
+	x->ts = py_read_u64(head + c->is_threads_head, &x->err);
+	if (x->err) {
 		*fail = true;
 		return 0;
 	}
-	n = bpf_loop(PY_SEARCH_MAX, py_search_step, &x, 0);
-	if (x.err || (n == PY_SEARCH_MAX && !x.busy))
+	n = bpf_loop(PY_SEARCH_MAX, py_search_step, NULL, 0);
+	if (x->err || (n == PY_SEARCH_MAX && !x->busy))
 		*fail = true;
-	x.ts = x.busy ? x.busy : x.idle;
-	if (!x.ts || read_ts(c, x.ts, s)) {
-		*fail |= x.ts != 0;
+	x->ts = x->busy ? x->busy : x->idle;
+	if (!x->ts || read_ts(c, x->ts, s)) {
+		*fail |= x->ts != 0;
 		return 0;
 	}
 	/* With several interpreters a thread may move between its states: search each time. */
 	if (single) {
-		st->py_ts = x.ts;
+		st->py_ts = x->ts;
 		st->py_head = head;
 		st->py_runtime = c->runtime;
 	}
-	return x.ts;
+	return x->ts;
 }
 
 /* ---- frames ---- */
@@ -301,17 +342,6 @@ static __always_inline __u32 py_fingerprint(const struct gl_py_cfg *c, __u32 pid
 	return fp;
 }
 
-struct py_walk {
-	struct gl_py_cfg c;
-	__u64 cur;
-	__u64 win_lo, win_len; /* s->win holds the target's [win_lo, win_lo + win_len) */
-	__u64 now;
-	__u64 hash;
-	__u64 entry_mask;
-	__u32 n, limit, pid;
-	__u16 flags;
-};
-
 static __always_inline void py_mix(__u64 *h, __u64 v)
 {
 	*h = (*h ^ v) * 0xff51afd7ed558ccdULL;
@@ -321,14 +351,19 @@ static __always_inline void py_mix(__u64 *h, __u64 v)
 /* One frame: from the window or one read; shims skipped; (code, instruction) kept. */
 static long py_walk_step(__u32 i, void *data)
 {
-	struct py_walk *w = data;
 	struct py_scratch *s = py_scratch();
-	__u32 n = w->n;
+	struct py_walk *w;
 	const __u8 *fr;
 	__u64 code, instr;
+	__u32 n;
 
 	(void)i;
-	if (!w->cur || !s)
+	(void)data;
+	if (!s)
+		return 1;
+	w = &s->walk;
+	n = w->n;
+	if (!w->cur)
 		return 1;
 	if (w->cur >= w->win_lo && w->cur + w->c.fr_read <= w->win_lo + w->win_len) {
 		fr = s->win + ((w->cur - w->win_lo) & (PY_WIN_MAX - 1));
@@ -398,7 +433,7 @@ static __always_inline void py_walk_frames(struct py_walk *w, struct py_scratch 
 		}
 	}
 	/* Twice the frames: shims take a step, not a slot. */
-	bpf_loop(2 * GL_PY_DEPTH_MAX, py_walk_step, w, 0);
+	bpf_loop(2 * GL_PY_DEPTH_MAX, py_walk_step, NULL, 0);
 	if (w->cur && !(w->flags & GL_PYS_TRUNCATED))
 		w->flags |= GL_PYS_TRUNCATED; /* steps ran out */
 	if (w->n && !w->cur)
@@ -446,27 +481,28 @@ unread:
 	return 0;
 }
 
-struct py_describe {
-	struct gl_py_cfg c;
-	__u32 pid, n;
-	__u32 tid;
-	int failed;
-};
-
 /* What names one code object, sent the first time a process shows it. 0, or -1: no room. */
 static __always_inline int py_describe_code(const struct gl_py_cfg *c, __u32 pid, __u32 tid,
 					    const struct gl_py_frame *f)
 {
-	struct py_code_key key = {.code = f->code, .pid = pid, .fp = f->fp};
 	struct py_scratch *s = py_scratch();
+	struct py_code_key *key;
 	struct gl_py_code_rec *r;
-	__u64 ptrs[4] = {}, table, tlen = 0;
+	__u64 *ptrs, table, tlen = 0;
 	__u32 off;
 	__u8 one = 1;
 	int first = 0;
 
-	if (!s || bpf_map_lookup_elem(&pycode_seen, &key))
+	if (!s)
 		return 0;
+	key = &s->code_key;
+	key->code = f->code;
+	key->pid = pid;
+	key->fp = f->fp;
+	if (bpf_map_lookup_elem(&pycode_seen, key))
+		return 0;
+	ptrs = s->code_ptrs;
+	__builtin_memset(ptrs, 0, sizeof(s->code_ptrs));
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r)
 		return -1;
@@ -477,7 +513,7 @@ static __always_inline int py_describe_code(const struct gl_py_cfg *c, __u32 pid
 	r->flags = 0;
 	r->file_len = r->name_len = r->table_len = 0;
 	r->file_kind = r->name_kind = 1;
-	if (bpf_probe_read_user(ptrs, sizeof(ptrs), (const void *)(f->code + c->co_ptrs)))
+	if (bpf_probe_read_user(ptrs, sizeof(s->code_ptrs), (const void *)(f->code + c->co_ptrs)))
 		r->flags |= GL_PYC_FILE_UNREAD | GL_PYC_NAME_UNREAD | GL_PYC_TABLE_UNREAD;
 	bpf_probe_read_user(&first, sizeof(first), (const void *)(f->code + c->co_firstlineno));
 	r->firstlineno = first;
@@ -509,16 +545,20 @@ static __always_inline int py_describe_code(const struct gl_py_cfg *c, __u32 pid
 	r->hdr.size = offsetof(struct gl_py_code_rec, data) + off + r->table_len;
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 	/* Published after the record is in the ring: whoever skips it comes after it. */
-	bpf_map_update_elem(&pycode_seen, &key, &one, BPF_ANY);
+	bpf_map_update_elem(&pycode_seen, key, &one, BPF_ANY);
 	return 0;
 }
 
 static long py_describe_step(__u32 i, void *data)
 {
-	struct py_describe *d = data;
 	struct py_scratch *s = py_scratch();
+	struct py_describe *d;
 
-	if (i >= d->n || !s)
+	(void)data;
+	if (!s)
+		return 1;
+	d = &s->describe;
+	if (i >= d->n)
 		return 1;
 	if (py_describe_code(&d->c, d->pid, d->tid, &s->frames[i & (GL_PY_DEPTH_MAX - 1)])) {
 		d->failed = 1;
@@ -537,13 +577,18 @@ static __always_inline __s32 py_send_stack(const struct gl_py_cfg *c, struct py_
 					   const struct py_stack_key *key, __u32 tid,
 					   struct py_scratch *s)
 {
-	struct py_describe d = {.c = *c, .pid = w->pid, .n = w->n, .tid = tid};
+	struct py_describe *d = &s->describe;
 	struct gl_py_stack_rec *r;
 	__u32 seq;
 	__s32 id, *have;
 
-	bpf_loop(GL_PY_DEPTH_MAX, py_describe_step, &d, 0);
-	if (d.failed)
+	d->c = *c;
+	d->pid = w->pid;
+	d->n = w->n;
+	d->tid = tid;
+	d->failed = 0;
+	bpf_loop(GL_PY_DEPTH_MAX, py_describe_step, NULL, 0);
+	if (d->failed)
 		return -1;
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r)
@@ -586,7 +631,7 @@ static __always_inline void py_stack(struct tstate *st, __u64 pid_tgid, __s32 *s
 	struct py_stack_key key = {.pid = pid, .native_id = *stack_id};
 	struct gl_py_cfg *c;
 	struct py_scratch *s;
-	struct py_walk w = {};
+	struct py_walk *w;
 	bool fail = false;
 	__s32 *id, new_id;
 
@@ -608,26 +653,28 @@ static __always_inline void py_stack(struct tstate *st, __u64 pid_tgid, __s32 *s
 			count_loss(pid, GL_STAT_PY_WALK_FAIL, 1);
 		return;
 	}
-	w.c = *c;
-	w.limit = python_depth;
-	w.pid = pid;
-	w.now = bpf_ktime_get_ns();
-	w.hash = 0xcbf29ce484222325ULL;
-	py_walk_frames(&w, s);
-	if (w.flags & GL_PYS_WALK_FAIL)
+	w = &s->walk;
+	__builtin_memset(w, 0, sizeof(*w));
+	w->c = *c;
+	w->limit = python_depth;
+	w->pid = pid;
+	w->now = bpf_ktime_get_ns();
+	w->hash = 0xcbf29ce484222325ULL;
+	py_walk_frames(w, s);
+	if (w->flags & GL_PYS_WALK_FAIL)
 		count_loss(pid, GL_STAT_PY_WALK_FAIL, 1);
-	if (!w.n)
+	if (!w->n)
 		return;
 	/* Not the entry mask: the same frames are one stack however the calls between them
 	 * went (3.13 runs a generator's first step through C, the next ones inline). */
-	py_mix(&w.hash, w.flags);
-	key.hash = w.hash;
+	py_mix(&w->hash, w->flags);
+	key.hash = w->hash;
 	id = bpf_map_lookup_elem(&pystacks, &key);
 	if (id) {
 		*stack_id = *id;
 		return;
 	}
-	new_id = py_send_stack(c, &w, &key, (__u32)pid_tgid, s);
+	new_id = py_send_stack(c, w, &key, (__u32)pid_tgid, s);
 	if (new_id < 0) {
 		count_loss(pid, GL_STAT_PY_LOST, 1);
 		return;

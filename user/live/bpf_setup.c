@@ -12,11 +12,18 @@
 #include "gpuleak.skel.h"
 #include "lib/log.h"
 #include "live/bpf_setup.h"
+#include "live/kernel.h"
 #include "live/process.h"
 #include "probe/catalog.h"
 
 struct bpf_setup {
 	struct gpuleak_bpf *skel;
+	struct kernel_features kf;
+	bool multi; /* uprobe_multi links; else one classic uprobe link per probe */
+	/* --verifier: each program's log (BPF_LOG_STATS) and what was read from it */
+	char (*logs)[16384]; /* one per program */
+	struct bpf_setup_prog_stats st[BPF_SETUP_MAX_PROGS];
+	size_t nr_prog;
 	struct bpf_link *task_links[3]; /* exit, fork, exec tracepoints */
 	struct bpf_link *oom_link;	/* the OOM killer's mark_victim */
 	bool follow;
@@ -33,6 +40,171 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	if (level == LIBBPF_INFO && gl_verbosity < 1)
 		return 0;
 	return vfprintf(stderr, fmt, ap);
+}
+
+/*
+ * What this kernel lacks, said once each in one line with what is lost, and the options it
+ * turns off; below the floor, the one-line refusal (-EOPNOTSUPP). A kernel that could not be
+ * test-loaded (no privileges) is let through: the load then says what is wrong.
+ */
+static int degrade(struct bpf_setup *b, const struct bpf_setup_opts *o, unsigned int *py_depth,
+		   unsigned int *unwind)
+{
+	enum kfeat below;
+
+	kernel__probe(&b->kf);
+	b->multi = !b->kf.probed || b->kf.have[KF_UPROBE_MULTI];
+	if (!b->kf.probed)
+		return 0;
+	below = kernel__below_floor(&b->kf);
+	if (below != KF_MAX) {
+		pr_err("%s\n", kernel__refusal(below));
+		return -EOPNOTSUPP;
+	}
+	if (!b->multi && !o->quiet)
+		pr_warn("this kernel has no %s (Linux %s): %s\n", kernel__name(KF_UPROBE_MULTI),
+			kernel__since(KF_UPROBE_MULTI), kernel__degradation(KF_UPROBE_MULTI));
+	if (*py_depth && !b->kf.have[KF_LOOP]) {
+		if (!o->quiet)
+			pr_warn("this kernel has no %s (Linux %s): %s\n", kernel__name(KF_LOOP),
+				kernel__since(KF_LOOP), kernel__degradation(KF_LOOP));
+		*py_depth = 0;
+	}
+	if (*unwind && !b->kf.have[KF_FIND_VMA]) {
+		if (!o->quiet)
+			pr_warn("this kernel has no %s (Linux %s): %s\n", kernel__name(KF_FIND_VMA),
+				kernel__since(KF_FIND_VMA), kernel__degradation(KF_FIND_VMA));
+		*unwind = 0;
+	}
+	if (o->follow && !b->kf.have[KF_SIGNAL_TASK] && !o->quiet)
+		pr_info("this kernel has no %s (Linux %s): %s\n", kernel__name(KF_SIGNAL_TASK),
+			kernel__since(KF_SIGNAL_TASK), kernel__degradation(KF_SIGNAL_TASK));
+	return 0;
+}
+
+/*
+ * The object to load: the one built in, or (probes --kernel --verifier --bpf-object) another
+ * build of the same source, laid out alike, whose programs are only loaded and measured.
+ */
+static struct gpuleak_bpf *open_object(const void *data, size_t size)
+{
+	struct gpuleak_bpf *obj;
+	int err;
+
+	if (!data)
+		return gpuleak_bpf__open();
+	obj = calloc(1, sizeof(*obj));
+	if (!obj) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = gpuleak_bpf__create_skeleton(obj);
+	if (!err) {
+		obj->skeleton->data = data;
+		obj->skeleton->data_sz = size;
+		err = bpf_object__open_skeleton(obj->skeleton, NULL);
+	}
+	if (err) {
+		gpuleak_bpf__destroy(obj);
+		errno = -err;
+		return NULL;
+	}
+	return obj;
+}
+
+/* Every program logs its verifier statistics (and, failing, why) into its own buffer. */
+static int stats_begin(struct bpf_setup *b)
+{
+	struct bpf_program *p;
+
+	b->logs = calloc(BPF_SETUP_MAX_PROGS, sizeof(b->logs[0]));
+	if (!b->logs)
+		return -ENOMEM;
+	bpf_object__for_each_program(p, b->skel->obj)
+	{
+		if (b->nr_prog >= BPF_SETUP_MAX_PROGS)
+			break;
+		b->logs[b->nr_prog][0] = 0;
+		bpf_program__set_log_buf(p, b->logs[b->nr_prog], sizeof(b->logs[0]));
+		bpf_program__set_log_level(p, bpf_program__log_level(p) | 4 /* BPF_LOG_STATS */);
+		b->nr_prog++;
+	}
+	return 0;
+}
+
+/*
+ * The stack a program and the deepest callback it calls need together, as the verifier
+ * counts it without private stacks: each frame rounded up to 32 bytes. The log's "stack depth
+ * A+B+C" lists the main program, then each subprogram (here only bpf_loop/find_vma callbacks,
+ * which call nothing: everything else is inlined). A refusal for size reports its own sum.
+ */
+static void stats_read(struct bpf_setup_prog_stats *st, const char *log)
+{
+	const char *p = strstr(log, "stack depth ");
+	unsigned long v, main_depth = 0, deepest = 0;
+	char *end;
+	int i = 0;
+
+	st->combined = -1;
+	st->insns = -1;
+	if ((p = strstr(log, "combined stack size of ")) && (p = strstr(p, " is ")) &&
+	    (v = strtoul(p + 4, &end, 10)) > 0) {
+		st->combined = (int)v;
+		st->too_large = true;
+	} else if ((p = strstr(log, "stack depth "))) {
+		p += strlen("stack depth ");
+		for (;;) {
+			v = strtoul(p, &end, 10);
+			if (end == p)
+				break;
+			v = v ? (v + 31) / 32 * 32 : 32;
+			if (i++ == 0)
+				main_depth = v;
+			else if (v > deepest)
+				deepest = v;
+			if (*end != '+')
+				break;
+			p = end + 1;
+		}
+		st->frames = i;
+		if (i)
+			st->combined = (int)(main_depth + deepest);
+	}
+	if ((p = strstr(log, "processed ")))
+		st->insns = (int)strtol(p + strlen("processed "), NULL, 10);
+}
+
+static void stats_end(struct bpf_setup *b)
+{
+	struct bpf_program *p;
+	size_t i = 0;
+
+	bpf_object__for_each_program(p, b->skel->obj)
+	{
+		struct bpf_setup_prog_stats *st;
+
+		if (i >= b->nr_prog)
+			break;
+		st = &b->st[i];
+		memset(st, 0, sizeof(*st));
+		snprintf(st->name, sizeof(st->name), "%s", bpf_program__name(p));
+		st->loaded = bpf_program__autoload(p);
+		st->ok = bpf_program__fd(p) >= 0;
+		if (st->loaded)
+			stats_read(st, b->logs[i]);
+		i++;
+	}
+}
+
+size_t bpf_setup__prog_stats(const struct bpf_setup *b, const struct bpf_setup_prog_stats **st)
+{
+	*st = b->st;
+	return b->nr_prog;
+}
+
+bool bpf_setup__uprobe_multi(const struct bpf_setup *b)
+{
+	return b->multi;
 }
 
 /* Each API's call shape, from the catalog: the programs are generic, the cookie says which. */
@@ -81,51 +253,25 @@ static int set_maps(struct gpuleak_bpf *skel, const struct bpf_setup_opts *o)
 	return err;
 }
 
-/*
- * Whether the kernel's mark_victim tracepoint passes the victim's task_struct first (Linux
- * 5.19 on; before, its pid): only then does gl_oom_victim load.
- */
-static bool has_mark_victim(void)
-{
-	struct btf *btf = btf__load_vmlinux_btf();
-	const struct btf_type *t;
-	const struct btf_param *p;
-	bool ok = false;
-	int id;
-
-	if (!btf)
-		return false;
-	id = btf__find_by_name_kind(btf, "btf_trace_mark_victim", BTF_KIND_TYPEDEF);
-	t = id > 0 ? btf__type_by_id(btf, id) : NULL;
-	/* typedef -> pointer -> function prototype (void *, struct task_struct *, ...) */
-	t = t ? btf__type_by_id(btf, t->type) : NULL;
-	t = t && btf_is_ptr(t) ? btf__type_by_id(btf, t->type) : NULL;
-	if (t && btf_is_func_proto(t) && btf_vlen(t) >= 2) {
-		p = btf_params(t);
-		t = btf__type_by_id(btf, p[1].type);
-		t = t && btf_is_ptr(t) ? btf__type_by_id(btf, t->type) : NULL;
-		ok = t && btf_is_struct(t) &&
-		     !strcmp(btf__name_by_offset(btf, t->name_off), "task_struct");
-	}
-	btf__free(btf);
-	return ok;
-}
-
 int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out)
 {
+	unsigned int py_depth = o->python_depth, unwind = o->unwind_bytes;
 	uint64_t ns_dev = 0, ns_ino = 0;
 	struct bpf_setup *b;
 	bool initial = true;
 	int err;
 
 	*out = NULL;
-	libbpf_set_print(libbpf_print);
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
+	err = degrade(b, o, &py_depth, &unwind);
+	if (err)
+		goto cleanup;
+	libbpf_set_print(libbpf_print);
 	b->follow = o->follow;
-	b->python = o->python_depth > 0;
-	b->skel = gpuleak_bpf__open();
+	b->python = py_depth > 0;
+	b->skel = open_object(o->object, o->object_size);
 	if (!b->skel) {
 		err = -errno;
 		pr_err("opening the BPF object failed: %s\n", strerror(-err));
@@ -133,8 +279,19 @@ int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out)
 	}
 	set_specs(b->skel);
 	b->skel->rodata->follow_children = o->follow;
-	b->skel->rodata->python_depth = o->python_depth;
-	b->skel->rodata->unwind_bytes = o->stack_depth ? o->unwind_bytes : 0;
+	b->skel->rodata->python_depth = py_depth;
+	b->skel->rodata->unwind_bytes = o->stack_depth ? unwind : 0;
+	b->skel->rodata->exit_has_group_dead = b->kf.have[KF_EXIT_GROUP_DEAD];
+	if (!b->multi) {
+		/* Classic uprobe links: a plain kprobe-type program, the cookie per link. */
+		bpf_program__set_expected_attach_type(b->skel->progs.gl_enter, 0);
+		bpf_program__set_expected_attach_type(b->skel->progs.gl_exit, 0);
+	}
+	if (o->verifier_stats) {
+		err = stats_begin(b);
+		if (err)
+			goto cleanup;
+	}
 	b->skel->rodata->unwind_ring_max = o->ringbuf_bytes / 2;
 	b->skel->rodata->self_tgid = getpid();
 	/* gpuleak in a container with its own pid namespace: BPF reports pids as we see them. */
@@ -147,7 +304,7 @@ int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out)
 		b->skel->rodata->pidns_dev = ns_dev;
 		b->skel->rodata->pidns_ino = ns_ino;
 	}
-	b->oom_kill = o->oom_kill && has_mark_victim();
+	b->oom_kill = o->oom_kill && b->kf.have[KF_MARK_VICTIM];
 	if (o->oom_kill && !b->oom_kill)
 		pr_warn("this kernel's mark_victim tracepoint does not name the task (Linux "
 			"5.19): the oom-kill trigger is off\n");
@@ -158,6 +315,13 @@ int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out)
 		goto cleanup;
 	}
 	err = gpuleak_bpf__load(b->skel);
+	if (o->verifier_stats)
+		stats_end(b);
+	if (err && o->verifier_stats) {
+		/* The caller reports what the verifier said, program by program. */
+		*out = b;
+		return err;
+	}
 	if (err) {
 		pr_err("loading the BPF programs failed: %s (a kernel with BTF, uprobes and "
 		       "BPF ring buffers is needed; -vv shows the verifier log)\n",
@@ -177,6 +341,7 @@ void bpf_setup__free(struct bpf_setup *b)
 		return;
 	bpf_setup__detach_tracepoints(b);
 	gpuleak_bpf__destroy(b->skel);
+	free(b->logs);
 	free(b);
 }
 

@@ -25,10 +25,33 @@ struct bpf_setup_opts {
 	bool oom_kill;		    /* gpuleak watch: the OOM killer's choices (mark_victim) */
 	unsigned int python_depth;  /* Python frames kept per allocation, 0: none */
 	unsigned int unwind_bytes;  /* stack bytes copied per allocation to unwind, 0: none */
+	bool quiet;		    /* say nothing of what this kernel lacks (probes --kernel) */
+	/* probes --kernel --verifier: every program's verifier statistics are kept, and a
+	 * failed load still hands out the setup (to read them, then free it) */
+	bool verifier_stats;
+	/* another build of bpf/gpuleak.bpf.c to load instead of the one built in, or NULL */
+	const void *object;
+	size_t object_size;
 };
+
+/* One program's verifier statistics (verifier_stats). */
+struct bpf_setup_prog_stats {
+	char name[64];
+	bool loaded;	/* autoloaded in this configuration */
+	bool ok;	/* the verifier accepted it */
+	bool too_large; /* refused for its combined stack size */
+	int frames;	/* the main program and its subprograms (callbacks) */
+	int combined;	/* bytes of stack the program and its deepest callback need, -1: unknown */
+	int insns;	/* instructions the verifier processed, -1: unknown */
+};
+#define BPF_SETUP_MAX_PROGS 16
 
 /* Open, configure and load. 0 or -errno, said on stderr. */
 int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out);
+/* verifier_stats: the programs' statistics, in the object's order; how many. */
+size_t bpf_setup__prog_stats(const struct bpf_setup *b, const struct bpf_setup_prog_stats **st);
+/* Whether uprobes attach as uprobe_multi links (else one classic link per probe). */
+bool bpf_setup__uprobe_multi(const struct bpf_setup *b);
 /* Detaches the tracepoints and unloads. Accepts NULL. */
 void bpf_setup__free(struct bpf_setup *b);
 /*
