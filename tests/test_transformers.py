@@ -107,7 +107,9 @@ def tjs_prompts_warm_orts_bucket_cache_no_leak():
     ORT makes larger buckets as sequences cross its bucket sizes and keeps the smaller ones;
     all of it goes back with the session: its cache warming up, exit 0."""
     res, c = correct("prompts", 240, 584144, warm=True)
-    check("all given back by the program, its cache warming up (no leak)" in res.out, res.out)
+    check(re.search(r"^  libonnxruntime\.so\.1\+0x5d8283 grew 398 B per step to 229 KiB on the "
+                    r"steps, all of it given back by the program: the cache warming up, a unit "
+                    r"of work's memory; no leak$", res.out, re.M), res.out)
 
 
 @test

@@ -675,9 +675,15 @@ static void print_cache(struct report *r, const struct proc_verdict *pv)
 	}
 	fprintf(r->out,
 		"allocator cache (%s): %s in %" PRIu64 " buffers given back by the program at its "
-		"end (its cache and working memory); %s in %" PRIu64 " never released by it",
-		term_tmp(ru->text), fmt_bytes(c->freed_bytes, b1, sizeof(b1)), c->freed_count,
-		fmt_bytes(c->held_bytes, b2, sizeof(b2)), c->held_count);
+		"end (its cache and working memory); ",
+		term_tmp(ru->text), fmt_bytes(c->freed_bytes, b1, sizeof(b1)), c->freed_count);
+	if (!c->held_count)
+		fputs("none held to the end", r->out);
+	else
+		fprintf(r->out,
+			"%s in %" PRIu64 " never released by it (gone with its device at exit, or "
+			"live at the end)",
+			fmt_bytes(c->held_bytes, b2, sizeof(b2)), c->held_count);
 	for (i = 0; i < c->nr_sizes; i++)
 		fprintf(r->out, "%s%" PRIu64 " x %s", i ? ", " : ": ", c->sizes[i].count,
 			fmt_bytes(c->sizes[i].size, b1, sizeof(b1)));
@@ -686,8 +692,8 @@ static void print_cache(struct report *r, const struct proc_verdict *pv)
 	fputc('\n', r->out);
 	for (i = 0; i < c->nr_warm; i++)
 		fprintf(r->out,
-			"  %s grew %s per step to %s: all given back by the program, its cache "
-			"warming up (no leak)\n",
+			"  %s grew %s per step to %s on the steps, all of it given back by the "
+			"program: the cache warming up, a unit of work's memory; no leak\n",
 			term_tmp(describe__site(r, &r->t->sites[c->warm[i].site])),
 			fmt_bytes((uint64_t)(c->warm[i].slope_per_step + 0.5), b1, sizeof(b1)),
 			fmt_bytes(c->warm[i].end_bytes, b2, sizeof(b2)));
