@@ -174,3 +174,31 @@ def tjs_sessions_never_released_are_the_leak():
 def tjs_leak_under_sync_steps():
     """keep-caches under --step sync: the same bytes held, exit 3."""
     leak("keep-caches", 196608, [(8192, 24)], 182, step="sync")
+
+
+@test
+def tjs_capture_gives_the_live_verdict():
+    """`gpuleak record` of the caches never disposed, then `gpuleak report` of the file with
+    the preset and the step: the same verdict, the allocator cache's split included (it is
+    made of the records of the process's end), so the capture fails the gate as the run did;
+    and the capture of a correct program reports it clean."""
+    import test_capture
+    opts = ["--step", POP, "--preset", "ort-webgpu"]
+    home = tempfile.mkdtemp(prefix="gpuleak-tjs-")
+    try:
+        env = gpuleak_env()
+        env.update(HOME=home, XDG_CACHE_HOME=os.path.join(home, ".cache"))
+        subprocess.run(["node", MODEL, home], check=True, capture_output=True, env=env)
+        for workload, held in (("keep-caches", 196608), ("chat", 0)):
+            r = test_capture.record(["--", "node", GEN, workload, home], extra=opts, env=env)
+            try:
+                live = r.verdict()
+                eq(cache_of(live)["held_bytes"], held, f"{workload}: held live")
+                off = test_capture.report(r.path, opts).verdict()
+                test_capture.same_verdict(live, off)
+                eq([g["kind"] for g in off["gate"]["violations"]][-1:],
+                   ["held"] if held else [], f"{workload}: the capture's gate")
+            finally:
+                r.cleanup()
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
