@@ -21,9 +21,9 @@
 //   sessions     a model loaded per request, 4 requests, never disposed
 //
 // Prints one JSON line at the end: the workload, held_bytes (device tensors still held,
-// weights of models never disposed included), held_tensors, runs (session runs: one per token).
+// weights of models never disposed included), held_tensors, runs (session runs: one per token
+// in generate(), one per chunk in keep-outputs).
 'use strict';
-const path = require('path');
 const TJS = process.env.TJS_DIR ||
   '/var/cache/gpuleak/npm/@huggingface/transformers@4.3.2/node_modules/@huggingface/transformers';
 const tjs = require(TJS);
