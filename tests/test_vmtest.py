@@ -43,6 +43,9 @@ REFUSAL_5_10 = ("gpuleak: this kernel has no task storage maps (Linux 5.11 and l
                 "gpuleak needs Linux 5.15 or later")
 
 PROBES = "./gpuleak probes --kernel; echo \"== probes --kernel: exit $?\"; "
+# The Python test in the guest takes Debian's 3.11 alone: the interpreters under pyenv that this
+# machine may have (a fresh one has none) are hidden, each would add a minute under TCG.
+ONLY_DEBIAN_PYTHON = "if [ -d /root/.pyenv ]; then mount -t tmpfs -o ro none /root/.pyenv; fi; "
 
 
 def _guest(series, script):
@@ -80,10 +83,10 @@ def _kver(series):
         return "?"
 
 
-def _says(out, series):
+def _says(out, series, status=0):
     """gpuleak probes --kernel's verdict line: what gpuleak gives up on this kernel."""
     m = re.search(r"^gpuleak on this kernel: (.*)$", out, re.M)
-    check(m and re.search(r"^== probes --kernel: exit 0$", out, re.M),
+    check(m and re.search(r"^== probes --kernel: exit %d$" % status, out, re.M),
           f"Linux {series}: gpuleak probes --kernel did not say what this kernel supports:\n"
           f"{_tail(out)}")
     return m.group(1)
@@ -92,7 +95,8 @@ def _says(out, series):
 def _matrix(series):
     def run():
         names = " ".join(f"-k {n}" for n in SUBSET)
-        r = _guest(series, PROBES + f"python3 tests/run_tests.py --gpuleak ./gpuleak {names}")
+        r = _guest(series, PROBES + ONLY_DEBIAN_PYTHON +
+                   f"python3 tests/run_tests.py --gpuleak ./gpuleak {names}")
         if r == "skip":
             return r
         rc, out, secs = r
@@ -117,15 +121,15 @@ for _series in ("6.18", "6.12", "6.1"):
 @test
 def vmtest_linux_5_10():
     """Below the floor: `gpuleak run` says the one missing feature that matters first and the
-    kernel that has it, in one line, and exits 1; probes --kernel says the same."""
+    kernel that has it, in one line, and exits 1; probes --kernel says the same, exit 1."""
     r = _guest("5.10", PROBES + "./gpuleak run -- .output/tests/bin/leak3; "
                "echo \"== run: exit $?\"")
     if r == "skip":
         return r
     rc, out, secs = r
-    says = _says(out, "5.10")
+    says = _says(out, "5.10", status=1)
     print(f"# vmtest Linux 5.10 ({_kver('5.10')}, {secs:.0f}s): {says}")
     eq(says, "refuses: " + REFUSAL_5_10[len("gpuleak: "):], "Linux 5.10: probes --kernel")
-    run_out = out[out.index("== probes --kernel: exit 0\n") + len("== probes --kernel: exit 0\n"):]
+    run_out = out[out.index("== probes --kernel: exit 1\n") + len("== probes --kernel: exit 1\n"):]
     eq(run_out.splitlines(), [REFUSAL_5_10, "== run: exit 1"], "Linux 5.10: gpuleak run")
     eq(rc, 0, "the guest's status (its last command's)")
