@@ -8,6 +8,8 @@
 #   make golden   rewrite the golden reports' expected outputs (tests/golden/README.md)
 #   make format-check / make format    check / apply .clang-format on the C sources
 #   make bench    the benchmark (not part of make test)
+#   make vmtest   the kernel matrix alone: end-to-end tests inside Debian's 6.18, 6.12, 6.1
+#                 and 5.10 under qemu (root; also part of make test; docs/kernels.md)
 #   make bench-capture   capture size and `gpuleak report` speed (bench/capture_bench.sh)
 #   make fuzz     fuzz the capture reader and the rules parser, FUZZ_TIME seconds each (600)
 
@@ -79,7 +81,7 @@ ENGINE_ASAN_OBJ := $(patsubst user/%.c,$(OUTPUT)/asan/%.o,$(ENGINE_SRC))
 DEPFLAGS = -MMD -MP
 
 .PHONY: all deps test check golden format-check format demo bench bench-capture fuzz \
-	fuzz-build fuzz-merge clean standins check-deps install uninstall
+	fuzz-build fuzz-merge clean standins check-deps install uninstall vmtest
 all: gpuleak
 
 deps:
@@ -138,6 +140,12 @@ test: deps
 	@$(MAKE) --no-print-directory gpuleak $(OUTPUT)/gpuleak-asan standins unit fuzz-build \
 		$(CAPTURE_GEN)
 	@$(PYTHON) tests/run_tests.py --gpuleak $(OUTPUT)/gpuleak-asan
+
+# The kernel matrix alone (tests/test_vmtest.py, scripts/vmtest.sh): the plain ./gpuleak and
+# the scenarios, run inside each kernel install-deps fetched. One tally, as make test's.
+vmtest: deps
+	@$(MAKE) --no-print-directory gpuleak standins
+	@$(PYTHON) tests/run_tests.py --gpuleak gpuleak -k vmtest_linux_
 
 # What needs no root, no BPF and no target, as any user: the C unit tests (with the test
 # libraries they load), `gpuleak report` of the committed captures against their expected

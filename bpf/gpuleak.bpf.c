@@ -38,7 +38,13 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define GL_SPEC_SLOTS 4096
 _Static_assert(GL_API_MAX <= GL_SPEC_SLOTS, "the spec table holds every API id");
 const volatile struct gl_api_spec specs[GL_SPEC_SLOTS] = {};
-#define SPEC(api) (specs[(api) & (GL_SPEC_SLOTS - 1)])
+/* The mask after a barrier: the compiler, knowing api < GL_API_MAX, would drop it otherwise. */
+static __always_inline __u64 spec_slot(__u64 api)
+{
+	barrier_var(api);
+	return api & (GL_SPEC_SLOTS - 1);
+}
+#define SPEC(api) (specs[spec_slot(api)])
 /* Wake the consumer only once this much is unread: per-record wakeups cost 3-6x per call. */
 const volatile __u64 wakeup_bytes = 256 * 1024;
 /* Frames of a user stack kept (--stack-depth); 0: no stacks. */

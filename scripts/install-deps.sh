@@ -38,6 +38,8 @@ set -euo pipefail
 # compares gpuleak's cost with (bench/bench.py). clang-format: make format-check (make test).
 # systemtap-sdt-dev: <sys/sdt.h>, the USDT probes of the stand-in PyTorch (tests/standin).
 # python3.11: Debian's interpreter, whose SDT probes the USDT tests trace.
+# qemu-system-x86 and busybox-static: make vmtest boots Debian's other kernels (below) under
+# qemu with a busybox initramfs (scripts/vmtest.sh).
 # libdw-dev: elfutils' DWARF library, whose call frame information readers --unwind dwarf
 # unwinds with (user/symbols/cfi.c). strace: kills gpuleak at its Nth syscall of a kind, at
 # every stage of its startup (tests/test_conduct.py: no process it held is left stopped).
@@ -45,7 +47,7 @@ want_pkgs=(clang clang-format llvm make gcc pkg-config libelf-dev libdw-dev zlib
 	   bpftool python3-jsonschema
 	   libclang-rt-14-dev librsvg2-bin fonts-dejavu-core python3 curl util-linux
 	   python3-prometheus-client prometheus bpftrace groff-base libcapstone-dev strace
-	   systemtap-sdt-dev python3.11)
+	   systemtap-sdt-dev python3.11 qemu-system-x86 busybox-static)
 quiet=${GPULEAK_DEPS_QUIET:-0}
 say() { [ "$quiet" = 1 ] || echo "install-deps: $*" >&2; }
 warn() { echo "install-deps: warning: $*" >&2; }
@@ -135,6 +137,134 @@ ensure_libcuda() {
 	fi
 }
 
+# Debian's kernels for the kernel matrix (make vmtest, scripts/vmtest.sh): fetched with apt-get
+# download through a private sources list and state directory and unpacked with dpkg-deb -x,
+# never installed. One folder per series under $kernels_dir: root/ (boot/vmlinuz-KVER and
+# lib/modules/KVER), KVER (uname -r in the guest) and PACKAGE (name=version). The generic
+# -amd64 flavour, not -cloud-amd64: only it ships 9p (docs/kernels.md). A series already
+# there is not looked at again (delete its folder to take a newer one); one that cannot be
+# fetched is warned about, and its vmtest reports itself skipped.
+kernels_dir=${GPULEAK_KERNELS_DIR:-/var/cache/gpuleak/kernels}
+# series|the suites it comes from|the newest package of theirs whose name matches is taken
+kernel_series=(
+	'6.1|bookworm bookworm-updates bookworm-security|^linux-image-6\.1\.0-[0-9]+-amd64$'
+	'6.12|bookworm-backports|^linux-image-6\.12\.[0-9]+\+deb12(\.[0-9]+)?-amd64$'
+	'6.18|trixie-backports|^linux-image-6\.18\.[0-9]+\+deb13(\.[0-9]+)?-amd64$'
+	'5.10|bullseye bullseye-security|^linux-image-5\.10\.0-[0-9]+-amd64$'
+)
+
+# Prints the deb822 sources of the machine's Debian mirror (and its security mirror) for
+# every suite above.
+kernel_sources() {
+	local uri="" suri="" f=/etc/apt/sources.list.d/debian.sources
+
+	if [ -f "$f" ]; then
+		uri=$(awk '/^URIs:/{u=$2} /^Suites:.*bookworm( |$)/{print u; exit}' "$f")
+		suri=$(awk '/^URIs:/{u=$2} /^Suites:.*-security/{print u; exit}' "$f")
+	fi
+	[ -z "$uri" ] && [ -f /etc/apt/sources.list ] &&
+		uri=$(awk '$1=="deb" && $3=="bookworm"{print $2; exit}' /etc/apt/sources.list)
+	printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\n%s\n\n' \
+	       "${uri:-http://deb.debian.org/debian}" \
+	       "bookworm bookworm-updates bookworm-backports trixie-backports bullseye" \
+	       "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg"
+	printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\n%s\n' \
+	       "${suri:-http://deb.debian.org/debian-security}" \
+	       "bookworm-security bullseye-security" \
+	       "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg"
+}
+
+# Fetches the series named as arguments; returns non-zero when any could not be.
+fetch_kernels() (
+	local tmp spec series suites suite re pkg ver deb kver mods rc=0 start_ms
+	local -a o
+
+	tmp=$(mktemp -d) || return 1
+	trap 'rm -rf "$tmp"' EXIT
+	mkdir -p "$tmp/parts" "$tmp/lists/partial" "$tmp/cache/archives/partial"
+	kernel_sources > "$tmp/parts/debian-kernels.sources"
+	o=(-o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$tmp/parts"
+	   -o "Dir::State::Lists=$tmp/lists" -o "Dir::Cache=$tmp/cache"
+	   -o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache=" -o "APT::Sandbox::User=root")
+	# A suite that fails to update need not matter: the lookup below decides.
+	apt-get "${o[@]}" update -qq >"$tmp/log" 2>&1 || true
+	for spec in "${kernel_series[@]}"; do
+		IFS='|' read -r series suites re <<<"$spec"
+		[[ " $* " == *" $series "* ]] || continue
+		start_ms=$(date +%s%3N)
+		# The names in these suites' package lists (which apt may keep compressed).
+		pkg=$(for f in "$tmp"/lists/*_dists_*_main_binary-amd64_Packages*; do
+			suite=${f##*_dists_}
+			suite=${suite%%_main_*}
+			[[ " $suites " == *" $suite "* ]] || continue
+			/usr/lib/apt/apt-helper cat-file "$f" 2>/dev/null
+		      done | sed -n 's/^Package: //p' | grep -E "$re" | sort -V | tail -n 1)
+		if [ -z "$pkg" ]; then
+			warn "no package for Linux $series in $suites ($re);" \
+			     "its vmtest will be skipped"
+			rc=1
+			continue
+		fi
+		rm -f "$tmp"/*.deb
+		if ! (cd "$tmp" && apt-get "${o[@]}" download -qq "$pkg" >"$tmp/log" 2>&1); then
+			warn "apt-get download $pkg failed: $(tail -n 1 "$tmp/log");" \
+			     "the Linux $series vmtest will be skipped"
+			rc=1
+			continue
+		fi
+		deb=$(ls "$tmp"/*.deb | head -n 1)
+		ver=$(dpkg-deb -f "$deb" Version)
+		rm -rf "$tmp/x" "$kernels_dir/$series.new"
+		mkdir -p "$tmp/x" "$kernels_dir/$series.new"
+		if ! dpkg-deb -x "$deb" "$tmp/x"; then
+			warn "could not unpack $deb; the Linux $series vmtest will be skipped"
+			rc=1
+			continue
+		fi
+		# trixie's packages have merged /usr: usr/lib/modules.
+		mods=$tmp/x/lib/modules
+		[ -d "$mods" ] || mods=$tmp/x/usr/lib/modules
+		kver=$(ls "$mods" 2>/dev/null | head -n 1)
+		if [ -z "$kver" ] || [ ! -f "$tmp/x/boot/vmlinuz-$kver" ]; then
+			warn "$deb has no boot/vmlinuz or lib/modules; Linux $series skipped"
+			rc=1
+			continue
+		fi
+		mkdir -p "$kernels_dir/$series.new/root/lib"
+		mv "$tmp/x/boot" "$kernels_dir/$series.new/root/boot"
+		mv "$mods" "$kernels_dir/$series.new/root/lib/modules"
+		echo "$kver" > "$kernels_dir/$series.new/KVER"
+		echo "$pkg=$ver" > "$kernels_dir/$series.new/PACKAGE"
+		chmod -R a+rX "$kernels_dir/$series.new"
+		rm -rf "$kernels_dir/$series" "$tmp/x"
+		mv "$kernels_dir/$series.new" "$kernels_dir/$series"
+		say "Linux $series: $pkg $ver unpacked into $kernels_dir/$series" \
+		    "($(($(date +%s%3N) - start_ms)) ms)"
+	done
+	return $rc
+)
+
+ensure_kernels() {
+	local spec series
+	local -a missing_k=()
+
+	for spec in "${kernel_series[@]}"; do
+		series=${spec%%|*}
+		[ -f "$kernels_dir/$series/KVER" ] || missing_k+=("$series")
+	done
+	if [ ${#missing_k[@]} -eq 0 ]; then
+		say "vmtest kernels present: $kernels_dir ($(cd "$kernels_dir" &&
+			cat ./*/PACKAGE | tr '\n' ' '))"
+	elif [ "$(id -u)" -ne 0 ]; then
+		warn "no kernel for Linux ${missing_k[*]} in $kernels_dir; run as root to fetch" \
+		     "(their vmtests are skipped without)"
+	else
+		mkdir -p "$kernels_dir" && chmod a+rx "$kernels_dir" "$(dirname "$kernels_dir")"
+		fetch_kernels "${missing_k[@]}" ||
+			warn "some vmtest kernels are missing; their vmtests will be skipped"
+	fi
+}
+
 have_libbpf_146() {
 	local v
 	v=$(dpkg-query -W -f='${Version}' libbpf-dev 2>/dev/null) || return 1
@@ -189,6 +319,7 @@ if [ ${#missing[@]} -eq 0 ] && have_libbpf_146 && have_mesa_25; then
 	install_npm
 	say "all dependencies present"
 	ensure_libcuda
+	ensure_kernels
 	exit 0
 fi
 
@@ -271,3 +402,4 @@ say "installed: libbpf-dev $(dpkg-query -W -f='${Version}' libbpf-dev)," \
     "mesa-vulkan-drivers $(dpkg-query -W -f='${Version}' mesa-vulkan-drivers)"
 ensure_libcuda
 install_npm
+ensure_kernels

@@ -375,7 +375,8 @@ def main(argv):
     global GPULEAK
     ap = argparse.ArgumentParser()
     ap.add_argument("--gpuleak", default=GPULEAK)
-    ap.add_argument("-k", default=None, help="run tests whose name contains this")
+    ap.add_argument("-k", action="append", default=[],
+                    help="run tests whose name contains this (repeat: any of them)")
     ap.add_argument("--check", action="store_true",
                     help="only the tests that need no root (what `make check` runs)")
     ap.add_argument("-v", action="store_true")
@@ -384,7 +385,7 @@ def main(argv):
     passed = failed = skipped = 0
     t_all = time.time()
     for fn in _tests:
-        if a.k and a.k not in fn.__name__:
+        if a.k and not any(k in fn.__name__ for k in a.k):
             continue
         if a.check and fn.needs_root:
             continue
