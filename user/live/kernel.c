@@ -341,7 +341,7 @@ void kernel__print(const struct kernel_features *k, FILE *out, bool json)
 		if (k->have[f] || !kfeats[f].without || f == KF_PRIV_STACK ||
 		    f == KF_EXIT_GROUP_DEAD)
 			continue;
-		fprintf(out, "%s%s", below++ ? "; " : ", without ", kfeats[f].without);
+		fprintf(out, "%s%s", below++ ? "; " : ", degraded: ", kfeats[f].without);
 	}
 	fputs(below ? "\n" : ", with every feature\n", out);
 }
