@@ -227,9 +227,11 @@ static int collect(struct mv *m)
 		if (err)
 			return err;
 	}
-	qsort(m->segs, m->nr_segs, sizeof(*m->segs), cmp_seg);
+	if (m->nr_segs)
+		qsort(m->segs, m->nr_segs, sizeof(*m->segs), cmp_seg);
 	merge_pages(m);
-	qsort(m->blks, m->nr_blks, sizeof(*m->blks), cmp_blk);
+	if (m->nr_blks)
+		qsort(m->blks, m->nr_blks, sizeof(*m->blks), cmp_blk);
 	/* Blocks into their segments, in address order; those in none make their own, after
 	 * the n sorted ones seg_at searches. */
 	n = m->nr_segs;
@@ -251,7 +253,8 @@ static int collect(struct mv *m)
 		if (err)
 			return err;
 	}
-	qsort(m->segs, m->nr_segs, sizeof(*m->segs), cmp_seg);
+	if (m->nr_segs)
+		qsort(m->segs, m->nr_segs, sizeof(*m->segs), cmp_seg);
 	return 0;
 }
 
