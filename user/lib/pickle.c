@@ -37,9 +37,14 @@ struct memo_str {
 	uint32_t idx;
 };
 
+/* Opcodes go through a buffer of ours: a stdio call per opcode byte costs 10 times more. */
+#define PICKLE_BUF 65536
+
 struct pickle {
 	FILE *f;
 	int err;
+	size_t nr_out;
+	uint8_t out[PICKLE_BUF];
 	int open; /* containers begun and not ended */
 	uint32_t nr_memo;
 	struct memo_str *strs; /* open addressing, cap a power of two, s == NULL: free */
@@ -48,12 +53,27 @@ struct pickle {
 	size_t cap_buf;
 };
 
+static void flush(struct pickle *p)
+{
+	if (!p->err && p->nr_out && fwrite(p->out, 1, p->nr_out, p->f) != p->nr_out)
+		p->err = -EIO;
+	p->nr_out = 0;
+}
+
 static void put(struct pickle *p, const void *b, size_t n)
 {
 	if (p->err)
 		return;
-	if (fwrite(b, 1, n, p->f) != n)
-		p->err = -EIO;
+	if (p->nr_out + n > sizeof(p->out)) {
+		flush(p);
+		if (n > sizeof(p->out)) {
+			if (!p->err && fwrite(b, 1, n, p->f) != n)
+				p->err = -EIO;
+			return;
+		}
+	}
+	memcpy(p->out + p->nr_out, b, n);
+	p->nr_out += n;
 }
 
 static void op(struct pickle *p, uint8_t o)
@@ -90,6 +110,7 @@ int pickle__end(struct pickle *p)
 	if (!p->err && p->open)
 		p->err = -EINVAL;
 	op(p, OP_STOP);
+	flush(p);
 	return p->err;
 }
 
