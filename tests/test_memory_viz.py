@@ -84,10 +84,12 @@ def tiles(d):
         eq(at, s["address"] + s["total_size"], f"segment {s['address']:#x}: blocks to its end")
 
 
-def matches_verdict(d, v):
-    """PyTorch's segments and blocks are gpuleak's reserve and allocated; the rest is outside."""
+def matches_verdict(d, v, pre_attach=0):
+    """PyTorch's segments and blocks are gpuleak's reserve and allocated (a block in a segment
+    made before the attach counts as reserved itself), the rest is outside."""
     dev = v["pytorch"]["devices"][0]
-    pt = kind(d, "pytorch")
+    eq(len(kind(d, "pre-attach")), pre_attach, "blocks in segments made before the attach")
+    pt = kind(d, "pytorch") + kind(d, "pre-attach")
     eq(sum(s["total_size"] for s in pt), dev["reserved_bytes"], "PyTorch segments: reserved")
     eq(sum(b["size"] for s in pt for b in active(s)), dev["allocated_bytes"],
        "PyTorch's active blocks: allocated")
@@ -95,7 +97,6 @@ def matches_verdict(d, v):
     eq(sum(s["allocated_size"] for s in pt), dev["allocated_bytes"], "segments' allocated_size")
     eq(sum(s["total_size"] for s in kind(d, "outside")), dev["outside_bytes"],
        "outside PyTorch: its own segments")
-    eq(kind(d, "pre-attach"), [], "no block in a segment made before the attach")
     tiles(d)
 
 
@@ -323,6 +324,41 @@ def memory_viz_pending_free_and_attach():
         matches_verdict(d, v)
         eq(len(re.findall(r"^stream_0;seg_\d+;active_allocated;.*leaky_cache_append \d+$",
                           viz_module("segments", path), re.M)), 5, "attached: the leak's 5")
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
+
+
+@test
+def memory_viz_attached_midway_marks_pre_attach_blocks():
+    """torch_decode leak 20 attached to before step 5 (TORCH_DECODE_READY_AT): the leak's
+    blocks of steps 5 to 9 are split from a 20 MiB segment made at step 0, before the attach:
+    each a "pre-attach" segment of its own; steps 10 to 19 fill two segments seen made. The
+    weights, KV cache and outside memory were made before the attach and are not seen."""
+    if not have_reader():
+        return "skip"
+    path = tmpfile(".pickle")
+    try:
+        a = Attached("torch_decode", ["leak", 20], gl_args=["--memory-viz", path],
+                     env={"TORCH_DECODE_READY_AT": "5"})
+        try:
+            a.wait_attached()
+            a.target.send()
+            a.target.wait_line("done")
+            a.target.send()
+            v = a.finish().verdict()
+        finally:
+            a.cleanup()
+        d = load(path)
+        matches_verdict(d, v, pre_attach=5)
+        eq([(s["segment_type"], s["total_size"], [(b["state"], b["size"]) for b in s["blocks"]],
+             s["blocks"][0]["frames"][0]["name"]) for s in kind(d, "pre-attach")],
+           [("pre-attach", 2 * MiB, [("active_allocated", 2 * MiB)], "leaky_cache_append")] * 5,
+           "the leak's blocks of steps 5 to 9")
+        eq(sorted(len(active(s)) for s in kind(d, "pytorch")), [2, 8], "steps 10 to 19")
+        eq(stats_totals(viz_cli("stats", path)),
+           {"segments": "7", "total_reserved": "50.0MiB", "total_allocated": "30.0MiB",
+            "total_free": "20.0MiB (0.0% internal)"}, "stats")
     finally:
         if os.path.exists(path):
             os.unlink(path)
