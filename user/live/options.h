@@ -39,6 +39,7 @@ struct session_opts {
 	unsigned int stack_entries; /* distinct stacks each kernel stack map holds */
 	unsigned int python_depth;  /* Python frames kept per allocation; 0: none */
 	bool unwind_dwarf;	    /* --unwind dwarf: stacks unwound from a copy of the stack */
+	int uprobe_links;	    /* --uprobe-links: enum bpf_setup_links */
 	unsigned int unwind_bytes;  /* its bytes per allocation (--unwind-bytes) */
 	const char *debug_dirs[SYMBOLIZER_MAX_DEBUG_DIRS]; /* --debug-dir */
 	size_t nr_debug_dirs;
