@@ -970,6 +970,8 @@ def bench_capture(a, tmp, res):
             "report_events_per_s": stats([rate]),
             "report_vs_consumer": stats([rate / consumer_ref(a, tmp, res)]),
             "capture_bytes_per_event": stats([vals["bytes_per_event"]]),
+            "memviz_s_per_100k": stats([vals["memviz_s_per_100k"]]),
+            "memviz_mb_per_100k": stats([vals["memviz_mb_per_100k"]]),
             "report_calls": vals["calls"]}
 
 
@@ -1164,6 +1166,8 @@ ROWS = [  # key, label, unit, scale, format
     ("report_events_per_s", "  events per second", "M/s", 1e-6, "{:.2f}"),
     ("report_vs_consumer", "  report / consumer", "x", 1, "{:.2f}"),
     ("capture_bytes_per_event", "capture bytes per event", "B", 1, "{:.2f}"),
+    ("memviz_s_per_100k", "--memory-viz export, per 100 k entries", "s", 1, "{:.3f}"),
+    ("memviz_mb_per_100k", "  its pickle, per 100 k entries", "MB", 1, "{:.2f}"),
     ("watch_consumer_events_per_s", "watch: consumer, 1 M live, 32 MiB ring", "M/s", 1e-6,
      "{:.2f}"),
     ("watch_attach_consumer_events_per_s", "  the consumer alone, same turns", "M/s", 1e-6,

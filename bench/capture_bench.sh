@@ -63,3 +63,34 @@ echo "$times" | awk -v c="$CALLS" -v cpus="$(nproc)" -v kv="${BENCH_KV:-}" '{
 	for (i = 1; i < NF; i += 2) { t = $(i + 1) - $i; if (!best || t < best) best = t }
 	printf "gpuleak report of %d calls: %.2f s (best of 3, %d CPUs)\n", c, best, cpus
 	if (kv != "") printf "report_s=%.3f\n", best >> kv }'
+
+# --memory-viz: what exporting PyTorch's snapshot adds to a report, per 100 k entries of its
+# allocation trace (1 M generated calls: ~0.9 M entries, each device allocation and free),
+# best of 3 against the report without it; and the pickle's bytes per 100 k entries.
+f="$dir/gen1m.glc"
+"$GEN" -o "$f" -n 1000000 >/dev/null
+best() {
+	local b="" t0 t1 t
+	for _ in 1 2 3; do
+		t0=$(date +%s.%N)
+		"$@" >/dev/null
+		t1=$(date +%s.%N)
+		t=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
+		if [ -z "$b" ] || awk -v t="$t" -v b="$b" 'BEGIN { exit !(t < b) }'; then b=$t; fi
+	done
+	echo "$b"
+}
+plain=$(best "$GPULEAK" report "$f")
+viz=$(best "$GPULEAK" report "$f" --memory-viz "$dir/gen1m.pickle")
+entries=$(python3 -c 'import pickle, sys
+d = pickle.load(open(sys.argv[1], "rb"))
+print(sum(len(t) for t in d["device_traces"]))' "$dir/gen1m.pickle")
+awk -v p="$plain" -v v="$viz" -v n="$entries" -v s="$(stat -c %s "$dir/gen1m.pickle")" \
+    -v kv="${BENCH_KV:-}" 'BEGIN {
+	printf "--memory-viz of 1 M calls: %d trace entries, %.2f s more than the report (%.2f s)," \
+	       " %d bytes: per 100 k entries %.3f s, %.2f MB\n", n, v - p, p, s,
+	       (v - p) * 1e5 / n, s * 1e5 / n / 1e6
+	if (kv != "") {
+		printf "memviz_s_per_100k=%.4f\n", (v - p) * 1e5 / n >> kv
+		printf "memviz_mb_per_100k=%.3f\n", s * 1e5 / n / 1e6 >> kv
+	} }'

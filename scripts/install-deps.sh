@@ -262,6 +262,69 @@ ensure_kernels() {
 		mkdir -p "$kernels_dir" && chmod a+rx "$kernels_dir" "$(dirname "$kernels_dir")"
 		fetch_kernels "${missing_k[@]}" ||
 			warn "some vmtest kernels are missing; their vmtests will be skipped"
+# PyTorch's own snapshot reader, torch/cuda/_memory_viz.py (stdlib only; runs on bookworm's
+# Python 3.11), which tests/test_memory_viz.py runs on what --memory-viz writes: Debian trixie's
+# python3-torch, fetched and unpacked as libcuda1 is (private sources list and state, nothing
+# installed, the machine's apt configuration untouched). Only the one file is kept, at
+# $torch_viz_dir/_memory_viz.py, with the package's version in VERSION. ~11 MB downloaded once.
+torch_viz_dir=${GPULEAK_TORCH_VIZ_DIR:-/var/cache/gpuleak/torch-memory-viz}
+torch_version=2.6.0+dfsg-7 # what TARGETS.md measured; the newest on the mirror otherwise
+
+fetch_torch_viz() (
+	local tmp vers ver deb f start_ms uri
+	local -a o
+
+	start_ms=$(date +%s%3N)
+	tmp=$(mktemp -d) || return 1
+	trap 'rm -rf "$tmp"' EXIT
+	mkdir -p "$tmp/parts" "$tmp/lists/partial" "$tmp/cache/archives/partial" "$tmp/x"
+	uri=$(libcuda_sources | awk '/^URIs:/{print $2; exit}')
+	printf 'Types: deb\nURIs: %s\nSuites: trixie\nComponents: main\n' \
+	       "${uri:-http://deb.debian.org/debian}" > "$tmp/parts/debian-trixie.sources"
+	printf 'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+	       >> "$tmp/parts/debian-trixie.sources"
+	o=(-o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$tmp/parts"
+	   -o "Dir::State::Lists=$tmp/lists" -o "Dir::Cache=$tmp/cache"
+	   -o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache=" -o "APT::Sandbox::User=root")
+	apt-get "${o[@]}" update -qq >"$tmp/log" 2>&1 || true
+	vers=$(apt-cache "${o[@]}" madison python3-torch 2>/dev/null |
+		awk -F'|' '{gsub(/ /, "", $2); print $2}')
+	if [ -z "$vers" ]; then
+		warn "no python3-torch in trixie on the mirror. $(tail -n 1 "$tmp/log")"
+		return 1
+	fi
+	ver=$torch_version
+	if ! grep -qxF "$ver" <<<"$vers"; then
+		ver=$(head -n 1 <<<"$vers")
+		warn "python3-torch $torch_version not on the mirror; taking $ver"
+	fi
+	(cd "$tmp" && apt-get "${o[@]}" download -qq "python3-torch=$ver" >"$tmp/log" 2>&1) ||
+		{ warn "apt-get download python3-torch=$ver failed: $(tail -n 1 "$tmp/log")"
+		  return 1; }
+	deb=$(ls "$tmp"/python3-torch_*.deb) && dpkg-deb -x "$deb" "$tmp/x" ||
+		{ warn "could not unpack $deb"; return 1; }
+	f=$(cd "$tmp/x" && find . -path '*/torch/cuda/_memory_viz.py' -type f | head -n 1)
+	[ -n "$f" ] || { warn "$deb holds no torch/cuda/_memory_viz.py"; return 1; }
+	rm -rf "$torch_viz_dir.new" && mkdir -p "$torch_viz_dir.new" &&
+		cp "$tmp/x/${f#./}" "$torch_viz_dir.new/_memory_viz.py" &&
+		dpkg-deb -f "$deb" Version > "$torch_viz_dir.new/VERSION" &&
+		chmod -R a+rX "$torch_viz_dir.new" && rm -rf "$torch_viz_dir" &&
+		mv "$torch_viz_dir.new" "$torch_viz_dir" ||
+		{ warn "could not fill $torch_viz_dir"; return 1; }
+	say "python3-torch $(cat "$torch_viz_dir/VERSION") unpacked:" \
+	    "$torch_viz_dir/_memory_viz.py ($(($(date +%s%3N) - start_ms)) ms)"
+)
+
+ensure_torch_viz() {
+	if [ -e "$torch_viz_dir/_memory_viz.py" ]; then
+		say "PyTorch's _memory_viz.py present: $torch_viz_dir" \
+		    "($(cat "$torch_viz_dir/VERSION" 2>/dev/null))"
+	elif [ "$(id -u)" -ne 0 ]; then
+		warn "no _memory_viz.py in $torch_viz_dir; run as root to fetch it" \
+		    "(the memory_viz tests are skipped without it)"
+	else
+		fetch_torch_viz ||
+			warn "no _memory_viz.py; the memory_viz tests will be skipped"
 	fi
 }
 
@@ -320,6 +383,7 @@ if [ ${#missing[@]} -eq 0 ] && have_libbpf_146 && have_mesa_25; then
 	say "all dependencies present"
 	ensure_libcuda
 	ensure_kernels
+	ensure_torch_viz
 	exit 0
 fi
 
@@ -401,5 +465,6 @@ say "installed: libbpf-dev $(dpkg-query -W -f='${Version}' libbpf-dev)," \
     "bpftool $(dpkg-query -W -f='${Version}' bpftool)," \
     "mesa-vulkan-drivers $(dpkg-query -W -f='${Version}' mesa-vulkan-drivers)"
 ensure_libcuda
+ensure_torch_viz
 install_npm
 ensure_kernels

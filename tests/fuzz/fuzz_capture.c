@@ -2,7 +2,8 @@
 /*
  * libFuzzer target: `gpuleak report` on arbitrary bytes. The input goes through the whole
  * offline path (header, blocks, inflate, record decoder, tracker with rules, timeline,
- * symbolizer and stacks, text and JSON report, the folded, Perfetto and SVG pictures) exactly
+ * symbolizer and stacks, text and JSON report, the folded, Perfetto and SVG pictures, PyTorch's
+ * memory snapshot of --memory-viz with its allocation trace) exactly
  * as replay__run does, minus the file. CRCs are not checked: a mutated payload must reach
  * the decoders, and a crafted file can carry valid CRCs anyway.
  */
@@ -32,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    .gate = {.on = true, .has_max_live = true},
 	    /* the pictures too: the graph, series and writers read what the input made, onto
 	     * standard output, which is /dev/null here (gpuleak writes no device by name) */
-	    .out = {.folded_path = "-", .perfetto_path = "-", .svg_path = "-"},
+	    .out = {.folded_path = "-", .perfetto_path = "-", .svg_path = "-", .memviz_path = "-"},
 	};
 	static struct rules *rules;
 	static FILE *null;

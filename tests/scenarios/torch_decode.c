@@ -26,6 +26,10 @@
  * MODE cache_empty calls c10_cuda_empty_cache() after the steps (torch.cuda.empty_cache()):
  * every free segment goes back.
  *
+ * With TORCH_DECODE_READY_AT=K the sync handshake (SCENARIO_SYNC=1) comes before step K instead
+ * of at the start: a tracer attached then finds the segments of the steps before it made
+ * already, and the blocks split from them later in segments it never saw made.
+ *
  * At the end it prints the allocator's own view (torch.cuda.memory_stats), then "done":
  *   stats allocated=A requested=R reserved=V segments=S device_frees=F reports=N
  * Expected live at "done" (MODE leak, STEPS 20, cudaMalloc segments): blocks 72 MiB at
@@ -133,14 +137,16 @@ static enum mode parse_mode(const char *s)
 int main(int argc, char **argv)
 {
 	struct c10_cuda_stats st;
-	unsigned long long steps, i;
+	const char *at = getenv("TORCH_DECODE_READY_AT");
+	unsigned long long steps, i, ready_at = at ? strtoull(at, NULL, 10) : 0;
 	enum mode mode;
 	int k;
 
 	scenario_usage(argc, 3, "torch_decode MODE STEPS");
 	mode = parse_mode(argv[1]);
 	steps = scenario_bytes(argv[2], "STEPS");
-	scenario_ready();
+	if (!ready_at)
+		scenario_ready();
 	for (k = 0; k < 3; k++) {
 		SCENARIO_OPAQUE(k);
 		load_weights(24 * MiB);
@@ -151,6 +157,8 @@ int main(int argc, char **argv)
 	for (i = 0; i < steps; i++) {
 		const struct timespec gap = {.tv_nsec = 10 * 1000 * 1000};
 
+		if (ready_at && i == ready_at)
+			scenario_ready();
 		decode_step(mode, i);
 		nanosleep(&gap, NULL);
 	}

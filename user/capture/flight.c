@@ -42,6 +42,9 @@ struct fproc {
 
 struct flight {
 	struct flight_opts o;
+	/* o.a for the flight's own analyses (the lag, a snapshot's check): no --memory-viz
+	 * trace, which only the live analysis writes */
+	struct analysis_opts a;
 	/*
 	 * Records that name what later ones refer to (a Python stack's frames, a code object, a
 	 * C++ class), from what left the ring: a capture starts with them, as the snapshot's
@@ -75,6 +78,9 @@ int flight__new(const struct flight_opts *o, struct flight **out)
 	if (!f)
 		return -ENOMEM;
 	f->o = *o;
+	f->a = *o->a;
+	f->a.out.memviz_path = NULL;
+	f->o.a = &f->a;
 	f->chunk_bytes = (uint32_t)(o->ring_bytes / 16);
 	if (f->chunk_bytes < CHUNK_MIN_BYTES)
 		f->chunk_bytes = CHUNK_MIN_BYTES;
@@ -85,7 +91,7 @@ int flight__new(const struct flight_opts *o, struct flight **out)
 	if (!err)
 		err = rec_dec__init(&f->dec);
 	if (!err)
-		err = analysis__new(o->a, o->frames, o->frames_ctx, &f->lag);
+		err = analysis__new(f->o.a, o->frames, o->frames_ctx, &f->lag);
 	if (err) {
 		flight__free(f);
 		return err;

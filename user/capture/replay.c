@@ -684,7 +684,7 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 		report__final(&rp->rep, v, t->last_ts_ns);
 		rp->gate_failed = v->gate_failed;
 		/* said, and exit 1; the verdicts are written all the same */
-		rp->out_err = pictures__write(rp->pics, &rp->rep, v, rp->an->se, t->last_ts_ns);
+		rp->out_err = pictures__write(rp->pics, &rp->rep, v, rp->an, t->last_ts_ns);
 	}
 	verdict__free(v);
 	free(extra);

@@ -254,6 +254,11 @@ static const struct argp_option pictures_options[] = {
      4},
     {"svg", OPT_SVG, "FILE", 0,
      "An SVG timeline of live, persistent and pending bytes, leaking sites highlighted", 4},
+    {"memory-viz", OPT_MEMORY_VIZ, "FILE", 0,
+     "PyTorch's memory snapshot (a pickle, as torch.cuda.memory._snapshot()) of the process: "
+     "segments, blocks, the allocation trace with Python frames, and the memory PyTorch does "
+     "not see, for pytorch.org/memory_viz and torch/cuda/_memory_viz.py",
+     4},
     {},
 };
 
@@ -443,6 +448,9 @@ static error_t parse_analysis(int key, char *arg, struct argp_state *state)
 	case OPT_SVG:
 		c->a.out.svg_path = arg;
 		break;
+	case OPT_MEMORY_VIZ:
+		c->a.out.memviz_path = arg;
+		break;
 	case OPT_RULES:
 	case OPT_RULE:
 	case OPT_PRESET: {
@@ -551,10 +559,11 @@ static error_t parse_output(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_END: {
 		/* Standard output carries one file whole (the text report goes to stderr then). */
 		const char *paths[] = {c->out.json_path, c->a.out.folded_path,
-				       c->a.out.perfetto_path, c->a.out.svg_path};
+				       c->a.out.perfetto_path, c->a.out.svg_path,
+				       c->a.out.memviz_path};
 		int i, n = 0;
 
-		for (i = 0; i < 4; i++)
+		for (i = 0; i < 5; i++)
 			n += outfile__is_stdout(paths[i]);
 		if (n > 1)
 			argp_error(state, "one output only can be - (standard output)");

@@ -105,6 +105,8 @@ void allocs__set_flag(struct tracker *t, struct tproc *p, struct alloc *a, uint8
 	allocs_account(t, p, a, -1);
 	a->flags |= flag;
 	allocs_account(t, p, a, 1);
+	if (flag == AF_PENDING && t->mem_ev)
+		allocs_mem_event(t, p, a, MEM_EV_PENDING, p->last_ts_ns);
 }
 
 /*

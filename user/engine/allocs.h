@@ -183,11 +183,28 @@ static inline void allocs_account(struct tracker *t, struct tproc *p, struct all
 		allocs__blocks_account(p, s, a, sign);
 }
 
+/* Allocation a's change kind, to the --memory-viz trace (tracker.mem_ev) when it asks. */
+static inline void allocs_mem_event(const struct tracker *t, const struct tproc *p,
+				    const struct alloc *a, uint8_t kind, uint64_t ts_ns)
+{
+	struct mem_event e = {.addr = a->addr,
+			      .size = a->size,
+			      .ts_ns = ts_ns,
+			      .sstack = a->sstack,
+			      .kind = kind,
+			      .space = a->space,
+			      .flags = a->flags};
+
+	t->mem_ev(t->mem_ev_ctx, t, p, &e);
+}
+
 /* a (in p's table) is gone: out of the sums and the table. */
 static inline void allocs__release(struct tracker *t, struct tproc *p, struct alloc *a)
 {
 	uint32_t site = tracker__alloc_site(t, a);
 
+	if (__builtin_expect(t->mem_ev != NULL, 0))
+		allocs_mem_event(t, p, a, MEM_EV_RELEASE, p->last_ts_ns);
 	if (!(a->flags & AF_PENDING) && t->sites[site].counts)
 		allocs_note_release(p, a->sstack, a->size);
 	allocs_account(t, p, a, -1);
@@ -218,6 +235,8 @@ static inline int allocs__add(struct tracker *t, struct tproc *p, const struct a
 
 	if (!ins)
 		return -ENOMEM;
+	if (__builtin_expect(t->mem_ev != NULL, 0))
+		allocs_mem_event(t, p, ins, MEM_EV_ADD, ts_ns);
 	allocs_account(t, p, ins, 1);
 	if (check_class && violations__check_class(t, p, ins, ts_ns))
 		return -ENOMEM;

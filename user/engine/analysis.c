@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "engine/analysis.h"
+#include "engine/memtrace.h"
 #include "engine/series.h"
 #include "lib/vec.h"
 
@@ -22,6 +23,12 @@ int analysis__new(const struct analysis_opts *o, frames_fn frames, void *frames_
 		if (!err)
 			tracker__on_pending_done(a->t, series__pending_done, a->se);
 	}
+	/* The trace costs a test per allocation and free, and its entries: only when asked. */
+	if (!err && o->out.memviz_path) {
+		err = memtrace__new(&a->mt);
+		if (!err)
+			tracker__on_mem_event(a->t, memtrace__event, a->mt);
+	}
 	if (err) {
 		analysis__free(a);
 		return err;
@@ -40,6 +47,7 @@ void analysis__free(struct analysis *a)
 	if (!a)
 		return;
 	series__free(a->se);
+	memtrace__free(a->mt);
 	timeline__free(a->tl);
 	tracker__free(a->t);
 	free(a->ended);

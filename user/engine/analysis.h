@@ -18,7 +18,7 @@ struct rules;
 
 /*
  * Files written at the end of a session or of a report (--folded, --folded-growth,
- * --folded-peak, --perfetto, --svg).
+ * --folded-peak, --perfetto, --svg, --memory-viz).
  */
 struct output_opts {
 	const char *folded_path;
@@ -26,6 +26,7 @@ struct output_opts {
 	const char *folded_peak_path;
 	const char *perfetto_path;
 	const char *svg_path;
+	const char *memviz_path; /* PyTorch's memory snapshot (output/memviz.h) */
 };
 
 /*
@@ -52,11 +53,13 @@ struct analysis_opts {
 };
 
 struct series;
+struct memtrace;
 
 struct analysis {
 	struct tracker *t;
 	struct timeline *tl;
-	struct series *se; /* what --perfetto and --svg draw over time: NULL when neither */
+	struct series *se;   /* what --perfetto and --svg draw over time: NULL when neither */
+	struct memtrace *mt; /* the allocation trace of --memory-viz, NULL without it */
 	struct gate gate;
 	pid_t *ended; /* processes past their end marker: nothing more of them */
 	size_t nr_ended, cap_ended;

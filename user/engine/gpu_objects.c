@@ -161,6 +161,22 @@ bool gpu_objects__handle_mapped(const struct tproc *p, uint64_t handle)
 	return tproc__vmm_mapped(p, handle);
 }
 
+/* A range mapped or unmapped, to the --memory-viz trace: as the handle it maps, at va. */
+static void map_event(struct tracker *t, struct tproc *p, uint8_t kind, uint64_t va, uint64_t size,
+		      uint64_t handle, uint64_t ts_ns)
+{
+	const struct alloc *a = alloc_table__find(&p->allocs, SPACE_VMM_HANDLE, handle);
+	struct mem_event e = {.addr = va,
+			      .size = size,
+			      .ts_ns = ts_ns,
+			      .sstack = a ? a->sstack : UINT32_MAX,
+			      .kind = kind,
+			      .space = SPACE_VMM_HANDLE,
+			      .flags = a ? a->flags : 0};
+
+	t->mem_ev(t->mem_ev_ctx, t, p, &e);
+}
+
 static int vmm_map(struct tracker *t, struct tproc *p, const struct gl_call_rec *r)
 {
 	if (vec_grow((void **)&p->maps, &p->cap_maps, p->nr_maps, sizeof(*p->maps)))
@@ -169,6 +185,8 @@ static int vmm_map(struct tracker *t, struct tproc *p, const struct gl_call_rec 
 	/* An imported handle's size: what is mapped of it. */
 	ipc__mapped_size(t, p, r->aux, r->size);
 	regions__mapped(p, r->addr, r->size, r->aux);
+	if (t->mem_ev)
+		map_event(t, p, MEM_EV_MAP, r->addr, r->size, r->aux, r->hdr.ts_ns);
 	return 0;
 }
 
@@ -185,6 +203,8 @@ static void vmm_unmap(struct tracker *t, struct tproc *p, const struct gl_call_r
 			i++;
 			continue;
 		}
+		if (t->mem_ev)
+			map_event(t, p, MEM_EV_UNMAP, m.va, m.size, m.handle, r->hdr.ts_ns);
 		p->maps[i] = p->maps[--p->nr_maps];
 		/* The last mapping of a handle released while mapped frees its memory. */
 		a = alloc_table__find(&p->allocs, SPACE_VMM_HANDLE, m.handle);

@@ -70,6 +70,16 @@ void mem_calls__count_failure(struct tracker *t, struct tproc *p, const struct c
 		return;
 	t->sites[site].failed++;
 	t->sites[site].last_err = r->ret;
+	if (t->mem_ev && api->op == OP_ALLOC) {
+		struct mem_event e = {.size = r->size,
+				      .ts_ns = r->hdr.ts_ns,
+				      .sstack = sites__stack(t, site, k.stack_id),
+				      .err = r->ret,
+				      .kind = MEM_EV_FAIL,
+				      .space = api->space};
+
+		t->mem_ev(t->mem_ev_ctx, t, p, &e);
+	}
 }
 
 /* The owner of an allocation made in no owner's scope, if it has one, into k. */

@@ -453,6 +453,34 @@ typedef uint64_t (*site_fn)(void *ctx, pid_t pid, uint64_t caller, int32_t *stac
 typedef void (*pending_done_fn)(void *ctx, const struct tproc *p, uint32_t site, uint64_t bytes,
 				uint64_t begin_ns, uint64_t end_ns);
 
+/*
+ * What happened to device memory, for the allocation trace of --memory-viz (engine/memtrace.c):
+ * an allocation entering or leaving a table, a free issued (pending), a VMM range mapped or
+ * unmapped, an allocation that failed for want of memory. Persisted nowhere.
+ */
+enum mem_event_kind {
+	MEM_EV_ADD = 1,
+	MEM_EV_RELEASE = 2,
+	MEM_EV_PENDING = 3,
+	MEM_EV_MAP = 4,
+	MEM_EV_UNMAP = 5,
+	MEM_EV_FAIL = 6,
+};
+
+struct mem_event {
+	uint64_t addr, size; /* MAP/UNMAP: the range; FAIL: the bytes asked, addr 0 */
+	uint64_t ts_ns;
+	uint32_t sstack; /* its site stack; UINT32_MAX: none (an unmap of no known handle) */
+	int32_t err;	 /* FAIL: the call's error code */
+	uint8_t kind;	 /* enum mem_event_kind */
+	uint8_t space;	 /* enum cat_space */
+	uint8_t flags;	 /* the allocation's (enum alloc_flags), as of the event */
+};
+
+struct tracker;
+typedef void (*mem_event_fn)(void *ctx, const struct tracker *t, const struct tproc *p,
+			     const struct mem_event *e);
+
 #define TRACKER_SITE_CACHE 64
 
 struct tracker {
@@ -470,6 +498,8 @@ struct tracker {
 	bool defer_per_call; /* a deferred rule looks at frames or the pid: every call */
 	pending_done_fn pend_done;
 	void *pend_done_ctx;
+	mem_event_fn mem_ev; /* NULL unless --memory-viz: one test per allocation and free */
+	void *mem_ev_ctx;
 	struct tproc **procs;
 	size_t nr_procs, cap_procs;
 	struct site *sites;

@@ -57,6 +57,12 @@ void tracker__on_pending_done(struct tracker *t, pending_done_fn fn, void *ctx)
 	t->pend_done_ctx = ctx;
 }
 
+void tracker__on_mem_event(struct tracker *t, mem_event_fn fn, void *ctx)
+{
+	t->mem_ev = fn;
+	t->mem_ev_ctx = ctx;
+}
+
 void tracker__set_init_retained(struct tracker *t, bool on)
 {
 	t->init_retained = on;

@@ -48,6 +48,8 @@ void tracker__set_rules(struct tracker *t, const struct rules *rules, frames_fn 
 void tracker__set_site_fn(struct tracker *t, site_fn fn, void *ctx);
 /* Tell fn about every pending free that ends (the outputs draw them as slices). */
 void tracker__on_pending_done(struct tracker *t, pending_done_fn fn, void *ctx);
+/* Tell fn about every change of memory (struct mem_event: the allocation trace). */
+void tracker__on_mem_event(struct tracker *t, mem_event_fn fn, void *ctx);
 /*
  * Whether allocations made before a process's first step that no rule classifies are
  * retained by init rather than leaks (set before the first record).

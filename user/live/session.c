@@ -354,8 +354,7 @@ static void finish(struct session *s)
 		report__final(&s->rep, v, live_now_ns());
 		s->gate_failed = v->gate_failed;
 		/* As of the last record, as a report of the capture draws them: the same files. */
-		s->out_err =
-		    pictures__write(s->pics, &s->rep, v, l->an->se, l->an->t->last_ts_ns) != 0;
+		s->out_err = pictures__write(s->pics, &s->rep, v, l->an, l->an->t->last_ts_ns) != 0;
 	}
 	verdict__free(v);
 	if (ringbuf__bad(s->rb))

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include "engine/timeline.h"
 #include "engine/tracker.h"
 #include "lib/json.h"
+#include "lib/outfile.h"
 #include "lib/log.h"
 #include "lib/units.h"
 #include "lib/vec.h"
@@ -31,6 +33,8 @@
 #include "live/recorder.h"
 #include "live/targets.h"
 #include "live/watch.h"
+#include "output/memviz.h"
+#include "output/report_sink.h"
 #include "probe/catalog.h"
 #include "symbols/symbolizer.h"
 
@@ -185,10 +189,20 @@ static int scan_dir(struct watch *w)
 	return err;
 }
 
+/* The --memory-viz snapshot beside capture path (NAME.glc): NAME.pickle. */
+static void memviz_path(const char *path, char *buf, size_t len)
+{
+	size_t n = strlen(path);
+
+	if (n > 4 && !strcmp(path + n - 4, ".glc"))
+		n -= 4;
+	snprintf(buf, len, "%.*s.pickle", (int)n, path);
+}
+
 /* The oldest capture goes, to keep within the bound named why. */
 static void remove_oldest(struct watch *w, const char *why)
 {
-	char path[sizeof(w->dir) + MAX_NAME + 2];
+	char path[sizeof(w->dir) + MAX_NAME + 2], pk[sizeof(path) + 8];
 
 	snprintf(path, sizeof(path), "%s/%s", w->dir, w->files[0].name);
 	/* unlink removes the name itself: a link planted there since is not followed */
@@ -196,6 +210,9 @@ static void remove_oldest(struct watch *w, const char *why)
 		pr_warn("cannot remove %s to keep %s: %s\n", path, why, strerror(errno));
 	else
 		fprintf(stderr, "gpuleak: removed %s (the oldest capture): %s\n", path, why);
+	/* its --memory-viz snapshot, if it has one, goes with it */
+	memviz_path(path, pk, sizeof(pk));
+	unlink(pk);
 	w->disk -= w->files[0].bytes;
 	memmove(w->files, w->files + 1, (w->nr_files - 1) * sizeof(*w->files));
 	w->nr_files--;
@@ -430,6 +447,36 @@ static void capture_json(struct watch *w, const struct capture_trigger *tr, cons
 }
 
 /* A trigger fired: one capture, unless one of its cause was written within the cooldown. */
+/*
+ * --memory-viz: PyTorch's snapshot of the live analysis at the trigger (the live set the
+ * capture holds, and the trace so far) beside the capture. A failure is said, not fatal.
+ */
+static void write_memviz(struct live *l, const char *capture)
+{
+	struct report r = {.t = l->an->t, .sym = l->sym};
+	char path[PATH_MAX], why[256];
+	struct outfile *of;
+	int err;
+
+	memviz_path(capture, path, sizeof(path));
+	err = outfile__open(path, OUTFILE_ATOMIC, &of, why, sizeof(why));
+	if (err) {
+		pr_err("cannot write %s: %s\n", path, why);
+		return;
+	}
+	err = memviz__write(outfile__stream(of), &r, l->an->mt);
+	if (err) {
+		outfile__abort(of);
+		pr_err("writing %s: %s\n", path, strerror(-err));
+		return;
+	}
+	err = outfile__commit(of);
+	if (err)
+		pr_err("writing %s: %s\n", path, strerror(-err));
+	else
+		fprintf(stderr, "gpuleak: wrote %s (PyTorch's memory snapshot)\n", path);
+}
+
 static void fire(struct watch *w, struct live *l, struct capture_trigger *tr)
 {
 	struct flight_write fw = {.tr = tr, .live = l->an->t, .sym = l->sym};
@@ -489,6 +536,8 @@ static void fire(struct watch *w, struct live *l, struct capture_trigger *tr)
 		tr->name, tr->detail, path,
 		fs.last_ts_ns > fs.first_ts_ns ? (fs.last_ts_ns - fs.first_ts_ns) / 1e9 : 0.0,
 		st.records, st.bytes);
+	if (l->o->a.out.memviz_path)
+		write_memviz(l, path);
 }
 
 /* ---- what a trigger says ---- */

@@ -8,12 +8,21 @@
 #include "lib/log.h"
 #include "lib/outfile.h"
 #include "output/graph.h"
+#include "output/memviz.h"
 #include "output/perfetto.h"
 #include "output/pictures.h"
 #include "output/report_sink.h"
 #include "output/svg.h"
 
-enum picture { PIC_FOLDED, PIC_FOLDED_GROWTH, PIC_FOLDED_PEAK, PIC_PERFETTO, PIC_SVG, NR_PIC };
+enum picture {
+	PIC_FOLDED,
+	PIC_FOLDED_GROWTH,
+	PIC_FOLDED_PEAK,
+	PIC_PERFETTO,
+	PIC_SVG,
+	PIC_MEMVIZ,
+	NR_PIC
+};
 
 struct pictures {
 	const char *path[NR_PIC];
@@ -40,7 +49,7 @@ int pictures__open(const struct output_opts *o, struct pictures **out)
 
 	*out = NULL;
 	if (!o->folded_path && !o->folded_growth_path && !o->folded_peak_path &&
-	    !o->perfetto_path && !o->svg_path)
+	    !o->perfetto_path && !o->svg_path && !o->memviz_path)
 		return 0;
 	pics = calloc(1, sizeof(*pics));
 	if (!pics)
@@ -50,6 +59,7 @@ int pictures__open(const struct output_opts *o, struct pictures **out)
 	pics->path[PIC_FOLDED_PEAK] = o->folded_peak_path;
 	pics->path[PIC_PERFETTO] = o->perfetto_path;
 	pics->path[PIC_SVG] = o->svg_path;
+	pics->path[PIC_MEMVIZ] = o->memviz_path;
 	for (i = 0; i < NR_PIC; i++) {
 		if (!pics->path[i])
 			continue;
@@ -66,8 +76,9 @@ int pictures__open(const struct output_opts *o, struct pictures **out)
 }
 
 int pictures__write(struct pictures *pics, struct report *r, const struct verdict *v,
-		    struct series *se, uint64_t end_ns)
+		    const struct analysis *an, uint64_t end_ns)
 {
+	struct series *se = an->se;
 	int i, err = 0, e;
 
 	if (!pics)
@@ -97,6 +108,9 @@ int pictures__write(struct pictures *pics, struct report *r, const struct verdic
 		case PIC_PERFETTO:
 			e = perfetto__write(f, r, v, se, end_ns);
 			break;
+		case PIC_MEMVIZ:
+			e = memviz__write(f, r, an->mt);
+			break;
 		default:
 			e = svg__write(f, r, v, se, end_ns);
 			break;
@@ -118,7 +132,8 @@ int pictures__write(struct pictures *pics, struct report *r, const struct verdic
 FILE *pictures__text_stream(const char *json_path, const struct output_opts *o)
 {
 	if (outfile__is_stdout(json_path) || outfile__is_stdout(o->folded_path) ||
-	    outfile__is_stdout(o->perfetto_path) || outfile__is_stdout(o->svg_path))
+	    outfile__is_stdout(o->perfetto_path) || outfile__is_stdout(o->svg_path) ||
+	    outfile__is_stdout(o->memviz_path))
 		return stderr;
 	return stdout;
 }

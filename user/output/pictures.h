@@ -3,7 +3,7 @@
  * The pictures a session or a report writes at its end: --folded (live bytes by stack for
  * flamegraph.pl and speedscope), --folded-growth (the growth leaks' stacks by bytes per
  * step), --folded-peak (the live set at each device's peak), --perfetto (Chrome trace-event
- * JSON for ui.perfetto.dev) and --svg (a timeline). Each is opened when the session is set
+ * JSON for ui.perfetto.dev), --svg (a timeline) and --memory-viz (PyTorch's memory snapshot). Each is opened when the session is set
  * up (lib/outfile: a file beside its path), so a path that cannot be written stops gpuleak
  * before it attaches anything; they are filled at the end from the verdict the text report
  * prints and the series the analysis sampled, and only then renamed over their paths: a
@@ -16,9 +16,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct analysis;
 struct output_opts;
 struct report;
-struct series;
 struct verdict;
 
 struct pictures;
@@ -31,12 +31,12 @@ int pictures__open(const struct output_opts *o, struct pictures **out);
 /* Frees; what was not written (a failed start) is taken back. Accepts NULL. */
 void pictures__free(struct pictures *pics);
 /*
- * Write every file as of end_ns: v's verdicts, se's samples over time (the analysis's,
- * NULL when it took none), sites named as report r names them. 0 or the first -errno (said
+ * Write every file as of end_ns: v's verdicts, the analysis an's samples over time (its
+ * series) and allocation trace, sites named as report r names them. 0 or the first -errno (said
  * on stderr, naming the file).
  */
 int pictures__write(struct pictures *pics, struct report *r, const struct verdict *v,
-		    struct series *se, uint64_t end_ns);
+		    const struct analysis *an, uint64_t end_ns);
 
 /*
  * Where the text report goes when json_path (may be NULL) and o name the outputs: stdout, or

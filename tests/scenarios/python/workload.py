@@ -29,6 +29,9 @@ Python-frame tests (tests/test_python.py). Runs under any CPython 3.10 to 3.13.
                                  Left: N x 1 MiB at kv_append, in 2 MiB segments; the weights'
                                  20 MiB segment holds the cached scratch. GPULEAK_C10_CUDA
                                  names another libc10_cuda.so (one built without SDT notes).
+    workload.py torch_nccl N     torch N, and before the first step nccl_buffers keeps 4 MiB
+                                 of ncclMemAlloc (the stand-in libnccl.so.2 beside the
+                                 runtime), memory PyTorch's allocator never sees.
 
 With SCENARIO_SYNC=1 it prints "ready PID" once its modules are loaded and its outer frames
 (main, and decode's own in decode) are running, and waits for a line on stdin; at the end it
@@ -210,10 +213,23 @@ def attention_scratch(c10):
     c10.c10_cuda_free(torch._alloc.block(c10, 3 * MiB))  # line: attention_scratch
 
 
-def torch_steps(n):
+def nccl_buffers():
+    nccl = ctypes.CDLL(os.path.join(os.path.dirname(CUDART), "libnccl.so.2"))
+    nccl.ncclMemAlloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+    nccl.ncclMemAlloc.restype = ctypes.c_int
+    p = ctypes.c_void_p()
+    rc = nccl.ncclMemAlloc(ctypes.byref(p), 4 * MiB)  # line: nccl_buffers
+    if rc:
+        raise RuntimeError(f"ncclMemAlloc: {rc}")
+    keep.append(p.value)
+
+
+def torch_steps(n, nccl=False):
     c10 = c10_cuda()
     load_weights(c10)
     make_workspace()
+    if nccl:
+        nccl_buffers()
     for _ in range(n):
         rt.cudaDeviceSynchronize()
         kv_append(c10)  # line: torch_step
@@ -241,6 +257,8 @@ def main(mode, n):
         grow_pool(n)
     elif mode == "torch":
         torch_steps(n)  # line: main_torch
+    elif mode == "torch_nccl":
+        torch_steps(n, nccl=True)
     else:
         raise SystemExit(f"unknown mode {mode}")
     handshake("done")
