@@ -262,6 +262,9 @@ ensure_kernels() {
 		mkdir -p "$kernels_dir" && chmod a+rx "$kernels_dir" "$(dirname "$kernels_dir")"
 		fetch_kernels "${missing_k[@]}" ||
 			warn "some vmtest kernels are missing; their vmtests will be skipped"
+	fi
+}
+
 # PyTorch's own snapshot reader, torch/cuda/_memory_viz.py (stdlib only; runs on bookworm's
 # Python 3.11), which tests/test_memory_viz.py runs on what --memory-viz writes: Debian trixie's
 # python3-torch, fetched and unpacked as libcuda1 is (private sources list and state, nothing
