@@ -36,6 +36,7 @@ import test_python  # noqa: E402,F401
 import test_coverage  # noqa: E402,F401
 import test_watch  # noqa: E402,F401
 import test_kernel  # noqa: E402,F401
+import test_overhead  # noqa: E402,F401
 
 if __name__ == "__main__":
     sys.exit(harness.main(sys.argv[1:]))

@@ -31,6 +31,7 @@
 #include "live/feed.h"
 #include "live/live.h"
 #include "live/overhead.h"
+#include "live/targets.h"
 
 /*
  * The calibration's targets, alike: a frame and a nop. base is never probed, entry has an
@@ -66,7 +67,7 @@ __asm__(".text\n" CALIB_FN("gl_calib_base", "") CALIB_FN("gl_calib_entry", "")
 /* Sample about this often (and at each --interval table). */
 #define SAMPLE_NS 1000000000ULL
 /* A window with less CPU than this says nothing of a rate. */
-#define MIN_WINDOW_CPU_NS 20000000ULL
+#define MIN_WINDOW_CPU_NS 10000000ULL
 #define MAX_PROGS	  8
 /* entry, pair's entry, nop, pair's return */
 #define CAL_LINKS 4
@@ -89,6 +90,7 @@ struct ovh_proc {
 	 * would cost again */
 	double cost_per_trap[GL_LEVEL_MAX];
 	bool said_floor; /* over budget with nothing left to give up: said once */
+	bool python;	 /* BPF walks its Python frames (an interpreter was found) */
 };
 
 struct overhead {
@@ -382,12 +384,12 @@ static uint64_t traps_of(const struct tproc *tp, uint64_t *cost_ns, const uint32
 	return n;
 }
 
-/* Whether level gives up something this session has. */
-static bool level_usable(const struct overhead *o, unsigned int level)
+/* Whether level gives up something this process has. */
+static bool level_usable(const struct overhead *o, const struct ovh_proc *p, unsigned int level)
 {
 	switch (level) {
 	case GL_LEVEL_NO_PYTHON:
-		return o->o.python;
+		return o->o.python && p->python;
 	case GL_LEVEL_NO_DWARF:
 		return o->o.dwarf;
 	case GL_LEVEL_SITES_ONLY:
@@ -435,7 +437,7 @@ static void budget(struct overhead *o, struct ovh_proc *p, uint64_t cost_ns, uin
 	p->win_cpu_ns = p->cpu_ns;
 	p->win_traps = traps;
 	if (frac > o->o.budget) {
-		for (next = p->level + 1; next < GL_LEVEL_MAX && !level_usable(o, next); next++)
+		for (next = p->level + 1; next < GL_LEVEL_MAX && !level_usable(o, p, next); next++)
 			;
 		if (next >= GL_LEVEL_MAX) {
 			if (!p->said_floor)
@@ -456,7 +458,7 @@ static void budget(struct overhead *o, struct ovh_proc *p, uint64_t cost_ns, uin
 	}
 	if (!p->level)
 		return;
-	for (next = p->level - 1; next > 0 && !level_usable(o, next); next--)
+	for (next = p->level - 1; next > 0 && !level_usable(o, p, next); next--)
 		;
 	/* What the window would have cost at the level above: its cost per trap then. */
 	if (wtraps && p->cost_per_trap[next] > 0 &&
@@ -532,8 +534,12 @@ void overhead__sample(struct overhead *o, struct live *l, uint64_t now, pid_t on
 		cpu = cpu_ns(p->pid);
 		if (cpu > p->cpu0_ns && cpu - p->cpu0_ns > p->cpu_ns)
 			p->cpu_ns = cpu - p->cpu0_ns;
-		if (o->o.budget > 0)
+		if (o->o.budget > 0) {
+			const struct target *t = targets__find(l->tgts, p->pid);
+
+			p->python = t && t->py_runtime;
 			budget(o, p, trap_cost + p->bpf_ns, n, now);
+		}
 		if (!only || only == p->pid)
 			emit(o, l, p, now);
 	}

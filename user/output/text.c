@@ -708,14 +708,13 @@ static void print_overhead(struct report *r, const struct tproc *p)
 
 		if (!first)
 			continue;
-		fprintf(r->out, "%s%s from %.1f s (%.1f s in all)", k ? "; " : "",
-			k ? cost__level_gives_up(k) : "everything",
+		fprintf(r->out, "%s%s%s%s%s from %.1f s for %.1f s", k ? "; " : "",
+			cost__level_name(k), k ? " (" : "", k ? cost__level_gives_up(k) : "",
+			k ? " given up)" : "",
 			first > p->cost.since_ns ? (double)(first - p->cost.since_ns) / 1e9 : 0.0,
 			(double)p->cost.level_ns[k] / 1e9);
-		if (k)
-			fputs(" given up", r->out);
 	}
-	fprintf(r->out, "; at the end: %s\n", c.level ? cost__level_name(c.level) : "everything");
+	fprintf(r->out, "; at the end: %s\n", cost__level_name(c.level));
 }
 
 void text__proc(struct report *r, const struct gate *gate, const struct proc_verdict *pv,
