@@ -13,7 +13,7 @@
  *            The same source built with -DPAIRLOOP_TORCH: no runtime of its own, so the
  *            allocator loads the stand-in runtime it needs for its segments.
  *
- * -W US: spin US microseconds of the process's own work after each pair (a loop whose calls
+ * -W US: spin US microseconds of the process's own CPU time after each pair (a loop whose calls
  * are a small part of its CPU, for --max-overhead). cpu_s in the JSON line: the process's
  * CPU time (user + system, its traps included) from start to end.
  *
@@ -47,15 +47,23 @@ static unsigned long long now_ns(void)
 
 static unsigned long long work_ns;
 
-/* -W: the process's own work between pairs, on the CPU. */
+static unsigned long long cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* -W: the process's own work between pairs, in CPU time (a shared CPU stretches wall time). */
 static void work(void)
 {
 	unsigned long long end;
 
 	if (!work_ns)
 		return;
-	end = now_ns() + work_ns;
-	while (now_ns() < end)
+	end = cpu_ns() + work_ns;
+	while (cpu_ns() < end)
 		;
 }
 
