@@ -442,6 +442,7 @@ static int open_tracing(struct session *s)
 {
 	const struct session_opts *o = s->l.o;
 	struct live *l = &s->l;
+	uint64_t t0 = live_now_ns();
 	int err;
 
 	err = bpf_setup__new(
@@ -457,6 +458,8 @@ static int open_tracing(struct session *s)
 	    &l->bpf);
 	if (err)
 		return err;
+	/* Where starting goes (make bench: command start to tracing): the verifier's share. */
+	pr_info("BPF programs loaded in %.1f ms\n", (live_now_ns() - t0) / 1e6);
 	err = overhead__new(l->bpf,
 			    &(struct overhead_opts){.budget = o->max_overhead,
 						    .python = o->python_depth > 0,
