@@ -501,13 +501,28 @@ static void emit(struct overhead *o, struct live *l, const struct ovh_proc *p, u
 	feed__record(l, &r.hdr);
 }
 
+static void refresh_cpu(struct ovh_proc *p)
+{
+	uint64_t cpu = cpu_ns(p->pid);
+
+	if (cpu > p->cpu0_ns && cpu - p->cpu0_ns > p->cpu_ns)
+		p->cpu_ns = cpu - p->cpu0_ns;
+}
+
 void overhead__sample(struct overhead *o, struct live *l, uint64_t now, pid_t only, bool force)
 {
 	uint64_t bpf, dbpf, dtraps = 0;
 	size_t i;
 
-	if (!o || (!force && now - o->last_sample_ns < SAMPLE_NS))
+	if (!o)
 		return;
+	/* Between samples, its CPU time: a process that exits and is reaped by its parent
+	 * before gpuleak sees it go keeps the last read, at most a poll (50 ms) old. */
+	if (!force && now - o->last_sample_ns < SAMPLE_NS) {
+		for (i = 0; i < o->nr_procs; i++)
+			refresh_cpu(&o->procs[i]);
+		return;
+	}
 	o->last_sample_ns = now;
 	bpf = o->stats_fd >= 0 ? bpf_total_ns(o) : 0;
 	dbpf = bpf > o->bpf_last_ns ? bpf - o->bpf_last_ns : 0;
@@ -522,7 +537,7 @@ void overhead__sample(struct overhead *o, struct live *l, uint64_t now, pid_t on
 	for (i = 0; i < o->nr_procs; i++) {
 		struct ovh_proc *p = &o->procs[i];
 		const struct tproc *tp = tracker__proc(l->an->t, p->pid);
-		uint64_t trap_cost, n, cpu;
+		uint64_t trap_cost, n;
 
 		if (!tp)
 			continue;
@@ -531,9 +546,7 @@ void overhead__sample(struct overhead *o, struct live *l, uint64_t now, pid_t on
 			p->bpf_ns +=
 			    (uint64_t)((double)dbpf * (double)(n - p->traps) / (double)dtraps);
 		p->traps = n;
-		cpu = cpu_ns(p->pid);
-		if (cpu > p->cpu0_ns && cpu - p->cpu0_ns > p->cpu_ns)
-			p->cpu_ns = cpu - p->cpu0_ns;
+		refresh_cpu(p);
 		if (o->o.budget > 0) {
 			const struct target *t = targets__find(l->tgts, p->pid);
 
