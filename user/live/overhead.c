@@ -64,8 +64,10 @@ __asm__(".text\n" CALIB_FN("gl_calib_base", "") CALIB_FN("gl_calib_entry", "")
 /* Calls per round, rounds per figure: 4 x 6 x 32 calls, ~770 traps (~5 ms at 6 us). */
 #define CAL_CALLS  32
 #define CAL_ROUNDS 6
-/* Sample about this often (and at each --interval table). */
+/* Sample about this often (and at each --interval table); with a budget, 4 times as often:
+ * each of its steps waits for a sample. */
 #define SAMPLE_NS 1000000000ULL
+#define BUDGET_SAMPLE_NS 250000000ULL
 /* A window with less CPU than this says nothing of a rate. */
 #define MIN_WINDOW_CPU_NS 10000000ULL
 #define MAX_PROGS	  8
@@ -518,7 +520,7 @@ void overhead__sample(struct overhead *o, struct live *l, uint64_t now, pid_t on
 		return;
 	/* Between samples, its CPU time: a process that exits and is reaped by its parent
 	 * before gpuleak sees it go keeps the last read, at most a poll (50 ms) old. */
-	if (!force && now - o->last_sample_ns < SAMPLE_NS) {
+	if (!force && now - o->last_sample_ns < (o->o.budget > 0 ? BUDGET_SAMPLE_NS : SAMPLE_NS)) {
 		for (i = 0; i < o->nr_procs; i++)
 			refresh_cpu(&o->procs[i]);
 		return;
