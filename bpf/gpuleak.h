@@ -493,6 +493,8 @@ struct gl_cost_rec {
 	__u64 level_ns[GL_LEVEL_MAX];	    /* time spent at each level */
 	__u64 level_first_ns[GL_LEVEL_MAX]; /* when each was first reached, 0: never */
 	__u64 steps;			    /* level changes */
+	__u64 level_cost_ns[GL_LEVEL_MAX];  /* tracing's cost while at each level */
+	__u64 level_cpu_ns[GL_LEVEL_MAX];   /* its CPU time while at each level */
 };
 
 /* gpuleak 0.1 wrote 8 counters: readers take what a record has. */

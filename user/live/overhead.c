@@ -66,7 +66,7 @@ __asm__(".text\n" CALIB_FN("gl_calib_base", "") CALIB_FN("gl_calib_entry", "")
 #define CAL_ROUNDS 6
 /* Sample about this often (and at each --interval table); with a budget, 4 times as often:
  * each of its steps waits for a sample. */
-#define SAMPLE_NS 1000000000ULL
+#define SAMPLE_NS	 1000000000ULL
 #define BUDGET_SAMPLE_NS 250000000ULL
 /* A window with less CPU than this says nothing of a rate. */
 #define MIN_WINDOW_CPU_NS 10000000ULL
@@ -88,6 +88,9 @@ struct ovh_proc {
 	uint64_t level_first_ns[GL_LEVEL_MAX];
 	uint64_t level_since_ns;
 	uint64_t steps;
+	/* cost and CPU of each level, and both at the last sample (charged to the level then) */
+	uint64_t level_cost_ns[GL_LEVEL_MAX], level_cpu_ns[GL_LEVEL_MAX];
+	uint64_t last_cost_ns, last_cpu_ns;
 	/* ns per trap (its BPF time included) last seen at each level: what stepping back up
 	 * would cost again */
 	double cost_per_trap[GL_LEVEL_MAX];
@@ -498,6 +501,8 @@ static void emit(struct overhead *o, struct live *l, const struct ovh_proc *p, u
 	for (k = 0; k < GL_LEVEL_MAX; k++) {
 		r.level_ns[k] = p->level_ns[k];
 		r.level_first_ns[k] = p->level_first_ns[k];
+		r.level_cost_ns[k] = p->level_cost_ns[k];
+		r.level_cpu_ns[k] = p->level_cpu_ns[k];
 	}
 	r.level_ns[p->level] += now - p->level_since_ns;
 	feed__record(l, &r.hdr);
@@ -549,6 +554,12 @@ void overhead__sample(struct overhead *o, struct live *l, uint64_t now, pid_t on
 			    (uint64_t)((double)dbpf * (double)(n - p->traps) / (double)dtraps);
 		p->traps = n;
 		refresh_cpu(p);
+		/* What this sample's interval cost, at the level it ran at. */
+		if (trap_cost + p->bpf_ns > p->last_cost_ns)
+			p->level_cost_ns[p->level] += trap_cost + p->bpf_ns - p->last_cost_ns;
+		p->level_cpu_ns[p->level] += p->cpu_ns - p->last_cpu_ns;
+		p->last_cost_ns = trap_cost + p->bpf_ns;
+		p->last_cpu_ns = p->cpu_ns;
 		if (o->o.budget > 0) {
 			const struct target *t = targets__find(l->tgts, p->pid);
 

@@ -910,9 +910,12 @@ static void json_overhead(struct report *r, const struct tproc *p)
 			continue;
 		fprintf(r->json, "%s{\"level\":\"%s\",\"gives_up\":", sep, cost__level_name(k));
 		json_str(r->json, k ? cost__level_gives_up(k) : "");
-		fprintf(r->json, ",\"first_s\":%.3f,\"s\":%.3f}",
+		fprintf(r->json, ",\"first_s\":%.3f,\"s\":%.3f,\"cpu_fraction\":%.6f}",
 			first > p->cost.since_ns ? (double)(first - p->cost.since_ns) / 1e9 : 0.0,
-			(double)p->cost.level_ns[k] / 1e9);
+			(double)p->cost.level_ns[k] / 1e9,
+			p->cost.level_cpu_ns[k]
+			    ? (double)p->cost.level_cost_ns[k] / (double)p->cost.level_cpu_ns[k]
+			    : 0.0);
 		sep = ",";
 	}
 	fputs("]}}", r->json);

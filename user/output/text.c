@@ -708,11 +708,14 @@ static void print_overhead(struct report *r, const struct tproc *p)
 
 		if (!first)
 			continue;
-		fprintf(r->out, "%s%s%s%s%s from %.1f s for %.1f s", k ? "; " : "",
+		fprintf(r->out, "%s%s%s%s%s from %.1f s for %.1f s at %.1f %%", k ? "; " : "",
 			cost__level_name(k), k ? " (" : "", k ? cost__level_gives_up(k) : "",
 			k ? " given up)" : "",
 			first > p->cost.since_ns ? (double)(first - p->cost.since_ns) / 1e9 : 0.0,
-			(double)p->cost.level_ns[k] / 1e9);
+			(double)p->cost.level_ns[k] / 1e9,
+			p->cost.level_cpu_ns[k] ? 100.0 * (double)p->cost.level_cost_ns[k] /
+						      (double)p->cost.level_cpu_ns[k]
+						: 0.0);
 	}
 	fprintf(r->out, "; at the end: %s\n", cost__level_name(c.level));
 }
