@@ -1164,7 +1164,7 @@ def bench_overhead(a, tmp, res):
                 f"measured {meas * 1e9:.0f} ns/pair (CPU {cpu_per_pair(t) * 1e9:.0f} traced, "
                 f"{cpu_per_pair(u) * 1e9:.0f} untraced), cpu_fraction "
                 f"{o['cpu_fraction']:.3f}, traps {o['traps']}, per trap {o['per_trap_ns']}")
-        for pct, work_us, pairs in ((5, 400, a.budget_pairs), (1, 2000, a.budget_pairs // 2)):
+        for pct, work_us, pairs in ((5, 400, a.budget_pairs), (1, 3000, a.budget_pairs // 2)):
             extra = ["--unwind", "dwarf"]
             _, v0 = overhead_run(False, True, jp, pairs=pairs, work_us=work_us, extra=extra)
             _, v = overhead_run(False, True, jp, pairs=pairs, work_us=work_us,
