@@ -1347,12 +1347,12 @@ ROWS = [  # key, label, unit, scale, format
     ("overhead_torch_max_est_error", "  |estimate / measured - 1|", "", 1, "{:.2f}"),
     ("overhead_torch_max_cpu_fraction", "  cpu_fraction", "%", 100, "{:.1f}"),
     ("budget5_unbudgeted_fraction", "budget 5 %: dwarf loop unbudgeted", "%", 100, "{:.2f}"),
-    ("budget5_fraction", "  with --max-overhead 5, at its last level", "%", 100, "{:.2f}"),
-    ("budget5_whole_run_fraction", "  whole run (the first steps included)", "%", 100, "{:.2f}"),
+    ("budget5_fraction", "  --max-overhead 5, its last level", "%", 100, "{:.2f}"),
+    ("budget5_whole_run_fraction", "  --max-overhead, whole run", "%", 100, "{:.2f}"),
     ("budget5_steps", "  level changes", "", 1, "{:.0f}"),
     ("budget1_unbudgeted_fraction", "budget 1 %: dwarf loop unbudgeted", "%", 100, "{:.2f}"),
-    ("budget1_fraction", "  with --max-overhead 1, at its last level", "%", 100, "{:.2f}"),
-    ("budget1_whole_run_fraction", "  whole run (the first steps included)", "%", 100, "{:.2f}"),
+    ("budget1_fraction", "  --max-overhead 1, its last level", "%", 100, "{:.2f}"),
+    ("budget1_whole_run_fraction", "  --max-overhead, whole run", "%", 100, "{:.2f}"),
     ("budget1_steps", "  level changes", "", 1, "{:.0f}"),
 ]
 
