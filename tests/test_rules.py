@@ -339,6 +339,21 @@ def malformed_rules_stop_before_attaching():
 
 
 @test
+def cache_rules_take_an_api_and_a_pid_only():
+    """A cache rule names a caching allocator's calls (the ort-webgpu preset's: ONNX Runtime's
+    buffers, judged on what the program never released): api= needed, pid= allowed, any other
+    matcher refused with one line and its position, before anything runs."""
+    why = "a cache rule takes api= (needed) and pid= only"
+    for rule in ("cache api=wgpu* size>=1KiB", "cache pid=3", "cache api=x lib=liba.so",
+                 "cache api=x phase=init"):
+        p = run_plain([harness.GPULEAK, "run", "--rule", rule, "--", "true"])
+        eq((p.returncode, p.stderr), (2, f"gpuleak: --rule #1:1:1: {why}\n"), rule)
+    p = run_plain([harness.GPULEAK, "run", "--rule", "cachey api=x", "--", "true"])
+    eq(p.stderr, "gpuleak: --rule #1:1:1: unknown rule kind 'cachey' (persistent, deferred, "
+       "ignore or cache)\n", "the kinds")
+
+
+@test
 def label_rules_on_real_dawn():
     if not os.path.exists(os.path.join(harness.BIN, "wgpu_decode")):
         return "skip"

@@ -78,4 +78,6 @@ function kv(d = 256, v = 128) {
   ]);
 }
 
-module.exports = { matmul, kv };
+// The writer itself, for other models (tests/transformers/model.js).
+const pb = { int, str, bytes, msg, dim, weight, node, intAttr, FLOAT };
+module.exports = { matmul, kv, pb };

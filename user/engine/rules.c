@@ -52,6 +52,8 @@ const char *rule_kind_name(enum rule_kind k)
 		return "deferred";
 	case RULE_IGNORE:
 		return "ignore";
+	case RULE_CACHE:
+		return "cache";
 	}
 	return "?";
 }
@@ -366,9 +368,12 @@ static int parse_line(struct lexer *lx, size_t room, struct rule *out, bool *got
 		r.kind = RULE_DEFERRED;
 	else if (!strcmp(t.text, "ignore"))
 		r.kind = RULE_IGNORE;
+	else if (!strcmp(t.text, "cache"))
+		r.kind = RULE_CACHE;
 	else
-		ret = fail(lx, t.start, "unknown rule kind '%s' (persistent, deferred or ignore)",
-			   t.text);
+		ret =
+		    fail(lx, t.start,
+			 "unknown rule kind '%s' (persistent, deferred, ignore or cache)", t.text);
 	free(t.text);
 	while (!ret && (ret = next_token(lx, &t)) > 0) {
 		ret = parse_item(lx, &r, &t, &seen);
@@ -378,6 +383,10 @@ static int parse_line(struct lexer *lx, size_t room, struct rule *out, bool *got
 		ret = fail(lx, start,
 			   "a deferred rule needs until=stream-sync|device-sync|"
 			   "event-sync|queue-done");
+	/* A cache is an allocator's calls in a process: judged per site, whatever the sizes. */
+	if (!ret && r.kind == RULE_CACHE &&
+	    (r.lib || r.site || r.label || r.has_size_min || r.has_size_max || r.phase || !r.api))
+		ret = fail(lx, start, "a cache rule takes api= (needed) and pid= only");
 	if (!ret && r.kind != RULE_DEFERRED && !r.api && !r.lib && !r.site && !r.label &&
 	    !r.has_size_min && !r.has_size_max && !r.phase && !r.pid)
 		ret = fail(lx, start,
@@ -669,6 +678,13 @@ bool rule__match_dynamic(const struct rule *ru, uint64_t size, const char *label
 	if (ru->decided)
 		++*ru->decided;
 	return true;
+}
+
+int rules__cache(const struct rules *r, const char *api, pid_t pid)
+{
+	struct rule_subject s = {.pid = pid, .api = api, .step = -1};
+
+	return r ? rules__match(r, RULE_CACHE, &s) : -1;
 }
 
 int rules__match(const struct rules *r, enum rule_kind kind, const struct rule_subject *s)

@@ -7,11 +7,15 @@
  *              pid=N [once] [max=BYTES] [release=session-end]
  *   deferred   api=GLOB ... until=stream-sync|device-sync|event-sync|queue-done window=DUR
  *   ignore     (the matchers above)
+ *   cache      api=GLOB pid=N
  *
  * The first rule whose matchers all hold decides (user rules before the built-in defaults).
  * Persistent allocations are never step-level leak candidates; at session end they are
  * "retained", not leaks, unless release=session-end. Ignored ones are counted but kept out
- * of verdicts. Deferred frees stay pending until their completion event.
+ * of verdicts. Deferred frees stay pending until their completion event. A cache rule names
+ * the calls of a caching allocator that gives its cache back when its owner ends (ONNX
+ * Runtime's buffer manager, released with its session): growth there is judged on what the
+ * program still held when it ended, not on the steps alone (verdict.c, judge_cache).
  */
 #ifndef GPULEAK_RULES_H
 #define GPULEAK_RULES_H
@@ -25,6 +29,7 @@ enum rule_kind {
 	RULE_PERSISTENT = 1,
 	RULE_DEFERRED = 2,
 	RULE_IGNORE = 3,
+	RULE_CACHE = 4,
 };
 
 /* What completes a deferred free. */
@@ -114,6 +119,8 @@ int rules__load_preset(struct rules *r, const char *name, char *err, size_t errl
 /* Add the defaults (async frees until a sync of their stream, WebGPU destroys until the
  * queue is done). Call after the user's rules: the first match decides. */
 int rules__add_builtins(struct rules *r);
+/* Index of the first cache rule naming api (a catalog name) in process pid, or -1. */
+int rules__cache(const struct rules *r, const char *api, pid_t pid);
 /* Index of the first rule of kind `kind` matching s, or -1. */
 int rules__match(const struct rules *r, enum rule_kind kind, const struct rule_subject *s);
 /*

@@ -169,13 +169,15 @@ static int classify(struct tracker *t, uint32_t b, uint64_t size, const char *la
 		bool need_frames = false;
 
 		for (i = 0; i < rs->n; i++)
-			need_frames |=
-			    rs->v[i].kind != RULE_DEFERRED && rule__needs_frames(&rs->v[i]);
+			need_frames |= rs->v[i].kind != RULE_DEFERRED &&
+				       rs->v[i].kind != RULE_CACHE && rule__needs_frames(&rs->v[i]);
 		sites__subject(t, st->pid, st->api, st->caller, ss->stack_id, need_frames, &sub,
 			       syms, mods, where);
 		ss->cand_first = (uint32_t)t->nr_cands;
 		for (i = 0; i < rs->n; i++) {
-			if (rs->v[i].kind == RULE_DEFERRED || !rule__match_static(&rs->v[i], &sub))
+			/* Deferred rules decide frees; cache rules the verdict (judge_cache). */
+			if (rs->v[i].kind == RULE_DEFERRED || rs->v[i].kind == RULE_CACHE ||
+			    !rule__match_static(&rs->v[i], &sub))
 				continue;
 			if (vec_grow((void **)&t->cands, &t->cap_cands, t->nr_cands,
 				     sizeof(*t->cands))) {

@@ -248,6 +248,140 @@ static int judge_shutdown(const struct judging *j, struct proc_verdict *pv)
 	return 0;
 }
 
+/* Whether s is memory of an allocator a cache rule names (rules.h). */
+static bool cache_site(const struct tracker *t, const struct tproc *p, const struct site *s,
+		       uint16_t *rule)
+{
+	int i;
+
+	if (!site__of(s, p) || !s->counts || !s->judged)
+		return false;
+	i = rules__cache(t->rules, cat_api_name(s->api), s->pid);
+	if (i < 0)
+		return false;
+	*rule = (uint16_t)(i + 1);
+	return true;
+}
+
+static void cache_size_add(struct cache_verdict *c, uint64_t size)
+{
+	size_t i;
+
+	for (i = 0; i < c->nr_sizes && c->sizes[i].size != size; i++)
+		;
+	if (i == c->nr_sizes) {
+		if (c->nr_sizes == CACHE_SIZES) {
+			c->other_sizes++;
+			return;
+		}
+		c->sizes[c->nr_sizes++] = (struct cache_size){.size = size};
+	}
+	c->sizes[i].count++;
+}
+
+static int cmp_cache_sizes(const void *a, const void *b)
+{
+	const struct cache_size *x = a, *y = b;
+	uint64_t bx = x->size * x->count, by = y->size * y->count;
+
+	if (bx != by)
+		return bx > by ? -1 : 1;
+	return x->size > y->size ? -1 : x->size < y->size;
+}
+
+/*
+ * A caching allocator's memory, split where its owner gave it back. ONNX Runtime's WebGPU
+ * buffer manager keeps every buffer it made (its bucket cache, a generation's KV cache as it
+ * grows) until its session is released, and then releases them itself; a tensor the program
+ * still holds is not its to release, and goes only with the device at exit. Measured on
+ * transformers.js (docs/webgpu.md): every correct program's buffers went back through the
+ * session's own releases, every leak's held tensors (exactly their bytes) with the device.
+ * So growth at a cache's site whose memory the program's releases all gave back is the
+ * cache warming up or a unit of work's memory, no leak; what the program never released is
+ * the leak, whether or not its steps grew (a session never released included).
+ */
+static int judge_cache(const struct judging *j, struct proc_verdict *pv)
+{
+	const struct tracker *t = j->t;
+	const struct tproc *p = pv->p;
+	struct cache_verdict *c = &pv->cache;
+	uint64_t *held = NULL;
+	uint16_t rule;
+	size_t i, k;
+
+	if (!t->rules)
+		return 0;
+	for (i = 0; i < t->nr_sites && !c->on; i++)
+		c->on = cache_site(t, p, &t->sites[i], &c->rule);
+	if (!c->on || !pv->shutdown.on)
+		return 0;
+	c->judged = true;
+	held = calloc(t->nr_sites, sizeof(*held));
+	if (!held)
+		return -ENOMEM;
+	for (i = 0; i < p->nr_shut; i++) {
+		const struct release *e = &p->shut[i];
+		uint32_t site;
+
+		if (e->sstack >= t->nr_sstacks)
+			continue;
+		site = t->sstacks[e->sstack].site;
+		if (!cache_site(t, p, &t->sites[site], &rule))
+			continue;
+		if (e->how == RELEASE_FREED) {
+			c->freed_bytes += e->bytes;
+			c->freed_count++;
+			continue;
+		}
+		held[site] += e->bytes;
+		c->held_bytes += e->bytes;
+		c->held_count++;
+		cache_size_add(c, e->bytes);
+	}
+	for (i = 0; i < t->nr_sites; i++) {
+		const struct site *s = &t->sites[i];
+
+		if (!s->live_count || !cache_site(t, p, s, &rule))
+			continue;
+		held[i] += s->live_bytes;
+		c->held_bytes += s->live_bytes;
+		c->held_count += s->live_count;
+	}
+	if (c->nr_sizes)
+		qsort(c->sizes, c->nr_sizes, sizeof(*c->sizes), cmp_cache_sizes);
+	/* Growth whose memory the allocator gave back: its cache, taken out of the leaks. */
+	for (i = 0, k = 0; i < pv->nr_growth; i++) {
+		const struct growth *g = &pv->growth[i];
+		struct cache_warm *w;
+
+		if (held[g->site] || !cache_site(t, p, &t->sites[g->site], &rule)) {
+			pv->growth[k++] = *g;
+			continue;
+		}
+		w = realloc(c->warm, (c->nr_warm + 1) * sizeof(*c->warm));
+		if (!w) {
+			free(held);
+			return -ENOMEM;
+		}
+		c->warm = w;
+		c->warm[c->nr_warm++] = (struct cache_warm){.site = g->site,
+							    .slope_per_step = g->slope_per_step,
+							    .end_bytes = g->end_bytes};
+		pv->growth_per_s -= g->slope_per_s;
+		pv->growth_per_step -= g->slope_per_step;
+	}
+	free(held);
+	if (k == pv->nr_growth)
+		return 0;
+	pv->nr_growth = k;
+	if (!k)
+		pv->growth_per_s = pv->growth_per_step = 0;
+	memset(&pv->proj, 0, sizeof(pv->proj));
+	if (j->tl)
+		timeline__project(j->tl, p, pv->growth, pv->nr_growth, &pv->proj);
+	return 0;
+}
+
 /* What one site stack (index ss) holds at the moment a list is of. */
 typedef void (*stack_value_fn)(const struct tracker *t, const struct proc_verdict *pv, uint32_t ss,
 			       uint64_t *bytes, uint64_t *count);
@@ -444,6 +578,13 @@ static int judge_gate(const struct judging *j, struct proc_verdict *pv)
 	for (i = 0; !err && j->t->rules && i < pv->p->nr_viols; i++)
 		err = gate_add(
 		    pv, &cap, (struct gate_violation){.kind = GATE_RULE, .rule = &pv->p->viols[i]});
+	/* An allocator cache's memory the program never released: in use by it to the end. */
+	if (!err && pv->cache.judged &&
+	    pv->cache.held_bytes > (g->has_max_live ? g->max_live_at_exit : 0))
+		err = gate_add(
+		    pv, &cap,
+		    (struct gate_violation){.kind = GATE_HELD,
+					    .limit = g->has_max_live ? g->max_live_at_exit : 0});
 	/* A mapping left open holds another process's memory: a leak, of no bytes here. */
 	for (i = 0; !err && i < pv->sites[VERDICT_SHARED].n; i++)
 		err = gate_add(pv, &cap,
@@ -556,7 +697,8 @@ static int judge_torch(const struct judging *j, struct proc_verdict *pv)
 
 static int (*const judges[])(const struct judging *j, struct proc_verdict *pv) = {
     judge_sites,       judge_growth,
-    judge_shutdown,    judge_growth_ends, /* after both: how the memory that grew ended */
+    judge_shutdown,    judge_cache, /* after both: growth its allocator gave back */
+    judge_growth_ends,		    /* after those: how the memory that grew ended */
     judge_peaks,       judge_gate,
     judge_uncertainty, judge_torch,
 };
@@ -634,6 +776,7 @@ static void proc_free(struct proc_verdict *pv)
 		free(pv->growth_end[i].stacks);
 	free(pv->growth_end);
 	free(pv->growth);
+	free(pv->cache.warm);
 	for (i = 0; i < pv->nr_peaks; i++) {
 		for (j = 0; j < pv->peaks[i].nr_sites; j++)
 			free(pv->peaks[i].sites[j].stacks);

@@ -59,6 +59,7 @@ enum gate_kind {
 	GATE_LIVE_AT_EXIT, /* more leaked at the end than --max-live-at-exit */
 	GATE_RULE,	   /* a rule violation */
 	GATE_SHARED,	   /* an IPC mapping or shared handle left open (VERDICT_SHARED) */
+	GATE_HELD,	   /* an allocator cache's memory the program never released */
 };
 
 /* One limit a process exceeds, in the order a report gives them. */
@@ -103,6 +104,40 @@ struct torch_verdict {
 	size_t nr_dev;
 	uint64_t allocated, reserved, cached, outside; /* over its devices */
 	struct torch_cache_growth cache;
+};
+
+/* Buffers of one size an allocator cache's memory held at the end: what the program kept. */
+struct cache_size {
+	uint64_t size, count;
+};
+
+#define CACHE_SIZES 8
+
+/* Growth at a cache's site that its allocator gave back: its cache warming up, no leak. */
+struct cache_warm {
+	uint32_t site;
+	double slope_per_step;
+	uint64_t end_bytes;
+};
+
+/*
+ * The memory of a caching allocator a cache rule names (rules.h: ONNX Runtime's buffers,
+ * given back with its session), split at the process's end: what the program's own
+ * releases gave back (its cache and working memory: reserved) and what it never released
+ * (gone only with its device at exit, or live at the end: in use by the program, a leak).
+ * Without an end seen (a detach) nothing is split: growth there stays judged on the steps.
+ */
+struct cache_verdict {
+	bool on;     /* the process has memory at a site a cache rule names */
+	bool judged; /* its end was seen (struct shutdown) */
+	uint16_t rule;
+	uint64_t freed_bytes, freed_count;    /* released by the program's own calls at its end */
+	uint64_t held_bytes, held_count;      /* released with the device, or live at the end */
+	struct cache_size sizes[CACHE_SIZES]; /* of held, most bytes first */
+	size_t nr_sizes;
+	uint64_t other_sizes;	 /* held buffers of sizes beyond the list */
+	struct cache_warm *warm; /* growth leaks it took back: the cache warming up */
+	size_t nr_warm;
 };
 
 /* One way memory went at shutdown: by the program's frees or with an owner, in one call. */
@@ -215,6 +250,9 @@ struct proc_verdict {
 
 	/* PyTorch's caching allocator (after growth: its cache growth reads the leaks). */
 	struct torch_verdict torch;
+
+	/* A caching allocator a cache rule names (after shutdown, before growth ends). */
+	struct cache_verdict cache;
 };
 
 struct verdict {

@@ -728,6 +728,12 @@ static void json_gate_violation(struct report *r, const struct proc_verdict *pv,
 			"{\"kind\":\"live_at_exit\",\"bytes\":%" PRIu64 ",\"limit\":%" PRIu64 "}",
 			pv->leaked_bytes, gv->limit);
 		break;
+	case GATE_HELD:
+		fprintf(r->json,
+			"{\"kind\":\"held\",\"bytes\":%" PRIu64 ",\"count\":%" PRIu64
+			",\"limit\":%" PRIu64 "}",
+			pv->cache.held_bytes, pv->cache.held_count, gv->limit);
+		break;
 	case GATE_SHARED: {
 		const struct site *s = &r->t->sites[gv->site];
 
@@ -921,6 +927,38 @@ static void json_overhead(struct report *r, const struct tproc *p)
 	fputs("]}}", r->json);
 }
 
+/* An allocator a cache rule names, split at the program's end: only where there is one. */
+static void json_cache(struct report *r, const struct proc_verdict *pv)
+{
+	const struct cache_verdict *c = &pv->cache;
+	size_t i;
+
+	if (!c->on)
+		return;
+	fputs(",\"allocator_cache\":{\"rule\":", r->json);
+	json_str(r->json, r->t->rules->v[c->rule - 1].text);
+	fprintf(r->json, ",\"judged\":%s", c->judged ? "true" : "false");
+	if (!c->judged) {
+		fputc('}', r->json);
+		return;
+	}
+	fprintf(r->json,
+		",\"freed_bytes\":%" PRIu64 ",\"freed_count\":%" PRIu64 ",\"held_bytes\":%" PRIu64
+		",\"held_count\":%" PRIu64 ",\"held_sizes\":[",
+		c->freed_bytes, c->freed_count, c->held_bytes, c->held_count);
+	for (i = 0; i < c->nr_sizes; i++)
+		fprintf(r->json, "%s{\"size\":%" PRIu64 ",\"count\":%" PRIu64 "}", i ? "," : "",
+			c->sizes[i].size, c->sizes[i].count);
+	fprintf(r->json, "],\"held_other_sizes\":%" PRIu64 ",\"warm_growth\":[", c->other_sizes);
+	for (i = 0; i < c->nr_warm; i++) {
+		fprintf(r->json, "%s{\"site\":", i ? "," : "");
+		json_str(r->json, describe__site(r, &r->t->sites[c->warm[i].site]));
+		fprintf(r->json, ",\"slope_bytes_per_step\":%.1f,\"bytes\":%" PRIu64 "}",
+			c->warm[i].slope_per_step, c->warm[i].end_bytes);
+	}
+	fputs("]}", r->json);
+}
+
 void ndjson__verdict(struct report *r, const struct verdict *v, const struct proc_verdict *pv,
 		     uint64_t now_ns)
 {
@@ -939,6 +977,7 @@ void ndjson__verdict(struct report *r, const struct verdict *v, const struct pro
 	json_comms(r, pv->p);
 	json_optional_lists(r, pv);
 	json_torch(r, pv);
+	json_cache(r, pv);
 	json_overhead(r, pv->p);
 	if (r->verdict_extra)
 		fprintf(r->json, ",%s", r->verdict_extra);

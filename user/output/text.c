@@ -505,6 +505,13 @@ static void print_gate(struct report *r, const struct gate *gate, const struct p
 				fmt_bytes(pv->leaked_bytes, b1, sizeof(b1)),
 				fmt_bytes(gv->limit, b2, sizeof(b2)));
 			break;
+		case GATE_HELD:
+			fprintf(r->out,
+				"GATE: %s in %" PRIu64 " buffers of its allocator cache never "
+				"released by the program (limit %s)\n",
+				fmt_bytes(pv->cache.held_bytes, b1, sizeof(b1)),
+				pv->cache.held_count, fmt_bytes(gv->limit, b2, sizeof(b2)));
+			break;
 		case GATE_SHARED: {
 			const struct site *s = &r->t->sites[gv->site];
 
@@ -645,6 +652,54 @@ static void print_torch(struct report *r, const struct proc_verdict *pv)
 			fmt_bytes(tv->cache.allocated_to, b3, sizeof(b3)));
 }
 
+/*
+ * A caching allocator a cache rule names, split at the program's end: what its releases gave
+ * back (its cache), what it never released (the leak) and in buffers of which sizes, and the
+ * growth its cache explains.
+ */
+static void print_cache(struct report *r, const struct proc_verdict *pv)
+{
+	const struct cache_verdict *c = &pv->cache;
+	const struct rule *ru;
+	char b1[32], b2[32];
+	size_t i;
+
+	if (!c->on)
+		return;
+	ru = &r->t->rules->v[c->rule - 1];
+	if (!c->judged) {
+		fprintf(r->out,
+			"allocator cache (%s): the program's end was not seen; growth judged on "
+			"the steps alone\n",
+			term_tmp(ru->text));
+		return;
+	}
+	fprintf(r->out,
+		"allocator cache (%s): %s in %" PRIu64 " buffers given back by the program at its "
+		"end (its cache and working memory); ",
+		term_tmp(ru->text), fmt_bytes(c->freed_bytes, b1, sizeof(b1)), c->freed_count);
+	if (!c->held_count)
+		fputs("none held to the end", r->out);
+	else
+		fprintf(r->out,
+			"%s in %" PRIu64 " never released by it (gone with its device at exit, or "
+			"live at the end)",
+			fmt_bytes(c->held_bytes, b2, sizeof(b2)), c->held_count);
+	for (i = 0; i < c->nr_sizes; i++)
+		fprintf(r->out, "%s%" PRIu64 " x %s", i ? ", " : ": ", c->sizes[i].count,
+			fmt_bytes(c->sizes[i].size, b1, sizeof(b1)));
+	if (c->other_sizes)
+		fprintf(r->out, ", %" PRIu64 " of other sizes", c->other_sizes);
+	fputc('\n', r->out);
+	for (i = 0; i < c->nr_warm; i++)
+		fprintf(r->out,
+			"  %s grew %s per step to %s on the steps, all of it given back by the "
+			"program: the cache warming up, a unit of work's memory; no leak\n",
+			term_tmp(describe__site(r, &r->t->sites[c->warm[i].site])),
+			fmt_bytes((uint64_t)(c->warm[i].slope_per_step + 0.5), b1, sizeof(b1)),
+			fmt_bytes(c->warm[i].end_bytes, b2, sizeof(b2)));
+}
+
 /* Frees that matched nothing, or something unexpected: they explain odd numbers. */
 static void print_odd_frees(struct report *r, const struct tproc *p)
 {
@@ -744,6 +799,7 @@ void text__proc(struct report *r, const struct gate *gate, const struct proc_ver
 	print_violations(r, p);
 	if (r->tl)
 		print_growth(r, pv);
+	print_cache(r, pv);
 	print_shutdown(r, pv);
 	print_peaks(r, pv);
 	print_sites(r, pv, VERDICT_PENDING, "async frees still pending (stream not synchronized):");
