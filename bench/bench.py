@@ -131,6 +131,16 @@ TARGETS = {
     "unwind_vs_fp_above_floor": (5.0, "le"),
     # 2 us per allocation, the issue's aim, on the VM whose floor was 1.87 us per pair
     "python_walk_32_vs_floor": (1.07, "le"),
+    # issue 31: gpuleak's estimate of what tracing costs within 25 % of what it costs, and
+    # --max-overhead holding its budget on a loop that costs more at full level
+    "overhead_pairs_2000_est_error": (0.25, "le"),
+    "overhead_pairs_20000_est_error": (0.25, "le"),
+    "overhead_pairs_max_est_error": (0.25, "le"),
+    "overhead_torch_2000_est_error": (0.25, "le"),
+    "overhead_torch_20000_est_error": (0.25, "le"),
+    "overhead_torch_max_est_error": (0.25, "le"),
+    "budget5_fraction": (0.05, "le"),
+    "budget1_fraction": (0.01, "le"),
 }
 
 # What a user would write with bpftrace instead: the live table in a BPF map, keyed by
@@ -1101,12 +1111,90 @@ def bench_symbols(a, tmp, res):
                 stats([r["perf_map_heap_bytes_per_entry"] for r in runs])}
 
 
+# ---- overhead: what gpuleak says tracing costs a process, against what it costs ----
+
+def overhead_run(torch, traced, json_path, rate=None, pairs=None, work_us=0, extra=()):
+    """One pair (or block pair) loop, untraced or under gpuleak (attached before its warm-up,
+    default options + extra): its JSON line (cpu_s: its CPU time) and gpuleak's verdict."""
+    argv = ([TORCHLOOP, "--sync", "--torch", TORCH_LIB, "-s", "1000"] if torch else
+            [PAIRLOOP, "--sync"]) + ["-w", "1000"]
+    argv += ["-r", str(rate), "-d", "3"] if rate else ["-n", str(pairs)]
+    if work_us:
+        argv += ["-W", str(work_us)]
+    start = (lambda p: start_tracer("gpuleak_stacks", p, json_path, extra)) if traced \
+        else (lambda p: None)
+    res, pid = loop_run(argv, start)
+    v = read_verdict(json_path, pid) if traced else None
+    if v and v["dropped_events"]:
+        raise BenchError(f"gpuleak dropped {v['dropped_events']} records: {v['losses']}")
+    return res, v
+
+
+def cpu_per_pair(res):
+    return res["cpu_s"] / (res["pairs"] + res["warmup"])
+
+
+def bench_overhead(a, tmp, res):
+    """gpuleak's estimate of what tracing cost the loop (its verdict's overhead: traps at the
+    calibrated costs + BPF time), against the CPU the loop spent more than untraced, per
+    pair, both runs in the same repetition: the pair loop and the stand-in PyTorch block
+    loop, paced at a few call rates and as fast as they go. Then --max-overhead 1 and 5 on
+    a pair loop with --unwind dwarf and work of its own between pairs, which costs more than
+    either budget at full level: the level it reached and its cost at the end."""
+    jp = os.path.join(tmp, "overhead.ndjson")
+    out = {}
+    runs = [(w, r) for w in ("pairs", "torch") for r in a.overhead_rates]
+    acc = {}
+    for rep in range(a.overhead_reps):
+        for w, rate in runs:
+            torch = w == "torch"
+            pairs = a.overhead_pairs
+            u, _ = overhead_run(torch, False, jp, rate, pairs)
+            t, v = overhead_run(torch, True, jp, rate, pairs)
+            o = v["overhead"]
+            est = (o["trap_ns"] + o["bpf_ns"]) / 1e9 / (t["pairs"] + t["warmup"])
+            meas = cpu_per_pair(t) - cpu_per_pair(u)
+            tag = f"{w}_{rate or 'max'}"
+            acc.setdefault(f"overhead_{tag}_est_ns", []).append(est * 1e9)
+            acc.setdefault(f"overhead_{tag}_measured_ns", []).append(meas * 1e9)
+            acc.setdefault(f"overhead_{tag}_est_vs_measured", []).append(
+                est / meas if meas > 0 else float("inf"))
+            acc.setdefault(f"overhead_{tag}_est_error", []).append(
+                abs(est / meas - 1) if meas > 0 else float("inf"))
+            acc.setdefault(f"overhead_{tag}_cpu_fraction", []).append(o["cpu_fraction"])
+            log(f"overhead {rep + 1}/{a.overhead_reps} {tag}: estimate {est * 1e9:.0f} ns/pair, "
+                f"measured {meas * 1e9:.0f} ns/pair (CPU {cpu_per_pair(t) * 1e9:.0f} traced, "
+                f"{cpu_per_pair(u) * 1e9:.0f} untraced), cpu_fraction "
+                f"{o['cpu_fraction']:.3f}, traps {o['traps']}, per trap {o['per_trap_ns']}")
+        for pct, work_us, pairs in ((5, 400, a.budget_pairs), (1, 3000, a.budget_pairs // 2)):
+            extra = ["--unwind", "dwarf"]
+            _, v0 = overhead_run(False, True, jp, pairs=pairs, work_us=work_us, extra=extra)
+            _, v = overhead_run(False, True, jp, pairs=pairs, work_us=work_us,
+                                extra=extra + ["--max-overhead", str(pct)])
+            b = v["overhead"]["budget"]
+            acc.setdefault(f"budget{pct}_unbudgeted_fraction", []).append(
+                v0["overhead"]["cpu_fraction"])
+            last = next(l for l in b["levels"] if l["level"] == b["level"])
+            acc.setdefault(f"budget{pct}_whole_run_fraction", []).append(
+                v["overhead"]["cpu_fraction"])
+            acc.setdefault(f"budget{pct}_fraction", []).append(last["cpu_fraction"])
+            acc.setdefault(f"budget{pct}_steps", []).append(b["steps"])
+            log(f"overhead {rep + 1}/{a.overhead_reps} budget {pct} %: unbudgeted "
+                f"{v0['overhead']['cpu_fraction']:.4f}, budgeted "
+                f"{v['overhead']['cpu_fraction']:.4f}, level {b['level']}, levels "
+                f"{[(l['level'], l['first_s'], l['s'], l['cpu_fraction']) for l in b['levels']]}")
+    for k, vals in acc.items():
+        out[k] = stats(vals)
+    return out
+
+
 SECTIONS = {"pairs": bench_pairs, "torch": bench_torch, "breakdown": bench_breakdown,
             "consumer": bench_consumer, "memory": bench_memory,
             "drops": bench_drops, "attach": bench_attach, "links": bench_links,
             "placement": bench_placement,
             "capture": bench_capture, "watch": bench_watch, "symbols": bench_symbols,
-            "procs": bench_procs, "python": bench_python, "unwind": bench_unwind}
+            "procs": bench_procs, "python": bench_python, "unwind": bench_unwind,
+            "overhead": bench_overhead}
 
 ROWS = [  # key, label, unit, scale, format
     ("pair_ns_none", "pair, untraced", "ns", 1, "{:.0f}"),
@@ -1232,6 +1320,44 @@ ROWS = [  # key, label, unit, scale, format
     ("unwind_bpf_enter_ns_gpuleak_unwind", "  entry program per call, dwarf", "ns", 1,
      "{:.0f}"),
     ("unwind_bpf_copy_ns_per_alloc", "  the copy in BPF per allocation", "ns", 1, "{:.0f}"),
+    ("overhead_pairs_2000_est_ns", "pair loop 2k calls/s: estimate / pair", "ns", 1, "{:.0f}"),
+    ("overhead_pairs_2000_measured_ns", "  measured (CPU, traced - untraced)", "ns", 1, "{:.0f}"),
+    ("overhead_pairs_2000_est_vs_measured", "  estimate / measured", "x", 1, "{:.2f}"),
+    ("overhead_pairs_2000_est_error", "  |estimate / measured - 1|", "", 1, "{:.2f}"),
+    ("overhead_pairs_2000_cpu_fraction", "  cpu_fraction", "%", 100, "{:.1f}"),
+    ("overhead_pairs_20000_est_ns", "pair loop 20k calls/s: estimate / pair", "ns", 1, "{:.0f}"),
+    ("overhead_pairs_20000_measured_ns", "  measured (CPU, traced - untraced)", "ns", 1, "{:.0f}"),
+    ("overhead_pairs_20000_est_vs_measured", "  estimate / measured", "x", 1, "{:.2f}"),
+    ("overhead_pairs_20000_est_error", "  |estimate / measured - 1|", "", 1, "{:.2f}"),
+    ("overhead_pairs_20000_cpu_fraction", "  cpu_fraction", "%", 100, "{:.1f}"),
+    ("overhead_pairs_max_est_ns", "pair loop max rate: estimate / pair", "ns", 1, "{:.0f}"),
+    ("overhead_pairs_max_measured_ns", "  measured (CPU, traced - untraced)", "ns", 1, "{:.0f}"),
+    ("overhead_pairs_max_est_vs_measured", "  estimate / measured", "x", 1, "{:.2f}"),
+    ("overhead_pairs_max_est_error", "  |estimate / measured - 1|", "", 1, "{:.2f}"),
+    ("overhead_pairs_max_cpu_fraction", "  cpu_fraction", "%", 100, "{:.1f}"),
+    ("overhead_torch_2000_est_ns", "block loop 2k calls/s: estimate / pair", "ns", 1, "{:.0f}"),
+    ("overhead_torch_2000_measured_ns", "  measured (CPU, traced - untraced)", "ns", 1, "{:.0f}"),
+    ("overhead_torch_2000_est_vs_measured", "  estimate / measured", "x", 1, "{:.2f}"),
+    ("overhead_torch_2000_est_error", "  |estimate / measured - 1|", "", 1, "{:.2f}"),
+    ("overhead_torch_2000_cpu_fraction", "  cpu_fraction", "%", 100, "{:.1f}"),
+    ("overhead_torch_20000_est_ns", "block loop 20k calls/s: estimate / pair", "ns", 1, "{:.0f}"),
+    ("overhead_torch_20000_measured_ns", "  measured (CPU, traced - untraced)", "ns", 1, "{:.0f}"),
+    ("overhead_torch_20000_est_vs_measured", "  estimate / measured", "x", 1, "{:.2f}"),
+    ("overhead_torch_20000_est_error", "  |estimate / measured - 1|", "", 1, "{:.2f}"),
+    ("overhead_torch_20000_cpu_fraction", "  cpu_fraction", "%", 100, "{:.1f}"),
+    ("overhead_torch_max_est_ns", "block loop max rate: estimate / pair", "ns", 1, "{:.0f}"),
+    ("overhead_torch_max_measured_ns", "  measured (CPU, traced - untraced)", "ns", 1, "{:.0f}"),
+    ("overhead_torch_max_est_vs_measured", "  estimate / measured", "x", 1, "{:.2f}"),
+    ("overhead_torch_max_est_error", "  |estimate / measured - 1|", "", 1, "{:.2f}"),
+    ("overhead_torch_max_cpu_fraction", "  cpu_fraction", "%", 100, "{:.1f}"),
+    ("budget5_unbudgeted_fraction", "budget 5 %: dwarf loop unbudgeted", "%", 100, "{:.2f}"),
+    ("budget5_fraction", "  --max-overhead 5, its last level", "%", 100, "{:.2f}"),
+    ("budget5_whole_run_fraction", "  --max-overhead, whole run", "%", 100, "{:.2f}"),
+    ("budget5_steps", "  level changes", "", 1, "{:.0f}"),
+    ("budget1_unbudgeted_fraction", "budget 1 %: dwarf loop unbudgeted", "%", 100, "{:.2f}"),
+    ("budget1_fraction", "  --max-overhead 1, its last level", "%", 100, "{:.2f}"),
+    ("budget1_whole_run_fraction", "  --max-overhead, whole run", "%", 100, "{:.2f}"),
+    ("budget1_steps", "  level changes", "", 1, "{:.0f}"),
 ]
 
 
@@ -1306,6 +1432,10 @@ def main():
     a.py_reps = 3 if q else 7
     a.py_pairs = 50000 if q else 200000
     a.unwind_reps = 3 if q else 7
+    a.overhead_reps = 1 if q else 3
+    a.overhead_rates = [2000, 20000, None]  # calls/s, paced for 3 s; None: as fast as it goes
+    a.overhead_pairs = 5000 if q else 20000
+    a.budget_pairs = 5000 if q else 10000
     a.unwind_pairs = 50000 if q else 200000
     only = a.only.split(",") if a.only else list(SECTIONS)
     for s in only:

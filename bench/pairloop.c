@@ -13,6 +13,10 @@
  *            The same source built with -DPAIRLOOP_TORCH: no runtime of its own, so the
  *            allocator loads the stand-in runtime it needs for its segments.
  *
+ * -W US: spin US microseconds of the process's own CPU time after each pair (a loop whose calls
+ * are a small part of its CPU, for --max-overhead). cpu_s in the JSON line: the process's
+ * CPU time (user + system, its traps included) from start to end.
+ *
  * --sync: print "ready PID" and wait for a line on stdin before the warm-up, so a tracer can
  * attach first. The warm-up pairs (default 20000) are not timed: the first hits of a probe
  * map the kernel's trampolines and fault pages in. Prints one JSON line at the end.
@@ -29,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <dlfcn.h>
+#include <sys/resource.h>
 #include <stdint.h>
 #include <cuda_runtime_api.h>
 
@@ -38,6 +43,28 @@ static unsigned long long now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static unsigned long long work_ns;
+
+static unsigned long long cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* -W: the process's own work between pairs, in CPU time (a shared CPU stretches wall time). */
+static void work(void)
+{
+	unsigned long long end;
+
+	if (!work_ns)
+		return;
+	end = cpu_ns() + work_ns;
+	while (cpu_ns() < end)
+		;
 }
 
 /* One call site for every pair, as a hot loop in an inference server has. */
@@ -72,14 +99,18 @@ static __attribute__((noinline)) int torch_pair(size_t size)
 static int pairs(unsigned long long n, size_t size)
 {
 	if (torch_alloc) {
-		for (unsigned long long i = 0; i < n; i++)
+		for (unsigned long long i = 0; i < n; i++) {
 			if (torch_pair(size))
 				return -1;
+			work();
+		}
 		return 0;
 	}
-	for (unsigned long long i = 0; i < n; i++)
+	for (unsigned long long i = 0; i < n; i++) {
 		if (pair(size))
 			return -1;
+		work();
+	}
 	return 0;
 }
 
@@ -175,9 +206,10 @@ int main(int argc, char **argv)
 	unsigned long long n = 200000, warmup = 20000, done = 0, t0, t1;
 	double rate = 0, seconds = 0, median_ns = 0;
 	size_t size = 4096;
+	struct rusage ru;
 	int sync = 0, opt;
 
-	while ((opt = getopt_long(argc, argv, "n:w:s:r:d:", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "n:w:s:r:d:W:", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'S':
 			sync = 1;
@@ -201,10 +233,13 @@ int main(int argc, char **argv)
 		case 'd':
 			seconds = strtod(optarg, NULL);
 			break;
+		case 'W':
+			work_ns = strtoull(optarg, NULL, 0) * 1000;
+			break;
 		default:
 			fprintf(stderr,
 				"usage: pairloop [--sync] [--torch LIB] [-n PAIRS] [-w WARMUP] "
-				"[-s SIZE] [-r CALLS_PER_S -d SECONDS]\n");
+				"[-s SIZE] [-r CALLS_PER_S -d SECONDS] [-W US]\n");
 			return 2;
 		}
 	}
@@ -231,10 +266,13 @@ int main(int argc, char **argv)
 	t1 = now_ns();
 	if (!median_ns)
 		median_ns = done ? (double)(t1 - t0) / done : 0.0;
+	getrusage(RUSAGE_SELF, &ru);
 	printf("{\"pairs\":%llu,\"warmup\":%llu,\"ns_per_pair\":%.1f,\"mean_ns_per_pair\":%.1f,"
-	       "\"elapsed_s\":%.4f,\"calls_per_s\":%.0f}\n",
+	       "\"elapsed_s\":%.4f,\"calls_per_s\":%.0f,\"cpu_s\":%.6f}\n",
 	       done, warmup, median_ns, done ? (double)(t1 - t0) / done : 0.0, (t1 - t0) / 1e9,
-	       2.0 * done * 1e9 / (double)(t1 - t0));
+	       2.0 * done * 1e9 / (double)(t1 - t0),
+	       ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+		   (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
 	return 0;
 fail:
 	fprintf(stderr, "pairloop: a call failed\n");

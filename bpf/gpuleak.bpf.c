@@ -192,6 +192,29 @@ struct {
 } pid_loss SEC(".maps");
 
 /*
+ * --max-overhead: how far each process is stepped down (enum gl_cost_level), set by user
+ * space (user/live/overhead.c); no entry: everything. Looked up only with a budget.
+ */
+const volatile bool budget_on = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u32);
+} pid_level SEC(".maps");
+
+static __always_inline __u32 level_of(__u32 pid)
+{
+	__u32 *l;
+
+	if (!budget_on)
+		return GL_LEVEL_FULL;
+	l = bpf_map_lookup_elem(&pid_level, &pid);
+	return l ? *l : GL_LEVEL_FULL;
+}
+
+/*
  * Code pointers (callbacks) user space has seen, per process. A pointer not in here makes
  * a GL_REC_CODE record, once: user space then puts a probe on the code it points to.
  */
@@ -667,12 +690,15 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 			desc2_copy(ctx, s, st->desc[k], pid_tgid >> 32, f);
 	}
 	if ((stack_depth || python_depth) && is_alloc(s) && !under_alloc(st, d, api)) {
-		if (stack_depth)
+		__u32 lvl = level_of(pid_tgid >> 32);
+
+		if (stack_depth && lvl < GL_LEVEL_SITES_ONLY)
 			f->stack_id = stack_get(ctx, pid_tgid >> 32);
-		if (python_depth)
+		if (python_depth && lvl < GL_LEVEL_NO_PYTHON)
 			py_stack(st, pid_tgid, &f->stack_id);
 		/* A stack with Python frames is named by the interpreter's own chain. */
-		if (unwind_bytes && stack_depth && !gl_stack_is_py(f->stack_id))
+		if (unwind_bytes && stack_depth && lvl < GL_LEVEL_NO_DWARF &&
+		    !gl_stack_is_py(f->stack_id))
 			ustack_emit(ctx, st, pid_tgid, d, api, f->stack_id);
 	}
 	st->depth = d + 1;
@@ -907,13 +933,15 @@ static __always_inline int emit_done(struct pt_regs *ctx, __u16 api, struct gl_a
 	__s32 stack_id = -1;
 
 	if (!release && (stack_depth || python_depth) && !(st && under_alloc(st, depth, api))) {
-		if (stack_depth)
+		__u32 lvl = level_of(pid);
+
+		if (stack_depth && lvl < GL_LEVEL_SITES_ONLY)
 			stack_id = stack_get(ctx, pid);
 		/* A tensor made from Python is named by its Python frames, as any allocation:
 		 * the walk caches the thread's interpreter state in its tstate. */
-		if (python_depth && !st)
+		if (python_depth && lvl < GL_LEVEL_NO_PYTHON && !st)
 			st = tstate_get(true);
-		if (python_depth && st)
+		if (python_depth && lvl < GL_LEVEL_NO_PYTHON && st)
 			py_stack(st, pid_tgid, &stack_id);
 	}
 	/*
@@ -1617,5 +1645,22 @@ int gl_oom_victim(__u64 *ctx)
 	if (!r)
 		return 0;
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+/*
+ * Calibration (user/live/overhead.c): empty programs linked for a few milliseconds to a
+ * function of gpuleak's own, before any target: what a trap alone costs on this machine (an
+ * entry probe, a return probe, a probe on a nop as a USDT is), the floor of each traced call.
+ */
+SEC("uprobe.multi")
+int gl_calib_enter(struct pt_regs *ctx __attribute__((unused)))
+{
+	return 0;
+}
+
+SEC("uretprobe.multi")
+int gl_calib_exit(struct pt_regs *ctx __attribute__((unused)))
+{
 	return 0;
 }

@@ -42,6 +42,7 @@ enum gl_rec_kind {
 	GL_REC_DEVMEM = 67, /* user space: struct gl_devmem_rec, a device's memory (NVML) */
 	GL_REC_CLASS = 68,  /* user space: struct gl_class_rec, what an object of pid is
 			     * when its first word is a given C++ vtable pointer */
+	GL_REC_COST = 69,   /* user space: struct gl_cost_rec, what tracing costs a pid */
 };
 
 /* Flags in gl_hdr.flags. */
@@ -456,6 +457,44 @@ enum gl_stat {
 struct gl_loss_rec {
 	struct gl_hdr hdr;
 	__u64 counts[GL_STAT_MAX]; /* cumulative per pid, indexed by enum gl_stat */
+};
+
+/*
+ * What tracing costs a process (GL_REC_COST, live only): its traps are counted from its call
+ * records (an entry probe each, a return probe each for calls that have one, a USDT probe
+ * each), priced at trap_ns; beside them the BPF programs' own run time charged to it and
+ * its CPU time, both since it was attached (since_ns); and the budget's steps (enum
+ * gl_cost_level): the latest record of a pid holds all there is to know.
+ */
+enum gl_cost_trap {
+	GL_TRAP_ENTRY = 0,  /* an entry uprobe */
+	GL_TRAP_RETURN = 1, /* a return probe (its entry's trap counted apart) */
+	GL_TRAP_USDT = 2,   /* a uprobe on a USDT's nop */
+	GL_TRAP_MAX = 3,
+};
+
+/* --max-overhead steps down in this order; each level gives up what the one before kept. */
+enum gl_cost_level {
+	GL_LEVEL_FULL = 0,	 /* everything asked for */
+	GL_LEVEL_NO_PYTHON = 1,	 /* no Python frames (native stacks only) */
+	GL_LEVEL_NO_DWARF = 2,	 /* no stack copies for --unwind dwarf (frame pointers only) */
+	GL_LEVEL_SITES_ONLY = 3, /* no stacks at all: call sites only */
+	GL_LEVEL_MAX = 4,
+};
+
+struct gl_cost_rec {
+	struct gl_hdr hdr;
+	__u32 trap_ns[GL_TRAP_MAX];	    /* calibrated cost of one trap of each kind, ns */
+	__u32 level;			    /* enum gl_cost_level now */
+	__u64 since_ns;			    /* when it was attached (the records' clock) */
+	__u64 bpf_ns;			    /* BPF run time charged to it since */
+	__u64 cpu_ns;			    /* its CPU time since (user + system) */
+	__u64 budget_ppm;		    /* --max-overhead in millionths of its CPU, 0: none */
+	__u64 level_ns[GL_LEVEL_MAX];	    /* time spent at each level */
+	__u64 level_first_ns[GL_LEVEL_MAX]; /* when each was first reached, 0: never */
+	__u64 steps;			    /* level changes */
+	__u64 level_cost_ns[GL_LEVEL_MAX];  /* tracing's cost while at each level */
+	__u64 level_cpu_ns[GL_LEVEL_MAX];   /* its CPU time while at each level */
 };
 
 /* gpuleak 0.1 wrote 8 counters: readers take what a record has. */

@@ -38,6 +38,7 @@ import test_coverage  # noqa: E402,F401
 import test_watch  # noqa: E402,F401
 import test_kernel  # noqa: E402,F401
 import test_memory_viz  # noqa: E402,F401
+import test_overhead  # noqa: E402,F401
 import test_vmtest  # noqa: E402,F401  (last: the kernel matrix, in qemu)
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ from harness import check, eq, leak_sites, run_gpuleak, run_plain, scenario, tes
 MiB = 1 << 20
 STACKPAD = os.path.join(harness.OUT, "tests", "stackpad.bpf.o")
 # Each BPF program, and the configurations `probes --kernel --verifier` loads them in.
-PROGRAMS = {"gl_usdt", "gl_enter", "gl_exit", "gl_fork", "gl_exec", "gl_task_exit"}
+PROGRAMS = {"gl_usdt", "gl_enter", "gl_exit", "gl_fork", "gl_exec", "gl_task_exit",
+            "gl_calib_enter", "gl_calib_exit"}
 FLOOR = ["BTF (/sys/kernel/btf/vmlinux)", "BPF ring buffer", "task storage maps",
          "BTF tracepoints (tp_btf)", "uprobe attach cookies", "perf uprobe PMU"]
 
@@ -68,7 +69,9 @@ def verifier_every_program_fits_512_bytes_in_every_configuration():
     d = probes_kernel("--verifier")
     eq(d["failed"], 0, "programs refused or over 512 bytes")
     configs = d["verifier"]
-    eq(len(configs), 7, "configurations")
+    eq(len(configs), 8, "configurations")
+    check(any(c["budget"] and c["python_depth"] and c["unwind_bytes"] for c in configs),
+          "--max-overhead's level lookups in the deepest configuration")
     check(any(c["python_depth"] == 64 and c["unwind_bytes"] and c["follow"] for c in configs),
           "the deepest configuration is among them")
     for c in configs:
@@ -97,7 +100,7 @@ def verifier_check_refuses_an_oversized_stack():
     d = probes_kernel("--verifier", "--bpf-object", STACKPAD, expect_rc=1)
     with_callbacks = [c for c in d["verifier"] if c["python_depth"] or c["unwind_bytes"]]
     eq(d["failed"], len(with_callbacks), "gl_enter fails once per configuration with callbacks")
-    eq(len(with_callbacks), 5, "configurations with callbacks")
+    eq(len(with_callbacks), 6, "configurations with callbacks")
     for c in d["verifier"]:
         for p in c["programs"]:
             if p["name"] == "gl_enter" and c in with_callbacks:

@@ -675,6 +675,11 @@ static const struct argp_option trace_options[] = {
      "Stack bytes --unwind dwarf copies per allocation, 1KiB to 32KiB (default 16KiB); the "
      "frames above them are the frame-pointer walk's",
      0},
+    {"max-overhead", OPT_MAX_OVERHEAD, "PCT", 0,
+     "Hold what tracing costs each process under PCT % of its CPU: above it, give up, in "
+     "this order, Python frames, DWARF stack copies, native stacks (call sites only), and "
+     "take them back when its rate falls; every call is still traced",
+     0},
     {"uprobe-links", OPT_UPROBE_LINKS, "KIND", 0,
      "How probes are attached: auto (default: uprobe_multi links where the kernel has them, "
      "Linux 6.6+), multi, or classic (one uprobe link per probe, as on older kernels)",
@@ -758,6 +763,16 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 				   arg, GL_USTACK_MAX >> 10);
 		c->t.unwind_bytes = (unsigned int)v;
 		break;
+	case OPT_MAX_OVERHEAD: {
+		double pct = strtod(arg, &end);
+
+		if (!*arg || (*end && strcmp(end, "%")) || !(pct > 0 && pct <= 100))
+			argp_error(state,
+				   "invalid --max-overhead '%s' (a percentage, 0 < PCT <= 100)",
+				   arg);
+		c->t.max_overhead = pct / 100;
+		break;
+	}
 	case OPT_UPROBE_LINKS:
 		if (!strcmp(arg, "auto"))
 			c->t.uprobe_links = BPF_SETUP_LINKS_AUTO;

@@ -459,22 +459,24 @@ cleanup:
 /* One configuration of the BPF object that changes the code the verifier sees. */
 struct verifier_case {
 	unsigned int python_depth, stack_depth, unwind_bytes;
-	bool follow, oom_kill;
+	bool follow, oom_kill, budget;
 };
 
 static const struct verifier_case verifier_cases[] = {
     /* the defaults of run/attach */
-    {32, 32, 0, false, false},
+    {32, 32, 0, false, false, false},
     /* no stacks, no Python: the shortest paths */
-    {0, 0, 0, false, false},
+    {0, 0, 0, false, false, false},
     /* Python frames without native stacks */
-    {GL_PY_DEPTH_MAX, 0, 0, false, false},
+    {GL_PY_DEPTH_MAX, 0, 0, false, false, false},
     /* native stacks copied for DWARF unwinding, without and with Python frames */
-    {0, GL_STACK_DEPTH_MAX, GL_USTACK_MAX, false, false},
-    {GL_PY_DEPTH_MAX, GL_STACK_DEPTH_MAX, GL_USTACK_MAX, false, false},
+    {0, GL_STACK_DEPTH_MAX, GL_USTACK_MAX, false, false, false},
+    {GL_PY_DEPTH_MAX, GL_STACK_DEPTH_MAX, GL_USTACK_MAX, false, false, false},
     /* --follow and watch's OOM-killer trigger add their programs' paths */
-    {0, 0, 0, true, true},
-    {GL_PY_DEPTH_MAX, GL_STACK_DEPTH_MAX, GL_USTACK_MAX, true, true},
+    {0, 0, 0, true, true, false},
+    {GL_PY_DEPTH_MAX, GL_STACK_DEPTH_MAX, GL_USTACK_MAX, true, true, false},
+    /* --max-overhead: the programs look up each process's level */
+    {GL_PY_DEPTH_MAX, GL_STACK_DEPTH_MAX, GL_USTACK_MAX, true, true, true},
 };
 
 #define VERIFIER_STACK_MAX 512
@@ -498,6 +500,7 @@ static int verify_prog(const struct verifier_case *vc, const struct kernel_featu
 						      .unwind_bytes = vc->unwind_bytes,
 						      .follow = vc->follow,
 						      .oom_kill = vc->oom_kill,
+						      .budget = vc->budget,
 						      .quiet = true,
 						      .verifier_stats = true,
 						      .only_prog = i + 1,
@@ -535,13 +538,15 @@ static int verify_case(const struct verifier_case *vc, const struct kernel_featu
 	if (json)
 		fprintf(out,
 			"%s{\"python_depth\":%u,\"stack_depth\":%u,\"unwind_bytes\":%u,"
-			"\"follow\":%s,\"oom_kill\":%s,\"programs\":[",
+			"\"follow\":%s,\"oom_kill\":%s,\"budget\":%s,\"programs\":[",
 			first ? "" : ",", vc->python_depth, vc->stack_depth, vc->unwind_bytes,
-			vc->follow ? "true" : "false", vc->oom_kill ? "true" : "false");
+			vc->follow ? "true" : "false", vc->oom_kill ? "true" : "false",
+			vc->budget ? "true" : "false");
 	else
-		fprintf(out, "--python-depth %u --stack-depth %u --unwind %s%s:\n",
+		fprintf(out, "--python-depth %u --stack-depth %u --unwind %s%s%s:\n",
 			vc->python_depth, vc->stack_depth, vc->unwind_bytes ? "dwarf" : "fp",
-			vc->follow ? " --follow, watch's OOM-killer trigger" : "");
+			vc->follow ? " --follow, watch's OOM-killer trigger" : "",
+			vc->budget ? ", --max-overhead" : "");
 	for (i = 0; i < n; i++) {
 		bool ok = st[i].ok && st[i].combined >= 0 && st[i].combined <= VERIFIER_STACK_MAX;
 

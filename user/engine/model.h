@@ -392,6 +392,10 @@ struct tproc {
 	struct proc_counters c;
 	uint64_t loss[GL_STAT_MAX]; /* latest cumulative BPF loss counts */
 	uint64_t records;
+	/* Tracing's cost: traps counted from its call records, and the latest GL_REC_COST (its
+	 * hdr.size 0: none came, as in a capture made before them) */
+	uint64_t traps[GL_TRAP_MAX];
+	struct gl_cost_rec cost;
 	int64_t step;			  /* current step, -1 before the first */
 	uint64_t step_ts_ns;		  /* when it began (0: the first step, begun at attach) */
 	struct step_change *step_changes; /* memory sites changed in the current step */

@@ -9,6 +9,7 @@
  * keep), pending.c, violations.c, threads.c (tracker.h lists the modules).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "engine/tracker.h"
@@ -369,6 +370,22 @@ void tracker__prefetch(const struct tracker *t, const struct gl_hdr *h)
 		alloc_table__prefetch(&p->allocs, (uint8_t)api->space, r->addr);
 }
 
+/* A call record is a call: its traps are its probes (GL_REC_COST prices them). */
+static void count_traps(struct tproc *p, uint16_t api)
+{
+	const struct cat_api *a = cat_by_api(api);
+
+	if (!a)
+		return;
+	if (a->flags & CAT_USDT) {
+		p->traps[GL_TRAP_USDT]++;
+		return;
+	}
+	p->traps[GL_TRAP_ENTRY]++;
+	if (!cat_entry_only(a))
+		p->traps[GL_TRAP_RETURN]++;
+}
+
 int tracker__apply(struct tracker *t, const struct gl_hdr *h)
 {
 	struct tproc *p;
@@ -390,6 +407,7 @@ int tracker__apply(struct tracker *t, const struct gl_hdr *h)
 		if (!p)
 			return -ENOMEM;
 		p->records++;
+		count_traps(p, h->api);
 		if (!p->first_ts_ns)
 			p->first_ts_ns = h->ts_ns;
 		p->last_ts_ns = h->ts_ns;
@@ -435,6 +453,22 @@ int tracker__apply(struct tracker *t, const struct gl_hdr *h)
 			break;
 		apply_proc(t, (const struct gl_proc_rec *)h);
 		return 0;
+	case GL_REC_COST: {
+		size_t n = h->size < sizeof(p->cost) ? h->size : sizeof(p->cost);
+
+		if (h->size < offsetof(struct gl_cost_rec, level_ns))
+			break;
+		p = tracker__proc(t, h->pid);
+		if (!p)
+			p = proc_get(t, h->pid);
+		if (!p)
+			return -ENOMEM;
+		/* A newer record's tail is left out, an older one's is zeroes. */
+		memset(&p->cost, 0, sizeof(p->cost));
+		memcpy(&p->cost, h, n);
+		p->cost.hdr.size = n;
+		return 0;
+	}
 	case GL_REC_LOSS: {
 		size_t n = h->size - sizeof(*h);
 

@@ -298,10 +298,13 @@ int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out)
 	b->skel->rodata->python_depth = py_depth;
 	b->skel->rodata->unwind_bytes = o->stack_depth ? unwind : 0;
 	b->skel->rodata->exit_has_group_dead = b->kf.have[KF_EXIT_GROUP_DEAD];
+	b->skel->rodata->budget_on = o->budget;
 	if (!b->multi) {
 		/* Classic uprobe links: a plain kprobe-type program, the cookie per link. */
 		bpf_program__set_expected_attach_type(b->skel->progs.gl_enter, 0);
 		bpf_program__set_expected_attach_type(b->skel->progs.gl_exit, 0);
+		bpf_program__set_expected_attach_type(b->skel->progs.gl_calib_enter, 0);
+		bpf_program__set_expected_attach_type(b->skel->progs.gl_calib_exit, 0);
 	}
 	b->skel->rodata->unwind_ring_max = o->ringbuf_bytes / 2;
 	b->skel->rodata->self_tgid = getpid();
@@ -440,6 +443,28 @@ struct bpf_program *bpf_setup__usdt_prog(const struct bpf_setup *b)
 	return b->skel->progs.gl_usdt;
 }
 
+int bpf_setup__level_fd(const struct bpf_setup *b)
+{
+	return bpf_map__fd(b->skel->maps.pid_level);
+}
+
+struct bpf_program *bpf_setup__calib_prog(const struct bpf_setup *b, bool ret)
+{
+	return ret ? b->skel->progs.gl_calib_exit : b->skel->progs.gl_calib_enter;
+}
+
+size_t bpf_setup__traced_progs(const struct bpf_setup *b, int *fds, size_t max)
+{
+	struct bpf_program *progs[] = {b->skel->progs.gl_enter, b->skel->progs.gl_exit,
+				       b->skel->progs.gl_usdt};
+	size_t i, n = 0;
+
+	for (i = 0; i < sizeof(progs) / sizeof(progs[0]) && n < max; i++)
+		if (bpf_program__fd(progs[i]) >= 0)
+			fds[n++] = bpf_program__fd(progs[i]);
+	return n;
+}
+
 int bpf_setup__events_fd(const struct bpf_setup *b)
 {
 	return bpf_map__fd(b->skel->maps.events);
@@ -500,6 +525,7 @@ void bpf_setup__forget(struct bpf_setup *b, pid_t pid)
 	delete_pid(b->skel->maps.pyprocs, pid);
 	delete_pid(b->skel->maps.held, pid);
 	delete_pid(b->skel->maps.pid_loss, pid);
+	delete_pid(b->skel->maps.pid_level, pid);
 	delete_pid(b->skel->maps.traced, pid);
 }
 

@@ -30,6 +30,7 @@ struct bpf_setup_opts {
 	uint64_t ringbuf_bytes;	    /* a power of two */
 	unsigned int stack_depth;   /* frames kept per allocation stack, 0: no stacks */
 	unsigned int stack_entries; /* stacks each stack map holds */
+	bool budget;		    /* --max-overhead: the programs read pid_level */
 	bool oom_kill;		    /* gpuleak watch: the OOM killer's choices (mark_victim) */
 	unsigned int python_depth;  /* Python frames kept per allocation, 0: none */
 	unsigned int unwind_bytes;  /* stack bytes copied per allocation to unwind, 0: none */
@@ -86,6 +87,14 @@ struct bpf_program *bpf_setup__exit_prog(const struct bpf_setup *b);
 struct bpf_program *bpf_setup__usdt_prog(const struct bpf_setup *b);
 #define BPF_SETUP_USDT_SPECS 4096
 /* The ring buffer's map. */
+/* --max-overhead's map: pid -> enum gl_cost_level the programs read (budget on only). */
+int bpf_setup__level_fd(const struct bpf_setup *b);
+/* The empty programs of the trap calibration (overhead.c): entry, or return when ret. */
+struct bpf_program *bpf_setup__calib_prog(const struct bpf_setup *b, bool ret);
+/* The fds of the programs the traced calls run (entry, return, USDT), at most max: their
+ * run time is what tracing costs a process above its traps. The scheduler tracepoints run
+ * for every process of the machine: no traced process's cost. */
+size_t bpf_setup__traced_progs(const struct bpf_setup *b, int *fds, size_t max);
 int bpf_setup__events_fd(const struct bpf_setup *b);
 
 /* Let BPF follow pid's forks (and stop its children before they run). 0 or -errno (the

@@ -12,6 +12,7 @@
 #include "live/process.h"
 #include "live/recorder.h"
 #include "live/options.h"
+#include "live/overhead.h"
 #include "live/targets.h"
 #include "live/watch.h"
 #include "symbols/symbolizer.h"
@@ -180,6 +181,9 @@ void feed__proc_at(struct live *l, struct target *t, enum gl_proc_event ev, int 
 		}
 	}
 	feed__record(l, &r.hdr);
+	/* Its CPU time counts from its attach (an exec goes on counting). */
+	if (ev == GL_PROC_ATTACH)
+		overhead__track(l->ovh, t->pid, ts_ns);
 }
 
 void feed__proc(struct live *l, struct target *t, enum gl_proc_event ev, int status)

@@ -19,6 +19,7 @@ struct bpf_setup;
 struct callbacks;
 struct markers;
 struct modules;
+struct overhead;
 struct probe_sites;
 struct pyconf;
 struct recorder;
@@ -44,6 +45,7 @@ struct live {
 	struct probe_sites *sites; /* --json: where the probes sat, for the verdicts, else NULL */
 	struct watch *watch;	   /* gpuleak watch: the triggers, else NULL */
 	struct pyconf *py;	   /* Python interpreters found in targets */
+	struct overhead *ovh;	   /* what tracing costs each process */
 	struct launch child;	   /* run mode's command; pid -1 in attach mode */
 	struct signals *sig;	   /* SIGINT, SIGTERM, SIGHUP: also while starting */
 	bool finishing;		   /* detached: stopped processes are resumed, not attached to */

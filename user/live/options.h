@@ -41,6 +41,7 @@ struct session_opts {
 	bool unwind_dwarf;	    /* --unwind dwarf: stacks unwound from a copy of the stack */
 	int uprobe_links;	    /* --uprobe-links: enum bpf_setup_links */
 	unsigned int unwind_bytes;  /* its bytes per allocation (--unwind-bytes) */
+	double max_overhead;	    /* --max-overhead as a fraction of CPU, 0: no budget */
 	const char *debug_dirs[SYMBOLIZER_MAX_DEBUG_DIRS]; /* --debug-dir */
 	size_t nr_debug_dirs;
 	struct analysis_opts a;	    /* rules, steps, gate: shared with gpuleak report */

@@ -38,6 +38,7 @@
 #include "live/ringbuf.h"
 #include "live/scan.h"
 #include "live/session.h"
+#include "live/overhead.h"
 #include "live/signals.h"
 #include "live/start.h"
 #include "live/targets.h"
@@ -216,6 +217,7 @@ static void interval_due(struct session *s, uint64_t now, uint64_t *next_interva
 		return;
 	for (i = 0; i < targets__count(s->l.tgts); i++)
 		feed__loss(&s->l, targets__at(s->l.tgts, i));
+	overhead__sample(s->l.ovh, &s->l, now, 0, true);
 	if (!o->a.steps_given)
 		report__interval(&s->rep, now);
 	*next_interval += o->interval_ns;
@@ -266,6 +268,7 @@ static int loop(struct session *s)
 		callbacks__attach(s->l.cbs, s->l.att, s->l.tgts);
 		rescan_targets(s, now);
 		feed__tick(&s->l);
+		overhead__sample(s->l.ovh, &s->l, now, 0, false);
 		if (s->l.watch)
 			watch__poll(s->l.watch, &s->l, signals__usr1(s->sig), now);
 		recorder__names(s->l.rec, s->l.sym, s->l.an->t, false);
@@ -337,6 +340,8 @@ static void finish(struct session *s)
 			"unwinding, opening objects included\n",
 			us.copies, us.used, us.copy_ended, us.missing, (double)us.unwind_ns / 1e6);
 	}
+	/* Its calls are all in: what tracing cost each process still here, as of now. */
+	overhead__sample(l->ovh, l, live_now_ns(), 0, true);
 	for (i = 0; i < targets__count(l->tgts); i++) {
 		struct target *t = targets__at(l->tgts, i);
 
@@ -436,6 +441,7 @@ static int open_tracing(struct session *s)
 {
 	const struct session_opts *o = s->l.o;
 	struct live *l = &s->l;
+	uint64_t t0 = live_now_ns();
 	int err;
 
 	err = bpf_setup__new(
@@ -446,8 +452,19 @@ static int open_tracing(struct session *s)
 				     .python_depth = o->python_depth,
 				     .oom_kill = o->watch && watch__wants_oom_kill(o->watch),
 				     .unwind_bytes = o->unwind_dwarf ? o->unwind_bytes : 0,
-				     .links = o->uprobe_links},
+				     .links = o->uprobe_links,
+				     .budget = o->max_overhead > 0},
 	    &l->bpf);
+	if (err)
+		return err;
+	/* Where starting goes (make bench: command start to tracing): the verifier's share. */
+	pr_info("BPF programs loaded in %.1f ms\n", (live_now_ns() - t0) / 1e6);
+	err = overhead__new(l->bpf,
+			    &(struct overhead_opts){.budget = o->max_overhead,
+						    .python = o->python_depth > 0,
+						    .dwarf = o->unwind_dwarf && o->stack_depth,
+						    .stacks = o->stack_depth > 0},
+			    &l->ovh);
 	if (err)
 		return err;
 	err = modules__new(&l->mods);
@@ -545,6 +562,7 @@ static int close_session(struct session *s, bool traced, int err)
 	unwind__free(l->unw);
 	symbolizer__free(l->sym);
 	modules__free(l->mods);
+	overhead__free(l->ovh);
 	bpf_setup__free(l->bpf);
 	for (i = 0; l->tgts && i < targets__count(l->tgts); i++) {
 		struct target *t = targets__at(l->tgts, i);

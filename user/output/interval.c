@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <inttypes.h>
+#include "engine/cost.h"
 #include "engine/timeline.h"
 #include "lib/term.h"
 #include "lib/units.h"
@@ -54,6 +55,7 @@ void interval__table(struct report *r, const struct interval_view *iv, uint64_t 
 	const struct tracker *t = r->t;
 	const struct tproc *p = iv->p;
 	char b1[32], b2[32], dev[16];
+	struct cost_figures c;
 	size_t j;
 
 	fprintf(r->out,
@@ -62,6 +64,12 @@ void interval__table(struct report *r, const struct interval_view *iv, uint64_t 
 		report__secs(r, now_ns), p->pid, fmt_bytes(p->live_bytes, b1, sizeof(b1)),
 		p->live_count, fmt_bytes(p->pending_bytes, b2, sizeof(b2)), p->c.allocs, p->c.frees,
 		p->c.failed_calls);
+	cost__figures(p, &c);
+	if (c.measured)
+		fprintf(r->out,
+			"    tracing ~ %.1f %% of its CPU: %.0f traps/s, BPF %.1f ms, level %s\n",
+			100 * c.cpu_fraction, c.traps_per_s, (double)c.bpf_ns / 1e6,
+			cost__level_name(c.level));
 	for (j = 0; j < iv->nr_rows; j++) {
 		describe__device(t, &t->sites[iv->rows[j].site], dev, sizeof(dev));
 		fprintf(r->out, "    %-28s dev %-4s %10s %7" PRIu64 "\n",

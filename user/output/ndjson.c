@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <inttypes.h>
+#include "engine/cost.h"
 #include "engine/graphs.h"
 #include "engine/ipc.h"
 #include "engine/pools.h"
@@ -878,6 +879,54 @@ static void json_torch(struct report *r, const struct proc_verdict *pv)
 		fputs("null}", r->json);
 }
 
+static const char *const trap_keys[GL_TRAP_MAX] = {"entry", "return", "usdt"};
+
+/* What tracing cost it (engine/cost.h); measured false: no live figures (a capture made
+ * before gpuleak kept them), its traps still counted. */
+static void json_overhead(struct report *r, const struct tproc *p)
+{
+	struct cost_figures c;
+	unsigned int k;
+	const char *sep = "";
+
+	cost__figures(p, &c);
+	fprintf(r->json,
+		",\"overhead\":{\"measured\":%s,\"cpu_fraction\":%.6f,\"traps_per_s\":%.1f"
+		",\"trap_ns\":%" PRIu64 ",\"bpf_ns\":%" PRIu64 ",\"cpu_ns\":%" PRIu64
+		",\"traced_s\":%.3f,\"traps\":{",
+		c.measured ? "true" : "false", c.cpu_fraction, c.traps_per_s, c.trap_ns, c.bpf_ns,
+		c.cpu_ns, c.traced_s);
+	for (k = 0; k < GL_TRAP_MAX; k++)
+		fprintf(r->json, "%s\"%s\":%" PRIu64, k ? "," : "", trap_keys[k], c.traps[k]);
+	fputs("},\"per_trap_ns\":{", r->json);
+	for (k = 0; k < GL_TRAP_MAX; k++)
+		fprintf(r->json, "%s\"%s\":%" PRIu32, k ? "," : "", trap_keys[k], c.per_trap_ns[k]);
+	fputs("},\"budget\":", r->json);
+	if (!c.budget) {
+		fputs("null}", r->json);
+		return;
+	}
+	fprintf(r->json,
+		"{\"max_cpu_fraction\":%.6f,\"level\":\"%s\",\"steps\":%" PRIu64 ",\"levels\":[",
+		c.budget, cost__level_name(c.level), (uint64_t)p->cost.steps);
+	for (k = 0; k < GL_LEVEL_MAX; k++) {
+		uint64_t first = p->cost.level_first_ns[k];
+
+		if (!first)
+			continue;
+		fprintf(r->json, "%s{\"level\":\"%s\",\"gives_up\":", sep, cost__level_name(k));
+		json_str(r->json, k ? cost__level_gives_up(k) : "");
+		fprintf(r->json, ",\"first_s\":%.3f,\"s\":%.3f,\"cpu_fraction\":%.6f}",
+			first > p->cost.since_ns ? (double)(first - p->cost.since_ns) / 1e9 : 0.0,
+			(double)p->cost.level_ns[k] / 1e9,
+			p->cost.level_cpu_ns[k]
+			    ? (double)p->cost.level_cost_ns[k] / (double)p->cost.level_cpu_ns[k]
+			    : 0.0);
+		sep = ",";
+	}
+	fputs("]}}", r->json);
+}
+
 /* An allocator a cache rule names, split at the program's end: only where there is one. */
 static void json_cache(struct report *r, const struct proc_verdict *pv)
 {
@@ -929,6 +978,7 @@ void ndjson__verdict(struct report *r, const struct verdict *v, const struct pro
 	json_optional_lists(r, pv);
 	json_torch(r, pv);
 	json_cache(r, pv);
+	json_overhead(r, pv->p);
 	if (r->verdict_extra)
 		fprintf(r->json, ",%s", r->verdict_extra);
 	if (r->verdict_more)

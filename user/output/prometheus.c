@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include "engine/cost.h"
 #include "engine/pools.h"
 #include "engine/verdict.h"
 #include "output/describe.h"
@@ -271,6 +272,36 @@ static void dropped(const struct expo *x, const struct family *f, const struct p
 	}
 }
 
+/* What tracing costs the process (engine/cost.h): f->row_off says which figure. */
+enum { COST_FRACTION, COST_TRAPS, COST_BPF_S, COST_LEVEL };
+
+static void tracing_cost(const struct expo *x, const struct family *f,
+			 const struct proc_verdict *pv, const struct metric_rows *rows)
+{
+	static const char *const kinds[GL_TRAP_MAX] = {"entry", "return", "usdt"};
+	struct cost_figures c;
+	unsigned int k;
+
+	(void)rows;
+	cost__figures(pv->p, &c);
+	if (f->row_off == COST_TRAPS) {
+		for (k = 0; k < GL_TRAP_MAX; k++) {
+			sample(x, f, pv);
+			fprintf(x->out, ",kind=\"%s\"} %" PRIu64 "\n", kinds[k], c.traps[k]);
+		}
+		return;
+	}
+	if (!c.measured)
+		return;
+	sample(x, f, pv);
+	if (f->row_off == COST_FRACTION)
+		fprintf(x->out, "} %.6f\n", c.cpu_fraction);
+	else if (f->row_off == COST_BPF_S)
+		fprintf(x->out, "} %.6f\n", (double)c.bpf_ns / 1e9);
+	else
+		fprintf(x->out, "} %u\n", c.level);
+}
+
 /* ---- the numbers ---- */
 
 static uint64_t allocations(const struct expo *x, const struct proc_verdict *pv)
@@ -353,6 +384,12 @@ static uint64_t undecodable_records(const struct expo *x, const struct proc_verd
 		.samples = torch_bucket, .row_off = which                                          \
 	}
 
+#define COST_VALUE(n, t, which, h)                                                                 \
+	{                                                                                          \
+		.name = n, .type = t, .help = h, .per_process = true, .samples = tracing_cost,     \
+		.row_off = which                                                                   \
+	}
+
 /* The families, in the order they are exposed. */
 static const struct family families[] = {
     OF_SESSION("build", M_INFO, build_info, "gpuleak's version."),
@@ -393,6 +430,17 @@ static const struct family families[] = {
     PROC_VALUE(dropped_alloc_bytes, M_COUNTER,
 	       "Bytes of allocations whose records were lost (outermost calls of known size)."),
     PROC_VALUE(approximate, M_GAUGE, "1 when losses make this process's numbers approximate."),
+    COST_VALUE(
+	"tracing_cpu_fraction", M_GAUGE, COST_FRACTION,
+	"Share of the process's CPU time since attach that went to tracing: its traps at "
+	"this machine's calibrated cost plus the BPF programs' run time (docs/overhead.md)."),
+    COST_VALUE("traps", M_COUNTER, COST_TRAPS,
+	       "Probe traps the process took, by kind (entry, return, usdt)."),
+    COST_VALUE("tracing_bpf_seconds", M_COUNTER, COST_BPF_S,
+	       "BPF programs' run time charged to the process (seconds)."),
+    COST_VALUE("tracing_level", M_GAUGE, COST_LEVEL,
+	       "--max-overhead's level: 0 everything, 1 no Python frames, 2 no DWARF stack "
+	       "copies, 3 call sites only."),
     SESSION_VALUE(records, "Records analysed (all processes)."),
     SESSION_VALUE(undecodable_records, "Records skipped as undecodable."),
 };

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <inttypes.h>
+#include "engine/cost.h"
 #include "engine/graphs.h"
 #include "engine/ipc.h"
 #include "engine/pools.h"
@@ -738,6 +739,42 @@ static void print_stacks_lost(struct report *r, const struct tproc *p)
 	fprintf(r->out, "): --stack-entries makes the maps larger\n");
 }
 
+/* What tracing cost it, when gpuleak measured it live (engine/cost.h), and the budget's
+ * levels: which parts ran when. */
+static void print_overhead(struct report *r, const struct tproc *p)
+{
+	struct cost_figures c;
+	unsigned int k;
+
+	cost__figures(p, &c);
+	if (!c.measured)
+		return;
+	fprintf(r->out,
+		"tracing cost ~ %.1f %% of pid %d's CPU: %" PRIu64 " traps (%.0f/s) x %.1f us "
+		"+ BPF %.1f ms, of %.2f s CPU in %.1f s\n",
+		100 * c.cpu_fraction, p->pid, c.traps_total, c.traps_per_s,
+		c.traps_total ? (double)c.trap_ns / (double)c.traps_total / 1e3 : 0.0,
+		(double)c.bpf_ns / 1e6, (double)c.cpu_ns / 1e9, c.traced_s);
+	if (!c.budget)
+		return;
+	fprintf(r->out, "  --max-overhead %.1f %%: ", 100 * c.budget);
+	for (k = 0; k < GL_LEVEL_MAX; k++) {
+		uint64_t first = p->cost.level_first_ns[k];
+
+		if (!first)
+			continue;
+		fprintf(r->out, "%s%s%s%s%s from %.1f s for %.1f s at %.1f %%", k ? "; " : "",
+			cost__level_name(k), k ? " (" : "", k ? cost__level_gives_up(k) : "",
+			k ? " given up)" : "",
+			first > p->cost.since_ns ? (double)(first - p->cost.since_ns) / 1e9 : 0.0,
+			(double)p->cost.level_ns[k] / 1e9,
+			p->cost.level_cpu_ns[k] ? 100.0 * (double)p->cost.level_cost_ns[k] /
+						      (double)p->cost.level_cpu_ns[k]
+						: 0.0);
+	}
+	fprintf(r->out, "; at the end: %s\n", cost__level_name(c.level));
+}
+
 void text__proc(struct report *r, const struct gate *gate, const struct proc_verdict *pv,
 		uint64_t now_ns)
 {
@@ -782,4 +819,5 @@ void text__proc(struct report *r, const struct gate *gate, const struct proc_ver
 	print_gate(r, gate, pv);
 	print_stacks_lost(r, p);
 	print_uncertainty(r, pv);
+	print_overhead(r, p);
 }

@@ -1,0 +1,187 @@
+"""What tracing costs each process (docs/overhead.md): the trap costs calibrated at start, the
+traps counted per process and kind, the BPF time and CPU time beside them (the verdict's
+overhead object, the text verdict, the metrics), and --max-overhead's steps.
+
+Counts only: a trap count is the exact number of probes the scenario's calls hit; no test
+says how fast anything is."""
+import re
+import time
+import urllib.request
+
+import harness
+from harness import (Proc, check, check_sanitizers, eq, gpuleak_env, run_gpuleak, scenario, test,
+                     tmpfile)
+
+MiB = 1 << 20
+
+KEYS = {"measured", "cpu_fraction", "traps_per_s", "trap_ns", "bpf_ns", "cpu_ns", "traced_s",
+        "traps", "per_trap_ns", "budget"}
+KINDS = {"entry", "return", "usdt"}
+# soak's step: 4 cudaMalloc and their 4 cuMemAlloc_v2 (entry and return probes), 4 cudaFree
+# and their 4 cuMemFree_v2 (entry only), cudaStreamSynchronize and cuStreamSynchronize
+# (entry and return): 18 entry probes, 10 return probes.
+STEP_ENTRY, STEP_RETURN = 18, 10
+
+
+def overhead_of(v):
+    o = v["overhead"]
+    eq(set(o), KEYS, "overhead keys")
+    eq(set(o["traps"]), KINDS, "trap kinds")
+    eq(set(o["per_trap_ns"]), KINDS, "calibrated kinds")
+    for k in ("trap_ns", "bpf_ns", "cpu_ns"):
+        check(isinstance(o[k], int) and o[k] >= 0, f"{k} an integer: {o}")
+    for k in ("cpu_fraction", "traps_per_s", "traced_s"):
+        check(isinstance(o[k], (int, float)) and o[k] >= 0, f"{k} a number: {o}")
+    return o
+
+
+def check_consistent(o):
+    """The figures agree with each other as the docs define them (their rounding aside)."""
+    eq(o["measured"], True, "measured live")
+    total = sum(o["traps"].values())
+    eq(o["trap_ns"], sum(o["traps"][k] * o["per_trap_ns"][k] for k in KINDS),
+       "trap_ns = traps x calibrated cost, by kind")
+    check(o["per_trap_ns"]["entry"] > 0 and o["per_trap_ns"]["usdt"] > 0,
+          f"an entry and a USDT trap cost something: {o}")
+    check(o["traced_s"] > 0 and o["cpu_ns"] > 0, f"traced time and CPU time: {o}")
+    # traps_per_s is printed with one decimal, traced_s with three
+    check(abs(o["traps_per_s"] * o["traced_s"] - total) <= 0.06 * o["traced_s"] +
+          0.0006 * o["traps_per_s"], f"traps_per_s = traps / traced_s: {o}")
+    want = min(1.0, (o["trap_ns"] + o["bpf_ns"]) / o["cpu_ns"])
+    check(abs(o["cpu_fraction"] - want) <= 1e-6, f"cpu_fraction = cost / CPU: {o}")
+
+
+def soak(steps, *gl_args):
+    res = run_gpuleak(["run", "--interval", "0", *gl_args, "--", scenario("soak"), str(steps)],
+                      timeout=600)
+    v = res.verdict()
+    eq(v["calls"], 4 + 18 * steps, "every call")
+    return res, v
+
+
+@test
+def traps_are_the_probes_each_call_hits():
+    """Two runs of soak, 200 steps apart: the entry and return traps differ by exactly 200
+    steps' probes (18 entries, 10 returns a step), no USDT; the verdict's figures agree with
+    each other, and the text verdict says the same count."""
+    runs = {}
+    for steps in (100, 300):
+        res, v = soak(steps)
+        o = overhead_of(v)
+        check_consistent(o)
+        eq(o["traps"]["usdt"], 0, "no USDT probes")
+        eq(o["budget"], None, "no budget")
+        m = re.search(r"^tracing cost ~ [\d.]+ % of pid (\d+)'s CPU: (\d+) traps", res.out, re.M)
+        check(m, f"the text verdict's cost line: {res.out}")
+        eq((int(m.group(1)), int(m.group(2))), (v["pid"], sum(o["traps"].values())),
+           "the text verdict's pid and traps")
+        runs[steps] = o["traps"]
+    eq(runs[300]["entry"] - runs[100]["entry"], 200 * STEP_ENTRY, "entry traps of 200 steps")
+    eq(runs[300]["return"] - runs[100]["return"], 200 * STEP_RETURN, "return traps of 200 steps")
+
+
+@test
+def calibration_is_said_at_verbose_and_priced_in_the_verdict():
+    """-v says the calibrated costs before tracing; the verdict prices its traps at them."""
+    res = run_gpuleak(["run", "-v", "--", scenario("leak3")])
+    m = re.search(r"trap costs on this machine: entry probe (\d+) ns, return probe (\d+) ns, "
+                  r"USDT probe (\d+) ns \(calibrated in [\d.]+ ms on (uprobe_multi|classic "
+                  r"uprobe) links, (\d+) calls each\)", res.err)
+    check(m, f"the calibration line: {res.err}")
+    check(res.err.index("trap costs on this machine") < res.err.index("tracing pid"),
+          "calibrated before tracing")
+    v = res.verdict()
+    o = overhead_of(v)
+    check_consistent(o)
+    eq((o["per_trap_ns"]["entry"], o["per_trap_ns"]["return"], o["per_trap_ns"]["usdt"]),
+       tuple(int(m.group(i)) for i in (1, 2, 3)), "the verdict's costs are the calibrated ones")
+    eq(v["live_bytes"], 3 * MiB, "the verdict is unchanged")
+
+
+@test
+def metrics_expose_the_cost():
+    """The metrics endpoint: the process's traps by kind and its CPU fraction, as the verdict
+    has them at the end (soak stopped at a known step)."""
+    json_path = tmpfile(".ndjson")
+    g = Proc([harness.GPULEAK, "run", "--interval", "0", "--metrics", ":0", "--json", json_path, "--",
+              scenario("soak"), "400", "200"], env=gpuleak_env())
+    try:
+        url = g.wait_line(r"serving metrics on (http://\S+)", stream="err").group(1)
+        g.wait_line(r"^at 200$", timeout=120)
+        g.send()
+        g.wait_line(r"^at 400$", timeout=120)
+        body = ""
+        # the ring drained and a cost sample taken (about once a second): every step's traps
+        for _ in range(600):
+            body = urllib.request.urlopen(url, timeout=10).read().decode()
+            m = re.search(r'^gpuleak_traps_total\{[^}]*kind="return"\} (\d+)$', body, re.M)
+            if m and int(m.group(1)) >= 400 * STEP_RETURN and \
+                    "gpuleak_tracing_cpu_fraction{" in body:
+                break
+            time.sleep(0.1)
+        for kind in KINDS:
+            check(re.search(r'^gpuleak_traps_total\{pid="\d+",comm="soak",kind="%s"\} \d+$'
+                            % kind, body, re.M), f"traps of kind {kind}: {body}")
+        m = re.search(r'^gpuleak_tracing_cpu_fraction\{pid="\d+",comm="soak"\} ([\d.]+)$', body,
+                      re.M)
+        check(m and 0 <= float(m.group(1)) <= 1, f"the CPU fraction: {body}")
+        check(re.search(r'^gpuleak_tracing_level\{pid="\d+",comm="soak"\} 0$', body, re.M),
+              f"no budget: level 0: {body}")
+        g.send()
+        eq(g.finish(), 0, f"exit code ({g.text('err')})")
+    finally:
+        g.kill()
+    check_sanitizers(g.text("err"))
+    vs = [r for r in harness.read_ndjson(json_path) if r.get("type") == "verdict"]
+    eq(len(vs), 1, "one verdict")
+    check_consistent(overhead_of(vs[0]))
+
+
+@test
+def budget_gives_up_stacks_and_loses_no_allocation():
+    """--max-overhead 0.1 on soak, a loop of nothing but traced calls (its traps alone cost
+    far more than 0.1 % of its CPU on any machine): the first cost sample past 10,000 steps
+    gives up native stacks (soak has no Python frames nor --unwind dwarf to give up first),
+    once, and says so; the traps remain above the budget, which is said once too. Every call
+    is still traced: allocations, frees and the live set are exact, the leak site still named
+    by its call site; the verdict says which level ran from when."""
+    steps, every = 20000, 10000
+    json_path = tmpfile(".ndjson")
+    g = Proc([harness.GPULEAK, "run", "--interval", "0", "--max-overhead", "0.1", "--json", json_path,
+              "--", scenario("soak"), str(steps), str(every)], env=gpuleak_env())
+    try:
+        g.wait_line(r"^at %d$" % every, timeout=300)
+        # the target waits here: the next cost sample (about a second) judges its steps
+        m = g.wait_line(r"pid (\d+): tracing costs [\d.]+ % of its CPU, above --max-overhead "
+                        r"0\.1 %: native stacks given up at ([\d.]+) s \(level sites_only\)",
+                        stream="err", timeout=60)
+        g.send()
+        g.wait_line(r"^at %d$" % steps, timeout=300)
+        g.send()
+        eq(g.finish(), 0, f"exit code ({g.text('err')})")
+    finally:
+        g.kill()
+    err = g.text("err")
+    check_sanitizers(err)
+    eq(len(re.findall(r"given up at", err)), 1, f"given up once: {err}")
+    check(len(re.findall(r"with nothing left to give up", err)) <= 1, f"the floor said once: {err}")
+    eq(len(re.findall(r"taken back", err)), 0, f"never taken back at this rate: {err}")
+    vs = [r for r in harness.read_ndjson(json_path) if r.get("type") == "verdict"]
+    eq(len(vs), 1, "one verdict")
+    v = vs[0]
+    eq(v["pid"], int(m.group(1)), "pid")
+    eq(v["calls"], 4 + 18 * steps, "every call traced")
+    eq((v["allocs"], v["frees"]), (1 + 4 * steps, 4 * steps), "allocations and frees")
+    eq((v["live_bytes"], v["live_count"]), (64 * MiB, 1), "the live set: the KV cache")
+    eq(v["dropped_events"], 0, "nothing lost")
+    o = overhead_of(v)
+    check_consistent(o)
+    b = o["budget"]
+    eq((b["max_cpu_fraction"], b["level"], b["steps"]), (0.001, "sites_only", 1), "budget")
+    eq([(l["level"], l["gives_up"]) for l in b["levels"]],
+       [("full", ""), ("sites_only", "native stacks")], "the levels it ran at")
+    eq(b["levels"][0]["first_s"], 0.0, "full from the attach")
+    check(abs(b["levels"][1]["first_s"] - float(m.group(2))) <= 0.051,
+          f"stacks given up when it said: {b}, {m.group(0)}")
+    check(re.search(r"^  --max-overhead 0\.1 %: full from 0\.0 s", g.text("out"), re.M),
+          f"the text verdict's levels: {g.text('out')}")
