@@ -281,6 +281,7 @@ int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out)
 	b->skel->rodata->follow_children = o->follow;
 	b->skel->rodata->python_depth = py_depth;
 	b->skel->rodata->unwind_bytes = o->stack_depth ? unwind : 0;
+	b->skel->rodata->unwind_adaptive = o->unwind_adaptive;
 	b->skel->rodata->exit_has_group_dead = b->kf.have[KF_EXIT_GROUP_DEAD];
 	if (!b->multi) {
 		/* Classic uprobe links: a plain kprobe-type program, the cookie per link. */
@@ -426,6 +427,13 @@ struct bpf_program *bpf_setup__usdt_prog(const struct bpf_setup *b)
 int bpf_setup__events_fd(const struct bpf_setup *b)
 {
 	return bpf_map__fd(b->skel->maps.events);
+}
+
+int bpf_setup__fpless_fd(const struct bpf_setup *b)
+{
+	return b->skel->rodata->unwind_adaptive && b->skel->rodata->unwind_bytes
+		   ? bpf_map__fd(b->skel->maps.fpless)
+		   : -1;
 }
 
 static int set_pid(struct bpf_map *map, pid_t pid)

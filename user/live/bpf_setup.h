@@ -25,6 +25,7 @@ struct bpf_setup_opts {
 	bool oom_kill;		    /* gpuleak watch: the OOM killer's choices (mark_victim) */
 	unsigned int python_depth;  /* Python frames kept per allocation, 0: none */
 	unsigned int unwind_bytes;  /* stack bytes copied per allocation to unwind, 0: none */
+	bool unwind_adaptive;	    /* copied only where a walk met code without frame pointers */
 	bool quiet;		    /* say nothing of what this kernel lacks (probes --kernel) */
 	/* probes --kernel --verifier: every program's verifier statistics are kept, and a
 	 * failed load still hands out the setup (to read them, then free it) */
@@ -74,6 +75,9 @@ struct bpf_program *bpf_setup__usdt_prog(const struct bpf_setup *b);
 #define BPF_SETUP_USDT_SPECS 4096
 /* The ring buffer's map. */
 int bpf_setup__events_fd(const struct bpf_setup *b);
+/* The per-process map of code without frame pointers (struct gl_fpless), -1 unless
+ * --unwind auto copies stacks. */
+int bpf_setup__fpless_fd(const struct bpf_setup *b);
 
 /* Let BPF follow pid's forks (and stop its children before they run). 0 or -errno (the
  * table is full). */

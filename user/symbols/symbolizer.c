@@ -961,6 +961,14 @@ int symbolizer__frame_fp(struct symbolizer *s, pid_t pid, uint64_t addr)
 	return frame_fp(s, pid, addr);
 }
 
+int symbolizer__object_fp(struct symbolizer *s, pid_t pid, uint64_t addr)
+{
+	uint64_t bias;
+	struct elf_obj *elf = symbolizer__object(s, pid, addr, &bias);
+
+	return elf ? object_fp(s, elf) : -1;
+}
+
 /*
  * Functions a frame-pointer walk ends in when nothing went wrong: the start of the main
  * thread and of every other (glibc's _start and clone clear %rbp before they call them).

@@ -96,6 +96,9 @@ int symbolizer__add_stack(struct symbolizer *s, pid_t pid, int32_t id, uint64_t 
  */
 struct elf_obj *symbolizer__object(struct symbolizer *s, pid_t pid, uint64_t addr, uint64_t *bias);
 int symbolizer__frame_fp(struct symbolizer *s, pid_t pid, uint64_t addr);
+/* Whether most functions of the object mapped at addr keep a frame pointer: 1, 0, -1
+ * unknown (no object, no sized function symbol). Judged once per object. */
+int symbolizer__object_fp(struct symbolizer *s, pid_t pid, uint64_t addr);
 /* A stack as a capture recorded it, flags included: offline nothing is judged again. Also
  * a stack unwound in user space (unwind.h), judged by its unwinder. */
 int symbolizer__set_stack(struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller,
