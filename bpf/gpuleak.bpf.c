@@ -598,16 +598,18 @@ static long walk_step(__u32 i, void *data __attribute__((unused)))
 
 /*
  * Whether an allocation's stack (its kernel stack id) is to be copied for user space to
- * unwind: some caller's frame of its frame-pointer walk lies in code without frame pointers,
- * where the walk from it is guesswork (--unwind auto). The probed function's own frame counts
- * only for a USDT (at_ip): at a function's entry the return address is at the stack pointer
- * whatever the function is built with. A walk that filled the frames kept needs nothing.
+ * unwind: its first frame (at: the return address at a function's entry, the probe's own
+ * address for a USDT inside a function) or some caller's frame of its frame-pointer walk lies
+ * in code without frame pointers, where the walk from it is guesswork (--unwind auto). The
+ * first frame is looked at every time: the kernel's walk leaves the return address out where
+ * the probe is not on a push %rbp, so one garbage walk may stand for callers of both kinds.
+ * A walk that filled the frames kept needs nothing.
  * Judged once per stack id (the walk is made again into the scratch buffer then, and looked
  * at by bpf_loop: one verified callback, however many frames), remembered until user space
  * changes the process's ranges.
  */
 static __always_inline bool walk_needs_copy(struct pt_regs *ctx, __u32 pid, __s32 stack_id,
-					    bool at_ip)
+					    __u64 at)
 {
 	struct walk_key k = {.pid = pid, .stack_id = stack_id};
 	struct gl_fpless *fl = bpf_map_lookup_elem(&fpless, &pid);
@@ -617,6 +619,13 @@ static __always_inline bool walk_needs_copy(struct pt_regs *ctx, __u32 pid, __s3
 
 	if (!fl || stack_id < 0)
 		return false;
+	if (at >= fl->lo && at < fl->hi) {
+		__u32 nr = fl->nr;
+
+		for (__u32 j = 0; j < GL_FPLESS_MAX && j < nr; j++)
+			if (at >= fl->r[j].start && at < fl->r[j].end)
+				return true;
+	}
 	seen = bpf_map_lookup_elem(&walk_seen, &k);
 	if (seen && (*seen >> 1) == fl->gen)
 		return *seen & 1;
@@ -628,7 +637,7 @@ static __always_inline bool walk_needs_copy(struct pt_regs *ctx, __u32 pid, __s3
 	w->n = len > 0 ? (__u32)len / sizeof(__u64) : 0;
 	if (w->n > stack_depth + 1)
 		w->n = 0; /* the frames kept are all there */
-	w->first = at_ip ? 0 : 1;
+	w->first = 1;	  /* frame 0 is the probe's address: `at` stands for it */
 	w->need = 0;
 	if (w->n > w->first)
 		bpf_loop(GL_WALK_MAX, walk_step, NULL, 0);
@@ -773,7 +782,7 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 			py_stack(st, pid_tgid, &f->stack_id);
 		/* A stack with Python frames is named by the interpreter's own chain. */
 		if (unwind_bytes && stack_depth && !gl_stack_is_py(f->stack_id) &&
-		    (!unwind_adaptive || walk_needs_copy(ctx, pid_tgid >> 32, f->stack_id, false)))
+		    (!unwind_adaptive || walk_needs_copy(ctx, pid_tgid >> 32, f->stack_id, f->ra)))
 			ustack_emit(ctx, st, pid_tgid, d, api, f->stack_id, 0);
 	}
 	st->depth = d + 1;
@@ -1018,7 +1027,9 @@ static __always_inline int emit_done(struct pt_regs *ctx, __u16 api, struct gl_a
 			py_stack(st, pid_tgid, &stack_id);
 		/* Unwound as a function probe's allocation is, ahead of the record. */
 		if (unwind_bytes && stack_depth && !gl_stack_is_py(stack_id) &&
-		    (!unwind_adaptive || walk_needs_copy(ctx, pid, stack_id, usdt))) {
+		    (!unwind_adaptive ||
+		     walk_needs_copy(ctx, pid, stack_id,
+				     usdt ? PT_REGS_IP(ctx) : gl_entry_caller(ctx)))) {
 			if (!st)
 				st = tstate_get(true);
 			if (st)
