@@ -107,6 +107,7 @@ struct symbolizer {
 	bool js_seen;		 /* a JavaScript frame was named: stacks are looked at for sites */
 	struct hmap js_merged;	 /* ((u32)pid, hash of a stack with its glue folded) -> id */
 	struct hmap js_canon;	 /* ((u32)pid, id) -> the first id folded to the same frames */
+	struct hmap js_funcs;	 /* ((u32)pid, hash of function and script) -> first address */
 	const char *const *skip; /* --site-skip: frames of these never name a site */
 	size_t nr_skip;
 	struct symbolizer_stats st;
@@ -172,6 +173,7 @@ void symbolizer__free(struct symbolizer *s)
 	hmap__free(&s->py_canon);
 	hmap__free(&s->js_merged);
 	hmap__free(&s->js_canon);
+	hmap__free(&s->js_funcs);
 	hmap__free(&s->idx);
 	free(s);
 }
@@ -1439,6 +1441,41 @@ static bool js_skipped(const struct symbolizer *s, const struct sym_info *si)
 	       any_glob(s->skip, s->nr_skip, si->file) || any_glob(s->skip, s->nr_skip, si->module);
 }
 
+static uint64_t str_hash(uint64_t h, const char *str)
+{
+	for (; str && *str; str++)
+		h = (h ^ (uint8_t)*str) * 0x100000001b3ULL;
+	return h;
+}
+
+/*
+ * The address that stands for a JavaScript function wherever V8 runs it: the first one seen
+ * of the same function and script location. V8 compiles a function again and again
+ * (interpreted, baseline, optimized), each tier at other addresses: one site and one stack
+ * for all of them, as a reader sees one function. addr itself when it is no script's, or
+ * without memory.
+ */
+static uint64_t js_func(struct symbolizer *s, pid_t pid, uint64_t addr)
+{
+	const struct sym_info *si = symbolizer__info(s, pid, addr), *o;
+	uint64_t h, *at;
+
+	if (!js_frame(si) || !si->func || !si->module)
+		return addr;
+	h = str_hash(str_hash(0xcbf29ce484222325ULL, si->func), si->module);
+	for (;; h++) {
+		at = hmap__get(&s->js_funcs, (uint32_t)pid, h);
+		if (!at)
+			break;
+		o = symbolizer__info(s, pid, *at);
+		if (o && o->func && o->module && !strcmp(o->func, si->func) &&
+		    !strcmp(o->module, si->module))
+			return *at;
+	}
+	hmap__put(&s->js_funcs, (uint32_t)pid, h, addr); /* unremembered: stands for itself */
+	return addr;
+}
+
 /*
  * Node's event loop running a queued callback: its task queues and timers (scripts), V8's
  * microtask runner and libuv's callbacks (native). Above such a frame the callback's own
@@ -1489,8 +1526,7 @@ static void js_judge(struct symbolizer *s, struct ustack *st)
 	}
 	if (!first)
 		return;
-	if (!st->site)
-		st->site = first;
+	st->site = js_func(s, st->pid, st->site ? st->site : first);
 	st->js_flags = STACK_JS;
 	for (i = (uint16_t)(outer + 1); i < st->nr; i++)
 		if (js_loop_frame(symbolizer__info(s, st->pid, st->frames[i]))) {
@@ -1500,25 +1536,22 @@ static void js_judge(struct symbolizer *s, struct ustack *st)
 }
 
 /*
- * A stack's frames with each run of native glue between two script frames (JavaScript or
- * Python) as one 0: what a reader sees once the glue is folded. Into v; its length.
+ * A JavaScript stack as a reader tells stacks apart: its script frames, each function at one
+ * address whatever tier ran it, with each run of native frames around them (V8's builtins
+ * and stubs, N-API, the binding, Node's event loop: what tier and entry V8 took) as one 0;
+ * the call site, frame 0, as it is (the site's key has it). Into v; its length.
  */
 static size_t fold_glue(struct symbolizer *s, const struct ustack *st, uint64_t *v)
 {
-	int first = -1, last = -1, i;
 	size_t n = 0;
+	int i;
 
-	for (i = 0; i < st->nr; i++)
-		if (symbolizer__script_frame(symbolizer__info(s, st->pid, st->frames[i]))) {
-			first = first < 0 ? i : first;
-			last = i;
-		}
 	for (i = 0; i < st->nr; i++) {
-		bool glue = i > first && i < last &&
-			    !symbolizer__script_frame(symbolizer__info(s, st->pid, st->frames[i]));
+		bool glue =
+		    i > 0 && !symbolizer__script_frame(symbolizer__info(s, st->pid, st->frames[i]));
 
 		if (!glue)
-			v[n++] = st->frames[i];
+			v[n++] = js_func(s, st->pid, st->frames[i]);
 		else if (!n || v[n - 1])
 			v[n++] = 0;
 	}
