@@ -280,6 +280,10 @@ static char *format_name(const struct sym_info *si, uint64_t addr)
 	else if (si->python)
 		n = asprintf(&out, "%s (%s)", si->func ? si->func : "?",
 			     si->module ? si->module : "?");
+	/* A script's function (V8's, its file:line:col): an offset into one of the tiers V8
+	 * compiled it to says nothing to its reader, and tiers are one function. */
+	else if (si->func && si->file)
+		n = asprintf(&out, "%s (%s)", si->func, si->module ? si->module : "?");
 	else if (si->func)
 		n = asprintf(&out, "%s+0x%" PRIx64 " (%s)", si->func, si->func_off,
 			     si->module ? si->module : "?");
