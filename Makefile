@@ -21,6 +21,23 @@ PYTHON ?= /usr/bin/python3
 
 ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 VMLINUX := vmlinux/$(ARCH)/vmlinux.h
+# One vmlinux.h per architecture is committed (scripts/gen-vmlinux.sh makes them); a build on
+# another says so at once rather than failing on a missing header deep in the BPF build.
+SUPPORTED_ARCHS := $(notdir $(wildcard vmlinux/*))
+ifeq ($(filter $(ARCH),$(SUPPORTED_ARCHS)),)
+$(error gpuleak builds on $(SUPPORTED_ARCHS) only (vmlinux/ARCH/vmlinux.h); this machine is \
+	$(shell uname -m))
+endif
+
+# A recipe that fails leaves no half-written target behind for the next make to trust.
+.DELETE_ON_ERROR:
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the NVTX library it injects, the
+# man page.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib/gpuleak
+MANDIR ?= $(PREFIX)/share/man
 # libbpf's usdt.bpf.h includes <linux/errno.h>, which needs the multiarch <asm/errno.h>.
 BPF_MULTIARCH := /usr/include/$(shell $(CC) -print-multiarch)
 
@@ -62,7 +79,7 @@ ENGINE_ASAN_OBJ := $(patsubst user/%.c,$(OUTPUT)/asan/%.o,$(ENGINE_SRC))
 DEPFLAGS = -MMD -MP
 
 .PHONY: all deps test check golden format-check format demo bench bench-capture fuzz \
-	fuzz-build fuzz-merge clean standins check-deps
+	fuzz-build fuzz-merge clean standins check-deps install uninstall
 all: gpuleak
 
 deps:
@@ -147,6 +164,17 @@ format:
 demo: deps
 	@$(MAKE) --no-print-directory gpuleak standins
 	@scripts/demo.sh
+
+install: gpuleak
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 0755 gpuleak $(DESTDIR)$(BINDIR)/gpuleak
+	install -m 0644 $(OUTPUT)/libgpuleak_nvtx.so $(DESTDIR)$(LIBDIR)/libgpuleak_nvtx.so
+	install -m 0644 docs/gpuleak.1 $(DESTDIR)$(MANDIR)/man1/gpuleak.1
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/gpuleak $(DESTDIR)$(LIBDIR)/libgpuleak_nvtx.so \
+		$(DESTDIR)$(MANDIR)/man1/gpuleak.1
+	-rmdir $(DESTDIR)$(LIBDIR) 2>/dev/null
 
 clean:
 	rm -rf $(OUTPUT) gpuleak

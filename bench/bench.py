@@ -868,6 +868,56 @@ def bench_attach(a, tmp, res):
             "attach_probes": sum(len(v) for v in sites.values())}
 
 
+def links_run(kind, pid):
+    """gpuleak attach -p PID --uprobe-links KIND: ms to attach (its own -v line), ms from
+    SIGINT to exit (detach), and the probes attached."""
+    tracer = Proc([GPULEAK, "attach", "-p", str(pid), "--interval", "0", "-v",
+                   "--uprobe-links", kind], stdin=False, stderr_pipe=True)
+    try:
+        line = tracer.line("err", lambda l: "attach took" in l, timeout=300)
+        traced = tracer.line("err", lambda l: "tracing pid" in l, timeout=300)
+        time.sleep(0.2)
+        det = interrupt_to_exit_ms(tracer)
+        tracer.wait(timeout=600)
+    finally:
+        tracer.kill()
+    return (float(re.search(r"attach took ([0-9.]+) ms", line).group(1)), det,
+            int(re.search(r"([0-9]+) probes", traced).group(1)))
+
+
+def bench_links(a, tmp, res):
+    """Attach and detach with each kind of uprobe link, in the same repetition on the same
+    process (libcudart + libnccl): one uprobe_multi link per object and direction (Linux
+    6.6+), or one classic uprobe link per probe (what older kernels get). Each classic link is
+    a perf event whose removal waits for its own grace period."""
+    if no_realtarget("links"):
+        return {}
+    att, det, catt, cdet = [], [], [], []
+    probes = 0
+    for rep in range(a.links_reps):
+        target = Proc([REALTARGET, "wait"])
+        try:
+            target.line("out", lambda l: l.startswith("ready"))
+            t, d, probes = links_run("multi", target.pid)
+            att.append(t)
+            det.append(d)
+            t, d, _ = links_run("classic", target.pid)
+            catt.append(t)
+            cdet.append(d)
+            target.send("\n")
+            target.wait()
+        finally:
+            target.kill()
+        log(f"links {rep + 1}/{a.links_reps}: {probes} probes; uprobe_multi attach "
+            f"{att[-1]:.1f} ms, detach {det[-1]:.0f} ms; classic attach {catt[-1]:.1f} ms, "
+            f"detach {cdet[-1]:.0f} ms")
+    return {"links_multi_attach_ms": stats(att), "links_multi_detach_ms": stats(det),
+            "links_classic_attach_ms": stats(catt), "links_classic_detach_ms": stats(cdet),
+            "links_classic_vs_multi_attach": stats([c / m for c, m in zip(catt, att)]),
+            "links_classic_vs_multi_detach": stats([c / m for c, m in zip(cdet, det)]),
+            "links_probes": probes}
+
+
 def placement_run(extra, n):
     """ncclCommRegister n times under gpuleak: ns per call, and gpuleak's verdict."""
     target = Proc([REALTARGET, "register", str(n)])
@@ -1068,7 +1118,8 @@ def bench_symbols(a, tmp, res):
 
 SECTIONS = {"pairs": bench_pairs, "torch": bench_torch, "breakdown": bench_breakdown,
             "consumer": bench_consumer, "memory": bench_memory,
-            "drops": bench_drops, "attach": bench_attach, "placement": bench_placement,
+            "drops": bench_drops, "attach": bench_attach, "links": bench_links,
+            "placement": bench_placement,
             "capture": bench_capture, "watch": bench_watch, "symbols": bench_symbols,
             "procs": bench_procs, "python": bench_python, "unwind": bench_unwind}
 
@@ -1114,6 +1165,13 @@ ROWS = [  # key, label, unit, scale, format
     ("attach_vs_floor", "  attach / floor", "x", 1, "{:.2f}"),
     ("startup_ms", "  command start to tracing", "ms", 1, "{:.0f}"),
     ("detach_ms", "Ctrl-C to exit", "ms", 1, "{:.0f}"),
+    ("links_multi_attach_ms", "attach, uprobe_multi links (Linux 6.6+)", "ms", 1, "{:.1f}"),
+    ("links_multi_detach_ms", "detach, uprobe_multi links", "ms", 1, "{:.0f}"),
+    ("links_classic_attach_ms", "attach, classic uprobe links (before 6.6)", "ms", 1,
+     "{:.1f}"),
+    ("links_classic_detach_ms", "detach, classic uprobe links", "ms", 1, "{:.0f}"),
+    ("links_classic_vs_multi_attach", "classic / uprobe_multi, attach", "x", 1, "{:.2f}"),
+    ("links_classic_vs_multi_detach", "classic / uprobe_multi, detach", "x", 1, "{:.2f}"),
     ("detach_floor_ms", "  floor: unlink them, exit", "ms", 1, "{:.0f}"),
     ("detach_vs_floor", "  Ctrl-C to exit / floor", "x", 1, "{:.2f}"),
     ("ncclCommRegister_ns_probe_at_entry", "ncclCommRegister, probe at entry", "ns", 1,
@@ -1260,6 +1318,7 @@ def main():
     a.drop_seconds = 2 if q else 5
     a.ref_reps = 3      # runs of a reference (producer, consumer) its section did not make
     a.attach_reps = 3 if q else 7
+    a.links_reps = 1 if q else 3
     a.placement_reps = 2 if q else 5
     a.placement_calls = 20000 if q else 100000
     a.idle_reps = 2 if q else 3

@@ -1140,6 +1140,15 @@ int gl_enter(struct pt_regs *ctx)
 {
 	__u64 api = bpf_get_attach_cookie(ctx);
 	struct gl_api_spec s;
+#ifdef GL_TEST_STACK_PAD
+	/* Only in the test build of tests/build.mk: a stack the verifier check must refuse. */
+	char pad[GL_TEST_STACK_PAD];
+
+	/* A helper writes all of it: the verifier sees the whole buffer on the stack. */
+	bpf_probe_read_kernel(pad, sizeof(pad), NULL);
+	if (pad[GL_TEST_STACK_PAD - 1] == 42)
+		return 1;
+#endif
 
 	if (api >= GL_API_MAX)
 		return 0;

@@ -196,8 +196,18 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 export DEBIAN_FRONTEND=noninteractive
-bp=/etc/apt/sources.list.d/gpuleak-backports.sources
-if ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+# bookworm-backports (libbpf 1.4, bpftool 7.5, Mesa 25) through a private apt configuration:
+# the machine's own sources copied beside a backports stanza into a folder of ours, with
+# package lists of our own, so that nothing under /etc/apt changes. Earlier versions of this
+# script added /etc/apt/sources.list.d/gpuleak-backports.sources: that file is taken back.
+apt_priv=${GPULEAK_DEPS:-/var/cache/gpuleak}/apt
+rm -f /etc/apt/sources.list.d/gpuleak-backports.sources
+mkdir -p "$apt_priv/sources.list.d" "$apt_priv/lists/partial"
+rm -f "$apt_priv"/sources.list.d/*
+for f in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list; do
+	[ -f "$f" ] && cp "$f" "$apt_priv/sources.list.d/"
+done
+if ! grep -rqs "bookworm-backports" /etc/apt/sources.list "$apt_priv/sources.list.d/"; then
 	uris=""
 	if [ -f /etc/apt/sources.list.d/debian.sources ]; then
 		# First URIs line of the stanza that serves the plain "bookworm" suite.
@@ -208,8 +218,8 @@ if ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.
 		uris=$(awk '$1=="deb" && $3=="bookworm"{print $2; exit}' /etc/apt/sources.list)
 	fi
 	[ -n "$uris" ] || uris="http://deb.debian.org/debian"
-	say "adding bookworm-backports from $uris"
-	cat > "$bp" <<SRC
+	say "using bookworm-backports from $uris (private apt configuration in $apt_priv)"
+	cat > "$apt_priv/sources.list.d/gpuleak-backports.sources" <<SRC
 Types: deb
 URIs: $uris
 Suites: bookworm-backports
@@ -217,6 +227,9 @@ Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
 fi
+# Every apt-get below: the machine's sources plus backports, our own lists.
+apt_opts=(-o "Dir::Etc::SourceParts=$apt_priv/sources.list.d"
+	  -o "Dir::State::Lists=$apt_priv/lists")
 
 # Install packages without starting the services they ship (prometheus): a policy-rc.d
 # that denies every start, for this install only, as Debian does in chroots; then the
@@ -230,7 +243,7 @@ install_quiet_services() {
 	if [ ! -e "$prc" ]; then
 		printf '#!/bin/sh\nexit 101\n' > "$prc" && chmod +x "$prc" && ours=1
 	fi
-	apt-get install -y -qq --no-install-recommends "$@" >/dev/null || rc=$?
+	apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends "$@" >/dev/null || rc=$?
 	if [ "$ours" = 1 ]; then
 		rm -f "$prc"
 	fi
@@ -241,11 +254,13 @@ install_quiet_services() {
 	return $rc
 }
 
-apt-get update -qq
+apt-get "${apt_opts[@]}" update -qq
 install_quiet_services "${want_pkgs[@]}"
-apt-get install -y -qq --no-install-recommends -t bookworm-backports libbpf-dev bpftool >/dev/null
+apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends -t bookworm-backports libbpf-dev \
+	bpftool >/dev/null
 have_libbpf_146 || { echo "install-deps: libbpf-dev >= 1.4 did not install" >&2; exit 1; }
-apt-get install -y -qq --no-install-recommends -t bookworm-backports mesa-vulkan-drivers >/dev/null
+apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends -t bookworm-backports \
+	mesa-vulkan-drivers >/dev/null
 have_mesa_25 || { echo "install-deps: mesa-vulkan-drivers >= 25 did not install" >&2; exit 1; }
 say "installed: libbpf-dev $(dpkg-query -W -f='${Version}' libbpf-dev)," \
     "bpftool $(dpkg-query -W -f='${Version}' bpftool)," \

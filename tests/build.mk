@@ -127,6 +127,18 @@ GPULEAK_REAL_LIBCUDA ?= /var/cache/gpuleak/libcuda1/libcuda.so.1
 
 .PHONY: standins standins-check
 
+# The BPF object again with a stack no verifier without private stacks takes: `gpuleak probes
+# --kernel --verifier --bpf-object` must refuse it (tests/test_kernel.py), so that the check
+# that guards every change to the BPF programs is known to fail when it should.
+STACKPAD_BPF_OBJ := $(TESTS_OUTPUT)/stackpad.bpf.o
+STANDIN_ALL += $(STACKPAD_BPF_OBJ)
+
+$(STACKPAD_BPF_OBJ): $(BPF_SRC) $(wildcard bpf/*.h) $(VMLINUX)
+	@mkdir -p $(@D)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -DGL_TEST_STACK_PAD=288 \
+		$(WARN) -Ivmlinux/$(ARCH) -Ibpf -idirafter $(BPF_MULTIARCH) -c $(BPF_SRC) -o $@
+
 standins: $(STANDIN_ALL)
 ifeq ($(wildcard $(NVCC)),)
 	@echo "warning: $(NVCC) not found: $(SCENARIO_BINDIR)/static_cudart not built" >&2

@@ -35,6 +35,7 @@ import test_conduct  # noqa: E402,F401
 import test_python  # noqa: E402,F401
 import test_coverage  # noqa: E402,F401
 import test_watch  # noqa: E402,F401
+import test_kernel  # noqa: E402,F401
 
 if __name__ == "__main__":
     sys.exit(harness.main(sys.argv[1:]))

@@ -183,3 +183,32 @@ def man_page_documents_every_option():
         eq(sorted(missing), [], f"{cmd}: options missing from the man page")
     p = run_plain(["groff", "-man", "-ww", "-z", os.path.join(harness.ROOT, "docs", "gpuleak.1")])
     eq((p.returncode, p.stderr), (0, ""), "groff renders the man page without warnings")
+
+
+@test(root=False)
+def make_install_and_uninstall():
+    """make install DESTDIR=... PREFIX=/usr: a working gpuleak, the NVTX library where it looks
+    for it (../lib/gpuleak beside its bin), the man page; make uninstall takes them back."""
+    import shutil
+    import tempfile
+    dest = tempfile.mkdtemp(prefix="gpuleak-install-")
+    try:
+        p = run_plain(["make", "--no-print-directory", "-C", harness.ROOT, "install",
+                       f"DESTDIR={dest}", "PREFIX=/usr"], timeout=300)
+        eq(p.returncode, 0, f"make install: {p.stderr}")
+        files = {os.path.relpath(os.path.join(d, f), dest): os.stat(os.path.join(d, f)).st_mode
+                 & 0o777 for d, _, fs in os.walk(dest) for f in fs}
+        eq(files, {"usr/bin/gpuleak": 0o755, "usr/lib/gpuleak/libgpuleak_nvtx.so": 0o644,
+                   "usr/share/man/man1/gpuleak.1": 0o644}, "installed files and modes")
+        v = run_plain([os.path.join(dest, "usr/bin/gpuleak"), "--version"])
+        eq((v.returncode, v.stdout.split()[0]), (0, "gpuleak"), "the installed binary runs")
+        m = run_plain(["groff", "-man", "-ww", "-z",
+                       os.path.join(dest, "usr/share/man/man1/gpuleak.1")])
+        eq((m.returncode, m.stderr), (0, ""), "the installed man page renders")
+        p = run_plain(["make", "--no-print-directory", "-C", harness.ROOT, "uninstall",
+                       f"DESTDIR={dest}", "PREFIX=/usr"], timeout=60)
+        eq(p.returncode, 0, f"make uninstall: {p.stderr}")
+        left = [os.path.join(d, f) for d, _, fs in os.walk(dest) for f in fs]
+        eq(left, [], "files left after uninstall")
+    finally:
+        shutil.rmtree(dest, ignore_errors=True)

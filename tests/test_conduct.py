@@ -718,7 +718,7 @@ def help_command_and_run_help_lists_only_what_run_takes():
     values = {"DURATION": "1s", "FILE": "/tmp/gpuleak-help-test", "N": "1", "BYTES": "4096",
               "SPEC": "sync", "GEN": "sv", "NAME": "vllm", "TEXT": "persistent site=x",
               "[ADDR]:PORT": ":0", "DIR": "/tmp", "K": "1", "sym:FILE:SYMBOL": "sym:f:s",
-              "sym:FILE:BEGIN,END": "sym:f:b,e", "MODE": "dwarf"}
+              "sym:FILE:BEGIN,END": "sym:f:b,e", "MODE": "dwarf", "KIND": "classic"}
     opts = re.findall(r"^\s{1,8}(?:-\w, )?(--[a-z][a-z-]*)(?:=(\S+))?",
                       help_text(["run", "--help"]), re.M)
     check(len(opts) > 20, f"options found: {opts}")

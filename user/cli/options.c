@@ -16,6 +16,7 @@
 #include "lib/outfile.h"
 #include "lib/units.h"
 #include "lib/vec.h"
+#include "live/bpf_setup.h"
 #include "live/http.h"
 #include "probe/wgpu_abi.h"
 #include "symbols/symbolizer.h"
@@ -666,6 +667,10 @@ static const struct argp_option trace_options[] = {
      "Stack bytes --unwind auto or dwarf copies per allocation, 1KiB to 32KiB (default "
      "16KiB); the frames above them are the frame-pointer walk's",
      0},
+    {"uprobe-links", OPT_UPROBE_LINKS, "KIND", 0,
+     "How probes are attached: auto (default: uprobe_multi links where the kernel has them, "
+     "Linux 6.6+), multi, or classic (one uprobe link per probe, as on older kernels)",
+     0},
     {"debug-dir", OPT_DEBUG_DIR, "DIR", 0,
      "Also look for separate debug files of stripped libraries in DIR "
      "(DIR/.build-id/xx/yyyy.debug, or the .gnu_debuglink name under DIR), before "
@@ -742,6 +747,17 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 				   "invalid --unwind-bytes '%s' (1KiB..%dKiB, a multiple of 8)",
 				   arg, GL_USTACK_MAX >> 10);
 		c->t.unwind_bytes = (unsigned int)v;
+		break;
+	case OPT_UPROBE_LINKS:
+		if (!strcmp(arg, "auto"))
+			c->t.uprobe_links = BPF_SETUP_LINKS_AUTO;
+		else if (!strcmp(arg, "multi"))
+			c->t.uprobe_links = BPF_SETUP_LINKS_MULTI;
+		else if (!strcmp(arg, "classic"))
+			c->t.uprobe_links = BPF_SETUP_LINKS_CLASSIC;
+		else
+			argp_error(state, "invalid --uprobe-links '%s' (auto, multi or classic)",
+				   arg);
 		break;
 	case OPT_DEBUG_DIR:
 		if (c->t.nr_debug_dirs == SYMBOLIZER_MAX_DEBUG_DIRS)

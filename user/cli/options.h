@@ -58,6 +58,10 @@ struct cli {
 	struct cli_diff d;	/* diff */
 	const char *lib;	/* probes --lib */
 	pid_t probe_pid;	/* probes -p */
+	bool kernel;		/* probes --kernel: what this kernel offers */
+	bool kernel_json;	/* --kernel=json */
+	bool verifier;		/* probes --kernel --verifier */
+	const char *bpf_object; /* --bpf-object: another build of the BPF object */
 	size_t cap_pids;
 	struct rules *rules;
 	int rules_err;	  /* a rule did not parse: exit 2 before attaching */
@@ -124,6 +128,10 @@ enum cli_key {
 	OPT_SITE_SKIP,
 	OPT_FOLDED_GROWTH,
 	OPT_FOLDED_PEAK,
+	OPT_UPROBE_LINKS,
+	OPT_KERNEL,
+	OPT_VERIFIER,
+	OPT_BPF_OBJECT,
 };
 
 /* Hand the struct cli to every one of a command's children (its parser's ARGP_KEY_INIT). */

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "cli/options.h"
@@ -12,6 +13,8 @@
 #include "lib/infile.h"
 #include "lib/log.h"
 #include "lib/term.h"
+#include "live/bpf_setup.h"
+#include "live/kernel.h"
 #include "live/process.h"
 #include "probe/catalog.h"
 #include "probe/dawn_procs.h"
@@ -23,6 +26,21 @@
 static const struct argp_option probes_options[] = {
     {"pid", 'p', "PID", 0, "List the traced APIs in the objects mapped by PID", 0},
     {"lib", OPT_LIB, "PATH", 0, "List the traced APIs in the ELF file PATH", 0},
+    {"kernel", OPT_KERNEL, "json", OPTION_ARG_OPTIONAL,
+     "What this kernel offers gpuleak (BTF, uprobe_multi, bpf_loop, private stacks, ring "
+     "buffer, tracefs, lockdown, perf_event_paranoid, ...) and what gpuleak does on it: "
+     "a table, or one JSON object with --kernel=json",
+     0},
+    {"verifier", OPT_VERIFIER, NULL, 0,
+     "With --kernel: load every BPF program with each combination of the options that change "
+     "its code (--python-depth, --stack-depth, --unwind, --follow, watch's OOM trigger) and "
+     "print the stack each needs as the verifier counts it; exit 1 if one is refused or needs "
+     "more than 512 bytes (the limit without private stacks)",
+     0},
+    {"bpf-object", OPT_BPF_OBJECT, "FILE", 0,
+     "With --verifier: load FILE, another build of gpuleak's bpf/gpuleak.bpf.c, instead of "
+     "the object built in",
+     0},
     {},
 };
 
@@ -38,6 +56,8 @@ static const char probes_doc[] =
     "EXAMPLES:\n"
     "  gpuleak probes -p 4242\n"
     "  gpuleak probes --lib /usr/local/cuda/lib64/libcudart.so.13\n"
+    "  sudo gpuleak probes --kernel\n"
+    "  sudo gpuleak probes --kernel=json --verifier\n"
     "\n"
     "EXIT STATUS: 0 found, 1 nothing traceable or runtime error, 2 usage error.";
 
@@ -61,12 +81,32 @@ static error_t parse_probes(int key, char *arg, struct argp_state *state)
 	case OPT_LIB:
 		c->lib = arg;
 		break;
+	case OPT_KERNEL:
+		if (arg && strcmp(arg, "json"))
+			argp_error(state, "invalid --kernel='%s' (only --kernel=json)", arg);
+		c->kernel = true;
+		c->kernel_json = arg != NULL;
+		break;
+	case OPT_VERIFIER:
+		c->verifier = true;
+		break;
+	case OPT_BPF_OBJECT:
+		c->bpf_object = arg;
+		break;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument '%s'", arg);
 		break;
 	case ARGP_KEY_END:
-		if (!c->lib == !c->probe_pid)
-			argp_error(state, "give exactly one of -p PID or --lib PATH");
+		if ((c->verifier || c->bpf_object) && !c->kernel)
+			argp_error(state, "--verifier and --bpf-object go with --kernel");
+		if (c->bpf_object && !c->verifier)
+			argp_error(state, "--bpf-object goes with --verifier");
+		if (c->kernel && (c->lib || c->probe_pid))
+			argp_error(state,
+				   "--kernel lists the kernel's features, not a process's or "
+				   "a file's probes: give it alone");
+		if (!c->kernel && !c->lib == !c->probe_pid)
+			argp_error(state, "give exactly one of -p PID, --lib PATH or --kernel");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -76,7 +116,8 @@ static error_t parse_probes(int key, char *arg, struct argp_state *state)
 
 const struct argp cli_probes_argp = {.options = probes_options,
 				     .parser = parse_probes,
-				     .args_doc = "(-p PID | --lib PATH)",
+				     .args_doc =
+					 "(-p PID | --lib PATH | --kernel[=json] [--verifier])",
 				     .doc = probes_doc,
 				     .children = probes_children};
 
@@ -415,12 +456,175 @@ cleanup:
 	return found;
 }
 
+/* One configuration of the BPF object that changes the code the verifier sees. */
+struct verifier_case {
+	unsigned int python_depth, stack_depth, unwind_bytes;
+	bool follow, oom_kill;
+};
+
+static const struct verifier_case verifier_cases[] = {
+    /* the defaults of run/attach */
+    {32, 32, 0, false, false},
+    /* no stacks, no Python: the shortest paths */
+    {0, 0, 0, false, false},
+    /* Python frames without native stacks */
+    {GL_PY_DEPTH_MAX, 0, 0, false, false},
+    /* native stacks copied for DWARF unwinding, without and with Python frames */
+    {0, GL_STACK_DEPTH_MAX, GL_USTACK_MAX, false, false},
+    {GL_PY_DEPTH_MAX, GL_STACK_DEPTH_MAX, GL_USTACK_MAX, false, false},
+    /* --follow and watch's OOM-killer trigger add their programs' paths */
+    {0, 0, 0, true, true},
+    {GL_PY_DEPTH_MAX, GL_STACK_DEPTH_MAX, GL_USTACK_MAX, true, true},
+};
+
+#define VERIFIER_STACK_MAX 512
+
+/*
+ * Loads program i (0-based) of the object alone in one configuration, its statistics into *st.
+ * 0; 1 when the object has no program i; -1 when nothing could be loaded (said).
+ */
+static int verify_prog(const struct verifier_case *vc, const struct kernel_features *k,
+		       const void *obj, size_t obj_size, int i, struct bpf_setup_prog_stats *out)
+{
+	const struct bpf_setup_prog_stats *st;
+	struct bpf_setup *b = NULL;
+	size_t n;
+	int err;
+
+	err = bpf_setup__new(&(struct bpf_setup_opts){.ringbuf_bytes = 1 << 20,
+						      .stack_depth = vc->stack_depth,
+						      .stack_entries = 16,
+						      .python_depth = vc->python_depth,
+						      .unwind_bytes = vc->unwind_bytes,
+						      .follow = vc->follow,
+						      .oom_kill = vc->oom_kill,
+						      .quiet = true,
+						      .verifier_stats = true,
+						      .only_prog = i + 1,
+						      .kf = k,
+						      .object = obj,
+						      .object_size = obj_size},
+			     &b);
+	if (!b) {
+		/* Refused before any program was loaded (below the floor, no object). */
+		pr_err("cannot load the BPF object: %s\n", strerror(-err));
+		return -1;
+	}
+	n = bpf_setup__prog_stats(b, &st);
+	if ((size_t)i < n)
+		*out = st[i];
+	bpf_setup__free(b);
+	return (size_t)i < n ? 0 : 1;
+}
+
+/* Each program of the object in one configuration, a line each. Returns the failures. */
+static int verify_case(const struct verifier_case *vc, const struct kernel_features *k,
+		       const void *obj, size_t obj_size, bool json, bool first, FILE *out)
+{
+	struct bpf_setup_prog_stats st[BPF_SETUP_MAX_PROGS];
+	size_t i, n = 0;
+	int rc, bad = 0;
+
+	for (n = 0; n < BPF_SETUP_MAX_PROGS; n++) {
+		rc = verify_prog(vc, k, obj, obj_size, (int)n, &st[n]);
+		if (rc < 0)
+			return 1;
+		if (rc)
+			break;
+	}
+	if (json)
+		fprintf(out,
+			"%s{\"python_depth\":%u,\"stack_depth\":%u,\"unwind_bytes\":%u,"
+			"\"follow\":%s,\"oom_kill\":%s,\"programs\":[",
+			first ? "" : ",", vc->python_depth, vc->stack_depth, vc->unwind_bytes,
+			vc->follow ? "true" : "false", vc->oom_kill ? "true" : "false");
+	else
+		fprintf(out, "--python-depth %u --stack-depth %u --unwind %s%s:\n",
+			vc->python_depth, vc->stack_depth, vc->unwind_bytes ? "dwarf" : "fp",
+			vc->follow ? " --follow, watch's OOM-killer trigger" : "");
+	for (i = 0; i < n; i++) {
+		bool ok = st[i].ok && st[i].combined >= 0 && st[i].combined <= VERIFIER_STACK_MAX;
+
+		if (!st[i].loaded)
+			continue;
+		bad += !ok;
+		if (json) {
+			fprintf(out,
+				"%s{\"name\":\"%s\",\"loaded\":%s,\"too_large\":%s,"
+				"\"frames\":%d,\"stack\":%d,\"insns\":%d,\"ok\":%s}",
+				i ? "," : "", st[i].name, st[i].ok ? "true" : "false",
+				st[i].too_large ? "true" : "false", st[i].frames, st[i].combined,
+				st[i].insns, ok ? "true" : "false");
+			continue;
+		}
+		fprintf(out, "  %-16s %s stack %4d of %d bytes (%d frame%s), %d insns%s\n",
+			st[i].name, st[i].ok ? "loaded " : "REFUSED", st[i].combined,
+			VERIFIER_STACK_MAX, st[i].frames, st[i].frames == 1 ? "" : "s", st[i].insns,
+			ok ? "" : "  <- over the limit or refused");
+	}
+	if (json)
+		fputs("]}", out);
+	return bad;
+}
+
+/* probes --kernel [--verifier]: the table (or JSON), then each configuration's stacks. */
+static int probe_kernel(const struct cli *c)
+{
+	struct kernel_features k;
+	char *obj = NULL;
+	size_t i, obj_size = 0;
+	int bad = 0, fd, err;
+
+	kernel__probe(&k);
+	if (!c->verifier) {
+		kernel__print(&k, stdout, c->kernel_json);
+		return kernel__below_floor(&k) == KF_MAX ? GL_EXIT_OK : GL_EXIT_ERROR;
+	}
+	if (c->bpf_object) {
+		char why[128];
+
+		err = infile__open(c->bpf_object, &fd, NULL, why, sizeof(why));
+		if (err) {
+			pr_err("%s: %s\n", c->bpf_object, why);
+			return GL_EXIT_ERROR;
+		}
+		err = infile__read_all(fd, 64 << 20, &obj, &obj_size);
+		close(fd);
+		if (err) {
+			pr_err("%s: %s\n", c->bpf_object, strerror(-err));
+			free(obj);
+			return GL_EXIT_ERROR;
+		}
+	}
+	if (c->kernel_json) {
+		fputs("{\"kernel\":", stdout);
+		kernel__print(&k, stdout, true);
+		fputs(",\"verifier\":[", stdout);
+	} else {
+		kernel__print(&k, stdout, false);
+		printf("\nverifier (stack as counted without private stacks: each frame rounded "
+		       "up to 32 bytes, the program plus its deepest callback):\n");
+	}
+	for (i = 0; i < sizeof(verifier_cases) / sizeof(verifier_cases[0]); i++)
+		bad +=
+		    verify_case(&verifier_cases[i], &k, obj, obj_size, c->kernel_json, !i, stdout);
+	if (c->kernel_json)
+		printf("],\"failed\":%d}\n", bad);
+	else
+		printf("%d program load%s refused or over %d bytes\n", bad, bad == 1 ? "" : "s",
+		       VERIFIER_STACK_MAX);
+	free(obj);
+	return bad ? GL_EXIT_ERROR : GL_EXIT_OK;
+}
+
 int probes__run(const struct cli *c)
 {
 	struct modules *mods = NULL;
 	bool header = false;
 	int found, err;
 
+	if (c->kernel)
+		return probe_kernel(c);
 	err = modules__new(&mods);
 	if (err)
 		goto cleanup;

@@ -22,11 +22,20 @@
 #define STR(x)	      STR_(x)
 #define BPF_SPECS_STR STR(BPF_SETUP_USDT_SPECS)
 
+/*
+ * The links of one object's probes in one direction: one uprobe_multi link, or one classic
+ * uprobe link per probe where the kernel has no uprobe_multi (before 6.6).
+ */
+struct linkset {
+	struct bpf_link **v;
+	size_t n;
+};
+
 struct attached {
 	pid_t pid;
 	struct module *mod;
-	struct bpf_link *enter;
-	struct bpf_link *exit;
+	struct linkset enter;
+	struct linkset exit;
 	struct bpf_link **usdt; /* one per USDT probe (provider:name), all its sites */
 	size_t nr_usdt;
 	size_t nr_probes;
@@ -42,6 +51,7 @@ struct code_probe {
 };
 
 struct attach {
+	bool multi; /* uprobe_multi links, else classic ones */
 	struct bpf_program *enter_prog;
 	struct bpf_program *exit_prog;
 	struct bpf_program *usdt_prog;
@@ -53,12 +63,13 @@ struct attach {
 };
 
 int attach__new(struct bpf_program *enter, struct bpf_program *exit, struct bpf_program *usdt,
-		struct modules *mods, struct attach **out)
+		bool multi, struct modules *mods, struct attach **out)
 {
 	struct attach *a = calloc(1, sizeof(*a));
 
 	if (!a)
 		return -ENOMEM;
+	a->multi = multi;
 	a->enter_prog = enter;
 	a->exit_prog = exit;
 	a->usdt_prog = usdt;
@@ -112,13 +123,55 @@ static void links_destroy(struct bpf_link **links, size_t n)
 		pthread_join(tids[i], NULL);
 }
 
+static int linkset_add(struct linkset *s, struct bpf_link *l)
+{
+	struct bpf_link **v = realloc(s->v, (s->n + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	s->v = v;
+	s->v[s->n++] = l;
+	return 0;
+}
+
+/* Moves the set's links into links[] (for links_destroy); returns how many. */
+static size_t linkset_take(struct linkset *s, struct bpf_link **links)
+{
+	size_t k, n = s->n;
+
+	for (k = 0; k < n; k++)
+		links[k] = s->v[k];
+	free(s->v);
+	s->v = NULL;
+	s->n = 0;
+	return n;
+}
+
+static void linkset_destroy(struct linkset *s)
+{
+	struct bpf_link **links = s->n ? calloc(s->n, sizeof(*links)) : NULL;
+	size_t k, n;
+
+	if (!links) {
+		for (k = 0; k < s->n; k++)
+			bpf_link__destroy(s->v[k]);
+		free(s->v);
+		s->v = NULL;
+		s->n = 0;
+		return;
+	}
+	n = linkset_take(s, links);
+	links_destroy(links, n);
+	free(links);
+}
+
 /* One attached object's links, one after the other. */
 static void attached_destroy(struct attached *at)
 {
 	size_t k;
 
-	bpf_link__destroy(at->enter);
-	bpf_link__destroy(at->exit);
+	linkset_destroy(&at->enter);
+	linkset_destroy(&at->exit);
 	for (k = 0; k < at->nr_usdt; k++)
 		bpf_link__destroy(at->usdt[k]);
 	free(at->usdt);
@@ -134,7 +187,7 @@ void attach__free(struct attach *a)
 	if (!a)
 		return;
 	for (i = 0; i < a->n; i++)
-		n += 2 + a->v[i].nr_usdt;
+		n += a->v[i].enter.n + a->v[i].exit.n + a->v[i].nr_usdt;
 	links = calloc(n + a->nr_code + 1, sizeof(*links));
 	n = 0;
 	for (i = 0; i < a->n; i++) {
@@ -144,10 +197,8 @@ void attach__free(struct attach *a)
 			attached_destroy(&a->v[i]);
 			continue;
 		}
-		if (a->v[i].enter)
-			links[n++] = a->v[i].enter;
-		if (a->v[i].exit)
-			links[n++] = a->v[i].exit;
+		n += linkset_take(&a->v[i].enter, links + n);
+		n += linkset_take(&a->v[i].exit, links + n);
 		for (k = 0; k < a->v[i].nr_usdt; k++)
 			links[n++] = a->v[i].usdt[k];
 		free(a->v[i].usdt);
@@ -203,8 +254,55 @@ static bool is_torch_hook(const struct cat_api *api)
 	return GL_API_FAMILY(api->api) == GL_FAM_PYTORCH && !(api->flags & CAT_USDT);
 }
 
-static struct bpf_link *link_multi(struct bpf_program *prog, pid_t pid, const char *path,
-				   const struct module *mod, bool ret, bool skip_torch_hook)
+/*
+ * One probe at file offset off of the object at path, for pid, with the API id as its cookie:
+ * a uprobe_multi link of one offset, or a classic uprobe link. NULL with errno on failure.
+ */
+static struct bpf_link *link_one(const struct attach *a, struct bpf_program *prog, pid_t pid,
+				 const char *path, unsigned long off, __u64 cookie, bool ret)
+{
+	if (a->multi) {
+		LIBBPF_OPTS(bpf_uprobe_multi_opts, mopts, .offsets = &off, .cookies = &cookie,
+			    .cnt = 1, .retprobe = ret);
+
+		return bpf_program__attach_uprobe_multi(prog, pid, path, NULL, &mopts);
+	}
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = ret);
+	return bpf_program__attach_uprobe_opts(prog, pid, path, off, &opts);
+}
+
+/*
+ * The classic links of n probes (offsets, cookies): all or none. The kernel before 6.6 has
+ * no multi link, so each probe is a perf event of its own, attached one after the other.
+ */
+static int link_classic(const struct attach *a, struct bpf_program *prog, pid_t pid,
+			const char *path, const unsigned long *offs, const __u64 *cookies, size_t n,
+			bool ret, struct linkset *out)
+{
+	struct bpf_link *l;
+	size_t i;
+	int err = 0;
+
+	for (i = 0; i < n && !err; i++) {
+		l = link_one(a, prog, pid, path, offs[i], cookies[i], ret);
+		if (!l)
+			err = -errno;
+		else if (linkset_add(out, l)) {
+			bpf_link__destroy(l);
+			err = -ENOMEM;
+		}
+	}
+	if (err)
+		linkset_destroy(out);
+	return err;
+}
+
+/*
+ * The links of every probe of an object in one direction (ret: the return probes) into out.
+ * 0 (nothing to link is no error: entry-only APIs have no return probe) or -errno.
+ */
+static int link_multi(const struct attach *a, struct bpf_program *prog, pid_t pid, const char *path,
+		      const struct module *mod, bool ret, bool skip_torch_hook, struct linkset *out)
 {
 	size_t i, n = 0;
 	unsigned long *offs = calloc(mod->nr_sites, sizeof(*offs));
@@ -229,17 +327,23 @@ static struct bpf_link *link_multi(struct bpf_program *prog, pid_t pid, const ch
 	err = 0;
 	if (!n)
 		goto cleanup;
+	if (!a->multi) {
+		err = link_classic(a, prog, pid, path, offs, cookies, n, ret, out);
+		goto cleanup;
+	}
 	LIBBPF_OPTS(bpf_uprobe_multi_opts, opts, .offsets = offs, .cookies = cookies, .cnt = n,
 		    .retprobe = ret);
 	link = bpf_program__attach_uprobe_multi(prog, pid, path, NULL, &opts);
 	if (!link)
 		err = -errno;
+	else if (linkset_add(out, link)) {
+		bpf_link__destroy(link);
+		err = -ENOMEM;
+	}
 cleanup:
 	free(offs);
 	free(cookies);
-	/* errno 0 with no link: nothing needed this direction (entry-only APIs). */
-	errno = -err;
-	return link;
+	return err;
 }
 
 /* Say once per object which probes cost a single-step per hit (glibc's free, some nccl*). */
@@ -384,16 +488,12 @@ static int attach_module(struct attach *a, pid_t pid, struct module *mod, const 
 		nr_probes += !(torch_usdt && is_torch_hook(mod->sites[k].api));
 	at = &a->v[a->n];
 	*at = (struct attached){.pid = pid, .mod = mod, .nr_probes = nr_probes};
-	at->enter = link_multi(a->enter_prog, pid, open_path, mod, false, torch_usdt);
-	if (!at->enter && errno) {
-		err = -errno;
+	err = link_multi(a, a->enter_prog, pid, open_path, mod, false, torch_usdt, &at->enter);
+	if (err)
 		goto fail;
-	}
-	at->exit = link_multi(a->exit_prog, pid, open_path, mod, true, torch_usdt);
-	if (!at->exit && errno) {
-		err = -errno;
+	err = link_multi(a, a->exit_prog, pid, open_path, mod, true, torch_usdt, &at->exit);
+	if (err)
 		goto fail;
-	}
 	if (mod->nr_usdt_traced) {
 		at->usdt = calloc(mod->nr_usdt_traced, sizeof(*at->usdt));
 		if (!at->usdt) {
@@ -515,8 +615,7 @@ int attach__code(struct attach *a, pid_t pid, uint64_t addr, unsigned int api, c
 		goto cleanup;
 	off = addr - e->start + e->pgoff;
 	proc_maps__open_path(pid, e, open_path, sizeof(open_path));
-	LIBBPF_OPTS(bpf_uprobe_multi_opts, opts, .offsets = &off, .cookies = &cookie, .cnt = 1);
-	link = bpf_program__attach_uprobe_multi(a->enter_prog, pid, open_path, NULL, &opts);
+	link = link_one(a, a->enter_prog, pid, open_path, off, cookie, false);
 	if (!link) {
 		err = -errno;
 		snprintf(why, why_len, "attaching to %s+0x%lx: %s", e->path, off, strerror(-err));
@@ -592,7 +691,7 @@ size_t attach__nr_links(const struct attach *a)
 	size_t i, n = 0;
 
 	for (i = 0; i < a->n; i++)
-		n += !!a->v[i].enter + !!a->v[i].exit + a->v[i].nr_usdt;
+		n += a->v[i].enter.n + a->v[i].exit.n + a->v[i].nr_usdt;
 	return n;
 }
 
@@ -653,19 +752,21 @@ static int marker_offset(struct module *mod, const char *symbol, uint64_t *foff)
 static int marker_link(struct attach *a, pid_t pid, struct module *mod, const char *path,
 		       uint64_t foff, unsigned int api)
 {
-	unsigned long off = foff;
-	__u64 cookie = api;
+	struct bpf_link *l;
 	struct attached *at;
 
 	if (vec_grow((void **)&a->v, &a->cap, a->n, sizeof(*a->v)))
 		return -ENOMEM;
-	LIBBPF_OPTS(bpf_uprobe_multi_opts, opts, .offsets = &off, .cookies = &cookie, .cnt = 1);
 	at = &a->v[a->n];
 	*at = (struct attached){
 	    .pid = pid, .mod = mod, .nr_probes = 1, .marker = true, .marker_api = api};
-	at->enter = bpf_program__attach_uprobe_multi(a->enter_prog, pid, path, NULL, &opts);
-	if (!at->enter)
+	l = link_one(a, a->enter_prog, pid, path, foff, api, false);
+	if (!l)
 		return -errno;
+	if (linkset_add(&at->enter, l)) {
+		bpf_link__destroy(l);
+		return -ENOMEM;
+	}
 	a->n++;
 	return 0;
 }

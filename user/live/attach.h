@@ -21,9 +21,13 @@ struct module;
 struct proc_maps;
 struct attach;
 
-/* enter, exit: the uprobe programs (gpuleak.bpf.c); usdt: the USDT one. */
+/*
+ * enter, exit: the uprobe programs (gpuleak.bpf.c); usdt: the USDT one. multi: one
+ * uprobe_multi link per object and direction (Linux 6.6+), else one classic uprobe link per
+ * probe, each with the same cookie (the API id) as the multi link's entry for it.
+ */
 int attach__new(struct bpf_program *enter, struct bpf_program *exit, struct bpf_program *usdt,
-		struct modules *mods, struct attach **out);
+		bool multi, struct modules *mods, struct attach **out);
 /* Detaches everything. */
 void attach__free(struct attach *a);
 /*

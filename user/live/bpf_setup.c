@@ -33,8 +33,13 @@ struct bpf_setup {
 	uint64_t stack_buf[GL_STACK_DEPTH_MAX + 2];
 };
 
+/* probes --kernel --verifier reports each refusal itself, from the program's own log. */
+static bool libbpf_quiet;
+
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
+	if (libbpf_quiet && level != LIBBPF_DEBUG)
+		return 0;
 	if (level == LIBBPF_DEBUG && gl_verbosity < 2)
 		return 0;
 	if (level == LIBBPF_INFO && gl_verbosity < 1)
@@ -52,8 +57,15 @@ static int degrade(struct bpf_setup *b, const struct bpf_setup_opts *o, unsigned
 {
 	enum kfeat below;
 
-	kernel__probe(&b->kf);
+	if (o->kf)
+		b->kf = *o->kf;
+	else
+		kernel__probe(&b->kf);
 	b->multi = !b->kf.probed || b->kf.have[KF_UPROBE_MULTI];
+	if (o->links == BPF_SETUP_LINKS_CLASSIC)
+		b->multi = false;
+	else if (o->links == BPF_SETUP_LINKS_MULTI)
+		b->multi = true;
 	if (!b->kf.probed)
 		return 0;
 	below = kernel__below_floor(&b->kf);
@@ -61,7 +73,7 @@ static int degrade(struct bpf_setup *b, const struct bpf_setup_opts *o, unsigned
 		pr_err("%s\n", kernel__refusal(below));
 		return -EOPNOTSUPP;
 	}
-	if (!b->multi && !o->quiet)
+	if (!b->multi && o->links == BPF_SETUP_LINKS_AUTO && !o->quiet)
 		pr_warn("this kernel has no %s (Linux %s): %s\n", kernel__name(KF_UPROBE_MULTI),
 			kernel__since(KF_UPROBE_MULTI), kernel__degradation(KF_UPROBE_MULTI));
 	if (*py_depth && !b->kf.have[KF_LOOP]) {
@@ -113,9 +125,10 @@ static struct gpuleak_bpf *open_object(const void *data, size_t size)
 }
 
 /* Every program logs its verifier statistics (and, failing, why) into its own buffer. */
-static int stats_begin(struct bpf_setup *b)
+static int stats_begin(struct bpf_setup *b, int only_prog)
 {
 	struct bpf_program *p;
+	int i = 0;
 
 	b->logs = calloc(BPF_SETUP_MAX_PROGS, sizeof(b->logs[0]));
 	if (!b->logs)
@@ -124,6 +137,8 @@ static int stats_begin(struct bpf_setup *b)
 	{
 		if (b->nr_prog >= BPF_SETUP_MAX_PROGS)
 			break;
+		if (only_prog > 0 && i++ != only_prog - 1)
+			bpf_program__set_autoload(p, false);
 		b->logs[b->nr_prog][0] = 0;
 		bpf_program__set_log_buf(p, b->logs[b->nr_prog], sizeof(b->logs[0]));
 		bpf_program__set_log_level(p, bpf_program__log_level(p) | 4 /* BPF_LOG_STATS */);
@@ -190,6 +205,7 @@ static void stats_end(struct bpf_setup *b)
 		snprintf(st->name, sizeof(st->name), "%s", bpf_program__name(p));
 		st->loaded = bpf_program__autoload(p);
 		st->ok = bpf_program__fd(p) >= 0;
+		st->tried = st->ok || b->logs[i][0];
 		if (st->loaded)
 			stats_read(st, b->logs[i]);
 		i++;
@@ -288,11 +304,6 @@ int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out)
 		bpf_program__set_expected_attach_type(b->skel->progs.gl_enter, 0);
 		bpf_program__set_expected_attach_type(b->skel->progs.gl_exit, 0);
 	}
-	if (o->verifier_stats) {
-		err = stats_begin(b);
-		if (err)
-			goto cleanup;
-	}
 	b->skel->rodata->unwind_ring_max = o->ringbuf_bytes / 2;
 	b->skel->rodata->self_tgid = getpid();
 	/* gpuleak in a container with its own pid namespace: BPF reports pids as we see them. */
@@ -314,6 +325,12 @@ int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out)
 	if (err) {
 		pr_err("configuring the BPF object failed: %s\n", strerror(-err));
 		goto cleanup;
+	}
+	libbpf_quiet = o->verifier_stats;
+	if (o->verifier_stats) {
+		err = stats_begin(b, o->only_prog);
+		if (err)
+			goto cleanup;
 	}
 	err = gpuleak_bpf__load(b->skel);
 	if (o->verifier_stats)

@@ -15,7 +15,15 @@
 #include "gpuleak.h"
 
 struct bpf_program;
+struct kernel_features;
 struct bpf_setup;
+
+/* --uprobe-links */
+enum bpf_setup_links {
+	BPF_SETUP_LINKS_AUTO,	 /* uprobe_multi where the kernel has it, else classic */
+	BPF_SETUP_LINKS_MULTI,	 /* uprobe_multi, or fail */
+	BPF_SETUP_LINKS_CLASSIC, /* one classic uprobe link per probe */
+};
 
 struct bpf_setup_opts {
 	bool follow;		    /* --follow: forks and execs too, children inherit tracing */
@@ -26,10 +34,14 @@ struct bpf_setup_opts {
 	unsigned int python_depth;  /* Python frames kept per allocation, 0: none */
 	unsigned int unwind_bytes;  /* stack bytes copied per allocation to unwind, 0: none */
 	bool unwind_adaptive;	    /* copied only where a walk met code without frame pointers */
+	int links;		    /* enum bpf_setup_links */
 	bool quiet;		    /* say nothing of what this kernel lacks (probes --kernel) */
 	/* probes --kernel --verifier: every program's verifier statistics are kept, and a
 	 * failed load still hands out the setup (to read them, then free it) */
 	bool verifier_stats;
+	int only_prog; /* with verifier_stats, > 0: load only program only_prog - 1 */
+	/* the kernel's features when the caller has probed them already, else NULL */
+	const struct kernel_features *kf;
 	/* another build of bpf/gpuleak.bpf.c to load instead of the one built in, or NULL */
 	const void *object;
 	size_t object_size;
@@ -39,6 +51,7 @@ struct bpf_setup_opts {
 struct bpf_setup_prog_stats {
 	char name[64];
 	bool loaded;	/* autoloaded in this configuration */
+	bool tried;	/* the kernel was asked to load it */
 	bool ok;	/* the verifier accepted it */
 	bool too_large; /* refused for its combined stack size */
 	int frames;	/* the main program and its subprograms (callbacks) */

@@ -41,6 +41,7 @@ struct session_opts {
 	bool unwind_dwarf;	    /* --unwind dwarf: stacks unwound from a copy of the stack */
 	bool unwind_auto;	    /* --unwind auto: that only where a walk met code without
 				     * frame pointers (the default) */
+	int uprobe_links;	    /* --uprobe-links: enum bpf_setup_links */
 	unsigned int unwind_bytes;  /* its bytes per allocation (--unwind-bytes) */
 	const char *debug_dirs[SYMBOLIZER_MAX_DEBUG_DIRS]; /* --debug-dir */
 	size_t nr_debug_dirs;

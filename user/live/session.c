@@ -449,7 +449,8 @@ static int open_tracing(struct session *s)
 				     .oom_kill = o->watch && watch__wants_oom_kill(o->watch),
 				     .unwind_bytes =
 					 o->unwind_dwarf || o->unwind_auto ? o->unwind_bytes : 0,
-				     .unwind_adaptive = !o->unwind_dwarf && o->unwind_auto},
+				     .unwind_adaptive = !o->unwind_dwarf && o->unwind_auto,
+				     .links = o->uprobe_links},
 	    &l->bpf);
 	if (err)
 		return err;
@@ -460,7 +461,8 @@ static int open_tracing(struct session *s)
 		modules__move_probes(l->mods, !o->probe_at_entry);
 		modules__dawn_procs_only(l->mods, o->dawn_procs);
 		err = attach__new(bpf_setup__enter_prog(l->bpf), bpf_setup__exit_prog(l->bpf),
-				  bpf_setup__usdt_prog(l->bpf), l->mods, &l->att);
+				  bpf_setup__usdt_prog(l->bpf), bpf_setup__uprobe_multi(l->bpf),
+				  l->mods, &l->att);
 	}
 	if (!err)
 		err = symbolizer__new(l->mods, &l->sym);

@@ -1,0 +1,135 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""The kernel gpuleak runs on: what `gpuleak probes --kernel` reports (checked against the
+machine itself), the verifier check that every BPF program fits 512 bytes of stack in every
+configuration whatever the host kernel offers (and that it fails on an object built too big),
+and the classic uprobe links kernels before 6.6 get, giving the same verdict as uprobe_multi."""
+import json
+import os
+
+import harness
+from harness import check, eq, leak_sites, run_gpuleak, run_plain, scenario, test
+
+MiB = 1 << 20
+STACKPAD = os.path.join(harness.OUT, "tests", "stackpad.bpf.o")
+# Each BPF program, and the configurations `probes --kernel --verifier` loads them in.
+PROGRAMS = {"gl_usdt", "gl_enter", "gl_exit", "gl_fork", "gl_exec", "gl_task_exit"}
+FLOOR = ["BTF (/sys/kernel/btf/vmlinux)", "BPF ring buffer", "task storage maps",
+         "BTF tracepoints (tp_btf)", "uprobe attach cookies", "perf uprobe PMU"]
+
+
+def probes_kernel(*extra, expect_rc=0, timeout=600):
+    p = run_plain([harness.GPULEAK, "probes", "--kernel=json", *extra], timeout=timeout)
+    harness.check_sanitizers(p.stderr)
+    eq(p.returncode, expect_rc, f"exit status of probes --kernel=json {extra} ({p.stderr})")
+    return json.loads(p.stdout)
+
+
+def read_int(path):
+    try:
+        with open(path) as f:
+            return int(f.read().split()[0])
+    except OSError:
+        return -1
+
+
+@test
+def kernel_features_match_the_machine():
+    k = probes_kernel()
+    eq(k["release"], os.uname().release, "release")
+    eq(k["probed"], True, "test loads ran (root)")
+    feats = {f["name"]: f for f in k["features"]}
+    eq(len(feats), 15, "features listed")
+    eq([n for n, f in feats.items() if f["floor"]], FLOOR, "the floor's features, in order")
+    eq(feats["BTF (/sys/kernel/btf/vmlinux)"]["present"],
+       os.path.exists("/sys/kernel/btf/vmlinux"), "BTF")
+    eq(feats["perf uprobe PMU"]["present"],
+       os.path.exists("/sys/bus/event_source/devices/uprobe/type"), "uprobe PMU")
+    eq(k["perf_event_paranoid"], read_int("/proc/sys/kernel/perf_event_paranoid"),
+       "perf_event_paranoid")
+    eq(k["unprivileged_bpf_disabled"], read_int("/proc/sys/kernel/unprivileged_bpf_disabled"),
+       "unprivileged_bpf_disabled")
+    eq(k["supported"], all(feats[n]["present"] for n in FLOOR), "supported = the floor holds")
+    check(k["supported"], f"the test machine is above the floor: {k}")
+    for n, f in feats.items():
+        check(f["floor"] == (f["without"] is None), f"{n}: a degradation or the floor: {f}")
+    # The text table says the same, and what gpuleak does on this kernel.
+    p = run_plain([harness.GPULEAK, "probes", "--kernel"])
+    eq(p.returncode, 0, f"probes --kernel ({p.stderr})")
+    check("gpuleak on this kernel: runs" in p.stdout, f"verdict line: {p.stdout}")
+    for n in feats:
+        check(n in p.stdout, f"{n} in the table: {p.stdout}")
+
+
+@test
+def verifier_every_program_fits_512_bytes_in_every_configuration():
+    """Loaded one by one in each configuration that changes their code, every program is
+    accepted and needs at most 512 bytes of stack with its deepest callback, as counted
+    without private stacks: on a kernel that offers them the check still holds the line."""
+    d = probes_kernel("--verifier")
+    eq(d["failed"], 0, "programs refused or over 512 bytes")
+    configs = d["verifier"]
+    eq(len(configs), 7, "configurations")
+    check(any(c["python_depth"] == 64 and c["unwind_bytes"] and c["follow"] for c in configs),
+          "the deepest configuration is among them")
+    for c in configs:
+        names = {p["name"] for p in c["programs"]}
+        want = PROGRAMS | ({"gl_oom_victim"} if c["oom_kill"] else set())
+        eq(names, want, f"programs loaded in {c}")
+        for p in c["programs"]:
+            check(p["loaded"] and p["ok"], f"{p['name']} in {c}: {p}")
+            check(32 <= p["stack"] <= 512, f"{p['name']} stack in {c}: {p}")
+            check(p["insns"] > 0, f"{p['name']} instructions: {p}")
+    # The Python walk's callbacks are counted: with Python frames gl_enter has more frames.
+    enter = {(c["python_depth"], c["stack_depth"], c["unwind_bytes"]):
+             next(p for p in c["programs"] if p["name"] == "gl_enter") for c in configs}
+    check(enter[(64, 0, 0)]["frames"] > enter[(0, 0, 0)]["frames"],
+          f"bpf_loop callbacks counted: {enter}")
+
+
+@test
+def verifier_check_refuses_an_oversized_stack():
+    """The same source built with 288 more bytes of stack in gl_enter's own frame
+    (tests/build.mk): one frame alone stays within clang's 512-byte limit, but with a bpf_loop
+    or bpf_find_vma callback beside it (Python frames, --unwind dwarf) the program needs more
+    than 512. The check fails for gl_enter in exactly those configurations, and for nothing
+    else."""
+    check(os.path.exists(STACKPAD), f"{STACKPAD} not built (make standins)")
+    d = probes_kernel("--verifier", "--bpf-object", STACKPAD, expect_rc=1)
+    with_callbacks = [c for c in d["verifier"] if c["python_depth"] or c["unwind_bytes"]]
+    eq(d["failed"], len(with_callbacks), "gl_enter fails once per configuration with callbacks")
+    eq(len(with_callbacks), 5, "configurations with callbacks")
+    for c in d["verifier"]:
+        for p in c["programs"]:
+            if p["name"] == "gl_enter" and c in with_callbacks:
+                check(not p["ok"] and p["stack"] > 512, f"gl_enter too big in {c}: {p}")
+            else:
+                check(p["ok"], f"{p['name']} within the limit in {c}: {p}")
+
+
+@test(root=False)
+def probes_kernel_usage_errors():
+    for args in (["--kernel", "--lib", "/bin/true"], ["--verifier"],
+                 ["--kernel=yaml"], ["--kernel", "--bpf-object", "/x"]):
+        p = run_plain([harness.GPULEAK, "probes", *args])
+        eq(p.returncode, 2, f"probes {args}: {p.stderr}")
+        eq(len(p.stderr.strip().splitlines()) >= 1, True, f"a message: {p.stderr}")
+
+
+@test
+def classic_uprobe_links_give_the_same_verdict():
+    """--uprobe-links classic: one uprobe link per probe with its API id as the link's cookie,
+    what kernels before 6.6 get; the verdict is the uprobe_multi one's, exactly."""
+    v = run_gpuleak(["run", "--uprobe-links", "classic", "--", scenario("leak3")],
+                    timeout=180).verdict()
+    eq(v["live_bytes"], 3 * MiB, "live bytes")
+    eq(v["live_count"], 3, "live count")
+    eq(leak_sites(v), {("cudaMalloc", "leak_one_mib"): (3 * MiB, 3)}, "leak sites")
+    eq((v["allocs"], v["frees"], v["failed_calls"], v["unknown_frees"], v["dropped_events"]),
+       (8, 5, 0, 0, 0), "allocs, frees, failed, unknown frees, dropped")
+    # Runtime over driver: the driver's layer is folded into the runtime's allocation.
+    r = run_gpuleak(["run", "--uprobe-links", "classic", "--step", "sym:loop:decode_step",
+                     "--", scenario("loop"), "6", str(MiB)], timeout=180)
+    v = r.verdict()
+    eq(leak_sites(v), {("cudaMalloc", "leaky_sampler"): (6 * MiB, 6)}, "loop's leak")
+    eq((v["live_bytes"], v["live_count"]), (70 * MiB, 7), "live: the KV cache and the leak")
+    check("uprobe_multi" not in r.err, f"classic links were asked for: no warning: {r.err}")
