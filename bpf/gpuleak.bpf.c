@@ -725,6 +725,7 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 	__u64 pid_tgid = cur_pid_tgid();
 	struct tstate *st = tstate_get(true);
 	struct frame *f;
+	bool fpl;
 	__u32 d;
 
 	if (!st) {
@@ -749,8 +750,13 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 	f->api = api;
 	f->stack_id = -1;
 	f->ra = 0;
-	/* Read before the return probe runs: it replaces the return address after this. */
-	if (unwind_bytes && bpf_probe_read_user(&f->ra, sizeof(f->ra), (void *)f->sp))
+	/* Read before the return probe runs: it replaces the return address after this. With
+	 * --unwind auto, only in a process that has code a copy is ever made for: elsewhere
+	 * the one hash lookup is all the unwinding costs. */
+	fpl = unwind_bytes && unwind_adaptive &&
+	      bpf_map_lookup_elem(&fpless, &(__u32){pid_tgid >> 32}) != NULL;
+	if (unwind_bytes && (!unwind_adaptive || fpl) &&
+	    bpf_probe_read_user(&f->ra, sizeof(f->ra), (void *)f->sp))
 		f->ra = 0;
 	f->hflags = 0;
 	f->layer_seen = 0;
@@ -782,7 +788,8 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 			py_stack(st, pid_tgid, &f->stack_id);
 		/* A stack with Python frames is named by the interpreter's own chain. */
 		if (unwind_bytes && stack_depth && !gl_stack_is_py(f->stack_id) &&
-		    (!unwind_adaptive || walk_needs_copy(ctx, pid_tgid >> 32, f->stack_id, f->ra)))
+		    (!unwind_adaptive ||
+		     (fpl && walk_needs_copy(ctx, pid_tgid >> 32, f->stack_id, f->ra))))
 			ustack_emit(ctx, st, pid_tgid, d, api, f->stack_id, 0);
 	}
 	st->depth = d + 1;

@@ -68,9 +68,11 @@ def verifier_every_program_fits_512_bytes_in_every_configuration():
     d = probes_kernel("--verifier")
     eq(d["failed"], 0, "programs refused or over 512 bytes")
     configs = d["verifier"]
-    eq(len(configs), 7, "configurations")
-    check(any(c["python_depth"] == 64 and c["unwind_bytes"] and c["follow"] for c in configs),
-          "the deepest configuration is among them")
+    eq(len(configs), 8, "configurations")
+    check(any(c["python_depth"] == 64 and c["unwind"] == "auto" and c["follow"]
+              for c in configs), "the deepest configuration is among them")
+    eq([(c["python_depth"], c["stack_depth"], c["unwind"]) for c in configs[:2]],
+       [(32, 32, "auto"), (32, 32, "fp")], "the defaults (--unwind auto), and --unwind fp")
     for c in configs:
         names = {p["name"] for p in c["programs"]}
         want = PROGRAMS | ({"gl_oom_victim"} if c["oom_kill"] else set())
@@ -97,7 +99,7 @@ def verifier_check_refuses_an_oversized_stack():
     d = probes_kernel("--verifier", "--bpf-object", STACKPAD, expect_rc=1)
     with_callbacks = [c for c in d["verifier"] if c["python_depth"] or c["unwind_bytes"]]
     eq(d["failed"], len(with_callbacks), "gl_enter fails once per configuration with callbacks")
-    eq(len(with_callbacks), 5, "configurations with callbacks")
+    eq(len(with_callbacks), 6, "configurations with callbacks")
     for c in d["verifier"]:
         for p in c["programs"]:
             if p["name"] == "gl_enter" and c in with_callbacks:
