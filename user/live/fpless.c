@@ -63,6 +63,8 @@ int fpless__scan(struct live *l, const struct proc_maps *m)
 	int fd = bpf_setup__fpless_fd(l->bpf);
 	struct gl_fpless v = {0}, old;
 	__u32 pid = (__u32)m->pid;
+	/* One count for all processes: a pid reused never meets judgements of its old ranges. */
+	static __u32 gen;
 	static bool said;
 	bool had;
 	size_t i;
@@ -82,7 +84,7 @@ int fpless__scan(struct live *l, const struct proc_maps *m)
 	    !memcmp(old.r, v.r, v.nr * sizeof(v.r[0])))
 		return 0;
 	/* Judgements of the old ranges are stale from now on (the BPF side compares gens). */
-	v.gen = had ? old.gen + 1 : 1;
+	v.gen = ++gen;
 	if (bpf_map_update_elem(fd, &pid, &v, BPF_ANY)) {
 		err = -errno;
 		if (!said)
@@ -95,4 +97,13 @@ int fpless__scan(struct live *l, const struct proc_maps *m)
 	pr_debug("pid %u: %u ranges of code without frame pointers, unwound by copies\n", pid,
 		 v.nr);
 	return 0;
+}
+
+void fpless__forget(struct live *l, pid_t pid)
+{
+	int fd = bpf_setup__fpless_fd(l->bpf);
+	__u32 key = (__u32)pid;
+
+	if (fd >= 0)
+		bpf_map_delete_elem(fd, &key);
 }

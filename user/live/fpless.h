@@ -9,10 +9,14 @@
 #ifndef GPULEAK_FPLESS_H
 #define GPULEAK_FPLESS_H
 
+#include <sys/types.h>
+
 struct live;
 struct proc_maps;
 
 /* m's objects into the process's entry (removed when none): 0 or -errno (said once). */
 int fpless__scan(struct live *l, const struct proc_maps *m);
+/* The process exited: its entry goes (a pid reused starts with none). */
+void fpless__forget(struct live *l, pid_t pid);
 
 #endif
