@@ -161,7 +161,7 @@ def unwind_dwarf_capture_reports_the_unwound_stack_offline():
 
 @test
 def unwind_options_are_checked():
-    for args, msg in ((["--unwind", "lbr"], "invalid --unwind 'lbr' (fp or dwarf)"),
+    for args, msg in ((["--unwind", "lbr"], "invalid --unwind 'lbr' (auto, fp or dwarf)"),
                       (["--unwind-bytes", "100"],
                        "invalid --unwind-bytes '100' (1KiB..32KiB, a multiple of 8)"),
                       (["--unwind-bytes", "64KiB"],
