@@ -4,6 +4,7 @@
 # tests/build.mk, whose compiler settings the targets share. Everything lands in .output/bench:
 #   lib/libcudart.so.13   the benchmark's runtime: cudaMalloc + cudaFree, nothing else
 #   bin/pairloop          the tight-loop target (allocate/free pairs through that library)
+#   bin/pairloop_nofp     the same built without frame pointers (--unwind auto copies there)
 #   bin/torchloop         the same with PyTorch block pairs (the tests' stand-in allocator)
 #   bin/realtarget        maps NVIDIA's libcudart.so.13 and libnccl.so.2 (attach, placement)
 #   glbench               empty-program floors (per call; attach and detach), consumer,
@@ -13,12 +14,13 @@
 BENCH_OUT := $(OUTPUT)/bench
 BENCH_LIB := $(BENCH_OUT)/lib/libcudart.so.13
 BENCH_PAIRLOOP := $(BENCH_OUT)/bin/pairloop
+BENCH_PAIRLOOP_NOFP := $(BENCH_OUT)/bin/pairloop_nofp
 BENCH_TORCHLOOP := $(BENCH_OUT)/bin/torchloop
 BENCH_REALTARGET := $(BENCH_OUT)/bin/realtarget
 GLBENCH := $(BENCH_OUT)/glbench
 BENCH_SKEL := $(BENCH_OUT)/bench.skel.h
 BENCH_MANYSYMS := $(BENCH_OUT)/lib/libmanysyms.so
-BENCH_ALL := $(BENCH_LIB) $(BENCH_PAIRLOOP) $(BENCH_TORCHLOOP) $(GLBENCH) $(BENCH_MANYSYMS)
+BENCH_ALL := $(BENCH_LIB) $(BENCH_PAIRLOOP) $(BENCH_PAIRLOOP_NOFP) $(BENCH_TORCHLOOP) $(GLBENCH) $(BENCH_MANYSYMS)
 ifneq ($(wildcard $(CUDA_NCCL_LIBDIR)/libnccl.so.2),)
 BENCH_ALL += $(BENCH_REALTARGET)
 endif
@@ -39,6 +41,13 @@ $(BENCH_PAIRLOOP): bench/pairloop.c $(BENCH_LIB) bench/bench.mk
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(TESTS_CC) $(SCENARIO_CFLAGS) -O2 -o $@ $< $(BENCH_LIB) \
+		-Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN/../lib' -ldl
+
+# The same loop built without frame pointers (the later flag wins): what --unwind auto copies.
+$(BENCH_PAIRLOOP_NOFP): bench/pairloop.c $(BENCH_LIB) bench/bench.mk
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(TESTS_CC) $(SCENARIO_CFLAGS) -O2 -fomit-frame-pointer -o $@ $< $(BENCH_LIB) \
 		-Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN/../lib' -ldl
 
 # PyTorch block pairs through the tests' stand-in allocator (dlopen()ed by path at run time).

@@ -60,6 +60,11 @@ const volatile __u32 unwind_bytes = 0;
  * the records of the calls themselves.
  */
 const volatile __u64 unwind_ring_max = 0;
+/*
+ * --unwind auto (the default): the copy only for allocations whose frame-pointer walk went
+ * through code without frame pointers (struct gl_fpless); else every allocation's.
+ */
+const volatile bool unwind_adaptive = false;
 /* --follow: processes forked by a traced process are traced too (else only said). */
 const volatile bool follow_children = false;
 /*
@@ -561,6 +566,115 @@ static __always_inline void desc2_copy(struct pt_regs *ctx, struct gl_api_spec s
 	}
 }
 
+/* Adaptive unwinding: per process, the code without frame pointers (user space fills it). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct gl_fpless);
+} fpless SEC(".maps");
+
+struct walk_key {
+	__u32 pid;
+	__s32 stack_id;
+};
+
+/* Per (process, stack id): (gl_fpless.gen << 1) | whether its allocations need a copy. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct walk_key);
+	__type(value, __u32);
+} walk_seen SEC(".maps");
+
+/*
+ * A walk being judged: its frames (1 KiB) and the process's ranges, never on the BPF stack.
+ * BPF programs run with migration disabled: walk_step finds the same CPU's copy.
+ */
+struct walk_scratch {
+	__u64 frames[GL_WALK_MAX];
+	struct gl_fpless fl;
+	__u32 first, n, need;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct walk_scratch);
+} walk_buf SEC(".maps");
+
+/* bpf_loop's callback: whether frame first + i of the walk lies in one of the ranges. */
+static long walk_step(__u32 i, void *data __attribute__((unused)))
+{
+	__u32 zero = 0, nr;
+	struct walk_scratch *w = bpf_map_lookup_elem(&walk_buf, &zero);
+	__u64 a;
+
+	if (!w || w->first + i >= w->n)
+		return 1;
+	a = w->frames[(w->first + i) & (GL_WALK_MAX - 1)];
+	if (a < w->fl.lo || a >= w->fl.hi)
+		return 0;
+	nr = w->fl.nr;
+	for (__u32 j = 0; j < GL_FPLESS_MAX && j < nr; j++)
+		if (a >= w->fl.r[j].start && a < w->fl.r[j].end) {
+			w->need = 1;
+			return 1;
+		}
+	return 0;
+}
+
+/*
+ * Whether an allocation's stack (its kernel stack id) is to be copied for user space to
+ * unwind: its first frame (at: the return address at a function's entry, the probe's own
+ * address for a USDT inside a function) or some caller's frame of its frame-pointer walk lies
+ * in code without frame pointers, where the walk from it is guesswork (--unwind auto). The
+ * first frame is looked at every time: the kernel's walk leaves the return address out where
+ * the probe is not on a push %rbp, so one garbage walk may stand for callers of both kinds.
+ * A walk that filled the frames kept needs nothing.
+ * Judged once per stack id (the walk is made again into the scratch buffer then, and looked
+ * at by bpf_loop: one verified callback, however many frames), remembered until user space
+ * changes the process's ranges.
+ */
+static __always_inline bool walk_needs_copy(struct pt_regs *ctx, __u32 pid, __s32 stack_id,
+					    __u64 at)
+{
+	struct walk_key k = {.pid = pid, .stack_id = stack_id};
+	struct gl_fpless *fl = bpf_map_lookup_elem(&fpless, &pid);
+	struct walk_scratch *w;
+	__u32 *seen, zero = 0, v;
+	long len;
+
+	if (!fl || stack_id < 0)
+		return false;
+	if (at >= fl->lo && at < fl->hi) {
+		__u32 nr = fl->nr;
+
+		for (__u32 j = 0; j < GL_FPLESS_MAX && j < nr; j++)
+			if (at >= fl->r[j].start && at < fl->r[j].end)
+				return true;
+	}
+	seen = bpf_map_lookup_elem(&walk_seen, &k);
+	if (seen && (*seen >> 1) == fl->gen)
+		return *seen & 1;
+	w = bpf_map_lookup_elem(&walk_buf, &zero);
+	if (!w)
+		return false;
+	w->fl = *fl;
+	len = bpf_get_stack(ctx, w->frames, sizeof(w->frames), BPF_F_USER_STACK);
+	w->n = len > 0 ? (__u32)len / sizeof(__u64) : 0;
+	if (w->n > stack_depth + 1)
+		w->n = 0; /* the frames kept are all there */
+	w->first = 1;	  /* frame 0 is the probe's address: `at` stands for it */
+	w->need = 0;
+	if (w->n > w->first)
+		bpf_loop(GL_WALK_MAX, walk_step, NULL, 0);
+	v = w->fl.gen << 1 | (w->need & 1);
+	bpf_map_update_elem(&walk_seen, &k, &v, BPF_ANY);
+	return w->need;
+}
+
 /* bpf_find_vma's callback: where the stack's mapping ends. */
 static long vma_end(struct task_struct *task __attribute__((unused)), struct vm_area_struct *vma,
 		    void *ctx)
@@ -579,7 +693,8 @@ static long vma_end(struct task_struct *task __attribute__((unused)), struct vm_
  * the last page that reads, trying at most a page less each time.
  */
 static __always_inline void ustack_emit(struct pt_regs *ctx, const struct tstate *st,
-					__u64 pid_tgid, __u32 d, __u16 api, __s32 stack_id)
+					__u64 pid_tgid, __u32 d, __u16 api, __s32 stack_id,
+					__u8 flags)
 {
 	__u64 sp = PT_REGS_SP(ctx), end = 0;
 	struct gl_ustack_rec *r;
@@ -615,7 +730,7 @@ static __always_inline void ustack_emit(struct pt_regs *ctx, const struct tstate
 	r->hdr.kind = GL_REC_USTACK;
 	r->hdr.depth = d;
 	r->hdr.api = api;
-	r->hdr.flags = 0;
+	r->hdr.flags = flags;
 	r->hdr.pid = pid_tgid >> 32;
 	r->hdr.tid = (__u32)pid_tgid;
 	r->hdr.ts_ns = 0;
@@ -639,6 +754,7 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 	__u64 pid_tgid = cur_pid_tgid();
 	struct tstate *st = tstate_get(true);
 	struct frame *f;
+	bool fpl;
 	__u32 d;
 
 	if (!st) {
@@ -663,8 +779,13 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 	f->api = api;
 	f->stack_id = -1;
 	f->ra = 0;
-	/* Read before the return probe runs: it replaces the return address after this. */
-	if (unwind_bytes && bpf_probe_read_user(&f->ra, sizeof(f->ra), (void *)f->sp))
+	/* Read before the return probe runs: it replaces the return address after this. With
+	 * --unwind auto, only in a process that has code a copy is ever made for: elsewhere
+	 * the one hash lookup is all the unwinding costs. */
+	fpl = unwind_bytes && unwind_adaptive &&
+	      bpf_map_lookup_elem(&fpless, &(__u32){pid_tgid >> 32}) != NULL;
+	if (unwind_bytes && (!unwind_adaptive || fpl) &&
+	    bpf_probe_read_user(&f->ra, sizeof(f->ra), (void *)f->sp))
 		f->ra = 0;
 	f->hflags = 0;
 	f->layer_seen = 0;
@@ -698,8 +819,10 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 			py_stack(st, pid_tgid, &f->stack_id);
 		/* A stack with Python frames is named by the interpreter's own chain. */
 		if (unwind_bytes && stack_depth && lvl < GL_LEVEL_NO_DWARF &&
-		    !gl_stack_is_py(f->stack_id))
-			ustack_emit(ctx, st, pid_tgid, d, api, f->stack_id);
+		    !gl_stack_is_py(f->stack_id) &&
+		    (!unwind_adaptive ||
+		     (fpl && walk_needs_copy(ctx, pid_tgid >> 32, f->stack_id, f->ra))))
+			ustack_emit(ctx, st, pid_tgid, d, api, f->stack_id, 0);
 	}
 	st->depth = d + 1;
 	return 0;
@@ -943,6 +1066,18 @@ static __always_inline int emit_done(struct pt_regs *ctx, __u16 api, struct gl_a
 			st = tstate_get(true);
 		if (python_depth && lvl < GL_LEVEL_NO_PYTHON && st)
 			py_stack(st, pid_tgid, &stack_id);
+		/* Unwound as a function probe's allocation is, ahead of the record. */
+		if (unwind_bytes && stack_depth && lvl < GL_LEVEL_NO_DWARF &&
+		    !gl_stack_is_py(stack_id) &&
+		    (!unwind_adaptive ||
+		     walk_needs_copy(ctx, pid, stack_id,
+				     usdt ? PT_REGS_IP(ctx) : gl_entry_caller(ctx)))) {
+			if (!st)
+				st = tstate_get(true);
+			if (st)
+				ustack_emit(ctx, st, pid_tgid, st->depth, api, stack_id,
+					    usdt ? GL_USTACK_AT_IP : 0);
+		}
 	}
 	/*
 	 * The short record when it says all (device 0, stream 0, no stack): gl_small_rec. Two

@@ -145,6 +145,34 @@ struct gl_ustack_rec {
 	__u8 data[];
 };
 
+/* gl_ustack_rec.hdr.flags */
+enum gl_ustack_flags {
+	/* ip is inside a function (a USDT probe), not at its first instruction: it is the
+	 * stack's first frame, and [sp] holds no return address */
+	GL_USTACK_AT_IP = 1 << 0,
+};
+
+/*
+ * Adaptive unwinding (--unwind auto): per traced process, the code of the objects mapped
+ * there that keep no frame pointers and have call frame information, filled by user space.
+ * BPF copies the stack (struct gl_ustack_rec) only for an allocation whose frame-pointer
+ * walk has a caller's frame inside one of them, judged once per (process, stack id) and
+ * again when gen changes; a process with no entry pays one hash lookup per allocation.
+ */
+#define GL_FPLESS_MAX 16
+
+struct gl_fpless {
+	__u32 gen;    /* bumped by user space at every change: judgements made before are stale */
+	__u32 nr;     /* ranges used */
+	__u64 lo, hi; /* the hull of the ranges: most frames are outside it */
+	struct {
+		__u64 start, end;
+	} r[GL_FPLESS_MAX];
+};
+
+/* Frames of a frame-pointer walk adaptive unwinding looks at (--stack-depth + 2 at most). */
+#define GL_WALK_MAX 128
+
 static inline int gl_stack_is_py(__s32 id)
 {
 	return id >= GL_STACK_PY && id < GL_STACK_FALLBACK;

@@ -73,7 +73,11 @@ STANDIN_LIBC10 := $(STANDIN_LIBDIR)/libc10.so
 STANDIN_LIBC10_CUDA := $(STANDIN_LIBDIR)/libc10_cuda.so
 NOSDT_LIBDIR := $(TESTS_OUTPUT)/lib-nosdt
 NOSDT_LIBC10_CUDA := $(NOSDT_LIBDIR)/libc10_cuda.so
-TORCH_SCENARIOS := $(addprefix $(SCENARIO_BINDIR)/,torch_decode torch_decode_nosdt torch_dlopen)
+# lib-nofp/ has one built without frame pointers, as PyTorch's wheels are (pytorch#51151).
+NOFP_LIBDIR := $(TESTS_OUTPUT)/lib-nofp
+NOFP_LIBC10_CUDA := $(NOFP_LIBDIR)/libc10_cuda.so
+TORCH_SCENARIOS := $(addprefix $(SCENARIO_BINDIR)/,torch_decode torch_decode_nosdt \
+	torch_decode_nofp torch_dlopen)
 # The probe-placement runtime (reloc.S): a libcudart.so.13 of its own, in its own folder.
 RELOC_LIBDIR := $(TESTS_OUTPUT)/lib-reloc
 RELOC_LIBCUDART := $(RELOC_LIBDIR)/libcudart.so.13
@@ -95,7 +99,7 @@ SCENARIO_BINS += $(DIFFAPP_BUILDS)
 STANDIN_SELFTEST := $(SCENARIO_BINDIR)/standin_selftest
 STANDIN_ALL := $(STANDIN_LIBS) $(STANDIN_LIBNCCL) $(RELOC_LIBCUDART) $(SCENARIO_BINS) \
 	$(STANDIN_SELFTEST) $(STANDIN_LIBC10) $(STANDIN_LIBC10_CUDA) $(NOSDT_LIBC10_CUDA) \
-	$(TORCH_SCENARIOS)
+	$(NOFP_LIBC10_CUDA) $(TORCH_SCENARIOS)
 
 # Real Dawn: libwebgpu_wrapper.so (no SONAME) from the npm cache install-deps.sh fills.
 GPULEAK_DEPS ?= /var/cache/gpuleak
@@ -152,7 +156,7 @@ standins-check: standins
 	$(STANDIN_SELFTEST)
 	GPULEAK_REAL_LIBCUDA=$(GPULEAK_REAL_LIBCUDA) tests/scenarios/smoke.sh $(SCENARIO_BINDIR)
 
-$(STANDIN_LIBDIR) $(SCENARIO_BINDIR) $(RELOC_LIBDIR) $(NOSDT_LIBDIR):
+$(STANDIN_LIBDIR) $(SCENARIO_BINDIR) $(RELOC_LIBDIR) $(NOSDT_LIBDIR) $(NOFP_LIBDIR):
 	mkdir -p $@
 
 # The driver stand-in is unversioned like the real libcuda.so.1; the map only hides
@@ -199,11 +203,25 @@ $(NOSDT_LIBC10_CUDA): tests/standin/c10_cuda.c tests/standin/c10_cuda.h tests/st
 	$(TESTS_CC) $(STANDIN_CFLAGS) $(STANDIN_ENTRY_CFLAGS) $(STANDIN_LDFLAGS) -DSTANDIN_NO_SDT \
 		-fvisibility=hidden -o $@ $< $(C10_CUDA_LINK) -Wl,-rpath,'$$ORIGIN/../lib'
 
-# One program, twice: over the allocator with its probes, and over the one without.
+# With its probes, -O2 without frame pointers (the later flag wins) and with .eh_frame.
+$(NOFP_LIBC10_CUDA): tests/standin/c10_cuda.c tests/standin/c10_cuda.h tests/standin/c10.h \
+		$(STANDIN_LIBC10) $(STANDIN_LIBS) $(TESTS_BUILD_MK) | $(NOFP_LIBDIR)
+	$(TESTS_CC) $(STANDIN_CFLAGS) $(STANDIN_LDFLAGS) -fomit-frame-pointer -fvisibility=hidden \
+		-o $@ $< \
+		$(C10_CUDA_LINK) -Wl,-rpath,'$$ORIGIN/../lib'
+
+# One program, three times: over the allocator with its probes, over the one without, and
+# over the one without frame pointers.
 $(SCENARIO_BINDIR)/torch_decode: tests/scenarios/torch_decode.c tests/scenarios/scenario.h \
 		$(STANDIN_LIBC10_CUDA) $(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
 	$(TESTS_CC) $(SCENARIO_CFLAGS) -Itests/standin -o $@ $< $(STANDIN_LIBC10_CUDA) \
 		$(STANDIN_LIBC10) $(STANDIN_LIBCUDART) $(SCENARIO_RPATH)
+
+$(SCENARIO_BINDIR)/torch_decode_nofp: tests/scenarios/torch_decode.c \
+		tests/scenarios/scenario.h $(NOFP_LIBC10_CUDA) $(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -Itests/standin -o $@ $< $(NOFP_LIBC10_CUDA) \
+		$(STANDIN_LIBC10) $(STANDIN_LIBCUDART) -Wl,--disable-new-dtags \
+		-Wl,-rpath,'$$ORIGIN/../lib-nofp:$$ORIGIN/../lib'
 
 $(SCENARIO_BINDIR)/torch_decode_nosdt: tests/scenarios/torch_decode.c \
 		tests/scenarios/scenario.h $(NOSDT_LIBC10_CUDA) $(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)

@@ -133,18 +133,37 @@ def js_stacks(v, api, fn):
     return got, (sum(s["bytes"] for s in got), sum(s["count"] for s in got))
 
 
-def webgpu_expected(v):
-    """The logits buffers: named at dawn.node's binding, which keeps no frame pointers."""
+def webgpu_expected(v, named=True):
+    """The logits buffers, with the defaults (--unwind auto): dawn.node keeps no frame
+    pointers (its code uses %rbp as a general register, the kernel's walk ends there on a
+    made-up frame), so their stacks are copied and unwound through it, into V8. With V8's
+    perf map (named) the site is makeLogits, the program's innermost JavaScript frame: not
+    the webgpu package's createBuffer wrapper (under node_modules), nor the binding; the
+    module body above it resumed from a promise reaction (after an await): a callback."""
     eq([(e["label"], e["bytes"], e["count"]) for e in entries(v, "wgpuDeviceCreateBuffer")],
        [("logits", STEPS * LOGITS, STEPS)], "GPU buffers")
+    line, col = defined_at("makeLogits")
+    where = f"wgpu_node_jit.mjs:{line}:{col}"
     for e in entries(v, "wgpuDeviceCreateBuffer"):
-        check(e["site"].startswith("wgpu::binding::GPUDevice::createBuffer(") and
-              e["module"] == "dawn.node", f"site: {e['site']}")
+        if named:
+            eq((e["site"], e["module"]), (f"makeLogits ({where})", where), "site")
+        else:
+            check(e["site"].startswith("wgpu::binding::GPUDevice::createBuffer(") and
+                  e["module"] == "dawn.node", f"site: {e['site']}")
         for s in e["stacks"]:
-            # Its code uses %rbp as a general register: the kernel's frame-pointer walk leaves
-            # dawn.node on a made-up frame and never reaches the JavaScript that called it.
-            eq(s["without_frame_pointers"], {"from_frame": 1}, "the walk after createBuffer")
-            check("makeLogits" not in frames(s), f"no JavaScript past dawn.node: {frames(s)}")
+            fns = frames(s)
+            check(fns[0].startswith("wgpu::binding::GPUDevice::createBuffer("),
+                  f"from the binding: {fns}")
+            check(any(f["module"] == "node" and f["function"].startswith(
+                "v8impl::(anonymous namespace)::FunctionCallbackWrapper::Invoke(")
+                for f in s["frames"]), f"unwound through dawn.node into N-API: {fns}")
+            if named:
+                i = fns.index("makeLogits")
+                check(s["frames"][i + 1]["module"] == "wgpu_node_jit.mjs:1:1",
+                      f"the module body calls it: {fns[i:]}")
+                eq(s.get("called_from_callback"), True, "the module body runs in a callback")
+            else:
+                check("makeLogits" not in fns, f"no JavaScript named without a map: {fns}")
 
 
 def named_js(v, perf_map, script=SCRIPT):
@@ -162,8 +181,7 @@ def named_js(v, perf_map, script=SCRIPT):
         i = frames(s).index("makeLogits")
         f = s["frames"][i]
         eq(f["module"], where, "makeLogits's location")
-        check(re.fullmatch(r"makeLogits\+0x[0-9a-f]+ \(%s\)" % re.escape(where), f["name"]),
-              f"frame name: {f['name']}")
+        eq(f["name"], f"makeLogits ({where})", "frame name: the function, no offset")
         body = [x for x in s["frames"][i + 1:] if x["module"] == "wgpu_node_jit.mjs:1:1"]
         check(body and body[0]["function"] == "(anonymous)",
               f"the module body calls it: {frames(s)[i:]} {frames(s, 'module')[i:]}")
@@ -175,8 +193,9 @@ def jit_node_names_javascript_frames_live_and_offline():
     """Node with V8's perf map: makeLogits, which keeps a host copy of its logits every step,
     is named in the stacks of those copies (function, file:line:col as V8 wrote them; exact
     bytes and count) in the verdict, the graph and --folded, live and from a capture reported
-    after the process and its perf map are gone. The GPU buffers it makes are counted exactly;
-    their stacks stop in dawn.node, which keeps no frame pointers."""
+    after the process and its perf map are gone. The GPU buffers it makes are counted exactly,
+    with the defaults their site is makeLogits (webgpu_expected), offline too; the text tree
+    folds V8's and Node's frames around the JavaScript and says it runs in a callback."""
     cap = tmpfile(".glc")
     folded = tmpfile(".folded")
     run = NodeRun(V8_FLAGS, ["record", "-o", cap, "--libc", "--folded", folded])
@@ -185,6 +204,10 @@ def jit_node_names_javascript_frames_live_and_offline():
         webgpu_expected(v)
         where = named_js(v, run.perf_map)
         check(f"makeLogits ({where})" in run.out, f"the graph names it:\n{run.out}")
+        check(re.search(r"─ \[native: \d+ frames\]\n.*─ \[called from a callback: the caller's "
+                        r"frames are not on this stack\]\n.*─ \(anonymous\) \(wgpu_node_jit"
+                        r"\.mjs:1:1\)\n.*─ makeLogits \(%s\)\n" % re.escape(where), run.out),
+              f"the tree folds the event loop and says it is a callback:\n{run.out}")
         check("have no names" not in run.err, f"no hint with a perf map: {run.err}")
         with open(folded) as f:
             lines = [l.rsplit(" ", 1) for l in f.read().splitlines()]
@@ -196,6 +219,7 @@ def jit_node_names_javascript_frames_live_and_offline():
         rep = report(cap, ["--folded", folded])
         off = rep.verdict()
         same_verdict(v, off)
+        webgpu_expected(off)
         named_js(off, run.perf_map)
         check(f"makeLogits ({where})" in rep.out, f"the offline graph names it:\n{rep.out}")
         with open(folded) as f:
@@ -269,7 +293,7 @@ def jit_node_without_perf_map_says_which_flags():
     run = NodeRun([], ["attach", "--libc"])
     try:
         v = run.v
-        webgpu_expected(v)
+        webgpu_expected(v, named=False)
         eq(run.perf_map, None, "no perf map")
         check(not any(f["module"] and f["module"].startswith("wgpu_node_jit.mjs")
                       for e in v["leaks"] for s in e["stacks"] for f in s["frames"]),
@@ -351,5 +375,23 @@ def jit_node_growth_stacks_name_javascript():
         m = re.search(r"^ .* \(calloc\)\n((?: +from .*\n)+)", run.out, re.M)
         check(m and re.search(r"makeLogits\S* \(%s\)" % re.escape(where), m.group(1)),
               f"the growing calloc's paths name makeLogits:\n{run.out}")
+    finally:
+        run.cleanup()
+
+
+@test
+def jit_node_site_skip_on_javascript_paths():
+    """--site-skip on a script's path, as on a Python file's: with the program's own script
+    skipped, the GPU buffers' site is the innermost JavaScript frame left, the webgpu
+    package's createBuffer (a package's frame is a site only when nothing of the program's
+    is); the stacks are the same."""
+    run = NodeRun(V8_FLAGS, ["attach", "--site-skip", "*/wgpu_node_jit.mjs"])
+    try:
+        v = run.v
+        got = [(e["site"], e["module"], e["bytes"], e["count"])
+               for e in entries(v, "wgpuDeviceCreateBuffer")]
+        eq(len(got), 1, f"one site: {got}")
+        eq(got, [("GPUDevice.createBuffer (index.js:63:47)", "index.js:63:47", STEPS * LOGITS,
+                  STEPS)], "the package's frame names the site")
     finally:
         run.cleanup()

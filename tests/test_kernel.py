@@ -72,8 +72,10 @@ def verifier_every_program_fits_512_bytes_in_every_configuration():
     eq(len(configs), 8, "configurations")
     check(any(c["budget"] and c["python_depth"] and c["unwind_bytes"] for c in configs),
           "--max-overhead's level lookups in the deepest configuration")
-    check(any(c["python_depth"] == 64 and c["unwind_bytes"] and c["follow"] for c in configs),
-          "the deepest configuration is among them")
+    check(any(c["python_depth"] == 64 and c["unwind"] == "auto" and c["follow"]
+              for c in configs), "the deepest configuration is among them")
+    eq([(c["python_depth"], c["stack_depth"], c["unwind"]) for c in configs[:2]],
+       [(32, 32, "auto"), (32, 32, "fp")], "the defaults (--unwind auto), and --unwind fp")
     for c in configs:
         names = {p["name"] for p in c["programs"]}
         want = PROGRAMS | ({"gl_oom_victim"} if c["oom_kill"] else set())

@@ -534,3 +534,25 @@ def pytorch_in_a_container():
     os.unlink(json_path)
     eq(v["ns_pid"], 1, "pid 1 in its namespace")
     check_leak_verdict(v, stats)
+
+
+@test
+def pytorch_blocks_through_an_allocator_without_frame_pointers():
+    """torch_decode over a libc10_cuda.so built -O2 without frame pointers (lib-nofp/, as
+    PyTorch's wheels are; its .eh_frame kept): the blocks come from USDT probes inside the
+    allocator, where the kernel's walk has nothing to go on. With the defaults (--unwind auto)
+    each allocation that met the allocator's code is copied and unwound with its CFI, and the
+    C caller is the site: the same verdict as over the allocator with frame pointers. 104
+    blocks and the allocator's 9 segments are copied; comm_init's cudaMalloc, from the
+    program's own frame-pointer code, is not. With --unwind fp the leak is sited inside
+    PyTorch, as before."""
+    res, stats = decode("leak", exe="torch_decode_nofp", extra=("-v",))
+    check_leak_verdict(res.verdict(), stats)
+    m = re.search(r"--unwind auto: (\d+) stack copies, (\d+) unwound stacks in place of "
+                  r"frame-pointer walks \(\d+ reached the copy's end\), (\d+) calls without a "
+                  r"copy", res.err)
+    check(m, f"-v says what the copies did: {res.err}")
+    eq(tuple(int(x) for x in m.groups()), (113, 113, 1), "copies, stacks unwound, uncopied")
+    res, stats = decode("leak", exe="torch_decode_nofp", extra=("--unwind", "fp"))
+    eq(leak_sites(res.verdict()), {("pytorch:malloc", "c10_cuda_alloc"): (40 * MiB, 20)},
+       "the walk alone: the leak sited in the allocator")

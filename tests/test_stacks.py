@@ -209,7 +209,7 @@ def debug_file_by_debuglink_beside_the_object():
 
 @test
 def walk_without_frame_pointers_is_marked():
-    res, v = run_stacks()
+    res, v = run_stacks("--unwind", "fp")  # the walk alone: auto unwinds it
     st = stacks_of(v, "nofp_cb")
     eq(len(st), 1, "one stack at nofp_cb")
     eq(functions(st[0])[:2], ["nofp_cb", "nofp_call"], "the callback, then the library")
@@ -314,7 +314,7 @@ def tree(out):
 
 @test
 def allocation_graph_is_a_tree_by_device_and_layer():
-    res, v = run_stacks()
+    res, v = run_stacks("--unwind", "fp")  # the walks as the kernel made them
     rows = tree(res.out)
     eq(rows[0], ("9.00 MiB", 4, 0, "device 0: CUDA runtime"), "the group: device and layer")
     labels = [r[3] for r in rows]
@@ -601,7 +601,9 @@ def capture_reports_the_same_stacks_and_pictures_without_the_binaries():
         os.makedirs(os.path.join(tmp, "bin"))
         shutil.copytree(LIB, os.path.join(tmp, "lib"))
         shutil.copy2(scenario("stacks"), os.path.join(tmp, "bin"))
-        r = record(["--", os.path.join(tmp, "bin", "stacks")],
+        # the frame-pointer walk's judgement travels with the capture (--unwind fp: auto
+        # unwinds nofp_cb's stack instead)
+        r = record(["--unwind", "fp", "--", os.path.join(tmp, "bin", "stacks")],
                    extra=["--folded", outs["live.folded"], "--perfetto", outs["live.json"],
                           "--svg", outs["live.svg"]])
         live = r.verdict()
@@ -681,8 +683,9 @@ def stacks_through_code_without_frame_pointers_keep_what_the_walk_found():
     register): glibc's posix_memalign does not start with push %rbp, so the kernel's walk had
     the probed address alone and bpf_get_stackid's skip of 1 made it fail: every stack was
     lost (stack_fail=5 of 5) and the report blamed --stack-entries. Now each stack keeps what
-    the walk found, says where it stopped, and nothing is lost. Live and from a capture."""
-    r = record(["--libc", "--", scenario("torchlike"), "5"])
+    the walk found, says where it stopped, and nothing is lost. Live and from a capture. The
+    walk alone (--unwind fp): by default these stacks are unwound (next test)."""
+    r = record(["--libc", "--unwind", "fp", "--", scenario("torchlike"), "5"])
     try:
         res = report(r.path)
         for what, v, out in (("live", r.verdict(), r.out), ("report", res.verdict(), res.out)):
@@ -694,5 +697,25 @@ def stacks_through_code_without_frame_pointers_keep_what_the_walk_found():
         same_verdict(r.verdict(), res.verdict())
     finally:
         os.unlink(r.path)
-    res = run_gpuleak(["run", "--interval", "0", "--", scenario("torchlike"), "5"])
+    res = run_gpuleak(["run", "--interval", "0", "--unwind", "fp", "--", scenario("torchlike"),
+                       "5"])
     torchlike_expected(res.verdict(), "without --libc")
+
+
+@test
+def stacks_through_code_without_frame_pointers_unwound_by_default():
+    """The same libtorchlike.so with the defaults (--unwind auto): its code keeps no frame
+    pointers and has .eh_frame, so the allocations whose walk met it are copied and unwound:
+    cudaMalloc's stack goes from the allocator to forward_step and main, verified throughout,
+    and the walk judged sound elsewhere costs no copy."""
+    res = run_gpuleak(["run", "-v", "--interval", "0", "--", scenario("torchlike"), "5"])
+    v = res.verdict()
+    eq(leak_sites(v)[("cudaMalloc", CACHING_MALLOC)], (5 * MiB, 5), "cudaMalloc")
+    cuda = stacks_of(v, CACHING_MALLOC)
+    eq([(s["bytes"], s["count"], functions(s)[1:3], s["without_frame_pointers"],
+         s["truncated"]) for s in cuda],
+       [(5 * MiB, 5, ["forward_step", "main"], None, False)],
+       "cudaMalloc's stack, unwound through the allocator to its callers")
+    m = re.search(r"--unwind auto: (\d+) stack copies, (\d+) unwound", res.err)
+    check(m and int(m.group(1)) == 5 and int(m.group(2)) == 5,
+          f"one copy per allocation through the library: {res.err}")

@@ -16,7 +16,7 @@ from test_stacks import functions, run_stacks, stacks_of
 
 MiB = 1 << 20
 CHAIN = ["leak_inner", "leak_middle", "leak_outer", "main"]
-COPIES = re.compile(r"--unwind dwarf: (\d+) stack copies, (\d+) unwound stacks in place of "
+COPIES = re.compile(r"--unwind (?:dwarf|auto): (\d+) stack copies, (\d+) unwound stacks in place of "
                     r"frame-pointer walks \((\d+) reached the copy's end\)")
 
 
@@ -41,12 +41,16 @@ def copies(res):
 def unwind_dwarf_names_callers_the_frame_pointer_walk_loses():
     """leak_middle keeps a value in %rbp across its call: the kernel's walk from leak_inner
     reads it as a frame and names no caller. With --unwind dwarf the chain is exact, to
-    main and beyond, verified throughout (no frame marked), one copy per allocation."""
-    res, fp = run_nofp()
+    main and beyond, verified throughout (no frame marked), one copy per allocation. The
+    defaults (--unwind auto) do the same: the executable keeps no frame pointers."""
+    res, fp = run_nofp("--unwind", "fp")
     for fn in CHAIN[1:]:
         check(fn not in functions(fp), f"the frame-pointer walk does not reach {fn}: "
               f"{functions(fp)}")
-    check(not COPIES.search(res.err), "no copies without --unwind dwarf")
+    check(not COPIES.search(res.err), "no copies with --unwind fp")
+    res, st = run_nofp()
+    eq(functions(st)[:4], CHAIN, "the defaults: the chain")
+    eq(copies(res), (4, 4, 0), "the defaults: a copy per allocation")
     res, st = run_nofp("--unwind", "dwarf")
     eq(functions(st)[:4], CHAIN, "the chain, innermost first")
     eq([f["module"] for f in st["frames"][:4]], ["unwind_nofp"] * 4, "objects of the chain")
@@ -84,8 +88,9 @@ def unwind_dwarf_stops_where_the_copy_ends():
 def unwind_dwarf_through_a_library_without_frame_pointers():
     """The `stacks` scenario: nofp_call (libnofp.so, -fomit-frame-pointer) makes the kernel's
     walk skip main ("without_frame_pointers" from frame 2); unwound, main is there and no
-    frame is marked. The stacks the walk got right stay as they were."""
-    res, v = run_stacks()
+    frame is marked. The stacks the walk got right stay as they were. The defaults
+    (--unwind auto) copy nofp_cb's stack only, and unwind it the same."""
+    res, v = run_stacks("--unwind", "fp")
     nofp = stacks_of(v, "nofp_cb")
     eq(functions(nofp[0])[:2], ["nofp_cb", "nofp_call"], "frame-pointer walk")
     eq(nofp[0]["without_frame_pointers"], {"from_frame": 2}, "marked")
@@ -97,6 +102,11 @@ def unwind_dwarf_through_a_library_without_frame_pointers():
     eq(nofp[0]["without_frame_pointers"], None, "verified by CFI")
     chain = [s for s in stacks_of(v, "inner_c") if functions(s)[1] == "middle_b"]
     eq(functions(chain[0])[:4], ["inner_c", "middle_b", "outer_a", "main"], "the chain")
+    res, v = run_stacks("-v")
+    nofp = stacks_of(v, "nofp_cb")
+    eq((functions(nofp[0])[:3], nofp[0]["without_frame_pointers"]),
+       (["nofp_cb", "nofp_call", "main"], None), "the defaults: unwound")
+    eq(copies(res)[:2], (1, 1), "the defaults: one copy, nofp_cb's; none for the sound walks")
 
 
 @test
@@ -151,7 +161,7 @@ def unwind_dwarf_capture_reports_the_unwound_stack_offline():
 
 @test
 def unwind_options_are_checked():
-    for args, msg in ((["--unwind", "lbr"], "invalid --unwind 'lbr' (fp or dwarf)"),
+    for args, msg in ((["--unwind", "lbr"], "invalid --unwind 'lbr' (auto, fp or dwarf)"),
                       (["--unwind-bytes", "100"],
                        "invalid --unwind-bytes '100' (1KiB..32KiB, a multiple of 8)"),
                       (["--unwind-bytes", "64KiB"],

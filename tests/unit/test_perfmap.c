@@ -393,6 +393,27 @@ static void describes_names(void)
 		free(func);
 		free(where);
 	}
+	/* the script's whole path, for --site-skip and JavaScript sites */
+	{
+		static const struct {
+			const char *name, *script;
+		} sc[] = {
+		    {"JS:~makeLogits file:///srv/app/model.mjs:21:20", "/srv/app/model.mjs"},
+		    {"JS:^step /srv/app/node_modules/x/loop.js:3:14",
+		     "/srv/app/node_modules/x/loop.js"},
+		    {"JS:~ node:internal/timers:512:7", "node:internal/timers"},
+		    {"Builtin:Stub", NULL},
+		    {"py::decode_step:/srv/app/loop.py", NULL},
+		};
+
+		for (i = 0; i < sizeof(sc) / sizeof(sc[0]); i++) {
+			char *got = perfmap__script(sc[i].name);
+
+			CHECK(sc[i].script ? got && !strcmp(got, sc[i].script) : !got,
+			      "script of '%s': '%s'", sc[i].name, got ? got : "-");
+			free(got);
+		}
+	}
 }
 
 /*
@@ -430,8 +451,9 @@ static void symbolizer_names_jit_frames(void)
 	at[1] = base + 0x120;
 	at[2] = base + 0x1008;
 	CHECK(!symbolizer__resolve(s, getpid(), at, 3), "batch");
-	CHECK(!strcmp(symbolizer__name(s, getpid(), at[0]), "makeLogits+0x10 (model.mjs:21:20)"),
-	      "%s", symbolizer__name(s, getpid(), at[0]));
+	/* a script's function: no offset into the tier V8 compiled it to */
+	CHECK(!strcmp(symbolizer__name(s, getpid(), at[0]), "makeLogits (model.mjs:21:20)"), "%s",
+	      symbolizer__name(s, getpid(), at[0]));
 	snprintf(text, sizeof(text), "Builtin:Stub+0x20 (perf-%d.map)", (int)getpid());
 	CHECK(!strcmp(symbolizer__name(s, getpid(), at[1]), text), "%s",
 	      symbolizer__name(s, getpid(), at[1]));

@@ -562,6 +562,24 @@ static void put_capped(struct wbuf *b, const char *s)
 	wbuf__bytes(b, s, n);
 }
 
+/*
+ * A JIT frame's script (V8's, from the perf map) after its module and a NUL: readers that
+ * know it split them, older ones read the module up to the NUL, as it always was.
+ */
+static void put_module_file(struct wbuf *b, const char *module, const char *file)
+{
+	size_t m = strnlen(module, CAPTURE_MAX_STR), f = strnlen(file, CAPTURE_MAX_STR);
+
+	if (m + 1 + f > CAPTURE_MAX_STR) {
+		put_capped(b, module);
+		return;
+	}
+	wbuf__varint(b, m + 1 + f);
+	wbuf__bytes(b, module, m);
+	wbuf__bytes(b, "", 1);
+	wbuf__bytes(b, file, f);
+}
+
 int capture__add_symbol(struct capture *c, uint32_t pid, uint64_t addr, const struct sym_info *si)
 {
 	if (c->err)
@@ -572,7 +590,10 @@ int capture__add_symbol(struct capture *c, uint32_t pid, uint64_t addr, const st
 		return -ENOMEM;
 	wbuf__varint(&c->syms, pid);
 	wbuf__varint(&c->syms, addr);
-	put_capped(&c->syms, si->module);
+	if (!si->python && si->file && si->module)
+		put_module_file(&c->syms, si->module, si->file);
+	else
+		put_capped(&c->syms, si->module);
 	put_capped(&c->syms, si->func);
 	wbuf__varint(&c->syms, si->func_off);
 	wbuf__varint(&c->syms, si->file_off);

@@ -528,13 +528,17 @@ static int read_symbols(struct capture_reader *r, const struct capture_block_inf
 		struct sym_info si = {};
 		uint64_t pid, addr;
 		char *mod, *func;
+		size_t mod_len;
 		int serr = 0;
 
 		pid = rbuf__varint(&in);
 		addr = rbuf__varint(&in);
-		mod = rbuf__str(&in, CAPTURE_MAX_STR, &serr);
+		mod = rbuf__str_len(&in, CAPTURE_MAX_STR, &serr, &mod_len);
 		func = rbuf__str(&in, CAPTURE_MAX_STR, &serr);
 		si.module = mod;
+		/* A JIT frame's script after its module and a NUL (capture.c, put_module_file). */
+		if (mod && strlen(mod) + 1 < mod_len)
+			si.file = mod + strlen(mod) + 1;
 		si.func = func;
 		si.func_off = rbuf__varint(&in);
 		si.file_off = rbuf__varint(&in);

@@ -460,6 +460,7 @@ static void set_defaults(struct cli *c, const struct command *cmd)
 	c->t.stack_depth = 32;
 	c->t.python_depth = 32;
 	c->t.unwind_bytes = 16 << 10;
+	c->t.unwind_auto = true;
 	/*
 	 * A stack hashes to a bucket of a power-of-two table this size: with a few hundred
 	 * distinct allocation stacks a collision in one map is likely, in both (a lost stack,

@@ -667,13 +667,14 @@ static const struct argp_option trace_options[] = {
      "32, at most 64; 0: no Python frames)",
      0},
     {"unwind", OPT_UNWIND, "MODE", 0,
-     "How allocation stacks are walked: fp, the kernel's frame-pointer walk (default); dwarf, "
-     "also a copy of the top of the stack per allocation, unwound with the objects' call "
-     "frame information through code built without frame pointers",
+     "How allocation stacks are walked: auto (default), the kernel's frame-pointer walk, and "
+     "where it went through an object built without frame pointers a copy of the top of the "
+     "stack, unwound with the object's call frame information; fp, the walk alone; dwarf, "
+     "a copy at every allocation",
      0},
     {"unwind-bytes", OPT_UNWIND_BYTES, "BYTES", 0,
-     "Stack bytes --unwind dwarf copies per allocation, 1KiB to 32KiB (default 16KiB); the "
-     "frames above them are the frame-pointer walk's",
+     "Stack bytes --unwind auto or dwarf copies per allocation, 1KiB to 32KiB (default "
+     "16KiB); the frames above them are the frame-pointer walk's",
      0},
     {"max-overhead", OPT_MAX_OVERHEAD, "PCT", 0,
      "Hold what tracing costs each process under PCT % of its CPU: above it, give up, in "
@@ -749,12 +750,10 @@ static error_t parse_trace(int key, char *arg, struct argp_state *state)
 		c->t.python_depth = (unsigned int)n;
 		break;
 	case OPT_UNWIND:
-		if (!strcmp(arg, "fp"))
-			c->t.unwind_dwarf = false;
-		else if (!strcmp(arg, "dwarf"))
-			c->t.unwind_dwarf = true;
-		else
-			argp_error(state, "invalid --unwind '%s' (fp or dwarf)", arg);
+		c->t.unwind_dwarf = !strcmp(arg, "dwarf");
+		c->t.unwind_auto = !strcmp(arg, "auto");
+		if (strcmp(arg, "fp") && !c->t.unwind_dwarf && !c->t.unwind_auto)
+			argp_error(state, "invalid --unwind '%s' (auto, fp or dwarf)", arg);
 		break;
 	case OPT_UNWIND_BYTES:
 		if (parse_bytes(arg, &v) || v < 1024 || v > GL_USTACK_MAX || (v & 7))

@@ -459,24 +459,28 @@ cleanup:
 /* One configuration of the BPF object that changes the code the verifier sees. */
 struct verifier_case {
 	unsigned int python_depth, stack_depth, unwind_bytes;
-	bool follow, oom_kill, budget;
+	bool follow, oom_kill;
+	bool adaptive; /* --unwind auto: the copy only where the walk met code without FP */
+	bool budget;   /* --max-overhead: the programs look up each process's level */
 };
 
 static const struct verifier_case verifier_cases[] = {
-    /* the defaults of run/attach */
-    {32, 32, 0, false, false, false},
+    /* the defaults of run/attach (--unwind auto) */
+    {32, 32, 16 << 10, false, false, true, false},
+    /* --unwind fp */
+    {32, 32, 0, false, false, false, false},
     /* no stacks, no Python: the shortest paths */
-    {0, 0, 0, false, false, false},
+    {0, 0, 0, false, false, false, false},
     /* Python frames without native stacks */
-    {GL_PY_DEPTH_MAX, 0, 0, false, false, false},
-    /* native stacks copied for DWARF unwinding, without and with Python frames */
-    {0, GL_STACK_DEPTH_MAX, GL_USTACK_MAX, false, false, false},
-    {GL_PY_DEPTH_MAX, GL_STACK_DEPTH_MAX, GL_USTACK_MAX, false, false, false},
+    {GL_PY_DEPTH_MAX, 0, 0, false, false, false, false},
+    /* native stacks copied at every allocation (--unwind dwarf), without Python frames; with
+     * them and the walk judged for a copy (auto), the longest paths */
+    {0, GL_STACK_DEPTH_MAX, GL_USTACK_MAX, false, false, false, false},
+    {GL_PY_DEPTH_MAX, GL_STACK_DEPTH_MAX, GL_USTACK_MAX, false, false, true, false},
     /* --follow and watch's OOM-killer trigger add their programs' paths */
-    {0, 0, 0, true, true, false},
-    {GL_PY_DEPTH_MAX, GL_STACK_DEPTH_MAX, GL_USTACK_MAX, true, true, false},
-    /* --max-overhead: the programs look up each process's level */
-    {GL_PY_DEPTH_MAX, GL_STACK_DEPTH_MAX, GL_USTACK_MAX, true, true, true},
+    {0, 0, 0, true, true, false, false},
+    /* --max-overhead's level lookups on the longest paths */
+    {GL_PY_DEPTH_MAX, GL_STACK_DEPTH_MAX, GL_USTACK_MAX, true, true, true, true},
 };
 
 #define VERIFIER_STACK_MAX 512
@@ -498,6 +502,7 @@ static int verify_prog(const struct verifier_case *vc, const struct kernel_featu
 						      .stack_entries = 16,
 						      .python_depth = vc->python_depth,
 						      .unwind_bytes = vc->unwind_bytes,
+						      .unwind_adaptive = vc->adaptive,
 						      .follow = vc->follow,
 						      .oom_kill = vc->oom_kill,
 						      .budget = vc->budget,
@@ -538,13 +543,16 @@ static int verify_case(const struct verifier_case *vc, const struct kernel_featu
 	if (json)
 		fprintf(out,
 			"%s{\"python_depth\":%u,\"stack_depth\":%u,\"unwind_bytes\":%u,"
-			"\"follow\":%s,\"oom_kill\":%s,\"budget\":%s,\"programs\":[",
+			"\"unwind\":\"%s\",\"follow\":%s,\"oom_kill\":%s,\"budget\":%s,"
+			"\"programs\":[",
 			first ? "" : ",", vc->python_depth, vc->stack_depth, vc->unwind_bytes,
+			vc->unwind_bytes ? (vc->adaptive ? "auto" : "dwarf") : "fp",
 			vc->follow ? "true" : "false", vc->oom_kill ? "true" : "false",
 			vc->budget ? "true" : "false");
 	else
 		fprintf(out, "--python-depth %u --stack-depth %u --unwind %s%s%s:\n",
-			vc->python_depth, vc->stack_depth, vc->unwind_bytes ? "dwarf" : "fp",
+			vc->python_depth, vc->stack_depth,
+			vc->unwind_bytes ? (vc->adaptive ? "auto" : "dwarf") : "fp",
 			vc->follow ? " --follow, watch's OOM-killer trigger" : "",
 			vc->budget ? ", --max-overhead" : "");
 	for (i = 0; i < n; i++) {

@@ -27,13 +27,13 @@ struct site_key {
 };
 
 /*
- * A key made from a call record: a stack with Python frames names its site by the frame the
- * tracker's site_fn says, and its sstack by the id that stands for the stack. Nothing for
- * any other stack id: the hot path stays one comparison.
+ * A key made from a call record: a stack with Python or JavaScript frames names its site by
+ * the frame the tracker's site_fn says, and its sstack by the id that stands for the stack.
+ * Nothing without a stack; the symbolizer answers at once while it has seen no script.
  */
 static inline void sites__python(const struct tracker *t, struct site_key *k)
 {
-	if (__builtin_expect(gl_stack_is_py(k->stack_id), 0) && t->site_of)
+	if (k->stack_id >= 0 && t->site_of)
 		k->frame = t->site_of(t->site_ctx, k->pid, k->caller, &k->stack_id);
 }
 

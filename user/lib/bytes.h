@@ -217,6 +217,32 @@ static inline const uint8_t *rbuf__bytes(struct rbuf *r, size_t n)
  * empty string. Sets bad on a truncated or oversized string; *err = -ENOMEM on allocation
  * failure.
  */
+/* A string of up to max bytes, allocated (NULL when empty); *len: its bytes, NULs included. */
+static inline char *rbuf__str_len(struct rbuf *r, size_t max, int *err, size_t *len)
+{
+	uint64_t n = rbuf__varint(r);
+	const uint8_t *p;
+	char *s;
+
+	*len = 0;
+	if (n > max) {
+		r->bad = true;
+		return NULL;
+	}
+	p = rbuf__bytes(r, n);
+	if (!p || !n)
+		return NULL;
+	s = malloc(n + 1);
+	if (!s) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	memcpy(s, p, n);
+	s[n] = 0;
+	*len = (size_t)n;
+	return s;
+}
+
 static inline char *rbuf__str(struct rbuf *r, size_t max, int *err)
 {
 	uint64_t n = rbuf__varint(r);

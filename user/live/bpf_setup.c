@@ -297,6 +297,7 @@ int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out)
 	b->skel->rodata->follow_children = o->follow;
 	b->skel->rodata->python_depth = py_depth;
 	b->skel->rodata->unwind_bytes = o->stack_depth ? unwind : 0;
+	b->skel->rodata->unwind_adaptive = o->unwind_adaptive;
 	b->skel->rodata->exit_has_group_dead = b->kf.have[KF_EXIT_GROUP_DEAD];
 	b->skel->rodata->budget_on = o->budget;
 	if (!b->multi) {
@@ -468,6 +469,13 @@ size_t bpf_setup__traced_progs(const struct bpf_setup *b, int *fds, size_t max)
 int bpf_setup__events_fd(const struct bpf_setup *b)
 {
 	return bpf_map__fd(b->skel->maps.events);
+}
+
+int bpf_setup__fpless_fd(const struct bpf_setup *b)
+{
+	return b->skel->rodata->unwind_adaptive && b->skel->rodata->unwind_bytes
+		   ? bpf_map__fd(b->skel->maps.fpless)
+		   : -1;
 }
 
 static int set_pid(struct bpf_map *map, pid_t pid)

@@ -34,6 +34,7 @@ struct bpf_setup_opts {
 	bool oom_kill;		    /* gpuleak watch: the OOM killer's choices (mark_victim) */
 	unsigned int python_depth;  /* Python frames kept per allocation, 0: none */
 	unsigned int unwind_bytes;  /* stack bytes copied per allocation to unwind, 0: none */
+	bool unwind_adaptive;	    /* copied only where a walk met code without frame pointers */
 	int links;		    /* enum bpf_setup_links */
 	bool quiet;		    /* say nothing of what this kernel lacks (probes --kernel) */
 	/* probes --kernel --verifier: every program's verifier statistics are kept, and a
@@ -96,6 +97,9 @@ struct bpf_program *bpf_setup__calib_prog(const struct bpf_setup *b, bool ret);
  * for every process of the machine: no traced process's cost. */
 size_t bpf_setup__traced_progs(const struct bpf_setup *b, int *fds, size_t max);
 int bpf_setup__events_fd(const struct bpf_setup *b);
+/* The per-process map of code without frame pointers (struct gl_fpless), -1 unless
+ * --unwind auto copies stacks. */
+int bpf_setup__fpless_fd(const struct bpf_setup *b);
 
 /* Let BPF follow pid's forks (and stop its children before they run). 0 or -errno (the
  * table is full). */

@@ -9,6 +9,7 @@
 #include "live/bpf_setup.h"
 #include "live/feed.h"
 #include "live/follow.h"
+#include "live/fpless.h"
 #include "live/live.h"
 #include "live/overhead.h"
 #include "live/probe_sites.h"
@@ -141,6 +142,7 @@ void follow__exited(struct live *l, struct target *t, int status, uint64_t ts_ns
 	if (reported)
 		feed__proc_at(l, t, GL_PROC_EXIT, t->status, ts_ns);
 	bpf_setup__forget(l->bpf, t->pid);
+	fpless__forget(l, t->pid);
 	/* Its probes filter on its pid: they could only ever fire for a reused one. */
 	if (!l->finishing) {
 		if (reported)

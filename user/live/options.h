@@ -39,6 +39,8 @@ struct session_opts {
 	unsigned int stack_entries; /* distinct stacks each kernel stack map holds */
 	unsigned int python_depth;  /* Python frames kept per allocation; 0: none */
 	bool unwind_dwarf;	    /* --unwind dwarf: stacks unwound from a copy of the stack */
+	bool unwind_auto;	    /* --unwind auto: that only where a walk met code without
+				     * frame pointers (the default) */
 	int uprobe_links;	    /* --uprobe-links: enum bpf_setup_links */
 	unsigned int unwind_bytes;  /* its bytes per allocation (--unwind-bytes) */
 	double max_overhead;	    /* --max-overhead as a fraction of CPU, 0: no budget */

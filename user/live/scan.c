@@ -4,6 +4,7 @@
 #include "lib/log.h"
 #include "live/attach.h"
 #include "live/feed.h"
+#include "live/fpless.h"
 #include "live/live.h"
 #include "live/markers.h"
 #include "live/python.h"
@@ -129,6 +130,7 @@ int scan__target(struct live *l, struct target *t)
 	if (err)
 		goto out;
 	symbolizer__add_maps(l->sym, m);
+	fpless__scan(l, m);
 	recorder__maps(l->rec, m, l->mods);
 	err = attach__scan(l->att, m, &nr_new);
 	dawn_classes(l, m);

@@ -334,11 +334,12 @@ static void finish(struct session *s)
 		struct unwind_stats us;
 
 		unwind__stats(l->unw, &us);
-		pr_info("--unwind dwarf: %" PRIu64 " stack copies, %" PRIu64
+		pr_info("--unwind %s: %" PRIu64 " stack copies, %" PRIu64
 			" unwound stacks in place of frame-pointer walks (%" PRIu64
 			" reached the copy's end), %" PRIu64 " calls without a copy; %.1f ms "
 			"unwinding, opening objects included\n",
-			us.copies, us.used, us.copy_ended, us.missing, (double)us.unwind_ns / 1e6);
+			l->o->unwind_dwarf ? "dwarf" : "auto", us.copies, us.used, us.copy_ended,
+			us.missing, (double)us.unwind_ns / 1e6);
 	}
 	/* Its calls are all in: what tracing cost each process still here, as of now. */
 	overhead__sample(l->ovh, l, live_now_ns(), 0, true);
@@ -451,7 +452,9 @@ static int open_tracing(struct session *s)
 				     .stack_entries = o->stack_entries,
 				     .python_depth = o->python_depth,
 				     .oom_kill = o->watch && watch__wants_oom_kill(o->watch),
-				     .unwind_bytes = o->unwind_dwarf ? o->unwind_bytes : 0,
+				     .unwind_bytes =
+					 o->unwind_dwarf || o->unwind_auto ? o->unwind_bytes : 0,
+				     .unwind_adaptive = !o->unwind_dwarf && o->unwind_auto,
 				     .links = o->uprobe_links,
 				     .budget = o->max_overhead > 0},
 	    &l->bpf);
@@ -488,7 +491,7 @@ static int open_tracing(struct session *s)
 	}
 	if (!err && o->watch)
 		err = watch__new(o->watch, l, s->json, &l->watch, &l->rec);
-	if (!err && o->unwind_dwarf && o->stack_depth)
+	if (!err && (o->unwind_dwarf || o->unwind_auto) && o->stack_depth)
 		err = unwind__new(l->sym, o->stack_depth, &l->unw);
 	if (!err)
 		err = pictures__open(&o->a.out, &s->pics);

@@ -9,6 +9,7 @@
 #include "live/attach.h"
 #include "live/bpf_setup.h"
 #include "live/feed.h"
+#include "live/fpless.h"
 #include "live/launch.h"
 #include "live/live.h"
 #include "live/markers.h"
@@ -115,6 +116,7 @@ static int attach_one(struct live *l, const struct session_pid *sp)
 	feed__proc(l, t, GL_PROC_ATTACH, 0);
 	recorder__process(l->rec, t);
 	symbolizer__add_maps(l->sym, m);
+	fpless__scan(l, m);
 	recorder__maps(l->rec, m, l->mods);
 	err = attach__scan(l->att, m, &nr_new);
 	if (err)

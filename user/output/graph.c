@@ -160,17 +160,43 @@ static char *group_label(const struct tracker *t, const struct site *s)
 	return n < 0 ? NULL : out;
 }
 
+static bool script_at(struct symbolizer *sym, const struct ustack *st, int i)
+{
+	return symbolizer__script_frame(symbolizer__info(sym, st->pid, st->frames[i]));
+}
+
+/*
+ * The innermost and outermost script frames (JavaScript, Python) of st, -1 without: the
+ * native frames between them are the runtime's glue, folded in the tree.
+ */
+static void script_bounds(struct symbolizer *sym, const struct ustack *st, int *first, int *last)
+{
+	int i;
+
+	*first = *last = -1;
+	for (i = 0; st && i < st->nr; i++)
+		if (script_at(sym, st, i)) {
+			*first = *first < 0 ? i : *first;
+			*last = i;
+		}
+}
+
 /*
  * The path of the allocations of sstack ss, outermost first: its stack's frames (the call
  * site alone without a stack), then the API. "[truncated]" stands for the frames cut at the
- * depth; "? " marks frames a walk without frame pointers found.
+ * depth; "? " marks frames a walk without frame pointers found. In the tree (LABEL_TREE) a
+ * run of two or more native frames between script frames is one "[native: N frames]" (the
+ * folded and NDJSON stacks keep them), as are, in a JavaScript stack, Node's and V8's frames
+ * above its outermost script frame; a JavaScript callback of the event loop says so above
+ * that frame.
  */
 static int sstack_path(const struct tracker *t, struct symbolizer *sym, const struct site_stack *ss,
 		       enum label_style style, struct path *p)
 {
 	const struct site *s = &t->sites[ss->site];
 	const struct ustack *st = symbolizer__stack(sym, s->pid, ss->stack_id, s->caller);
-	int i, err = 0;
+	int i, err = 0, first = -1, last = -1, limit = -1;
+	unsigned int js = 0;
 
 	if (!st)
 		err = path_add(p, frame_label(sym, s->pid, s->caller, true, false, style));
@@ -182,11 +208,37 @@ static int sstack_path(const struct tracker *t, struct symbolizer *sym, const st
 		p->unreliable = true;
 		err = path_add(p, strdup("[callers unknown: no frame pointer]"));
 	}
+	if (st && style == LABEL_TREE) {
+		script_bounds(sym, st, &first, &last);
+		js = symbolizer__js_flags(sym, s->pid, ss->stack_id, s->caller);
+		/* Node's event loop and V8's entry above a script's outermost frame fold too. */
+		limit = js & STACK_JS ? st->nr : last;
+	}
 	for (i = st ? st->nr - 1 : -1; !err && i >= 0; i--) {
 		bool q = (st->flags & STACK_NO_FP) && i >= st->nofp_from;
+		int j = i;
 
+		while (j > first && j < limit && !script_at(sym, st, j))
+			j--;
+		/* frames i down to j + 1 are glue */
+		if (i - j >= 2) {
+			char *label = NULL;
+			int k;
+
+			for (k = i; k > j; k--)
+				p->unreliable |= (st->flags & STACK_NO_FP) && k >= st->nofp_from;
+			err = path_add(
+			    p, asprintf(&label, "[native: %d frames]", i - j) < 0 ? NULL : label);
+			i = j + 1; /* the loop's step makes it the script frame */
+			continue;
+		}
+		if ((js & STACK_JS_ASYNC) && i == last)
+			err = path_add(p, strdup("[called from a callback: the caller's frames are "
+						 "not on this stack]"));
 		p->unreliable |= q;
-		err = path_add(p, frame_label(sym, s->pid, st->frames[i], i == 0, q, style));
+		if (!err)
+			err =
+			    path_add(p, frame_label(sym, s->pid, st->frames[i], i == 0, q, style));
 	}
 	if (!err)
 		err = path_add(p, leaf_label(t, ss->site));

@@ -233,6 +233,8 @@ static void json_stack(struct report *r, const struct site *s, const struct site
 		fprintf(r->json, "{\"from_frame\":%u}", st->nofp_from);
 	else
 		fputs("null", r->json);
+	if (symbolizer__js_flags(r->sym, s->pid, ss->stack_id, s->caller) & STACK_JS_ASYNC)
+		fputs(",\"called_from_callback\":true", r->json);
 	if (per_step >= 0)
 		fprintf(r->json, ",\"bytes_per_step\":%.1f", per_step);
 	fputc('}', r->json);

@@ -616,6 +616,14 @@ bool elf_obj__section_has(struct elf_obj *o, const char *section, const char *ne
 	return d && d->d_buf && memmem(d->d_buf, d->d_size, needle, strlen(needle));
 }
 
+bool elf_obj__has_eh_frame(struct elf_obj *o)
+{
+	Elf_Data *d = progbits(o, ".eh_frame");
+
+	/* A terminator alone (4 bytes of zero) describes nothing. */
+	return d && d->d_size > 8;
+}
+
 /* Bytes mapped at a time: what a scan of a 500 MB object holds, not the object. */
 #define WINDOW (8u << 20)
 

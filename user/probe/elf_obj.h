@@ -97,6 +97,8 @@ const struct elf_dyn *elf_obj__dyn(struct elf_obj *o);
 const char *elf_obj__interp(const struct elf_obj *o);
 /* Whether the named section contains the bytes of needle (a string, without its NUL). */
 bool elf_obj__section_has(struct elf_obj *o, const char *section, const char *needle);
+/* Whether the object has call frame information an unwinder can use (.eh_frame). */
+bool elf_obj__has_eh_frame(struct elf_obj *o);
 /*
  * The file bytes of its read-only data (.rodata sections, which stripping keeps; the
  * read-only non-executable segments when it has no section headers), each mapped on its own

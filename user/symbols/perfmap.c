@@ -585,3 +585,38 @@ out:
 	}
 	return 0;
 }
+
+/* Whether [s, e) ends in ":digits". */
+static const char *strip_number(const char *s, const char *e)
+{
+	const char *p = e;
+
+	while (p > s && isdigit((unsigned char)p[-1]))
+		p--;
+	return p < e && p > s && p[-1] == ':' ? p - 1 : NULL;
+}
+
+char *perfmap__script(const char *name)
+{
+	const char *p = name, *split, *scr, *end, *c;
+
+	while (isalpha((unsigned char)*p))
+		p++;
+	if (*p != ':' || !v8_js_tag(name, (size_t)(p - name)))
+		return NULL;
+	p++;
+	if (*p && strchr("~*^+", *p))
+		p++;
+	split = v8_split(p);
+	if (!split)
+		return NULL;
+	scr = split + 1;
+	end = scr + strlen(scr);
+	/* :line:column, then the script as V8 names it: a path, file:// URL or node:module */
+	c = strip_number(scr, end);
+	if (c)
+		end = strip_number(scr, c) ? strip_number(scr, c) : c;
+	if (!strncmp(scr, "file://", 7))
+		scr += 7;
+	return end > scr ? strndup(scr, (size_t)(end - scr)) : NULL;
+}

@@ -64,6 +64,12 @@ const char *perfmap__find(const struct perfmap *pm, uint64_t addr, uint64_t *sta
  * allocated; 0 or -ENOMEM.
  */
 int perfmap__describe(const char *name, char **func, char **where);
+/*
+ * The script of a V8 name as a path, without line and column (file:// taken off):
+ * "/srv/app/model.mjs", "node:internal/process/task_queues"; allocated, NULL when the name
+ * holds none (a builtin, a stub) or without memory.
+ */
+char *perfmap__script(const char *name);
 
 struct perfmap_stats {
 	size_t entries;	      /* kept */

@@ -25,6 +25,14 @@ enum stack_flags {
 	STACK_FLAGS_KNOWN = STACK_TRUNCATED | STACK_NO_FP,
 };
 
+/* What a stack of JavaScript frames says (symbolizer__js_flags); never persisted. */
+enum stack_js {
+	STACK_JS = 1 << 0,	 /* it has frames of the program's scripts */
+	STACK_JS_ASYNC = 1 << 1, /* its outermost script frame runs in a callback of the event
+				  * loop (a promise reaction, setImmediate, a timer): who queued it
+				  * is not on the stack */
+};
+
 /* Frames one stack may hold (--stack-depth 120, plus the call site when the kernel left it
  * out). */
 #define STACK_MAX_FRAMES 128
@@ -40,6 +48,9 @@ struct ustack {
 	/* A stack with Python frames (gl_stack_is_py(id)): the frame that names its site,
 	 * the innermost in the program's own code; 0: the call site. Never persisted. */
 	uint64_t site;
+	/* A stack of JavaScript frames (symbolizer__py_site): site and js_flags looked at */
+	uint8_t site_known;
+	uint8_t js_flags; /* enum stack_js */
 	uint64_t frames[];
 };
 

@@ -104,6 +104,10 @@ struct symbolizer {
 	struct pyframes *py;	 /* Python code objects and stacks, from their records */
 	struct hmap py_merged;	 /* ((u32)pid, hash of a merged stack) -> its first id */
 	struct hmap py_canon;	 /* ((u32)pid, id) -> the first id merged to the same frames */
+	bool js_seen;		 /* a JavaScript frame was named: stacks are looked at for sites */
+	struct hmap js_merged;	 /* ((u32)pid, hash of a stack with its glue folded) -> id */
+	struct hmap js_canon;	 /* ((u32)pid, id) -> the first id folded to the same frames */
+	struct hmap js_funcs;	 /* ((u32)pid, hash of function and script) -> first address */
 	const char *const *skip; /* --site-skip: frames of these never name a site */
 	size_t nr_skip;
 	struct symbolizer_stats st;
@@ -167,6 +171,9 @@ void symbolizer__free(struct symbolizer *s)
 	pyframes__free(s->py);
 	hmap__free(&s->py_merged);
 	hmap__free(&s->py_canon);
+	hmap__free(&s->js_merged);
+	hmap__free(&s->js_canon);
+	hmap__free(&s->js_funcs);
 	hmap__free(&s->idx);
 	free(s);
 }
@@ -273,6 +280,10 @@ static char *format_name(const struct sym_info *si, uint64_t addr)
 	else if (si->python)
 		n = asprintf(&out, "%s (%s)", si->func ? si->func : "?",
 			     si->module ? si->module : "?");
+	/* A script's function (V8's, its file:line:col): an offset into one of the tiers V8
+	 * compiled it to says nothing to its reader, and tiers are one function. */
+	else if (si->func && si->file)
+		n = asprintf(&out, "%s (%s)", si->func, si->module ? si->module : "?");
 	else if (si->func)
 		n = asprintf(&out, "%s+0x%" PRIx64 " (%s)", si->func, si->func_off,
 			     si->module ? si->module : "?");
@@ -589,6 +600,9 @@ static int jit_resolve(struct symbolizer *s, pid_t pid, uint64_t addr, struct sy
 	}
 	si->func = func;
 	si->module = where;
+	/* What --site-skip globs and JavaScript sites look at: the script's whole path. */
+	si->file = perfmap__script(name);
+	s->js_seen |= si->file != NULL;
 	si->func_off = addr - start;
 	s->st.jit_frames++;
 	return 0;
@@ -717,6 +731,7 @@ int symbolizer__set(struct symbolizer *s, pid_t pid, uint64_t addr, const struct
 
 	if (info_dup(&copy, si))
 		return -ENOMEM;
+	s->js_seen |= !si->python && si->file;
 	e = entry_get(s, pid, addr);
 	if (!e) {
 		info_free(&copy);
@@ -959,6 +974,14 @@ struct elf_obj *symbolizer__object(struct symbolizer *s, pid_t pid, uint64_t add
 int symbolizer__frame_fp(struct symbolizer *s, pid_t pid, uint64_t addr)
 {
 	return frame_fp(s, pid, addr);
+}
+
+int symbolizer__object_fp(struct symbolizer *s, pid_t pid, uint64_t addr)
+{
+	uint64_t bias;
+	struct elf_obj *elf = symbolizer__object(s, pid, addr, &bias);
+
+	return elf ? object_fp(s, elf) : -1;
 }
 
 /*
@@ -1382,7 +1405,8 @@ uint64_t symbolizer__site_frame(const struct symbolizer *s, pid_t pid, int32_t i
 
 const char *symbolizer__site_name(struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller)
 {
-	uint64_t frame = gl_stack_is_py(id) ? symbolizer__site_frame(s, pid, id, caller) : 0;
+	int32_t canon = id;
+	uint64_t frame = symbolizer__py_site(s, pid, caller, &canon);
 
 	return symbolizer__name(s, pid, frame ? frame : caller);
 }
@@ -1394,13 +1418,215 @@ int32_t symbolizer__py_canonical(const struct symbolizer *s, pid_t pid, int32_t 
 	return at ? (int32_t)*at : id;
 }
 
+/* ---- JavaScript frames ---- */
+
+/* A frame of a script a JIT named from its perf map (V8's): its file is the script's path. */
+static bool js_frame(const struct sym_info *si)
+{
+	return si && !si->python && si->file;
+}
+
+bool symbolizer__script_frame(const struct sym_info *si)
+{
+	return si && (si->python || si->file);
+}
+
+static bool js_internal(const struct sym_info *si)
+{
+	return !strncmp(si->file, "node:", 5);
+}
+
+/* Scripts that name no site while the program's own are on the stack: packages. */
+static const char *const skip_scripts[] = {"*/node_modules/*"};
+
+static bool js_skipped(const struct symbolizer *s, const struct sym_info *si)
+{
+	return any_glob(skip_scripts, sizeof(skip_scripts) / sizeof(skip_scripts[0]), si->file) ||
+	       any_glob(s->skip, s->nr_skip, si->file) || any_glob(s->skip, s->nr_skip, si->module);
+}
+
+static uint64_t str_hash(uint64_t h, const char *str)
+{
+	for (; str && *str; str++)
+		h = (h ^ (uint8_t)*str) * 0x100000001b3ULL;
+	return h;
+}
+
+/*
+ * The address that stands for a JavaScript function wherever V8 runs it: the first one seen
+ * of the same function and script location. V8 compiles a function again and again
+ * (interpreted, baseline, optimized), each tier at other addresses: one site and one stack
+ * for all of them, as a reader sees one function. addr itself when it is no script's, or
+ * without memory.
+ */
+static uint64_t js_func(struct symbolizer *s, pid_t pid, uint64_t addr)
+{
+	const struct sym_info *si = symbolizer__info(s, pid, addr), *o;
+	uint64_t h, *at;
+
+	if (!js_frame(si) || !si->func || !si->module)
+		return addr;
+	h = str_hash(str_hash(0xcbf29ce484222325ULL, si->func), si->module);
+	for (;; h++) {
+		at = hmap__get(&s->js_funcs, (uint32_t)pid, h);
+		if (!at)
+			break;
+		o = symbolizer__info(s, pid, *at);
+		if (o && o->func && o->module && !strcmp(o->func, si->func) &&
+		    !strcmp(o->module, si->module))
+			return *at;
+	}
+	hmap__put(&s->js_funcs, (uint32_t)pid, h, addr); /* unremembered: stands for itself */
+	return addr;
+}
+
+/*
+ * Node's event loop running a queued callback: its task queues and timers (scripts), V8's
+ * microtask runner and libuv's callbacks (native). Above such a frame the callback's own
+ * frames begin; whoever queued it returned long ago.
+ */
+static bool js_loop_frame(const struct sym_info *si)
+{
+	static const char *const scripts[] = {"node:internal/process/task_queues",
+					      "node:internal/timers"};
+	static const char *const funcs[] = {"Builtins_RunMicrotasks",
+					    "Builtins_PromiseFulfillReactionJob",
+					    "Builtins_PromiseRejectReactionJob",
+					    "uv__run_timers",
+					    "uv__run_check",
+					    "uv__run_idle"};
+
+	if (!si)
+		return false;
+	if (js_frame(si))
+		return any_glob(scripts, sizeof(scripts) / sizeof(scripts[0]), si->file);
+	return any_glob(funcs, sizeof(funcs) / sizeof(funcs[0]), si->func);
+}
+
+/*
+ * The site of a stack with JavaScript frames, as for Python: the innermost frame of the
+ * program's own scripts (not Node's, not a package's, not --site-skip's); else the
+ * innermost script frame of a package; 0 (the call site) without any. Whether the outermost
+ * script frame runs in a callback of the event loop.
+ */
+static void js_judge(struct symbolizer *s, struct ustack *st)
+{
+	uint64_t first = 0;
+	int outer = -1;
+	uint16_t i;
+
+	st->site = 0;
+	st->js_flags = 0;
+	for (i = 0; i < st->nr; i++) {
+		const struct sym_info *si = symbolizer__info(s, st->pid, st->frames[i]);
+
+		if (!js_frame(si) || js_internal(si))
+			continue;
+		outer = i;
+		if (!first)
+			first = st->frames[i];
+		if (!st->site && !js_skipped(s, si))
+			st->site = st->frames[i];
+	}
+	if (!first)
+		return;
+	st->site = js_func(s, st->pid, st->site ? st->site : first);
+	st->js_flags = STACK_JS;
+	for (i = (uint16_t)(outer + 1); i < st->nr; i++)
+		if (js_loop_frame(symbolizer__info(s, st->pid, st->frames[i]))) {
+			st->js_flags |= STACK_JS_ASYNC;
+			break;
+		}
+}
+
+/*
+ * A JavaScript stack as a reader tells stacks apart: its script frames, each function at one
+ * address whatever tier ran it, with each run of native frames around them (V8's builtins
+ * and stubs, N-API, the binding, Node's event loop: what tier and entry V8 took) as one 0;
+ * the call site, frame 0, as it is (the site's key has it). Into v; its length.
+ */
+static size_t fold_glue(struct symbolizer *s, const struct ustack *st, uint64_t *v)
+{
+	size_t n = 0;
+	int i;
+
+	for (i = 0; i < st->nr; i++) {
+		bool glue =
+		    i > 0 && !symbolizer__script_frame(symbolizer__info(s, st->pid, st->frames[i]));
+
+		if (!glue)
+			v[n++] = js_func(s, st->pid, st->frames[i]);
+		else if (!n || v[n - 1])
+			v[n++] = 0;
+	}
+	return n;
+}
+
+/* Stacks the same once their glue is folded are one: the first stands for the others. */
+static int js_canonical(struct symbolizer *s, const struct ustack *st)
+{
+	uint64_t v[STACK_MAX_FRAMES], w[STACK_MAX_FRAMES], h, *at;
+	size_t n = fold_glue(s, st, v), i;
+	const struct ustack *first;
+
+	h = hmap_hash2(st->caller, st->site ^ ((uint64_t)st->flags << 48 | st->js_flags));
+	for (i = 0; i < n; i++)
+		h = hmap_hash2(h, v[i]);
+	for (;; h++) {
+		at = hmap__get(&s->js_merged, (uint32_t)st->pid, h);
+		if (!at)
+			break;
+		first = stacks__get(s->stacks, st->pid, (int32_t)*at, st->caller);
+		if (first && first->site == st->site && first->flags == st->flags &&
+		    first->js_flags == st->js_flags && fold_glue(s, first, w) == n &&
+		    !memcmp(v, w, n * sizeof(v[0])))
+			return hmap__put(&s->js_canon, (uint32_t)st->pid, (uint32_t)st->id, *at);
+	}
+	return hmap__put(&s->js_merged, (uint32_t)st->pid, h, (uint32_t)st->id);
+}
+
+static struct ustack *js_stack(struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller)
+{
+	struct ustack *st = stacks__get(s->stacks, pid, id, caller);
+
+	if (!st || gl_stack_is_py(id))
+		return NULL;
+	if (!st->site_known) {
+		st->site_known = 1;
+		js_judge(s, st);
+		if (st->site && js_canonical(s, st))
+			st->site_known = 0; /* out of memory: judged again next time */
+	}
+	return st;
+}
+
+unsigned int symbolizer__js_flags(struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller)
+{
+	const struct ustack *st = js_stack(s, pid, id, caller);
+
+	return st ? st->js_flags : 0;
+}
+
 uint64_t symbolizer__py_site(void *ctx, pid_t pid, uint64_t caller, int32_t *stack_id)
 {
-	const struct symbolizer *s = ctx;
-	uint64_t site = symbolizer__site_frame(s, pid, *stack_id, caller);
+	struct symbolizer *s = ctx;
+	const struct ustack *st;
+	uint64_t site, *at;
 
-	*stack_id = symbolizer__py_canonical(s, pid, *stack_id);
-	return site;
+	if (gl_stack_is_py(*stack_id)) {
+		site = symbolizer__site_frame(s, pid, *stack_id, caller);
+		*stack_id = symbolizer__py_canonical(s, pid, *stack_id);
+		return site;
+	}
+	if (!s->js_seen)
+		return 0;
+	st = js_stack(s, pid, *stack_id, caller);
+	if (!st || !st->site)
+		return 0;
+	at = hmap__get(&s->js_canon, (uint32_t)pid, (uint32_t)*stack_id);
+	if (at)
+		*stack_id = (int32_t)*at;
+	return st->site == caller ? 0 : st->site;
 }
 
 uint64_t symbolizer__py_bad(const struct symbolizer *s)

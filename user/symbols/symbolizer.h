@@ -96,6 +96,9 @@ int symbolizer__add_stack(struct symbolizer *s, pid_t pid, int32_t id, uint64_t 
  */
 struct elf_obj *symbolizer__object(struct symbolizer *s, pid_t pid, uint64_t addr, uint64_t *bias);
 int symbolizer__frame_fp(struct symbolizer *s, pid_t pid, uint64_t addr);
+/* Whether most functions of the object mapped at addr keep a frame pointer: 1, 0, -1
+ * unknown (no object, no sized function symbol). Judged once per object. */
+int symbolizer__object_fp(struct symbolizer *s, pid_t pid, uint64_t addr);
 /* A stack as a capture recorded it, flags included: offline nothing is judged again. Also
  * a stack unwound in user space (unwind.h), judged by its unwinder. */
 int symbolizer__set_stack(struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller,
@@ -164,6 +167,10 @@ int32_t symbolizer__py_native_id(const struct symbolizer *s, pid_t pid, int32_t 
  * frames, the innermost frame of the program's own code; 0: the call site, as for others.
  */
 uint64_t symbolizer__site_frame(const struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller);
+/* Whether a frame is a script's (Python, or JavaScript a JIT named): not native glue. */
+bool symbolizer__script_frame(const struct sym_info *si);
+/* enum stack_js of a stack without Python frames (its JavaScript judged on first use). */
+unsigned int symbolizer__js_flags(struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller);
 /* The name of that site: its Python frame's, or the call site's, as a verdict names sites. */
 const char *symbolizer__site_name(struct symbolizer *s, pid_t pid, int32_t id, uint64_t caller);
 /*
@@ -173,7 +180,10 @@ const char *symbolizer__site_name(struct symbolizer *s, pid_t pid, int32_t id, u
 int32_t symbolizer__py_canonical(const struct symbolizer *s, pid_t pid, int32_t id);
 /*
  * The tracker's site_fn (ctx is the symbolizer): symbolizer__site_frame, with *stack_id
- * replaced by its canonical id.
+ * replaced by its canonical id. For a stack with JavaScript frames (named from V8's perf
+ * map), likewise: the innermost frame of the program's own scripts (not Node's, not under
+ * node_modules, not --site-skip's; else a package's innermost), its id the first one of the
+ * stacks with the same frames once the native glue between script frames is folded.
  */
 uint64_t symbolizer__py_site(void *ctx, pid_t pid, uint64_t caller, int32_t *stack_id);
 /* Python records left out as malformed. */

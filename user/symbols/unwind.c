@@ -138,7 +138,7 @@ static void unwind_copy(struct unwind *u, pid_t pid, const struct gl_ustack_rec 
 			 .r = r,
 			 .nr_ret = r->hdr.depth < GL_MAX_DEPTH ? r->hdr.depth : GL_MAX_DEPTH - 1};
 	struct cfi_regs regs = {.known = 1u << CFI_RIP | 1u << CFI_RSP | 1u << CFI_RBP};
-	bool exact = true;
+	bool exact = true, at_ip = r->hdr.flags & GL_USTACK_AT_IP;
 
 	regs.v[CFI_RIP] = r->ip;
 	regs.v[CFI_RSP] = r->sp;
@@ -146,6 +146,10 @@ static void unwind_copy(struct unwind *u, pid_t pid, const struct gl_ustack_rec 
 	h->nr = 0;
 	h->bad_from = STACK_MAX_FRAMES;
 	h->stop = STOP_LOST;
+	/* A USDT inside a function: its address is the stack's first frame (the call site its
+	 * record names), and only CFI knows where that function keeps its return address. */
+	if (at_ip)
+		h->frames[h->nr++] = r->ip;
 	while (h->nr < STACK_MAX_FRAMES) {
 		uint64_t pc = regs.v[CFI_RIP], sp = regs.v[CFI_RSP], bias;
 		struct elf_obj *elf = symbolizer__object(u->sym, pid, pc, &bias);
@@ -153,7 +157,7 @@ static void unwind_copy(struct unwind *u, pid_t pid, const struct gl_ustack_rec 
 		bool by_fp = err == -ENOENT;
 
 		if (by_fp)
-			err = fp_step(&regs, exact, &c);
+			err = fp_step(&regs, exact && !at_ip, &c);
 		if (err == -ENODATA) {
 			h->stop = STOP_END;
 			return;
