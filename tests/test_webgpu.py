@@ -542,7 +542,9 @@ def node_decode_with_bpftrace(steps, keep, expect_rc):
                            "node", NODE_DECODE, str(steps), str(keep)], env=env,
                           expect_rc=expect_rc)
         bt.p.send_signal(signal.SIGINT)
-        bt.finish()
+        # bpftrace detaches classic uprobe links one grace period each (tens of ms here, more
+        # on a loaded VM) before it exits: a count-free bound, generous.
+        bt.finish(timeout=240)
     finally:
         bt.kill()
         shutil.rmtree(tmp)
