@@ -215,9 +215,8 @@ static inline const uint8_t *rbuf__bytes(struct rbuf *r, size_t n)
 /*
  * A string of at most max bytes, copied NUL-terminated into a fresh allocation; NULL for the
  * empty string. Sets bad on a truncated or oversized string; *err = -ENOMEM on allocation
- * failure.
+ * failure. *len: its bytes, NULs included (a script's path follows a module's name after one).
  */
-/* A string of up to max bytes, allocated (NULL when empty); *len: its bytes, NULs included. */
 static inline char *rbuf__str_len(struct rbuf *r, size_t max, int *err, size_t *len)
 {
 	uint64_t n = rbuf__varint(r);
@@ -245,25 +244,9 @@ static inline char *rbuf__str_len(struct rbuf *r, size_t max, int *err, size_t *
 
 static inline char *rbuf__str(struct rbuf *r, size_t max, int *err)
 {
-	uint64_t n = rbuf__varint(r);
-	const uint8_t *p;
-	char *s;
+	size_t len;
 
-	if (n > max) {
-		r->bad = true;
-		return NULL;
-	}
-	p = rbuf__bytes(r, n);
-	if (!p || !n)
-		return NULL;
-	s = malloc(n + 1);
-	if (!s) {
-		*err = -ENOMEM;
-		return NULL;
-	}
-	memcpy(s, p, n);
-	s[n] = 0;
-	return s;
+	return rbuf__str_len(r, max, err, &len);
 }
 
 #endif
