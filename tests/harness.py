@@ -268,9 +268,15 @@ class Proc:
         self.p.stdin.write(text)
         self.p.stdin.flush()
 
-    def finish(self, timeout=TIMEOUT):
+    def finish(self, timeout=TIMEOUT, keep_stdin=False):
+        """keep_stdin: wait for the exit with stdin still open. communicate() closes it first,
+        and a target of `gpuleak run` that shares that pipe and exits at its end would race
+        gpuleak's detach."""
+        deadline = time.time() + timeout
+        while keep_stdin and self.p.poll() is None and time.time() < deadline:
+            self._pump(0.2)
         try:
-            out, err = self.p.communicate(timeout=timeout)
+            out, err = self.p.communicate(timeout=max(deadline - time.time(), 1))
         except subprocess.TimeoutExpired:
             self.kill()
             raise Fail("process did not exit in time")

@@ -431,7 +431,9 @@ def webgpu_node_dawn_node_symtab():
         gl.wait_line(r"^done", timeout=60)
         # The objects are alive now; at exit dawn.node would release them all.
         gl.p.send_signal(signal.SIGTERM)
-        eq(gl.finish(), 0, f"gpuleak exit code ({gl.text('err')})")
+        # Node exits at the end of its stdin, which it shares with gpuleak: keep it open
+        # until gpuleak has detached.
+        eq(gl.finish(keep_stdin=True), 0, f"gpuleak exit code ({gl.text('err')})")
     finally:
         gl.kill()
     check_sanitizers(gl.text("err"))
