@@ -67,7 +67,7 @@ SKEL := $(OUTPUT)/gpuleak.skel.h
 # user/ is one folder per stage of the data path (HACKING.md). Everything but live/ and cli/
 # is the engine that needs no libbpf: what `gpuleak report`, the unit tests, the fuzzers and
 # the capture generator link. Derived from the folders, never listed by hand.
-ENGINE_DIRS := lib probe symbols engine output capture
+ENGINE_DIRS := lib probe symbols capture tracker engine diff output offline
 LIVE_DIRS := live cli
 ENGINE_SRC := $(foreach d,$(ENGINE_DIRS),$(wildcard user/$(d)/*.c))
 LIVE_SRC := $(foreach d,$(LIVE_DIRS),$(wildcard user/$(d)/*.c))

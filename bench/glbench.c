@@ -37,7 +37,7 @@
  *                                  LIVE allocations live.
  *   --watch RING (consumer, memory)
  *                                  as gpuleak watch runs: every record also into a flight
- *                                  recorder of RING bytes (capture/flight.h), whose lagging
+ *                                  recorder of RING bytes (live/flight.h), whose lagging
  *                                  analysis takes what leaves it. memory --watch first churns
  *                                  allocate/free pairs until the LIVE allocations have all
  *                                  left the ring (the state of a recorder left on for hours:
@@ -87,7 +87,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "capture/capture.h"
-#include "capture/flight.h"
+#include "live/flight.h"
 #include "engine/analysis.h"
 #include "symbols/symbolizer.h"
 #include "bench.h"
@@ -100,7 +100,7 @@
 #include "symbols/symbolizer.h"
 #include "gpuleak.h"
 #include "live/ringbuf.h"
-#include "engine/rules.h"
+#include "tracker/rules.h"
 
 #define PID    4242
 #define BASE   0x700000000000ULL

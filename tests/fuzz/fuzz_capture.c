@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "capture/capture.h"
-#include "capture/replay.h"
-#include "engine/rules.h"
+#include "offline/replay.h"
+#include "tracker/rules.h"
 
 /* Rules of every kind, so that classification, deferred frees and gates all run. */
 static const char fuzz_rules[] = "persistent site=*kv* release=session-end\n"

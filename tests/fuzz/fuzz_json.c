@@ -15,8 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine/diff.h"
-#include "engine/diff_verdicts.h"
+#include "diff/diff.h"
+#include "diff/diff_verdicts.h"
 #include "lib/json_read.h"
 #include "output/diff_report.h"
 

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine/rules.h"
+#include "tracker/rules.h"
 
 static bool same_str(const char *a, const char *b)
 {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The tracker's IPC mappings, graph memory and pools (engine/ipc.c, graphs.c, pools.c) on
+ * The tracker's IPC mappings, graph memory and pools (tracker/ipc.c, graphs.c, pools.c) on
  * hand-made record sequences: orderings a live run does not give on demand (a handle nobody
  * traced made, a capture found already running, a runtime call over its driver form), and
  * the exact bookkeeping of references and reserves. tests/test_coverage.py covers the same
@@ -10,10 +10,10 @@
 #include "check.h"
 #include "gpuleak.h"
 #include "probe/catalog.h"
-#include "engine/graphs.h"
-#include "engine/ipc.h"
-#include "engine/pools.h"
-#include "engine/tracker.h"
+#include "tracker/graphs.h"
+#include "tracker/ipc.h"
+#include "tracker/pools.h"
+#include "tracker/tracker.h"
 
 #define PID  200
 #define PID2 201

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The diff engine (engine/diff.h) on hand-made runs: site names split into what sites are
+ * The diff engine (diff/diff.h) on hand-made runs: site names split into what sites are
  * matched by, sites paired across builds (offset as a tiebreak only, labels, unsymbolized
  * code), processes by command and rank, where two processes are compared and the gate; and
  * the NDJSON verdicts loader on a small document and its errors.
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "check.h"
-#include "engine/diff.h"
-#include "engine/diff_verdicts.h"
+#include "diff/diff.h"
+#include "diff/diff_verdicts.h"
 
 static bool str_is(const char *a, const char *b)
 {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The flight recorder (capture/flight.c): its ring stays within its bytes however many
+ * The flight recorder (live/flight.c): its ring stays within its bytes however many
  * records go through it, and a capture it writes is an ordinary capture whose report ends with
  * the live state the whole stream leads to, site by site and stack by stack, and says why it
  * was written.
@@ -14,12 +14,12 @@
 #include <unistd.h>
 #include "check.h"
 #include "capture/capture.h"
-#include "capture/flight.h"
-#include "capture/replay.h"
+#include "live/flight.h"
+#include "offline/replay.h"
 #include "engine/analysis.h"
-#include "engine/rules.h"
+#include "tracker/rules.h"
 #include "engine/snapshot.h"
-#include "engine/tracker.h"
+#include "tracker/tracker.h"
 #include "symbols/symbolizer.h"
 #include "workload.h"
 

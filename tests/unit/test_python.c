@@ -16,7 +16,7 @@
 #include "check.h"
 #include "probe/elf_obj.h"
 #include "probe/py_abi.h"
-#include "symbols/python.h"
+#include "symbols/pyframes.h"
 #include "symbols/stacks.h"
 #include "symbols/symbolizer.h"
 

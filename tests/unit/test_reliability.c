@@ -14,7 +14,7 @@
 #include "gpuleak.h"
 #include "live/process.h"
 #include "engine/timeline.h"
-#include "engine/tracker.h"
+#include "tracker/tracker.h"
 
 #define PID 200
 #define TID 201

@@ -11,10 +11,10 @@
 #include "check.h"
 #include "gpuleak.h"
 #include "engine/analysis.h"
-#include "engine/rules.h"
+#include "tracker/rules.h"
 #include "engine/snapshot.h"
 #include "engine/timeline.h"
-#include "engine/tracker.h"
+#include "tracker/tracker.h"
 
 #include "workload.h"
 

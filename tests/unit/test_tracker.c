@@ -8,7 +8,7 @@
 #include "check.h"
 #include "gpuleak.h"
 #include "probe/catalog.h"
-#include "engine/tracker.h"
+#include "tracker/tracker.h"
 
 #define PID  100
 #define TID  101

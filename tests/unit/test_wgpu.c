@@ -11,7 +11,7 @@
 #include "check.h"
 #include "gpuleak.h"
 #include "probe/catalog.h"
-#include "engine/tracker.h"
+#include "tracker/tracker.h"
 #include "probe/wgpu_abi.h"
 
 #define PID   200

@@ -15,8 +15,8 @@
  * reader reports everything up to the last whole block. Every number persisted here (block
  * types, flags, codecs) is never renumbered; new ones are added.
  */
-#ifndef GPULEAK_CAPTURE_H
-#define GPULEAK_CAPTURE_H
+#ifndef GPULEAK_CAPTURE_CAPTURE_H
+#define GPULEAK_CAPTURE_CAPTURE_H
 
 #include <stdbool.h>
 #include <stddef.h>

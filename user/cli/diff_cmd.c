@@ -10,10 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 #include "capture/capture.h"
-#include "capture/diff_capture.h"
+#include "offline/diff_capture.h"
 #include "cli/diff_cmd.h"
 #include "cli/options.h"
-#include "engine/diff_verdicts.h"
+#include "diff/diff_verdicts.h"
 #include "lib/exit.h"
 #include "lib/infile.h"
 #include "lib/log.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * gpuleak diff BASE NEW: what changed between two runs, from their captures or their NDJSON
- * verdicts (engine/diff.h decides, output/diff_report.h prints), and the regression gate.
+ * verdicts (diff/diff.h decides, output/diff_report.h prints), and the regression gate.
  */
 #ifndef GPULEAK_CLI_DIFF_CMD_H
 #define GPULEAK_CLI_DIFF_CMD_H

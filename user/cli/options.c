@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli/options.h"
-#include "engine/rules.h"
+#include "tracker/rules.h"
 #include "engine/timeline.h"
 #include "gpuleak.h"
 #include "lib/exit.h"

@@ -24,9 +24,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "capture/replay.h"
+#include "offline/replay.h"
 #include "engine/analysis.h"
-#include "engine/diff.h"
+#include "diff/diff.h"
 #include "live/session.h"
 
 struct rules;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/options.h"
-#include "cli/watch.h"
+#include "cli/watch_cmd.h"
 #include "lib/units.h"
 
 /* Keys of watch's own options (beyond enum cli_key). */

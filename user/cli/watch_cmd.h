@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* gpuleak watch's command line (watch.c): its parser, and its defaults. */
-#ifndef GPULEAK_CLI_WATCH_H
-#define GPULEAK_CLI_WATCH_H
+#ifndef GPULEAK_CLI_WATCH_CMD_H
+#define GPULEAK_CLI_WATCH_CMD_H
 
 #include <argp.h>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The comparison of two runs (engine/diff.h): how processes and sites are paired, where two
+ * The comparison of two runs (diff/diff.h): how processes and sites are paired, where two
  * processes are compared, and what fails the gate. The model the loaders fill is
  * diff_run.c's.
  */
@@ -8,7 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine/diff.h"
+#include "diff/diff.h"
 #include "lib/vec.h"
 
 static bool same_str(const char *a, const char *b)

@@ -22,8 +22,8 @@
  *              --max-live-increase, that ended early where its base did not, or that is
  *              missing from the new run
  */
-#ifndef GPULEAK_DIFF_H
-#define GPULEAK_DIFF_H
+#ifndef GPULEAK_DIFF_DIFF_H
+#define GPULEAK_DIFF_DIFF_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -135,7 +135,7 @@ struct diff_run {
 /* Samples (site and step) one run keeps; past it, series are cut (diff_proc.series_cut). */
 #define DIFF_MAX_SAMPLES (1U << 21)
 
-/* ---- building a run (the loaders: capture/diff_capture.c, engine/diff_verdicts.c) ---- */
+/* ---- building a run (the loaders: offline/diff_capture.c, diff/diff_verdicts.c) ---- */
 
 int diff_run__new(enum diff_source source, const char *path, struct diff_run **out);
 /* NULL accepted. */

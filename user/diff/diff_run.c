@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The diff's model (engine/diff.h): runs, their processes and sites, what a site name says
+ * The diff's model (diff/diff.h): runs, their processes and sites, what a site name says
  * of where it is, and the series the loaders fill; the comparison is diff.c's.
  */
 #include <ctype.h>
@@ -8,7 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine/diff.h"
+#include "diff/diff.h"
 #include "lib/vec.h"
 
 int diff_run__new(enum diff_source source, const char *path, struct diff_run **out)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * NDJSON verdicts into a diff_run (engine/diff_verdicts.h). A process's step records come
+ * NDJSON verdicts into a diff_run (diff/diff_verdicts.h). A process's step records come
  * before its verdict, which is its last record; a pid that exec'd has two verdicts, each
  * after its own steps. So step records open a process of their pid, and its verdict closes
  * it; processes with steps and no verdict (a file cut short) are dropped.
@@ -10,7 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine/diff_verdicts.h"
+#include "diff/diff_verdicts.h"
 #include "lib/hmap.h"
 #include "lib/json_read.h"
 #include "lib/vec.h"

@@ -7,12 +7,12 @@
  * with the types docs/gpuleak.schema.json gives them; other members and record types are
  * ignored, as the schema asks of consumers.
  */
-#ifndef GPULEAK_DIFF_VERDICTS_H
-#define GPULEAK_DIFF_VERDICTS_H
+#ifndef GPULEAK_DIFF_DIFF_VERDICTS_H
+#define GPULEAK_DIFF_DIFF_VERDICTS_H
 
 #include <stddef.h>
 #include <stdio.h>
-#include "engine/diff.h"
+#include "diff/diff.h"
 
 /*
  * The run in f, named path in messages. 0; -EINVAL with err saying "PATH:LINE:COL: why"

@@ -4,12 +4,12 @@
  * through one function by both the live session and offline replay of a capture, so the two
  * give the same answer for the same records.
  */
-#ifndef GPULEAK_ANALYSIS_H
-#define GPULEAK_ANALYSIS_H
+#ifndef GPULEAK_ENGINE_ANALYSIS_H
+#define GPULEAK_ENGINE_ANALYSIS_H
 
 #include "gpuleak.h"
 #include "engine/timeline.h"
-#include "engine/tracker.h"
+#include "tracker/tracker.h"
 #include "engine/verdict.h"
 
 struct rules;

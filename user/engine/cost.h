@@ -5,12 +5,12 @@
  * programs' own run time charged to it (GL_REC_COST), against its CPU time over the same
  * span. Every output reads these figures from here, live or replayed.
  */
-#ifndef GPULEAK_COST_H
-#define GPULEAK_COST_H
+#ifndef GPULEAK_ENGINE_COST_H
+#define GPULEAK_ENGINE_COST_H
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "engine/model.h"
+#include "tracker/model.h"
 
 struct cost_figures {
 	bool measured;		     /* a GL_REC_COST came: the live figures below are known */

@@ -10,7 +10,7 @@
 #ifndef GPULEAK_ENGINE_MEMTRACE_H
 #define GPULEAK_ENGINE_MEMTRACE_H
 
-#include "engine/model.h"
+#include "tracker/model.h"
 
 #define MEMTRACE_MAX (1u << 20) /* 48 MiB of entries at most */
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "engine/series.h"
-#include "engine/tracker.h"
+#include "tracker/tracker.h"
 #include "lib/vec.h"
 
 /* Finest resolution: a 1 ms step in a decode loop is still a step in the picture. */

@@ -8,8 +8,8 @@
  * number of points the resolution doubles and every other point goes, so a day-long session
  * costs what an hour costs. It reads records only, so live and offline series are the same.
  */
-#ifndef GPULEAK_SERIES_H
-#define GPULEAK_SERIES_H
+#ifndef GPULEAK_ENGINE_SERIES_H
+#define GPULEAK_ENGINE_SERIES_H
 
 #include <stddef.h>
 #include <stdint.h>

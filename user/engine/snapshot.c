@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "engine/analysis.h"
-#include "engine/rules.h"
+#include "tracker/rules.h"
 #include "engine/snapshot.h"
-#include "engine/threads.h"
+#include "tracker/threads.h"
 #include "lib/vec.h"
 #include "probe/catalog.h"
 

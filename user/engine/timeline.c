@@ -6,8 +6,8 @@
 #include "lib/hmap.h"
 #include "probe/catalog.h"
 #include "engine/timeline.h"
-#include "engine/tracker.h"
-#include "engine/pools.h"
+#include "tracker/tracker.h"
+#include "tracker/pools.h"
 #include "lib/vec.h"
 
 /* A site's live bytes at the end of the steps where it changed (a sparse series). */

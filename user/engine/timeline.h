@@ -8,8 +8,8 @@
  * it is its shutdown, not a step (timeline.c, struct cut). Like the tracker it only reads
  * records, so it runs the same live and offline.
  */
-#ifndef GPULEAK_TIMELINE_H
-#define GPULEAK_TIMELINE_H
+#ifndef GPULEAK_ENGINE_TIMELINE_H
+#define GPULEAK_ENGINE_TIMELINE_H
 
 #include <stdbool.h>
 #include <stddef.h>

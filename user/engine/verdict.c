@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine/rules.h"
+#include "tracker/rules.h"
 #include "engine/verdict.h"
 #include "lib/vec.h"
 #include "probe/catalog.h"

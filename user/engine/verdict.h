@@ -12,15 +12,15 @@
  * processes), a judge in verdict.c's table that fills it (and proc_free releasing what it
  * allocates), then the outputs that say it.
  */
-#ifndef GPULEAK_VERDICT_H
-#define GPULEAK_VERDICT_H
+#ifndef GPULEAK_ENGINE_VERDICT_H
+#define GPULEAK_ENGINE_VERDICT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "engine/timeline.h"
-#include "engine/tracker.h"
+#include "tracker/tracker.h"
 
 /* The CI gate: what --fail-on-leak fails on. */
 struct gate {

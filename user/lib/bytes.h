@@ -8,8 +8,8 @@
  * Readers never trust input: every get returns false once the cursor ran out (and stays out),
  * so a decoder checks once per record instead of after every field.
  */
-#ifndef GPULEAK_BYTES_H
-#define GPULEAK_BYTES_H
+#ifndef GPULEAK_LIB_BYTES_H
+#define GPULEAK_LIB_BYTES_H
 
 #include <errno.h>
 #include <stdbool.h>

@@ -8,8 +8,8 @@
  * compute-sanitizer's come before the program's status), 4 (the command failed), 0. diff runs
  * no command and has no --fail-on-leak: its gate is 5, after 2 and 1.
  */
-#ifndef GPULEAK_EXIT_H
-#define GPULEAK_EXIT_H
+#ifndef GPULEAK_LIB_EXIT_H
+#define GPULEAK_LIB_EXIT_H
 
 enum gl_exit {
 	GL_EXIT_OK = 0,		/* done */

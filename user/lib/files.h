@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* What the reader of user files (infile.c) and the writer of outputs (outfile.c) both say. */
-#ifndef GPULEAK_FILES_H
-#define GPULEAK_FILES_H
+#ifndef GPULEAK_LIB_FILES_H
+#define GPULEAK_LIB_FILES_H
 
 #include <stdarg.h>
 #include <stddef.h>

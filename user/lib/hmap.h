@@ -5,8 +5,8 @@
  * backward-shift deletion: no tombstones, so long runs stay fast after many deletes.
  * The key word k0 must never be HMAP_EMPTY.
  */
-#ifndef GPULEAK_HMAP_H
-#define GPULEAK_HMAP_H
+#ifndef GPULEAK_LIB_HMAP_H
+#define GPULEAK_LIB_HMAP_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -11,8 +11,8 @@
  * never another device: /dev/zero would never end), and /dev/fd/N (or /proc/self/fd/N) of an
  * inherited pipe or socket, which is what a shell's <(zcat x.glc.gz) names.
  */
-#ifndef GPULEAK_INFILE_H
-#define GPULEAK_INFILE_H
+#ifndef GPULEAK_LIB_INFILE_H
+#define GPULEAK_LIB_INFILE_H
 
 #include <stdbool.h>
 #include <stddef.h>

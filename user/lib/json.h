@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Minimal JSON writing helpers for NDJSON output. */
-#ifndef GPULEAK_JSON_H
-#define GPULEAK_JSON_H
+#ifndef GPULEAK_LIB_JSON_H
+#define GPULEAK_LIB_JSON_H
 
 #include <stdio.h>
 

@@ -12,8 +12,8 @@
  * The input is untrusted: nesting is bounded (JSON_READ_MAX_DEPTH), work is linear in its
  * length, and it is fuzzed (tests/fuzz/fuzz_json.c).
  */
-#ifndef GPULEAK_JSON_READ_H
-#define GPULEAK_JSON_READ_H
+#ifndef GPULEAK_LIB_JSON_READ_H
+#define GPULEAK_LIB_JSON_READ_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -4,8 +4,8 @@
  * often names something of the target's (a path, a process name): every one is written
  * through term_fputs (lib/term.h), its own line breaks kept.
  */
-#ifndef GPULEAK_LOG_H
-#define GPULEAK_LOG_H
+#ifndef GPULEAK_LIB_LOG_H
+#define GPULEAK_LIB_LOG_H
 
 #include <stdio.h>
 

@@ -18,8 +18,8 @@
  * "-" is standard output: written to, flushed at commit, never closed here; what could not be
  * written there is said once, at exit, by outfile__stdout_close.
  */
-#ifndef GPULEAK_OUTFILE_H
-#define GPULEAK_OUTFILE_H
+#ifndef GPULEAK_LIB_OUTFILE_H
+#define GPULEAK_LIB_OUTFILE_H
 
 #include <stdbool.h>
 #include <stddef.h>

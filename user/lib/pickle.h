@@ -11,8 +11,8 @@
  * entries share their stacks' frame lists. Errors stick: the first -errno is kept, later
  * calls do nothing, pickle__end returns it.
  */
-#ifndef GPULEAK_PICKLE_H
-#define GPULEAK_PICKLE_H
+#ifndef GPULEAK_LIB_PICKLE_H
+#define GPULEAK_LIB_PICKLE_H
 
 #include <stdbool.h>
 #include <stdint.h>

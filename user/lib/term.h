@@ -11,8 +11,8 @@
  * every byte that is not part of valid UTF-8 (a lone 0x9b is CSI to an 8-bit terminal).
  * Printable UTF-8 passes unchanged, so the common case costs a scan and no copy.
  */
-#ifndef GPULEAK_TERM_H
-#define GPULEAK_TERM_H
+#ifndef GPULEAK_LIB_TERM_H
+#define GPULEAK_LIB_TERM_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -3,8 +3,8 @@
  * Units both ways: parsing of durations ("500ms", "10s", "2m", "1h") and sizes ("64MiB",
  * "80GiB", "4096"), and sizes as every output prints them ("1.50 MiB").
  */
-#ifndef GPULEAK_UNITS_H
-#define GPULEAK_UNITS_H
+#ifndef GPULEAK_LIB_UNITS_H
+#define GPULEAK_LIB_UNITS_H
 
 #include <stddef.h>
 #include <stdint.h>

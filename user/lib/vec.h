@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Growing arrays: room for one more element, doubling from 64. */
-#ifndef GPULEAK_VEC_H
-#define GPULEAK_VEC_H
+#ifndef GPULEAK_LIB_VEC_H
+#define GPULEAK_LIB_VEC_H
 
 #include <errno.h>
 #include <stdbool.h>

@@ -6,8 +6,8 @@
  * filtered by pid in the kernel so other processes mapping the same library are neither
  * traced nor slowed (nor have their USDT semaphores raised).
  */
-#ifndef GPULEAK_ATTACH_H
-#define GPULEAK_ATTACH_H
+#ifndef GPULEAK_LIVE_ATTACH_H
+#define GPULEAK_LIVE_ATTACH_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -6,8 +6,8 @@
  * rendezvous) and fill (pid_loss, the stack maps, stats). The one file that knows the
  * skeleton: the rest of the session asks for what it needs by pid.
  */
-#ifndef GPULEAK_BPF_SETUP_H
-#define GPULEAK_BPF_SETUP_H
+#ifndef GPULEAK_LIVE_BPF_SETUP_H
+#define GPULEAK_LIVE_BPF_SETUP_H
 
 #include <stdbool.h>
 #include <stdint.h>

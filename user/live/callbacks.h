@@ -6,8 +6,8 @@
  * as records are drained, and are probed together after the drain (a probe goes on the file
  * the code is mapped from); a caller that waits is marked for the loop to resume.
  */
-#ifndef GPULEAK_CALLBACKS_H
-#define GPULEAK_CALLBACKS_H
+#ifndef GPULEAK_LIVE_CALLBACKS_H
+#define GPULEAK_LIVE_CALLBACKS_H
 
 #include "gpuleak.h"
 

@@ -11,7 +11,7 @@
 #include "live/nvml.h"
 #include "live/process.h"
 #include "live/recorder.h"
-#include "live/options.h"
+#include "live/session_opts.h"
 #include "live/overhead.h"
 #include "live/targets.h"
 #include "live/watch.h"

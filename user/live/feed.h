@@ -7,8 +7,8 @@
  * starts: a rendezvous (rescan), an end marker, a callback to probe, a stack to read, and a
  * followed process's first traced call, which brings it into the analysis.
  */
-#ifndef GPULEAK_FEED_H
-#define GPULEAK_FEED_H
+#ifndef GPULEAK_LIVE_FEED_H
+#define GPULEAK_LIVE_FEED_H
 
 #include <stdint.h>
 #include "gpuleak.h"

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "capture/codec.h"
-#include "capture/flight.h"
+#include "live/flight.h"
 #include "engine/snapshot.h"
-#include "engine/tracker.h"
+#include "tracker/tracker.h"
 #include "lib/vec.h"
 #include "probe/elf_obj.h"
 #include "probe/modules.h"

@@ -17,8 +17,8 @@
  * lagging analysis (the live set once more), one encoder and one decoder (~3 MiB); at a
  * capture, with verify, a third analysis fed the snapshot to check it, freed after.
  */
-#ifndef GPULEAK_CAPTURE_FLIGHT_H
-#define GPULEAK_CAPTURE_FLIGHT_H
+#ifndef GPULEAK_LIVE_FLIGHT_H
+#define GPULEAK_LIVE_FLIGHT_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -5,8 +5,8 @@
  * until its probes are in place; an exec makes a traced process a new one to the analysis;
  * an exit, or a call of the end marker, reports its end and lets it go.
  */
-#ifndef GPULEAK_FOLLOW_H
-#define GPULEAK_FOLLOW_H
+#ifndef GPULEAK_LIVE_FOLLOW_H
+#define GPULEAK_LIVE_FOLLOW_H
 
 #include <stdint.h>
 #include "gpuleak.h"

@@ -6,8 +6,8 @@
  * gl_fpless). Written at every scan of the process's mappings, so a library loaded later
  * (dawn.node, a wheel's libc10_cuda.so) is covered from the rendezvous that mapped it on.
  */
-#ifndef GPULEAK_FPLESS_H
-#define GPULEAK_FPLESS_H
+#ifndef GPULEAK_LIVE_FPLESS_H
+#define GPULEAK_LIVE_FPLESS_H
 
 #include <sys/types.h>
 

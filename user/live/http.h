@@ -8,8 +8,8 @@
  * to the ring buffer, a connection is served in slices as its socket allows, and a slow or
  * silent client is dropped after a few seconds, so scraping never holds tracing up.
  */
-#ifndef GPULEAK_HTTP_H
-#define GPULEAK_HTTP_H
+#ifndef GPULEAK_LIVE_HTTP_H
+#define GPULEAK_LIVE_HTTP_H
 
 #include <poll.h>
 #include <stdbool.h>

@@ -4,8 +4,8 @@
  * first instruction (as libbpf-tools' -c CMD), then let go. Its exec's success or errno
  * comes back through a close-on-exec pipe.
  */
-#ifndef GPULEAK_LAUNCH_H
-#define GPULEAK_LAUNCH_H
+#ifndef GPULEAK_LIVE_LAUNCH_H
+#define GPULEAK_LIVE_LAUNCH_H
 
 #include <sys/types.h>
 

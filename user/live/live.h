@@ -5,8 +5,8 @@
  * into probes), follow.c (forks, execs, exits) and start.c (the targets the command line
  * names). Each part is its own module with its own data; this is only where they meet.
  */
-#ifndef GPULEAK_LIVE_H
-#define GPULEAK_LIVE_H
+#ifndef GPULEAK_LIVE_LIVE_H
+#define GPULEAK_LIVE_LIVE_H
 
 #include <stdbool.h>
 #include <stdint.h>

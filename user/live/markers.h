@@ -7,8 +7,8 @@
  * remembers which of its markers are in place (target.markers_done), and "marker on ..."
  * is said once for all of them.
  */
-#ifndef GPULEAK_MARKERS_H
-#define GPULEAK_MARKERS_H
+#ifndef GPULEAK_LIVE_MARKERS_H
+#define GPULEAK_LIVE_MARKERS_H
 
 #include <stdbool.h>
 #include <sys/types.h>

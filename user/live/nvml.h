@@ -4,8 +4,8 @@
  * memory the target already holds, for time-to-OOM and the pre-attach baseline. Without it
  * gpuleak works the same, and asks for --device-mem to project.
  */
-#ifndef GPULEAK_NVML_H
-#define GPULEAK_NVML_H
+#ifndef GPULEAK_LIVE_NVML_H
+#define GPULEAK_LIVE_NVML_H
 
 #include <sys/types.h>
 #include "gpuleak.h"

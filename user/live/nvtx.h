@@ -4,8 +4,8 @@
  * through NVTX_INJECTION64_PATH, so the child is started with it pointing at gpuleak's
  * injection library (inject/nvtx_inject.c), whose empty entry points gpuleak probes.
  */
-#ifndef GPULEAK_NVTX_H
-#define GPULEAK_NVTX_H
+#ifndef GPULEAK_LIVE_NVTX_H
+#define GPULEAK_LIVE_NVTX_H
 
 #include <stddef.h>
 

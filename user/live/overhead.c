@@ -25,7 +25,7 @@
 #include <unistd.h>
 #include "engine/analysis.h"
 #include "engine/cost.h"
-#include "engine/tracker.h"
+#include "tracker/tracker.h"
 #include "lib/log.h"
 #include "live/bpf_setup.h"
 #include "live/feed.h"

@@ -7,8 +7,8 @@
  * second into a GL_REC_COST per process, which every output reads (engine/cost.h). With a
  * budget (--max-overhead) it steps a process down and back up (enum gl_cost_level).
  */
-#ifndef GPULEAK_OVERHEAD_H
-#define GPULEAK_OVERHEAD_H
+#ifndef GPULEAK_LIVE_OVERHEAD_H
+#define GPULEAK_LIVE_OVERHEAD_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -4,8 +4,8 @@
  * only while its probes are attached, kept here as JSON when it is detached (exit, end
  * marker, the session's end), and added to its verdict when the report writes it (--json).
  */
-#ifndef GPULEAK_PROBE_SITES_H
-#define GPULEAK_PROBE_SITES_H
+#ifndef GPULEAK_LIVE_PROBE_SITES_H
+#define GPULEAK_LIVE_PROBE_SITES_H
 
 #include <stdio.h>
 #include <sys/types.h>

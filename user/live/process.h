@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Facts about target processes, from /proc and pidfds: identity, names, namespaces, and
  * whether this machine and this process can trace at all. */
-#ifndef GPULEAK_PROCESS_H
-#define GPULEAK_PROCESS_H
+#ifndef GPULEAK_LIVE_PROCESS_H
+#define GPULEAK_LIVE_PROCESS_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -9,7 +9,7 @@
 #include "lib/vec.h"
 #include "live/bpf_setup.h"
 #include "live/live.h"
-#include "live/python.h"
+#include "live/pyconf.h"
 #include "live/targets.h"
 #include "probe/elf_obj.h"
 #include "probe/modules.h"

@@ -6,8 +6,8 @@
  * object is read once (probe/py_abi); a process is configured at each scan that finds an
  * interpreter it is not configured for (attach, a rendezvous, a fork, an exec).
  */
-#ifndef GPULEAK_LIVE_PYTHON_H
-#define GPULEAK_LIVE_PYTHON_H
+#ifndef GPULEAK_LIVE_PYCONF_H
+#define GPULEAK_LIVE_PYCONF_H
 
 struct live;
 struct proc_maps;

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <time.h>
 #include "capture/capture.h"
-#include "capture/flight.h"
-#include "engine/tracker.h"
+#include "live/flight.h"
+#include "tracker/tracker.h"
 #include "lib/log.h"
 #include "live/launch.h"
 #include "live/process.h"

@@ -7,8 +7,8 @@
  * once; what was written stays readable) while tracing goes on; the exit status is then 1.
  * Every function accepts a NULL recorder: no capture.
  */
-#ifndef GPULEAK_RECORDER_H
-#define GPULEAK_RECORDER_H
+#ifndef GPULEAK_LIVE_RECORDER_H
+#define GPULEAK_LIVE_RECORDER_H
 
 #include <stdbool.h>
 #include <stdint.h>

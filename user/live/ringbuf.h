@@ -3,8 +3,8 @@
  * The ring buffer consumer: drains BPF records on a short timer (the programs suppress
  * wakeups below a fill threshold) and hands each validated record to one sink.
  */
-#ifndef GPULEAK_RINGBUF_H
-#define GPULEAK_RINGBUF_H
+#ifndef GPULEAK_LIVE_RINGBUF_H
+#define GPULEAK_LIVE_RINGBUF_H
 
 #include <stdint.h>
 #include "gpuleak.h"

@@ -7,7 +7,7 @@
 #include "live/fpless.h"
 #include "live/live.h"
 #include "live/markers.h"
-#include "live/python.h"
+#include "live/pyconf.h"
 #include "live/recorder.h"
 #include "live/scan.h"
 #include "live/targets.h"

@@ -6,8 +6,8 @@
  * target is taken on, at each of its ld.so rendezvous (or every second without one), after
  * a fork and after an exec.
  */
-#ifndef GPULEAK_SCAN_H
-#define GPULEAK_SCAN_H
+#ifndef GPULEAK_LIVE_SCAN_H
+#define GPULEAK_LIVE_SCAN_H
 
 #include <stdbool.h>
 

@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include "engine/analysis.h"
 #include "engine/timeline.h"
-#include "engine/tracker.h"
+#include "tracker/tracker.h"
 #include "lib/exit.h"
 #include "lib/log.h"
 #include "lib/outfile.h"
@@ -32,7 +32,7 @@
 #include "live/live.h"
 #include "live/markers.h"
 #include "live/probe_sites.h"
-#include "live/python.h"
+#include "live/pyconf.h"
 #include "live/process.h"
 #include "live/recorder.h"
 #include "live/ringbuf.h"

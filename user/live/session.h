@@ -6,10 +6,10 @@
  * With a capture path (gpuleak record) every record the tracker gets is also written to a
  * capture file, with what it takes to name the sites later (maps, symbols, command line).
  */
-#ifndef GPULEAK_SESSION_H
-#define GPULEAK_SESSION_H
+#ifndef GPULEAK_LIVE_SESSION_H
+#define GPULEAK_LIVE_SESSION_H
 
-#include "live/options.h"
+#include "live/session_opts.h"
 
 /* Returns the process exit status (enum gl_exit): done, a runtime error, or the gate found
  * leaks. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* What the command line asks of a live session (gpuleak attach, run, record). */
-#ifndef GPULEAK_LIVE_OPTIONS_H
-#define GPULEAK_LIVE_OPTIONS_H
+#ifndef GPULEAK_LIVE_SESSION_OPTS_H
+#define GPULEAK_LIVE_SESSION_OPTS_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -8,8 +8,8 @@
  * signals stop it before anything is traced (signals__take at each stage, and beside every
  * wait).
  */
-#ifndef GPULEAK_SIGNALS_H
-#define GPULEAK_SIGNALS_H
+#ifndef GPULEAK_LIVE_SIGNALS_H
+#define GPULEAK_LIVE_SIGNALS_H
 
 #include <stdbool.h>
 #include <sys/types.h>

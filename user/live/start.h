@@ -6,8 +6,8 @@
  * command forked and held before exec, probed by path (its executable and its ld.so: uprobes
  * are keyed by inode, so they take effect when exec maps the files), then let go.
  */
-#ifndef GPULEAK_START_H
-#define GPULEAK_START_H
+#ifndef GPULEAK_LIVE_START_H
+#define GPULEAK_LIVE_START_H
 
 struct live;
 struct session_opts;

@@ -15,8 +15,8 @@
  * before the identity (start time) is checked, pins the process: whatever happens to the pid
  * afterwards, signals and exit notices through it are about this process.
  */
-#ifndef GPULEAK_TARGETS_H
-#define GPULEAK_TARGETS_H
+#ifndef GPULEAK_LIVE_TARGETS_H
+#define GPULEAK_LIVE_TARGETS_H
 
 #include <stdbool.h>
 #include <stddef.h>

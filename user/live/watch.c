@@ -2,7 +2,7 @@
 /*
  * gpuleak watch (watch.h): the triggers, seen in the records the live analysis takes and
  * between drains; the captures they write, named and bounded in their directory.
- * Calls: capture/flight.c (the ring and the capture), the live analysis (read only), the
+ * Calls: live/flight.c (the ring and the capture), the live analysis (read only), the
  * symbolizer (names in messages).
  */
 #include <dirent.h>
@@ -18,10 +18,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "capture/flight.h"
+#include "live/flight.h"
 #include "engine/analysis.h"
 #include "engine/timeline.h"
-#include "engine/tracker.h"
+#include "tracker/tracker.h"
 #include "lib/json.h"
 #include "lib/outfile.h"
 #include "lib/log.h"
@@ -29,7 +29,7 @@
 #include "lib/vec.h"
 #include "live/bpf_setup.h"
 #include "live/live.h"
-#include "live/options.h"
+#include "live/session_opts.h"
 #include "live/recorder.h"
 #include "live/targets.h"
 #include "live/watch.h"

@@ -2,7 +2,7 @@
 /*
  * gpuleak watch: a recorder that stays attached and writes a capture only when something
  * happens. The session runs as attach and run do; its recorder is a flight recorder
- * (capture/flight.h: the last records in bounded memory, and the state they start from), and
+ * (live/flight.h: the last records in bounded memory, and the state they start from), and
  * this module decides when to write it out and where:
  *
  *   triggers   an allocation that returned out of memory (the runtime's, the driver's, or
@@ -17,8 +17,8 @@
  *              capture that cannot be written (a full disk) is said in one line, and
  *              watching goes on.
  */
-#ifndef GPULEAK_WATCH_H
-#define GPULEAK_WATCH_H
+#ifndef GPULEAK_LIVE_WATCH_H
+#define GPULEAK_LIVE_WATCH_H
 
 #include <stdbool.h>
 #include <stdint.h>

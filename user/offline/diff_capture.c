@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * A capture into a diff_run (capture/diff_capture.h). While the records are analysed, each
+ * A capture into a diff_run (offline/diff_capture.h). While the records are analysed, each
  * closed step samples the memory sites it changed (the tracker's step_changes: all of them)
  * into the run's series; at the end the verdict gives each process and site what the NDJSON
  * verdict would say of it. A tracker site (one call site, owner, class, label) is a part of
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "capture/capture.h"
-#include "capture/diff_capture.h"
-#include "capture/replay.h"
+#include "offline/diff_capture.h"
+#include "offline/replay.h"
 #include "engine/verdict.h"
 #include "lib/infile.h"
 #include "lib/vec.h"

@@ -15,13 +15,13 @@
 #include "lib/outfile.h"
 #include "lib/term.h"
 #include "lib/units.h"
-#include "capture/replay.h"
+#include "offline/replay.h"
 #include "probe/catalog.h"
 #include "output/pictures.h"
 #include "output/report.h"
 #include "symbols/stacks.h"
 #include "symbols/symbolizer.h"
-#include "engine/tracker.h"
+#include "tracker/tracker.h"
 
 struct replay {
 	struct capture_reader *rd;

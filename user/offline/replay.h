@@ -7,8 +7,8 @@
  * the same options are therefore the same, and other options re-analyse them. Site names
  * come from the capture, never from this machine.
  */
-#ifndef GPULEAK_REPLAY_H
-#define GPULEAK_REPLAY_H
+#ifndef GPULEAK_OFFLINE_REPLAY_H
+#define GPULEAK_OFFLINE_REPLAY_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <stdio.h>
 #include <string.h>
-#include "engine/pools.h"
+#include "tracker/pools.h"
 #include "engine/timeline.h"
 #include "engine/verdict.h"
 #include "lib/units.h"

@@ -5,13 +5,13 @@
  * process states, violations, step sources, classes and losses. One place, so the text
  * report, the NDJSON and the metrics call a thing the same.
  */
-#ifndef GPULEAK_DESCRIBE_H
-#define GPULEAK_DESCRIBE_H
+#ifndef GPULEAK_OUTPUT_DESCRIBE_H
+#define GPULEAK_OUTPUT_DESCRIBE_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "engine/tracker.h"
+#include "tracker/tracker.h"
 #include "probe/catalog.h"
 
 struct report;

@@ -8,7 +8,7 @@
 #include "probe/catalog.h"
 #include "symbols/stacks.h"
 #include "symbols/symbolizer.h"
-#include "engine/tracker.h"
+#include "tracker/tracker.h"
 #include "engine/verdict.h"
 #include "lib/term.h"
 #include "lib/units.h"

@@ -7,8 +7,8 @@
  * and speedscope read. Built from the tracker's per-stack counts and the symbolizer's
  * stacks, so it is the same live and offline.
  */
-#ifndef GPULEAK_GRAPH_H
-#define GPULEAK_GRAPH_H
+#ifndef GPULEAK_OUTPUT_GRAPH_H
+#define GPULEAK_OUTPUT_GRAPH_H
 
 #include <stdio.h>
 #include <sys/types.h>

@@ -4,8 +4,8 @@
  * memory by API and device, the largest leaking sites), and with --step one line per closed
  * step with a sparkline of live bytes. The NDJSON twin of a table is ndjson__interval's.
  */
-#ifndef GPULEAK_INTERVAL_H
-#define GPULEAK_INTERVAL_H
+#ifndef GPULEAK_OUTPUT_INTERVAL_H
+#define GPULEAK_OUTPUT_INTERVAL_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "engine/memtrace.h"
-#include "engine/tracker.h"
+#include "tracker/tracker.h"
 #include "lib/pickle.h"
 #include "lib/vec.h"
 #include "output/memviz.h"

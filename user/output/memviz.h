@@ -8,8 +8,8 @@
  * other code, VMM maps) as segments of their own kind named by API, blocks in segments made
  * before gpuleak attached, and frees still pending in a deferred-free window.
  */
-#ifndef GPULEAK_MEMVIZ_H
-#define GPULEAK_MEMVIZ_H
+#ifndef GPULEAK_OUTPUT_MEMVIZ_H
+#define GPULEAK_OUTPUT_MEMVIZ_H
 
 #include <stdio.h>
 

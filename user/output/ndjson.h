@@ -5,8 +5,8 @@
  * (a closed step), "verdict" (a process at the end) and "summary" (across processes).
  * They say what the tracker holds and the verdict decided (engine/verdict.h), nothing more.
  */
-#ifndef GPULEAK_NDJSON_H
-#define GPULEAK_NDJSON_H
+#ifndef GPULEAK_OUTPUT_NDJSON_H
+#define GPULEAK_OUTPUT_NDJSON_H
 
 #include <stdint.h>
 #include <sys/types.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* --perfetto: Chrome trace-event JSON for ui.perfetto.dev (the events: perfetto.c). */
-#ifndef GPULEAK_PERFETTO_H
-#define GPULEAK_PERFETTO_H
+#ifndef GPULEAK_OUTPUT_PERFETTO_H
+#define GPULEAK_OUTPUT_PERFETTO_H
 
 #include <stdint.h>
 #include <stdio.h>

@@ -10,8 +10,8 @@
  * failed start leaves what the paths had, and a reader never sees half a picture. "-" is
  * standard output.
  */
-#ifndef GPULEAK_PICTURES_H
-#define GPULEAK_PICTURES_H
+#ifndef GPULEAK_OUTPUT_PICTURES_H
+#define GPULEAK_OUTPUT_PICTURES_H
 
 #include <stdint.h>
 #include <stdio.h>

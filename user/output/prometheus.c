@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "engine/cost.h"
-#include "engine/pools.h"
+#include "tracker/pools.h"
 #include "engine/verdict.h"
 #include "output/describe.h"
 #include "output/prometheus.h"

@@ -4,8 +4,8 @@
  * OpenMetrics text format or Prometheus text 0.0.4. Every family is a row of one table
  * (prometheus.c: families[]): its name, type, help and what its samples read.
  */
-#ifndef GPULEAK_PROMETHEUS_H
-#define GPULEAK_PROMETHEUS_H
+#ifndef GPULEAK_OUTPUT_PROMETHEUS_H
+#define GPULEAK_OUTPUT_PROMETHEUS_H
 
 #include <stdbool.h>
 #include <stdio.h>

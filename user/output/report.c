@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <inttypes.h>
 #include <stdlib.h>
-#include "engine/rules.h"
-#include "engine/tracker.h"
+#include "tracker/rules.h"
+#include "tracker/tracker.h"
 #include "engine/verdict.h"
 #include "lib/log.h"
 #include "output/interval.h"

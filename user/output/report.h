@@ -7,8 +7,8 @@
  * prometheus.c) from the tracker and a verdict (engine/verdict.h): the report decides
  * nothing.
  */
-#ifndef GPULEAK_REPORT_H
-#define GPULEAK_REPORT_H
+#ifndef GPULEAK_OUTPUT_REPORT_H
+#define GPULEAK_OUTPUT_REPORT_H
 
 #include <stdbool.h>
 #include <stdint.h>

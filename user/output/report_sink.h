@@ -5,8 +5,8 @@
  * fills one and hands it to report.h's entry points; the writers they call (interval, text,
  * ndjson, summary, the pictures) include this, not report.h: no writer depends on its caller.
  */
-#ifndef GPULEAK_REPORT_SINK_H
-#define GPULEAK_REPORT_SINK_H
+#ifndef GPULEAK_OUTPUT_REPORT_SINK_H
+#define GPULEAK_OUTPUT_REPORT_SINK_H
 
 #include <stdbool.h>
 #include <stdint.h>

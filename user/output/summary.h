@@ -3,8 +3,8 @@
  * The text summary across processes, when a session traced more than one: a row per
  * process (live, leaked, growth) and their total, then rank skew, as the verdict judged it.
  */
-#ifndef GPULEAK_SUMMARY_H
-#define GPULEAK_SUMMARY_H
+#ifndef GPULEAK_OUTPUT_SUMMARY_H
+#define GPULEAK_OUTPUT_SUMMARY_H
 
 struct report;
 struct verdict;

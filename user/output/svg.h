@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* --svg: a timeline of each process's memory, its leaking sites in red (the format: svg.c). */
-#ifndef GPULEAK_SVG_H
-#define GPULEAK_SVG_H
+#ifndef GPULEAK_OUTPUT_SVG_H
+#define GPULEAK_OUTPUT_SVG_H
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <inttypes.h>
 #include "engine/cost.h"
-#include "engine/graphs.h"
-#include "engine/ipc.h"
-#include "engine/pools.h"
-#include "engine/rules.h"
+#include "tracker/graphs.h"
+#include "tracker/ipc.h"
+#include "tracker/pools.h"
+#include "tracker/rules.h"
 #include "engine/verdict.h"
 #include "lib/term.h"
 #include "lib/units.h"

@@ -5,8 +5,8 @@
  * and how far the numbers may be off. It prints a verdict (engine/verdict.h) and decides
  * nothing.
  */
-#ifndef GPULEAK_TEXT_H
-#define GPULEAK_TEXT_H
+#ifndef GPULEAK_OUTPUT_TEXT_H
+#define GPULEAK_OUTPUT_TEXT_H
 
 #include <stdint.h>
 

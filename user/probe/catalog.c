@@ -48,7 +48,7 @@
  * WGPUObject wgpuDeviceCreateX(WGPUDevice device, const WGPUXDescriptor *desc). The returned
  * object's first 16 bytes come with the record: Dawn's objects are C++ objects (the handle is
  * the object pointer), their vtable pointer and reference count tell an error object from a
- * real one where no MakeError symbol does (engine/wgpu_objects.c).
+ * real one where no MakeError symbol does (tracker/wgpu_objects.c).
  */
 #define WCREATE(dlen, lk)                                                                          \
 	{                                                                                          \
@@ -151,7 +151,7 @@ const struct cat_api cat_apis[] = {
 	.space = SPACE_HOST_REG),
     /*
      * Stream capture: a stream-ordered allocation on a capturing stream allocates nothing,
-     * it becomes a memory node of the graph being captured (engine/graphs.c).
+     * it becomes a memory node of the graph being captured (tracker/graphs.c).
      * cudaStreamBeginCapture(stream, mode), cudaStreamEndCapture(stream, cudaGraph_t *g):
      * the graph read at return, cudaStreamIsCapturing(stream, enum cudaStreamCaptureStatus
      * *s): the status read at return
@@ -200,7 +200,7 @@ const struct cat_api cat_apis[] = {
     API("cudaDeviceGraphMemTrim", GL_API_CUDA_DEVICE_GRAPH_MEM_TRIM, CALL(0, 1), OP_GRAPH_MEM_TRIM,
 	MEM_NONE, CAT_OPTIONAL),
     /*
-     * Stream-ordered pools (engine/pools.c). cudaMemPoolCreate(pool *p, const struct
+     * Stream-ordered pools (tracker/pools.c). cudaMemPoolCreate(pool *p, const struct
      * cudaMemPoolProps *props): location.id @12 is the device.
      * cudaMemPoolSetAttribute(pool, attr, void *value): *value copied at entry.
      * cudaDeviceSetMemPool(int device, pool), cudaDeviceGet(Default)MemPool(pool *p, int dev)

@@ -73,7 +73,7 @@ enum cat_op {
 	OP_BLOCK,
 	/*
 	 * IPC, stream capture and graph memory, stream-ordered pools, multicast objects
-	 * (engine/ipc.c, graphs.c, pools.c). Opening an IPC handle is an OP_ALLOC in SPACE_IPC,
+	 * (tracker/ipc.c, graphs.c, pools.c). Opening an IPC handle is an OP_ALLOC in SPACE_IPC,
 	 * its close an OP_FREE; the calls below are what else they need. The graph calls
 	 * (OP_CAPTURE_BEGIN .. OP_GRAPH_MEM_TRIM) and the pool calls are ranges to the engine
 	 * (graphs__is_op, pools__is_op): keep each group together.

@@ -27,8 +27,8 @@
  * time: an object with fewer than a table's worth (a 540 MB libcublasLt) costs that scan
  * and a few MB, not a read of the whole file.
  */
-#ifndef GPULEAK_DAWN_PROCS_H
-#define GPULEAK_DAWN_PROCS_H
+#ifndef GPULEAK_PROBE_DAWN_PROCS_H
+#define GPULEAK_PROBE_DAWN_PROCS_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -7,8 +7,8 @@
  * gone; symbols are used only through the index a relocation names (their st_value), never
  * by name. x86-64 objects only (the relocation types are the architecture's).
  */
-#ifndef GPULEAK_ELF_IMAGE_H
-#define GPULEAK_ELF_IMAGE_H
+#ifndef GPULEAK_PROBE_ELF_IMAGE_H
+#define GPULEAK_PROBE_ELF_IMAGE_H
 
 #include <stdbool.h>
 #include <stddef.h>

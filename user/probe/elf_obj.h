@@ -3,8 +3,8 @@
  * One ELF object on disk: its function symbols (.symtab and .dynsym), load segments and
  * build-id. Used to find probe offsets by name and to name addresses.
  */
-#ifndef GPULEAK_ELF_SYMS_H
-#define GPULEAK_ELF_SYMS_H
+#ifndef GPULEAK_PROBE_ELF_OBJ_H
+#define GPULEAK_PROBE_ELF_OBJ_H
 
 #include <stdbool.h>
 #include <stdint.h>

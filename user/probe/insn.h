@@ -15,8 +15,8 @@
  * function lands between the entry and the new place. Anything not positively decoded as
  * such keeps the probe at the entry.
  */
-#ifndef GPULEAK_INSN_H
-#define GPULEAK_INSN_H
+#ifndef GPULEAK_PROBE_INSN_H
+#define GPULEAK_PROBE_INSN_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -4,8 +4,8 @@
  * same library mapped by many processes is opened and scanned once. Attach uses a module's
  * probe sites, the symbolizer its symbols.
  */
-#ifndef GPULEAK_MODULES_H
-#define GPULEAK_MODULES_H
+#ifndef GPULEAK_PROBE_MODULES_H
+#define GPULEAK_PROBE_MODULES_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -8,8 +8,8 @@
  * found here is what it would load in all but exotic setups ($LIB, $PLATFORM, hwcaps
  * subdirectories, preloads), and one not found is kept by its name alone.
  */
-#ifndef GPULEAK_NEEDED_H
-#define GPULEAK_NEEDED_H
+#ifndef GPULEAK_PROBE_NEEDED_H
+#define GPULEAK_PROBE_NEEDED_H
 
 #include <stddef.h>
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* A snapshot of /proc/PID/maps: which file is mapped where in a target. */
-#ifndef GPULEAK_PROC_MAPS_H
-#define GPULEAK_PROC_MAPS_H
+#ifndef GPULEAK_PROBE_PROC_MAPS_H
+#define GPULEAK_PROBE_PROC_MAPS_H
 
 #include <stdbool.h>
 #include <stdint.h>

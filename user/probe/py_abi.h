@@ -8,8 +8,8 @@
  * Everything is read from the object's file: _PyRuntime and Py_Version are initialised
  * data, so a process is configured before its interpreter has run a line.
  */
-#ifndef GPULEAK_PY_ABI_H
-#define GPULEAK_PY_ABI_H
+#ifndef GPULEAK_PROBE_PY_ABI_H
+#define GPULEAK_PROBE_PY_ABI_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -11,8 +11,8 @@
  * September 2024 (AddRef already, labels still char const *) has no marker: such objects
  * need --webgpu-abi.
  */
-#ifndef GPULEAK_WGPU_H
-#define GPULEAK_WGPU_H
+#ifndef GPULEAK_PROBE_WGPU_ABI_H
+#define GPULEAK_PROBE_WGPU_ABI_H
 
 #include <stdbool.h>
 #include <stddef.h>

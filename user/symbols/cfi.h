@@ -6,8 +6,8 @@
  * caller's, reading saved registers through a callback (a copy of the stack, never the
  * live process). x86-64 only.
  */
-#ifndef GPULEAK_CFI_H
-#define GPULEAK_CFI_H
+#ifndef GPULEAK_SYMBOLS_CFI_H
+#define GPULEAK_SYMBOLS_CFI_H
 
 #include <stdbool.h>
 #include <stddef.h>

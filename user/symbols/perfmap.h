@@ -10,8 +10,8 @@
  * Entries may overlap (a JIT reuses the memory of code it freed): the entry written last wins,
  * as the code at an address now is the code compiled there last.
  */
-#ifndef GPULEAK_PERFMAP_H
-#define GPULEAK_PERFMAP_H
+#ifndef GPULEAK_SYMBOLS_PERFMAP_H
+#define GPULEAK_SYMBOLS_PERFMAP_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -6,7 +6,7 @@
 #include "lib/hmap.h"
 #include "lib/vec.h"
 #include "probe/py_abi.h"
-#include "symbols/python.h"
+#include "symbols/pyframes.h"
 
 /* Persisted in captures (docs/capture-format.md): their layout never moves. */
 _Static_assert(offsetof(struct gl_py_code_rec, data) == 52, "gl_py_code_rec");

@@ -10,8 +10,8 @@
  * arm64), one per (process, code object, line), named "qualname (file:line)". Stacks
  * hold them where the interpreter's evaluation frames were (symbolizer.c merges).
  */
-#ifndef GPULEAK_SYMBOLS_PYTHON_H
-#define GPULEAK_SYMBOLS_PYTHON_H
+#ifndef GPULEAK_SYMBOLS_PYFRAMES_H
+#define GPULEAK_SYMBOLS_PYFRAMES_H
 
 #include <stdbool.h>
 #include <stddef.h>

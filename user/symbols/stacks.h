@@ -10,8 +10,8 @@
  * (stacks__add). Whether a walk went through code without frame pointers is decided by the
  * symbolizer, which has the objects, and stored here with the frames.
  */
-#ifndef GPULEAK_STACKS_H
-#define GPULEAK_STACKS_H
+#ifndef GPULEAK_SYMBOLS_STACKS_H
+#define GPULEAK_SYMBOLS_STACKS_H
 
 #include <stddef.h>
 #include <stdint.h>

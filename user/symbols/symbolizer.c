@@ -14,7 +14,7 @@
 #include "probe/modules.h"
 #include "probe/proc_maps.h"
 #include "symbols/perfmap.h"
-#include "symbols/python.h"
+#include "symbols/pyframes.h"
 #include "symbols/stacks.h"
 #include "symbols/symbolizer.h"
 #include "lib/vec.h"

@@ -13,8 +13,8 @@
  * the addresses the recorder resolved (symbolizer__set) and its map snapshots
  * (symbolizer__add_map) for the rest; it never looks at the live system.
  */
-#ifndef GPULEAK_SYMBOLIZE_H
-#define GPULEAK_SYMBOLIZE_H
+#ifndef GPULEAK_SYMBOLS_SYMBOLIZER_H
+#define GPULEAK_SYMBOLS_SYMBOLIZER_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -31,7 +31,7 @@ struct sym_info {
 	const char *func;   /* function name without @VERSION; NULL: no symbol covers it */
 	uint64_t func_off;  /* addr - start of func */
 	uint64_t file_off;  /* addr as an offset into the object's file */
-	/* A Python frame (symbols/python.h): func its qualified name, module its file's
+	/* A Python frame (symbols/pyframes.h): func its qualified name, module its file's
 	 * basename, file the file as the code object has it, line its line (0: unknown). */
 	const char *file;
 	int32_t line;
@@ -142,7 +142,7 @@ int symbolizer__site_frames(void *ctx, pid_t pid, uint64_t caller, int32_t stack
 /* The module (basename) containing addr in pid, or NULL. */
 const char *symbolizer__module(struct symbolizer *s, pid_t pid, uint64_t addr);
 
-/* ---- Python frames (symbols/python.h) ---- */
+/* ---- Python frames (symbols/pyframes.h) ---- */
 
 struct gl_hdr;
 

@@ -13,8 +13,8 @@
  * not bounded by the copy), and others go on with what such a walk found above the last
  * unwound frame.
  */
-#ifndef GPULEAK_UNWIND_H
-#define GPULEAK_UNWIND_H
+#ifndef GPULEAK_SYMBOLS_UNWIND_H
+#define GPULEAK_SYMBOLS_UNWIND_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include "engine/alloc_table.h"
+#include "tracker/alloc_table.h"
 
 struct alloc *alloc_table__find(const struct alloc_table *t, uint8_t space, uint64_t addr)
 {

@@ -13,8 +13,8 @@
  * 54 (make bench's target is 64 at 10 M live); with each allocation malloc'd behind an hmap,
  * 1.4 to 2.2 times the time, 98 and 88 bytes. Big tables sit on huge pages.
  */
-#ifndef GPULEAK_ENGINE_ALLOC_TABLE_H
-#define GPULEAK_ENGINE_ALLOC_TABLE_H
+#ifndef GPULEAK_TRACKER_ALLOC_TABLE_H
+#define GPULEAK_TRACKER_ALLOC_TABLE_H
 
 #include <stddef.h>
 #include <stdint.h>

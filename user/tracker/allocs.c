@@ -13,7 +13,7 @@
  * so that it costs no call in the modules above; this file holds the rest.
  * Calls: violations.c (a class that an allocation joins).
  */
-#include "engine/allocs.h"
+#include "tracker/allocs.h"
 #include "probe/catalog.h"
 
 /* A site's first change in the step: a new entry. */

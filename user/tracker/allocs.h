@@ -6,15 +6,15 @@
  * releasing run for every allocation and free, called from those modules: they are inline
  * here, with the sums they keep (the consumer's hot path, as alloc_table.h's lookups).
  */
-#ifndef GPULEAK_ENGINE_ALLOCS_H
-#define GPULEAK_ENGINE_ALLOCS_H
+#ifndef GPULEAK_TRACKER_ALLOCS_H
+#define GPULEAK_TRACKER_ALLOCS_H
 
 #include <errno.h>
-#include "engine/model.h"
-#include "engine/pools.h"
-#include "engine/regions.h"
-#include "engine/rules.h"
-#include "engine/violations.h"
+#include "tracker/model.h"
+#include "tracker/pools.h"
+#include "tracker/regions.h"
+#include "tracker/rules.h"
+#include "tracker/violations.h"
 #include "lib/vec.h"
 #include "probe/catalog.h"
 

@@ -16,10 +16,10 @@
  */
 #include <errno.h>
 #include <stdlib.h>
-#include "engine/blocks.h"
-#include "engine/allocs.h"
-#include "engine/regions.h"
-#include "engine/sites.h"
+#include "tracker/blocks.h"
+#include "tracker/allocs.h"
+#include "tracker/regions.h"
+#include "tracker/sites.h"
 
 #define C10_DEVICE_TYPE_CUDA 1
 

@@ -3,10 +3,10 @@
  * A caching allocator's blocks inside its segments (blocks.c): PyTorch's tensors, carved from
  * the CUDA allocations and VMM mappings its allocator holds (tproc.blocks).
  */
-#ifndef GPULEAK_ENGINE_BLOCKS_H
-#define GPULEAK_ENGINE_BLOCKS_H
+#ifndef GPULEAK_TRACKER_BLOCKS_H
+#define GPULEAK_TRACKER_BLOCKS_H
 
-#include "engine/model.h"
+#include "tracker/model.h"
 #include "probe/catalog.h"
 
 /* A block handed out (an ALLOC record) or given back to the cache (FREE). 0 or -ENOMEM. */

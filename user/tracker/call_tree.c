@@ -15,18 +15,18 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine/call_tree.h"
-#include "engine/allocs.h"
-#include "engine/blocks.h"
-#include "engine/gpu_objects.h"
-#include "engine/graphs.h"
-#include "engine/ipc.h"
-#include "engine/mem_calls.h"
-#include "engine/pending.h"
-#include "engine/pools.h"
-#include "engine/sites.h"
-#include "engine/threads.h"
-#include "engine/wgpu_objects.h"
+#include "tracker/call_tree.h"
+#include "tracker/allocs.h"
+#include "tracker/blocks.h"
+#include "tracker/gpu_objects.h"
+#include "tracker/graphs.h"
+#include "tracker/ipc.h"
+#include "tracker/mem_calls.h"
+#include "tracker/pending.h"
+#include "tracker/pools.h"
+#include "tracker/sites.h"
+#include "tracker/threads.h"
+#include "tracker/wgpu_objects.h"
 #include "lib/vec.h"
 
 /* ---- a call's operation ---- */

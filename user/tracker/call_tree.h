@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Calls (call_tree.c): each applied by its operation, at once or in the tree of nested calls. */
-#ifndef GPULEAK_ENGINE_CALL_TREE_H
-#define GPULEAK_ENGINE_CALL_TREE_H
+#ifndef GPULEAK_TRACKER_CALL_TREE_H
+#define GPULEAK_TRACKER_CALL_TREE_H
 
-#include "engine/model.h"
+#include "tracker/model.h"
 
 /* A call record of p (GL_REC_ALLOC ... GL_REC_NOTIFY): applied, or held until its outermost
  * call returns. 0 or -ENOMEM. */

@@ -10,12 +10,12 @@
  */
 #include <errno.h>
 #include <string.h>
-#include "engine/gpu_objects.h"
-#include "engine/allocs.h"
-#include "engine/ipc.h"
-#include "engine/pending.h"
-#include "engine/regions.h"
-#include "engine/threads.h"
+#include "tracker/gpu_objects.h"
+#include "tracker/allocs.h"
+#include "tracker/ipc.h"
+#include "tracker/pending.h"
+#include "tracker/regions.h"
+#include "tracker/threads.h"
 #include "lib/vec.h"
 
 /* ---- contexts and devices ---- */

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* What owns CUDA memory besides the program (gpu_objects.c): contexts, communicators, VMM maps. */
-#ifndef GPULEAK_ENGINE_GPU_OBJECTS_H
-#define GPULEAK_ENGINE_GPU_OBJECTS_H
+#ifndef GPULEAK_TRACKER_GPU_OBJECTS_H
+#define GPULEAK_TRACKER_GPU_OBJECTS_H
 
-#include "engine/model.h"
+#include "tracker/model.h"
 #include "probe/catalog.h"
 
 /* Device, context, VMM mapping and communicator teardown calls. */

@@ -11,12 +11,12 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine/graphs.h"
-#include "engine/allocs.h"
-#include "engine/pending.h"
-#include "engine/pools.h"
-#include "engine/sites.h"
-#include "engine/threads.h"
+#include "tracker/graphs.h"
+#include "tracker/allocs.h"
+#include "tracker/pending.h"
+#include "tracker/pools.h"
+#include "tracker/sites.h"
+#include "tracker/threads.h"
 #include "lib/vec.h"
 
 /* cudaGraphInstantiateFlagAutoFreeOnLaunch, CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH */

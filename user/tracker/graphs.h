@@ -12,10 +12,10 @@
  * device's graph pool (pools.c), which keeps what execs gave back until
  * cudaDeviceGraphMemTrim.
  */
-#ifndef GPULEAK_ENGINE_GRAPHS_H
-#define GPULEAK_ENGINE_GRAPHS_H
+#ifndef GPULEAK_TRACKER_GRAPHS_H
+#define GPULEAK_TRACKER_GRAPHS_H
 
-#include "engine/model.h"
+#include "tracker/model.h"
 #include "probe/catalog.h"
 
 struct tgraph_node {

@@ -10,8 +10,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine/ipc.h"
-#include "engine/allocs.h"
+#include "tracker/ipc.h"
+#include "tracker/allocs.h"
 #include "lib/vec.h"
 
 struct ipc_export {

@@ -11,10 +11,10 @@
  * with one more reference, and unmaps it at the last close. Multicast objects' bindings
  * (cuMulticastBindMem) live here too: a VMM handle bound to one lives on, like a mapped one.
  */
-#ifndef GPULEAK_ENGINE_IPC_H
-#define GPULEAK_ENGINE_IPC_H
+#ifndef GPULEAK_TRACKER_IPC_H
+#define GPULEAK_TRACKER_IPC_H
 
-#include "engine/model.h"
+#include "tracker/model.h"
 #include "probe/catalog.h"
 
 /* One mapping opened (or a handle imported) and not closed yet. */

@@ -19,15 +19,15 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine/mem_calls.h"
-#include "engine/allocs.h"
-#include "engine/gpu_objects.h"
-#include "engine/graphs.h"
-#include "engine/ipc.h"
-#include "engine/pending.h"
-#include "engine/pools.h"
-#include "engine/sites.h"
-#include "engine/threads.h"
+#include "tracker/mem_calls.h"
+#include "tracker/allocs.h"
+#include "tracker/gpu_objects.h"
+#include "tracker/graphs.h"
+#include "tracker/ipc.h"
+#include "tracker/pending.h"
+#include "tracker/pools.h"
+#include "tracker/sites.h"
+#include "tracker/threads.h"
 #include "probe/cuda_desc.h"
 
 /* ---- allocations ---- */

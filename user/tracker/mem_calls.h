@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Allocation and free calls (mem_calls.c): what each means for the graph. */
-#ifndef GPULEAK_ENGINE_MEM_CALLS_H
-#define GPULEAK_ENGINE_MEM_CALLS_H
+#ifndef GPULEAK_TRACKER_MEM_CALLS_H
+#define GPULEAK_TRACKER_MEM_CALLS_H
 
-#include "engine/model.h"
+#include "tracker/model.h"
 #include "probe/catalog.h"
 
 /* An allocation call r that succeeded, made under scope. 0 or -ENOMEM. */

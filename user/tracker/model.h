@@ -6,8 +6,8 @@
  * device, or, for a lower layer, the site of the allocation it sits under). No module owns
  * this header; each owns the part of it that it keeps up to date (tracker.h lists them).
  */
-#ifndef GPULEAK_ENGINE_MODEL_H
-#define GPULEAK_ENGINE_MODEL_H
+#ifndef GPULEAK_TRACKER_MODEL_H
+#define GPULEAK_TRACKER_MODEL_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/types.h>
 #include "gpuleak.h"
-#include "engine/alloc_table.h"
+#include "tracker/alloc_table.h"
 #include "lib/hmap.h"
 
 enum owner_kind {

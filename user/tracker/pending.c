@@ -11,12 +11,12 @@
  * free), threads.c.
  */
 #include <errno.h>
-#include "engine/pending.h"
-#include "engine/allocs.h"
-#include "engine/pools.h"
-#include "engine/sites.h"
-#include "engine/threads.h"
-#include "engine/violations.h"
+#include "tracker/pending.h"
+#include "tracker/allocs.h"
+#include "tracker/pools.h"
+#include "tracker/sites.h"
+#include "tracker/threads.h"
+#include "tracker/violations.h"
 #include "lib/vec.h"
 
 /*

@@ -3,11 +3,11 @@
  * Frees that complete later (pending.c): what defers them, what completes them, and what
  * becomes of them when their memory goes otherwise.
  */
-#ifndef GPULEAK_ENGINE_PENDING_H
-#define GPULEAK_ENGINE_PENDING_H
+#ifndef GPULEAK_TRACKER_PENDING_H
+#define GPULEAK_TRACKER_PENDING_H
 
-#include "engine/model.h"
-#include "engine/rules.h"
+#include "tracker/model.h"
+#include "tracker/rules.h"
 #include "probe/catalog.h"
 
 /*

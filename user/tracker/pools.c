@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine/pools.h"
+#include "tracker/pools.h"
 #include "lib/vec.h"
 
 /* cudaMemPoolAttrReleaseThreshold, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD */

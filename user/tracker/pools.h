@@ -8,10 +8,10 @@
  * and cudaDeviceGraphMemTrim give it back at once. Reserves are bytes, not allocations:
  * freed blocks are interchangeable within a pool, the way the pool reuses them.
  */
-#ifndef GPULEAK_ENGINE_POOLS_H
-#define GPULEAK_ENGINE_POOLS_H
+#ifndef GPULEAK_TRACKER_POOLS_H
+#define GPULEAK_TRACKER_POOLS_H
 
-#include "engine/model.h"
+#include "tracker/model.h"
 #include "probe/catalog.h"
 
 enum pool_kind {

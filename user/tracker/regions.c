@@ -7,7 +7,7 @@
  * Calls nothing of the tracker.
  */
 #include <string.h>
-#include "engine/regions.h"
+#include "tracker/regions.h"
 #include "probe/catalog.h"
 #include "lib/vec.h"
 

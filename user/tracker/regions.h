@@ -6,10 +6,10 @@
  * has blocks: until then nothing here costs anything. Sorted, found by binary search, changed
  * in place: a process has hundreds of ranges, not millions (a segment is 2 MiB or more).
  */
-#ifndef GPULEAK_ENGINE_REGIONS_H
-#define GPULEAK_ENGINE_REGIONS_H
+#ifndef GPULEAK_TRACKER_REGIONS_H
+#define GPULEAK_TRACKER_REGIONS_H
 
-#include "engine/model.h"
+#include "tracker/model.h"
 
 /* Start keeping p's ranges: every device allocation in its table and every mapping. 0 or
  * -ENOMEM. */

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "engine/rules.h"
+#include "tracker/rules.h"
 #include "lib/infile.h"
 #include "lib/units.h"
 #include "lib/vec.h"

@@ -17,8 +17,8 @@
  * Runtime's buffer manager, released with its session): growth there is judged on what the
  * program still held when it ended, not on the steps alone (verdict.c, judge_cache).
  */
-#ifndef GPULEAK_RULES_H
-#define GPULEAK_RULES_H
+#ifndef GPULEAK_TRACKER_RULES_H
+#define GPULEAK_TRACKER_RULES_H
 
 #include <stdbool.h>
 #include <stddef.h>

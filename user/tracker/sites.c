@@ -9,8 +9,8 @@
  * Calls nothing of the tracker (rules.c matches the rules).
  */
 #include <string.h>
-#include "engine/sites.h"
-#include "engine/rules.h"
+#include "tracker/sites.h"
+#include "tracker/rules.h"
 #include "probe/catalog.h"
 #include "lib/vec.h"
 

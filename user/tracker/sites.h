@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Sites and site stacks (sites.c): where allocations come from, and the class they go in. */
-#ifndef GPULEAK_ENGINE_SITES_H
-#define GPULEAK_ENGINE_SITES_H
+#ifndef GPULEAK_TRACKER_SITES_H
+#define GPULEAK_TRACKER_SITES_H
 
-#include "engine/model.h"
+#include "tracker/model.h"
 
 struct rule_subject;
 

@@ -5,7 +5,7 @@
  * Calls nothing of the tracker.
  */
 #include <stdlib.h>
-#include "engine/threads.h"
+#include "tracker/threads.h"
 
 void *threads__map_obj(struct hmap *h, uint64_t k0, uint64_t k1, size_t size)
 {

@@ -6,10 +6,10 @@
  * adoption and NCCL groups (call_tree.c), an error object's depth (wgpu_objects.c). Every
  * module may look a thread up.
  */
-#ifndef GPULEAK_ENGINE_THREADS_H
-#define GPULEAK_ENGINE_THREADS_H
+#ifndef GPULEAK_TRACKER_THREADS_H
+#define GPULEAK_TRACKER_THREADS_H
 
-#include "engine/model.h"
+#include "tracker/model.h"
 
 /* Frees the runtime makes underneath a free we already applied: (space, addr) to ignore once. */
 #define NR_EXPECT 4

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * The tracker: the live allocation graph of every traced process (engine/model.h), rebuilt
+ * The tracker: the live allocation graph of every traced process (tracker/model.h), rebuilt
  * from records. It is fed the same record stream live (ring buffer) and offline (capture
  * file), and is the only place that decides what a record means; it never reads /proc or
  * the clock. One user allocation is counted once, at the outermost traced call; the calls it
@@ -36,10 +36,10 @@
  *                   call returns: layers, communicator inits, NCCL groups, adopted threads
  *   tracker.c       the tracker and its processes: the way in of every record
  */
-#ifndef GPULEAK_TRACKER_H
-#define GPULEAK_TRACKER_H
+#ifndef GPULEAK_TRACKER_TRACKER_H
+#define GPULEAK_TRACKER_TRACKER_H
 
-#include "engine/model.h"
+#include "tracker/model.h"
 
 int tracker__new(struct tracker **out);
 /* Classify allocations and deferred frees with these rules (NULL: built-in behaviour). */

@@ -6,8 +6,8 @@
  * pending.c and recorded here too.
  * Calls nothing of the tracker.
  */
-#include "engine/violations.h"
-#include "engine/rules.h"
+#include "tracker/violations.h"
+#include "tracker/rules.h"
 #include "lib/vec.h"
 
 int violations__add(struct tproc *p, enum violation_kind kind, uint16_t rule, uint32_t site,

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Rule violations of a process (violations.c), recorded as they happen. */
-#ifndef GPULEAK_ENGINE_VIOLATIONS_H
-#define GPULEAK_ENGINE_VIOLATIONS_H
+#ifndef GPULEAK_TRACKER_VIOLATIONS_H
+#define GPULEAK_TRACKER_VIOLATIONS_H
 
-#include "engine/model.h"
+#include "tracker/model.h"
 
 /* A violation of rule (an index) at site, now (ts_ns, the process's step). 0 or -ENOMEM. */
 int violations__add(struct tproc *p, enum violation_kind kind, uint16_t rule, uint32_t site,

@@ -12,12 +12,12 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine/wgpu_objects.h"
-#include "engine/allocs.h"
-#include "engine/pending.h"
-#include "engine/sites.h"
-#include "engine/threads.h"
-#include "engine/violations.h"
+#include "tracker/wgpu_objects.h"
+#include "tracker/allocs.h"
+#include "tracker/pending.h"
+#include "tracker/sites.h"
+#include "tracker/threads.h"
+#include "tracker/violations.h"
 #include "lib/vec.h"
 #include "probe/wgpu_abi.h"
 

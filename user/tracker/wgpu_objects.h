@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* WebGPU's refcounted objects (wgpu_objects.c): memory objects, owners, labels, queues. */
-#ifndef GPULEAK_ENGINE_WGPU_OBJECTS_H
-#define GPULEAK_ENGINE_WGPU_OBJECTS_H
+#ifndef GPULEAK_TRACKER_WGPU_OBJECTS_H
+#define GPULEAK_TRACKER_WGPU_OBJECTS_H
 
-#include "engine/model.h"
+#include "tracker/model.h"
 #include "probe/catalog.h"
 
 /* Whether op is one of the refcounted-object and queue operations (inline: every record). */
