@@ -75,9 +75,23 @@ const volatile bool follow_children = false;
 const volatile __u64 pidns_dev = 0;
 const volatile __u64 pidns_ino = 0;
 
-/* Since Linux 6.13; without it a forked child is not stopped before it runs (weak). */
+/*
+ * Since Linux 6.13: a forked child stopped from the fork tracepoint (weak). Without it the
+ * child stops itself: gl_fork_hold runs in its context as it first leaves schedule_tail().
+ */
 extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type,
 				__u64 value) __weak __ksym;
+/* gl_fork_hold is attached (set by user space after the attach, so never a stop promised
+ * that nothing would make). */
+volatile bool fork_hold_armed = false;
+/* Kernel thread ids of forked children that are to stop themselves. Entries outlive only a
+ * child that never ran (one killed before its first schedule). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} fork_holds SEC(".maps");
 /* Since Linux 6.2: what lets gpuleak's death resume the processes it held (weak). */
 extern struct task_struct *bpf_task_from_pid(s32 pid) __weak __ksym;
 extern void bpf_task_release(struct task_struct *p) __weak __ksym;
@@ -1668,10 +1682,37 @@ int gl_fork(__u64 *ctx)
 	 * Stop the child before its first instruction, so nothing it does happens before its
 	 * probes are in place (it shares the parent's libraries, but the probes filter by pid).
 	 */
-	if (bpf_ksym_exists(bpf_send_signal_task) && !tracer_gone &&
-	    !bpf_send_signal_task(child, SIGSTOP, PIDTYPE_TGID, 0))
-		r->flags |= GL_TF_STOPPED;
+	if (bpf_ksym_exists(bpf_send_signal_task)) {
+		if (!tracer_gone && !bpf_send_signal_task(child, SIGSTOP, PIDTYPE_TGID, 0))
+			r->flags |= GL_TF_STOPPED;
+	} else if (fork_hold_armed && !tracer_gone) {
+		/* The kernel's thread id: what gl_fork_hold reads from current. */
+		__u32 tid = BPF_CORE_READ(child, pid);
+
+		if (!bpf_map_update_elem(&fork_holds, &tid, &one, BPF_ANY))
+			r->flags |= GL_TF_STOPPED;
+	}
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+/*
+ * --follow before Linux 6.13: a new task's first code is schedule_tail(), in its own context,
+ * before it returns to user space; a SIGSTOP sent to itself here is taken on that return,
+ * before its first instruction. At the exit of schedule_tail, not its entry: the runqueue lock
+ * is released and interrupts are on again by then. User space resumes such a child only once
+ * it has seen it stopped (a SIGCONT that came first would be undone by the SIGSTOP).
+ */
+SEC("fexit/schedule_tail")
+int gl_fork_hold(void *ctx __attribute__((unused)))
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	if (!bpf_map_lookup_elem(&fork_holds, &tid))
+		return 0;
+	bpf_map_delete_elem(&fork_holds, &tid);
+	if (!tracer_gone)
+		bpf_send_signal(SIGSTOP);
 	return 0;
 }
 

@@ -39,7 +39,7 @@ def kernel_features_match_the_machine():
     eq(k["release"], os.uname().release, "release")
     eq(k["probed"], True, "test loads ran (root)")
     feats = {f["name"]: f for f in k["features"]}
-    eq(len(feats), 15, "features listed")
+    eq(len(feats), 16, "features listed")
     eq([n for n, f in feats.items() if f["floor"]], FLOOR, "the floor's features, in order")
     eq(feats["BTF (/sys/kernel/btf/vmlinux)"]["present"],
        os.path.exists("/sys/kernel/btf/vmlinux"), "BTF")
@@ -68,6 +68,8 @@ def verifier_every_program_fits_512_bytes_in_every_configuration():
     without private stacks: on a kernel that offers them the check still holds the line."""
     d = probes_kernel("--verifier")
     eq(d["failed"], 0, "programs refused or over 512 bytes")
+    # --follow's fallback hold (fexit on schedule_tail) is loaded where the kernel takes it.
+    fexit = {f["name"]: f["present"] for f in probes_kernel()["features"]}["fexit on schedule_tail"]
     configs = d["verifier"]
     eq(len(configs), 8, "configurations")
     check(any(c["budget"] and c["python_depth"] and c["unwind_bytes"] for c in configs),
@@ -78,7 +80,8 @@ def verifier_every_program_fits_512_bytes_in_every_configuration():
        [(32, 32, "auto"), (32, 32, "fp")], "the defaults (--unwind auto), and --unwind fp")
     for c in configs:
         names = {p["name"] for p in c["programs"]}
-        want = PROGRAMS | ({"gl_oom_victim"} if c["oom_kill"] else set())
+        want = PROGRAMS | ({"gl_oom_victim"} if c["oom_kill"] else set()) | \
+            ({"gl_fork_hold"} if c["follow"] and fexit else set())
         eq(names, want, f"programs loaded in {c}")
         for p in c["programs"]:
             check(p["loaded"] and p["ok"], f"{p['name']} in {c}: {p}")

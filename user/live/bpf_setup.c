@@ -26,6 +26,7 @@ struct bpf_setup {
 	size_t nr_prog;
 	struct bpf_link *task_links[3]; /* exit, fork, exec tracepoints */
 	struct bpf_link *oom_link;	/* the OOM killer's mark_victim */
+	struct bpf_link *fork_hold;	/* fexit/schedule_tail: --follow before 6.13 */
 	bool follow;
 	bool oom_kill; /* gl_oom_victim is loaded */
 	bool python;   /* --python-depth > 0: execs drop a process's Python configuration */
@@ -88,9 +89,10 @@ static int degrade(struct bpf_setup *b, const struct bpf_setup_opts *o, unsigned
 				kernel__since(KF_FIND_VMA), kernel__degradation(KF_FIND_VMA));
 		*unwind = 0;
 	}
-	if (o->follow && !b->kf.have[KF_SIGNAL_TASK] && !o->quiet)
-		pr_info("this kernel has no %s (Linux %s): %s\n", kernel__name(KF_SIGNAL_TASK),
-			kernel__since(KF_SIGNAL_TASK), kernel__degradation(KF_SIGNAL_TASK));
+	if (o->follow && kernel__degrades(&b->kf, KF_FORK_FEXIT) && !o->quiet)
+		pr_warn("this kernel has no %s (Linux %s) and no %s: %s\n",
+			kernel__name(KF_SIGNAL_TASK), kernel__since(KF_SIGNAL_TASK),
+			kernel__name(KF_FORK_FEXIT), kernel__degradation(KF_FORK_FEXIT));
 	return 0;
 }
 
@@ -324,6 +326,13 @@ int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out)
 		pr_warn("this kernel's mark_victim tracepoint does not name the task (Linux "
 			"5.19): the oom-kill trigger is off\n");
 	bpf_program__set_autoload(b->skel->progs.gl_oom_victim, b->oom_kill);
+	/*
+	 * A forked child's hold on itself: --follow where the fork tracepoint cannot stop it
+	 * (and in the verifier's check, which covers every program a kernel may load).
+	 */
+	bpf_program__set_autoload(b->skel->progs.gl_fork_hold,
+				  o->follow && b->kf.probed && b->kf.have[KF_FORK_FEXIT] &&
+				      (!b->kf.have[KF_SIGNAL_TASK] || o->verifier_stats));
 	err = set_maps(b->skel, o);
 	if (err) {
 		pr_err("configuring the BPF object failed: %s\n", strerror(-err));
@@ -409,7 +418,31 @@ int bpf_setup__attach_tracepoints(struct bpf_setup *b)
 			return err;
 		}
 	}
+	if (bpf_program__autoload(b->skel->progs.gl_fork_hold)) {
+		/* ftrace may refuse a trampoline there (a notrace build): then said, not fatal. */
+		b->fork_hold = bpf_program__attach(b->skel->progs.gl_fork_hold);
+		if (b->fork_hold)
+			b->skel->bss->fork_hold_armed = true;
+		else
+			pr_warn("cannot attach fexit to schedule_tail (%s), and this kernel has no "
+				"%s (Linux %s): %s\n",
+				strerror(errno), kernel__name(KF_SIGNAL_TASK),
+				kernel__since(KF_SIGNAL_TASK), kernel__degradation(KF_FORK_FEXIT));
+	}
 	return 0;
+}
+
+bool bpf_setup__fork_hold_late(const struct bpf_setup *b)
+{
+	return b->fork_hold != NULL;
+}
+
+void bpf_setup__fork_unhold(struct bpf_setup *b, pid_t pid)
+{
+	uint32_t tid = pid;
+
+	if (b->fork_hold)
+		bpf_map__delete_elem(b->skel->maps.fork_holds, &tid, sizeof(tid), 0);
 }
 
 bool bpf_setup__oom_kill(const struct bpf_setup *b)
@@ -423,6 +456,11 @@ void bpf_setup__detach_tracepoints(struct bpf_setup *b)
 
 	bpf_link__destroy(b->oom_link);
 	b->oom_link = NULL;
+	/* No new hold from here: a child stopped by one now would wait for nobody. */
+	if (b->fork_hold)
+		b->skel->bss->fork_hold_armed = false;
+	bpf_link__destroy(b->fork_hold);
+	b->fork_hold = NULL;
 	for (i = 0; i < sizeof(b->task_links) / sizeof(b->task_links[0]); i++) {
 		bpf_link__destroy(b->task_links[i]);
 		b->task_links[i] = NULL;

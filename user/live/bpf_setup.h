@@ -79,6 +79,13 @@ void bpf_setup__detach_tracepoints(struct bpf_setup *b);
 /* Whether the OOM killer's choices of traced processes reach the ring buffer (oom_kill, and
  * a kernel whose mark_victim tracepoint names the task). */
 bool bpf_setup__oom_kill(const struct bpf_setup *b);
+/*
+ * Whether a followed child stops itself at its first schedule (kernels before 6.13): stopped
+ * later than its fork record says, so it is resumed only once seen stopped.
+ */
+bool bpf_setup__fork_hold_late(const struct bpf_setup *b);
+/* Let go of pid's hold on itself, if it has not taken it yet (the initial pid namespace). */
+void bpf_setup__fork_unhold(struct bpf_setup *b, pid_t pid);
 
 /* The generic entry and return programs every uprobe runs (attach.c). */
 struct bpf_program *bpf_setup__enter_prog(const struct bpf_setup *b);

@@ -17,6 +17,32 @@
 #include "live/scan.h"
 #include "live/targets.h"
 
+/*
+ * Resume a child BPF stopped at its fork (t NULL: one we could not take on). Before Linux 6.13
+ * the child stops itself at its first schedule, which may come after its fork record is read:
+ * a SIGCONT sent first would be undone by its own SIGSTOP and leave it stopped for good, so it
+ * goes once the child is seen stopped. One that does not stop in time (its signal refused) is
+ * released from its hold and resumed anyway: a SIGCONT to a running process does nothing.
+ */
+static void resume_forked(struct live *l, pid_t pid, pid_t ppid, const struct target *t)
+{
+	int err;
+
+	if (bpf_setup__fork_hold_late(l->bpf)) {
+		err = process__wait_stopped(pid, 5000);
+		if (err == -ETIMEDOUT) {
+			bpf_setup__fork_unhold(l->bpf, pid);
+			pr_warn("pid %d (child of %d) did not stop itself within 5 s of its fork: "
+				"resumed, its first calls may be missed\n",
+				pid, ppid);
+		}
+	}
+	if (t)
+		target__resume(t);
+	else
+		kill(pid, SIGCONT);
+}
+
 /* A child of a traced process (--follow): stopped by BPF before its first instruction. */
 static void on_fork(struct live *l, const struct gl_task_rec *r)
 {
@@ -38,7 +64,7 @@ static void on_fork(struct live *l, const struct gl_task_rec *r)
 		pr_err("out of memory: pid %d (child of %u) is not traced\n", r->hdr.pid, r->ppid);
 		/* Unchecked pid: only when BPF just stopped it, a moment ago. */
 		if (stopped)
-			kill(r->hdr.pid, SIGCONT);
+			resume_forked(l, r->hdr.pid, r->ppid, NULL);
 		return;
 	}
 	memcpy(t->comm, r->comm, sizeof(t->comm) - 1);
@@ -53,7 +79,10 @@ static void on_fork(struct live *l, const struct gl_task_rec *r)
 		return;
 	}
 	if (l->finishing) {
-		target__resume(t);
+		if (stopped)
+			resume_forked(l, t->pid, r->ppid, t);
+		else
+			target__resume(t);
 		targets__drop(l->tgts, t);
 		return;
 	}
@@ -70,7 +99,7 @@ static void on_fork(struct live *l, const struct gl_task_rec *r)
 	if (target__exited_meanwhile(t))
 		attach__forget(l->att, t->pid);
 	if (stopped)
-		target__resume(t);
+		resume_forked(l, t->pid, r->ppid, t);
 }
 
 /*

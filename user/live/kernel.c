@@ -46,7 +46,11 @@ static const struct kfeat_info kfeats[KF_MAX] = {
 			  "a gpuleak killed by SIGKILL cannot resume processes it held "
 			  "stopped"},
     [KF_SIGNAL_TASK] = {"bpf_send_signal_task kfunc", "6.13",
-			"--follow: a forked child runs before its probes are in place"},
+			"nothing: a forked child (--follow) stops itself, from fexit on "
+			"schedule_tail"},
+    /* Needed only without bpf_send_signal_task: the hold a forked child puts on itself. */
+    [KF_FORK_FEXIT] = {"fexit on schedule_tail", "5.5",
+		       "--follow before 6.13: a forked child runs before its probes are in place"},
     [KF_EXIT_GROUP_DEAD] = {"sched_process_exit group_dead argument", "6.16",
 			    "nothing: the last thread is told by the group's live count"},
     [KF_MARK_VICTIM] = {"oom:mark_victim with the task", "5.19", "watch: no OOM-killer trigger"},
@@ -67,6 +71,16 @@ const char *kernel__since(enum kfeat f)
 const char *kernel__degradation(enum kfeat f)
 {
 	return f < KF_MAX ? kfeats[f].without : NULL;
+}
+
+bool kernel__degrades(const struct kernel_features *k, enum kfeat f)
+{
+	if (f >= KF_MAX || k->have[f] || !kfeats[f].without)
+		return false;
+	/* The fork hold's fallback matters only where the kfunc is missing. */
+	if (f == KF_FORK_FEXIT)
+		return !k->have[KF_SIGNAL_TASK];
+	return strncmp(kfeats[f].without, "nothing:", 8) != 0;
 }
 
 /* ---- probes ---- */
@@ -111,6 +125,30 @@ static bool uprobe_multi_ok(void)
 		close(link);
 	close(prog);
 	return link < 0 && err == -EBADF;
+}
+
+/*
+ * Whether an fexit program on fn loads: the function in BTF, and tracing programs allowed
+ * (some builds refuse them with EPERM: no trampolines, or lockdown). Whether ftrace lets a
+ * trampoline on it is known at the attach (bpf_setup__attach_tracepoints says so then).
+ */
+static bool fexit_ok(const struct btf *btf, const char *fn)
+{
+	struct bpf_insn insns[] = {
+	    {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0},
+	    {.code = BPF_JMP | BPF_EXIT},
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, popts, .expected_attach_type = BPF_TRACE_FEXIT);
+	int id = btf__find_by_name_kind(btf, fn, BTF_KIND_FUNC), prog;
+
+	if (id <= 0)
+		return false;
+	popts.attach_btf_id = id;
+	prog = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", insns, 2, &popts);
+	if (prog < 0)
+		return false;
+	close(prog);
+	return true;
 }
 
 /*
@@ -237,6 +275,7 @@ void kernel__probe(struct kernel_features *k)
 		    btf__find_by_name_kind(btf, "bpf_task_from_pid", BTF_KIND_FUNC) > 0;
 		k->have[KF_SIGNAL_TASK] =
 		    btf__find_by_name_kind(btf, "bpf_send_signal_task", BTF_KIND_FUNC) > 0;
+		k->have[KF_FORK_FEXIT] = k->probed && fexit_ok(btf, "schedule_tail");
 		/* The btf_trace_* prototypes came with tp_btf programs (5.5). */
 		k->have[KF_BTF_TP] = tp_params(btf, "sched_process_exit", &p) >= 2;
 		/* (void *, struct task_struct *, bool group_dead) */
@@ -338,8 +377,7 @@ void kernel__print(const struct kernel_features *k, FILE *out, bool json)
 	}
 	fprintf(out, "gpuleak on this kernel: runs");
 	for (f = 0, below = 0; f < KF_MAX; f++) {
-		if (k->have[f] || !kfeats[f].without || f == KF_PRIV_STACK ||
-		    f == KF_EXIT_GROUP_DEAD)
+		if (!kernel__degrades(k, f))
 			continue;
 		fprintf(out, "%s%s", below++ ? "; " : ", degraded: ", kfeats[f].without);
 	}

@@ -25,6 +25,7 @@ enum kfeat {
 	KF_PRIV_STACK,	    /* uprobe programs given a private stack (6.13, some builds) */
 	KF_TASK_FROM_PID,   /* the bpf_task_from_pid kfunc (6.2) */
 	KF_SIGNAL_TASK,	    /* the bpf_send_signal_task kfunc (6.13) */
+	KF_FORK_FEXIT,	    /* fexit programs on schedule_tail (trampolines, 5.5) */
 	KF_EXIT_GROUP_DEAD, /* sched_process_exit passes group_dead (6.16) */
 	KF_MARK_VICTIM,	    /* oom:mark_victim passes the task (5.19) */
 	KF_BPF_STATS,	    /* BPF_ENABLE_STATS: programs' run time (5.8) */
@@ -54,6 +55,9 @@ const char *kernel__refusal(enum kfeat f);
 
 /* What is given up without feature f (NULL: nothing, or f is part of the floor). */
 const char *kernel__degradation(enum kfeat f);
+
+/* Whether missing feature f gives something up here (false: present, floor, or covered). */
+bool kernel__degrades(const struct kernel_features *k, enum kfeat f);
 
 /* The feature's name and the first upstream kernel that has it, for messages and tables. */
 const char *kernel__name(enum kfeat f);

@@ -14,31 +14,62 @@
 #include "lib/infile.h"
 #include "live/process.h"
 
-int process__start_ticks(pid_t pid, uint64_t *ticks)
+/* /proc/PID/stat into buf; *fields: after comm (which may hold spaces and parentheses). */
+static int read_stat(pid_t pid, char *buf, size_t len, char **fields)
 {
-	char path[64], buf[1024], *p;
+	char path[64];
 	ssize_t n;
-	int fd, field;
+	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
+	n = read(fd, buf, len - 1);
 	close(fd);
 	if (n <= 0)
 		return -ESRCH;
 	buf[n] = 0;
-	/* comm may contain spaces and parentheses: fields restart after the last ')'. */
-	p = strrchr(buf, ')');
-	if (!p)
-		return -EINVAL;
+	*fields = strrchr(buf, ')');
+	return *fields ? 0 : -EINVAL;
+}
+
+int process__start_ticks(pid_t pid, uint64_t *ticks)
+{
+	char buf[1024], *p;
+	int field, err;
+
+	err = read_stat(pid, buf, sizeof(buf), &p);
+	if (err)
+		return err;
 	for (field = 2; field < 22 && p; field++)
 		p = strchr(p + 1, ' ');
 	if (!p)
 		return -EINVAL;
 	*ticks = strtoull(p + 1, NULL, 10);
 	return 0;
+}
+
+int process__wait_stopped(pid_t pid, unsigned int max_ms)
+{
+	const struct timespec ms = {.tv_nsec = 1000000};
+	char buf[1024], *p;
+	unsigned int i;
+	int err;
+
+	for (i = 0;; i++) {
+		err = read_stat(pid, buf, sizeof(buf), &p);
+		if (err)
+			return err;
+		/* ") S ...": the state after the comm; T stopped, t traced, Z/X gone. */
+		if (p[1] && (p[2] == 'T' || p[2] == 't'))
+			return 0;
+		if (p[1] && (p[2] == 'Z' || p[2] == 'X'))
+			return -ESRCH;
+		if (i >= max_ms)
+			return -ETIMEDOUT;
+		nanosleep(&ms, NULL);
+	}
 }
 
 int process__cmdline(pid_t pid, char ***argv, uint32_t *argc)

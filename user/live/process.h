@@ -11,6 +11,12 @@
 
 /* starttime (field 22 of /proc/PID/stat): with the pid, identifies a process. -errno. */
 int process__start_ticks(pid_t pid, uint64_t *ticks);
+/*
+ * Wait until pid is stopped (state T), polling /proc every millisecond for at most max_ms:
+ * -ESRCH when it is gone, -ETIMEDOUT when it did not stop.
+ */
+int process__wait_stopped(pid_t pid, unsigned int max_ms);
+
 /* The process's arguments from /proc/PID/cmdline: *argv NULL-terminated, one allocation
  * (free(*argv)). 0 or -errno. */
 int process__cmdline(pid_t pid, char ***argv, uint32_t *argc);
