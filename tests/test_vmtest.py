@@ -41,8 +41,8 @@ SUBSET = [
 # without bpf_send_signal_task (6.13) the forked child stops itself, from fexit on
 # schedule_tail. Known gaps, in docs/kernels.md: under TCG on 6.18 `follow_forked_ranks`
 # counted one allocation too many in 1 of 4 runs (not understood yet): the 6.18 guest leaves
-# it to the host, which runs the same kernel path. On 6.1 the exec'd rank's KV cache is not
-# named by its site (got the runtime's own frame).
+# it to the host, which runs the same kernel path. On 6.1 the ranks `follow_execed_ranks` execs
+# lose calls (returns without their entry, with classic uprobe links): not understood yet.
 SUBSET_BY_KERNEL = {
     "6.18": SUBSET,
     "6.12": SUBSET + ["follow_forked_ranks"],
