@@ -52,6 +52,45 @@ quiet=${GPULEAK_DEPS_QUIET:-0}
 say() { [ "$quiet" = 1 ] || echo "install-deps: $*" >&2; }
 warn() { echo "install-deps: warning: $*" >&2; }
 
+# A scratch apt in $1 for what is fetched but never installed: its own sources (deb822, read
+# from stdin: redirect, never pipe, since it sets apt_o in the calling shell), lists and cache, so the machine's apt configuration stays as it is. Sets the
+# array apt_o to the options that select it, and updates its lists (a suite that fails to
+# update need not matter: the lookups that follow decide).
+apt_scratch() {
+	local tmp=$1
+
+	mkdir -p "$tmp/parts" "$tmp/lists/partial" "$tmp/cache/archives/partial"
+	cat > "$tmp/parts/gpuleak.sources"
+	apt_o=(-o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$tmp/parts"
+	       -o "Dir::State::Lists=$tmp/lists" -o "Dir::Cache=$tmp/cache"
+	       -o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache="
+	       -o "APT::Sandbox::User=root")
+	apt-get "${apt_o[@]}" update -qq >"$tmp/log" 2>&1 || true
+}
+
+# Downloads package $2 into the scratch apt $1: version $3 when on offer (empty: the newest),
+# else the newest with a warning; $4 says where it was looked for. Prints the .deb's path;
+# non-zero, having said why, when it could not.
+apt_fetch_deb() {
+	local tmp=$1 pkg=$2 want=$3 where=$4 vers ver
+
+	# Versions on offer, newest first ("apt-cache show" succeeds on unknown versions).
+	vers=$(apt-cache "${apt_o[@]}" madison "$pkg" 2>/dev/null |
+		awk -F'|' '{gsub(/ /, "", $2); print $2}')
+	if [ -z "$vers" ]; then
+		warn "no $pkg in $where. $(tail -n 1 "$tmp/log")"
+		return 1
+	fi
+	ver=$want
+	if ! grep -qxF "$ver" <<<"$vers"; then
+		ver=$(head -n 1 <<<"$vers")
+		[ -z "$want" ] || warn "$pkg $want not in $where; taking $ver"
+	fi
+	(cd "$tmp" && apt-get "${apt_o[@]}" download -qq "$pkg=$ver" >"$tmp/log" 2>&1) ||
+		{ warn "apt-get download $pkg=$ver failed: $(tail -n 1 "$tmp/log")"; return 1; }
+	ls "$tmp/${pkg}_"*.deb
+}
+
 # NVIDIA's real driver library for the end-to-end tests (scenario realdriver): Debian's libcuda1
 # from the non-free component, fetched with apt-get download and unpacked with dpkg-deb -x,
 # never installed (the package pulls in dkms and kernel headers). apt runs with a private
@@ -81,35 +120,16 @@ libcuda_sources() {
 
 # Returns non-zero, having said why, when the library could not be fetched.
 fetch_libcuda() (
-	local tmp vers ver deb lib start_ms
-	local -a o
+	local tmp deb lib start_ms
 
 	start_ms=$(date +%s%3N)
 	tmp=$(mktemp -d) || return 1
 	trap 'rm -rf "$tmp"' EXIT
-	mkdir -p "$tmp/parts" "$tmp/lists/partial" "$tmp/cache/archives/partial" "$tmp/x"
-	libcuda_sources > "$tmp/parts/debian-non-free.sources"
-	o=(-o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$tmp/parts"
-	   -o "Dir::State::Lists=$tmp/lists" -o "Dir::Cache=$tmp/cache"
-	   -o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache=" -o "APT::Sandbox::User=root")
-	# A suite that fails to update (security, say) need not matter: the lookup below decides.
-	apt-get "${o[@]}" update -qq >"$tmp/log" 2>&1 || true
-	# Versions on offer, newest first ("apt-cache show" succeeds on unknown versions).
-	vers=$(apt-cache "${o[@]}" madison libcuda1 2>/dev/null |
-		awk -F'|' '{gsub(/ /, "", $2); print $2}')
-	if [ -z "$vers" ]; then
-		warn "no libcuda1 in the mirror's non-free component. $(tail -n 1 "$tmp/log")"
-		return 1
-	fi
-	ver=$libcuda_version
-	if ! grep -qxF "$ver" <<<"$vers"; then
-		ver=$(head -n 1 <<<"$vers")
-		warn "libcuda1 $libcuda_version not on the mirror; taking $ver"
-	fi
-	(cd "$tmp" && apt-get "${o[@]}" download -qq "libcuda1=$ver" >"$tmp/log" 2>&1) ||
-		{ warn "apt-get download libcuda1=$ver failed: $(tail -n 1 "$tmp/log")"; return 1; }
-	deb=$(ls "$tmp"/libcuda1_*.deb) && dpkg-deb -x "$deb" "$tmp/x" ||
-		{ warn "could not unpack $deb"; return 1; }
+	mkdir -p "$tmp/x"
+	apt_scratch "$tmp" < <(libcuda_sources)
+	deb=$(apt_fetch_deb "$tmp" libcuda1 "$libcuda_version" \
+		"the mirror's non-free component") || return 1
+	dpkg-deb -x "$deb" "$tmp/x" || { warn "could not unpack $deb"; return 1; }
 	lib=$(cd "$tmp/x" && find . -name 'libcuda.so.[0-9]*.*' -type f | head -n 1)
 	[ -n "$lib" ] || { warn "$deb holds no libcuda.so.<version>"; return 1; }
 	rm -rf "$libcuda_dir.new" && mkdir -p "$libcuda_dir.new" &&
@@ -177,17 +197,10 @@ kernel_sources() {
 # Fetches the series named as arguments; returns non-zero when any could not be.
 fetch_kernels() (
 	local tmp spec series suites suite re pkg ver deb kver mods rc=0 start_ms
-	local -a o
 
 	tmp=$(mktemp -d) || return 1
 	trap 'rm -rf "$tmp"' EXIT
-	mkdir -p "$tmp/parts" "$tmp/lists/partial" "$tmp/cache/archives/partial"
-	kernel_sources > "$tmp/parts/debian-kernels.sources"
-	o=(-o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$tmp/parts"
-	   -o "Dir::State::Lists=$tmp/lists" -o "Dir::Cache=$tmp/cache"
-	   -o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache=" -o "APT::Sandbox::User=root")
-	# A suite that fails to update need not matter: the lookup below decides.
-	apt-get "${o[@]}" update -qq >"$tmp/log" 2>&1 || true
+	apt_scratch "$tmp" < <(kernel_sources)
 	for spec in "${kernel_series[@]}"; do
 		IFS='|' read -r series suites re <<<"$spec"
 		[[ " $* " == *" $series "* ]] || continue
@@ -206,13 +219,11 @@ fetch_kernels() (
 			continue
 		fi
 		rm -f "$tmp"/*.deb
-		if ! (cd "$tmp" && apt-get "${o[@]}" download -qq "$pkg" >"$tmp/log" 2>&1); then
-			warn "apt-get download $pkg failed: $(tail -n 1 "$tmp/log");" \
-			     "the Linux $series vmtest will be skipped"
+		if ! deb=$(apt_fetch_deb "$tmp" "$pkg" "" "$suites"); then
+			warn "the Linux $series vmtest will be skipped"
 			rc=1
 			continue
 		fi
-		deb=$(ls "$tmp"/*.deb | head -n 1)
 		ver=$(dpkg-deb -f "$deb" Version)
 		rm -rf "$tmp/x" "$kernels_dir/$series.new"
 		mkdir -p "$tmp/x" "$kernels_dir/$series.new"
@@ -274,38 +285,20 @@ torch_viz_dir=${GPULEAK_TORCH_VIZ_DIR:-/var/cache/gpuleak/torch-memory-viz}
 torch_version=2.6.0+dfsg-7 # what TARGETS.md measured; the newest on the mirror otherwise
 
 fetch_torch_viz() (
-	local tmp vers ver deb f start_ms uri
-	local -a o
+	local tmp deb f start_ms uri
 
 	start_ms=$(date +%s%3N)
 	tmp=$(mktemp -d) || return 1
 	trap 'rm -rf "$tmp"' EXIT
-	mkdir -p "$tmp/parts" "$tmp/lists/partial" "$tmp/cache/archives/partial" "$tmp/x"
+	mkdir -p "$tmp/x"
 	uri=$(libcuda_sources | awk '/^URIs:/{print $2; exit}')
-	printf 'Types: deb\nURIs: %s\nSuites: trixie\nComponents: main\n' \
-	       "${uri:-http://deb.debian.org/debian}" > "$tmp/parts/debian-trixie.sources"
-	printf 'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-	       >> "$tmp/parts/debian-trixie.sources"
-	o=(-o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$tmp/parts"
-	   -o "Dir::State::Lists=$tmp/lists" -o "Dir::Cache=$tmp/cache"
-	   -o "Dir::Cache::pkgcache=" -o "Dir::Cache::srcpkgcache=" -o "APT::Sandbox::User=root")
-	apt-get "${o[@]}" update -qq >"$tmp/log" 2>&1 || true
-	vers=$(apt-cache "${o[@]}" madison python3-torch 2>/dev/null |
-		awk -F'|' '{gsub(/ /, "", $2); print $2}')
-	if [ -z "$vers" ]; then
-		warn "no python3-torch in trixie on the mirror. $(tail -n 1 "$tmp/log")"
+	# (not piped: apt_scratch sets apt_o in this shell)
+	apt_scratch "$tmp" < <(printf 'Types: deb\nURIs: %s\nSuites: trixie\nComponents: main\n%s\n' \
+		"${uri:-http://deb.debian.org/debian}" \
+		"Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg")
+	deb=$(apt_fetch_deb "$tmp" python3-torch "$torch_version" "trixie on the mirror") ||
 		return 1
-	fi
-	ver=$torch_version
-	if ! grep -qxF "$ver" <<<"$vers"; then
-		ver=$(head -n 1 <<<"$vers")
-		warn "python3-torch $torch_version not on the mirror; taking $ver"
-	fi
-	(cd "$tmp" && apt-get "${o[@]}" download -qq "python3-torch=$ver" >"$tmp/log" 2>&1) ||
-		{ warn "apt-get download python3-torch=$ver failed: $(tail -n 1 "$tmp/log")"
-		  return 1; }
-	deb=$(ls "$tmp"/python3-torch_*.deb) && dpkg-deb -x "$deb" "$tmp/x" ||
-		{ warn "could not unpack $deb"; return 1; }
+	dpkg-deb -x "$deb" "$tmp/x" || { warn "could not unpack $deb"; return 1; }
 	f=$(cd "$tmp/x" && find . -path '*/torch/cuda/_memory_viz.py' -type f | head -n 1)
 	[ -n "$f" ] || { warn "$deb holds no torch/cuda/_memory_viz.py"; return 1; }
 	rm -rf "$torch_viz_dir.new" && mkdir -p "$torch_viz_dir.new" &&
