@@ -17,7 +17,8 @@ Sections (--only picks some):
              uprobe pair's floor of the same repetition (pairloop under empty programs):
              what a block pair costs gpuleak over its floor, and over the uprobe pair's
   breakdown  the same loop under programs doing one kind of gpuleak's per-call work each
-             (bench/bench.bpf.c, enum bench_cost): what each adds to the floor
+             (bench/bench.bpf.c, enum bench_cost): what each adds to the floor, in CPU time
+             per pair; and the floor with the kernel's BPF run-time statistics on
   consumer   records decoded and applied per second by one thread, 1 M allocations live,
              against what one traced thread produces (the producer: below)
   memory     analysis heap per live allocation at 10 M live
@@ -102,6 +103,11 @@ TARGETS = {
     "ratio_vs_bare": (1.10, "le"),
     "ratio_vs_bpftrace": (0.90, "le"),
     "ratio_stacks_vs_bpftrace_ustack": (0.90, "le"),
+    # issue 31: what gpuleak adds to the trap floor at most 0.8 x what bpftrace's script adds,
+    # and a PyTorch block pair within 1.1 x its USDT floor (the CPU time of the fastest tenth
+    # of the chunks: a loaded machine preempts nearly every chunk)
+    "above_floor_vs_bpftrace": (0.80, "le"),
+    "torch_cpu_vs_usdt_floor": (1.10, "le"),
     "consumer_vs_producer": (7.5, "ge"),
     "drops_flat_out": (0, "le"),
     "bytes_per_live_alloc": (64, "le"),
@@ -324,7 +330,9 @@ def loop_run(argv, start, env=None, bpf=None):
     return res, target.pid
 
 
-def pair_run(variant, pairs, warmup, json_path, env=None, bpf=None):
+def pair_run(variant, pairs, warmup, json_path, env=None, bpf=None, cpu=None):
+    """ns per pair (median chunk) and the whole run's mean; with cpu a list, the CPU time per
+    pair of the fastest tenth of the chunks is appended to it."""
     exe = PAIRLOOP_NOFP if variant.endswith("_nofp") else PAIRLOOP
     res, pid = loop_run([exe, "--sync", "-n", str(pairs), "-w", str(warmup)],
                         lambda p: start_tracer(variant, p, json_path), env, bpf)
@@ -335,6 +343,8 @@ def pair_run(variant, pairs, warmup, json_path, env=None, bpf=None):
         if v["calls"] != want or v["dropped_events"]:
             raise BenchError(f"gpuleak saw {v['calls']} of {want} calls, "
                              f"{v['dropped_events']} dropped: {v['losses']}")
+    if cpu is not None:
+        cpu.append(res["cpu_p10_ns_per_pair"])
     return res["ns_per_pair"], res["mean_ns_per_pair"]
 
 
@@ -344,6 +354,8 @@ def bench_pairs(a, tmp, res):
     mean = {v: [] for v in variants}
     r_bare, r_bt, rm_bare, rm_bt = [], [], [], []
     rs_bare, rs_bt = [], []
+    cpu = {v: [] for v in variants}
+    r_above = []
     jp = os.path.join(tmp, "pairs.ndjson")
     for rep in range(a.reps):
         # Rotate the order: no variant always runs first after a quiet moment.
@@ -351,9 +363,12 @@ def bench_pairs(a, tmp, res):
         order = variants[k:] + variants[:k]
         got, gotm = {}, {}
         for v in order:
-            got[v], gotm[v] = pair_run(v, a.pairs, a.warmup, jp)
+            got[v], gotm[v] = pair_run(v, a.pairs, a.warmup, jp, cpu=cpu[v])
             ns[v].append(got[v])
             mean[v].append(gotm[v])
+        floor = cpu["bare"][-1]
+        if cpu["bpftrace"][-1] > floor:
+            r_above.append((cpu["gpuleak"][-1] - floor) / (cpu["bpftrace"][-1] - floor))
         r_bare.append(got["gpuleak"] / got["bare"])
         r_bt.append(got["gpuleak"] / got["bpftrace"])
         rm_bare.append(gotm["gpuleak"] / gotm["bare"])
@@ -362,8 +377,12 @@ def bench_pairs(a, tmp, res):
         rs_bt.append(got["gpuleak_stacks"] / got["bpftrace_ustack"])
         log(f"pairs {rep + 1}/{a.reps}: " +
             ", ".join(f"{v} {got[v]:.0f} ns (mean {gotm[v]:.0f})" for v in variants) +
-            f"; gpuleak/bare {r_bare[-1]:.3f}, gpuleak/bpftrace {r_bt[-1]:.3f}")
+            f"; gpuleak/bare {r_bare[-1]:.3f}, gpuleak/bpftrace {r_bt[-1]:.3f}; CPU " +
+            ", ".join(f"{v} {cpu[v][-1]:.0f} ns" for v in ("bare", "gpuleak", "bpftrace")))
     res = {f"pair_ns_{v}": stats(ns[v]) for v in variants}
+    res.update({f"pair_cpu_ns_{v}": stats(cpu[v]) for v in ("bare", "gpuleak", "bpftrace")})
+    if r_above:
+        res["above_floor_vs_bpftrace"] = stats(r_above)
     res.update({f"pair_mean_ns_{v}": stats(mean[v]) for v in variants})
     res["ratio_vs_bare"] = stats(r_bare)
     res["ratio_vs_bpftrace"] = stats(r_bt)
@@ -374,8 +393,9 @@ def bench_pairs(a, tmp, res):
     return res
 
 
-def torch_run(variant, pairs, warmup, json_path):
-    """One pairloop --torch run under variant: ns per block pair (median chunk, mean)."""
+def torch_run(variant, pairs, warmup, json_path, cpu=None):
+    """One pairloop --torch run under variant: ns per block pair (median chunk, mean); with
+    cpu a list, the CPU time per pair of the fastest tenth of the chunks appended to it."""
     def start(pid):
         if variant != "usdt_floor":
             return start_tracer(variant, pid, json_path)
@@ -394,6 +414,8 @@ def torch_run(variant, pairs, warmup, json_path):
                 v["dropped_events"]:
             raise BenchError(f"gpuleak saw {t.get('blocks_allocated')} of {want} blocks, "
                              f"{v['dropped_events']} dropped: {v['losses']}")
+    if cpu is not None:
+        cpu.append(res["cpu_p10_ns_per_pair"])
     return res["ns_per_pair"], res["mean_ns_per_pair"]
 
 
@@ -401,12 +423,15 @@ def bench_torch(a, tmp, res):
     variants = ["none", "usdt_floor", "gpuleak", "gpuleak_stacks"]
     ns = {v: [] for v in variants + ["pair_none", "pair_bare"]}
     r_floor, rs_floor, r_pair = [], [], []
+    cpu = {v: [] for v in variants}
+    r_cpu = []
     jp = os.path.join(tmp, "torch.ndjson")
     for rep in range(a.reps):
         k = rep % len(variants)
         got = {}
         for v in variants[k:] + variants[:k]:
-            got[v], _ = torch_run(v, a.pairs, a.warmup, jp)
+            got[v], _ = torch_run(v, a.pairs, a.warmup, jp, cpu=cpu[v])
+        r_cpu.append(cpu["gpuleak"][-1] / cpu["usdt_floor"][-1])
         # The uprobe pair's floor in the same repetition: a block pair's cost beside it.
         got["pair_none"], _ = pair_run("none", a.pairs, a.warmup, jp)
         got["pair_bare"], _ = pair_run("bare", a.pairs, a.warmup, jp)
@@ -419,12 +444,15 @@ def bench_torch(a, tmp, res):
         log(f"torch {rep + 1}/{a.reps}: " +
             ", ".join(f"{v} {got[v]:.0f} ns" for v in got) +
             f"; gpuleak/usdt floor {r_floor[-1]:.3f}, stacks {rs_floor[-1]:.3f}; block pair "
-            f"cost / uprobe pair floor cost {r_pair[-1]:.2f}")
+            f"cost / uprobe pair floor cost {r_pair[-1]:.2f}; CPU gpuleak/usdt floor "
+            f"{r_cpu[-1]:.3f}")
     out = {f"torch_ns_{v}": stats(ns[v]) for v in variants}
     out["torch_ratio_vs_usdt_floor"] = stats(r_floor)
     out["torch_ratio_stacks_vs_usdt_floor"] = stats(rs_floor)
     out["torch_cost_vs_pair_floor_cost"] = stats(r_pair)
     out["torch_pair_floor_ns"] = stats(ns["pair_bare"])
+    out.update({f"torch_cpu_ns_{v}": stats(cpu[v]) for v in ("usdt_floor", "gpuleak")})
+    out["torch_cpu_vs_usdt_floor"] = stats(r_cpu)
     return out
 
 
@@ -624,19 +652,28 @@ COST_STEPS = [
 
 
 def bench_breakdown(a, tmp, res):
-    """What each kind of per-call work gpuleak does adds to the floor, alone."""
-    variants = ["bare"] + [f"cost:{bits}" for _, bits, _, _ in COST_STEPS]
+    """What each kind of per-call work gpuleak does adds to the floor, alone, in the CPU time
+    per pair of the fastest tenth of the chunks; and what the kernel's BPF run-time
+    statistics add to the floor's empty programs while on (gpuleak's cost accounting turns
+    them on for an eighth of the time: docs/overhead.md)."""
+    variants = ["bare"] + [f"cost:{bits}" for _, bits, _, _ in COST_STEPS] + ["stats"]
     ns = {v: [] for v in variants}
     for rep in range(a.breakdown_reps):
         order = variants[rep % len(variants):] + variants[:rep % len(variants)]
         for v in order:
-            ns[v].append(pair_run(v, a.pairs, a.warmup, None)[0])
+            old = set_bpf_stats(True) if v == "stats" else None
+            try:
+                pair_run("bare" if v == "stats" else v, a.pairs, a.warmup, None, cpu=ns[v])
+            finally:
+                if old is not None:
+                    set_bpf_stats(old == "1")
         log(f"breakdown {rep + 1}/{a.breakdown_reps}: " +
             ", ".join(f"{v} {ns[v][-1]:.0f}" for v in variants))
     base = statistics.median(ns["bare"])
     res = {}
     for name, bits, _, _ in COST_STEPS:
         res[f"cost_ns_{name}"] = stats([x - base for x in ns[f"cost:{bits}"]])
+    res["cost_ns_stats"] = stats([x - base for x in ns["stats"]])
     return res
 
 
@@ -1226,6 +1263,10 @@ ROWS = [  # key, label, unit, scale, format
     ("pair_ns_bpftrace_ustack", "pair, bpftrace with ustack", "ns", 1, "{:.0f}"),
     ("ratio_stacks_vs_bare", "gpuleak stacks / floor", "", 1, "{:.3f}"),
     ("ratio_stacks_vs_bpftrace_ustack", "gpuleak stacks / bpftrace ustack", "", 1, "{:.3f}"),
+    ("pair_cpu_ns_bare", "pair CPU, fastest tenth: floor", "ns", 1, "{:.0f}"),
+    ("pair_cpu_ns_gpuleak", "  gpuleak, call sites", "ns", 1, "{:.0f}"),
+    ("pair_cpu_ns_bpftrace", "  bpftrace", "ns", 1, "{:.0f}"),
+    ("above_floor_vs_bpftrace", "  gpuleak / bpftrace above the floor", "", 1, "{:.3f}"),
     ("torch_ns_none", "block pair (PyTorch), untraced", "ns", 1, "{:.0f}"),
     ("torch_ns_usdt_floor", "block pair, empty USDT programs (floor)", "ns", 1, "{:.0f}"),
     ("torch_ns_gpuleak", "block pair, gpuleak, call sites", "ns", 1, "{:.0f}"),
@@ -1235,7 +1276,11 @@ ROWS = [  # key, label, unit, scale, format
     ("torch_pair_floor_ns", "  uprobe pair floor, same reps", "ns", 1, "{:.0f}"),
     ("torch_cost_vs_pair_floor_cost", "  block pair cost / uprobe pair floor", "x", 1,
      "{:.2f}"),
+    ("torch_cpu_ns_usdt_floor", "block pair CPU, fastest tenth: floor", "ns", 1, "{:.0f}"),
+    ("torch_cpu_ns_gpuleak", "  gpuleak, call sites", "ns", 1, "{:.0f}"),
+    ("torch_cpu_vs_usdt_floor", "  gpuleak / USDT floor (CPU)", "", 1, "{:.3f}"),
 ] + [(f"cost_ns_{n}", f"  {label}", "ns", 1, "{:.0f}") for n, _, label, _ in COST_STEPS] + [
+    ("cost_ns_stats", "  + BPF statistics on", "ns", 1, "{:.0f}"),
     ("producer_records_per_s", "producer: one traced thread", "M/s", 1e-6, "{:.2f}"),
     ("consumer_events_per_s", "consumer, 1 M live, one thread", "M/s", 1e-6, "{:.2f}"),
     ("consumer_vs_producer", "  consumer / producer", "x", 1, "{:.2f}"),

@@ -10,9 +10,15 @@
  * figure is the fastest of a few rounds (a shared CPU only ever adds), less the empty
  * program's own run time, which the run-time statistics count apart.
  *
- * Attribution: the statistics give each program's total run time, not per process; it is
- * shared among the processes by their traps in the same interval (each trap runs one
- * program). The scheduler tracepoints run for every process of the machine and are left out.
+ * Attribution: the statistics give each program's total run time, not per process: their
+ * average per run, times a process's traps (each trap runs one program), is its BPF time.
+ * The scheduler tracepoints run for every process of the machine and are left out.
+ *
+ * The statistics are on only for the first eighth of each sample's interval (and from the
+ * start until an average is known): while on, the kernel reads its clock twice around every
+ * BPF program run of the machine (~40 ns a run on the project's VM, 3 runs a traced
+ * allocate/free pair), which is tracing's cost too. The average of that window, at the level
+ * the interval runs at, prices the interval's traps.
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -68,6 +74,8 @@ __asm__(".text\n" CALIB_FN("gl_calib_base", "") CALIB_FN("gl_calib_entry", "")
  * each of its steps waits for a sample. */
 #define SAMPLE_NS	 1000000000ULL
 #define BUDGET_SAMPLE_NS 250000000ULL
+/* BPF statistics on for this part of each sample's interval (STATS_SHARE = 8: an eighth). */
+#define STATS_SHARE 8
 /* A window with less CPU than this says nothing of a rate. */
 #define MIN_WINDOW_CPU_NS 10000000ULL
 #define MAX_PROGS	  8
@@ -101,10 +109,15 @@ struct ovh_proc {
 struct overhead {
 	struct overhead_opts o;
 	struct bpf_setup *b;
-	int stats_fd;
+	bool stats;   /* the statistics can be turned on (privilege, kernel) */
+	int stats_fd; /* -1: off now */
+	uint64_t stats_on_ns;
 	int progs[MAX_PROGS];
 	size_t nr_progs;
-	uint64_t bpf_last_ns;
+	/* the programs' run time and runs at the last sample, and their average per run then
+	 * (0: none measured yet) */
+	uint64_t run_last_ns, run_last_cnt;
+	double ns_per_run;
 	uint32_t trap_ns[GL_TRAP_MAX];
 	int level_fd;
 	struct bpf_link *cal_links[CAL_LINKS];
@@ -253,6 +266,8 @@ int overhead__new(struct bpf_setup *b, const struct overhead_opts *opts, struct 
 	o->level_fd = bpf_setup__level_fd(b);
 	/* On while the fd is open: the programs' run time counts only while tracing. */
 	o->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	o->stats = o->stats_fd >= 0;
+	o->stats_on_ns = mono_ns();
 	if (o->stats_fd < 0)
 		pr_warn("no BPF run-time statistics (%s): tracing's cost is its traps alone\n",
 			strerror(errno));
@@ -361,19 +376,42 @@ void overhead__forget(struct overhead *o, pid_t pid)
 		*p = o->procs[--o->nr_procs];
 }
 
-static uint64_t bpf_total_ns(const struct overhead *o)
+/* The traced programs' run time and runs, all together, while the statistics were on. */
+static void bpf_totals(const struct overhead *o, uint64_t *ns, uint64_t *cnt)
 {
-	uint64_t sum = 0;
 	size_t i;
 
+	*ns = 0;
+	*cnt = 0;
 	for (i = 0; i < o->nr_progs; i++) {
 		struct bpf_prog_info info = {};
 		__u32 len = sizeof(info);
 
-		if (!bpf_prog_get_info_by_fd(o->progs[i], &info, &len))
-			sum += info.run_time_ns;
+		if (!bpf_prog_get_info_by_fd(o->progs[i], &info, &len)) {
+			*ns += info.run_time_ns;
+			*cnt += info.run_cnt;
+		}
 	}
-	return sum;
+}
+
+/* The statistics off once their window is over and an average is known. */
+static void stats_pause(struct overhead *o, uint64_t now)
+{
+	uint64_t period = o->o.budget > 0 ? BUDGET_SAMPLE_NS : SAMPLE_NS;
+
+	if (o->stats_fd >= 0 && o->ns_per_run > 0 && now - o->stats_on_ns >= period / STATS_SHARE) {
+		close(o->stats_fd);
+		o->stats_fd = -1;
+	}
+}
+
+/* Back on at a sample: the interval that starts measures itself at its own level. */
+static void stats_resume(struct overhead *o, uint64_t now)
+{
+	if (!o->stats || o->stats_fd >= 0)
+		return;
+	o->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	o->stats_on_ns = now;
 }
 
 static uint64_t traps_of(const struct tproc *tp, uint64_t *cost_ns, const uint32_t *trap_ns)
@@ -518,7 +556,7 @@ static void refresh_cpu(struct ovh_proc *p)
 
 void overhead__sample(struct overhead *o, struct live *l, uint64_t now, pid_t only, bool force)
 {
-	uint64_t bpf, dbpf, dtraps = 0;
+	uint64_t run_ns, run_cnt;
 	size_t i;
 
 	if (!o)
@@ -526,20 +564,20 @@ void overhead__sample(struct overhead *o, struct live *l, uint64_t now, pid_t on
 	/* Between samples, its CPU time: a process that exits and is reaped by its parent
 	 * before gpuleak sees it go keeps the last read, at most a poll (50 ms) old. */
 	if (!force && now - o->last_sample_ns < (o->o.budget > 0 ? BUDGET_SAMPLE_NS : SAMPLE_NS)) {
+		stats_pause(o, now);
 		for (i = 0; i < o->nr_procs; i++)
 			refresh_cpu(&o->procs[i]);
 		return;
 	}
 	o->last_sample_ns = now;
-	bpf = o->stats_fd >= 0 ? bpf_total_ns(o) : 0;
-	dbpf = bpf > o->bpf_last_ns ? bpf - o->bpf_last_ns : 0;
-	o->bpf_last_ns = bpf;
-	/* The interval's BPF time, shared by each process's traps in it. */
-	for (i = 0; i < o->nr_procs; i++) {
-		const struct tproc *tp = tracker__proc(l->an->t, o->procs[i].pid);
-		uint64_t c, n = tp ? traps_of(tp, &c, o->trap_ns) : 0;
-
-		dtraps += n > o->procs[i].traps ? n - o->procs[i].traps : 0;
+	if (o->stats) {
+		/* Counted only while on: the window's runs, whatever time it lasted. */
+		bpf_totals(o, &run_ns, &run_cnt);
+		if (run_cnt > o->run_last_cnt && run_ns >= o->run_last_ns)
+			o->ns_per_run =
+			    (double)(run_ns - o->run_last_ns) / (double)(run_cnt - o->run_last_cnt);
+		o->run_last_ns = run_ns;
+		o->run_last_cnt = run_cnt;
 	}
 	for (i = 0; i < o->nr_procs; i++) {
 		struct ovh_proc *p = &o->procs[i];
@@ -549,9 +587,9 @@ void overhead__sample(struct overhead *o, struct live *l, uint64_t now, pid_t on
 		if (!tp)
 			continue;
 		n = traps_of(tp, &trap_cost, o->trap_ns);
-		if (dtraps && n > p->traps)
-			p->bpf_ns +=
-			    (uint64_t)((double)dbpf * (double)(n - p->traps) / (double)dtraps);
+		/* The interval's traps, each a program run at the window's average. */
+		if (n > p->traps)
+			p->bpf_ns += (uint64_t)(o->ns_per_run * (double)(n - p->traps));
 		p->traps = n;
 		refresh_cpu(p);
 		/* What this sample's interval cost, at the level it ran at. */
@@ -569,4 +607,5 @@ void overhead__sample(struct overhead *o, struct live *l, uint64_t now, pid_t on
 		if (!only || only == p->pid)
 			emit(o, l, p, now);
 	}
+	stats_resume(o, now);
 }

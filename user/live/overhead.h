@@ -2,8 +2,8 @@
 /*
  * What tracing costs each traced process, live (docs/overhead.md): the machine's trap costs
  * calibrated at start on empty programs linked to a function of gpuleak's own; the BPF
- * programs' run time (the kernel's run-time statistics, on only while tracing) charged to
- * each process in proportion to its traps; its CPU time from /proc. Sampled about once a
+ * programs' average run time (the kernel's run-time statistics, on for an eighth of each
+ * sample's interval) times each process's traps; its CPU time from /proc. Sampled about once a
  * second into a GL_REC_COST per process, which every output reads (engine/cost.h). With a
  * budget (--max-overhead) it steps a process down and back up (enum gl_cost_level).
  */
