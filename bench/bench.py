@@ -139,6 +139,9 @@ TARGETS = {
     # --unwind auto (the default) on code with frame pointers, against the walk alone: it
     # copies nothing there and must cost within 2 % (issue 29)
     "unwind_auto_vs_fp": (1.02, "le"),
+    # the same from the kernel's BPF statistics (what auto adds runs in the entry program):
+    # what a loaded machine's drift between runs cannot hide
+    "unwind_auto_vs_fp_bpf": (1.02, "le"),
     # 2 us per allocation, the issue's aim, on the VM whose floor was 1.87 us per pair
     "python_walk_32_vs_floor": (1.07, "le"),
     # issue 31: gpuleak's estimate of what tracing costs within 25 % of what it costs, and
@@ -330,9 +333,10 @@ def loop_run(argv, start, env=None, bpf=None):
     return res, target.pid
 
 
-def pair_run(variant, pairs, warmup, json_path, env=None, bpf=None, cpu=None):
+def pair_run(variant, pairs, warmup, json_path, env=None, bpf=None, cpu=None, p10=None):
     """ns per pair (median chunk) and the whole run's mean; with cpu a list, the CPU time per
-    pair of the fastest tenth of the chunks is appended to it."""
+    pair of the fastest tenth of the chunks is appended to it; with p10 a list, the wall-clock
+    10th-percentile chunk's."""
     exe = PAIRLOOP_NOFP if variant.endswith("_nofp") else PAIRLOOP
     res, pid = loop_run([exe, "--sync", "-n", str(pairs), "-w", str(warmup)],
                         lambda p: start_tracer(variant, p, json_path), env, bpf)
@@ -345,6 +349,8 @@ def pair_run(variant, pairs, warmup, json_path, env=None, bpf=None, cpu=None):
                              f"{v['dropped_events']} dropped: {v['losses']}")
     if cpu is not None:
         cpu.append(res["cpu_p10_ns_per_pair"])
+    if p10 is not None:
+        p10.append(res["p10_ns_per_pair"])
     return res["ns_per_pair"], res["mean_ns_per_pair"]
 
 
@@ -464,7 +470,10 @@ def bench_unwind(a, tmp, res):
     at the allocation only: what the unwind run adds to the frame-pointer run is their cost
     per allocation; the ratio of both runs' cost above the floor is the target. The default
     against the walk alone on frame-pointer code is the price of auto where it copies
-    nothing (the target: within 2 %)."""
+    nothing (the target: within 2 %): a difference that small is lost in a loaded machine's
+    drift between runs, so each repetition runs that pair of variants unwind_auto_alts times
+    more, side by side in alternating order, and compares the 10th-percentile chunk of each
+    (the cost with the least interference from other tenants)."""
     vs = ["bare", "gpuleak_fp", "gpuleak_stacks", "gpuleak_unwind", "gpuleak_auto_nofp"]
     jp = os.path.join(tmp, "unwind.ndjson")
     # pairloop allocates from main, near the top of its stack: 24 KiB of environment above
@@ -472,22 +481,31 @@ def bench_unwind(a, tmp, res):
     env = dict(os.environ, BENCH_STACK_PAD="x" * (24 << 10))
     ns = {v: [] for v in vs}
     bpf = {v: [] for v in vs}
-    ratio, added, auto_fp, auto_nofp = [], [], [], []
+    ratio, added, auto_fp, auto_fp_median, auto_nofp = [], [], [], [], []
     old = set_bpf_stats(True)
     try:
         for rep in range(a.unwind_reps):
             k = rep % len(vs)
             got = {}
+            p10 = {v: [] for v in vs}
             for v in vs[k:] + vs[:k]:
-                got[v], _ = pair_run(v, a.unwind_pairs, a.warmup, jp, env, bpf[v])
+                got[v], _ = pair_run(v, a.unwind_pairs, a.warmup, jp, env, bpf[v], p10[v])
                 ns[v].append(got[v])
             added.append(got["gpuleak_unwind"] - got["gpuleak_fp"])
             ratio.append((got["gpuleak_unwind"] - got["bare"]) /
                          (got["gpuleak_fp"] - got["bare"]))
-            auto_fp.append(got["gpuleak_stacks"] / got["gpuleak_fp"])
+            auto_fp_median.append(got["gpuleak_stacks"] / got["gpuleak_fp"])
+            auto_fp.append(p10["gpuleak_stacks"][-1] / p10["gpuleak_fp"][-1])
+            for alt in range(a.unwind_auto_alts):
+                pair = ["gpuleak_fp", "gpuleak_stacks"][::1 if (rep + alt) % 2 else -1]
+                for v in pair:
+                    pair_run(v, a.unwind_pairs, a.warmup, jp, env, bpf[v], p10[v])
+                auto_fp.append(p10["gpuleak_stacks"][-1] / p10["gpuleak_fp"][-1])
             auto_nofp.append(got["gpuleak_auto_nofp"] - got["gpuleak_fp"])
+            alts = ", ".join(f"{r:.3f}" for r in auto_fp[-1 - a.unwind_auto_alts:])
             log(f"unwind {rep + 1}/{a.unwind_reps}: " +
-                ", ".join(f"{v} {got[v]:.0f} ns" for v in vs) + f"; ratio {ratio[-1]:.2f}")
+                ", ".join(f"{v} {got[v]:.0f} ns" for v in vs) + f"; ratio {ratio[-1]:.2f}"
+                f"; auto / fp (p10) {alts}")
     finally:
         if old is not None:
             set_bpf_stats(old == "1")
@@ -495,6 +513,7 @@ def bench_unwind(a, tmp, res):
     out["unwind_added_ns_per_alloc"] = stats(added)
     out["unwind_vs_fp_above_floor"] = stats(ratio)
     out["unwind_auto_vs_fp"] = stats(auto_fp)
+    out["unwind_auto_vs_fp_median_chunk"] = stats(auto_fp_median)
     out["unwind_auto_nofp_added_ns_per_alloc"] = stats(auto_nofp)
     for v in ("gpuleak_fp", "gpuleak_stacks", "gpuleak_unwind", "gpuleak_auto_nofp"):
         if bpf[v]:
@@ -504,6 +523,15 @@ def bench_unwind(a, tmp, res):
     if bpf["gpuleak_unwind"] and bpf["gpuleak_fp"]:
         out["unwind_bpf_copy_ns_per_alloc"] = stats(
             [2 * (u - statistics.median(bpf["gpuleak_fp"])) for u in bpf["gpuleak_unwind"]])
+    # On frame-pointer code all auto adds in the target is the entry program's one hash
+    # lookup: the kernel's time of that program per call, which no other tenant stretches,
+    # twice per pair, against the walk alone's pair.
+    if bpf["gpuleak_stacks"] and bpf["gpuleak_fp"]:
+        fp_ns = statistics.median(bpf["gpuleak_fp"])
+        add = [2 * (x - fp_ns) for x in bpf["gpuleak_stacks"]]
+        out["unwind_auto_bpf_added_ns_per_pair"] = stats(add)
+        pair_fp = statistics.median(ns["gpuleak_fp"])
+        out["unwind_auto_vs_fp_bpf"] = stats([1 + d / pair_fp for d in add])
     return out
 
 
@@ -1376,7 +1404,12 @@ ROWS = [  # key, label, unit, scale, format
     ("unwind_pair_ns_bare", "pair, floor (unwind section)", "ns", 1, "{:.0f}"),
     ("unwind_pair_ns_gpuleak_fp", "  gpuleak --unwind fp (walk alone)", "ns", 1, "{:.0f}"),
     ("unwind_pair_ns_gpuleak_stacks", "  gpuleak default (auto), fp code", "ns", 1, "{:.0f}"),
-    ("unwind_auto_vs_fp", "  auto / walk alone, fp code", "x", 1, "{:.3f}"),
+    ("unwind_auto_vs_fp_median_chunk", "  auto / walk alone, fp code (median chunk)", "x", 1,
+     "{:.3f}"),
+    ("unwind_auto_vs_fp", "  auto / walk alone, fp code (p10 chunk)", "x", 1, "{:.3f}"),
+    ("unwind_auto_bpf_added_ns_per_pair", "  auto's BPF time added per pair, fp code", "ns", 1,
+     "{:.0f}"),
+    ("unwind_auto_vs_fp_bpf", "  auto / walk alone, fp code (BPF time)", "x", 1, "{:.3f}"),
     ("unwind_pair_ns_gpuleak_auto_nofp", "  gpuleak default (auto), fp-less code", "ns", 1,
      "{:.0f}"),
     ("unwind_auto_nofp_added_ns_per_alloc", "  auto's copy + unwind per allocation", "ns", 1,
@@ -1509,6 +1542,7 @@ def main():
     a.overhead_pairs = 5000 if q else 20000
     a.budget_pairs = 5000 if q else 10000
     a.unwind_pairs = 50000 if q else 200000
+    a.unwind_auto_alts = 1 if q else 2  # more fp/auto pairs per repetition
     only = a.only.split(",") if a.only else list(SECTIONS)
     for s in only:
         if s not in SECTIONS:
@@ -1534,7 +1568,8 @@ def main():
                                                   "idle_reps", "idle_seconds",
                                                   "symbols_reps", "symbols_frames",
                                                   "procs_reps", "py_reps", "py_pairs",
-                                                  "unwind_reps", "unwind_pairs")},
+                                                  "unwind_reps", "unwind_pairs",
+                                                  "unwind_auto_alts")},
            "spread": {}, "targets": {}}
     for k, v in res.items():
         if isinstance(v, dict):

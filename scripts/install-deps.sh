@@ -12,9 +12,11 @@
 #   npm/onnxruntime-node@1.30.0      libonnxruntime.so.1: Dawn linked in without any symbols
 #   npm/@huggingface/transformers@4.3.2  transformers.js, on its own onnxruntime-node 1.30.0
 #                                    (the same libonnxruntime.so.1, binary in the package)
+#   npm/@tensorflow/tfjs-backend-webgpu@4.22.0  TensorFlow.js's WebGPU backend, with its exact
+#                                    peer @tensorflow/tfjs-core@4.22.0 (run on webgpu@0.6.2)
 # None runs an install script (--ignore-scripts: webgpu's only clears a macOS attribute,
 # onnxruntime-node's would download more binaries, sharp's only checks its prebuilt binary).
-# About 30 s and 940 MB, once.
+# About 40 s and 1 GB, once.
 #
 # The fleet endpoint's tests scrape it with curl, lint it with promtool, parse it with
 # Prometheus' own Python client, and run a real Prometheus server on it (Debian's prometheus
@@ -338,7 +340,7 @@ have_mesa_25() {
 
 deps=${GPULEAK_DEPS:-/var/cache/gpuleak}
 npm_pkgs=(bun-webgpu-linux-x64@0.1.7 webgpu@0.6.2 webgpu@0.1.1 onnxruntime-node@1.30.0
-	  @huggingface/transformers@4.3.2)
+	  @huggingface/transformers@4.3.2 @tensorflow/tfjs-backend-webgpu@4.22.0)
 
 have_npm_pkg() {
 	local name=${1%@*} version=${1##*@} v

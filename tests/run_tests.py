@@ -32,6 +32,7 @@ import test_pytorch  # noqa: E402,F401
 import test_files  # noqa: E402,F401
 import test_ort  # noqa: E402,F401
 import test_transformers  # noqa: E402,F401
+import test_tfjs  # noqa: E402,F401
 import test_conduct  # noqa: E402,F401
 import test_python  # noqa: E402,F401
 import test_coverage  # noqa: E402,F401

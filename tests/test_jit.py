@@ -2,8 +2,9 @@
 """JIT frames named from perf maps: Node on dawn.node (npm webgpu) running the wgpu_node_jit
 scenario with V8's perf map on (--perf-basic-prof --interpreted-frames-native-stack), and
 without it (the hint); live, from a capture once the map is gone, and in a container with its
-own pid namespace and /tmp; with --unwind dwarf, the JavaScript that creates the GPU
-buffers through dawn.node; the perf map parser under libFuzzer. Expected numbers are in
+own pid namespace and /tmp, and with its records read only after it exited; with --unwind
+dwarf, the JavaScript that creates the GPU buffers through dawn.node; the perf map parser
+under libFuzzer. Expected numbers are in
 tests/scenarios/wgpu_node_jit.mjs."""
 import contextlib
 import os
@@ -395,3 +396,45 @@ def jit_node_site_skip_on_javascript_paths():
                   STEPS)], "the package's frame names the site")
     finally:
         run.cleanup()
+
+
+@test
+def jit_node_named_after_it_exited():
+    """Node's records read only once it has exited (gpuleak stopped with SIGSTOP from before
+    the loop until node is gone, the records waiting in the ring buffer): its root, held from
+    when its mappings were read, still leads to its perf map, and makeLogits names the site."""
+    need_node()
+    tmp = tempfile.mkdtemp(prefix="gpuleak-jit-")
+    json_path = os.path.join(tmp, "live.ndjson")
+    env = env_for_targets({"SCENARIO_SYNC": "1",
+                           "WEBGPU_INDEX": os.path.join(WEBGPU_NODE, "index.js")})
+    gl = None
+    with in_dir(tmp):
+        target = Proc(["node"] + V8_FLAGS + [SCRIPT, str(STEPS)], env=env)
+    try:
+        target.wait_line(r"^ready (\d+)", timeout=60)
+        gl = Proc([harness.GPULEAK, "attach", "--json", json_path, "--interval", "0", "-p",
+                   str(target.pid)], env=gpuleak_env(), stdin=False)
+        gl.wait_line(r"tracing pid %d" % target.pid, stream="err", timeout=60)
+        gl.p.send_signal(signal.SIGSTOP)
+        try:
+            target.send()
+            target.wait_line(r"^done", timeout=120)
+            target.send()
+            eq(target.finish(), 0, "node's exit status")
+            check(not os.path.exists(f"/proc/{target.pid}"), "node is gone")
+        finally:
+            gl.p.send_signal(signal.SIGCONT)
+        eq(gl.finish(), 0, f"gpuleak's exit status ({gl.text('err')})")
+        check_sanitizers(gl.text("err"))
+        vs = [r for r in read_ndjson(json_path) if r.get("type") == "verdict"]
+        eq(len(vs), 1, "one verdict")
+        webgpu_expected(vs[0])
+    finally:
+        target.kill()
+        if gl:
+            gl.p.send_signal(signal.SIGCONT)
+            gl.kill(signal.SIGTERM)
+        shutil.rmtree(tmp, ignore_errors=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(f"/tmp/perf-{target.pid}.map")

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "probe/elf_obj.h"
 #include "lib/hmap.h"
 #include "lib/log.h"
@@ -62,7 +64,10 @@ struct obj_fp {
 /*
  * The perf map of one process, for code in no mapped file (JIT code in anonymous memory):
  * /tmp/perf-NSPID.map as the process sees its /tmp and its pid (in a container, its own),
- * read through /proc/PID/root (its symlinks resolved inside it) and only while live.
+ * read through /proc/PID/root (its symlinks resolved inside it) and only while live. For a
+ * process that runs a JIT, that root is held open from when its maps are first seen until the
+ * map is open: records are named after the process may have exited (a short run), and what is
+ * open is read to its end.
  */
 struct jit_map {
 	pid_t pid;
@@ -70,6 +75,7 @@ struct jit_map {
 	uid_t owner; /* the process's: the file must be its user's, or root's */
 	struct perfmap *pm;
 	char root[32], path[32]; /* /proc/PID/root, and the map's path inside it */
+	int root_fd;		 /* /proc/PID/root held open (root is /proc/self/fd/N), or -1 */
 	int err;		 /* of the last read: -ENOENT while there is no file */
 	bool tried;		 /* read at least once */
 	uint64_t idle_at;	 /* batches + 1 when a read found nothing new */
@@ -164,8 +170,11 @@ void symbolizer__free(struct symbolizer *s)
 	free(s->maps);
 	free(s->bids);
 	free(s->objfp);
-	for (i = 0; i < s->nr_jits; i++)
+	for (i = 0; i < s->nr_jits; i++) {
 		perfmap__free(s->jits[i].pm);
+		if (s->jits[i].root_fd >= 0)
+			close(s->jits[i].root_fd);
+	}
 	free(s->jits);
 	stacks__free(s->stacks);
 	pyframes__free(s->py);
@@ -208,6 +217,15 @@ static const char *base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
+static struct jit_map *jit_get(struct symbolizer *s, pid_t pid);
+
+/* Objects of runtimes that write a perf map when asked (V8, the JVM). */
+static bool jit_runtime(const char *n)
+{
+	return !strcmp(n, "node") || !strcmp(n, "nodejs") || !strncmp(n, "libnode.so", 10) ||
+	       !strcmp(n, "libjvm.so");
+}
+
 int symbolizer__add_maps(struct symbolizer *s, const struct proc_maps *m)
 {
 	size_t i;
@@ -219,6 +237,9 @@ int symbolizer__add_maps(struct symbolizer *s, const struct proc_maps *m)
 
 		if (!e->exec || !e->path || !s->mods)
 			continue;
+		/* Its root held from now: its records may be named after it exited. */
+		if (jit_runtime(base_name(e->path)) && !jit_get(s, m->pid))
+			return -ENOMEM;
 		mod = modules__get(s->mods, m->pid, e);
 		if (!mod)
 			return -ENOMEM;
@@ -467,7 +488,7 @@ static struct jit_map *jit_get(struct symbolizer *s, pid_t pid)
 	if (vec_grow((void **)&s->jits, &s->cap_jits, s->nr_jits, sizeof(*s->jits)))
 		return NULL;
 	j = &s->jits[s->nr_jits];
-	*j = (struct jit_map){.pid = pid, .err = -ENOENT, .owner = (uid_t)-1};
+	*j = (struct jit_map){.pid = pid, .err = -ENOENT, .owner = (uid_t)-1, .root_fd = -1};
 	if (perfmap__new(&j->pm))
 		return NULL;
 	s->nr_jits++;
@@ -477,6 +498,9 @@ static struct jit_map *jit_get(struct symbolizer *s, pid_t pid)
 		j->owner = st.st_uid;
 	snprintf(j->root, sizeof(j->root), "/proc/%d/root", (int)pid);
 	snprintf(j->path, sizeof(j->path), "/tmp/perf-%u.map", j->ns_pid);
+	j->root_fd = open(j->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (j->root_fd >= 0)
+		snprintf(j->root, sizeof(j->root), "/proc/self/fd/%d", j->root_fd);
 	return j;
 }
 
@@ -488,6 +512,12 @@ static int jit_refresh(struct symbolizer *s, struct jit_map *j)
 
 	j->tried = true;
 	j->err = err < 0 ? err : 0;
+	/* The map is open: the process's root is no longer needed to read it. */
+	if (err >= 0 && j->root_fd >= 0) {
+		close(j->root_fd);
+		j->root_fd = -1;
+		snprintf(j->root, sizeof(j->root), "/proc/%d/root", (int)j->pid);
+	}
 	j->idle_at = err > 0 ? 0 : s->st.batches + 1;
 	if (err > 0) {
 		bump_gen(s);
