@@ -69,7 +69,7 @@ def verifier_every_program_fits_512_bytes_in_every_configuration():
     d = probes_kernel("--verifier")
     eq(d["failed"], 0, "programs refused or over 512 bytes")
     configs = d["verifier"]
-    eq(len(configs), 8, "configurations")
+    eq(len(configs), 9, "configurations")
     check(any(c["budget"] and c["python_depth"] and c["unwind_bytes"] for c in configs),
           "--max-overhead's level lookups in the deepest configuration")
     check(any(c["python_depth"] == 64 and c["unwind"] == "auto" and c["follow"]
@@ -102,7 +102,7 @@ def verifier_check_refuses_an_oversized_stack():
     d = probes_kernel("--verifier", "--bpf-object", STACKPAD, expect_rc=1)
     with_callbacks = [c for c in d["verifier"] if c["python_depth"] or c["unwind_bytes"]]
     eq(d["failed"], len(with_callbacks), "gl_enter fails once per configuration with callbacks")
-    eq(len(with_callbacks), 6, "configurations with callbacks")
+    eq(len(with_callbacks), 7, "configurations with callbacks")
     for c in d["verifier"]:
         for p in c["programs"]:
             if p["name"] == "gl_enter" and c in with_callbacks:

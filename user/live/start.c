@@ -118,10 +118,11 @@ static int attach_one(struct live *l, const struct session_pid *sp)
 	symbolizer__add_maps(l->sym, m);
 	fpless__scan(l, m);
 	recorder__maps(l->rec, m, l->mods);
+	/* Before the probes: its first allocations already have the Python walk to go to. */
+	pyconf__scan(l, t, m);
 	err = attach__scan(l->att, m, &nr_new);
 	if (err)
 		goto cleanup;
-	pyconf__scan(l, t, m);
 	/* What `make bench` reports as attach time: maps, ELF scans, links. */
 	pr_info("pid %d: attach took %.1f ms (%zu probes in %zu objects)\n", pid,
 		(live_now_ns() - t0) / 1e6, attach__nr_probes(l->att, pid),
