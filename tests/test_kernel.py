@@ -5,6 +5,7 @@ configuration whatever the host kernel offers (and that it fails on an object bu
 and the classic uprobe links kernels before 6.6 get, giving the same verdict as uprobe_multi."""
 import json
 import os
+import re
 
 import harness
 from harness import check, eq, leak_sites, run_gpuleak, run_plain, scenario, test
@@ -59,6 +60,61 @@ def kernel_features_match_the_machine():
     check("gpuleak on this kernel: runs" in p.stdout, f"verdict line: {p.stdout}")
     for n in feats:
         check(n in p.stdout, f"{n} in the table: {p.stdout}")
+
+
+def build_id(path):
+    p = run_plain(["readelf", "-n", path])
+    m = re.search(r"Build ID: ([0-9a-f]+)", p.stdout)
+    check(m, f"{path} has a GNU build id: {p.stdout}")
+    return m.group(1)
+
+
+@test
+def kernel_features_cached_per_boot_and_build():
+    """A session's start takes the kernel's features (test loads, the kernel's BTF) from
+    /run/gpuleak, kept per boot id and build id by the first start: the same bits as probes
+    --kernel says, what the file says is obeyed (a floor feature cleared there refuses), and a
+    file that does not parse or that others may write is probed again and replaced."""
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        boot = f.read().strip()
+    path = f"/run/gpuleak/kernel-{boot}-{build_id(harness.GPULEAK)}"
+    feats = probes_kernel()["features"]
+    bits = sum(1 << i for i, f in enumerate(feats) if f["present"])
+    want = f"gpuleak-kernel-features 1 1 {bits:x}\n"
+
+    def start():
+        return run_plain([harness.GPULEAK, "run", "-v", "--interval", "0", "--", "/bin/true"])
+
+    def said(p, what):
+        check(f"gpuleak: kernel features {what} {path}" in p.stderr, f"{what}: {p.stderr}")
+
+    if os.path.exists(path):
+        os.unlink(path)
+    p = start()
+    eq(p.returncode, 0, f"first start ({p.stderr})")
+    said(p, "probed, kept in")
+    with open(path) as f:
+        eq(f.read(), want, "the cache: the test loads' answers, as probes --kernel says")
+    eq(os.stat(path).st_mode & 0o777, 0o600, "only root reads and writes it")
+    p = start()
+    eq(p.returncode, 0, f"second start ({p.stderr})")
+    said(p, "from")
+    # Obeyed: without the ring buffer (bit 1) gpuleak refuses, as on such a kernel.
+    with open(path, "w") as f:
+        f.write(f"gpuleak-kernel-features 1 1 {bits & ~2:x}\n")
+    p = start()
+    eq(p.returncode, 1, f"refused ({p.stderr})")
+    check("BPF ring buffer" in p.stderr, f"the missing feature named: {p.stderr}")
+    for bad, mode in (("gpuleak-kernel-features 1 1 zz\n", 0o600), (want, 0o622)):
+        with open(path, "w") as f:
+            f.write(bad)
+        os.chmod(path, mode)
+        p = start()
+        eq(p.returncode, 0, f"start over {bad!r} {mode:o} ({p.stderr})")
+        said(p, "probed, kept in")
+        with open(path) as f:
+            eq(f.read(), want, "replaced")
+        eq(os.stat(path).st_mode & 0o777, 0o600, "replaced with its own mode")
 
 
 @test
