@@ -39,6 +39,8 @@ struct bpf_setup {
 	bool py_failed; /* its load failed (said): no Python frames in this session */
 	unsigned int py_depth;
 	struct gpuleak_bpf *py_skel;
+	uint64_t features_ns; /* the kernel's features, probed or from the cache */
+	bool features_cached;
 	/* One stack map value: stacks2's starts with the probed function's address. */
 	uint64_t stack_buf[GL_STACK_DEPTH_MAX + 2];
 };
@@ -67,10 +69,18 @@ static int degrade(struct bpf_setup *b, const struct bpf_setup_opts *o, unsigned
 {
 	enum kfeat below;
 
-	if (o->kf)
+	uint64_t t0 = live_now_ns();
+	char path[320];
+
+	if (o->kf) {
 		b->kf = *o->kf;
-	else
-		kernel__probe(&b->kf);
+	} else if (kernel__probe_cached(&b->kf, path, sizeof(path))) {
+		pr_info("kernel features from %s (probed once per boot)\n", path);
+		b->features_cached = true;
+	} else if (path[0]) {
+		pr_info("kernel features probed, kept in %s\n", path);
+	}
+	b->features_ns = live_now_ns() - t0;
 	b->multi = !b->kf.probed || b->kf.have[KF_UPROBE_MULTI];
 	if (o->links == BPF_SETUP_LINKS_CLASSIC)
 		b->multi = false;
@@ -226,6 +236,12 @@ size_t bpf_setup__prog_stats(const struct bpf_setup *b, const struct bpf_setup_p
 {
 	*st = b->st;
 	return b->nr_prog;
+}
+
+uint64_t bpf_setup__features_ns(const struct bpf_setup *b, bool *cached)
+{
+	*cached = b->features_cached;
+	return b->features_ns;
 }
 
 bool bpf_setup__uprobe_multi(const struct bpf_setup *b)

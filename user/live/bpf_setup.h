@@ -67,6 +67,8 @@ struct bpf_setup_prog_stats {
 int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out);
 /* verifier_stats: the programs' statistics, in the object's order; how many. */
 size_t bpf_setup__prog_stats(const struct bpf_setup *b, const struct bpf_setup_prog_stats **st);
+/* What finding the kernel's features took of bpf_setup__new, and whether from the cache. */
+uint64_t bpf_setup__features_ns(const struct bpf_setup *b, bool *cached);
 /* Whether uprobes attach as uprobe_multi links (else one classic link per probe). */
 bool bpf_setup__uprobe_multi(const struct bpf_setup *b);
 /* Detaches the tracepoints and unloads. Accepts NULL. */
