@@ -452,7 +452,7 @@ static int open_tracing(struct session *s)
 				     .stack_depth = o->stack_depth,
 				     .stack_entries = o->stack_entries,
 				     .python_depth = o->python_depth,
-				     .python_lazy = true,
+				     .python_lazy = !start__python_expected(o),
 				     .oom_kill = o->watch && watch__wants_oom_kill(o->watch),
 				     .unwind_bytes =
 					 o->unwind_dwarf || o->unwind_auto ? o->unwind_bytes : 0,
