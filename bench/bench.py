@@ -60,6 +60,7 @@ Needs root (BPF) and what `make bench` builds.
 """
 import argparse
 import datetime
+import glob
 import json
 import os
 import platform
@@ -80,6 +81,8 @@ PAIRLOOP = os.path.join(BENCH, "bin", "pairloop")
 PAIRLOOP_NOFP = os.path.join(BENCH, "bin", "pairloop_nofp")
 TORCHLOOP = os.path.join(BENCH, "bin", "torchloop")
 REALTARGET = os.path.join(BENCH, "bin", "realtarget")
+# gpuleak's cache of the kernel's features, per boot and build, as root (user/live/kernel.c)
+FEATURE_CACHE = "/run/gpuleak"
 GLBENCH = os.path.join(BENCH, "glbench")
 MANYSYMS = os.path.join(BENCH, "lib", "libmanysyms.so")
 BENCH_LIB = os.path.realpath(os.path.join(BENCH, "lib", "libcudart.so.13"))
@@ -112,6 +115,8 @@ TARGETS = {
     "drops_flat_out": (0, "le"),
     "bytes_per_live_alloc": (64, "le"),
     "attach_vs_floor": (ATTACH_VS_FLOOR, "le"),
+    # issue 31: a CI job that runs many short programs under gpuleak pays it at each
+    "startup_ms": (100, "le"),
     "detach_vs_floor": (DETACH_VS_FLOOR, "le"),
     "report_vs_consumer": (0.3, "ge"),
     "capture_bytes_per_event": (12, "le"),
@@ -893,13 +898,45 @@ def interrupt_to_exit_ms(t):
         os.close(pfd)
 
 
+def start_tracing(pid, cold):
+    """gpuleak attach -v -p PID until "tracing": ms from the command's start, and its own
+    breakdown of them (-v): the kernel's features, the BPF object's open and load (the
+    verifier), the calibration, the attach. cold: the features' cache of this boot removed
+    first, as at the first start after a boot. Returns (tracer, {key: ms})."""
+    if cold:
+        for f in glob.glob(os.path.join(FEATURE_CACHE, "kernel-*")):
+            os.unlink(f)
+    t0 = time.monotonic()
+    tracer = Proc([GPULEAK, "attach", "-p", str(pid), "--interval", "0", "-v"],
+                  stdin=False, stderr_pipe=True)
+    try:
+        load = tracer.line("err", lambda l: "BPF programs loaded in" in l)
+        calib = tracer.line("err", lambda l: "calibrated in" in l)
+        line = tracer.line("err", lambda l: "attach took" in l)
+        tracer.line("err", lambda l: "tracing pid" in l)
+    except BaseException:
+        tracer.kill()
+        raise
+    m = re.search(r"loaded in ([0-9.]+) ms \(kernel features ([0-9.]+) ms(, cached)?, "
+                  r"open and load ([0-9.]+) ms", load)
+    if not m or bool(m.group(3)) == cold:
+        tracer.kill()
+        raise BenchError(f"gpuleak -v: unexpected load line: {load}")
+    return tracer, {"start": (time.monotonic() - t0) * 1e3,
+                    "features": float(m.group(2)), "load": float(m.group(4)),
+                    "calib": float(re.search(r"calibrated in ([0-9.]+) ms", calib).group(1)),
+                    "attach": float(re.search(r"attach took ([0-9.]+) ms", line).group(1))}
+
+
 def bench_attach(a, tmp, res):
     """gpuleak attach and Ctrl-C to exit, and the floor in the same repetition: glbench
     attach linking empty programs at the same sites (entry and return on every one: at
-    least gpuleak's links) and unlinking them at SIGINT."""
+    least gpuleak's links) and unlinking them at SIGINT. Before them, in the same
+    repetition, a start with the kernel features' cache removed (the first after a boot)."""
     if no_realtarget("attach"):
         return {}
     att, start, det, fatt, fdet = [], [], [], [], []
+    parts = {k: [] for k in ("features", "load", "calib", "cold_start", "cold_features")}
     sites = None
     for rep in range(a.attach_reps):
         target = Proc([REALTARGET, "wait"])
@@ -907,13 +944,16 @@ def bench_attach(a, tmp, res):
         try:
             target.line("out", lambda l: l.startswith("ready"))
             sites = sites or probe_sites(target.pid)
-            t0 = time.monotonic()
-            tracer = Proc([GPULEAK, "attach", "-p", str(target.pid), "--interval", "0", "-v"],
-                          stdin=False, stderr_pipe=True)
-            line = tracer.line("err", lambda l: "attach took" in l)
-            tracer.line("err", lambda l: "tracing pid" in l)
-            start.append((time.monotonic() - t0) * 1e3)
-            att.append(float(re.search(r"attach took ([0-9.]+) ms", line).group(1)))
+            tracer, cold = start_tracing(target.pid, True)
+            tracer.p.send_signal(signal.SIGINT)
+            tracer.wait(timeout=30)
+            parts["cold_start"].append(cold["start"])
+            parts["cold_features"].append(cold["features"])
+            tracer, warm = start_tracing(target.pid, False)
+            start.append(warm["start"])
+            att.append(warm["attach"])
+            for k in ("features", "load", "calib"):
+                parts[k].append(warm[k])
             time.sleep(0.2)
             det.append(interrupt_to_exit_ms(tracer))
             tracer.wait(timeout=30)
@@ -934,9 +974,16 @@ def bench_attach(a, tmp, res):
                 if t:
                     t.kill()
         log(f"attach {rep + 1}/{a.attach_reps}: attach {att[-1]:.1f} ms (floor "
-            f"{fatt[-1]:.1f}; start to tracing {start[-1]:.0f} ms), Ctrl-C to exit "
-            f"{det[-1]:.0f} ms (floor {fdet[-1]:.0f})")
+            f"{fatt[-1]:.1f}; start to tracing {start[-1]:.0f} ms: features "
+            f"{parts['features'][-1]:.1f}, BPF load {parts['load'][-1]:.0f}, calibration "
+            f"{parts['calib'][-1]:.1f}; {parts['cold_start'][-1]:.0f} ms without the "
+            f"features' cache), Ctrl-C to exit {det[-1]:.0f} ms (floor {fdet[-1]:.0f})")
     return {"attach_ms": stats(att), "startup_ms": stats(start), "detach_ms": stats(det),
+            "startup_features_ms": stats(parts["features"]),
+            "startup_bpf_load_ms": stats(parts["load"]),
+            "startup_calibration_ms": stats(parts["calib"]),
+            "startup_cold_ms": stats(parts["cold_start"]),
+            "startup_cold_features_ms": stats(parts["cold_features"]),
             "attach_floor_ms": stats(fatt), "detach_floor_ms": stats(fdet),
             "attach_vs_floor": stats([x / f for x, f in zip(att, fatt)]),
             "detach_vs_floor": stats([x / f for x, f in zip(det, fdet)]),
@@ -1327,6 +1374,11 @@ ROWS = [  # key, label, unit, scale, format
     ("attach_floor_ms", "  floor: link empty programs", "ms", 1, "{:.1f}"),
     ("attach_vs_floor", "  attach / floor", "x", 1, "{:.2f}"),
     ("startup_ms", "  command start to tracing", "ms", 1, "{:.0f}"),
+    ("startup_features_ms", "    kernel features (cached)", "ms", 1, "{:.1f}"),
+    ("startup_bpf_load_ms", "    BPF open, load, verify", "ms", 1, "{:.0f}"),
+    ("startup_calibration_ms", "    trap calibration", "ms", 1, "{:.1f}"),
+    ("startup_cold_ms", "  start to tracing, first after boot", "ms", 1, "{:.0f}"),
+    ("startup_cold_features_ms", "    kernel features (probed)", "ms", 1, "{:.1f}"),
     ("detach_ms", "Ctrl-C to exit", "ms", 1, "{:.0f}"),
     ("links_multi_attach_ms", "attach, uprobe_multi links (Linux 6.6+)", "ms", 1, "{:.1f}"),
     ("links_multi_detach_ms", "detach, uprobe_multi links", "ms", 1, "{:.0f}"),

@@ -493,6 +493,18 @@ static __always_inline bool under_alloc(const struct tstate *st, __u32 d, __u16 
 
 #include "python.bpf.h"
 
+/* py_later: a Python process's allocation to the program with the walk (python.bpf.h). */
+static __always_inline void py_handoff(void *ctx, struct gl_api_spec s, __u32 slot)
+{
+	__u32 pid;
+
+	if (!py_later || (s.shape != GL_SHAPE_ALLOC_DONE && !is_alloc(s)))
+		return;
+	pid = cur_pid_tgid() >> 32;
+	if (bpf_map_lookup_elem(&pyprocs, &pid))
+		bpf_tail_call(ctx, &py_progs, slot);
+}
+
 /*
  * Frames above the one a return matched are calls whose return never came: entered while
  * gpuleak attached its entry link but not yet its return link, or left by a longjmp or an
@@ -1179,6 +1191,7 @@ int gl_usdt(struct pt_regs *ctx)
 	if (api >= GL_API_MAX)
 		return 0;
 	s = SPEC(api);
+	py_handoff(ctx, s, GL_PY_PROG_USDT);
 	switch (s.shape) {
 	case GL_SHAPE_ALLOC_DONE:
 		return emit_done(ctx, api, s, true);
@@ -1209,6 +1222,7 @@ int gl_enter(struct pt_regs *ctx)
 	if (api >= GL_API_MAX)
 		return 0;
 	s = SPEC(api);
+	py_handoff(ctx, s, GL_PY_PROG_ENTER);
 	switch (s.shape) {
 	case GL_SHAPE_ALLOC_OUTPTR:
 	case GL_SHAPE_ALLOC_RET:
@@ -1724,7 +1738,7 @@ int gl_exec(__u64 *ctx)
 	struct gl_task_rec *r;
 
 	/* Another program: the interpreter, if any, is elsewhere now (user space looks). */
-	if (python_depth && pid)
+	if ((python_depth || py_later) && pid)
 		bpf_map_delete_elem(&pyprocs, &pid);
 	/* With or without --follow: the process is the one traced, its new program too. */
 	if (!pid || !bpf_map_lookup_elem(&traced, &pid))
@@ -1790,7 +1804,7 @@ int gl_task_exit(__u64 *ctx)
 			bpf_for_each_map_elem(&traced, resume_one, NULL, 0);
 		return 0;
 	}
-	if (python_depth && pid)
+	if ((python_depth || py_later) && pid)
 		bpf_map_delete_elem(&pyprocs, &pid);
 	if (!pid || !bpf_map_lookup_elem(&traced, &pid))
 		return 0;

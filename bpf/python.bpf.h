@@ -28,6 +28,21 @@
 /* --python-depth: Python frames kept per stack, 0: no Python walk. */
 const volatile __u32 python_depth = 0;
 /*
+ * The object loaded at start without the walk (python_depth 0: a fifth of the verifier's
+ * work) while Python may still appear: an allocation of a process configured as Python goes
+ * to the same program built with the walk, a second load of this object that user space puts
+ * in py_progs when the first Python process appears (bpf_setup.c). Until it is there the
+ * tail call fails and the call is traced here, without Python frames.
+ */
+const volatile bool py_later = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, GL_PY_PROG_MAX);
+	__type(key, __u32);
+	__type(value, __u32);
+} py_progs SEC(".maps");
+/*
  * Bumped by user space whenever it configures a process as Python: a thread that found no
  * configuration for its process skips the lookup until it changes.
  */

@@ -5,6 +5,7 @@ configuration whatever the host kernel offers (and that it fails on an object bu
 and the classic uprobe links kernels before 6.6 get, giving the same verdict as uprobe_multi."""
 import json
 import os
+import re
 
 import harness
 from harness import check, eq, leak_sites, run_gpuleak, run_plain, scenario, test
@@ -61,6 +62,61 @@ def kernel_features_match_the_machine():
         check(n in p.stdout, f"{n} in the table: {p.stdout}")
 
 
+def build_id(path):
+    p = run_plain(["readelf", "-n", path])
+    m = re.search(r"Build ID: ([0-9a-f]+)", p.stdout)
+    check(m, f"{path} has a GNU build id: {p.stdout}")
+    return m.group(1)
+
+
+@test
+def kernel_features_cached_per_boot_and_build():
+    """A session's start takes the kernel's features (test loads, the kernel's BTF) from
+    /run/gpuleak, kept per boot id and build id by the first start: the same bits as probes
+    --kernel says, what the file says is obeyed (a floor feature cleared there refuses), and a
+    file that does not parse or that others may write is probed again and replaced."""
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        boot = f.read().strip()
+    path = f"/run/gpuleak/kernel-{boot}-{build_id(harness.GPULEAK)}"
+    feats = probes_kernel()["features"]
+    bits = sum(1 << i for i, f in enumerate(feats) if f["present"])
+    want = f"gpuleak-kernel-features 1 1 {bits:x}\n"
+
+    def start():
+        return run_plain([harness.GPULEAK, "run", "-v", "--interval", "0", "--", "/bin/true"])
+
+    def said(p, what):
+        check(f"gpuleak: kernel features {what} {path}" in p.stderr, f"{what}: {p.stderr}")
+
+    if os.path.exists(path):
+        os.unlink(path)
+    p = start()
+    eq(p.returncode, 0, f"first start ({p.stderr})")
+    said(p, "probed, kept in")
+    with open(path) as f:
+        eq(f.read(), want, "the cache: the test loads' answers, as probes --kernel says")
+    eq(os.stat(path).st_mode & 0o777, 0o600, "only root reads and writes it")
+    p = start()
+    eq(p.returncode, 0, f"second start ({p.stderr})")
+    said(p, "from")
+    # Obeyed: without the ring buffer (bit 1) gpuleak refuses, as on such a kernel.
+    with open(path, "w") as f:
+        f.write(f"gpuleak-kernel-features 1 1 {bits & ~2:x}\n")
+    p = start()
+    eq(p.returncode, 1, f"refused ({p.stderr})")
+    check("BPF ring buffer" in p.stderr, f"the missing feature named: {p.stderr}")
+    for bad, mode in (("gpuleak-kernel-features 1 1 zz\n", 0o600), (want, 0o622)):
+        with open(path, "w") as f:
+            f.write(bad)
+        os.chmod(path, mode)
+        p = start()
+        eq(p.returncode, 0, f"start over {bad!r} {mode:o} ({p.stderr})")
+        said(p, "probed, kept in")
+        with open(path) as f:
+            eq(f.read(), want, "replaced")
+        eq(os.stat(path).st_mode & 0o777, 0o600, "replaced with its own mode")
+
+
 @test
 def verifier_every_program_fits_512_bytes_in_every_configuration():
     """Loaded one by one in each configuration that changes their code, every program is
@@ -71,7 +127,7 @@ def verifier_every_program_fits_512_bytes_in_every_configuration():
     # --follow's fallback hold (fexit on schedule_tail) is loaded where the kernel takes it.
     fexit = {f["name"]: f["present"] for f in probes_kernel()["features"]}["fexit on schedule_tail"]
     configs = d["verifier"]
-    eq(len(configs), 8, "configurations")
+    eq(len(configs), 9, "configurations")
     check(any(c["budget"] and c["python_depth"] and c["unwind_bytes"] for c in configs),
           "--max-overhead's level lookups in the deepest configuration")
     check(any(c["python_depth"] == 64 and c["unwind"] == "auto" and c["follow"]
@@ -105,7 +161,7 @@ def verifier_check_refuses_an_oversized_stack():
     d = probes_kernel("--verifier", "--bpf-object", STACKPAD, expect_rc=1)
     with_callbacks = [c for c in d["verifier"] if c["python_depth"] or c["unwind_bytes"]]
     eq(d["failed"], len(with_callbacks), "gl_enter fails once per configuration with callbacks")
-    eq(len(with_callbacks), 6, "configurations with callbacks")
+    eq(len(with_callbacks), 7, "configurations with callbacks")
     for c in d["verifier"]:
         for p in c["programs"]:
             if p["name"] == "gl_enter" and c in with_callbacks:

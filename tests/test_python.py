@@ -135,6 +135,35 @@ def python_decode_loop_leak_named_by_its_function():
 
 
 @test
+def python_walk_loaded_when_a_shell_execs_python():
+    """A command that is not Python (a shell script) starts without the Python frame walk
+    (a third of the verifier's work); when it execs the interpreter the walk is loaded
+    while the process is held at the dynamic linker, so its every allocation has its Python
+    frames, as when Python is the command, which loads the walk at start."""
+    name, py, ver = interpreters()[0]
+    script = tmpfile(".sh")
+    with open(script, "w") as f:
+        f.write(f"#!/bin/sh\nexec {py} \"$@\"\n")
+    os.chmod(script, 0o755)
+    for cmd, later in (([script, WORKLOAD], True), ([py, WORKLOAD], False)):
+        res = run_gpuleak(["run", "-v", "--interval", "0", "--step", "sync", "--", *cmd,
+                           "decode", "5"], env=env())
+        eq("gpuleak: the Python frame walk loaded in" in res.err, later,
+           f"{name} {cmd[0]}: the walk loaded on demand ({later}): {res.err}")
+        # the shell's exec: its program until then has a verdict of its own, with nothing
+        vs = [v for v in res.verdicts() if v["leaks"]]
+        eq(len(vs), 1, f"{name} {cmd[0]}: one verdict with leaks")
+        v = vs[0]
+        leak = entry(v, site("custom_attention_forward", "leak"))
+        eq((leak["bytes"], leak["count"]), (5 * MiB, 5), f"{name} {cmd[0]}: leaked")
+        eq([f[0] for f in py_frames(leak["stacks"][0])],
+           ["custom_attention_forward", qual(ver, "Decoder.forward"), "decode", "main",
+            "<module>"], f"{name} {cmd[0]}: every allocation with its Python frames")
+        no_python_losses(v)
+    os.unlink(script)
+
+
+@test
 def python_frames_in_the_pictures():
     """--folded, --perfetto and --svg name the Python frames and the site as the report does."""
     name, py, ver = interpreters()[-1]

@@ -462,25 +462,28 @@ struct verifier_case {
 	bool follow, oom_kill;
 	bool adaptive; /* --unwind auto: the copy only where the walk met code without FP */
 	bool budget;   /* --max-overhead: the programs look up each process's level */
+	bool lazy;     /* as a session loads it: the Python walk left for later (tail calls) */
 };
 
 static const struct verifier_case verifier_cases[] = {
     /* the defaults of run/attach (--unwind auto) */
-    {32, 32, 16 << 10, false, false, true, false},
+    {32, 32, 16 << 10, false, false, true, false, false},
     /* --unwind fp */
-    {32, 32, 0, false, false, false, false},
+    {32, 32, 0, false, false, false, false, false},
     /* no stacks, no Python: the shortest paths */
-    {0, 0, 0, false, false, false, false},
+    {0, 0, 0, false, false, false, false, false},
     /* Python frames without native stacks */
-    {GL_PY_DEPTH_MAX, 0, 0, false, false, false, false},
+    {GL_PY_DEPTH_MAX, 0, 0, false, false, false, false, false},
     /* native stacks copied at every allocation (--unwind dwarf), without Python frames; with
      * them and the walk judged for a copy (auto), the longest paths */
-    {0, GL_STACK_DEPTH_MAX, GL_USTACK_MAX, false, false, false, false},
-    {GL_PY_DEPTH_MAX, GL_STACK_DEPTH_MAX, GL_USTACK_MAX, false, false, true, false},
+    {0, GL_STACK_DEPTH_MAX, GL_USTACK_MAX, false, false, false, false, false},
+    {GL_PY_DEPTH_MAX, GL_STACK_DEPTH_MAX, GL_USTACK_MAX, false, false, true, false, false},
     /* --follow and watch's OOM-killer trigger add their programs' paths */
-    {0, 0, 0, true, true, false, false},
+    {0, 0, 0, true, true, false, false, false},
     /* --max-overhead's level lookups on the longest paths */
-    {GL_PY_DEPTH_MAX, GL_STACK_DEPTH_MAX, GL_USTACK_MAX, true, true, true, true},
+    {GL_PY_DEPTH_MAX, GL_STACK_DEPTH_MAX, GL_USTACK_MAX, true, true, true, true, false},
+    /* the defaults as a session starts: without the walk, its tail calls in place */
+    {32, 32, 16 << 10, false, false, true, false, true},
 };
 
 #define VERIFIER_STACK_MAX 512
@@ -501,6 +504,7 @@ static int verify_prog(const struct verifier_case *vc, const struct kernel_featu
 						      .stack_depth = vc->stack_depth,
 						      .stack_entries = 16,
 						      .python_depth = vc->python_depth,
+						      .python_lazy = vc->lazy,
 						      .unwind_bytes = vc->unwind_bytes,
 						      .unwind_adaptive = vc->adaptive,
 						      .follow = vc->follow,
@@ -544,17 +548,18 @@ static int verify_case(const struct verifier_case *vc, const struct kernel_featu
 		fprintf(out,
 			"%s{\"python_depth\":%u,\"stack_depth\":%u,\"unwind_bytes\":%u,"
 			"\"unwind\":\"%s\",\"follow\":%s,\"oom_kill\":%s,\"budget\":%s,"
-			"\"programs\":[",
+			"\"python_later\":%s,\"programs\":[",
 			first ? "" : ",", vc->python_depth, vc->stack_depth, vc->unwind_bytes,
 			vc->unwind_bytes ? (vc->adaptive ? "auto" : "dwarf") : "fp",
 			vc->follow ? "true" : "false", vc->oom_kill ? "true" : "false",
-			vc->budget ? "true" : "false");
+			vc->budget ? "true" : "false", vc->lazy ? "true" : "false");
 	else
-		fprintf(out, "--python-depth %u --stack-depth %u --unwind %s%s%s:\n",
+		fprintf(out, "--python-depth %u --stack-depth %u --unwind %s%s%s%s:\n",
 			vc->python_depth, vc->stack_depth,
 			vc->unwind_bytes ? (vc->adaptive ? "auto" : "dwarf") : "fp",
 			vc->follow ? " --follow, watch's OOM-killer trigger" : "",
-			vc->budget ? ", --max-overhead" : "");
+			vc->budget ? ", --max-overhead" : "",
+			vc->lazy ? ", as a session starts (the Python walk loaded later)" : "");
 	for (i = 0; i < n; i++) {
 		bool ok = st[i].ok && st[i].combined >= 0 && st[i].combined <= VERIFIER_STACK_MAX;
 

@@ -13,6 +13,7 @@
 #include "lib/log.h"
 #include "live/bpf_setup.h"
 #include "live/kernel.h"
+#include "live/live.h"
 #include "live/process.h"
 #include "probe/catalog.h"
 
@@ -30,6 +31,17 @@ struct bpf_setup {
 	bool follow;
 	bool oom_kill; /* gl_oom_victim is loaded */
 	bool python;   /* --python-depth > 0: execs drop a process's Python configuration */
+	/*
+	 * The Python walk loaded when the first Python process is configured, not at start:
+	 * skel's programs are built without it (py_later), py_skel's gl_enter and gl_usdt with
+	 * it, on skel's maps, reached by tail call (python.bpf.h).
+	 */
+	bool py_lazy;
+	bool py_failed; /* its load failed (said): no Python frames in this session */
+	unsigned int py_depth;
+	struct gpuleak_bpf *py_skel;
+	uint64_t features_ns; /* the kernel's features, probed or from the cache */
+	bool features_cached;
 	/* One stack map value: stacks2's starts with the probed function's address. */
 	uint64_t stack_buf[GL_STACK_DEPTH_MAX + 2];
 };
@@ -58,10 +70,18 @@ static int degrade(struct bpf_setup *b, const struct bpf_setup_opts *o, unsigned
 {
 	enum kfeat below;
 
-	if (o->kf)
+	uint64_t t0 = live_now_ns();
+	char path[320];
+
+	if (o->kf) {
 		b->kf = *o->kf;
-	else
-		kernel__probe(&b->kf);
+	} else if (kernel__probe_cached(&b->kf, path, sizeof(path))) {
+		pr_info("kernel features from %s (probed once per boot)\n", path);
+		b->features_cached = true;
+	} else if (path[0]) {
+		pr_info("kernel features probed, kept in %s\n", path);
+	}
+	b->features_ns = live_now_ns() - t0;
 	b->multi = !b->kf.probed || b->kf.have[KF_UPROBE_MULTI];
 	if (o->links == BPF_SETUP_LINKS_CLASSIC)
 		b->multi = false;
@@ -220,9 +240,99 @@ size_t bpf_setup__prog_stats(const struct bpf_setup *b, const struct bpf_setup_p
 	return b->nr_prog;
 }
 
+uint64_t bpf_setup__features_ns(const struct bpf_setup *b, bool *cached)
+{
+	*cached = b->features_cached;
+	return b->features_ns;
+}
+
 bool bpf_setup__uprobe_multi(const struct bpf_setup *b)
 {
 	return b->multi;
+}
+
+/* Classic uprobe links: a plain kprobe-type program, the cookie per link. */
+static void set_classic(struct gpuleak_bpf *skel)
+{
+	bpf_program__set_expected_attach_type(skel->progs.gl_enter, 0);
+	bpf_program__set_expected_attach_type(skel->progs.gl_exit, 0);
+	bpf_program__set_expected_attach_type(skel->progs.gl_calib_enter, 0);
+	bpf_program__set_expected_attach_type(skel->progs.gl_calib_exit, 0);
+}
+
+/* The maps only the Python walk uses: its own load has them (load_python). */
+static bool python_only(const struct gpuleak_bpf *skel, const struct bpf_map *m)
+{
+	return m == skel->maps.pystacks || m == skel->maps.pycode_seen || m == skel->maps.pyfp ||
+	       m == skel->maps.pyscratch;
+}
+
+/* Programs without the walk never touch them: one entry each, not 130 000 preallocated. */
+static int shrink_python_maps(struct gpuleak_bpf *skel)
+{
+	struct bpf_map *m;
+	int err = 0;
+
+	bpf_object__for_each_map(m, skel->obj)
+	{
+		if (python_only(skel, m))
+			err = bpf_map__set_max_entries(m, 1);
+		if (err)
+			break;
+	}
+	return err;
+}
+
+/*
+ * The Python walk, when the first Python process is configured (py_lazy): the object again,
+ * configured as skel was but with --python-depth, only gl_enter and gl_usdt, on skel's maps
+ * but for the walk's own; then put where skel's programs tail-call them for a Python process.
+ */
+static int load_python(struct bpf_setup *b)
+{
+	uint64_t t0 = live_now_ns();
+	struct gpuleak_bpf *py;
+	struct bpf_program *p;
+	struct bpf_map *m;
+	__u32 k;
+	int err = 0, fd;
+
+	py = gpuleak_bpf__open();
+	if (!py)
+		return -errno;
+	memcpy(py->rodata, b->skel->rodata, sizeof(*py->rodata));
+	py->rodata->python_depth = b->py_depth;
+	py->rodata->py_later = false;
+	if (!b->multi)
+		set_classic(py);
+	bpf_object__for_each_program(p, py->obj)
+	    bpf_program__set_autoload(p, p == py->progs.gl_enter || p == py->progs.gl_usdt);
+	bpf_object__for_each_map(m, py->obj)
+	{
+		struct bpf_map *own;
+
+		if (m == py->maps.rodata || m == py->maps.kconfig || python_only(py, m))
+			continue;
+		own = bpf_object__find_map_by_name(b->skel->obj, bpf_map__name(m));
+		err = own ? bpf_map__reuse_fd(m, bpf_map__fd(own)) : -ENOENT;
+		if (err)
+			goto cleanup;
+	}
+	err = gpuleak_bpf__load(py);
+	for (k = 0; !err && k < GL_PY_PROG_MAX; k++) {
+		fd =
+		    bpf_program__fd(k == GL_PY_PROG_ENTER ? py->progs.gl_enter : py->progs.gl_usdt);
+		err =
+		    bpf_map__update_elem(b->skel->maps.py_progs, &k, sizeof(k), &fd, sizeof(fd), 0);
+	}
+	if (err)
+		goto cleanup;
+	b->py_skel = py;
+	pr_info("the Python frame walk loaded in %.1f ms\n", (live_now_ns() - t0) / 1e6);
+	return 0;
+cleanup:
+	gpuleak_bpf__destroy(py);
+	return err;
 }
 
 /* Each API's call shape, from the catalog: the programs are generic, the cookie says which. */
@@ -297,18 +407,17 @@ int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out)
 	}
 	set_specs(b->skel);
 	b->skel->rodata->follow_children = o->follow;
-	b->skel->rodata->python_depth = py_depth;
+	/* The walk is a fifth of the verifier's work at start: loaded when Python is found. */
+	b->py_lazy = py_depth && o->python_lazy;
+	b->py_depth = py_depth;
+	b->skel->rodata->python_depth = b->py_lazy ? 0 : py_depth;
+	b->skel->rodata->py_later = b->py_lazy;
 	b->skel->rodata->unwind_bytes = o->stack_depth ? unwind : 0;
 	b->skel->rodata->unwind_adaptive = o->unwind_adaptive;
 	b->skel->rodata->exit_has_group_dead = b->kf.have[KF_EXIT_GROUP_DEAD];
 	b->skel->rodata->budget_on = o->budget;
-	if (!b->multi) {
-		/* Classic uprobe links: a plain kprobe-type program, the cookie per link. */
-		bpf_program__set_expected_attach_type(b->skel->progs.gl_enter, 0);
-		bpf_program__set_expected_attach_type(b->skel->progs.gl_exit, 0);
-		bpf_program__set_expected_attach_type(b->skel->progs.gl_calib_enter, 0);
-		bpf_program__set_expected_attach_type(b->skel->progs.gl_calib_exit, 0);
-	}
+	if (!b->multi)
+		set_classic(b->skel);
 	b->skel->rodata->unwind_ring_max = o->ringbuf_bytes / 2;
 	b->skel->rodata->self_tgid = getpid();
 	/* gpuleak in a container with its own pid namespace: BPF reports pids as we see them. */
@@ -334,6 +443,8 @@ int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out)
 				  o->follow && b->kf.probed && b->kf.have[KF_FORK_FEXIT] &&
 				      (!b->kf.have[KF_SIGNAL_TASK] || o->verifier_stats));
 	err = set_maps(b->skel, o);
+	if (!err && b->py_lazy)
+		err = shrink_python_maps(b->skel);
 	if (err) {
 		pr_err("configuring the BPF object failed: %s\n", strerror(-err));
 		goto cleanup;
@@ -370,6 +481,7 @@ void bpf_setup__free(struct bpf_setup *b)
 	if (!b)
 		return;
 	bpf_setup__detach_tracepoints(b);
+	gpuleak_bpf__destroy(b->py_skel);
 	gpuleak_bpf__destroy(b->skel);
 	free(b->logs);
 	free(b);
@@ -551,8 +663,20 @@ int bpf_setup__python(struct bpf_setup *b, pid_t pid, const struct gl_py_cfg *cf
 	__u32 key = pid;
 	int err;
 
-	if (!b->python)
-		return 0;
+	if (!b->python || b->py_failed)
+		return b->py_failed ? -ENOEXEC : 0;
+	/* Before its first entry: from then on its allocations go to the walk. */
+	if (b->py_lazy && !b->py_skel) {
+		err = load_python(b);
+		if (err) {
+			pr_warn(
+			    "loading the Python frame walk failed: %s: no Python frames in this "
+			    "session\n",
+			    strerror(-err));
+			b->py_failed = true;
+			return err;
+		}
+	}
 	err = bpf_map__update_elem(b->skel->maps.pyprocs, &key, sizeof(key), cfg, sizeof(*cfg), 0);
 	if (err)
 		return err;

@@ -33,10 +33,12 @@ struct bpf_setup_opts {
 	bool budget;		    /* --max-overhead: the programs read pid_level */
 	bool oom_kill;		    /* gpuleak watch: the OOM killer's choices (mark_victim) */
 	unsigned int python_depth;  /* Python frames kept per allocation, 0: none */
-	unsigned int unwind_bytes;  /* stack bytes copied per allocation to unwind, 0: none */
-	bool unwind_adaptive;	    /* copied only where a walk met code without frame pointers */
-	int links;		    /* enum bpf_setup_links */
-	bool quiet;		    /* say nothing of what this kernel lacks (probes --kernel) */
+	/* the Python walk loaded when bpf_setup__python first configures a process, not now */
+	bool python_lazy;
+	unsigned int unwind_bytes; /* stack bytes copied per allocation to unwind, 0: none */
+	bool unwind_adaptive;	   /* copied only where a walk met code without frame pointers */
+	int links;		   /* enum bpf_setup_links */
+	bool quiet;		   /* say nothing of what this kernel lacks (probes --kernel) */
 	/* probes --kernel --verifier: every program's verifier statistics are kept, and a
 	 * failed load still hands out the setup (to read them, then free it) */
 	bool verifier_stats;
@@ -65,6 +67,8 @@ struct bpf_setup_prog_stats {
 int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out);
 /* verifier_stats: the programs' statistics, in the object's order; how many. */
 size_t bpf_setup__prog_stats(const struct bpf_setup *b, const struct bpf_setup_prog_stats **st);
+/* What finding the kernel's features took of bpf_setup__new, and whether from the cache. */
+uint64_t bpf_setup__features_ns(const struct bpf_setup *b, bool *cached);
 /* Whether uprobes attach as uprobe_multi links (else one classic link per probe). */
 bool bpf_setup__uprobe_multi(const struct bpf_setup *b);
 /* Detaches the tracepoints and unloads. Accepts NULL. */
@@ -117,7 +121,10 @@ bool bpf_setup__hold(struct bpf_setup *b, pid_t pid);
 void bpf_setup__untrace(struct bpf_setup *b, pid_t pid);
 /*
  * Walk pid's Python frames at its allocations, as cfg says (its _PyRuntime and the layout of
- * its version). 0 (also when Python frames are off), or -errno (the table is full).
+ * its version). The first call of a python_lazy session loads the walk (a few hundred ms of
+ * verifier; pid's calls meanwhile are traced without Python frames). 0 (also when Python
+ * frames are off), -ENOEXEC when the walk could not be loaded (said once), or -errno (the
+ * table is full).
  */
 int bpf_setup__python(struct bpf_setup *b, pid_t pid, const struct gl_py_cfg *cfg);
 /* Whether BPF walks Python frames at all (--python-depth). */

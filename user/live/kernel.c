@@ -7,10 +7,13 @@
  * (private stacks depend on the JIT and the build), so a version is printed, never trusted.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <link.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -239,16 +242,13 @@ static void read_lockdown(char *out, size_t size)
 	fclose(f);
 }
 
-void kernel__probe(struct kernel_features *k)
+/* What /proc and /sys say: read at every start, never cached. */
+static void read_cheap(struct kernel_features *k)
 {
-	libbpf_print_fn_t old = libbpf_set_print(silent_print);
-	struct btf *btf = btf__load_vmlinux_btf();
 	struct utsname u;
 
-	memset(k, 0, sizeof(*k));
 	if (!uname(&u))
 		snprintf(k->release, sizeof(k->release), "%s", u.release);
-	k->have[KF_BTF] = btf != NULL;
 	k->have[KF_UPROBES] = !access("/sys/bus/event_source/devices/uprobe/type", R_OK);
 	k->perf_event_paranoid = read_int("/proc/sys/kernel/perf_event_paranoid");
 	k->unprivileged_bpf_disabled = read_int("/proc/sys/kernel/unprivileged_bpf_disabled");
@@ -256,6 +256,16 @@ void kernel__probe(struct kernel_features *k)
 	read_lockdown(k->lockdown, sizeof(k->lockdown));
 	k->tracefs = !access("/sys/kernel/tracing/events", F_OK) ||
 		     !access("/sys/kernel/debug/tracing/events", F_OK);
+}
+
+void kernel__probe(struct kernel_features *k)
+{
+	libbpf_print_fn_t old = libbpf_set_print(silent_print);
+	struct btf *btf = btf__load_vmlinux_btf();
+
+	memset(k, 0, sizeof(*k));
+	k->have[KF_BTF] = btf != NULL;
+	read_cheap(k);
 	/* A test load needs CAP_BPF (or root); without it everything reads as missing. */
 	k->probed = libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_KPROBE, NULL) == 1;
 	if (k->probed) {
@@ -284,6 +294,148 @@ void kernel__probe(struct kernel_features *k)
 		btf__free(btf);
 	}
 	libbpf_set_print(old);
+}
+
+/*
+ * ---- the cache ----
+ * The test loads and the BTF lookups (a parse of the kernel's BTF: tens of milliseconds, a
+ * tenth of a second on a loaded VM) say the same until the next boot; what this build of
+ * gpuleak asks of them changes with the build. So their answers are kept per boot id and
+ * build id, in a file only this user can write: /run/gpuleak as root, else
+ * $XDG_RUNTIME_DIR/gpuleak (both emptied at boot). What /proc and /sys say is read each time.
+ */
+#define CACHE_MAGIC "gpuleak-kernel-features 1"
+
+static int note_build_id(struct dl_phdr_info *info, size_t size, void *data)
+{
+	char *out = data;
+	int i;
+
+	(void)size;
+	/* The first object is the executable itself. */
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr), *end;
+
+		if (ph->p_type != PT_NOTE)
+			continue;
+		for (end = p + ph->p_memsz; p + sizeof(ElfW(Nhdr)) <= end;) {
+			const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
+			const unsigned char *desc =
+			    (const unsigned char *)p + sizeof(*n) + ((n->n_namesz + 3) & ~3u);
+			unsigned int j;
+
+			if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && n->n_descsz <= 64 &&
+			    !memcmp(p + sizeof(*n), "GNU", 4)) {
+				for (j = 0; j < n->n_descsz; j++)
+					sprintf(out + 2 * j, "%02x", desc[j]);
+				return 1;
+			}
+			p += sizeof(*n) + ((n->n_namesz + 3) & ~3u) + ((n->n_descsz + 3) & ~3u);
+		}
+	}
+	return 1;
+}
+
+/* The file for this boot and this build, "" when there is none to use. */
+static void cache_path(char *out, size_t size)
+{
+	char boot[64] = "", build[129] = "", dir[200];
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	struct stat st;
+
+	out[0] = 0;
+	if (f) {
+		if (!fscanf(f, "%63s", boot))
+			boot[0] = 0;
+		fclose(f);
+	}
+	dl_iterate_phdr(note_build_id, build);
+	if (!boot[0] || !build[0])
+		return;
+	if (!geteuid())
+		snprintf(dir, sizeof(dir), "/run/gpuleak");
+	else if (xdg && xdg[0] == '/' && strlen(xdg) < 150)
+		snprintf(dir, sizeof(dir), "%s/gpuleak", xdg);
+	else
+		return;
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return;
+	/* Ours alone: another user's answers are never taken for this kernel's. */
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+		return;
+	snprintf(out, size, "%s/kernel-%s-%s", dir, boot, build);
+}
+
+static bool cache_read(const char *path, struct kernel_features *k)
+{
+	char magic[64], line[256];
+	unsigned long long bits;
+	int probed, fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct stat st;
+	ssize_t n;
+	int i;
+
+	if (fd < 0)
+		return false;
+	n = fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & 022)
+		? -1
+		: read(fd, line, sizeof(line) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	line[n] = 0;
+	if (sscanf(line, "%63[^0-9]%*d %d %llx", magic, &probed, &bits) != 3 ||
+	    strncmp(line, CACHE_MAGIC " ", strlen(CACHE_MAGIC) + 1) || probed != 1 ||
+	    bits >> KF_MAX)
+		return false;
+	k->probed = true;
+	for (i = 0; i < KF_MAX; i++)
+		k->have[i] = bits >> i & 1;
+	return true;
+}
+
+/* Written whole under another name, then renamed: a reader sees all of it or nothing. */
+static void cache_write(const char *path, const struct kernel_features *k)
+{
+	unsigned long long bits = 0;
+	char tmp[300];
+	FILE *f;
+	int i, fd;
+
+	for (i = 0; i < KF_MAX; i++)
+		bits |= (unsigned long long)k->have[i] << i;
+	snprintf(tmp, sizeof(tmp), "%s.%d", path, getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return;
+	f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		unlink(tmp);
+		return;
+	}
+	fprintf(f, CACHE_MAGIC " 1 %llx\n", bits);
+	if (fclose(f) || rename(tmp, path))
+		unlink(tmp);
+}
+
+bool kernel__probe_cached(struct kernel_features *k, char *path, size_t path_size)
+{
+	struct kernel_features now;
+
+	cache_path(path, path_size);
+	if (!path[0] || !cache_read(path, &now)) {
+		kernel__probe(k);
+		/* Only answers the test loads gave: without the privilege they all read missing. */
+		if (path[0] && k->probed)
+			cache_write(path, k);
+		return false;
+	}
+	*k = now;
+	read_cheap(k);
+	return true;
 }
 
 /* The floor, in the order a refusal names the first missing. */

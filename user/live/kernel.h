@@ -9,6 +9,7 @@
 #define GPULEAK_LIVE_KERNEL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 /* The kernel features gpuleak looks at, in the order the table lists them. */
@@ -45,6 +46,12 @@ struct kernel_features {
 
 /* Probes the running kernel; never fails (what could not be probed reads as missing). */
 void kernel__probe(struct kernel_features *k);
+/*
+ * The same, the test loads' and BTF's answers taken from the cache of this boot and this
+ * build of gpuleak when there is one (true), else probed and kept there. path: the cache's
+ * file, "" when there is none to use.
+ */
+bool kernel__probe_cached(struct kernel_features *k, char *path, size_t path_size);
 
 /*
  * The first feature below gpuleak's floor (the BPF object cannot work without it), or KF_MAX

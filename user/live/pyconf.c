@@ -135,9 +135,11 @@ void pyconf__scan(struct live *l, struct target *t, const struct proc_maps *m)
 		return;
 	err = bpf_setup__python(l->bpf, t->pid, &cfg);
 	if (err) {
-		pr_warn("pid %d: no room for its Python configuration in the kernel (%s): no "
-			"Python frames\n",
-			t->pid, strerror(-err));
+		/* -ENOEXEC: the walk could not be loaded, said once by bpf_setup */
+		if (err != -ENOEXEC)
+			pr_warn("pid %d: no room for its Python configuration in the kernel (%s): "
+				"no Python frames\n",
+				t->pid, strerror(-err));
 		return;
 	}
 	t->py_runtime = cfg.runtime;

@@ -442,7 +442,8 @@ static int open_tracing(struct session *s)
 {
 	const struct session_opts *o = s->l.o;
 	struct live *l = &s->l;
-	uint64_t t0 = live_now_ns();
+	uint64_t t0 = live_now_ns(), feat_ns;
+	bool cached;
 	int err;
 
 	err = bpf_setup__new(
@@ -451,6 +452,7 @@ static int open_tracing(struct session *s)
 				     .stack_depth = o->stack_depth,
 				     .stack_entries = o->stack_entries,
 				     .python_depth = o->python_depth,
+				     .python_lazy = !start__python_expected(o),
 				     .oom_kill = o->watch && watch__wants_oom_kill(o->watch),
 				     .unwind_bytes =
 					 o->unwind_dwarf || o->unwind_auto ? o->unwind_bytes : 0,
@@ -461,7 +463,11 @@ static int open_tracing(struct session *s)
 	if (err)
 		return err;
 	/* Where starting goes (make bench: command start to tracing): the verifier's share. */
-	pr_info("BPF programs loaded in %.1f ms\n", (live_now_ns() - t0) / 1e6);
+	feat_ns = bpf_setup__features_ns(l->bpf, &cached);
+	pr_info("BPF programs loaded in %.1f ms (kernel features %.1f ms%s, open and load %.1f "
+		"ms)\n",
+		(live_now_ns() - t0) / 1e6, feat_ns / 1e6, cached ? ", cached" : "",
+		(live_now_ns() - t0 - feat_ns) / 1e6);
 	err = overhead__new(l->bpf,
 			    &(struct overhead_opts){.budget = o->max_overhead,
 						    .python = o->python_depth > 0,

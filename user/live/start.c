@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -118,10 +121,11 @@ static int attach_one(struct live *l, const struct session_pid *sp)
 	symbolizer__add_maps(l->sym, m);
 	fpless__scan(l, m);
 	recorder__maps(l->rec, m, l->mods);
+	/* Before the probes: its first allocations already have the Python walk to go to. */
+	pyconf__scan(l, t, m);
 	err = attach__scan(l->att, m, &nr_new);
 	if (err)
 		goto cleanup;
-	pyconf__scan(l, t, m);
 	/* What `make bench` reports as attach time: maps, ELF scans, links. */
 	pr_info("pid %d: attach took %.1f ms (%zu probes in %zu objects)\n", pid,
 		(live_now_ns() - t0) / 1e6, attach__nr_probes(l->att, pid),
@@ -178,6 +182,63 @@ int start__check_pids(const struct session_opts *o)
 		}
 	}
 	return 0;
+}
+
+static bool python_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	b = b ? b + 1 : path;
+	return !strncmp(b, "python", 6) || !strncmp(b, "libpython", 9);
+}
+
+/* The command as execvp would find it, and whether it or its #! interpreter is Python. */
+static bool python_command(const char *cmd)
+{
+	const char *path = getenv("PATH"), *p, *end;
+	char file[PATH_MAX], head[256];
+	ssize_t n = -1;
+	int fd = -1;
+
+	if (python_name(cmd))
+		return true;
+	if (strchr(cmd, '/')) {
+		fd = open(cmd, O_RDONLY | O_CLOEXEC);
+	} else {
+		for (p = path ? path : "/usr/bin:/bin"; fd < 0 && *p; p = *end ? end + 1 : end) {
+			end = strchrnul(p, ':');
+			if (snprintf(file, sizeof(file), "%.*s/%s", (int)(end - p), p, cmd) <
+			    (int)sizeof(file))
+				fd = open(file, O_RDONLY | O_CLOEXEC);
+		}
+	}
+	if (fd >= 0) {
+		n = read(fd, head, sizeof(head) - 1);
+		close(fd);
+	}
+	if (n < 2 || head[0] != '#' || head[1] != '!')
+		return false;
+	head[n] = 0;
+	head[strcspn(head, "\n")] = 0;
+	return strstr(head, "python") != NULL;
+}
+
+bool start__python_expected(const struct session_opts *o)
+{
+	struct proc_maps *m;
+	bool found = false;
+	size_t i, j;
+
+	if (o->argv)
+		return python_command(o->argv[0]);
+	for (i = 0; i < o->nr_pids && !found; i++) {
+		if (proc_maps__load(o->pids[i].pid, &m))
+			continue;
+		for (j = 0; j < m->n && !found; j++)
+			found = m->v[j].exec && m->v[j].path && python_name(m->v[j].path);
+		proc_maps__free(m);
+	}
+	return found;
 }
 
 int start__attach_mode(struct live *l)

@@ -16,6 +16,12 @@ struct session_opts;
  * kernel thread or another user's process stops everything before BPF is loaded. 0 or
  * -errno, said. */
 int start__check_pids(const struct session_opts *o);
+/*
+ * Whether the targets run Python from the start, as far as a glance tells: attach mode, a
+ * process mapping python* or libpython*; run mode, a command named python* or a script whose
+ * #! line names it. Then the Python frame walk is loaded at start rather than on demand.
+ */
+bool start__python_expected(const struct session_opts *o);
 /* 0 or -errno, said on stderr. */
 int start__attach_mode(struct live *l);
 int start__run_mode(struct live *l);
