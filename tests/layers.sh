@@ -11,7 +11,8 @@
 # violation: FILE:LINE: what it includes. Includes name their folder ("engine/verdict.h").
 # Inside tracker/ the modules are layered too (tracker/tracker.h says what each keeps): a
 # module includes only the headers of those before it in `tracker`; model.h holds the shared
-# types and is no module.
+# types and is no module. The outputs read the analysis through the engine only (its verdict,
+# and engine/query.h for what the verdict does not hold): no file of output/ includes tracker/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bad=0
@@ -56,6 +57,11 @@ FNR == 1 {
 			printf "%s:%d: %s/ includes the higher %s/: %s\n", FILENAME, FNR, own, inc, $0
 			bad = 1
 		}
+	}
+	if (own == "output" && $0 ~ /"tracker\//) {
+		printf "%s:%d: output/ includes tracker/ (read it through engine/): %s\n", FILENAME,
+		       FNR, $0
+		bad = 1
 	}
 	if (own == "tracker" && match($0, /"tracker\/[a-z_]+\.h"/)) {
 		inc = substr($0, RSTART + 9, RLENGTH - 12)

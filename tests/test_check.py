@@ -171,8 +171,8 @@ def exit_statuses_match_exit_h():
 @test(root=False)
 def layers():
     """No folder of user/ includes a higher one (lib < probe < symbols < engine < output <
-    capture < live < cli), libbpf only in live/ and cli/, every folder in a layer
-    (tests/layers.sh)."""
+    capture < live < cli), libbpf only in live/ and cli/, every folder in a layer, output/
+    reading the tracker only through engine/ (tests/layers.sh)."""
     p = subprocess.run([os.path.join(ROOT, "tests", "layers.sh")], capture_output=True,
                        text=True, timeout=60)
     if p.returncode:

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "tracker/pools.h"
 #include "tracker/rules.h"
 #include "engine/verdict.h"
 #include "lib/vec.h"
@@ -695,7 +696,28 @@ static int judge_torch(const struct judging *j, struct proc_verdict *pv)
 	return 0;
 }
 
+/* What its pools hold, and which of them a report lists; what it lost. */
+static int judge_pools(const struct judging *j, struct proc_verdict *pv)
+{
+	const struct tpools *ps = pv->p->pools;
+	size_t i;
+
+	(void)j;
+	pv->dropped = tproc__dropped(pv->p);
+	pv->pool_reserve = pools__reserve(pv->p);
+	if (!ps || !ps->n)
+		return 0;
+	pv->pools = calloc(ps->n, sizeof(*pv->pools));
+	if (!pv->pools)
+		return -ENOMEM;
+	for (i = 0; i < ps->n; i++)
+		if (pools__notable(&ps->v[i]))
+			pv->pools[pv->nr_pools++] = &ps->v[i];
+	return 0;
+}
+
 static int (*const judges[])(const struct judging *j, struct proc_verdict *pv) = {
+    judge_pools, /* reads none of the others */
     judge_sites,       judge_growth,
     judge_shutdown,    judge_cache, /* after both: growth its allocator gave back */
     judge_growth_ends,		    /* after those: how the memory that grew ended */
@@ -785,6 +807,7 @@ static void proc_free(struct proc_verdict *pv)
 	free(pv->peaks);
 	released__free(&pv->shutdown.rel);
 	free(pv->gate);
+	free(pv->pools);
 }
 
 void verdict__free(struct verdict *v)

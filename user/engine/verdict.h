@@ -253,6 +253,17 @@ struct proc_verdict {
 
 	/* A caching allocator a cache rule names (after shutdown, before growth ends). */
 	struct cache_verdict cache;
+
+	/* Records it lost (ring buffer full, stash, depth, returns without entry): its numbers
+	 * are approximate when not 0. */
+	uint64_t dropped;
+
+	/* Memory pools (engine/query.h: tracker/pools.h): what all of them hold in reserve,
+	 * freed and not given back, and those worth a line of a report (made or configured by
+	 * the program, or holding), in the process's order. */
+	uint64_t pool_reserve;
+	const struct tpool **pools;
+	size_t nr_pools;
 };
 
 struct verdict {

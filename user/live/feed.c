@@ -7,6 +7,7 @@
 #include "live/bpf_setup.h"
 #include "live/callbacks.h"
 #include "live/feed.h"
+#include "live/follow.h"
 #include "live/live.h"
 #include "live/nvml.h"
 #include "live/process.h"
@@ -17,13 +18,6 @@
 #include "live/watch.h"
 #include "symbols/symbolizer.h"
 #include "symbols/unwind.h"
-
-/* A call (or callback, label) made by the process: what a followed child is reported for. */
-static bool is_activity(const struct gl_hdr *h)
-{
-	return h->kind >= GL_REC_ALLOC && h->kind <= GL_REC_CODE &&
-	       !(h->kind == GL_REC_NOTIFY && h->api == GL_API_LD_DEBUG_STATE);
-}
 
 /*
  * The frames of a record's stack, read from the kernel's stack map the first time its
@@ -103,48 +97,194 @@ static const struct gl_hdr *site_outside(struct live *l, const struct gl_call_re
 	return &copy->hdr;
 }
 
-int feed__record(struct live *l, const struct gl_hdr *h)
+/*
+ * A followed process enters the analysis with its first traced call, just before it (every
+ * call record, but a rendezvous's: handle_notify).
+ */
+static void first_call(struct live *l, const struct gl_hdr *h)
 {
+	struct target *t = targets__find(l->tgts, h->pid);
+
+	if (t && !target__in_analysis(t))
+		feed__announce(l, t, h->ts_ns);
+}
+
+/* The record into the capture and the analysis: the same stream, in the same order. */
+static int analyse(struct live *l, const struct gl_hdr *h)
+{
+	recorder__record(l->rec, h);
+	return analysis__feed(l->an, h);
+}
+
+/* A copy of the stack is for its call's record only: never analysed nor recorded. */
+static int handle_ustack(struct live *l, const struct gl_hdr *h)
+{
+	if (l->unw && unwind__copy(l->unw, h, h->size) == -ENOMEM)
+		pr_warn("out of memory for the stack copy of pid %u\n", h->pid);
+	return 0;
+}
+
+/*
+ * An allocation's record as the analysis and the capture take it: its stack read, unwound
+ * (--unwind dwarf) and its site moved out of the allocator, in buf or copy when it changed.
+ */
+static const struct gl_call_rec *alloc_rec(struct live *l, const struct gl_call_rec *r,
+					   struct gl_peek_rec *buf, struct gl_call_rec *copy)
+{
+	if (r->stack_id >= 0)
+		intern_stack(l, r);
+	if (l->unw)
+		r = (const struct gl_call_rec *)unwound(l, &r->hdr, buf);
+	if (r->stack_id >= 0)
+		r = (const struct gl_call_rec *)site_outside(l, r, copy);
+	return r;
+}
+
+static int handle_alloc(struct live *l, const struct gl_hdr *h)
+{
+	const struct gl_call_rec *r = (const struct gl_call_rec *)h;
 	struct gl_peek_rec buf;
 	struct gl_call_rec copy;
-	struct target *t;
 	int err;
 
-	/* A copy of the stack is for its call's record only: never analysed nor recorded. */
-	if (h->kind == GL_REC_USTACK) {
-		if (l->unw && unwind__copy(l->unw, h, h->size) == -ENOMEM)
-			pr_warn("out of memory for the stack copy of pid %u\n", h->pid);
-		return 0;
-	}
-	if (h->kind == GL_REC_NOTIFY && h->api == GL_API_LD_DEBUG_STATE &&
-	    (t = targets__find(l->tgts, h->pid)))
-		t->rescan_pending = true;
-	/* A followed process enters the analysis with its first traced call, just before it. */
-	if (is_activity(h) && (t = targets__find(l->tgts, h->pid)) && !target__in_analysis(t))
-		feed__announce(l, t, h->ts_ns);
-	if (h->kind == GL_REC_NOTIFY && h->api == GL_API_MARKER_END &&
-	    (t = targets__find(l->tgts, h->pid)))
-		t->state = TARGET_ENDING;
-	if (h->kind == GL_REC_CODE && h->size >= sizeof(struct gl_call_rec))
-		callbacks__request(l->cbs, (const struct gl_call_rec *)h);
-	if ((h->kind == GL_REC_PY_CODE || h->kind == GL_REC_PY_STACK) &&
-	    symbolizer__py_record(l->sym, h) == -ENOMEM)
-		pr_warn("out of memory for the Python frames of pid %u\n", h->pid);
-	if ((h->kind == GL_REC_ALLOC || h->kind == GL_REC_ALLOC_FAIL) &&
-	    h->size >= sizeof(struct gl_call_rec) && ((const struct gl_call_rec *)h)->stack_id >= 0)
-		intern_stack(l, (const struct gl_call_rec *)h);
-	if (l->unw && (h->kind == GL_REC_ALLOC || h->kind == GL_REC_ALLOC_FAIL) &&
-	    h->size >= sizeof(struct gl_call_rec))
-		h = unwound(l, h, &buf);
-	if ((h->kind == GL_REC_ALLOC || h->kind == GL_REC_ALLOC_FAIL) &&
-	    h->size >= sizeof(struct gl_call_rec) && ((const struct gl_call_rec *)h)->stack_id >= 0)
-		h = site_outside(l, (const struct gl_call_rec *)h, &copy);
-	recorder__record(l->rec, h);
-	err = analysis__feed(l->an, h);
+	first_call(l, h);
+	if (h->size < sizeof(*r))
+		return analyse(l, h);
+	r = alloc_rec(l, r, &buf, &copy);
+	err = analyse(l, &r->hdr);
 	/* A trigger sees the record as the analysis took it. */
 	if (l->watch)
-		watch__record(l->watch, l, h);
+		watch__alloc(l->watch, l, r);
 	return err;
+}
+
+static int handle_alloc_fail(struct live *l, const struct gl_hdr *h)
+{
+	const struct gl_call_rec *r = (const struct gl_call_rec *)h;
+	struct gl_peek_rec buf;
+	struct gl_call_rec copy;
+	int err;
+
+	first_call(l, h);
+	if (h->size < sizeof(*r))
+		return analyse(l, h);
+	r = alloc_rec(l, r, &buf, &copy);
+	err = analyse(l, &r->hdr);
+	if (l->watch)
+		watch__call(l->watch, l, r);
+	return err;
+}
+
+/* A free, a synchronisation or another call. */
+static int handle_call(struct live *l, const struct gl_hdr *h)
+{
+	int err;
+
+	first_call(l, h);
+	err = analyse(l, h);
+	if (l->watch && h->size >= sizeof(struct gl_call_rec))
+		watch__call(l->watch, l, (const struct gl_call_rec *)h);
+	return err;
+}
+
+/*
+ * An entry-only marker: the ld.so rendezvous asks for a rescan (it is no call of the
+ * program's), the end marker ends the process's session.
+ */
+static int handle_notify(struct live *l, const struct gl_hdr *h)
+{
+	struct target *t = targets__find(l->tgts, h->pid);
+	int err;
+
+	if (h->api == GL_API_LD_DEBUG_STATE) {
+		if (t)
+			t->rescan_pending = true;
+	} else if (t && !target__in_analysis(t)) {
+		feed__announce(l, t, h->ts_ns);
+	}
+	if (h->api == GL_API_MARKER_END && t)
+		t->state = TARGET_ENDING;
+	err = analyse(l, h);
+	if (l->watch && h->size >= sizeof(struct gl_call_rec))
+		watch__call(l->watch, l, (const struct gl_call_rec *)h);
+	return err;
+}
+
+static int handle_label(struct live *l, const struct gl_hdr *h)
+{
+	first_call(l, h);
+	return analyse(l, h);
+}
+
+/* A code pointer the program passed: its callback waits for a probe. */
+static int handle_code(struct live *l, const struct gl_hdr *h)
+{
+	first_call(l, h);
+	if (h->size >= sizeof(struct gl_call_rec))
+		callbacks__request(l->cbs, (const struct gl_call_rec *)h);
+	return analyse(l, h);
+}
+
+/* What names Python frames: kept by the symbolizer for the stacks that follow. */
+static int handle_py(struct live *l, const struct gl_hdr *h)
+{
+	if (symbolizer__py_record(l->sym, h) == -ENOMEM)
+		pr_warn("out of memory for the Python frames of pid %u\n", h->pid);
+	return analyse(l, h);
+}
+
+/* A traced process forked, exec'd or exited: after the analysis had it, what it starts. */
+static int handle_task(struct live *l, const struct gl_hdr *h)
+{
+	const struct gl_task_rec *r = (const struct gl_task_rec *)h;
+	int err = analyse(l, h);
+
+	if (h->size < sizeof(*r))
+		return err;
+	if (l->watch)
+		watch__task(l->watch, l, r);
+	follow__task(l, r);
+	return err;
+}
+
+static int handle_proc(struct live *l, const struct gl_hdr *h)
+{
+	int err = analyse(l, h);
+
+	if (l->watch && h->size >= GL_PROC_REC_V1_SIZE)
+		watch__proc(l->watch, l, (const struct gl_proc_rec *)h);
+	return err;
+}
+
+int feed__record(struct live *l, const struct gl_hdr *h)
+{
+	switch (h->kind) {
+	case GL_REC_USTACK:
+		return handle_ustack(l, h);
+	case GL_REC_ALLOC:
+		return handle_alloc(l, h);
+	case GL_REC_ALLOC_FAIL:
+		return handle_alloc_fail(l, h);
+	case GL_REC_FREE:
+	case GL_REC_SYNC:
+	case GL_REC_CALL:
+		return handle_call(l, h);
+	case GL_REC_NOTIFY:
+		return handle_notify(l, h);
+	case GL_REC_LABEL:
+		return handle_label(l, h);
+	case GL_REC_CODE:
+		return handle_code(l, h);
+	case GL_REC_PY_CODE:
+	case GL_REC_PY_STACK:
+		return handle_py(l, h);
+	case GL_REC_TASK:
+		return handle_task(l, h);
+	case GL_REC_PROC:
+		return handle_proc(l, h);
+	default: /* the time, losses, devices' memory, classes, costs: the analysis's alone */
+		return analyse(l, h);
+	}
 }
 
 void feed__proc_at(struct live *l, struct target *t, enum gl_proc_event ev, int status,

@@ -3,9 +3,12 @@
  * The record path: every record, from BPF or made here (a process attached, exec'd or
  * exited, its losses, its devices' memory, the time), enters the analysis through
  * feed__record, and a capture gets exactly the same stream in the same order, so `gpuleak
- * report` replays what the tracker saw. On the way a record tells the session what it
- * starts: a rendezvous (rescan), an end marker, a callback to probe, a stack to read, and a
- * followed process's first traced call, which brings it into the analysis.
+ * report` replays what the tracker saw. One switch on its kind hands it to its kind's
+ * handler, which does what it starts in the session around the analysis: before it, a
+ * rendezvous (rescan), an end marker, a callback to probe, Python frames and a stack to
+ * read, an allocation's site moved out of its allocator, a followed process's first traced
+ * call (which brings it into the analysis); after it, watch's triggers and what a fork,
+ * exec or exit starts (follow.c).
  */
 #ifndef GPULEAK_LIVE_FEED_H
 #define GPULEAK_LIVE_FEED_H

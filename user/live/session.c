@@ -71,15 +71,12 @@ struct session {
 	int cmd_wstatus; /* run mode's command, as waitpid says it ended; -1: it did not */
 };
 
-/* The ring buffer's sink: the record into the analysis, then what a fork or exec starts. */
+/* The ring buffer's sink: the record into the analysis and what it starts (feed.c). */
 static int on_record(void *ctx, const struct gl_hdr *h)
 {
 	struct session *s = ctx;
-	int err = feed__record(&s->l, h);
 
-	if (h->kind == GL_REC_TASK && h->size >= sizeof(struct gl_task_rec))
-		follow__task(&s->l, (const struct gl_task_rec *)h);
-	return err;
+	return feed__record(&s->l, h);
 }
 
 static void on_prefetch(void *ctx, const struct gl_hdr *h)

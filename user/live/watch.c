@@ -764,7 +764,7 @@ static void on_alloc(struct watch *w, struct live *l, const struct gl_call_rec *
 	fire(w, l, &tr);
 }
 
-static void on_task(struct watch *w, struct live *l, const struct gl_task_rec *r)
+void watch__task(struct watch *w, struct live *l, const struct gl_task_rec *r)
 {
 	const struct tproc *p;
 	struct wproc *wp;
@@ -793,12 +793,14 @@ static void on_task(struct watch *w, struct live *l, const struct gl_task_rec *r
 }
 
 /* A process's end in the analysis: the capture of a fault its exit record announced. */
-static void on_proc(struct watch *w, struct live *l, const struct gl_proc_rec *r)
+void watch__proc(struct watch *w, struct live *l, const struct gl_proc_rec *r)
 {
 	struct wproc *wp;
 	char what[64];
 	size_t i;
 
+	if (!w->nr_procs && !w->nr_inner)
+		return;
 	/* An out-of-memory call it was inside of will never return now. */
 	for (i = 0; r->event != GL_PROC_ATTACH && i < w->nr_inner;)
 		if (w->inner[i].pid == r->hdr.pid)
@@ -818,41 +820,20 @@ static void on_proc(struct watch *w, struct live *l, const struct gl_proc_rec *r
 	fire_proc(w, l, CAUSE_FAULT, (pid_t)r->hdr.pid, r->hdr.ts_ns, what);
 }
 
-void watch__record(struct watch *w, struct live *l, const struct gl_hdr *h)
+void watch__alloc(struct watch *w, struct live *l, const struct gl_call_rec *r)
 {
-	const struct gl_call_rec *r = (const struct gl_call_rec *)h;
+	if (w->nr_inner)
+		on_call(w, l, r);
+	if (GL_API_FAMILY(r->hdr.api) == GL_FAM_WEBGPU && (w->o->on & WATCH_ON_OOM))
+		on_wgpu(w, l, r);
+	if (w->o->live_above && !r->hdr.depth)
+		on_alloc(w, l, r);
+}
 
-	switch (h->kind) {
-	case GL_REC_ALLOC:
-		if (h->size < sizeof(*r))
-			return;
-		if (w->nr_inner)
-			on_call(w, l, r);
-		if (GL_API_FAMILY(h->api) == GL_FAM_WEBGPU && (w->o->on & WATCH_ON_OOM))
-			on_wgpu(w, l, r);
-		if (w->o->live_above && !h->depth)
-			on_alloc(w, l, r);
-		return;
-	case GL_REC_ALLOC_FAIL:
-	case GL_REC_CALL:
-	case GL_REC_SYNC:
-	case GL_REC_FREE:
-	case GL_REC_NOTIFY:
-		if (h->size >= sizeof(*r) &&
-		    (w->nr_inner || h->kind == GL_REC_ALLOC_FAIL || r->ret))
-			on_call(w, l, r);
-		return;
-	case GL_REC_TASK:
-		if (h->size >= sizeof(struct gl_task_rec))
-			on_task(w, l, (const struct gl_task_rec *)h);
-		return;
-	case GL_REC_PROC:
-		if (h->size >= GL_PROC_REC_V1_SIZE && (w->nr_procs || w->nr_inner))
-			on_proc(w, l, (const struct gl_proc_rec *)h);
-		return;
-	default:
-		return;
-	}
+void watch__call(struct watch *w, struct live *l, const struct gl_call_rec *r)
+{
+	if (w->nr_inner || r->hdr.kind == GL_REC_ALLOC_FAIL || r->ret)
+		on_call(w, l, r);
 }
 
 /* ---- between drains ---- */

@@ -67,8 +67,16 @@ void watch__free(struct watch *w);
 bool watch__wants_oom_kill(const struct watch_opts *o);
 /* Say what is watched, once the targets are traced. */
 void watch__started(struct watch *w, struct live *l);
-/* A record, just taken by the live analysis: a trigger? */
-void watch__record(struct watch *w, struct live *l, const struct gl_hdr *h);
+/*
+ * A record, just taken by the live analysis (feed.c's dispatch, as the analysis took it): a
+ * trigger? An allocation; any other call record (a failed allocation, a free, a sync, a
+ * call, a marker); a process forked, exec'd or exited (the scheduler's word); a process's
+ * end in the analysis (GL_PROC_REC_V1_SIZE bytes at least).
+ */
+void watch__alloc(struct watch *w, struct live *l, const struct gl_call_rec *r);
+void watch__call(struct watch *w, struct live *l, const struct gl_call_rec *r);
+void watch__task(struct watch *w, struct live *l, const struct gl_task_rec *r);
+void watch__proc(struct watch *w, struct live *l, const struct gl_proc_rec *r);
 /* Between two drains: SIGUSR1 (usr1), the thresholds the analysis is judged on. */
 void watch__poll(struct watch *w, struct live *l, bool usr1, uint64_t now_ns);
 /* The session ends: say what was written. Whether a capture could not be written. */

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <stdio.h>
 #include <string.h>
-#include "tracker/pools.h"
 #include "engine/timeline.h"
 #include "engine/verdict.h"
 #include "lib/units.h"
@@ -22,16 +21,9 @@ enum cat_mem describe__mem(const struct site *s)
 	return (enum cat_mem)s->mem;
 }
 
-const struct tobj *describe__owner(const struct tracker *t, const struct site *s)
-{
-	struct tproc *p = tracker__site_proc(t, s);
-
-	return p && s->owner_kind == OWNER_DEVICE ? tproc__obj(p, SPACE_WGPU, s->owner) : NULL;
-}
-
 void describe__device(const struct tracker *t, const struct site *s, char *buf, size_t len)
 {
-	const struct tobj *o = describe__owner(t, s);
+	const struct tobj *o = query__owner(t, s);
 
 	if (s->owner_kind == OWNER_DEVICE)
 		snprintf(buf, len, "wgpu#%u", o ? o->ordinal : 0);
@@ -54,66 +46,6 @@ const char *describe__owner_kind(uint8_t kind)
 		return "layer";
 	default:
 		return NULL;
-	}
-}
-
-/* One object's references into out, by AddRef site; past the last slot they share it. */
-static void add_refs(const struct tobj *o, struct addrefs *out)
-{
-	unsigned int i, j;
-
-	for (i = 0; i < o->nr_addref; i++) {
-		for (j = 0; j < out->n; j++)
-			if (out->site[j] == o->addref_site[i])
-				break;
-		if (j == out->n) {
-			if (out->n == TOBJ_ADDREF_SITES)
-				j = TOBJ_ADDREF_SITES - 1;
-			else
-				out->site[out->n++] = o->addref_site[i];
-		}
-		out->count[j] += o->addref_count[i];
-	}
-}
-
-void describe__addrefs(const struct tracker *t, uint32_t site, struct addrefs *out)
-{
-	struct tproc *p = tracker__site_proc(t, &t->sites[site]);
-	const struct hmap_slot *sl;
-	size_t it = 0;
-
-	memset(out, 0, sizeof(*out));
-	if (!p || !p->objs.n)
-		return;
-	while (hmap__next(&p->objs, &it, &sl)) {
-		const struct tobj *o = (const struct tobj *)(uintptr_t)sl->val;
-		const struct alloc *a;
-
-		if (o->refs <= 0 || !o->nr_addref || (o->flags & TOBJ_OWNER))
-			continue;
-		a = tracker__alloc(p, o->space, o->handle);
-		if (a && tracker__alloc_site(t, a) == site)
-			add_refs(o, out);
-	}
-}
-
-void describe__comm(const struct tracker *t, const struct tproc *p, uint64_t comm,
-		    struct comm_totals *out)
-{
-	size_t i;
-
-	memset(out, 0, sizeof(*out));
-	for (i = 0; i < t->nr_sites; i++) {
-		const struct site *s = &t->sites[i];
-
-		if (!site__of(s, p) || s->owner_kind != OWNER_COMM || s->owner != comm)
-			continue;
-		if (describe__mem(s) == MEM_REG) {
-			out->regs += s->live_count;
-		} else if (s->counts) {
-			out->bytes += s->live_bytes;
-			out->count += s->live_count;
-		}
 	}
 }
 

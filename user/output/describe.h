@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * The words the writers share for what the tracker holds: a site's name, device column and
- * owner, the references still held on its objects, a communicator's memory, the names of
- * process states, violations, step sources, classes and losses. One place, so the text
- * report, the NDJSON and the metrics call a thing the same.
+ * The words the writers share for what the analysis holds: a site's name, device column and
+ * owner kind, the names of process states, violations, step sources, classes and losses.
+ * One place, so the text report, the NDJSON and the metrics call a thing the same.
  */
 #ifndef GPULEAK_OUTPUT_DESCRIBE_H
 #define GPULEAK_OUTPUT_DESCRIBE_H
@@ -11,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "tracker/tracker.h"
+#include "engine/query.h"
 #include "probe/catalog.h"
 
 struct report;
@@ -25,31 +24,8 @@ const char *describe__site(const struct report *r, const struct site *s);
 enum cat_mem describe__mem(const struct site *s);
 /* The DEV column: a CUDA ordinal, host, or a WebGPU device as wgpu#N (order of first sight). */
 void describe__device(const struct tracker *t, const struct site *s, char *buf, size_t len);
-/* The owner object (a WebGPU device) of site s, or NULL. */
-const struct tobj *describe__owner(const struct tracker *t, const struct site *s);
 /* "context", "communicator", "device", "layer"; NULL for none. */
 const char *describe__owner_kind(uint8_t kind);
-
-/*
- * References still held on a site's live objects, by the AddRef site that took them: what
- * keeps an unbalanced WebGPU object alive.
- */
-struct addrefs {
-	unsigned int n;
-	uint32_t site[TOBJ_ADDREF_SITES];
-	uint64_t count[TOBJ_ADDREF_SITES];
-};
-
-void describe__addrefs(const struct tracker *t, uint32_t site, struct addrefs *out);
-
-/* Live memory of a communicator: the sites it owns and everything layered under them. */
-struct comm_totals {
-	uint64_t bytes, count;
-	uint64_t regs; /* registrations */
-};
-
-void describe__comm(const struct tracker *t, const struct tproc *p, uint64_t comm,
-		    struct comm_totals *out);
 
 /*
  * What of a live site's memory an entry is (the NDJSON kind): "live"; a VMM handle never

@@ -8,8 +8,7 @@
 #include "probe/catalog.h"
 #include "symbols/stacks.h"
 #include "symbols/symbolizer.h"
-#include "tracker/tracker.h"
-#include "engine/verdict.h"
+#include "engine/query.h"
 #include "lib/term.h"
 #include "lib/units.h"
 #include "lib/vec.h"
@@ -106,13 +105,12 @@ static char *leaf_label(const struct tracker *t, uint32_t idx)
 /* Memory layer of a site: the first level of the tree. */
 static char *group_label(const struct tracker *t, const struct site *s)
 {
-	struct tproc *p = tracker__site_proc(t, s);
 	const char *layer;
 	char dev[16], *out = NULL;
 	int n;
 
 	if (s->owner_kind == OWNER_DEVICE) {
-		const struct tobj *o = p ? tproc__obj(p, SPACE_WGPU, s->owner) : NULL;
+		const struct tobj *o = query__owner(t, s);
 
 		if (o && o->label)
 			n = asprintf(&out, "WebGPU device wgpu#%u \"%s\"", o->ordinal,
@@ -420,7 +418,7 @@ static int put_folded(FILE *out, const char *s)
 static int folded_line(FILE *out, const struct tracker *t, struct symbolizer *sym,
 		       const struct site_stack *ss, uint64_t value)
 {
-	const struct tproc *p = tracker__site_proc(t, &t->sites[ss->site]);
+	const struct tproc *p = query__site_proc(t, &t->sites[ss->site]);
 	struct path path = {};
 	int j, err;
 

@@ -13,40 +13,10 @@ bool interval__shows(const struct tproc *p, uint64_t now_ns)
 	return !(p->exited && p->last_ts_ns < now_ns - (uint64_t)1e9) && verdict__reported(p);
 }
 
-/* Live memory per (API, device) of one process; rows past the last are left out. */
-static size_t sum_by_api(const struct tracker *t, const struct tproc *p, struct api_sum *rows,
-			 size_t max)
-{
-	size_t i, j, n = 0;
-
-	for (i = 0; i < t->nr_sites; i++) {
-		const struct site *s = &t->sites[i];
-
-		if (!site__of(s, p) || !s->counts || (!s->live_count && !s->pending_count))
-			continue;
-		uint64_t owner = s->owner_kind == OWNER_DEVICE ? s->owner : 0;
-
-		for (j = 0; j < n; j++)
-			if (rows[j].api == s->api && rows[j].device == s->device &&
-			    rows[j].owner == owner)
-				break;
-		if (j == n) {
-			if (n == max)
-				continue;
-			rows[n++] =
-			    (struct api_sum){s->api, s->device, owner, (uint32_t)i, 0, 0, 0};
-		}
-		rows[j].bytes += s->live_bytes;
-		rows[j].count += s->live_count;
-		rows[j].pending += s->pending_bytes;
-	}
-	return n;
-}
-
 int interval__view(const struct tracker *t, const struct tproc *p, struct interval_view *iv)
 {
 	iv->p = p;
-	iv->nr_rows = sum_by_api(t, p, iv->rows, INTERVAL_ROWS);
+	iv->nr_rows = query__by_api(t, p, iv->rows, INTERVAL_ROWS);
 	return verdict__rank(t, p, VERDICT_LEAKS, &iv->leaks);
 }
 
@@ -112,7 +82,7 @@ void interval__step_line(struct report *r, pid_t pid, const struct step_stat *st
 	size_t n;
 
 	/* (live, at pid's step boundary: its newest process is the one stepping) */
-	all = timeline__steps(r->tl, tracker__proc(r->t, pid), &n);
+	all = timeline__steps(r->tl, query__proc(r->t, pid), &n);
 	sparkline(all, n, spark, sizeof(spark));
 	if (!r->step_header) {
 		fprintf(r->out, "%9s %7s %6s %10s %10s %10s %10s  %s\n", "TIME", "PID", "STEP",

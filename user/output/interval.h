@@ -10,19 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "engine/verdict.h"
+#include "engine/query.h"
 
 struct report;
 struct step_stat;
-
-/* Live memory of one process on one (API, device): a row of its table. */
-struct api_sum {
-	uint16_t api;
-	int16_t device;
-	uint64_t owner; /* a WebGPU device's handle, 0 otherwise */
-	uint32_t site;	/* one site of the row, to name its owner */
-	uint64_t bytes, count, pending;
-};
 
 #define INTERVAL_ROWS 32
 

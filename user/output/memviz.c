@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "engine/memtrace.h"
-#include "tracker/tracker.h"
+#include "engine/query.h"
 #include "lib/pickle.h"
 #include "lib/vec.h"
 #include "output/memviz.h"
@@ -188,17 +188,13 @@ static struct seg *seg_at(struct mv *m, size_t n, uint64_t addr)
 
 static int collect(struct mv *m)
 {
-	const struct tproc *p = m->p;
-	size_t i, n;
+	const struct alloc *a;
+	size_t i, n, it = 0;
 	int err;
 
-	for (i = 0; i < p->allocs.cap; i++) {
-		const struct alloc *a = &p->allocs.slots[i];
-		const struct site *s;
+	while ((a = query__next_alloc(m->p, &it))) {
+		const struct site *s = site_of(m, a->sstack);
 
-		if (!a->addr)
-			continue;
-		s = site_of(m, a->sstack);
 		if (!s)
 			continue;
 		if (a->space == SPACE_BLOCK) {

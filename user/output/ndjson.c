@@ -1,11 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <inttypes.h>
 #include "engine/cost.h"
-#include "tracker/graphs.h"
-#include "tracker/ipc.h"
-#include "tracker/pools.h"
-#include "tracker/rules.h"
-#include "engine/verdict.h"
+#include "engine/query.h"
 #include "lib/json.h"
 #include "output/describe.h"
 #include "output/interval.h"
@@ -129,7 +125,7 @@ static void json_owner(struct report *r, const struct site *s)
 	}
 	fprintf(r->json, ",\"owner\":{\"kind\":\"%s\",\"handle\":\"0x%" PRIx64 "\"", ok, s->owner);
 	if (s->owner_kind == OWNER_DEVICE) {
-		o = describe__owner(r->t, s);
+		o = query__owner(r->t, s);
 		fprintf(r->json, ",\"name\":\"wgpu#%u\",\"label\":", o ? o->ordinal : 0);
 		json_str_or_null(r->json, o && o->label ? tracker__label(r->t, o->label) : NULL);
 	}
@@ -141,7 +137,8 @@ static void json_layers(struct report *r, uint32_t idx)
 	const struct tracker *t = r->t;
 	const struct site *s = &t->sites[idx];
 	bool first = true;
-	size_t i;
+	size_t it = 0;
+	uint32_t i;
 
 	fputs(",\"layers\":[", r->json);
 	if (s->layer_count) {
@@ -149,11 +146,9 @@ static void json_layers(struct report *r, uint32_t idx)
 			cat_api_name(s->layer_api), s->layer_count);
 		first = false;
 	}
-	for (i = 0; i < t->nr_sites; i++) {
+	while (query__next_layer(t, idx, &it, &i)) {
 		const struct site *l = &t->sites[i];
 
-		if (l->owner_kind != OWNER_LAYER || l->owner != idx || !l->live_count)
-			continue;
 		fprintf(
 		    r->json,
 		    "%s{\"api\":\"%s\",\"same_memory\":false,\"memory\":\"%s\",\"bytes\":%" PRIu64
@@ -296,7 +291,7 @@ static void json_addrefs(struct report *r, uint32_t idx)
 	struct addrefs ar;
 	unsigned int i;
 
-	describe__addrefs(r->t, idx, &ar);
+	query__addrefs(r->t, idx, &ar);
 	fputs(",\"addref_sites\":[", r->json);
 	for (i = 0; i < ar.n; i++) {
 		const struct site *as = &r->t->sites[ar.site[i]];
@@ -319,12 +314,9 @@ static void json_failure(struct report *r, const struct site *s)
 /* A shared entry's opens and closes (ipc.h), and the process that made its handles. */
 static void json_shared_fields(struct report *r, uint32_t idx)
 {
-	const struct site *s = &r->t->sites[idx];
-	const struct tproc *p = tracker__site_proc(r->t, s);
-	struct ipc_totals it = {0};
+	struct ipc_totals it;
 
-	if (p)
-		ipc__site_totals(p, idx, &it);
+	query__ipc(r->t, idx, &it);
 	fprintf(r->json,
 		",\"opens\":%" PRIu64 ",\"closes\":%" PRIu64 ",\"references\":%" PRIu64
 		",\"exporter_pid\":",
@@ -356,9 +348,9 @@ static void json_site(struct report *r, const struct proc_verdict *pv, uint32_t 
 		cat_mem_name(describe__mem(s)));
 	if (kind)
 		fprintf(r->json, ",\"kind\":\"%s\"", kind);
-	if (s->rule && r->t->rules) {
+	if (s->rule && query__rule(r->t, s->rule - 1)) {
 		fputs(",\"rule\":", r->json);
-		json_str(r->json, r->t->rules->v[s->rule - 1].text);
+		json_str(r->json, query__rule(r->t, s->rule - 1)->text);
 	}
 	if (k == VERDICT_RETAINED)
 		fprintf(r->json, ",\"retained_by\":\"%s\"", s->cls == CLS_INIT ? "init" : "rule");
@@ -462,18 +454,15 @@ static void json_graphs(struct report *r, const struct tproc *p)
 }
 
 /* Pools that hold something, or that the program made or configured (pools.h). */
-static void json_pools(struct report *r, const struct tproc *p)
+static void json_pools(struct report *r, const struct proc_verdict *pv)
 {
-	const struct tpools *ps = p->pools;
 	bool first = true;
 	size_t i;
 
-	for (i = 0; ps && i < ps->n; i++) {
-		const struct tpool *pl = &ps->v[i];
+	for (i = 0; i < pv->nr_pools; i++) {
+		const struct tpool *pl = pv->pools[i];
 		const struct site *s = pl->site < r->t->nr_sites ? &r->t->sites[pl->site] : NULL;
 
-		if (!pools__notable(pl))
-			continue;
 		fputs(first ? ",\"pools\":[{\"handle\":" : ",{\"handle\":", r->json);
 		first = false;
 		if (pl->handle)
@@ -497,8 +486,8 @@ static void json_pools(struct report *r, const struct tproc *p)
 	}
 	if (!first)
 		fputc(']', r->json);
-	if (pools__reserve(p))
-		fprintf(r->json, ",\"pool_reserve_bytes\":%" PRIu64, pools__reserve(p));
+	if (pv->pool_reserve)
+		fprintf(r->json, ",\"pool_reserve_bytes\":%" PRIu64, pv->pool_reserve);
 }
 
 /* Lists of the kinds of memory a process may not have at all: present when not empty. */
@@ -509,7 +498,7 @@ static void json_optional_lists(struct report *r, const struct proc_verdict *pv)
 	if (pv->sites[VERDICT_GRAPH].n)
 		json_site_array(r, pv, VERDICT_GRAPH, "graph_memory");
 	json_graphs(r, pv->p);
-	json_pools(r, pv->p);
+	json_pools(r, pv);
 }
 
 static void json_comms(struct report *r, const struct tproc *p)
@@ -521,7 +510,7 @@ static void json_comms(struct report *r, const struct tproc *p)
 		const struct tcomm *c = &p->comms[i];
 		struct comm_totals ct;
 
-		describe__comm(r->t, p, c->comm, &ct);
+		query__comm(r->t, p, c->comm, &ct);
 		fprintf(r->json,
 			"%s{\"handle\":\"0x%" PRIx64 "\",\"state\":\"%s\",\"api\":\"%s\","
 			"\"site\":",
@@ -546,7 +535,7 @@ static void json_comms(struct report *r, const struct tproc *p)
 static void json_violation_fields(struct report *r, const struct violation *v)
 {
 	const struct tracker *t = r->t;
-	const struct rule *ru = &t->rules->v[v->rule];
+	const struct rule *ru = query__rule(t, v->rule);
 	const struct site *s = v->site < t->nr_sites ? &t->sites[v->site] : NULL;
 
 	fputs("\"rule\":", r->json);
@@ -563,7 +552,7 @@ static void json_violations(struct report *r, const struct tproc *p)
 	size_t i;
 
 	fputs(",\"violations\":[", r->json);
-	for (i = 0; r->t->rules && i < p->nr_viols; i++) {
+	for (i = 0; query__rule(r->t, 0) && i < p->nr_viols; i++) {
 		const struct violation *v = &p->viols[i];
 
 		fprintf(r->json, "%s{\"kind\":\"%s\",", i ? "," : "", describe__violation(v->kind));
@@ -796,8 +785,9 @@ static void json_uncertainty(struct report *r, const struct proc_verdict *pv)
 }
 
 /* Who the process is, how it ended, and its counters. */
-static void json_process(struct report *r, const struct tproc *p, uint64_t now_ns)
+static void json_process(struct report *r, const struct proc_verdict *pv, uint64_t now_ns)
 {
+	const struct tproc *p = pv->p;
 	uint64_t end = p->exited || p->detached ? p->last_ts_ns : now_ns;
 	int k;
 
@@ -825,7 +815,7 @@ static void json_process(struct report *r, const struct tproc *p, uint64_t now_n
 	    p->c.double_frees, p->c.addr_reuse, p->c.async_reuse, p->persistent_bytes,
 	    p->persistent_count, p->ignored_bytes, p->ignored_count, p->init_bytes, p->init_count,
 	    p->c.layers, p->c.released_by_owner, p->c.error_objects, p->c.unknown_refs,
-	    p->c.unmatched_done, p->c.calls, tproc__dropped(p));
+	    p->c.unmatched_done, p->c.calls, pv->dropped);
 	for (k = 0; k < GL_STAT_MAX; k++)
 		if (describe__loss(k))
 			fprintf(r->json, "%s\"%s\":%" PRIu64, k ? "," : "", describe__loss(k),
@@ -938,7 +928,7 @@ static void json_cache(struct report *r, const struct proc_verdict *pv)
 	if (!c->on)
 		return;
 	fputs(",\"allocator_cache\":{\"rule\":", r->json);
-	json_str(r->json, r->t->rules->v[c->rule - 1].text);
+	json_str(r->json, query__rule(r->t, c->rule - 1)->text);
 	fprintf(r->json, ",\"judged\":%s", c->judged ? "true" : "false");
 	if (!c->judged) {
 		fputc('}', r->json);
@@ -964,7 +954,7 @@ static void json_cache(struct report *r, const struct proc_verdict *pv)
 void ndjson__verdict(struct report *r, const struct verdict *v, const struct proc_verdict *pv,
 		     uint64_t now_ns)
 {
-	json_process(r, pv->p, now_ns);
+	json_process(r, pv, now_ns);
 	json_uncertainty(r, pv);
 	json_site_array(r, pv, VERDICT_LEAKS, "leaks");
 	json_site_array(r, pv, VERDICT_RETAINED, "retained");
@@ -1014,7 +1004,7 @@ void ndjson__summary(struct report *r, const struct verdict *v)
 			",\"growth_sites\":%zu,\"steps\":%zu,\"approximate\":%s}",
 			describe__proc_state(p), p->live_bytes, pv->leaked_bytes, pv->growth_per_s,
 			pv->growth_per_step, pv->nr_growth, pv->nr_steps,
-			tproc__dropped(p) ? "true" : "false");
+			pv->dropped ? "true" : "false");
 		first = false;
 	}
 	fputs("],\"skew\":[", r->json);

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "engine/cost.h"
-#include "tracker/pools.h"
 #include "engine/verdict.h"
 #include "output/describe.h"
 #include "output/prometheus.h"
@@ -337,7 +336,7 @@ static uint64_t approximate(const struct expo *x, const struct proc_verdict *pv)
 static uint64_t pool_reserve_bytes(const struct expo *x, const struct proc_verdict *pv)
 {
 	(void)x;
-	return pools__reserve(pv->p);
+	return pv->pool_reserve;
 }
 
 static uint64_t records(const struct expo *x, const struct proc_verdict *pv)

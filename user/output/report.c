@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <inttypes.h>
 #include <stdlib.h>
-#include "tracker/rules.h"
-#include "tracker/tracker.h"
-#include "engine/verdict.h"
+#include "engine/query.h"
 #include "lib/log.h"
 #include "output/interval.h"
 #include "output/ndjson.h"
@@ -53,15 +51,11 @@ void report__step_line(struct report *r, pid_t pid, const struct step_stat *st)
  */
 static void say_unmatched_rules(const struct report *r)
 {
-	const struct rules *rs = r->t->rules;
-	size_t i;
+	const struct rule *ru;
+	size_t it = 0;
 
-	for (i = 0; rs && i < rs->nr_user; i++) {
-		const struct rule *ru = &rs->v[i];
-
-		if (!ru->preset && ru->decided && !*ru->decided)
-			pr_warn("%s: rule matched nothing: %s\n", ru->source, ru->text);
-	}
+	while ((ru = query__unmatched_rule(r->t, &it)))
+		pr_warn("%s: rule matched nothing: %s\n", ru->source, ru->text);
 }
 
 void report__final(struct report *r, const struct verdict *v, uint64_t now_ns)

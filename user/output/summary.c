@@ -26,7 +26,7 @@ static void print_rows(struct report *r, const struct verdict *v)
 			fmt_bytes(p->live_bytes, b1, sizeof(b1)),
 			fmt_bytes(pv->leaked_bytes, b2, sizeof(b2)),
 			fmt_bytes((uint64_t)(pv->growth_per_s + 0.5), b3, sizeof(b3)),
-			pv->nr_growth, tproc__dropped(p) ? "  (approximate)" : "");
+			pv->nr_growth, pv->dropped ? "  (approximate)" : "");
 	}
 	fprintf(r->out, "  %7s  %-15s %-8s %10s %10s\n", "", "total", "",
 		fmt_bytes(v->live_bytes, b1, sizeof(b1)),

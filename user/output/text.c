@@ -1,11 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <inttypes.h>
 #include "engine/cost.h"
-#include "tracker/graphs.h"
-#include "tracker/ipc.h"
-#include "tracker/pools.h"
-#include "tracker/rules.h"
-#include "engine/verdict.h"
+#include "engine/query.h"
 #include "lib/term.h"
 #include "lib/units.h"
 #include "output/describe.h"
@@ -19,17 +15,16 @@ static void print_layers(struct report *r, uint32_t idx)
 {
 	const struct tracker *t = r->t;
 	const struct site *s = &t->sites[idx];
+	size_t it = 0;
+	uint32_t i;
 	char b[32];
-	size_t i;
 
 	if (s->layer_count)
 		fprintf(r->out, "  %10s %6" PRIu64 "    \\_ %s (same memory)\n", "", s->layer_count,
 			cat_api_name(s->layer_api));
-	for (i = 0; i < t->nr_sites; i++) {
+	while (query__next_layer(t, idx, &it, &i)) {
 		const struct site *l = &t->sites[i];
 
-		if (l->owner_kind != OWNER_LAYER || l->owner != idx || !l->live_count)
-			continue;
 		fprintf(r->out, "  %10s %6" PRIu64 "    \\_ %s%s\n",
 			fmt_bytes(l->live_bytes, b, sizeof(b)), l->live_count, cat_api_name(l->api),
 			describe__mem(l) == MEM_VA ? " (address space)" : "");
@@ -39,13 +34,9 @@ static void print_layers(struct report *r, uint32_t idx)
 /* How a site's mappings left open came to be: opens and closes, and who made the handle. */
 static void print_shared_details(struct report *r, uint32_t idx)
 {
-	const struct site *s = &r->t->sites[idx];
-	const struct tproc *p = tracker__site_proc(r->t, s);
 	struct ipc_totals it;
 
-	if (!p)
-		return;
-	ipc__site_totals(p, idx, &it);
+	query__ipc(r->t, idx, &it);
 	if (!it.mappings)
 		return;
 	fprintf(r->out,
@@ -67,7 +58,7 @@ static void print_row_details(struct report *r, uint32_t idx)
 	unsigned int i;
 
 	print_layers(r, idx);
-	describe__addrefs(r->t, idx, &ar);
+	query__addrefs(r->t, idx, &ar);
 	for (i = 0; i < ar.n; i++) {
 		const struct site *as = &r->t->sites[ar.site[i]];
 
@@ -132,7 +123,7 @@ static void print_device_block(struct report *r, const struct site_list *l, size
 {
 	const struct tracker *t = r->t;
 	const struct site *s = &t->sites[l->v[j]];
-	const struct tobj *o = describe__owner(t, s);
+	const struct tobj *o = query__owner(t, s);
 	uint64_t bytes = 0, count = 0;
 	char b[32];
 	size_t i;
@@ -207,7 +198,7 @@ static void print_comms(struct report *r, const struct tproc *p)
 		const struct tcomm *c = &p->comms[i];
 		struct comm_totals ct;
 
-		describe__comm(r->t, p, c->comm, &ct);
+		query__comm(r->t, p, c->comm, &ct);
 		fprintf(
 		    r->out, "  0x%-16" PRIx64 " %-9s %10s %6" PRIu64 " %5" PRIu64 "  %s%s\n",
 		    c->comm, c->destroyed ? "destroyed" : "live", fmt_bytes(ct.bytes, b, sizeof(b)),
@@ -251,18 +242,16 @@ static void print_graphs(struct report *r, const struct tproc *p)
  * pool that held freed memory only until a sync is in the NDJSON (reserve_peak_bytes), not
  * worth a table here.
  */
-static void print_pools(struct report *r, const struct tproc *p)
+static void print_pools(struct report *r, const struct proc_verdict *pv)
 {
-	const struct tpools *ps = p->pools;
 	char b1[32], b2[32], b3[32], h[24];
 	bool any = false;
 	size_t i;
 
-	for (i = 0; ps && i < ps->n; i++) {
-		const struct tpool *pl = &ps->v[i];
+	for (i = 0; i < pv->nr_pools; i++) {
+		const struct tpool *pl = pv->pools[i];
 
-		if (!pools__notable(pl) ||
-		    (pl->kind != POOL_CREATED && !pl->threshold_set && !pl->in_use && !pl->reserve))
+		if ((pl->kind != POOL_CREATED && !pl->threshold_set && !pl->in_use && !pl->reserve))
 			continue;
 		if (!any)
 			fprintf(
@@ -293,16 +282,16 @@ static void print_pools(struct report *r, const struct tproc *p)
 
 static void print_violations(struct report *r, const struct tproc *p)
 {
-	const struct tracker *t = r->t;
 	char b[32];
 	size_t i;
 
-	if (!p->nr_viols || !t->rules)
+	/* Without rules there are no violations to name. */
+	if (!p->nr_viols || !query__rule(r->t, 0))
 		return;
 	fprintf(r->out, "rule violations:\n");
 	for (i = 0; i < p->nr_viols; i++) {
 		const struct violation *v = &p->viols[i];
-		const struct rule *ru = &t->rules->v[v->rule];
+		const struct rule *ru = query__rule(r->t, v->rule);
 
 		fprintf(r->out, "  %-28s %10s %5" PRIu64 "  %s  [%s: %s]\n",
 			describe__violation(v->kind), fmt_bytes(v->bytes, b, sizeof(b)), v->count,
@@ -524,8 +513,8 @@ static void print_gate(struct report *r, const struct gate *gate, const struct p
 			fprintf(r->out, "GATE: rule violation: %s, %s at %s [%s: %s]\n",
 				describe__violation(v->kind), fmt_bytes(v->bytes, b1, sizeof(b1)),
 				term_tmp(describe__violation_site(r, v)),
-				term_tmp(r->t->rules->v[v->rule].source),
-				term_tmp(r->t->rules->v[v->rule].text));
+				term_tmp(query__rule(r->t, v->rule)->source),
+				term_tmp(query__rule(r->t, v->rule)->text));
 			break;
 		}
 	}
@@ -666,7 +655,7 @@ static void print_cache(struct report *r, const struct proc_verdict *pv)
 
 	if (!c->on)
 		return;
-	ru = &r->t->rules->v[c->rule - 1];
+	ru = query__rule(r->t, c->rule - 1);
 	if (!c->judged) {
 		fprintf(r->out,
 			"allocator cache (%s): the program's end was not seen; growth judged on "
@@ -782,9 +771,9 @@ void text__proc(struct report *r, const struct gate *gate, const struct proc_ver
 	char b[32];
 
 	print_header(r, p, now_ns);
-	if (pools__reserve(p))
+	if (pv->pool_reserve)
 		fprintf(r->out, "held besides: %s in pool reserves (freed, not given back)\n",
-			fmt_bytes(pools__reserve(p), b, sizeof(b)));
+			fmt_bytes(pv->pool_reserve, b, sizeof(b)));
 	print_torch(r, pv);
 	print_sites(r, pv, VERDICT_LEAKS, "live allocations by site, largest first:");
 	if (p->init_count)
@@ -812,7 +801,7 @@ void text__proc(struct report *r, const struct gate *gate, const struct proc_ver
 		    "held by CUDA graphs (memory nodes of launched execs: the graph pool's, not "
 		    "leaks):");
 	print_graphs(r, p);
-	print_pools(r, p);
+	print_pools(r, pv);
 	print_comms(r, p);
 	print_sites(r, pv, VERDICT_FAILED, "failed calls:");
 	print_odd_frees(r, p);
