@@ -147,7 +147,7 @@ struct tstate {
 	char label[GL_MAX_DEPTH][GL_LABEL_MAX];
 	__u32 label_len[GL_MAX_DEPTH]; /* bytes in label[], ~0: no label */
 	__u8 label_trunc[GL_MAX_DEPTH];
-	/* Python (python.bpf.h): this thread's PyThreadState, found once */
+	/* Python (gpuleak_python.frag.h): this thread's PyThreadState, found once */
 	__u64 py_ts;
 	__u64 py_head;	  /* _PyRuntime.interpreters.head when it was found */
 	__u64 py_runtime; /* the _PyRuntime it belongs to: an exec makes another */
@@ -477,7 +477,7 @@ static __always_inline bool under_alloc(const struct tstate *st, __u32 d, __u16 
 	return outer < GL_API_MAX && (SPEC(outer).flags & GL_SPEC_LAYERS);
 }
 
-#include "python.bpf.h"
+#include "gpuleak_python.frag.h" /* the Python frame walk: a fragment, included once */
 
 /*
  * Frames above the one a return matched are calls whose return never came: entered while
