@@ -44,7 +44,7 @@ struct sym_entry {
 	struct sym_info info;
 	char *name;
 	uint32_t gen; /* unnamed: s->gen when resolved; SYM_FIXED: set, never redone */
-	int8_t fp;    /* frame_fp() once known: 1, 0, -1 unknown; 2: not asked yet */
+	int8_t fp;    /* symbolizer__frame_fp() once known: 1, 0, -1 unknown; 2: not asked yet */
 	char *where;  /* a Python frame: "file:line", what rules match besides its function */
 };
 
@@ -587,7 +587,7 @@ int symbolizer__frame(struct symbolizer *s, pid_t pid, uint64_t addr, const char
  * code, another architecture). The split-off `.cold` parts of functions run in their parent's
  * frame and count as unknown.
  */
-static int frame_fp(struct symbolizer *s, pid_t pid, uint64_t addr)
+int symbolizer__frame_fp(struct symbolizer *s, pid_t pid, uint64_t addr)
 {
 	struct sym_entry *e = info_in(s, pid, addr, NULL, false, false);
 	struct seen_map *m;
@@ -621,11 +621,6 @@ struct elf_obj *symbolizer__object(struct symbolizer *s, pid_t pid, uint64_t add
 		return NULL;
 	*bias = addr - vaddr;
 	return elf;
-}
-
-int symbolizer__frame_fp(struct symbolizer *s, pid_t pid, uint64_t addr)
-{
-	return frame_fp(s, pid, addr);
 }
 
 int symbolizer__object_fp(struct symbolizer *s, pid_t pid, uint64_t addr)
