@@ -679,6 +679,8 @@ static int verdict_record(struct loader *l, const struct json_value *r)
 	if (err)
 		goto cleanup;
 	err = get_arr(l, r, "verdict", "growth", &growth);
+	if (err)
+		goto cleanup;
 	for (i = 0; i < growth->arr.n; i++) {
 		err = growth_entry(l, p, &growth->arr.v[i]);
 		if (err)
