@@ -56,7 +56,7 @@ WARN := -Wall -Wextra -Werror
 CFLAGS ?= -O2 -g
 CFLAGS += $(WARN) -std=gnu11 -D_GNU_SOURCE -DGPULEAK_VERSION='"$(VERSION)"' \
 	  -Ibpf -Iuser -I$(OUTPUT) -fno-omit-frame-pointer
-# libstdc++.so.6 by its soname: __cxa_demangle (user/symbols/symbolizer.c), no -dev package needed.
+# libstdc++.so.6 by its soname: __cxa_demangle (user/symbols/demangle.c), no -dev package needed.
 LDLIBS := -lbpf -ldw -lelf -lz -lm -ldl -lcapstone -l:libstdc++.so.6
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 

@@ -161,7 +161,7 @@ struct tstate {
 	char label[GL_MAX_DEPTH][GL_LABEL_MAX];
 	__u32 label_len[GL_MAX_DEPTH]; /* bytes in label[], ~0: no label */
 	__u8 label_trunc[GL_MAX_DEPTH];
-	/* Python (python.bpf.h): this thread's PyThreadState, found once */
+	/* Python (gpuleak_python.frag.h): this thread's PyThreadState, found once */
 	__u64 py_ts;
 	__u64 py_head;	  /* _PyRuntime.interpreters.head when it was found */
 	__u64 py_runtime; /* the _PyRuntime it belongs to: an exec makes another */
@@ -491,7 +491,7 @@ static __always_inline bool under_alloc(const struct tstate *st, __u32 d, __u16 
 	return outer < GL_API_MAX && (SPEC(outer).flags & GL_SPEC_LAYERS);
 }
 
-#include "python.bpf.h"
+#include "gpuleak_python.frag.h" /* the Python frame walk: a fragment, included once */
 
 /* py_later: a Python process's allocation to the program with the walk (python.bpf.h). */
 static __always_inline void py_handoff(void *ctx, struct gl_api_spec s, __u32 slot)

@@ -275,34 +275,46 @@ static int step_site(struct loader *l, struct open_proc *op, int64_t step,
 
 	const struct json_value *pool;
 
-	if (e->kind != JSON_OBJECT)
-		return bad(l, e, "step record: \"sites\" must hold objects");
+	if (e->kind != JSON_OBJECT) {
+		err = bad(l, e, "step record: \"sites\" must hold objects");
+		goto cleanup;
+	}
 	/* A caching allocator's segments: memory, not a site the verdict judges (its blocks). */
 	pool = json_read__member(e, "pool");
-	if (pool && pool->kind != JSON_TRUE)
-		return bad(l, pool, "step site: \"pool\" must be true where present");
+	if (pool && pool->kind != JSON_TRUE) {
+		err = bad(l, pool, "step site: \"pool\" must be true where present");
+		goto cleanup;
+	}
 	if (pool)
 		return 0;
 	err = get_str(l, e, "step site", "api", false, &api);
-	if (!err)
-		err = get_str(l, e, "step site", "site", false, &site);
-	if (!err)
-		err = get_str(l, e, "step site", "label", true, &label);
-	if (!err)
-		err = get_enum(l, e, "step site", "class", classes, &cls);
-	if (!err)
-		err = get_u64(l, e, "step site", "live_bytes", &live);
 	if (err)
-		return err;
+		goto cleanup;
+	err = get_str(l, e, "step site", "site", false, &site);
+	if (err)
+		goto cleanup;
+	err = get_str(l, e, "step site", "label", true, &label);
+	if (err)
+		goto cleanup;
+	err = get_enum(l, e, "step site", "class", classes, &cls);
+	if (err)
+		goto cleanup;
+	err = get_u64(l, e, "step site", "live_bytes", &live);
+	if (err)
+		goto cleanup;
 	i = part_for(l, op, api, site, label, cls);
-	if (i < 0)
-		return (int)i;
+	if (i < 0) {
+		err = (int)i;
+		goto cleanup;
+	}
 	p = &l->run->procs[op->proc];
 	pt = &op->parts[i];
 	d = (int64_t)(live - pt->live);
 	pt->live = live;
-	return diff_site__change(l->run, p, &p->sites[pt->site], step, d, pt->cls == 0 ? d : 0,
-				 pt->cls == 1 ? d : 0);
+	err = diff_site__change(l->run, p, &p->sites[pt->site], step, d, pt->cls == 0 ? d : 0,
+				pt->cls == 1 ? d : 0);
+cleanup:
+	return err;
 }
 
 static int step_record(struct loader *l, const struct json_value *r)
@@ -315,53 +327,70 @@ static int step_record(struct loader *l, const struct json_value *r)
 	int err;
 
 	err = get_int(l, r, "step record", "pid", 1, INT32_MAX, &pid);
-	if (!err)
-		err = get_int(l, r, "step record", "step", -1, INT64_MAX, &step);
-	if (!err)
-		err = get_u64(l, r, "step record", "live_bytes", &live);
-	if (!err)
-		err = get_u64(l, r, "step record", "requests", &requests);
-	if (!err)
-		err = get_u64(l, r, "step record", "allocs", &allocs);
-	if (!err)
-		err = get_u64(l, r, "step record", "allocated_bytes", &alloc_bytes);
-	if (!err)
-		err = get_arr(l, r, "step record", "sites", &sites);
-	if (!err)
-		err = member(l, r, "step record", "other_sites", JSON_OBJECT, false, &other);
-	if (!err)
-		err = get_u64(l, other, "step record: other_sites", "count", &rest);
 	if (err)
-		return err;
+		goto cleanup;
+	err = get_int(l, r, "step record", "step", -1, INT64_MAX, &step);
+	if (err)
+		goto cleanup;
+	err = get_u64(l, r, "step record", "live_bytes", &live);
+	if (err)
+		goto cleanup;
+	err = get_u64(l, r, "step record", "requests", &requests);
+	if (err)
+		goto cleanup;
+	err = get_u64(l, r, "step record", "allocs", &allocs);
+	if (err)
+		goto cleanup;
+	err = get_u64(l, r, "step record", "allocated_bytes", &alloc_bytes);
+	if (err)
+		goto cleanup;
+	err = get_arr(l, r, "step record", "sites", &sites);
+	if (err)
+		goto cleanup;
+	err = member(l, r, "step record", "other_sites", JSON_OBJECT, false, &other);
+	if (err)
+		goto cleanup;
+	err = get_u64(l, other, "step record: other_sites", "count", &rest);
+	if (err)
+		goto cleanup;
 	op = proc_for(l, (pid_t)pid);
-	if (!op)
-		return -ENOMEM;
+	if (!op) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
 	if (l->run->procs[op->proc].nr_series &&
-	    l->run->procs[op->proc].series[l->run->procs[op->proc].nr_series - 1].step >= step)
-		return bad(l, json_read__member(r, "step"),
-			   "step record: step %" PRId64 " of pid %" PRId64
-			   " does not follow the one before",
-			   step, pid);
+	    l->run->procs[op->proc].series[l->run->procs[op->proc].nr_series - 1].step >= step) {
+		err = bad(l, json_read__member(r, "step"),
+			  "step record: step %" PRId64 " of pid %" PRId64
+			  " does not follow the one before",
+			  step, pid);
+		goto cleanup;
+	}
 	for (i = 0; i < sites->arr.n; i++) {
 		err = step_site(l, op, step, &sites->arr.v[i]);
 		if (err)
-			return err;
+			goto cleanup;
 	}
 	/* A step with more sites than it lists: the others' values are unknown. */
 	if (rest)
 		l->run->procs[op->proc].sites_exact = false;
 	err = diff_proc__step(l->run, &l->run->procs[op->proc], step, live, requests, allocs,
 			      alloc_bytes);
+	if (err)
+		goto cleanup;
 	/* PyTorch's buckets: in the step records of processes with PyTorch blocks only. */
-	if (!err && json_read__member(r, "torch_allocated_bytes")) {
+	if (json_read__member(r, "torch_allocated_bytes")) {
 		uint64_t ta, tr;
 
 		err = get_u64(l, r, "step record", "torch_allocated_bytes", &ta);
-		if (!err)
-			err = get_u64(l, r, "step record", "torch_reserved_bytes", &tr);
-		if (!err)
-			diff_proc__torch_step(&l->run->procs[op->proc], step, ta, tr);
+		if (err)
+			goto cleanup;
+		err = get_u64(l, r, "step record", "torch_reserved_bytes", &tr);
+		if (err)
+			goto cleanup;
+		diff_proc__torch_step(&l->run->procs[op->proc], step, ta, tr);
 	}
+cleanup:
 	return err;
 }
 
@@ -379,16 +408,22 @@ static int torch_member(struct loader *l, struct diff_proc *p, const struct json
 	p->torch_known = true;
 	if (t->kind == JSON_NULL)
 		return 0;
-	if (t->kind != JSON_OBJECT)
-		return bad(l, t, "verdict: \"pytorch\" must be an object or null");
+	if (t->kind != JSON_OBJECT) {
+		err = bad(l, t, "verdict: \"pytorch\" must be an object or null");
+		goto cleanup;
+	}
 	p->torch = true;
 	err = get_u64(l, t, "verdict: pytorch", "allocated_bytes", &p->torch_allocated);
-	if (!err)
-		err = get_u64(l, t, "verdict: pytorch", "reserved_bytes", &p->torch_reserved);
-	if (!err)
-		err = get_u64(l, t, "verdict: pytorch", "cached_bytes", &p->torch_cached);
-	if (!err)
-		err = get_u64(l, t, "verdict: pytorch", "outside_bytes", &p->torch_outside);
+	if (err)
+		goto cleanup;
+	err = get_u64(l, t, "verdict: pytorch", "reserved_bytes", &p->torch_reserved);
+	if (err)
+		goto cleanup;
+	err = get_u64(l, t, "verdict: pytorch", "cached_bytes", &p->torch_cached);
+	if (err)
+		goto cleanup;
+	err = get_u64(l, t, "verdict: pytorch", "outside_bytes", &p->torch_outside);
+cleanup:
 	return err;
 }
 
@@ -410,30 +445,42 @@ static int list_entry(struct loader *l, struct diff_proc *p, enum list k, const 
 	struct diff_site *s;
 	int idx, err;
 
-	if (e->kind != JSON_OBJECT)
-		return bad(l, e, "verdict: \"%s\" must hold objects", name);
+	if (e->kind != JSON_OBJECT) {
+		err = bad(l, e, "verdict: \"%s\" must hold objects", name);
+		goto cleanup;
+	}
 	err = get_str(l, e, name, "api", false, &api);
-	if (!err)
-		err = get_str(l, e, name, "site", false, &site);
-	if (!err)
-		err = get_str(l, e, name, "label", true, &label);
-	if (!err)
-		err = get_str(l, e, name, "memory", false, &mem);
-	if (!err)
-		err = get_u64(l, e, name, "bytes", &bytes);
-	if (!err)
-		err = get_u64(l, e, name, "count", &count);
-	if (!err && k == L_RETAINED)
+	if (err)
+		goto cleanup;
+	err = get_str(l, e, name, "site", false, &site);
+	if (err)
+		goto cleanup;
+	err = get_str(l, e, name, "label", true, &label);
+	if (err)
+		goto cleanup;
+	err = get_str(l, e, name, "memory", false, &mem);
+	if (err)
+		goto cleanup;
+	err = get_u64(l, e, name, "bytes", &bytes);
+	if (err)
+		goto cleanup;
+	err = get_u64(l, e, name, "count", &count);
+	if (err)
+		goto cleanup;
+	if (k == L_RETAINED) {
 		err = get_enum(l, e, name, "retained_by",
 			       (const char *const[]){"rule", "init", NULL}, &by);
-	if (err)
-		return err;
+		if (err)
+			goto cleanup;
+	}
 	/* Address space and registrations are no memory of the process. */
 	if (!strcmp(mem, "va") || !strcmp(mem, "registration"))
 		return 0;
 	idx = diff_proc__site(p, api, site, label);
-	if (idx < 0)
-		return idx;
+	if (idx < 0) {
+		err = idx;
+		goto cleanup;
+	}
 	s = &p->sites[idx];
 	s->visible = true;
 	switch (k) {
@@ -459,6 +506,8 @@ static int list_entry(struct loader *l, struct diff_proc *p, enum list k, const 
 	s->live_bytes += bytes;
 	s->live_count += count;
 	return 0;
+cleanup:
+	return err;
 }
 
 static int site_list(struct loader *l, struct diff_proc *p, const struct json_value *r, enum list k,
@@ -487,20 +536,28 @@ static int growth_entry(struct loader *l, struct diff_proc *p, const struct json
 	size_t i;
 	int err;
 
-	if (e->kind != JSON_OBJECT)
-		return bad(l, e, "verdict: \"growth\" must hold objects");
+	if (e->kind != JSON_OBJECT) {
+		err = bad(l, e, "verdict: \"growth\" must hold objects");
+		goto cleanup;
+	}
 	err = get_str(l, e, "growth", "api", false, &api);
-	if (!err)
-		err = get_str(l, e, "growth", "site", false, &site);
-	if (!err)
-		err = get_u64(l, e, "growth", "bytes", &bytes);
-	if (!err)
-		err = get_num(l, e, "growth", "slope_bytes_per_step", false, &slope);
-	pr = json_read__member(e, "bytes_per_request");
-	if (!err && pr)
-		err = get_num(l, e, "growth", "bytes_per_request", false, &per_req);
 	if (err)
-		return err;
+		goto cleanup;
+	err = get_str(l, e, "growth", "site", false, &site);
+	if (err)
+		goto cleanup;
+	err = get_u64(l, e, "growth", "bytes", &bytes);
+	if (err)
+		goto cleanup;
+	err = get_num(l, e, "growth", "slope_bytes_per_step", false, &slope);
+	if (err)
+		goto cleanup;
+	pr = json_read__member(e, "bytes_per_request");
+	if (pr) {
+		err = get_num(l, e, "growth", "bytes_per_request", false, &per_req);
+		if (err)
+			goto cleanup;
+	}
 	for (i = 0; i < p->nr_sites; i++) {
 		const struct diff_site *s = &p->sites[i];
 
@@ -512,8 +569,10 @@ static int growth_entry(struct loader *l, struct diff_proc *p, const struct json
 	if (best < 0) {
 		int idx = diff_proc__site(p, api, site, NULL);
 
-		if (idx < 0)
-			return idx;
+		if (idx < 0) {
+			err = idx;
+			goto cleanup;
+		}
 		best = idx;
 	}
 	p->sites[best].visible = true;
@@ -523,6 +582,8 @@ static int growth_entry(struct loader *l, struct diff_proc *p, const struct json
 	p->growth_per_step += diff__tenth(slope);
 	p->growth_sites++;
 	return 0;
+cleanup:
+	return err;
 }
 
 static int verdict_record(struct loader *l, const struct json_value *r)
@@ -538,64 +599,93 @@ static int verdict_record(struct loader *l, const struct json_value *r)
 
 	err = get_int(l, r, "verdict", "pid", 1, INT32_MAX, &pid);
 	if (err)
-		return err;
+		goto cleanup;
 	op = proc_for(l, (pid_t)pid);
-	if (!op)
-		return -ENOMEM;
+	if (!op) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
 	p = &l->run->procs[op->proc];
 	err = get_int(l, r, "verdict", "ppid", 0, INT32_MAX, &ppid);
-	if (!err)
-		err = get_str(l, r, "verdict", "comm", false, &comm);
-	if (!err)
-		err = get_enum(l, r, "verdict", "state", states, &state);
-	if (!err)
-		err = get_int(l, r, "verdict", "exit_status", INT32_MIN, INT32_MAX, &status);
-	if (!err)
-		err = get_num(l, r, "verdict", "duration_s", false, &p->duration_s);
-	if (!err)
-		err = get_u64(l, r, "verdict", "live_bytes", &p->live_bytes);
-	if (!err)
-		err = get_u64(l, r, "verdict", "live_count", &p->live_count);
-	if (!err)
-		err = get_u64(l, r, "verdict", "pending_bytes", &p->pending_bytes);
-	if (!err)
-		err = get_u64(l, r, "verdict", "allocs", &p->allocs);
-	if (!err)
-		err = get_u64(l, r, "verdict", "alloc_bytes", &p->alloc_bytes);
-	if (!err)
-		err = get_u64(l, r, "verdict", "frees", &p->frees);
-	if (!err)
-		err = get_u64(l, r, "verdict", "failed_calls", &p->failed_calls);
-	if (!err)
-		err = get_u64(l, r, "verdict", "persistent_bytes", &p->persistent_bytes);
-	if (!err)
-		err = get_u64(l, r, "verdict", "ignored_bytes", &p->ignored_bytes);
-	if (!err)
-		err = get_u64(l, r, "verdict", "init_bytes", &p->init_bytes);
-	if (!err)
-		err = get_u64(l, r, "verdict", "steps", &steps);
-	if (!err)
-		err = get_enum(l, r, "verdict", "step_source", sources, &source);
-	if (!err)
-		err = get_u64(l, r, "verdict", "requests", &p->requests);
-	if (!err)
-		err = member(l, r, "verdict", "approximate", JSON_TRUE, false, &appr);
-	if (!err)
-		err = site_list(l, p, r, L_LEAKS, "leaks");
-	if (!err)
-		err = site_list(l, p, r, L_RETAINED, "retained");
-	if (!err)
-		err = site_list(l, p, r, L_IGNORED, "ignored");
-	if (!err)
-		err = site_list(l, p, r, L_PENDING, "pending");
-	if (!err)
-		err = torch_member(l, p, r);
-	if (!err)
-		err = get_arr(l, r, "verdict", "growth", &growth);
-	for (i = 0; !err && i < growth->arr.n; i++)
-		err = growth_entry(l, p, &growth->arr.v[i]);
 	if (err)
-		return err;
+		goto cleanup;
+	err = get_str(l, r, "verdict", "comm", false, &comm);
+	if (err)
+		goto cleanup;
+	err = get_enum(l, r, "verdict", "state", states, &state);
+	if (err)
+		goto cleanup;
+	err = get_int(l, r, "verdict", "exit_status", INT32_MIN, INT32_MAX, &status);
+	if (err)
+		goto cleanup;
+	err = get_num(l, r, "verdict", "duration_s", false, &p->duration_s);
+	if (err)
+		goto cleanup;
+	err = get_u64(l, r, "verdict", "live_bytes", &p->live_bytes);
+	if (err)
+		goto cleanup;
+	err = get_u64(l, r, "verdict", "live_count", &p->live_count);
+	if (err)
+		goto cleanup;
+	err = get_u64(l, r, "verdict", "pending_bytes", &p->pending_bytes);
+	if (err)
+		goto cleanup;
+	err = get_u64(l, r, "verdict", "allocs", &p->allocs);
+	if (err)
+		goto cleanup;
+	err = get_u64(l, r, "verdict", "alloc_bytes", &p->alloc_bytes);
+	if (err)
+		goto cleanup;
+	err = get_u64(l, r, "verdict", "frees", &p->frees);
+	if (err)
+		goto cleanup;
+	err = get_u64(l, r, "verdict", "failed_calls", &p->failed_calls);
+	if (err)
+		goto cleanup;
+	err = get_u64(l, r, "verdict", "persistent_bytes", &p->persistent_bytes);
+	if (err)
+		goto cleanup;
+	err = get_u64(l, r, "verdict", "ignored_bytes", &p->ignored_bytes);
+	if (err)
+		goto cleanup;
+	err = get_u64(l, r, "verdict", "init_bytes", &p->init_bytes);
+	if (err)
+		goto cleanup;
+	err = get_u64(l, r, "verdict", "steps", &steps);
+	if (err)
+		goto cleanup;
+	err = get_enum(l, r, "verdict", "step_source", sources, &source);
+	if (err)
+		goto cleanup;
+	err = get_u64(l, r, "verdict", "requests", &p->requests);
+	if (err)
+		goto cleanup;
+	err = member(l, r, "verdict", "approximate", JSON_TRUE, false, &appr);
+	if (err)
+		goto cleanup;
+	err = site_list(l, p, r, L_LEAKS, "leaks");
+	if (err)
+		goto cleanup;
+	err = site_list(l, p, r, L_RETAINED, "retained");
+	if (err)
+		goto cleanup;
+	err = site_list(l, p, r, L_IGNORED, "ignored");
+	if (err)
+		goto cleanup;
+	err = site_list(l, p, r, L_PENDING, "pending");
+	if (err)
+		goto cleanup;
+	err = torch_member(l, p, r);
+	if (err)
+		goto cleanup;
+	err = get_arr(l, r, "verdict", "growth", &growth);
+	if (err)
+		goto cleanup;
+	for (i = 0; i < growth->arr.n; i++) {
+		err = growth_entry(l, p, &growth->arr.v[i]);
+		if (err)
+			goto cleanup;
+	}
 	p->ppid = (pid_t)ppid;
 	snprintf(p->comm, sizeof(p->comm), "%s", comm);
 	snprintf(p->state, sizeof(p->state), "%s", state);
@@ -612,6 +702,8 @@ static int verdict_record(struct loader *l, const struct json_value *r)
 	l->done[op->proc] = true;
 	open_close(l, op);
 	return 0;
+cleanup:
+	return err;
 }
 
 /* One line: a record of a type the diff reads, or one it skips. */

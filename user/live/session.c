@@ -417,19 +417,29 @@ static int open_outputs(struct session *s)
 			return err;
 	}
 	err = targets__new(&s->l.tgts);
-	if (!err)
-		err = callbacks__new(&s->l.cbs);
-	if (!err)
-		err = markers__new(&o->a, &s->l.mk);
-	if (!err)
-		err = pyconf__new(&s->l.py);
-	if (!err && o->json_path)
+	if (err)
+		goto cleanup;
+	err = callbacks__new(&s->l.cbs);
+	if (err)
+		goto cleanup;
+	err = markers__new(&o->a, &s->l.mk);
+	if (err)
+		goto cleanup;
+	err = pyconf__new(&s->l.py);
+	if (err)
+		goto cleanup;
+	if (o->json_path) {
 		err = probe_sites__new(&s->l.sites);
-	if (!err)
-		err = signals__new(&s->sig);
+		if (err)
+			goto cleanup;
+	}
+	err = signals__new(&s->sig);
+	if (err)
+		goto cleanup;
 	/* gpuleak watch: SIGUSR1 asks for a capture */
-	if (!err && o->watch)
+	if (o->watch)
 		err = signals__catch_usr1(s->sig);
+cleanup:
 	s->l.sig = s->sig;
 	return err;
 }
@@ -474,38 +484,47 @@ static int open_tracing(struct session *s)
 	if (err)
 		return err;
 	err = modules__new(&l->mods);
-	if (!err) {
-		modules__trace_libc(l->mods, o->libc);
-		modules__set_wgpu_abi(l->mods, &o->webgpu_abi);
-		modules__move_probes(l->mods, !o->probe_at_entry);
-		modules__dawn_procs_only(l->mods, o->dawn_procs);
-		err = attach__new(bpf_setup__enter_prog(l->bpf), bpf_setup__exit_prog(l->bpf),
-				  bpf_setup__usdt_prog(l->bpf), bpf_setup__uprobe_multi(l->bpf),
-				  l->mods, &l->att);
-	}
-	if (!err)
-		err = symbolizer__new(l->mods, &l->sym);
-	if (!err) {
-		symbolizer__set_debug_dirs(l->sym, o->debug_dirs, o->nr_debug_dirs);
-		symbolizer__set_site_skip(l->sym, o->a.site_skip, o->a.nr_site_skip);
-		err = analysis__new(&o->a, symbolizer__site_frames, l->sym, &l->an);
-		if (!err)
-			tracker__set_site_fn(l->an->t, symbolizer__py_site, l->sym);
-	}
-	if (!err && o->watch)
+	if (err)
+		goto cleanup;
+	modules__trace_libc(l->mods, o->libc);
+	modules__set_wgpu_abi(l->mods, &o->webgpu_abi);
+	modules__move_probes(l->mods, !o->probe_at_entry);
+	modules__dawn_procs_only(l->mods, o->dawn_procs);
+	err = attach__new(bpf_setup__enter_prog(l->bpf), bpf_setup__exit_prog(l->bpf),
+			  bpf_setup__usdt_prog(l->bpf), bpf_setup__uprobe_multi(l->bpf), l->mods,
+			  &l->att);
+	if (err)
+		goto cleanup;
+	err = symbolizer__new(l->mods, &l->sym);
+	if (err)
+		goto cleanup;
+	symbolizer__set_debug_dirs(l->sym, o->debug_dirs, o->nr_debug_dirs);
+	symbolizer__set_site_skip(l->sym, o->a.site_skip, o->a.nr_site_skip);
+	err = analysis__new(&o->a, symbolizer__site_frames, l->sym, &l->an);
+	if (err)
+		goto cleanup;
+	tracker__set_site_fn(l->an->t, symbolizer__py_site, l->sym);
+	if (o->watch) {
 		err = watch__new(o->watch, l, s->json, &l->watch, &l->rec);
-	if (!err && (o->unwind_dwarf || o->unwind_auto) && o->stack_depth)
-		err = unwind__new(l->sym, o->stack_depth, &l->unw);
-	if (!err)
-		err = pictures__open(&o->a.out, &s->pics);
-	if (!err)
-		err = ringbuf__new(bpf_setup__events_fd(l->bpf), on_record, s, &s->rb);
-	if (err) {
-		pr_err("setting up: %s\n", strerror(-err));
-		return err;
+		if (err)
+			goto cleanup;
 	}
+	if ((o->unwind_dwarf || o->unwind_auto) && o->stack_depth) {
+		err = unwind__new(l->sym, o->stack_depth, &l->unw);
+		if (err)
+			goto cleanup;
+	}
+	err = pictures__open(&o->a.out, &s->pics);
+	if (err)
+		goto cleanup;
+	err = ringbuf__new(bpf_setup__events_fd(l->bpf), on_record, s, &s->rb);
+	if (err)
+		goto cleanup;
 	ringbuf__set_prefetch(s->rb, on_prefetch);
 	return 0;
+cleanup:
+	pr_err("setting up: %s\n", strerror(-err));
+	return err;
 }
 
 /* The report, the endpoint, the tracepoints and the step lines: ready for the targets. */
@@ -634,24 +653,29 @@ int session__run(const struct session_opts *o)
 	if (check_host() || start__check_pids(o))
 		return GL_EXIT_ERROR;
 	err = open_outputs(&s);
-	if (!err)
-		err = open_tracing(&s);
-	if (!err)
-		err = start__interrupted(&s.l);
-	if (!err)
-		err = open_report(&s);
-	if (!err)
-		err = o->argv ? start__run_mode(&s.l) : start__attach_mode(&s.l);
-	if (!err) {
-		traced = true;
-		if (s.l.watch)
-			watch__started(s.l.watch, &s.l);
-		err = loop(&s);
-		if (err)
-			pr_err("tracing stopped: %s\n", strerror(-err));
-		finish(&s);
-		warn_unattributed_loss(&s);
-	}
+	if (err)
+		goto cleanup;
+	err = open_tracing(&s);
+	if (err)
+		goto cleanup;
+	err = start__interrupted(&s.l);
+	if (err)
+		goto cleanup;
+	err = open_report(&s);
+	if (err)
+		goto cleanup;
+	err = o->argv ? start__run_mode(&s.l) : start__attach_mode(&s.l);
+	if (err)
+		goto cleanup;
+	traced = true;
+	if (s.l.watch)
+		watch__started(s.l.watch, &s.l);
+	err = loop(&s);
+	if (err)
+		pr_err("tracing stopped: %s\n", strerror(-err));
+	finish(&s);
+	warn_unattributed_loss(&s);
+cleanup:
 	err = close_session(&s, traced, err);
 	/* The precedence of lib/exit.h: gpuleak's failure, its finding, then the command's. */
 	if (s.l.usage_err)

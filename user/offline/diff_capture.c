@@ -190,22 +190,31 @@ static int add_proc(struct loader *l, const struct replay_result *res,
 	size_t i;
 	int pi = proc_of(l, tp), si, err = 0;
 
-	if (pi < 0)
-		return pi;
+	if (pi < 0) {
+		err = pi;
+		goto cleanup;
+	}
 	err = add_list(l, t, res->sym, pi, pv, VERDICT_LEAKS);
-	if (!err)
-		err = add_list(l, t, res->sym, pi, pv, VERDICT_RETAINED);
-	if (!err)
-		err = add_list(l, t, res->sym, pi, pv, VERDICT_IGNORED);
-	if (!err)
-		err = add_list(l, t, res->sym, pi, pv, VERDICT_PENDING);
-	for (i = 0; !err && i < pv->nr_growth; i++) {
+	if (err)
+		goto cleanup;
+	err = add_list(l, t, res->sym, pi, pv, VERDICT_RETAINED);
+	if (err)
+		goto cleanup;
+	err = add_list(l, t, res->sym, pi, pv, VERDICT_IGNORED);
+	if (err)
+		goto cleanup;
+	err = add_list(l, t, res->sym, pi, pv, VERDICT_PENDING);
+	if (err)
+		goto cleanup;
+	for (i = 0; i < pv->nr_growth; i++) {
 		const struct growth *g = &pv->growth[i];
 		struct diff_site *d;
 
 		si = site_of(l, t, res->sym, pi, g->site);
-		if (si < 0)
-			return si;
+		if (si < 0) {
+			err = si;
+			goto cleanup;
+		}
 		d = &l->run->procs[pi].sites[si];
 		d->visible = d->growing = true;
 		d->slope += diff__tenth(g->slope_per_step);
@@ -214,22 +223,22 @@ static int add_proc(struct loader *l, const struct replay_result *res,
 		l->run->procs[pi].growth_sites++;
 	}
 	/* What only a capture has: how many allocations each of its sites made. */
-	for (i = 0; !err && i < t->nr_sites; i++) {
+	for (i = 0; i < t->nr_sites; i++) {
 		const struct site *s = &t->sites[i];
 		struct diff_site *d;
 
 		if (!site__of(s, tp) || !s->counts || !s->allocs)
 			continue;
 		si = site_of(l, t, res->sym, pi, (uint32_t)i);
-		if (si < 0)
-			return si;
+		if (si < 0) {
+			err = si;
+			goto cleanup;
+		}
 		d = &l->run->procs[pi].sites[si];
 		d->has_allocs = true;
 		d->allocs += s->allocs;
 		d->alloc_bytes += s->alloc_bytes;
 	}
-	if (err)
-		return err;
 	p = &l->run->procs[pi];
 	for (i = 0; i < p->nr_sites; i++) {
 		p->sites[i].has_allocs = true;
@@ -268,6 +277,8 @@ static int add_proc(struct loader *l, const struct replay_result *res,
 	if (p->nr_series != p->steps)
 		p->series_cut = true;
 	return 0;
+cleanup:
+	return err;
 }
 
 static int on_done(void *ctx, const struct replay_result *res)

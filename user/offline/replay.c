@@ -566,13 +566,15 @@ static int replay_new_analysis(struct replay *rp)
 {
 	int err = symbolizer__new(NULL, &rp->sym);
 
-	if (!err)
-		symbolizer__set_site_skip(rp->sym, rp->a->site_skip, rp->a->nr_site_skip);
-	if (!err)
-		err = analysis__new(rp->a, symbolizer__site_frames, rp->sym, &rp->an);
+	if (err)
+		goto cleanup;
+	symbolizer__set_site_skip(rp->sym, rp->a->site_skip, rp->a->nr_site_skip);
+	err = analysis__new(rp->a, symbolizer__site_frames, rp->sym, &rp->an);
+	if (err)
+		goto cleanup;
 	/* Python frames name a site where its call site is the interpreter's: as live. */
-	if (!err)
-		tracker__set_site_fn(rp->an->t, symbolizer__py_site, rp->sym);
+	tracker__set_site_fn(rp->an->t, symbolizer__py_site, rp->sym);
+cleanup:
 	return err;
 }
 
@@ -645,10 +647,11 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 	int err;
 
 	err = replay_new_analysis(rp);
-	if (!err)
-		err = pictures__open(&rp->a->out, &rp->pics);
 	if (err)
-		return err;
+		goto cleanup;
+	err = pictures__open(&rp->a->out, &rp->pics);
+	if (err)
+		goto cleanup;
 	t = rp->an->t;
 	rp->rep = (struct report){.t = rp->an->t,
 				  .tl = rp->an->tl,
@@ -660,32 +663,34 @@ static int replay_reader(struct replay *rp, const char *name, FILE *out, FILE *j
 	timeline__on_step(rp->an->tl, on_step, rp);
 	rp->next_interval_ns = in->monotonic_start_ns + rp->interval_ns;
 	err = capture_reader__read(rp->rd, &names_visitor, rp);
+	if (err) {
+		if (!quiet)
+			pr_err("%s: %s\n", name, capture_reader__error(rp->rd));
+		goto cleanup;
+	}
 	/* A watch capture is written at its trigger, after its records: they are timed from
 	 * the window's start. */
-	if (!err && rp->has_trigger && rp->trig.window_start_ns) {
+	if (rp->has_trigger && rp->trig.window_start_ns) {
 		rp->rep.t0_ns = rp->trig.window_start_ns;
 		rp->next_interval_ns = rp->rep.t0_ns + rp->interval_ns;
 	}
 	/* What the capture is comes first, then the analysis as live printed it. */
-	if (!err)
-		print_summary(rp, name, out);
-	else if (!quiet)
-		pr_err("%s: %s\n", name, capture_reader__error(rp->rd));
-	if (!err)
-		err = replay_records(rp, name, quiet);
+	print_summary(rp, name, out);
+	err = replay_records(rp, name, quiet);
 	if (err)
-		return err;
+		goto cleanup;
 	extra = verdict_extra(rp, name);
 	rp->rep.verdict_extra = extra;
 	/* "Now" is the last thing the capture saw: a process still running when the recorder
 	 * stopped short is reported as of then. */
 	err = analysis__verdict(rp->an, &v);
-	if (!err) {
-		report__final(&rp->rep, v, t->last_ts_ns);
-		rp->gate_failed = v->gate_failed;
-		/* said, and exit 1; the verdicts are written all the same */
-		rp->out_err = pictures__write(rp->pics, &rp->rep, v, rp->an, t->last_ts_ns);
-	}
+	if (err)
+		goto cleanup;
+	report__final(&rp->rep, v, t->last_ts_ns);
+	rp->gate_failed = v->gate_failed;
+	/* said, and exit 1; the verdicts are written all the same */
+	rp->out_err = pictures__write(rp->pics, &rp->rep, v, rp->an, t->last_ts_ns);
+cleanup:
 	verdict__free(v);
 	free(extra);
 	return err;
@@ -716,12 +721,15 @@ int replay__analyse(const char *path, const void *buf, size_t len, const struct 
 	if (step)
 		timeline__on_step(rp.an->tl, on_step_hook, &rp);
 	err = capture_reader__read(rp.rd, &names_visitor, &rp);
-	if (err && !quiet)
-		pr_err("%s: %s\n", name, capture_reader__error(rp.rd));
-	if (!err)
-		err = replay_records(&rp, name, quiet);
-	if (!err)
-		err = analysis__verdict(rp.an, &v);
+	if (err) {
+		if (!quiet)
+			pr_err("%s: %s\n", name, capture_reader__error(rp.rd));
+		goto cleanup;
+	}
+	err = replay_records(&rp, name, quiet);
+	if (err)
+		goto cleanup;
+	err = analysis__verdict(rp.an, &v);
 	if (err)
 		goto cleanup;
 	res = (struct replay_result){.an = rp.an,
@@ -745,12 +753,13 @@ int replay__mem(const void *buf, size_t len, unsigned int reader_flags,
 	int err;
 
 	err = capture_reader__open_mem(buf, len, reader_flags, &rp.rd);
-	if (!err)
-		err = replay_reader(&rp, "mem", out, json, 5, true);
-	if (!err && rp.damaged)
-		err = -EINVAL;
-	if (!err)
-		err = rp.out_err;
+	if (err)
+		goto cleanup;
+	err = replay_reader(&rp, "mem", out, json, 5, true);
+	if (err)
+		goto cleanup;
+	err = rp.damaged ? -EINVAL : rp.out_err;
+cleanup:
 	replay_free(&rp);
 	capture_reader__free(rp.rd);
 	return err;

@@ -8,7 +8,7 @@
  * A Python frame is, to the rest of gpuleak, an address like any other: a value no user
  * address can take (PY_FRAME_BASE and up, outside the canonical halves of x86-64 and
  * arm64), one per (process, code object, line), named "qualname (file:line)". Stacks
- * hold them where the interpreter's evaluation frames were (symbolizer.c merges).
+ * hold them where the interpreter's evaluation frames were (pymerge.c merges).
  */
 #ifndef GPULEAK_SYMBOLS_PYFRAMES_H
 #define GPULEAK_SYMBOLS_PYFRAMES_H

@@ -12,6 +12,12 @@
  * the symbolizer is created without modules and fed what the capture recorded, the names of
  * the addresses the recorder resolved (symbolizer__set) and its map snapshots
  * (symbolizer__add_map) for the rest; it never looks at the live system.
+ *
+ * Callers name addresses, stacks and sites through this header; behind it each part of the
+ * work is a module of symbols/ owning its data: symtabs.h (one symbol table per build-id,
+ * debug files), demangle.h, jitnames.h (perf maps), stacks.h and fpwalk.h (interned stacks,
+ * frame-pointer judgement), pymerge.h and jssites.h (Python and JavaScript frames, sites and
+ * stacks).
  */
 #ifndef GPULEAK_SYMBOLS_SYMBOLIZER_H
 #define GPULEAK_SYMBOLS_SYMBOLIZER_H
@@ -188,5 +194,16 @@ int32_t symbolizer__py_canonical(const struct symbolizer *s, pid_t pid, int32_t 
 uint64_t symbolizer__py_site(void *ctx, pid_t pid, uint64_t caller, int32_t *stack_id);
 /* Python records left out as malformed. */
 uint64_t symbolizer__py_bad(const struct symbolizer *s);
+
+/* ---- for the modules of symbols/ ---- */
+
+struct py_frame_name;
+
+/*
+ * pymerge.c: name addr in pid as the Python frame nm, "qualname (file:line)", unless it has
+ * a name already; rules match its "file:line" too (symbolizer__site_frames). 0 or -ENOMEM.
+ */
+int symbolizer__set_python(struct symbolizer *s, pid_t pid, uint64_t addr,
+			   const struct py_frame_name *nm);
 
 #endif

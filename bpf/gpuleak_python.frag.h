@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * The Python frames of a traced allocation (CPython 3.10 to 3.13, x86-64): included by
- * gpuleak.bpf.c after its ring buffer, loss counters and task storage, which it uses.
+ * A fragment of gpuleak.bpf.c, not a header: included by it once, mid-file, after its ring
+ * buffer, loss counters (count_loss), record headers (hdr_fill) and thread state (struct
+ * tstate), which it uses, and before the handlers that call py_stack. It is kept apart for
+ * reading only. It is no compilation unit of its own because py_stack would then be a global
+ * subprogram called across objects (bpftool gen object): that verifies on this kernel, but
+ * everything above would have to move out of gpuleak.bpf.c into a header both units share.
+ *
+ * The Python frames of a traced allocation (CPython 3.10 to 3.13, x86-64).
  *
  * The calling thread's PyThreadState is the one whose thread_id (pthread_self() of the
  * thread it belongs to) equals the task's FS base, which is what pthread_self() returns on
@@ -22,8 +28,8 @@
  * objects the process has not shown before. The record is reserved before its id is
  * published, so any record that carries the id follows it in the ring buffer.
  */
-#ifndef GPULEAK_PYTHON_BPF_H
-#define GPULEAK_PYTHON_BPF_H
+#ifndef GPULEAK_PYTHON_FRAG_H
+#define GPULEAK_PYTHON_FRAG_H
 
 /* --python-depth: Python frames kept per stack, 0: no Python walk. */
 const volatile __u32 python_depth = 0;
@@ -697,4 +703,4 @@ static __always_inline void py_stack(struct tstate *st, __u64 pid_tgid, __s32 *s
 	*stack_id = new_id;
 }
 
-#endif /* GPULEAK_PYTHON_BPF_H */
+#endif /* GPULEAK_PYTHON_FRAG_H */
