@@ -493,7 +493,7 @@ static __always_inline bool under_alloc(const struct tstate *st, __u32 d, __u16 
 
 #include "gpuleak_python.frag.h" /* the Python frame walk: a fragment, included once */
 
-/* py_later: a Python process's allocation to the program with the walk (python.bpf.h). */
+/* py_later: a Python process's allocation to the program with the walk (the fragment). */
 static __always_inline void py_handoff(void *ctx, struct gl_api_spec s, __u32 slot)
 {
 	__u32 pid;

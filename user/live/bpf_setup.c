@@ -34,7 +34,7 @@ struct bpf_setup {
 	/*
 	 * The Python walk loaded when the first Python process is configured, not at start:
 	 * skel's programs are built without it (py_later), py_skel's gl_enter and gl_usdt with
-	 * it, on skel's maps, reached by tail call (python.bpf.h).
+	 * it, on skel's maps, reached by tail call (gpuleak_python.frag.h).
 	 */
 	bool py_lazy;
 	bool py_failed; /* its load failed (said): no Python frames in this session */
