@@ -494,7 +494,7 @@ static __always_inline bool under_alloc(const struct tstate *st, __u32 d, __u16 
 #include "gpuleak_python.frag.h" /* the Python frame walk: a fragment, included once */
 
 /* py_later: a Python process's allocation to the program with the walk (the fragment). */
-static __always_inline void py_handoff(void *ctx, struct gl_api_spec s, __u32 slot)
+static __always_inline void py_handoff(void *ctx, struct gl_api_spec s, void *prog)
 {
 	__u32 pid;
 
@@ -502,7 +502,7 @@ static __always_inline void py_handoff(void *ctx, struct gl_api_spec s, __u32 sl
 		return;
 	pid = cur_pid_tgid() >> 32;
 	if (bpf_map_lookup_elem(&pyprocs, &pid))
-		bpf_tail_call(ctx, &py_progs, slot);
+		bpf_tail_call(ctx, prog, 0);
 }
 
 /*
@@ -1191,7 +1191,7 @@ int gl_usdt(struct pt_regs *ctx)
 	if (api >= GL_API_MAX)
 		return 0;
 	s = SPEC(api);
-	py_handoff(ctx, s, GL_PY_PROG_USDT);
+	py_handoff(ctx, s, &py_usdt_prog);
 	switch (s.shape) {
 	case GL_SHAPE_ALLOC_DONE:
 		return emit_done(ctx, api, s, true);
@@ -1222,7 +1222,7 @@ int gl_enter(struct pt_regs *ctx)
 	if (api >= GL_API_MAX)
 		return 0;
 	s = SPEC(api);
-	py_handoff(ctx, s, GL_PY_PROG_ENTER);
+	py_handoff(ctx, s, &py_enter_prog);
 	switch (s.shape) {
 	case GL_SHAPE_ALLOC_OUTPTR:
 	case GL_SHAPE_ALLOC_RET:

@@ -264,8 +264,6 @@ struct gl_label_rec {
  * those alone, so they are named after the code object, or the process, is gone.
  */
 #define GL_PY_DEPTH_MAX 64 /* --python-depth limit */
-/* py_progs' slots: the programs with the Python walk, loaded when it is needed (not persisted) */
-enum gl_py_prog { GL_PY_PROG_ENTER, GL_PY_PROG_USDT, GL_PY_PROG_MAX };
 
 enum gl_py_stack_flags {
 	GL_PYS_TRUNCATED = 1 << 0, /* more Python frames beyond the last one sent */

@@ -37,17 +37,20 @@ const volatile __u32 python_depth = 0;
  * The object loaded at start without the walk (python_depth 0: a fifth of the verifier's
  * work) while Python may still appear: an allocation of a process configured as Python goes
  * to the same program built with the walk, a second load of this object that user space puts
- * in py_progs when the first Python process appears (bpf_setup.c). Until it is there the
- * tail call fails and the call is traced here, without Python frames.
+ * in py_enter_prog and py_usdt_prog when the first Python process appears (bpf_setup.c). Until
+ * it is there the tail call fails and the call is traced here, without Python frames. One
+ * array per program: the kernel takes a tail call only between programs of the same expected
+ * attach type, and with classic uprobe links gl_enter has none while libbpf gives gl_usdt the
+ * uprobe_multi type wherever the kernel has it.
  */
 const volatile bool py_later = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
-	__uint(max_entries, GL_PY_PROG_MAX);
+	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, __u32);
-} py_progs SEC(".maps");
+} py_enter_prog SEC(".maps"), py_usdt_prog SEC(".maps");
 /*
  * Bumped by user space whenever it configures a process as Python: a thread that found no
  * configuration for its process skips the lookup until it changes.

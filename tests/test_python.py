@@ -145,8 +145,12 @@ def python_walk_loaded_when_a_shell_execs_python():
     with open(script, "w") as f:
         f.write(f"#!/bin/sh\nexec {py} \"$@\"\n")
     os.chmod(script, 0o755)
-    for cmd, later in (([script, WORKLOAD], True), ([py, WORKLOAD], False)):
-        res = run_gpuleak(["run", "-v", "--interval", "0", "--step", "sync", "--", *cmd,
+    # Classic uprobe links too: there the entry program has no expected attach type while
+    # libbpf gives the USDT program uprobe_multi's, and the kernel tail-calls only between
+    # programs of one type (each has its own array).
+    for cmd, later, links in (([script, WORKLOAD], True, []), ([py, WORKLOAD], False, []),
+                              ([script, WORKLOAD], True, ["--uprobe-links", "classic"])):
+        res = run_gpuleak(["run", "-v", "--interval", "0", "--step", "sync", *links, "--", *cmd,
                            "decode", "5"], env=env())
         eq("gpuleak: the Python frame walk loaded in" in res.err, later,
            f"{name} {cmd[0]}: the walk loaded on demand ({later}): {res.err}")

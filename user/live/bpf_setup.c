@@ -294,7 +294,7 @@ static int load_python(struct bpf_setup *b)
 	struct gpuleak_bpf *py;
 	struct bpf_program *p;
 	struct bpf_map *m;
-	__u32 k;
+	__u32 k = 0;
 	int err = 0, fd;
 
 	py = gpuleak_bpf__open();
@@ -319,12 +319,14 @@ static int load_python(struct bpf_setup *b)
 			goto cleanup;
 	}
 	err = gpuleak_bpf__load(py);
-	for (k = 0; !err && k < GL_PY_PROG_MAX; k++) {
-		fd =
-		    bpf_program__fd(k == GL_PY_PROG_ENTER ? py->progs.gl_enter : py->progs.gl_usdt);
-		err =
-		    bpf_map__update_elem(b->skel->maps.py_progs, &k, sizeof(k), &fd, sizeof(fd), 0);
-	}
+	if (err)
+		goto cleanup;
+	fd = bpf_program__fd(py->progs.gl_enter);
+	err = bpf_map__update_elem(b->skel->maps.py_enter_prog, &k, sizeof(k), &fd, sizeof(fd), 0);
+	if (err)
+		goto cleanup;
+	fd = bpf_program__fd(py->progs.gl_usdt);
+	err = bpf_map__update_elem(b->skel->maps.py_usdt_prog, &k, sizeof(k), &fd, sizeof(fd), 0);
 	if (err)
 		goto cleanup;
 	b->py_skel = py;
