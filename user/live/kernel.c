@@ -22,6 +22,7 @@
 #include <linux/bpf.h>
 #include "lib/json.h"
 #include "lib/log.h"
+#include "lib/rundir.h"
 #include "live/kernel.h"
 
 struct kfeat_info {
@@ -306,44 +307,12 @@ void kernel__probe(struct kernel_features *k)
  */
 #define CACHE_MAGIC "gpuleak-kernel-features 1"
 
-static int note_build_id(struct dl_phdr_info *info, size_t size, void *data)
-{
-	char *out = data;
-	int i;
-
-	(void)size;
-	/* The first object is the executable itself. */
-	for (i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr), *end;
-
-		if (ph->p_type != PT_NOTE)
-			continue;
-		for (end = p + ph->p_memsz; p + sizeof(ElfW(Nhdr)) <= end;) {
-			const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
-			const unsigned char *desc =
-			    (const unsigned char *)p + sizeof(*n) + ((n->n_namesz + 3) & ~3u);
-			unsigned int j;
-
-			if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && n->n_descsz <= 64 &&
-			    !memcmp(p + sizeof(*n), "GNU", 4)) {
-				for (j = 0; j < n->n_descsz; j++)
-					sprintf(out + 2 * j, "%02x", desc[j]);
-				return 1;
-			}
-			p += sizeof(*n) + ((n->n_namesz + 3) & ~3u) + ((n->n_descsz + 3) & ~3u);
-		}
-	}
-	return 1;
-}
-
 /* The file for this boot and this build, "" when there is none to use. */
 static void cache_path(char *out, size_t size)
 {
-	char boot[64] = "", build[129] = "", dir[200];
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	char boot[64] = "", dir[200];
+	const char *build = rundir__build_id();
 	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
-	struct stat st;
 
 	out[0] = 0;
 	if (f) {
@@ -351,44 +320,27 @@ static void cache_path(char *out, size_t size)
 			boot[0] = 0;
 		fclose(f);
 	}
-	dl_iterate_phdr(note_build_id, build);
-	if (!boot[0] || !build[0])
-		return;
-	if (!geteuid())
-		snprintf(dir, sizeof(dir), "/run/gpuleak");
-	else if (xdg && xdg[0] == '/' && strlen(xdg) < 150)
-		snprintf(dir, sizeof(dir), "%s/gpuleak", xdg);
-	else
-		return;
-	if (mkdir(dir, 0700) && errno != EEXIST)
-		return;
-	/* Ours alone: another user's answers are never taken for this kernel's. */
-	if (stat(dir, &st) || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+	if (!boot[0] || !build[0] || !rundir__dir(dir, sizeof(dir)))
 		return;
 	snprintf(out, size, "%s/kernel-%s-%s", dir, boot, build);
 }
 
 static bool cache_read(const char *path, struct kernel_features *k)
 {
-	char magic[64], line[256];
+	char magic[64];
 	unsigned long long bits;
-	int probed, fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	struct stat st;
-	ssize_t n;
-	int i;
+	int probed, i;
+	size_t len;
+	char *line = rundir__read(path, 255, &len);
+	bool ok;
 
-	if (fd < 0)
+	if (!line)
 		return false;
-	n = fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & 022)
-		? -1
-		: read(fd, line, sizeof(line) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	line[n] = 0;
-	if (sscanf(line, "%63[^0-9]%*d %d %llx", magic, &probed, &bits) != 3 ||
-	    strncmp(line, CACHE_MAGIC " ", strlen(CACHE_MAGIC) + 1) || probed != 1 ||
-	    bits >> KF_MAX)
+	ok = sscanf(line, "%63[^0-9]%*d %d %llx", magic, &probed, &bits) == 3 &&
+	     !strncmp(line, CACHE_MAGIC " ", strlen(CACHE_MAGIC) + 1) && probed == 1 &&
+	     !(bits >> KF_MAX);
+	free(line);
+	if (!ok)
 		return false;
 	k->probed = true;
 	for (i = 0; i < KF_MAX; i++)
@@ -396,29 +348,17 @@ static bool cache_read(const char *path, struct kernel_features *k)
 	return true;
 }
 
-/* Written whole under another name, then renamed: a reader sees all of it or nothing. */
 static void cache_write(const char *path, const struct kernel_features *k)
 {
 	unsigned long long bits = 0;
-	char tmp[300];
-	FILE *f;
-	int i, fd;
+	char line[128];
+	int i, n;
 
 	for (i = 0; i < KF_MAX; i++)
 		bits |= (unsigned long long)k->have[i] << i;
-	snprintf(tmp, sizeof(tmp), "%s.%d", path, getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return;
-	f = fdopen(fd, "w");
-	if (!f) {
-		close(fd);
-		unlink(tmp);
-		return;
-	}
-	fprintf(f, CACHE_MAGIC " 1 %llx\n", bits);
-	if (fclose(f) || rename(tmp, path))
-		unlink(tmp);
+	n = snprintf(line, sizeof(line), CACHE_MAGIC " 1 %llx\n", bits);
+	/* Not written: probed again at the next start. */
+	(void)rundir__write(path, line, (size_t)n);
 }
 
 bool kernel__probe_cached(struct kernel_features *k, char *path, size_t path_size)
