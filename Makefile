@@ -222,8 +222,9 @@ include bench/bench.mk
 # bytes; rules: the rules parser and matchers; perfmap: the perf maps traced JITs write; json:
 # the strict JSON reader and the NDJSON verdicts gpuleak diff reads, with the diff of what loads;
 # dawn: the object reader and Dawn's proc-table recovery, on any object file.
+# objfacts: the store of facts about objects a run leaves for the next in /run/gpuleak.
 FUZZ_CC ?= clang
-FUZZ_TARGETS := capture rules perfmap json dawn unwind
+FUZZ_TARGETS := capture rules perfmap json dawn unwind objfacts
 FUZZ_BINS := $(patsubst %,$(OUTPUT)/fuzz/fuzz_%,$(FUZZ_TARGETS))
 # The engine: every libbpf-free folder.
 FUZZ_SRC := $(ENGINE_SRC)

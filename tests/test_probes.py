@@ -4,6 +4,7 @@
 provably do not matter to it and reports the others; tests/standin/reloc.S has one entry of
 each kind, in assembly (real libraries: libnccl.so.2 and glibc's free in
 test_driver_nccl.py)."""
+import glob
 import os
 import re
 import shutil
@@ -126,3 +127,93 @@ def probes_pid_says_what_is_wrong():
                f"probes -p {pid} {pre[:1]}")
     finally:
         t.kill()
+
+
+def gnu_build_id(path):
+    m = re.search(r"Build ID: ([0-9a-f]+)", run_plain(["readelf", "-n", path]).stdout)
+    check(m, f"{path} has a GNU build id")
+    return m.group(1)
+
+
+def attach_counts(env=None):
+    """Attach -v to the loop scenario: (objects scanned, spared by earlier runs), the objects
+    probed, and the verdict."""
+    a = harness.Attached("loop", [3, 65536], gl_args=["-v"], env=env)
+    try:
+        a.wait_attached()
+        a.target.send()
+        res = a.finish()
+    finally:
+        a.cleanup()
+    m = re.search(r"objects scanned (\d+), spared by earlier runs (\d+)\)", res.err)
+    check(m, f"attach -v says what it scanned: {res.err}")
+    # At attach (libcuda.so.1 is loaded later, and scanned then).
+    probed = sorted(set(re.findall(r"attached \d+ probes to (\S+)", res.err[:m.start()])))
+    return (int(m.group(1)), int(m.group(2))), probed, res
+
+
+@test
+def object_scans_kept_between_runs():
+    """What a scan found nothing to trace in is not scanned again by the next run (the store
+    in /run/gpuleak, per build): the same probes and the same verdict; a library changed
+    since (here only touched) is scanned afresh; a store that does not parse or that others
+    may write is ignored and replaced."""
+    store_glob = f"/run/gpuleak/objects-{gnu_build_id(harness.GPULEAK)}-*"
+    for f in glob.glob(store_glob):
+        os.unlink(f)
+    d = harness.tmpfile("")
+    os.makedirs(d)
+    try:
+        # A library of ours among the target's: one the test may change.
+        z = os.path.join(d, "libz.so.1")
+        shutil.copy("/usr/lib/x86_64-linux-gnu/libz.so.1", z)
+        env = {"LD_PRELOAD": z}
+        (scanned, spared), probed, res = attach_counts(env)
+        eq(spared, 0, "the first run spares nothing")
+        check(len(probed) >= 2 and any("libcudart" in p for p in probed),
+              f"objects probed: {probed}")
+        stores = glob.glob(store_glob)
+        eq(len(stores), 1, "one store for this build and these options")
+        eq(os.stat(stores[0]).st_mode & 0o777, 0o600, "only root reads and writes it")
+        with open(stores[0]) as f:
+            lines = f.read().splitlines()
+        eq(lines[0], "gpuleak-object-facts 1", "its first line")
+        st = os.stat(z)
+        zline = f"{st.st_dev:x} {st.st_ino:x} {st.st_size:x} {st.st_mtime_ns:x} {st.st_ctime_ns:x}"
+        check(any(l.startswith(zline + " ") for l in lines), f"libz's facts kept: {lines}")
+        want = (leak_sites(res.verdict()), res.verdict()["allocs"], res.verdict()["frees"])
+
+        (s2, sp2), probed2, res2 = attach_counts(env)
+        eq((s2, sp2), (len(probed), scanned - len(probed)),
+           "the second run scans only the objects it probes")
+        eq(probed2, probed, "the same objects probed")
+        eq((leak_sites(res2.verdict()), res2.verdict()["allocs"], res2.verdict()["frees"]),
+           want, "the same verdict")
+
+        os.utime(z)  # a new mtime and ctime: another version of the file
+        (s3, sp3), _, _ = attach_counts(env)
+        eq((s3, sp3), (len(probed) + 1, scanned - len(probed) - 1), "libz scanned afresh")
+
+        for bad, mode in (("gpuleak-object-facts 1\nfe00 zz\n", 0o600),
+                          ("".join(l + "\n" for l in lines), 0o622)):
+            with open(stores[0], "w") as f:
+                f.write(bad)
+            os.chmod(stores[0], mode)
+            (s4, sp4), probed4, res4 = attach_counts(env)
+            eq((s4, sp4), (scanned, 0), f"a store {bad[:30]!r} {mode:o}: everything scanned")
+            eq(probed4, probed, "the same objects probed")
+            if mode == 0o600:
+                check("line 2: not six hex fields of known facts: objects are scanned afresh"
+                      in res4.err, f"said why, with the line: {res4.err}")
+            eq(os.stat(stores[0]).st_mode & 0o777, 0o600, "replaced with its own mode")
+            (s5, sp5), _, _ = attach_counts(env)
+            eq((s5, sp5), (len(probed), scanned - len(probed)), "replaced: spared again")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@test(root=False)
+def fuzz_objfacts_parser_short():
+    """The store of facts about objects under libFuzzer for a few thousand inputs
+    (`make fuzz-objfacts` runs it for long)."""
+    harness.run_fuzzer("objfacts", 5000)

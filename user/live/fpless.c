@@ -8,6 +8,7 @@
 #include "live/fpless.h"
 #include "live/live.h"
 #include "probe/elf_obj.h"
+#include "probe/modules.h"
 #include "probe/proc_maps.h"
 #include "symbols/symbolizer.h"
 
@@ -27,18 +28,34 @@ static bool walk_end_object(const char *path)
 	       !strncmp(b, "ld-musl", 7);
 }
 
-/* A mapping of code the frame-pointer walk cannot be trusted through but CFI can unwind. */
+/*
+ * A mapping of code the frame-pointer walk cannot be trusted through but CFI can unwind.
+ * Judged once per version of the file (objfacts.h): the judgement reads the object's code
+ * and its debug file, most of what attaching to a process cost after the scans.
+ */
 static bool fpless_code(struct live *l, const struct proc_maps *m, const struct pmap_ent *e)
 {
+	struct module *mod;
 	struct elf_obj *elf;
+	unsigned int facts;
 	uint64_t bias;
+	bool fpless;
 
 	if (!e->exec || !e->path || e->path[0] != '/' || walk_end_object(e->path))
 		return false;
-	if (symbolizer__object_fp(l->sym, m->pid, e->start) != 0)
-		return false;
+	mod = modules__get(l->mods, m->pid, e);
+	facts = mod ? module__facts(mod) : 0;
+	if (facts & OBJF_FP_JUDGED)
+		return facts & OBJF_FPLESS;
+	/* No object to read (yet): judged again next time. */
 	elf = symbolizer__object(l->sym, m->pid, e->start, &bias);
-	return elf && elf_obj__has_eh_frame(elf);
+	if (!elf)
+		return false;
+	/* -1: no sized function symbols to judge by (glibc's stub libraries): no copies. */
+	fpless = symbolizer__object_fp(l->sym, m->pid, e->start) == 0 && elf_obj__has_eh_frame(elf);
+	if (mod)
+		module__learn(mod, OBJF_FP_JUDGED | (fpless ? OBJF_FPLESS : 0));
+	return fpless;
 }
 
 static void add_range(struct gl_fpless *v, uint64_t start, uint64_t end)

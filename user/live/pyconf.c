@@ -60,8 +60,13 @@ static const struct py_obj *obj_of(struct pyconf *pc, struct module *mod)
 	o = &pc->v[pc->n++];
 	memset(o, 0, sizeof(*o));
 	o->mod = mod;
-	o->err = mod->elf ? py_abi__detect(mod->elf, mod->name, &o->abi, o->msg, sizeof(o->msg))
-			  : -ENOENT;
+	if (!mod->elf || (module__facts(mod) & OBJF_NOT_PYTHON)) {
+		o->err = -ENOENT;
+		return o;
+	}
+	o->err = py_abi__detect(mod->elf, mod->name, &o->abi, o->msg, sizeof(o->msg));
+	if (o->err == -ENOENT)
+		module__learn(mod, OBJF_NOT_PYTHON);
 	return o;
 }
 

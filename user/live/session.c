@@ -490,6 +490,9 @@ static int open_tracing(struct session *s)
 	modules__set_wgpu_abi(l->mods, &o->webgpu_abi);
 	modules__move_probes(l->mods, !o->probe_at_entry);
 	modules__dawn_procs_only(l->mods, o->dawn_procs);
+	err = modules__use_facts(l->mods);
+	if (err)
+		goto cleanup;
 	err = attach__new(bpf_setup__enter_prog(l->bpf), bpf_setup__exit_prog(l->bpf),
 			  bpf_setup__usdt_prog(l->bpf), bpf_setup__uprobe_multi(l->bpf), l->mods,
 			  &l->att);
@@ -586,6 +589,9 @@ static int close_session(struct session *s, bool traced, int err)
 	probe_sites__free(l->sites);
 	unwind__free(l->unw);
 	symbolizer__free(l->sym);
+	/* What this run learnt of the objects it scanned, for the next (objfacts.h). */
+	if (l->mods)
+		modules__save_facts(l->mods);
 	modules__free(l->mods);
 	overhead__free(l->ovh);
 	bpf_setup__free(l->bpf);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,8 @@
 #include "probe/elf_obj.h"
 #include "probe/modules.h"
 #include "probe/catalog.h"
+#include "lib/hmap.h"
+#include "lib/rundir.h"
 #include "lib/vec.h"
 
 struct modules {
@@ -18,6 +21,8 @@ struct modules {
 	bool fixed_probes;	  /* --probe-at-entry */
 	bool dawn_procs_only;	  /* --dawn-procs */
 	struct wgpu_abi wgpu_abi; /* --webgpu-abi; labels == 0: detect per object */
+	struct objfacts *facts;	  /* NULL: every object scanned */
+	size_t spared, scanned;
 };
 
 void modules__trace_libc(struct modules *ms, bool on)
@@ -43,6 +48,43 @@ void modules__dawn_procs_only(struct modules *ms, bool on)
 void modules__set_wgpu_abi(struct modules *ms, const struct wgpu_abi *abi)
 {
 	ms->wgpu_abi = *abi;
+}
+
+int modules__use_facts(struct modules *ms)
+{
+	char name[300];
+	const char *build = rundir__build_id();
+	/* What a scan's result depends on besides the file: the catalog (this build), options. */
+	uint64_t opts = hmap_hash2((uint64_t)ms->dawn_procs_only << 32 | ms->wgpu_abi.labels << 8 |
+				       ms->wgpu_abi.formats,
+				   ms->wgpu_abi.configured);
+
+	if (!build[0])
+		return 0; /* no build id: nothing tells this catalog's facts from another's */
+	snprintf(name, sizeof(name), "objects-%s-%016" PRIx64, build, opts);
+	return objfacts__open(name, &ms->facts);
+}
+
+int modules__save_facts(struct modules *ms)
+{
+	return objfacts__save(ms->facts);
+}
+
+void modules__facts_counts(const struct modules *ms, size_t *spared, size_t *scanned)
+{
+	*spared = ms->spared;
+	*scanned = ms->scanned;
+}
+
+unsigned int module__facts(const struct module *m)
+{
+	return m->has_id ? objfacts__get(m->ms->facts, &m->id) : 0;
+}
+
+void module__learn(const struct module *m, unsigned int bits)
+{
+	if (m->has_id)
+		objfacts__add(m->ms->facts, &m->id, bits);
 }
 
 int modules__new(struct modules **out)
@@ -79,6 +121,7 @@ void modules__free(struct modules *ms)
 	for (i = 0; i < ms->n; i++)
 		module_free(ms->v[i]);
 	free(ms->v);
+	objfacts__free(ms->facts);
 	free(ms);
 }
 
@@ -114,6 +157,7 @@ static struct module *add(struct modules *ms, uint64_t dev, uint64_t ino, const 
 	m->ino = ino;
 	m->ms = ms;
 	m->open_err = elf_obj__open(open_path, &m->elf);
+	m->has_id = ms->facts && !file_id__of(open_path, &m->id);
 	m->libc = ms->libc;
 	m->nvtx = ms->nvtx;
 	ms->v[ms->n++] = m;
@@ -143,6 +187,8 @@ static void reopen_by_path(struct module *m, pid_t pid, const struct pmap_ent *e
 			continue;
 		if (!elf_obj__open(path, &m->elf))
 			m->open_err = 0;
+		if (m->elf)
+			m->has_id = m->ms->facts && !file_id__of(path, &m->id);
 	}
 }
 
@@ -432,6 +478,15 @@ static int scan_sdt(const struct elf_sdt *n, void *ctx)
 	return 0;
 }
 
+/*
+ * Whether an earlier run's "nothing to trace" holds for this scan: not when it traces more
+ * than a plain scan does (--libc on the C library, NVTX entry points for --step nvtx).
+ */
+static bool facts_apply(const struct module *m)
+{
+	return m->has_id && !m->nvtx && !(m->libc && is_libc(m));
+}
+
 int module__scan(struct module *m)
 {
 	struct scan_ctx sc = {.m = m, .libc = m->libc && is_libc(m)};
@@ -441,6 +496,12 @@ int module__scan(struct module *m)
 	m->scanned = true;
 	if (!m->elf)
 		return m->open_err;
+	if (facts_apply(m) && (module__facts(m) & OBJF_NO_SITES)) {
+		m->from_facts = true;
+		m->ms->spared++;
+		return 0;
+	}
+	m->ms->scanned++;
 	elf_obj__for_each_func(m->elf, scan_one, &sc);
 	if (!sc.err && !sc.marks.wgpu_funcs)
 		sc.err = scan_dawn_procs(&sc);
@@ -450,14 +511,22 @@ int module__scan(struct module *m)
 		m->usdt_err = elf_obj__for_each_sdt(m->elf, scan_sdt, m);
 	if (m->usdt_err == -ENOMEM)
 		sc.err = -ENOMEM;
+	/* Nothing to trace: no site, no catalog probe among its notes, no WebGPU, no Dawn. */
+	if (!sc.err && facts_apply(m) && !m->nr_sites && !m->nr_usdt_traced && !m->usdt_err &&
+	    !m->nr_wgpu_funcs && !m->nr_wgpu_dropped && !m->dawn)
+		module__learn(m, OBJF_NO_SITES);
 	return sc.err;
 }
 
-const struct usdt_probe *module__usdt(const struct module *m, const char *provider,
-				      const char *name)
+const struct usdt_probe *module__usdt(struct module *m, const char *provider, const char *name)
 {
 	size_t i;
 
+	/* A marker may name any note: those of an object spared its scan are read now. */
+	if (m->from_facts) {
+		m->from_facts = false;
+		m->usdt_err = elf_obj__for_each_sdt(m->elf, scan_sdt, m);
+	}
 	for (i = 0; i < m->nr_usdt; i++)
 		if (!strcmp(m->usdt[i].provider, provider) && !strcmp(m->usdt[i].name, name))
 			return &m->usdt[i];

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "probe/insn.h"
+#include "probe/objfacts.h"
 #include "probe/proc_maps.h"
 #include "probe/wgpu_abi.h"
 
@@ -62,6 +63,10 @@ struct module {
 	struct elf_obj *elf; /* NULL when not an ELF object or not readable */
 	int open_err;	     /* why elf is NULL (-errno) */
 	bool scanned;
+	/* The version of the file mapped (objfacts.h); has_id: known (map_files or path). */
+	struct file_id id;
+	bool has_id;
+	bool from_facts; /* scanned by an earlier run: nothing to trace, notes unread yet */
 	struct probe_site *sites;
 	size_t nr_sites;
 	size_t nr_required; /* sites that are not CAT_OPTIONAL: "a CUDA library" */
@@ -108,11 +113,25 @@ struct module *modules__get_path(struct modules *ms, const char *path);
  * Dawn's C++ ones (MakeError) are not used, as if it had none, for modules scanned from now.
  */
 void modules__dawn_procs_only(struct modules *ms, bool on);
-/* Find the catalog's functions and USDT probes in a module (cached: done once per module). */
+/*
+ * Keep what scans find between runs (objfacts.h), in a store for this build and the scan
+ * options set so far (libc, --webgpu-abi, --dawn-procs): set them first. 0 or -ENOMEM.
+ */
+int modules__use_facts(struct modules *ms);
+/* Write back what this run learnt (nothing without modules__use_facts): 0 or -errno. */
+int modules__save_facts(struct modules *ms);
+/* Objects whose scan an earlier run's facts spared, and objects scanned. */
+void modules__facts_counts(const struct modules *ms, size_t *spared, size_t *scanned);
+/* What is known of the module's file from earlier runs (objfacts.h bits), and to add. */
+unsigned int module__facts(const struct module *m);
+void module__learn(const struct module *m, unsigned int bits);
+/*
+ * Find the catalog's functions and USDT probes in a module (cached: done once per module).
+ * An object an earlier run found nothing in is not scanned again (modules__use_facts).
+ */
 int module__scan(struct module *m);
-/* The module's USDT probe provider:name, or NULL. */
-const struct usdt_probe *module__usdt(const struct module *m, const char *provider,
-				      const char *name);
+/* The module's USDT probe provider:name, or NULL (the notes read now if still unread). */
+const struct usdt_probe *module__usdt(struct module *m, const char *provider, const char *name);
 /* Whether the module has PyTorch's USDT probes (it is libc10_cuda.so with them). */
 bool module__has_torch_usdt(const struct module *m);
 /* Use this webgpu.h generation for every WebGPU object instead of detecting it. */
