@@ -904,7 +904,9 @@ def start_tracing(pid, cold):
     verifier), the calibration, the attach. cold: the features' cache of this boot removed
     first, as at the first start after a boot. Returns (tracer, {key: ms})."""
     if cold:
-        for f in glob.glob(os.path.join(FEATURE_CACHE, "kernel-*")):
+        # The features and the facts about objects: as at the first start after a boot.
+        for f in glob.glob(os.path.join(FEATURE_CACHE, "kernel-*")) + \
+                glob.glob(os.path.join(FEATURE_CACHE, "objects-*")):
             os.unlink(f)
     t0 = time.monotonic()
     tracer = Proc([GPULEAK, "attach", "-p", str(pid), "--interval", "0", "-v"],
@@ -936,7 +938,8 @@ def bench_attach(a, tmp, res):
     if no_realtarget("attach"):
         return {}
     att, start, det, fatt, fdet = [], [], [], [], []
-    parts = {k: [] for k in ("features", "load", "calib", "cold_start", "cold_features")}
+    parts = {k: [] for k in ("features", "load", "calib", "cold_start", "cold_features",
+                             "cold_attach")}
     sites = None
     for rep in range(a.attach_reps):
         target = Proc([REALTARGET, "wait"])
@@ -949,6 +952,7 @@ def bench_attach(a, tmp, res):
             tracer.wait(timeout=30)
             parts["cold_start"].append(cold["start"])
             parts["cold_features"].append(cold["features"])
+            parts["cold_attach"].append(cold["attach"])
             tracer, warm = start_tracing(target.pid, False)
             start.append(warm["start"])
             att.append(warm["attach"])
@@ -984,6 +988,8 @@ def bench_attach(a, tmp, res):
             "startup_calibration_ms": stats(parts["calib"]),
             "startup_cold_ms": stats(parts["cold_start"]),
             "startup_cold_features_ms": stats(parts["cold_features"]),
+            "attach_cold_ms": stats(parts["cold_attach"]),
+            "attach_cold_vs_floor": stats([x / f for x, f in zip(parts["cold_attach"], fatt)]),
             "attach_floor_ms": stats(fatt), "detach_floor_ms": stats(fdet),
             "attach_vs_floor": stats([x / f for x, f in zip(att, fatt)]),
             "detach_vs_floor": stats([x / f for x, f in zip(det, fdet)]),
@@ -1373,6 +1379,8 @@ ROWS = [  # key, label, unit, scale, format
     ("attach_ms", "attach (libcudart + libnccl)", "ms", 1, "{:.1f}"),
     ("attach_floor_ms", "  floor: link empty programs", "ms", 1, "{:.1f}"),
     ("attach_vs_floor", "  attach / floor", "x", 1, "{:.2f}"),
+    ("attach_cold_ms", "  attach, every object scanned (first after boot)", "ms", 1, "{:.1f}"),
+    ("attach_cold_vs_floor", "    / floor", "x", 1, "{:.2f}"),
     ("startup_ms", "  command start to tracing", "ms", 1, "{:.0f}"),
     ("startup_features_ms", "    kernel features (cached)", "ms", 1, "{:.1f}"),
     ("startup_bpf_load_ms", "    BPF open, load, verify", "ms", 1, "{:.0f}"),
