@@ -17,6 +17,7 @@
 #include "probe/proc_maps.h"
 #include "lib/vec.h"
 #include "live/bpf_setup.h"
+#include "live/links.h"
 
 #define STR_(x)	      #x
 #define STR(x)	      STR_(x)
@@ -78,51 +79,6 @@ int attach__new(struct bpf_program *enter, struct bpf_program *exit, struct bpf_
 	return 0;
 }
 
-/* Up to this many links are destroyed at once (one thread each). */
-#define DETACH_THREADS 16
-
-struct detach_job {
-	struct bpf_link **links;
-	size_t n, first, step;
-};
-
-static void *detach_thread(void *arg)
-{
-	struct detach_job *j = arg;
-	size_t i;
-
-	for (i = j->first; i < j->n; i += j->step)
-		bpf_link__destroy(j->links[i]);
-	return NULL;
-}
-
-/*
- * Destroying a uprobe link waits for RCU grace periods (~50 ms here, whatever the number of
- * probes in it): one after the other, five links made Ctrl-C take 300 ms. Destroyed from
- * several threads at once, their waits overlap.
- */
-static void links_destroy(struct bpf_link **links, size_t n)
-{
-	struct detach_job jobs[DETACH_THREADS];
-	pthread_t tids[DETACH_THREADS];
-	bool own[DETACH_THREADS];
-	size_t i, nr_threads = n < DETACH_THREADS ? n : DETACH_THREADS, started = 0;
-
-	for (i = 0; i < nr_threads; i++) {
-		jobs[i] = (struct detach_job){links, n, i, nr_threads};
-		/* The first share is this thread's; a thread that cannot start leaves its
-		 * share to this one too. */
-		own[i] = !i || pthread_create(&tids[started], NULL, detach_thread, &jobs[i]);
-		if (!own[i])
-			started++;
-	}
-	for (i = 0; i < nr_threads; i++)
-		if (own[i])
-			detach_thread(&jobs[i]);
-	for (i = 0; i < started; i++)
-		pthread_join(tids[i], NULL);
-}
-
 static int linkset_add(struct linkset *s, struct bpf_link *l)
 {
 	struct bpf_link **v = realloc(s->v, (s->n + 1) * sizeof(*v));
@@ -161,7 +117,7 @@ static void linkset_destroy(struct linkset *s)
 		return;
 	}
 	n = linkset_take(s, links);
-	links_destroy(links, n);
+	links__destroy(links, n);
 	free(links);
 }
 
@@ -210,7 +166,7 @@ void attach__free(struct attach *a)
 			bpf_link__destroy(a->code[i].link);
 	}
 	if (links)
-		links_destroy(links, n);
+		links__destroy(links, n);
 	free(links);
 	free(a->v);
 	free(a->code);

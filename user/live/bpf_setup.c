@@ -12,6 +12,7 @@
 #include "gpuleak.skel.h"
 #include "lib/log.h"
 #include "live/bpf_setup.h"
+#include "live/links.h"
 #include "live/kernel.h"
 #include "live/live.h"
 #include "live/process.h"
@@ -566,19 +567,21 @@ bool bpf_setup__oom_kill(const struct bpf_setup *b)
 
 void bpf_setup__detach_tracepoints(struct bpf_setup *b)
 {
-	size_t i;
+	struct bpf_link *links[2 + sizeof(b->task_links) / sizeof(b->task_links[0])];
+	size_t i, n = 0;
 
-	bpf_link__destroy(b->oom_link);
-	b->oom_link = NULL;
 	/* No new hold from here: a child stopped by one now would wait for nobody. */
 	if (b->fork_hold)
 		b->skel->bss->fork_hold_armed = false;
-	bpf_link__destroy(b->fork_hold);
-	b->fork_hold = NULL;
+	links[n++] = b->oom_link;
+	links[n++] = b->fork_hold;
 	for (i = 0; i < sizeof(b->task_links) / sizeof(b->task_links[0]); i++) {
-		bpf_link__destroy(b->task_links[i]);
+		links[n++] = b->task_links[i];
 		b->task_links[i] = NULL;
 	}
+	b->oom_link = NULL;
+	b->fork_hold = NULL;
+	links__destroy(links, n);
 }
 
 struct bpf_program *bpf_setup__enter_prog(const struct bpf_setup *b)

@@ -34,6 +34,7 @@
 #include "tracker/tracker.h"
 #include "lib/log.h"
 #include "live/bpf_setup.h"
+#include "live/links.h"
 #include "live/feed.h"
 #include "live/live.h"
 #include "live/overhead.h"
@@ -281,16 +282,26 @@ int overhead__new(struct bpf_setup *b, const struct overhead_opts *opts, struct 
 	return 0;
 }
 
-void overhead__free(struct overhead *o)
+void overhead__unlink(struct overhead *o)
 {
 	size_t i;
 
 	if (!o)
 		return;
+	links__destroy(o->cal_links, CAL_LINKS);
 	for (i = 0; i < CAL_LINKS; i++)
-		bpf_link__destroy(o->cal_links[i]);
+		o->cal_links[i] = NULL;
+	/* Turning the statistics off patches the kernel's text too: a wait of its own. */
 	if (o->stats_fd >= 0)
 		close(o->stats_fd);
+	o->stats_fd = -1;
+}
+
+void overhead__free(struct overhead *o)
+{
+	if (!o)
+		return;
+	overhead__unlink(o);
 	free(o->procs);
 	free(o);
 }

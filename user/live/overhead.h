@@ -28,6 +28,8 @@ struct overhead_opts {
  * calibration or statistics the kernel refuses is said and priced at 0, not an error. */
 int overhead__new(struct bpf_setup *b, const struct overhead_opts *o, struct overhead **out);
 void overhead__free(struct overhead *o);
+/* The calibration's links and the run-time statistics go now, at the session's end. */
+void overhead__unlink(struct overhead *o);
 /* The calibrated cost of one trap of each kind (enum gl_cost_trap), ns. */
 const uint32_t *overhead__trap_ns(const struct overhead *o);
 /* pid entered the analysis at ts_ns: its CPU time counts from now. */

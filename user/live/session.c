@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
@@ -277,21 +278,40 @@ static int loop(struct session *s)
 	return err;
 }
 
+/* The links that are not the targets' probes: the scheduler's tracepoints, calibration's. */
+static void *other_links_go(void *live)
+{
+	struct live *l = live;
+
+	if (l->bpf)
+		bpf_setup__detach_tracepoints(l->bpf);
+	overhead__unlink(l->ovh);
+	return NULL;
+}
+
 /*
  * Detach, then drain what was submitted before the links went away. The tracepoints go
- * first: no child is stopped after that, those stopped already are resumed as their records
- * come in (finishing), and a target exiting from now on was detached from.
+ * with the probes: no child is stopped after that, those stopped already are resumed as
+ * their records come in (finishing), and a target exiting from now on was detached from.
  */
 static void detach(struct session *s)
 {
 	struct live *l = &s->l;
 	uint64_t t0 = live_now_ns();
+	bool tp_thread;
+	pthread_t tp;
 	size_t i;
 
 	l->finishing = true;
-	bpf_setup__detach_tracepoints(l->bpf);
+	/* Every link's destruction waits for grace periods: the tracepoints' and calibration's
+	 * go from a thread of their own while the probes' go, and the waits overlap. */
+	tp_thread = !pthread_create(&tp, NULL, other_links_go, l);
 	attach__free(l->att);
 	l->att = NULL;
+	if (tp_thread)
+		pthread_join(tp, NULL);
+	else
+		other_links_go(l);
 	pr_info("detach took %.1f ms\n", (live_now_ns() - t0) / 1e6);
 	callbacks__clear(l->cbs);
 	for (i = 0; i < targets__count(l->tgts); i++) {
@@ -577,8 +597,7 @@ static int close_session(struct session *s, bool traced, int err)
 		launch__abort(&l->child);
 	attach__free(l->att);
 	/* Before anything else goes: a traced process forking now would stay stopped. */
-	if (l->bpf)
-		bpf_setup__detach_tracepoints(l->bpf);
+	other_links_go(l);
 	ringbuf__free(s->rb);
 	http__free(s->http);
 	pictures__free(s->pics);
