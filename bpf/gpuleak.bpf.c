@@ -786,6 +786,64 @@ static __always_inline void ustack_emit(struct pt_regs *ctx, const struct tstate
 	bpf_ringbuf_submit(r, rb_flags(0, sizeof(*r) + unwind_bytes));
 }
 
+/*
+ * The context as a global subprogram's argument. The verifier takes an argument for the context
+ * by the name of its type: the program type's, bpf_user_pt_regs_t for uprobes, a typedef of
+ * struct pt_regs. Kernels before 6.8 compare struct names only, so `struct pt_regs *` is no
+ * context there, and a struct of this name, which the kernel never defines, is one on every
+ * kernel (libbpf's __arg_ctx fallback uses the same name). Cast back to struct pt_regs inside.
+ */
+struct bpf_user_pt_regs_t {};
+
+/* How alloc_stack was reached (its `how`, above the API id in the low 16 bits). */
+#define GL_AS_FPLESS (1U << 16) /* --unwind auto: the process has code without frame pointers */
+#define GL_AS_DONE   (1U << 17) /* emit_done: the first frame is the call site, read if needed */
+#define GL_AS_USDT   (1U << 18) /* a USDT probe: the call site is the probe's own address */
+
+/*
+ * The stack of an allocation, at the probe: the native stack id, its Python frames, and the
+ * copy of the user stack for user space to unwind, as the options and the process's level say.
+ * Returns the stack id (-1: none). at: the first frame for walk_needs_copy (the return address
+ * read at entry) unless GL_AS_DONE. One global subprogram for entries and complete allocations
+ * alike, and for any spec: checked once. The thread's state is looked up here rather than
+ * passed: a pointer argument and a map value would be two kinds of pointer to it, and the
+ * Python walk would be checked for each.
+ */
+GL_GLOBAL int alloc_stack(struct bpf_user_pt_regs_t *uctx, __u64 pid_tgid, __u64 at, __u32 how)
+{
+	struct pt_regs *ctx = (struct pt_regs *)uctx;
+	struct tstate *st = tstate_get(false);
+	__u32 pid = pid_tgid >> 32, lvl = level_of(pid);
+	__u16 api = how & 0xffff;
+	__s32 stack_id = -1;
+
+	if (stack_depth && lvl < GL_LEVEL_SITES_ONLY)
+		stack_id = stack_get(ctx, pid);
+	/* A tensor made from Python is named by its Python frames, as any allocation: the walk
+	 * caches the thread's interpreter state in its tstate. */
+	if (python_depth && lvl < GL_LEVEL_NO_PYTHON && !st)
+		st = tstate_get(true);
+	if (python_depth && lvl < GL_LEVEL_NO_PYTHON && st)
+		py_stack(st, pid_tgid, &stack_id);
+	/* A stack with Python frames is named by the interpreter's own chain. */
+	if (!unwind_bytes || !stack_depth || lvl >= GL_LEVEL_NO_DWARF || gl_stack_is_py(stack_id))
+		return stack_id;
+	if (unwind_adaptive) {
+		if (!(how & GL_AS_FPLESS))
+			return stack_id;
+		if (how & GL_AS_DONE)
+			at = (how & GL_AS_USDT) ? PT_REGS_IP(ctx) : gl_entry_caller(ctx);
+		if (!walk_needs_copy(ctx, pid, stack_id, at))
+			return stack_id;
+	}
+	if (!st)
+		st = tstate_get(true);
+	if (st)
+		ustack_emit(ctx, st, pid_tgid, st->depth, api, stack_id,
+			    (how & GL_AS_USDT) ? GL_USTACK_AT_IP : 0);
+	return stack_id;
+}
+
 /* Entry of a call whose result matters: remember its arguments until the return probe. */
 static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_api_spec s)
 {
@@ -848,20 +906,10 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 		if (s.arg_desc2)
 			desc2_copy(ctx, s, st->desc[k], pid_tgid >> 32, f);
 	}
-	if ((stack_depth || python_depth) && is_alloc(s) && !under_alloc(st, d, api)) {
-		__u32 lvl = level_of(pid_tgid >> 32);
-
-		if (stack_depth && lvl < GL_LEVEL_SITES_ONLY)
-			f->stack_id = stack_get(ctx, pid_tgid >> 32);
-		if (python_depth && lvl < GL_LEVEL_NO_PYTHON)
-			py_stack(st, pid_tgid, &f->stack_id);
-		/* A stack with Python frames is named by the interpreter's own chain. */
-		if (unwind_bytes && stack_depth && lvl < GL_LEVEL_NO_DWARF &&
-		    !gl_stack_is_py(f->stack_id) &&
-		    (!unwind_adaptive ||
-		     (fpl && walk_needs_copy(ctx, pid_tgid >> 32, f->stack_id, f->ra))))
-			ustack_emit(ctx, st, pid_tgid, d, api, f->stack_id, 0);
-	}
+	/* st->depth is still d: the copy's frames are those of the calls around this one. */
+	if ((stack_depth || python_depth) && is_alloc(s) && !under_alloc(st, d, api))
+		f->stack_id = alloc_stack((struct bpf_user_pt_regs_t *)ctx, pid_tgid, f->ra,
+					  api | (fpl ? GL_AS_FPLESS : 0));
 	st->depth = d + 1;
 	return 0;
 }
@@ -1093,30 +1141,10 @@ static __always_inline int emit_done(struct pt_regs *ctx, __u16 api, struct gl_a
 	struct gl_call_rec *r;
 	__s32 stack_id = -1;
 
-	if (!release && (stack_depth || python_depth) && !(st && under_alloc(st, depth, api))) {
-		__u32 lvl = level_of(pid);
-
-		if (stack_depth && lvl < GL_LEVEL_SITES_ONLY)
-			stack_id = stack_get(ctx, pid);
-		/* A tensor made from Python is named by its Python frames, as any allocation:
-		 * the walk caches the thread's interpreter state in its tstate. */
-		if (python_depth && lvl < GL_LEVEL_NO_PYTHON && !st)
-			st = tstate_get(true);
-		if (python_depth && lvl < GL_LEVEL_NO_PYTHON && st)
-			py_stack(st, pid_tgid, &stack_id);
-		/* Unwound as a function probe's allocation is, ahead of the record. */
-		if (unwind_bytes && stack_depth && lvl < GL_LEVEL_NO_DWARF &&
-		    !gl_stack_is_py(stack_id) &&
-		    (!unwind_adaptive ||
-		     walk_needs_copy(ctx, pid, stack_id,
-				     usdt ? PT_REGS_IP(ctx) : gl_entry_caller(ctx)))) {
-			if (!st)
-				st = tstate_get(true);
-			if (st)
-				ustack_emit(ctx, st, pid_tgid, st->depth, api, stack_id,
-					    usdt ? GL_USTACK_AT_IP : 0);
-		}
-	}
+	/* Unwound as a function probe's allocation is, ahead of the record. */
+	if (!release && (stack_depth || python_depth) && !(st && under_alloc(st, depth, api)))
+		stack_id = alloc_stack((struct bpf_user_pt_regs_t *)ctx, pid_tgid, 0,
+				       api | GL_AS_FPLESS | GL_AS_DONE | (usdt ? GL_AS_USDT : 0));
 	/*
 	 * The short record when it says all (device 0, stream 0, no stack): gl_small_rec. Two
 	 * reservations of constant size: the verifier has to see which one it writes.
