@@ -521,10 +521,13 @@ static __always_inline void py_handoff(void *ctx, struct gl_api_spec s, void *pr
  * gpuleak attached its entry link but not yet its return link, or left by a longjmp or an
  * exception. An allocation among them may have succeeded unseen: a missed allocation of the
  * size its arguments said (unsized when that was a pointer, or a descriptor's), counted once:
- * at the outermost call, not again at its layers (cudaMalloc's cuMemAlloc).
+ * at the outermost call, not again at its layers (cudaMalloc's cuMemAlloc). A global
+ * subprogram: its loop over the frames, a spec read in each, is checked once.
  */
-static __always_inline void count_stale(struct tstate *st, __u32 i, __u32 stale, __u32 pid)
+GL_GLOBAL int count_stale(struct tstate *st, __u32 i, __u32 stale, __u32 pid)
 {
+	if (!st)
+		return 0;
 	count_loss(pid, GL_STAT_STALE_FRAMES, stale);
 	for (__u32 k = 1; k < GL_MAX_DEPTH; k++) {
 		struct frame *sf;
@@ -545,6 +548,7 @@ static __always_inline void count_stale(struct tstate *st, __u32 i, __u32 stale,
 		else
 			count_loss(pid, GL_STAT_LOST_ALLOC_BYTES, sf->size * sf->mul);
 	}
+	return 0;
 }
 
 /*
