@@ -792,9 +792,9 @@ static __always_inline void ustack_emit(struct pt_regs *ctx, const struct tstate
 /*
  * The context as a global subprogram's argument. The verifier takes an argument for the context
  * by the name of its type: the program type's, bpf_user_pt_regs_t for uprobes, a typedef of
- * struct pt_regs. Kernels before 6.8 compare struct names only, so `struct pt_regs *` is no
- * context there, and a struct of this name, which the kernel never defines, is one on every
- * kernel (libbpf's __arg_ctx fallback uses the same name). Cast back to struct pt_regs inside.
+ * struct pt_regs. Older kernels (5.15) compare that name with the struct's only, so `struct
+ * pt_regs *` is no context there, and a struct of this name, which the kernel never defines, is
+ * one on every kernel (libbpf's __arg_ctx fallback uses the same name). Cast back inside.
  */
 struct bpf_user_pt_regs_t {
 };
@@ -848,9 +848,9 @@ GL_GLOBAL int alloc_stack(struct bpf_user_pt_regs_t *uctx, __u64 pid_tgid, __u64
 	return stack_id;
 }
 
-/* Entry of a call whose result matters: remember its arguments until the return probe. */
 /*
- * A global subprogram: gl_enter reaches it from each of four shapes, and each would check it
+ * Entry of a call whose result matters: remember its arguments until the return probe. A
+ * global subprogram: gl_enter reaches it from each of four shapes, and each would check it
  * again with that shape known.
  */
 GL_GLOBAL int frame_push(struct bpf_user_pt_regs_t *uctx, __u64 api)
@@ -1029,8 +1029,10 @@ static __always_inline int emit_small_free(struct pt_regs *ctx, __u16 api, struc
 	return 0;
 }
 
-/* Entry-only calls (frees, markers): the record is complete at entry. */
-/* A global subprogram: gl_enter reaches it from each of three shapes. */
+/*
+ * Entry-only calls (frees, markers): the record is complete at entry. A global subprogram:
+ * gl_enter reaches it from each of three shapes.
+ */
 GL_GLOBAL int emit_entry(struct bpf_user_pt_regs_t *uctx, __u64 api)
 {
 	struct pt_regs *ctx = (struct pt_regs *)uctx;
@@ -1366,11 +1368,11 @@ static __always_inline void alloc_result(struct pt_regs *ctx, struct gl_api_spec
 }
 
 /*
- * The record of a return matched with frame `depth` of st, into r (on the caller's stack, which
- * copies it into its ring buffer record: only plain memory goes to a subprogram); `how` holds the API id in its low 16 bits,
- * the frame above 16, the stale frames above 24. A global subprogram: both kinds of return
- * record (with a descriptor or without) are made from it, and its branches on the call's shape
- * and flags are checked once.
+ * The record of a return matched with frame `depth` of st, into r: the caller's stack, copied
+ * into the ring buffer by the caller (a record being written goes to no subprogram). `how`
+ * holds the API id in its low 16 bits, the frame above 16, the stale frames above 24. A
+ * global subprogram: both kinds of return record (with a descriptor or without) are made
+ * from it, and its branches on the call's shape and flags are checked once.
  */
 GL_GLOBAL int fill_exit(struct bpf_user_pt_regs_t *uctx, struct tstate *st, __u64 pid_tgid,
 			__u32 how, struct gl_call_rec *r)
@@ -1509,8 +1511,8 @@ lost:
 
 /*
  * A return whose entry is frame i of st (the low byte of slot; frames above it, the next byte,
- * are stale): its record, and the label read at entry. A global subprogram: the search for the
- * frame above leaves it from each of GL_MAX_DEPTH places, and each would check all of this.
+ * are stale): its record, and the label read at entry. A global subprogram, checked once
+ * whichever of the GL_MAX_DEPTH exits of the search for the frame found it.
  */
 GL_GLOBAL int exit_matched(struct bpf_user_pt_regs_t *uctx, struct tstate *st, __u64 pid_tgid,
 			   __u64 api, __u32 slot)
