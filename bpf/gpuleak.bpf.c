@@ -276,7 +276,17 @@ struct {
  */
 static const struct pid_loss pid_loss_zero = {};
 
-static __always_inline void count_loss(__u32 pid, enum gl_stat s, __u64 n)
+/*
+ * Global subprograms (non-static, __noinline): the verifier checks each once, on its own, for
+ * any values of its arguments, where a static inline function is checked again on every path
+ * that reaches it, and the paths multiply with each unknown flag of the spec. Their arguments
+ * are scalars, the context (struct bpf_user_pt_regs_t, below) or pointers to memory of a sized
+ * type (checked for NULL inside), their result a scalar: what kernels from 5.15 on accept.
+ */
+#define GL_GLOBAL __noinline
+
+/* A loss, counted globally and for its process: on every failure path, so checked once. */
+GL_GLOBAL int count_loss(__u32 pid, enum gl_stat s, __u64 n)
 {
 	__u32 k = s;
 	__u64 *v = bpf_map_lookup_elem(&stats, &k);
@@ -294,10 +304,11 @@ static __always_inline void count_loss(__u32 pid, enum gl_stat s, __u64 n)
 			v = bpf_map_lookup_elem(&stats, &k);
 			if (v)
 				*v += 1;
-			return;
+			return 0;
 		}
 	}
 	__sync_fetch_and_add(&l->counts[k & (GL_STAT_MAX - 1)], n);
+	return 0;
 }
 
 /* bpf_get_current_pid_tgid() in gpuleak's pid namespace. */
@@ -510,10 +521,13 @@ static __always_inline void py_handoff(void *ctx, struct gl_api_spec s, void *pr
  * gpuleak attached its entry link but not yet its return link, or left by a longjmp or an
  * exception. An allocation among them may have succeeded unseen: a missed allocation of the
  * size its arguments said (unsized when that was a pointer, or a descriptor's), counted once:
- * at the outermost call, not again at its layers (cudaMalloc's cuMemAlloc).
+ * at the outermost call, not again at its layers (cudaMalloc's cuMemAlloc). A global
+ * subprogram: its loop over the frames, a spec read in each, is checked once.
  */
-static __always_inline void count_stale(struct tstate *st, __u32 i, __u32 stale, __u32 pid)
+GL_GLOBAL int count_stale(struct tstate *st, __u32 i, __u32 stale, __u32 pid)
 {
+	if (!st)
+		return 0;
 	count_loss(pid, GL_STAT_STALE_FRAMES, stale);
 	for (__u32 k = 1; k < GL_MAX_DEPTH; k++) {
 		struct frame *sf;
@@ -534,6 +548,7 @@ static __always_inline void count_stale(struct tstate *st, __u32 i, __u32 stale,
 		else
 			count_loss(pid, GL_STAT_LOST_ALLOC_BYTES, sf->size * sf->mul);
 	}
+	return 0;
 }
 
 /*
@@ -774,15 +789,85 @@ static __always_inline void ustack_emit(struct pt_regs *ctx, const struct tstate
 	bpf_ringbuf_submit(r, rb_flags(0, sizeof(*r) + unwind_bytes));
 }
 
-/* Entry of a call whose result matters: remember its arguments until the return probe. */
-static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_api_spec s)
+/*
+ * The context as a global subprogram's argument. The verifier takes an argument for the context
+ * by the name of its type: the program type's, bpf_user_pt_regs_t for uprobes, a typedef of
+ * struct pt_regs. Older kernels (5.15) compare that name with the struct's only, so `struct
+ * pt_regs *` is no context there, and a struct of this name, which the kernel never defines, is
+ * one on every kernel (libbpf's __arg_ctx fallback uses the same name). Cast back inside.
+ */
+struct bpf_user_pt_regs_t {
+};
+
+/* How alloc_stack was reached (its `how`, above the API id in the low 16 bits). */
+#define GL_AS_FPLESS (1U << 16) /* --unwind auto: the process has code without frame pointers */
+#define GL_AS_DONE   (1U << 17) /* emit_done: the first frame is the call site, read if needed */
+#define GL_AS_USDT   (1U << 18) /* a USDT probe: the call site is the probe's own address */
+
+/*
+ * The stack of an allocation, at the probe: the native stack id, its Python frames, and the
+ * copy of the user stack for user space to unwind, as the options and the process's level say.
+ * Returns the stack id (-1: none). at: the first frame for walk_needs_copy (the return address
+ * read at entry) unless GL_AS_DONE. One global subprogram for entries and complete allocations
+ * alike, and for any spec: checked once. The thread's state is looked up here rather than
+ * passed: a pointer argument and a map value would be two kinds of pointer to it, and the
+ * Python walk would be checked for each.
+ */
+GL_GLOBAL int alloc_stack(struct bpf_user_pt_regs_t *uctx, __u64 pid_tgid, __u64 at, __u32 how)
 {
-	__u64 pid_tgid = cur_pid_tgid();
-	struct tstate *st = tstate_get(true);
+	struct pt_regs *ctx = (struct pt_regs *)uctx;
+	struct tstate *st = tstate_get(false);
+	__u32 pid = pid_tgid >> 32, lvl = level_of(pid);
+	__u16 api = how & 0xffff;
+	__s32 stack_id = -1;
+
+	if (stack_depth && lvl < GL_LEVEL_SITES_ONLY)
+		stack_id = stack_get(ctx, pid);
+	/* A tensor made from Python is named by its Python frames, as any allocation: the walk
+	 * caches the thread's interpreter state in its tstate. */
+	if (python_depth && lvl < GL_LEVEL_NO_PYTHON && !st)
+		st = tstate_get(true);
+	if (python_depth && lvl < GL_LEVEL_NO_PYTHON && st)
+		py_stack(st, pid_tgid, &stack_id);
+	/* A stack with Python frames is named by the interpreter's own chain. */
+	if (!unwind_bytes || !stack_depth || lvl >= GL_LEVEL_NO_DWARF || gl_stack_is_py(stack_id))
+		return stack_id;
+	if (unwind_adaptive) {
+		if (!(how & GL_AS_FPLESS))
+			return stack_id;
+		if (how & GL_AS_DONE)
+			at = (how & GL_AS_USDT) ? PT_REGS_IP(ctx) : gl_entry_caller(ctx);
+		if (!walk_needs_copy(ctx, pid, stack_id, at))
+			return stack_id;
+	}
+	if (!st)
+		st = tstate_get(true);
+	if (st)
+		ustack_emit(ctx, st, pid_tgid, st->depth, api, stack_id,
+			    (how & GL_AS_USDT) ? GL_USTACK_AT_IP : 0);
+	return stack_id;
+}
+
+/*
+ * Entry of a call whose result matters: remember its arguments until the return probe. A
+ * global subprogram: gl_enter reaches it from each of four shapes, and each would check it
+ * again with that shape known.
+ */
+GL_GLOBAL int frame_push(struct bpf_user_pt_regs_t *uctx, __u64 api)
+{
+	struct pt_regs *ctx = (struct pt_regs *)uctx;
+	struct gl_api_spec s;
+	struct tstate *st;
 	struct frame *f;
+	__u64 pid_tgid;
 	bool fpl;
 	__u32 d;
 
+	if (api >= GL_API_MAX)
+		return 0;
+	s = SPEC(api);
+	pid_tgid = cur_pid_tgid();
+	st = tstate_get(true);
 	if (!st) {
 		count_loss(pid_tgid >> 32, GL_STAT_STASH_FAIL, 1);
 		return 0;
@@ -836,20 +921,10 @@ static __always_inline int frame_push(struct pt_regs *ctx, __u16 api, struct gl_
 		if (s.arg_desc2)
 			desc2_copy(ctx, s, st->desc[k], pid_tgid >> 32, f);
 	}
-	if ((stack_depth || python_depth) && is_alloc(s) && !under_alloc(st, d, api)) {
-		__u32 lvl = level_of(pid_tgid >> 32);
-
-		if (stack_depth && lvl < GL_LEVEL_SITES_ONLY)
-			f->stack_id = stack_get(ctx, pid_tgid >> 32);
-		if (python_depth && lvl < GL_LEVEL_NO_PYTHON)
-			py_stack(st, pid_tgid, &f->stack_id);
-		/* A stack with Python frames is named by the interpreter's own chain. */
-		if (unwind_bytes && stack_depth && lvl < GL_LEVEL_NO_DWARF &&
-		    !gl_stack_is_py(f->stack_id) &&
-		    (!unwind_adaptive ||
-		     (fpl && walk_needs_copy(ctx, pid_tgid >> 32, f->stack_id, f->ra))))
-			ustack_emit(ctx, st, pid_tgid, d, api, f->stack_id, 0);
-	}
+	/* st->depth is still d: the copy's frames are those of the calls around this one. */
+	if ((stack_depth || python_depth) && is_alloc(s) && !under_alloc(st, d, api))
+		f->stack_id = alloc_stack((struct bpf_user_pt_regs_t *)ctx, pid_tgid, f->ra,
+					  api | (fpl ? GL_AS_FPLESS : 0));
 	st->depth = d + 1;
 	return 0;
 }
@@ -954,15 +1029,25 @@ static __always_inline int emit_small_free(struct pt_regs *ctx, __u16 api, struc
 	return 0;
 }
 
-/* Entry-only calls (frees, markers): the record is complete at entry. */
-static __always_inline int emit_entry(struct pt_regs *ctx, __u16 api, struct gl_api_spec s)
+/*
+ * Entry-only calls (frees, markers): the record is complete at entry. A global subprogram:
+ * gl_enter reaches it from each of three shapes.
+ */
+GL_GLOBAL int emit_entry(struct bpf_user_pt_regs_t *uctx, __u64 api)
 {
-	__u64 pid_tgid = cur_pid_tgid();
-	struct tstate *st = tstate_get(false);
+	struct pt_regs *ctx = (struct pt_regs *)uctx;
+	struct gl_api_spec s;
 	struct gl_call_rec *r;
-	__u8 kind = s.shape == GL_SHAPE_NOTIFY ? GL_REC_NOTIFY : GL_REC_FREE;
-	__u64 size, aux, aux2;
+	__u64 pid_tgid, size, aux, aux2;
+	struct tstate *st;
+	__u8 kind;
 
+	if (api >= GL_API_MAX)
+		return 0;
+	s = SPEC(api);
+	pid_tgid = cur_pid_tgid();
+	st = tstate_get(false);
+	kind = s.shape == GL_SHAPE_NOTIFY ? GL_REC_NOTIFY : GL_REC_FREE;
 	if ((s.flags & GL_SPEC_HOLD) && bpf_map_lookup_elem(&held, &(__u32){pid_tgid >> 32}) &&
 	    !tracer_gone)
 		/* Queued before the record is visible, so user space's SIGCONT cannot precede it. */
@@ -1081,30 +1166,10 @@ static __always_inline int emit_done(struct pt_regs *ctx, __u16 api, struct gl_a
 	struct gl_call_rec *r;
 	__s32 stack_id = -1;
 
-	if (!release && (stack_depth || python_depth) && !(st && under_alloc(st, depth, api))) {
-		__u32 lvl = level_of(pid);
-
-		if (stack_depth && lvl < GL_LEVEL_SITES_ONLY)
-			stack_id = stack_get(ctx, pid);
-		/* A tensor made from Python is named by its Python frames, as any allocation:
-		 * the walk caches the thread's interpreter state in its tstate. */
-		if (python_depth && lvl < GL_LEVEL_NO_PYTHON && !st)
-			st = tstate_get(true);
-		if (python_depth && lvl < GL_LEVEL_NO_PYTHON && st)
-			py_stack(st, pid_tgid, &stack_id);
-		/* Unwound as a function probe's allocation is, ahead of the record. */
-		if (unwind_bytes && stack_depth && lvl < GL_LEVEL_NO_DWARF &&
-		    !gl_stack_is_py(stack_id) &&
-		    (!unwind_adaptive ||
-		     walk_needs_copy(ctx, pid, stack_id,
-				     usdt ? PT_REGS_IP(ctx) : gl_entry_caller(ctx)))) {
-			if (!st)
-				st = tstate_get(true);
-			if (st)
-				ustack_emit(ctx, st, pid_tgid, st->depth, api, stack_id,
-					    usdt ? GL_USTACK_AT_IP : 0);
-		}
-	}
+	/* Unwound as a function probe's allocation is, ahead of the record. */
+	if (!release && (stack_depth || python_depth) && !(st && under_alloc(st, depth, api)))
+		stack_id = alloc_stack((struct bpf_user_pt_regs_t *)ctx, pid_tgid, 0,
+				       api | GL_AS_FPLESS | GL_AS_DONE | (usdt ? GL_AS_USDT : 0));
 	/*
 	 * The short record when it says all (device 0, stream 0, no stack): gl_small_rec. Two
 	 * reservations of constant size: the verifier has to see which one it writes.
@@ -1132,6 +1197,18 @@ lost:
 	/* What a lost block costs is its own record: its memory is its segment's. */
 	count_loss(pid, release ? GL_STAT_LOST_FREES : GL_STAT_LOST_ALLOCS, 1);
 	return 0;
+}
+
+/*
+ * emit_done for a function probe, as a global subprogram: what gl_enter inlines stays on its
+ * own frame, and the frames of frame_push, alloc_stack and the Python walk's callbacks, one
+ * above another, must fit in the 512 bytes with it.
+ */
+GL_GLOBAL int enter_done(struct bpf_user_pt_regs_t *uctx, __u64 api)
+{
+	if (api >= GL_API_MAX)
+		return 0;
+	return emit_done((struct pt_regs *)uctx, api, SPEC(api), false);
 }
 
 /* A USDT free or marker: the record is complete at the probe, as at a function's entry. */
@@ -1228,13 +1305,13 @@ int gl_enter(struct pt_regs *ctx)
 	case GL_SHAPE_ALLOC_RET:
 	case GL_SHAPE_SYNC:
 	case GL_SHAPE_CALL:
-		return frame_push(ctx, api, s);
+		return frame_push((struct bpf_user_pt_regs_t *)ctx, api);
 	case GL_SHAPE_FREE:
 	case GL_SHAPE_FREE_ASYNC:
 	case GL_SHAPE_NOTIFY:
-		return emit_entry(ctx, api, s);
+		return emit_entry((struct bpf_user_pt_regs_t *)ctx, api);
 	case GL_SHAPE_ALLOC_DONE:
-		return emit_done(ctx, api, s, false);
+		return enter_done((struct bpf_user_pt_regs_t *)ctx, api);
 	default:
 		return 0;
 	}
@@ -1290,10 +1367,26 @@ static __always_inline void alloc_result(struct pt_regs *ctx, struct gl_api_spec
 	r->aux2 = f->aux2;
 }
 
-static __always_inline void fill_exit(struct pt_regs *ctx, struct gl_api_spec s, __u16 api,
-				      __u64 pid_tgid, __u32 depth, __u32 stale, struct frame *f,
-				      struct gl_call_rec *r)
+/*
+ * The record of a return matched with frame `depth` of st, into r: the caller's stack, copied
+ * into the ring buffer by the caller (a record being written goes to no subprogram). `how`
+ * holds the API id in its low 16 bits, the frame above 16, the stale frames above 24. A
+ * global subprogram: both kinds of return record (with a descriptor or without) are made
+ * from it, and its branches on the call's shape and flags are checked once.
+ */
+GL_GLOBAL int fill_exit(struct bpf_user_pt_regs_t *uctx, struct tstate *st, __u64 pid_tgid,
+			__u32 how, struct gl_call_rec *r)
 {
+	struct pt_regs *ctx = (struct pt_regs *)uctx;
+	__u16 api = how & 0xffff;
+	__u32 depth = (how >> 16) & (GL_MAX_DEPTH - 1), stale = (how >> 24) & (GL_MAX_DEPTH - 1);
+	struct gl_api_spec s;
+	struct frame *f;
+
+	if (!st || !r || api >= GL_API_MAX)
+		return 0;
+	s = SPEC(api);
+	f = &st->f[depth];
 	rec_header(r, GL_REC_CALL, depth, api, pid_tgid, bpf_ktime_get_ns());
 	r->hdr.flags = f->hflags;
 	if (stale)
@@ -1317,6 +1410,7 @@ static __always_inline void fill_exit(struct pt_regs *ctx, struct gl_api_spec s,
 		r->aux2 = s.shape == GL_SHAPE_SYNC ? f->ts_ns : f->aux2;
 		break;
 	}
+	return 0;
 }
 
 /* Whether an allocation call returning now succeeded (false for other shapes). */
@@ -1377,14 +1471,16 @@ static __always_inline void count_orphan_alloc(struct tstate *st, __u16 api, str
 
 /* A return without a descriptor: the short record when it says all (gl_small_rec). */
 /* outer: the frame of the allocation this one is a layer of (under_alloc), else NULL. */
-static __always_inline int emit_exit(struct pt_regs *ctx, struct gl_api_spec s, __u16 api,
-				     __u64 pid_tgid, __u32 depth, __u32 stale, struct frame *f,
+static __always_inline int emit_exit(struct pt_regs *ctx, struct gl_api_spec s, struct tstate *st,
+				     __u64 pid_tgid, __u32 how, struct frame *f,
 				     struct frame *outer)
 {
 	struct gl_call_rec c, *r;
 	struct gl_small_rec *sr;
 
-	fill_exit(ctx, s, api, pid_tgid, depth, stale, f, &c);
+	/* Initialised: the verifier lets a global subprogram read what it is passed. */
+	__builtin_memset(&c, 0, sizeof(c));
+	fill_exit((struct bpf_user_pt_regs_t *)ctx, st, pid_tgid, how, &c);
 	if (c.hdr.kind == GL_REC_ALLOC && !c.aux && !c.aux2 && !c.ret && c.stack_id < 0) {
 		sr = bpf_ringbuf_reserve(&events, GL_SMALL_ALLOC_SIZE, 0);
 		if (!sr)
@@ -1413,63 +1509,37 @@ lost:
 	return 0;
 }
 
-SEC("uretprobe.multi")
-int gl_exit(struct pt_regs *ctx)
+/*
+ * A return whose entry is frame i of st (the low byte of slot; frames above it, the next byte,
+ * are stale): its record, and the label read at entry. A global subprogram, checked once
+ * whichever of the GL_MAX_DEPTH exits of the search for the frame found it.
+ */
+GL_GLOBAL int exit_matched(struct bpf_user_pt_regs_t *uctx, struct tstate *st, __u64 pid_tgid,
+			   __u64 api, __u32 slot)
 {
-	__u64 api = bpf_get_attach_cookie(ctx);
-	__u64 pid_tgid = cur_pid_tgid();
-	__u32 pid = pid_tgid >> 32;
-	__u64 entry_sp = GL_RET_SP_TO_ENTRY_SP(PT_REGS_SP(ctx));
-	struct gl_api_spec s;
+	struct pt_regs *ctx = (struct pt_regs *)uctx;
+	__u32 pid = pid_tgid >> 32, i = slot & (GL_MAX_DEPTH - 1);
+	__u32 stale = (slot >> 8) & (GL_MAX_DEPTH - 1);
 	struct gl_peek_rec *pr = NULL;
+	struct gl_api_spec s;
 	struct gl_desc_rec *dr;
-	struct tstate *st;
+	struct gl_call_rec c;
 	struct frame *f, *outer;
-	__u32 d, i = 0, stale;
 	bool label;
 	__u64 handle;
-	bool found = false;
 
-	if (api >= GL_API_MAX)
+	if (!st || api >= GL_API_MAX)
 		return 0;
 	s = SPEC(api);
-	st = tstate_get(false);
-	if (!st) {
-		count_loss(pid, GL_STAT_RET_NO_ENTRY, 1);
-		/* The thread's state, made now: it remembers the allocation for its outer call. */
-		if (alloc_succeeded(ctx, s))
-			count_orphan_alloc(tstate_get(true), api, s, entry_sp, pid);
-		return 0;
-	}
-	d = st->depth;
-	/* Match by entry stack pointer: a frame left by a longjmp/throw must not pair up. */
-	for (__u32 k = 0; k < GL_MAX_DEPTH; k++) {
-		if (k >= d)
-			break;
-		i = (d - 1 - k) & (GL_MAX_DEPTH - 1);
-		if (st->f[i].sp == entry_sp && st->f[i].api == api) {
-			found = true;
-			break;
-		}
-	}
-	if (!found) {
-		count_loss(pid, GL_STAT_RET_NO_ENTRY, 1);
-		/* An allocation that began before attach, or whose entry was not kept: its
-		 * memory is never seen, and its size was an argument. */
-		if (alloc_succeeded(ctx, s))
-			count_orphan_alloc(st, api, s, entry_sp, pid);
-		return 0;
-	}
 	/* The slot stays intact until this thread's next traced call: no copy needed. */
 	f = &st->f[i];
-	stale = d - 1 - i;
 	st->depth = i;
 	if (stale)
 		count_stale(st, i, stale, pid);
 
 	outer = under_alloc(st, i, api) ? &st->f[(i - 1) & (GL_MAX_DEPTH - 1)] : NULL;
 	if (!s.arg_desc)
-		return emit_exit(ctx, s, api, pid_tgid, i, stale, f, outer);
+		return emit_exit(ctx, s, st, pid_tgid, api | i << 16 | stale << 24, f, outer);
 	/* Separate reservations of constant size: the verifier needs to see which it is. */
 	if (s.flags2 & GL_SPEC2_PEEK_RET) {
 		pr = bpf_ringbuf_reserve(&events, sizeof(*pr), 0);
@@ -1482,7 +1552,9 @@ int gl_exit(struct pt_regs *ctx)
 		count_lost_alloc(ctx, s, f, pid, outer != NULL);
 		return 0;
 	}
-	fill_exit(ctx, s, api, pid_tgid, i, stale, f, &dr->call);
+	__builtin_memset(&c, 0, sizeof(c));
+	fill_exit(uctx, st, pid_tgid, api | i << 16 | stale << 24, &c);
+	dr->call = c;
 	dr->call.hdr.size = pr ? sizeof(*pr) : sizeof(*dr);
 	dr->call.hdr.flags |= GL_HF_DESC;
 	if (pr) {
@@ -1534,6 +1606,52 @@ int gl_exit(struct pt_regs *ctx)
 		emit_label(api, pid_tgid, i, handle, st->label[i], st->label_len[i],
 			   st->label_trunc[i], s.flags);
 	return 0;
+}
+
+SEC("uretprobe.multi")
+int gl_exit(struct pt_regs *ctx)
+{
+	__u64 api = bpf_get_attach_cookie(ctx);
+	__u64 pid_tgid = cur_pid_tgid();
+	__u32 pid = pid_tgid >> 32;
+	__u64 entry_sp = GL_RET_SP_TO_ENTRY_SP(PT_REGS_SP(ctx));
+	struct gl_api_spec s;
+	struct tstate *st;
+	__u32 d, i = 0;
+	bool found = false;
+
+	if (api >= GL_API_MAX)
+		return 0;
+	s = SPEC(api);
+	st = tstate_get(false);
+	if (!st) {
+		count_loss(pid, GL_STAT_RET_NO_ENTRY, 1);
+		/* The thread's state, made now: it remembers the allocation for its outer call. */
+		if (alloc_succeeded(ctx, s))
+			count_orphan_alloc(tstate_get(true), api, s, entry_sp, pid);
+		return 0;
+	}
+	d = st->depth;
+	/* Match by entry stack pointer: a frame left by a longjmp/throw must not pair up. */
+	for (__u32 k = 0; k < GL_MAX_DEPTH; k++) {
+		if (k >= d)
+			break;
+		i = (d - 1 - k) & (GL_MAX_DEPTH - 1);
+		if (st->f[i].sp == entry_sp && st->f[i].api == api) {
+			found = true;
+			break;
+		}
+	}
+	if (!found) {
+		count_loss(pid, GL_STAT_RET_NO_ENTRY, 1);
+		/* An allocation that began before attach, or whose entry was not kept: its
+		 * memory is never seen, and its size was an argument. */
+		if (alloc_succeeded(ctx, s))
+			count_orphan_alloc(st, api, s, entry_sp, pid);
+		return 0;
+	}
+	return exit_matched((struct bpf_user_pt_regs_t *)ctx, st, pid_tgid, api,
+			    i | (d - 1 - i) << 8);
 }
 
 /* ---- process lifecycle: scheduler tracepoints, for traced processes only ---- */

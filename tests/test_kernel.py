@@ -120,7 +120,7 @@ def kernel_features_cached_per_boot_and_build():
 @test
 def verifier_every_program_fits_512_bytes_in_every_configuration():
     """Loaded one by one in each configuration that changes their code, every program is
-    accepted and needs at most 512 bytes of stack with its deepest callback, as counted
+    accepted and needs at most 512 bytes of stack along its deepest chain of calls, as counted
     without private stacks: on a kernel that offers them the check still holds the line."""
     d = probes_kernel("--verifier")
     eq(d["failed"], 0, "programs refused or over 512 bytes")
@@ -153,10 +153,10 @@ def verifier_every_program_fits_512_bytes_in_every_configuration():
 @test
 def verifier_check_refuses_an_oversized_stack():
     """The same source built with 288 more bytes of stack in gl_enter's own frame
-    (tests/build.mk): one frame alone stays within clang's 512-byte limit, but with a bpf_loop
-    or bpf_find_vma callback beside it (Python frames, --unwind dwarf) the program needs more
-    than 512. The check fails for gl_enter in exactly those configurations, and for nothing
-    else."""
+    (tests/build.mk): one frame alone stays within clang's 512-byte limit, but with the chain
+    of calls down to a bpf_loop or bpf_find_vma callback (Python frames, --unwind dwarf) the
+    program needs more than 512. The check fails for gl_enter in exactly those
+    configurations, and for nothing else."""
     check(os.path.exists(STACKPAD), f"{STACKPAD} not built (make standins)")
     d = probes_kernel("--verifier", "--bpf-object", STACKPAD, expect_rc=1)
     with_callbacks = [c for c in d["verifier"] if c["python_depth"] or c["unwind_bytes"]]

@@ -621,7 +621,7 @@ static int probe_kernel(const struct cli *c)
 	} else {
 		kernel__print(&k, stdout, false);
 		printf("\nverifier (stack as counted without private stacks: each frame rounded "
-		       "up to 32 bytes, the program plus its deepest callback):\n");
+		       "up to 32 bytes, along the program's deepest chain of calls):\n");
 	}
 	for (i = 0; i < sizeof(verifier_cases) / sizeof(verifier_cases[0]); i++)
 		bad +=

@@ -170,18 +170,108 @@ static int stats_begin(struct bpf_setup *b, int only_prog)
 	return 0;
 }
 
+#define STACK_SUBPROGS_MAX 64
+
+/* The deepest chain of frames from subprogram k (calls: an adjacency matrix). */
+static int chain_depth(int k, int n, const int *frame,
+		       const unsigned char (*calls)[STACK_SUBPROGS_MAX], int *memo, int level)
+{
+	int j, d, best = 0;
+
+	if (memo[k] >= 0)
+		return memo[k];
+	if (level > n)
+		return -1; /* a cycle: the verifier refuses recursion, so never a loaded program */
+	for (j = 0; j < n; j++) {
+		if (!calls[k][j])
+			continue;
+		d = chain_depth(j, n, frame, calls, memo, level + 1);
+		if (d < 0)
+			return -1;
+		if (d > best)
+			best = d;
+	}
+	memo[k] = frame[k] + best;
+	return memo[k];
+}
+
 /*
- * The stack a program and the deepest callback it calls need together, as the verifier
- * counts it without private stacks: each frame rounded up to 32 bytes. The log's "stack depth
- * A+B+C" lists the main program, then each subprogram (here only bpf_loop/find_vma callbacks,
- * which call nothing: everything else is inlined). A refusal for size reports its own sum.
+ * The deepest chain of calls of loaded program fd, frames frame[0..n) (the log's order: by
+ * first instruction, as the kernel numbers subprograms), from the instructions as the kernel
+ * keeps them: a call to a subprogram (a global one, or a callback bpf_loop's inlining calls)
+ * or a callback handed to a helper (bpf_find_vma) is an edge. A JITed program's call keeps its
+ * relative target in `off` (the kernel moved imm's to there), a callback's load in imm.
+ * -1 when the kernel does not say.
  */
-static void stats_read(struct bpf_setup_prog_stats *st, const char *log)
+static int stack_chain(int fd, const int *frame, int n)
+{
+	unsigned char calls[STACK_SUBPROGS_MAX][STACK_SUBPROGS_MAX] = {{0}};
+	struct bpf_func_info fi[STACK_SUBPROGS_MAX];
+	struct bpf_prog_info info = {0};
+	int memo[STACK_SUBPROGS_MAX];
+	__u32 len = sizeof(info), nr, i;
+	struct bpf_insn *insns = NULL;
+	int k, target, owner, ret = -1;
+
+	if (fd < 0 || n < 1 || n > STACK_SUBPROGS_MAX || bpf_prog_get_info_by_fd(fd, &info, &len) ||
+	    info.nr_func_info != (__u32)n || !info.xlated_prog_len)
+		return -1;
+	nr = info.xlated_prog_len / sizeof(*insns);
+	insns = calloc(nr, sizeof(*insns));
+	if (!insns)
+		return -1;
+	memset(&info, 0, sizeof(info));
+	info.xlated_prog_len = nr * sizeof(*insns);
+	info.xlated_prog_insns = (__u64)(unsigned long)insns;
+	info.nr_func_info = n;
+	info.func_info_rec_size = sizeof(fi[0]);
+	info.func_info = (__u64)(unsigned long)fi;
+	len = sizeof(info);
+	if (bpf_prog_get_info_by_fd(fd, &info, &len) || info.nr_func_info != (__u32)n)
+		goto out;
+	owner = 0;
+	for (i = 0; i < nr; i++) {
+		const struct bpf_insn *in = &insns[i];
+
+		while (owner + 1 < n && fi[owner + 1].insn_off <= i)
+			owner++;
+		if (in->code == (BPF_JMP | BPF_CALL) && in->src_reg == BPF_PSEUDO_CALL)
+			target = (int)i + in->off + 1;
+		else if (in->code == (BPF_LD | BPF_IMM | BPF_DW) && in->src_reg == BPF_PSEUDO_FUNC)
+			target = (int)i + in->imm + 1;
+		else
+			continue;
+		for (k = 0; k < n; k++)
+			if (fi[k].insn_off == (__u32)target)
+				break;
+		if (k == n)
+			goto out; /* not a subprogram's start: a layout this does not know */
+		calls[owner][k] = 1;
+		if (in->code == (BPF_LD | BPF_IMM | BPF_DW))
+			i++;
+	}
+	for (k = 0; k < n; k++)
+		memo[k] = -1;
+	ret = chain_depth(0, n, frame, (const unsigned char(*)[STACK_SUBPROGS_MAX])calls, memo, 0);
+out:
+	free(insns);
+	return ret;
+}
+
+/*
+ * The stack a program and the subprograms it calls need together, as the verifier counts it
+ * without private stacks: each frame rounded up to 32 bytes, along the deepest chain of calls
+ * (global subprograms, and the callbacks of bpf_loop and bpf_find_vma). The log's "stack
+ * depth A+B+C" lists each subprogram's own frame, the program's first; which calls which
+ * comes from the loaded program (stack_chain), or where the kernel does not say, the program
+ * and its deepest subprogram. A refusal for size reports its own sum.
+ */
+static void stats_read(struct bpf_setup_prog_stats *st, const char *log, int fd)
 {
 	const char *p = strstr(log, "stack depth ");
 	unsigned long v, main_depth = 0, deepest = 0;
+	int i = 0, frame[STACK_SUBPROGS_MAX], chain;
 	char *end;
-	int i = 0;
 
 	st->combined = -1;
 	st->insns = -1;
@@ -196,6 +286,8 @@ static void stats_read(struct bpf_setup_prog_stats *st, const char *log)
 			if (end == p)
 				break;
 			v = v ? (v + 31) / 32 * 32 : 32;
+			if (i < STACK_SUBPROGS_MAX)
+				frame[i] = (int)v;
 			if (i++ == 0)
 				main_depth = v;
 			else if (v > deepest)
@@ -207,6 +299,9 @@ static void stats_read(struct bpf_setup_prog_stats *st, const char *log)
 		st->frames = i;
 		if (i)
 			st->combined = (int)(main_depth + deepest);
+		chain = i <= STACK_SUBPROGS_MAX ? stack_chain(fd, frame, i) : -1;
+		if (chain > 0)
+			st->combined = chain;
 	}
 	if ((p = strstr(log, "processed ")))
 		st->insns = (int)strtol(p + strlen("processed "), NULL, 10);
@@ -230,7 +325,7 @@ static void stats_end(struct bpf_setup *b)
 		st->ok = bpf_program__fd(p) >= 0;
 		st->tried = st->ok || b->logs[i][0];
 		if (st->loaded)
-			stats_read(st, b->logs[i]);
+			stats_read(st, b->logs[i], bpf_program__fd(p));
 		i++;
 	}
 }

@@ -57,8 +57,8 @@ struct bpf_setup_prog_stats {
 	bool tried;	/* the kernel was asked to load it */
 	bool ok;	/* the verifier accepted it */
 	bool too_large; /* refused for its combined stack size */
-	int frames;	/* the main program and its subprograms (callbacks) */
-	int combined;	/* bytes of stack the program and its deepest callback need, -1: unknown */
+	int frames;	/* the main program and its subprograms (global ones, callbacks) */
+	int combined;	/* bytes of stack its deepest chain of calls needs, -1: unknown */
 	int insns;	/* instructions the verifier processed, -1: unknown */
 };
 #define BPF_SETUP_MAX_PROGS 16
