@@ -36,6 +36,10 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * ("math between map_value pointer and register with unbounded min value").
  */
 #define GL_SPEC_SLOTS 4096
+#ifdef GL_TEST_RODATA_PAD
+/* Only in the test build of tests/build.mk: rodata laid out unlike the built-in object's. */
+const volatile __u64 gl_test_rodata_pad = 0;
+#endif
 _Static_assert(GL_API_MAX <= GL_SPEC_SLOTS, "the spec table holds every API id");
 const volatile struct gl_api_spec specs[GL_SPEC_SLOTS] = {};
 /* The mask after a barrier: the compiler, knowing api < GL_API_MAX, would drop it otherwise. */

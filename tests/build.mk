@@ -139,6 +139,17 @@ $(STACKPAD_BPF_OBJ): $(BPF_SRC) $(wildcard bpf/*.h) $(VMLINUX)
 	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -DGL_TEST_STACK_PAD=288 \
 		$(WARN) -Ivmlinux/$(ARCH) -Ibpf -idirafter $(BPF_MULTIARCH) -c $(BPF_SRC) -o $@
 
+# And with its read-only data laid out otherwise (one more variable first): --bpf-object must
+# refuse to write the built-in skeleton's settings into it.
+LAYOUT_BPF_OBJ := $(TESTS_OUTPUT)/layout.bpf.o
+STANDIN_ALL += $(LAYOUT_BPF_OBJ)
+
+$(LAYOUT_BPF_OBJ): $(BPF_SRC) $(wildcard bpf/*.h) $(VMLINUX)
+	@mkdir -p $(@D)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -DGL_TEST_RODATA_PAD \
+		$(WARN) -Ivmlinux/$(ARCH) -Ibpf -idirafter $(BPF_MULTIARCH) -c $(BPF_SRC) -o $@
+
 standins: $(STANDIN_ALL)
 ifeq ($(wildcard $(NVCC)),)
 	@echo "warning: $(NVCC) not found: $(SCENARIO_BINDIR)/static_cudart not built" >&2

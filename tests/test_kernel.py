@@ -170,6 +170,25 @@ def verifier_check_refuses_an_oversized_stack():
                 check(p["ok"], f"{p['name']} within the limit in {c}: {p}")
 
 
+@test
+def verifier_check_refuses_an_object_laid_out_otherwise():
+    """--bpf-object stands in for the built-in object only where the settings the built-in
+    skeleton writes land where they belong: the same source with one more read-only variable
+    first (tests/build.mk) is refused in one line naming the variable, before any load, as
+    is a file that is no BPF object."""
+    layout = os.path.join(harness.OUT, "tests", "layout.bpf.o")
+    check(os.path.exists(layout), f"{layout} not built (make standins)")
+    for path, why in ((layout, ".rodata's specs is not where the built-in object has it "
+                               "(offset 0): another layout of the source"),
+                      ("/etc/passwd", "not a BPF object libbpf opens: BPF object format "
+                                      "invalid")):
+        p = run_plain([harness.GPULEAK, "probes", "--kernel", "--verifier", "--bpf-object",
+                       path])
+        eq(p.returncode, 1, f"refused ({p.stderr})")
+        eq(p.stderr, f"gpuleak: {path}: {why}\n", "one line, and why")
+        eq(p.stdout, "", "nothing loaded or printed")
+
+
 @test(root=False)
 def probes_kernel_usage_errors():
     for args in (["--kernel", "--lib", "/bin/true"], ["--verifier"],

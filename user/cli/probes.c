@@ -39,7 +39,7 @@ static const struct argp_option probes_options[] = {
      0},
     {"bpf-object", OPT_BPF_OBJECT, "FILE", 0,
      "With --verifier: load FILE, another build of gpuleak's bpf/gpuleak.bpf.c, instead of "
-     "the object built in",
+     "the object built in (its .rodata and .bss laid out alike)",
      0},
     {},
 };
@@ -599,7 +599,7 @@ static int probe_kernel(const struct cli *c)
 		return kernel__below_floor(&k) == KF_MAX ? GL_EXIT_OK : GL_EXIT_ERROR;
 	}
 	if (c->bpf_object) {
-		char why[128];
+		char why[256];
 
 		err = infile__open(c->bpf_object, &fd, NULL, why, sizeof(why));
 		if (err) {
@@ -608,8 +608,12 @@ static int probe_kernel(const struct cli *c)
 		}
 		err = infile__read_all(fd, 64 << 20, &obj, &obj_size);
 		close(fd);
+		if (!err)
+			err = bpf_setup__check_object(obj, obj_size, why, sizeof(why));
+		else
+			snprintf(why, sizeof(why), "%s", strerror(-err));
 		if (err) {
-			pr_err("%s: %s\n", c->bpf_object, strerror(-err));
+			pr_err("%s: %s\n", c->bpf_object, why);
 			free(obj);
 			return GL_EXIT_ERROR;
 		}

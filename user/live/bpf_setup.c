@@ -117,6 +117,21 @@ static int degrade(struct bpf_setup *b, const struct bpf_setup_opts *o, unsigned
 	return 0;
 }
 
+/* Where the data section sec has its variable called name: false when it has none. */
+static bool var_at(const struct btf *btf, const struct btf_type *sec, const char *name, __u32 *off)
+{
+	const struct btf_var_secinfo *vs = btf_var_secinfos(sec);
+	__u16 i;
+
+	for (i = 0; i < btf_vlen(sec); i++, vs++)
+		if (!strcmp(btf__name_by_offset(btf, btf__type_by_id(btf, vs->type)->name_off),
+			    name)) {
+			*off = vs->offset;
+			return true;
+		}
+	return false;
+}
+
 /*
  * The object to load: the one built in, or (probes --kernel --verifier --bpf-object) another
  * build of the same source, laid out alike, whose programs are only loaded and measured.
@@ -145,6 +160,64 @@ static struct gpuleak_bpf *open_object(const void *data, size_t size)
 		return NULL;
 	}
 	return obj;
+}
+
+/*
+ * Another build's object is written through the built-in skeleton's view of its data
+ * sections (rodata->python_depth, ...): every variable must sit where the built-in object
+ * has it, or the settings land in the wrong bytes and the measure is of another program.
+ */
+int bpf_setup__check_object(const void *data, size_t size, char *why, size_t why_len)
+{
+	struct gpuleak_bpf *mine, *theirs;
+	struct bpf_object *other;
+	libbpf_print_fn_t old;
+	char msg[96];
+	const char *secs[] = {".rodata", ".bss"};
+	size_t k;
+	int err;
+
+	/* Said here in one line, not in libbpf's words too. */
+	old = libbpf_set_print(NULL);
+	mine = gpuleak_bpf__open();
+	theirs = mine ? open_object(data, size) : NULL;
+	err = mine && theirs ? 0 : -errno;
+	libbpf_set_print(old);
+	other = theirs ? theirs->obj : NULL;
+	if (err) {
+		libbpf_strerror(err, msg, sizeof(msg));
+		snprintf(why, why_len, "not a BPF object libbpf opens: %s", msg);
+	}
+	for (k = 0; !err && k < sizeof(secs) / sizeof(secs[0]); k++) {
+		const struct btf *a = bpf_object__btf(mine->obj), *b = bpf_object__btf(other);
+		__s32 ia = btf__find_by_name_kind(a, secs[k], BTF_KIND_DATASEC);
+		__s32 ib = b ? btf__find_by_name_kind(b, secs[k], BTF_KIND_DATASEC) : -1;
+		const struct btf_type *sa, *sb;
+		const struct btf_var_secinfo *vs;
+		__u32 off;
+		__u16 i;
+
+		if (ia < 0)
+			continue;
+		sa = btf__type_by_id(a, ia);
+		sb = ib < 0 ? NULL : btf__type_by_id(b, ib);
+		vs = btf_var_secinfos(sa);
+		for (i = 0; i < btf_vlen(sa) && !err; i++, vs++) {
+			const char *name =
+			    btf__name_by_offset(a, btf__type_by_id(a, vs->type)->name_off);
+
+			if (!sb || !var_at(b, sb, name, &off) || off != vs->offset) {
+				snprintf(why, why_len,
+					 "%s's %s is not where the built-in object has it (offset "
+					 "%u): another layout of the source",
+					 secs[k], name, vs->offset);
+				err = -EINVAL;
+			}
+		}
+	}
+	gpuleak_bpf__destroy(mine);
+	gpuleak_bpf__destroy(theirs);
+	return err;
 }
 
 /* Every program logs its verifier statistics (and, failing, why) into its own buffer. */

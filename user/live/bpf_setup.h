@@ -63,6 +63,11 @@ struct bpf_setup_prog_stats {
 };
 #define BPF_SETUP_MAX_PROGS 16
 
+/*
+ * Whether data is an object `--bpf-object` can stand in for the built-in one: every variable
+ * of its .rodata and .bss where the built-in skeleton writes it. 0, or -errno with why.
+ */
+int bpf_setup__check_object(const void *data, size_t size, char *why, size_t why_len);
 /* Open, configure and load. 0 or -errno, said on stderr. */
 int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out);
 /* verifier_stats: the programs' statistics, in the object's order; how many. */
