@@ -39,7 +39,7 @@ static const struct argp_option probes_options[] = {
      0},
     {"bpf-object", OPT_BPF_OBJECT, "FILE", 0,
      "With --verifier: load FILE, another build of gpuleak's bpf/gpuleak.bpf.c, instead of "
-     "the object built in (its .rodata and .bss laid out alike)",
+     "the object built in; its .rodata and .bss must be laid out alike",
      0},
     {},
 };
