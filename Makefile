@@ -52,12 +52,21 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
+# libbpf: Debian's source package (scripts/install-deps.sh unpacks it into LIBBPF_SRC), built
+# here and linked statically, headers included, so gpuleak runs the libbpf it was tested with
+# whatever the machine has (why 1.7: install-deps.sh). Its headers come first for the BPF
+# programs too: usdt.bpf.h must match the user-space USDT code that fills its spec map.
+LIBBPF_SRC ?= /var/cache/gpuleak/libbpf
+LIBBPF_OUT := $(OUTPUT)/libbpf
+LIBBPF_A := $(LIBBPF_OUT)/lib/libbpf.a
+LIBBPF_INC := -isystem $(LIBBPF_OUT)/include
+
 WARN := -Wall -Wextra -Werror
 CFLAGS ?= -O2 -g
 CFLAGS += $(WARN) -std=gnu11 -D_GNU_SOURCE -DGPULEAK_VERSION='"$(VERSION)"' \
-	  -Ibpf -Iuser -I$(OUTPUT) -fno-omit-frame-pointer
+	  $(LIBBPF_INC) -Ibpf -Iuser -I$(OUTPUT) -fno-omit-frame-pointer
 # libstdc++.so.6 by its soname: __cxa_demangle (user/symbols/demangle.c), no -dev package needed.
-LDLIBS := -lbpf -ldw -lelf -lz -lm -ldl -lcapstone -l:libstdc++.so.6
+LDLIBS := $(LIBBPF_A) -ldw -lelf -lz -lm -ldl -lcapstone -l:libstdc++.so.6
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
 BPF_SRC := bpf/gpuleak.bpf.c
@@ -90,10 +99,19 @@ deps:
 $(OUTPUT):
 	@mkdir -p $@
 
-$(BPF_OBJ): $(BPF_SRC) $(wildcard bpf/*.h) $(VMLINUX) | $(OUTPUT)
+# libbpf's own build, quiet; its objects under .output/libbpf/obj. Stamped by the archive.
+$(LIBBPF_A): | $(OUTPUT)
+	@test -f $(LIBBPF_SRC)/src/Makefile || { echo "no libbpf source in $(LIBBPF_SRC):" \
+		"run scripts/install-deps.sh (or make LIBBPF_SRC=DIR)" >&2; exit 1; }
+	$(call msg,LIBBPF,$@ ($(shell cat $(LIBBPF_SRC)/VERSION 2>/dev/null)))
+	$(Q)$(MAKE) -s --no-print-directory -C $(LIBBPF_SRC)/src BUILD_STATIC_ONLY=y \
+		OBJDIR=$(abspath $(LIBBPF_OUT)/obj) DESTDIR=$(abspath $(LIBBPF_OUT)) PREFIX=/ \
+		LIBDIR=/lib INCLUDEDIR=/include install_headers install >/dev/null
+
+$(BPF_OBJ): $(BPF_SRC) $(wildcard bpf/*.h) $(VMLINUX) $(LIBBPF_A) | $(OUTPUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) $(WARN) \
-		-Ivmlinux/$(ARCH) -Ibpf -idirafter $(BPF_MULTIARCH) -c $(BPF_SRC) -o $@
+		-Ivmlinux/$(ARCH) -Ibpf $(LIBBPF_INC) -idirafter $(BPF_MULTIARCH) -c $(BPF_SRC) -o $@
 
 $(SKEL): $(BPF_OBJ)
 	$(call msg,GEN-SKEL,$@)
@@ -115,7 +133,7 @@ $(patsubst user/%.c,$(OUTPUT)/asan/%.o,$(LIVE_SRC)): $(SKEL)
 
 -include $(USER_OBJ:.o=.d) $(ASAN_OBJ:.o=.d)
 
-gpuleak: $(USER_OBJ) $(OUTPUT)/libgpuleak_nvtx.so
+gpuleak: $(USER_OBJ) $(OUTPUT)/libgpuleak_nvtx.so $(LIBBPF_A)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(USER_OBJ) $(LDLIBS) -o $@
 
@@ -128,9 +146,9 @@ $(OUTPUT)/libgpuleak_nvtx.so: user/live/inject/nvtx_inject.c | $(OUTPUT)
 		-Wl,-z,defs $< -o $@
 
 # The build the tests run: same code under AddressSanitizer and UBSan.
-$(OUTPUT)/gpuleak-asan: $(ASAN_OBJ)
+$(OUTPUT)/gpuleak-asan: $(ASAN_OBJ) $(LIBBPF_A)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $(SAN) $^ $(LDLIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $(SAN) $(ASAN_OBJ) $(LDLIBS) -o $@
 
 -include tests/build.mk
 
@@ -193,7 +211,8 @@ UNIT_BIN := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/unit/%,$(UNIT_SRC))
 # Unit tests link everything but the command line.
 LIB_ASAN_OBJ := $(filter-out $(OUTPUT)/asan/cli/%,$(ASAN_OBJ))
 
-$(OUTPUT)/tests/unit/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB_ASAN_OBJ) $(wildcard user/*/*.h)
+$(OUTPUT)/tests/unit/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB_ASAN_OBJ) $(wildcard user/*/*.h) \
+		$(LIBBPF_A)
 	@mkdir -p $(@D)
 	$(call msg,CC-UNIT,$@)
 	$(Q)$(CC) $(CFLAGS) $(SAN) $< $(LIB_ASAN_OBJ) $(LDLIBS) -o $@
@@ -206,7 +225,7 @@ unit: $(UNIT_BIN) $(STACKS_HELPER) $(STACKS_NOFP)
 LIB_OBJ := $(filter-out $(OUTPUT)/obj/cli/%,$(USER_OBJ))
 CAPTURE_GEN := $(OUTPUT)/bench/capture_gen
 
-$(CAPTURE_GEN): bench/capture_gen.c $(LIB_OBJ)
+$(CAPTURE_GEN): bench/capture_gen.c $(LIB_OBJ) $(LIBBPF_A)
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $< $(LIB_OBJ) $(LDLIBS) -o $@

@@ -63,17 +63,17 @@ $(BENCH_REALTARGET): bench/realtarget.c bench/bench.mk
 		$(CUDA_NCCL_LIBDIR)/libnccl.so.2 -Wl,--disable-new-dtags \
 		-Wl,-rpath,$(CUDA_LIB64):$(CUDA_NCCL_LIBDIR)
 
-$(BENCH_OUT)/bench.bpf.o: bench/bench.bpf.c bench/bench.h bpf/gpuleak.h $(VMLINUX)
+$(BENCH_OUT)/bench.bpf.o: bench/bench.bpf.c bench/bench.h bpf/gpuleak.h $(VMLINUX) $(LIBBPF_A)
 	@mkdir -p $(@D)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) $(WARN) -Ivmlinux/$(ARCH) -Ibpf \
-		-Ibench -idirafter $(BPF_MULTIARCH) -c $< -o $@
+		$(LIBBPF_INC) -Ibench -idirafter $(BPF_MULTIARCH) -c $< -o $@
 
 $(BENCH_SKEL): $(BENCH_OUT)/bench.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name bench_bpf > $@.tmp && mv $@.tmp $@
 
-$(GLBENCH): bench/glbench.c bench/bench.h $(BENCH_SKEL) $(LIB_OBJ)
+$(GLBENCH): bench/glbench.c bench/bench.h $(BENCH_SKEL) $(LIB_OBJ) $(LIBBPF_A)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -Ibench -I$(BENCH_OUT) $< $(LIB_OBJ) $(LDLIBS) -o $@
 

@@ -29,10 +29,10 @@
 # (no shader*ArrayDynamicIndexing). libcapstone-dev: the x86-64 decoder gpuleak's recovery of
 # Dawn's entry points runs initializer code with (user/probe/dawn_procs.c).
 #
-# libbpf 1.4.6 / bpftool 7.5 come from bookworm-backports: bookworm's libbpf 1.1.2 has no
-# uprobe_multi API, and a single-uprobe link costs ~108 ms to detach here (40 probes: 4 s of
-# Ctrl-C). The backports suite is added by reusing the URIs of the machine's own Debian source,
-# so a mirror configured by the image keeps working.
+# bpftool 7.5 comes from bookworm-backports (with libbpf-dev 1.4.6, which gpuleak no longer
+# builds with: it links its own, see ensure_libbpf). The backports suite is added by reusing
+# the URIs of the machine's own Debian source, so a mirror configured by the image keeps
+# working.
 set -euo pipefail
 
 # librsvg2-bin and fonts-dejavu-core: the tests render --svg to PNG (rsvg-convert) and look
@@ -326,6 +326,68 @@ ensure_torch_viz() {
 	fi
 }
 
+# libbpf itself: Debian's source package, built by make (Makefile: LIBBPF_SRC) and linked
+# statically into gpuleak, so that every machine runs the same libbpf whatever its own. 1.7
+# rather than bookworm-backports' 1.4: from 1.6 on libbpf maps the kernel's BTF
+# (/sys/kernel/btf/vmlinux, Linux 6.16+) where 1.4 reads it 4 KiB at a time into memory it
+# then copies (~45 ms of every start here, docs/overhead.md); 1.6 places USDT notes that
+# record no .stapsdt.base, 1.7 reads base+index*scale arguments. The source comes from sid
+# through a scratch apt (deb-src, checked against the archive's signed index) and is unpacked
+# with tar: Debian carries no patches on it. ~1 MB, once.
+libbpf_dir=${GPULEAK_LIBBPF_DIR:-/var/cache/gpuleak/libbpf}
+libbpf_version=1.7.0-1 # the newest in sid otherwise (with a warning)
+
+fetch_libbpf() (
+	local tmp uri ver orig start_ms
+
+	start_ms=$(date +%s%3N)
+	tmp=$(mktemp -d) || return 1
+	trap 'rm -rf "$tmp"' EXIT
+	uri=$(libcuda_sources | awk '/^URIs:/{print $2; exit}')
+	# (not piped: apt_scratch sets apt_o in this shell)
+	apt_scratch "$tmp" < <(printf 'Types: deb-src\nURIs: %s\nSuites: sid\nComponents: main\n%s\n' \
+		"${uri:-http://deb.debian.org/debian}" \
+		"Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg")
+	ver=$(apt-cache "${apt_o[@]}" showsrc libbpf 2>/dev/null | sed -n 's/^Version: //p' |
+		sort -V | tail -n 1)
+	if [ -z "$ver" ]; then
+		warn "no libbpf source in sid on $uri. $(tail -n 1 "$tmp/log")"
+		return 1
+	fi
+	if apt-cache "${apt_o[@]}" showsrc libbpf 2>/dev/null | grep -qxF "Version: $libbpf_version"
+	then
+		ver=$libbpf_version
+	else
+		warn "libbpf $libbpf_version not in sid; taking $ver"
+	fi
+	(cd "$tmp" && apt-get "${apt_o[@]}" source --download-only -qq "libbpf=$ver" \
+		>"$tmp/log" 2>&1) ||
+		{ warn "apt-get source libbpf=$ver failed: $(tail -n 1 "$tmp/log")"; return 1; }
+	orig=$(ls "$tmp"/libbpf_*.orig.tar.* 2>/dev/null | head -n 1)
+	[ -n "$orig" ] || { warn "libbpf=$ver came without an orig tarball"; return 1; }
+	rm -rf "$libbpf_dir.new" && mkdir -p "$libbpf_dir.new" &&
+		tar -xf "$orig" -C "$libbpf_dir.new" --strip-components=1 &&
+		[ -f "$libbpf_dir.new/src/Makefile" ] &&
+		echo "$ver" > "$libbpf_dir.new/VERSION" &&
+		chmod -R a+rX "$libbpf_dir.new" && rm -rf "$libbpf_dir" &&
+		mv "$libbpf_dir.new" "$libbpf_dir" ||
+		{ warn "could not unpack $orig into $libbpf_dir"; return 1; }
+	say "libbpf $ver source unpacked: $libbpf_dir ($(($(date +%s%3N) - start_ms)) ms)"
+)
+
+# Required: gpuleak does not build without it.
+ensure_libbpf() {
+	if [ -f "$libbpf_dir/src/Makefile" ]; then
+		say "libbpf source present: $libbpf_dir ($(cat "$libbpf_dir/VERSION" 2>/dev/null))"
+	elif [ "$(id -u)" -ne 0 ] && ! [ -w "$(dirname "$libbpf_dir")" ]; then
+		echo "install-deps: no libbpf source in $libbpf_dir; run as root: sudo $0" >&2
+		exit 1
+	else
+		mkdir -p "$(dirname "$libbpf_dir")"
+		fetch_libbpf || { echo "install-deps: could not fetch libbpf's source" >&2; exit 1; }
+	fi
+}
+
 have_libbpf_146() {
 	local v
 	v=$(dpkg-query -W -f='${Version}' libbpf-dev 2>/dev/null) || return 1
@@ -378,6 +440,7 @@ for p in "${want_pkgs[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ] && have_libbpf_146 && have_mesa_25; then
 	install_npm
+	ensure_libbpf
 	say "all dependencies present"
 	ensure_libcuda
 	ensure_kernels
@@ -462,6 +525,7 @@ have_mesa_25 || { echo "install-deps: mesa-vulkan-drivers >= 25 did not install"
 say "installed: libbpf-dev $(dpkg-query -W -f='${Version}' libbpf-dev)," \
     "bpftool $(dpkg-query -W -f='${Version}' bpftool)," \
     "mesa-vulkan-drivers $(dpkg-query -W -f='${Version}' mesa-vulkan-drivers)"
+ensure_libbpf
 ensure_libcuda
 ensure_torch_viz
 install_npm

@@ -133,22 +133,22 @@ GPULEAK_REAL_LIBCUDA ?= /var/cache/gpuleak/libcuda1/libcuda.so.1
 STACKPAD_BPF_OBJ := $(TESTS_OUTPUT)/stackpad.bpf.o
 STANDIN_ALL += $(STACKPAD_BPF_OBJ)
 
-$(STACKPAD_BPF_OBJ): $(BPF_SRC) $(wildcard bpf/*.h) $(VMLINUX)
+$(STACKPAD_BPF_OBJ): $(BPF_SRC) $(wildcard bpf/*.h) $(VMLINUX) $(LIBBPF_A)
 	@mkdir -p $(@D)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -DGL_TEST_STACK_PAD=288 \
-		$(WARN) -Ivmlinux/$(ARCH) -Ibpf -idirafter $(BPF_MULTIARCH) -c $(BPF_SRC) -o $@
+		$(WARN) -Ivmlinux/$(ARCH) -Ibpf $(LIBBPF_INC) -idirafter $(BPF_MULTIARCH) -c $(BPF_SRC) -o $@
 
 # And with its read-only data laid out otherwise (one more variable first): --bpf-object must
 # refuse to write the built-in skeleton's settings into it.
 LAYOUT_BPF_OBJ := $(TESTS_OUTPUT)/layout.bpf.o
 STANDIN_ALL += $(LAYOUT_BPF_OBJ)
 
-$(LAYOUT_BPF_OBJ): $(BPF_SRC) $(wildcard bpf/*.h) $(VMLINUX)
+$(LAYOUT_BPF_OBJ): $(BPF_SRC) $(wildcard bpf/*.h) $(VMLINUX) $(LIBBPF_A)
 	@mkdir -p $(@D)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -DGL_TEST_RODATA_PAD \
-		$(WARN) -Ivmlinux/$(ARCH) -Ibpf -idirafter $(BPF_MULTIARCH) -c $(BPF_SRC) -o $@
+		$(WARN) -Ivmlinux/$(ARCH) -Ibpf $(LIBBPF_INC) -idirafter $(BPF_MULTIARCH) -c $(BPF_SRC) -o $@
 
 standins: $(STANDIN_ALL)
 ifeq ($(wildcard $(NVCC)),)
