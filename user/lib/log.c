@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include "lib/log.h"
 #include "lib/term.h"
@@ -23,8 +24,11 @@ void gl_log(const char *prefix, const char *fmt, ...)
 			msg = small; /* out of memory: the message cut short */
 		va_end(ap);
 	}
+	/* One line whole, whichever thread says it (start-up calibrates on a thread of its own). */
+	flockfile(stderr);
 	fputs(prefix, stderr);
 	term_fputs(msg, stderr, TERM_KEEP_LINES);
+	funlockfile(stderr);
 	if (msg != small)
 		free(msg);
 }

@@ -13,6 +13,7 @@
 #include "lib/log.h"
 #include "live/bpf_setup.h"
 #include "live/links.h"
+#include "live/premake.h"
 #include "live/kernel.h"
 #include "live/live.h"
 #include "live/process.h"
@@ -43,6 +44,7 @@ struct bpf_setup {
 	struct gpuleak_bpf *py_skel;
 	uint64_t features_ns; /* the kernel's features, probed or from the cache */
 	bool features_cached;
+	struct premake_stats maps; /* the maps made ahead of the load */
 	/* One stack map value: stacks2's starts with the probed function's address. */
 	uint64_t stack_buf[GL_STACK_DEPTH_MAX + 2];
 };
@@ -415,6 +417,12 @@ uint64_t bpf_setup__features_ns(const struct bpf_setup *b, bool *cached)
 	return b->features_ns;
 }
 
+uint64_t bpf_setup__maps_ns(const struct bpf_setup *b, size_t *threads)
+{
+	*threads = b->maps.threads;
+	return b->maps.wall_ns;
+}
+
 bool bpf_setup__uprobe_multi(const struct bpf_setup *b)
 {
 	return b->multi;
@@ -626,6 +634,7 @@ int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out)
 		if (err)
 			goto cleanup;
 	}
+	premake__maps(b->skel->obj, &b->maps);
 	err = gpuleak_bpf__load(b->skel);
 	if (o->verifier_stats)
 		stats_end(b);

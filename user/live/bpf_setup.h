@@ -74,6 +74,8 @@ int bpf_setup__new(const struct bpf_setup_opts *o, struct bpf_setup **out);
 size_t bpf_setup__prog_stats(const struct bpf_setup *b, const struct bpf_setup_prog_stats **st);
 /* What finding the kernel's features took of bpf_setup__new, and whether from the cache. */
 uint64_t bpf_setup__features_ns(const struct bpf_setup *b, bool *cached);
+/* What making the maps ahead of the load took of it (live/premake.h), on how many threads. */
+uint64_t bpf_setup__maps_ns(const struct bpf_setup *b, size_t *threads);
 /* Whether uprobes attach as uprobe_multi links (else one classic link per probe). */
 bool bpf_setup__uprobe_multi(const struct bpf_setup *b);
 /* Detaches the tracepoints and unloads. Accepts NULL. */

@@ -24,6 +24,7 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +123,10 @@ struct overhead {
 	uint32_t trap_ns[GL_TRAP_MAX];
 	int level_fd;
 	struct bpf_link *cal_links[CAL_LINKS];
+	/* Turning the statistics on and calibrating, on a thread of their own while the probes
+	 * attach: what they set is read only once it is joined (settle). */
+	pthread_t cal_thread;
+	bool cal_running;
 	struct ovh_proc *procs;
 	size_t nr_procs, cap_procs;
 	uint64_t last_sample_ns;
@@ -255,16 +260,17 @@ static int calibrate(struct overhead *o)
 	return 0;
 }
 
-int overhead__new(struct bpf_setup *b, const struct overhead_opts *opts, struct overhead **out)
+/*
+ * Both patch or trap in the kernel for milliseconds each on a VM (the statistics' static key
+ * rewrites kernel text, ~4 ms here; calibration is ~800 traps, ~4 ms): off the start's path,
+ * while the probes attach on the other CPU. Calibration keeps the fastest of its rounds, so
+ * that work beside it does not raise the figure.
+ */
+static void *settle_in(void *arg)
 {
-	struct overhead *o = calloc(1, sizeof(*o));
+	struct overhead *o = arg;
 	int err;
 
-	if (!o)
-		return -ENOMEM;
-	o->o = *opts;
-	o->b = b;
-	o->level_fd = bpf_setup__level_fd(b);
 	/* On while the fd is open: the programs' run time counts only while tracing. */
 	o->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	o->stats = o->stats_fd >= 0;
@@ -272,12 +278,38 @@ int overhead__new(struct bpf_setup *b, const struct overhead_opts *opts, struct 
 	if (o->stats_fd < 0)
 		pr_warn("no BPF run-time statistics (%s): tracing's cost is its traps alone\n",
 			strerror(errno));
-	o->nr_progs = bpf_setup__traced_progs(b, o->progs, MAX_PROGS);
 	err = calibrate(o);
 	if (err)
 		pr_warn("calibrating the trap cost failed (%s): tracing's cost is its BPF time "
 			"alone\n",
 			strerror(-err));
+	return NULL;
+}
+
+/* What settle_in sets is this thread's from here on. */
+static void settle(struct overhead *o)
+{
+	if (!o->cal_running)
+		return;
+	pthread_join(o->cal_thread, NULL);
+	o->cal_running = false;
+}
+
+int overhead__new(struct bpf_setup *b, const struct overhead_opts *opts, struct overhead **out)
+{
+	struct overhead *o = calloc(1, sizeof(*o));
+
+	if (!o)
+		return -ENOMEM;
+	o->o = *opts;
+	o->b = b;
+	o->stats_fd = -1;
+	o->level_fd = bpf_setup__level_fd(b);
+	o->nr_progs = bpf_setup__traced_progs(b, o->progs, MAX_PROGS);
+	/* No thread (out of resources): done here, as before any target. */
+	o->cal_running = !pthread_create(&o->cal_thread, NULL, settle_in, o);
+	if (!o->cal_running)
+		settle_in(o);
 	*out = o;
 	return 0;
 }
@@ -288,6 +320,7 @@ void overhead__unlink(struct overhead *o)
 
 	if (!o)
 		return;
+	settle(o);
 	links__destroy(o->cal_links, CAL_LINKS);
 	for (i = 0; i < CAL_LINKS; i++)
 		o->cal_links[i] = NULL;
@@ -306,8 +339,9 @@ void overhead__free(struct overhead *o)
 	free(o);
 }
 
-const uint32_t *overhead__trap_ns(const struct overhead *o)
+const uint32_t *overhead__trap_ns(struct overhead *o)
 {
+	settle(o);
 	return o->trap_ns;
 }
 
@@ -572,6 +606,7 @@ void overhead__sample(struct overhead *o, struct live *l, uint64_t now, pid_t on
 
 	if (!o)
 		return;
+	settle(o);
 	/* Between samples, its CPU time: a process that exits and is reaped by its parent
 	 * before gpuleak sees it go keeps the last read, at most a poll (50 ms) old. */
 	if (!force && now - o->last_sample_ns < (o->o.budget > 0 ? BUDGET_SAMPLE_NS : SAMPLE_NS)) {

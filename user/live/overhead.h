@@ -31,7 +31,7 @@ void overhead__free(struct overhead *o);
 /* The calibration's links and the run-time statistics go now, at the session's end. */
 void overhead__unlink(struct overhead *o);
 /* The calibrated cost of one trap of each kind (enum gl_cost_trap), ns. */
-const uint32_t *overhead__trap_ns(const struct overhead *o);
+const uint32_t *overhead__trap_ns(struct overhead *o);
 /* pid entered the analysis at ts_ns: its CPU time counts from now. */
 void overhead__track(struct overhead *o, pid_t pid, uint64_t ts_ns);
 /* Every ~second (force: now), a GL_REC_COST into the analysis for each tracked process (only:

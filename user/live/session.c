@@ -469,7 +469,8 @@ static int open_tracing(struct session *s)
 {
 	const struct session_opts *o = s->l.o;
 	struct live *l = &s->l;
-	uint64_t t0 = live_now_ns(), feat_ns;
+	uint64_t t0 = live_now_ns(), feat_ns, maps_ns;
+	size_t threads;
 	bool cached;
 	int err;
 
@@ -491,10 +492,12 @@ static int open_tracing(struct session *s)
 		return err;
 	/* Where starting goes (make bench: command start to tracing): the verifier's share. */
 	feat_ns = bpf_setup__features_ns(l->bpf, &cached);
+	maps_ns = bpf_setup__maps_ns(l->bpf, &threads);
 	pr_info("BPF programs loaded in %.1f ms (kernel features %.1f ms%s, open and load %.1f "
-		"ms)\n",
+		"ms; its maps made in %.1f ms on %zu thread%s)\n",
 		(live_now_ns() - t0) / 1e6, feat_ns / 1e6, cached ? ", cached" : "",
-		(live_now_ns() - t0 - feat_ns) / 1e6);
+		(live_now_ns() - t0 - feat_ns) / 1e6, maps_ns / 1e6, threads,
+		threads == 1 ? "" : "s");
 	err = overhead__new(l->bpf,
 			    &(struct overhead_opts){.budget = o->max_overhead,
 						    .python = o->python_depth > 0,
