@@ -65,8 +65,9 @@ WARN := -Wall -Wextra -Werror
 CFLAGS ?= -O2 -g
 CFLAGS += $(WARN) -std=gnu11 -D_GNU_SOURCE -DGPULEAK_VERSION='"$(VERSION)"' \
 	  $(LIBBPF_INC) -Ibpf -Iuser -I$(OUTPUT) -fno-omit-frame-pointer
-# libstdc++.so.6 by its soname: __cxa_demangle (user/symbols/demangle.c), no -dev package needed.
-LDLIBS := $(LIBBPF_A) -ldw -lelf -lz -lm -ldl -lcapstone -l:libstdc++.so.6
+# capstone (user/probe/dawn_procs.c) and libstdc++ (__cxa_demangle, user/symbols/demangle.c)
+# are opened when first needed, not linked: they cost every process ~10 ms before main().
+LDLIBS := $(LIBBPF_A) -ldw -lelf -lz -lm -ldl -lpthread
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 
 BPF_SRC := bpf/gpuleak.bpf.c
@@ -256,7 +257,7 @@ FUZZ_ARGS = -timeout=10 -rss_limit_mb=2048 -dict=tests/fuzz/$*/dict
 $(OUTPUT)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) $(wildcard user/*/*.h) bpf/gpuleak.h
 	@mkdir -p $(@D)
 	$(call msg,FUZZ-CC,$@)
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(FUZZ_SRC) -ldw -lelf -lz -lm -lcapstone -l:libstdc++.so.6 -o $@
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(FUZZ_SRC) -ldw -lelf -lz -lm -ldl -lpthread -o $@
 
 fuzz-build: $(FUZZ_BINS)
 

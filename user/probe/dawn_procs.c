@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <capstone/capstone.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,59 @@
 #define EMU_TOTAL_INSNS (16 * EMU_MAX_INSNS)
 /* A table has at least this many entries (Dawn's have 150-300). */
 #define TABLE_MIN 8
+
+/*
+ * ---- capstone, opened on first use ----
+ * Linked, its 77,000 relocations and the pages they write cost every gpuleak process ~7 ms
+ * before main() on a VM (`make bench`, attach: command start to tracing), report and
+ * watch included; only a Dawn object without symbols needs it. The soname is the one this
+ * build's headers describe.
+ */
+#define CS_STR_(x) #x
+#define CS_STR(x) CS_STR_(x)
+#define CS_SONAME "libcapstone.so." CS_STR(CS_API_MAJOR)
+
+static struct {
+	cs_err (*open)(cs_arch arch, cs_mode mode, csh *handle);
+	cs_err (*option)(csh handle, cs_opt_type type, size_t value);
+	cs_insn *(*malloc)(csh handle);
+	bool (*disasm_iter)(csh handle, const uint8_t **code, size_t *size, uint64_t *address,
+			    cs_insn *insn);
+	cs_err (*regs_access)(csh handle, const cs_insn *insn, cs_regs regs_read,
+			      uint8_t *regs_read_count, cs_regs regs_write,
+			      uint8_t *regs_write_count);
+	void (*free)(cs_insn *insn, size_t count);
+	cs_err (*close)(csh *handle);
+	char why[160]; /* "": loaded */
+} capstone;
+static pthread_once_t capstone_once = PTHREAD_ONCE_INIT;
+
+static void capstone_open(void)
+{
+	void *h = dlopen(CS_SONAME, RTLD_NOW | RTLD_LOCAL);
+	const char *miss = NULL;
+
+	if (!h) {
+		snprintf(capstone.why, sizeof(capstone.why), "%s", dlerror());
+		return;
+	}
+#define CS_SYM(f)                                                                                  \
+	do {                                                                                       \
+		*(void **)&capstone.f = dlsym(h, "cs_" #f);                                        \
+		if (!capstone.f && !miss)                                                          \
+			miss = "cs_" #f;                                                           \
+	} while (0)
+	CS_SYM(open);
+	CS_SYM(option);
+	CS_SYM(malloc);
+	CS_SYM(disasm_iter);
+	CS_SYM(regs_access);
+	CS_SYM(free);
+	CS_SYM(close);
+#undef CS_SYM
+	if (miss)
+		snprintf(capstone.why, sizeof(capstone.why), "%s has no %s", CS_SONAME, miss);
+}
 
 /* ---- the names ---- */
 
@@ -262,7 +317,7 @@ static void forget(struct emu *e, csh cs, const cs_insn *in)
 	const cs_x86 *x = &in->detail->x86;
 	uint64_t a;
 
-	if (!cs_regs_access(cs, in, rd, &nrd, wr, &nwr)) {
+	if (!capstone.regs_access(cs, in, rd, &nrd, wr, &nwr)) {
 		for (i = 0; i < nwr; i++) {
 			int k = xmm(wr[i]);
 
@@ -439,7 +494,7 @@ static void emulate(struct rec *r, csh cs, cs_insn *in, uint64_t start)
 
 	r->nr_starts++;
 	while (code && n < EMU_MAX_INSNS && r->nr_insns + n < EMU_TOTAL_INSNS && !r->err &&
-	       cs_disasm_iter(cs, &code, &avail, &addr, in)) {
+	       capstone.disasm_iter(cs, &code, &avail, &addr, in)) {
 		n++;
 		if (!emu_step(&e, cs, in))
 			break;
@@ -870,12 +925,12 @@ static int recover(struct rec *r, struct dawn_procs *p)
 	if ((err = starts.err))
 		goto cleanup;
 	starts_settle(&starts);
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) {
+	if (capstone.open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
-	in = cs_malloc(cs);
+	capstone.option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	in = capstone.malloc(cs);
 	if (!in) {
 		err = -ENOMEM;
 		goto cleanup;
@@ -911,9 +966,9 @@ static int recover(struct rec *r, struct dawn_procs *p)
 		find_error_classes(r, p);
 cleanup:
 	if (in)
-		cs_free(in, 1);
+		capstone.free(in, 1);
 	if (cs)
-		cs_close(&cs);
+		capstone.close(&cs);
 	free(init);
 	free(data.v);
 	free(starts.v);
@@ -936,6 +991,12 @@ int dawn_procs__recover(struct elf_obj *o, struct dawn_procs **out, char *why, s
 		return err;
 	if (names < TABLE_MIN)
 		return -ENOENT;
+	pthread_once(&capstone_once, capstone_open);
+	if (capstone.why[0]) {
+		if (why_len)
+			snprintf(why, why_len, "no x86-64 decoder: %s", capstone.why);
+		return -ELIBACC;
+	}
 	err = elf_image__new(o, &im, why, why_len);
 	if (err)
 		return err;
