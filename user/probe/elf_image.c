@@ -91,8 +91,11 @@ size_t elf_image__avail(const struct elf_image *im, uint64_t vaddr)
 const uint8_t *elf_image__ptr(const struct elf_image *im, uint64_t vaddr, size_t len)
 {
 	const struct seg *s = seg_of(im, vaddr);
+	size_t avail = elf_image__avail(im, vaddr);
 
-	if (!s || elf_image__avail(im, vaddr) < len)
+	/* None, even for len 0, past the file's part of the segment: its memory size may run
+	 * to the end of the address space (a crafted object), and the file's pointer with it. */
+	if (!s || !avail || avail < len)
 		return NULL;
 	return im->file + s->off + (vaddr - s->vaddr);
 }

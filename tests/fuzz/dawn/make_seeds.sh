@@ -8,6 +8,8 @@
 # a CIE whose length runs past its segment and one too short for its own header; and one
 # with no section headers, whose table the name pre-filter finds from the segments; and the
 # table beside one of Dawn's error classes (TextureBase, with RTTI) and not the other.
+# memsz-past-file.so is not made here: libFuzzer found it (a PT_LOAD whose memory size runs
+# to the end of the address space, read at its end) and it is kept as found.
 set -euo pipefail
 cd "$(dirname "$0")"
 out=seeds
