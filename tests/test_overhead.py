@@ -4,13 +4,15 @@ overhead object, the text verdict, the metrics), and --max-overhead's steps.
 
 Counts only: a trap count is the exact number of probes the scenario's calls hit; no test
 says how fast anything is."""
+import os
 import re
+import subprocess
 import time
 import urllib.request
 
 import harness
-from harness import (Proc, check, check_sanitizers, eq, gpuleak_env, run_gpuleak, scenario, test,
-                     tmpfile)
+from harness import (Proc, check, check_sanitizers, eq, gpuleak_env, leak_sites, run_gpuleak,
+                     scenario, test, tmpfile)
 
 MiB = 1 << 20
 
@@ -185,3 +187,72 @@ def budget_gives_up_stacks_and_loses_no_allocation():
           f"stacks given up when it said: {b}, {m.group(0)}")
     check(re.search(r"^  --max-overhead 0\.1 %: full from 0\.0 s", g.text("out"), re.M),
           f"the text verdict's levels: {g.text('out')}")
+
+
+# The map types live/premake.c makes ahead of the load (linux/bpf.h's numbers): hash 1,
+# array 2, prog array 3, percpu array 6, stack trace 7, LRU hash 9, ring buffer 27.
+PREMADE_TYPES = {1, 2, 3, 6, 7, 9, 27}
+
+
+def object_maps(obj):
+    """{map name: map type} of a BPF object's .maps section, read from its BTF as libbpf
+    reads it: each variable's struct has a member `type`, a pointer to an array whose length
+    is the type."""
+    raw = subprocess.run(["bpftool", "btf", "dump", "file", obj], capture_output=True,
+                         text=True, check=True).stdout
+    types = {}
+    cur = None
+    for line in raw.splitlines():
+        m = re.match(r"\[(\d+)\] (\w+) '([^']*)'(.*)", line)
+        if m:
+            cur = {"kind": m.group(2), "name": m.group(3), "rest": m.group(4), "members": []}
+            types[int(m.group(1))] = cur
+        elif cur is not None:
+            cur["members"].append(line.strip())
+
+    def ref(t, key):
+        return int(re.search(key + r"=(\d+)", t["rest"]).group(1))
+
+    sec = next(t for t in types.values() if t["kind"] == "DATASEC" and t["name"] == ".maps")
+    out = {}
+    for v in sec["members"]:
+        var = types[int(re.match(r"type_id=(\d+)", v).group(1))]
+        st = types[ref(var, "type_id")]
+        member = next(mb for mb in st["members"] if mb.startswith("'type' "))
+        ptr = types[int(re.search(r"type_id=(\d+)", member).group(1))]
+        arr = types[ref(ptr, "type_id")]
+        out[var["name"]] = int(re.search(r"nr_elems=(\d+)", arr["rest"]).group(1))
+    return out
+
+
+@test
+def start_up_makes_maps_ahead_and_loads_no_decoder():
+    """The maps are made before libbpf loads the object, several at once (live/premake.c):
+    every map of the object but those needing its BTF (task storage), none left to libbpf, on
+    one thread per CPU (at most 4). And the tracer has not loaded capstone (Dawn's decoder,
+    opened only for a Dawn without symbols) nor, where the build does not need it for the
+    sanitizers, libstdc++ (the demangler, opened at the first C++ name)."""
+    maps = object_maps(os.path.join(harness.OUT, "gpuleak.bpf.o"))
+    check(29 in maps.values(), f"the object has its task storage: {maps}")
+    want = sum(1 for t in maps.values() if t in PREMADE_TYPES)
+    a = harness.Attached("loop", [3, 65536], gl_args=["-vv"])
+    try:
+        a.wait_attached()
+        with open(f"/proc/{a.gl.pid}/maps") as f:
+            mapped = f.read()
+        a.target.send()
+        res = a.finish()
+    finally:
+        a.cleanup()
+    m = re.search(r"(\d+) BPF maps made ahead on (\d+) threads in [0-9.]+ ms \((\d+) left to "
+                  r"libbpf\)", res.err)
+    check(m, "-vv says how the maps were made")
+    eq((int(m.group(1)), int(m.group(3))), (want, 0), "maps made ahead, maps left to libbpf")
+    eq(int(m.group(2)), min(os.cpu_count(), 4), "threads")
+    check("libcapstone" not in mapped, "capstone not loaded by a session without Dawn")
+    needs = subprocess.run(["ldd", harness.GPULEAK], capture_output=True, text=True).stdout
+    if "libstdc++" not in needs:
+        check("libstdc++" not in mapped, "libstdc++ not loaded before a C++ name")
+    # And the session traced as ever: the loop's KV cache (no rule) and its leak.
+    sites = {fn: (b, n) for (_, fn), (b, n) in leak_sites(res.verdict()).items()}
+    eq(sites, {"kv_cache_init": (64 * MiB, 1), "leaky_sampler": (3 * 65536, 3)}, "verdict")

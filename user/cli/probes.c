@@ -237,12 +237,13 @@ static void print_usdt_args(const struct module *m, FILE *out)
 		if (u->args_differ)
 			fputs(" (the first site's; its sites differ)", out);
 		fputc('\n', out);
-		if (u->base_missing)
+		/* Only where the libbpf linked is older than the one the build fetches. */
+		if (u->base_missing && bpf_setup__libbpf_older(1, 6))
 			fprintf(out,
 				"  %s:%s in %s: its note records no .stapsdt.base, which libbpf "
 				"before 1.6 misplaces (the attach fails)\n",
 				prov, name, obj);
-		if (u->sib)
+		if (u->sib && bpf_setup__libbpf_older(1, 7))
 			fprintf(
 			    out,
 			    "  %s:%s in %s: an argument is base+index*scale, which libbpf before "

@@ -350,9 +350,9 @@ static const char *usdt_why(int err, const struct usdt_probe *u)
 {
 	if (err == -E2BIG)
 		return "libbpf's USDT spec table is full (" BPF_SPECS_STR " argument specs)";
-	if ((err == -ESRCH || err == -ENOENT) && u->base_missing)
+	if ((err == -ESRCH || err == -ENOENT) && u->base_missing && bpf_setup__libbpf_older(1, 6))
 		return "its note records no .stapsdt.base, which libbpf before 1.6 misplaces";
-	if ((err == -ESRCH || err == -ENOENT) && u->sib)
+	if ((err == -ESRCH || err == -ENOENT) && u->sib && bpf_setup__libbpf_older(1, 7))
 		return "an argument is base+index*scale, which libbpf before 1.7 cannot read";
 	if (err == -EINVAL)
 		return "another tracer may hold a probe on its site without its semaphore "

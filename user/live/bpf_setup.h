@@ -76,6 +76,11 @@ size_t bpf_setup__prog_stats(const struct bpf_setup *b, const struct bpf_setup_p
 uint64_t bpf_setup__features_ns(const struct bpf_setup *b, bool *cached);
 /* What making the maps ahead of the load took of it (live/premake.h), on how many threads. */
 uint64_t bpf_setup__maps_ns(const struct bpf_setup *b, size_t *threads);
+/*
+ * Whether the libbpf linked is older than major.minor: the build fetches 1.7, but LIBBPF_SRC
+ * may name another, and what it cannot attach is said by the version it is.
+ */
+bool bpf_setup__libbpf_older(unsigned int major, unsigned int minor);
 /* Whether uprobes attach as uprobe_multi links (else one classic link per probe). */
 bool bpf_setup__uprobe_multi(const struct bpf_setup *b);
 /* Detaches the tracepoints and unloads. Accepts NULL. */

@@ -60,6 +60,10 @@
 struct session {
 	struct live l; /* the parts the modules share */
 	struct ringbuf *rb;
+	/* rb is mapped on rb_thread while the probes attach (ring_ready joins it): rb_err */
+	pthread_t rb_thread;
+	bool rb_pending;
+	int rb_err;
 	struct report rep;
 	struct outfile *json_file; /* --json */
 	FILE *json;		   /* its stream, NULL without --json */
@@ -464,6 +468,33 @@ cleanup:
 	return err;
 }
 
+/*
+ * The consumer's mapping of the ring: two views of its 64 MiB whose pages the kernel maps
+ * one by one at mmap (~6 ms on a VM), on a thread while the probes attach. Nothing is lost
+ * meanwhile: records wait in the kernel's ring, which exists since the load.
+ */
+static void *ring_open(void *arg)
+{
+	struct session *s = arg;
+
+	s->rb_err = ringbuf__new(bpf_setup__events_fd(s->l.bpf), on_record, s, &s->rb);
+	if (!s->rb_err)
+		ringbuf__set_prefetch(s->rb, on_prefetch);
+	return NULL;
+}
+
+/* Before the first drain, and before the ring goes: s->rb is this thread's from here. */
+static int ring_ready(struct session *s)
+{
+	if (s->rb_pending) {
+		pthread_join(s->rb_thread, NULL);
+		s->rb_pending = false;
+		if (s->rb_err)
+			pr_err("mapping the ring buffer: %s\n", strerror(-s->rb_err));
+	}
+	return s->rb_err;
+}
+
 /* BPF, the probes' modules and attach, the symbolizer, the analysis, the ring buffer. */
 static int open_tracing(struct session *s)
 {
@@ -543,10 +574,14 @@ static int open_tracing(struct session *s)
 	err = pictures__open(&o->a.out, &s->pics);
 	if (err)
 		goto cleanup;
-	err = ringbuf__new(bpf_setup__events_fd(l->bpf), on_record, s, &s->rb);
-	if (err)
-		goto cleanup;
-	ringbuf__set_prefetch(s->rb, on_prefetch);
+	/* No thread (out of resources): mapped here. */
+	s->rb_pending = !pthread_create(&s->rb_thread, NULL, ring_open, s);
+	if (!s->rb_pending) {
+		ring_open(s);
+		err = s->rb_err;
+		if (err)
+			goto cleanup;
+	}
 	return 0;
 cleanup:
 	pr_err("setting up: %s\n", strerror(-err));
@@ -601,6 +636,7 @@ static int close_session(struct session *s, bool traced, int err)
 	attach__free(l->att);
 	/* Before anything else goes: a traced process forking now would stay stopped. */
 	other_links_go(l);
+	ring_ready(s);
 	ringbuf__free(s->rb);
 	http__free(s->http);
 	pictures__free(s->pics);
@@ -693,6 +729,8 @@ int session__run(const struct session_opts *o)
 	if (err)
 		goto cleanup;
 	err = o->argv ? start__run_mode(&s.l) : start__attach_mode(&s.l);
+	if (!err)
+		err = ring_ready(&s);
 	if (err)
 		goto cleanup;
 	traced = true;
