@@ -1092,20 +1092,30 @@ GL_GLOBAL int emit_entry(struct bpf_user_pt_regs_t *uctx, __u64 api)
  * position is unused. A probe with fewer arguments (a step marker's spec reads four) is no
  * failure: bpf_usdt_arg says -ENOENT. Any other error is a read failure, counted.
  */
-static __always_inline __u64 usdt_arg(struct pt_regs *ctx, int n, __u32 pid)
+GL_GLOBAL __u64 usdt_arg_of(struct bpf_user_pt_regs_t *uctx, __u32 n, __u32 pid)
 {
 	long v = 0;
 	int err;
 
-	if (!n)
+	if (!n || n > BPF_USDT_MAX_ARG_CNT)
 		return 0;
-	err = bpf_usdt_arg(ctx, n - 1, &v);
+	err = bpf_usdt_arg((struct pt_regs *)uctx, n - 1, &v);
 	if (err) {
 		if (err != -ENOENT)
 			count_loss(pid, GL_STAT_READ_FAIL, 1);
 		return 0;
 	}
 	return v;
+}
+
+/*
+ * A global subprogram: libbpf's decoding of an argument spec (a register, a load from memory,
+ * a base+index*scale address, a constant; sign and width) is checked once, not once per
+ * argument read on every path of gl_usdt (4 reads: 40% of its verification at start).
+ */
+static __always_inline __u64 usdt_arg(struct pt_regs *ctx, int n, __u32 pid)
+{
+	return usdt_arg_of((struct bpf_user_pt_regs_t *)ctx, n, pid);
 }
 
 static __always_inline __u64 arg_of(struct pt_regs *ctx, int n, bool usdt, __u32 pid)
