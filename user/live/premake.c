@@ -11,7 +11,7 @@
 #include "lib/log.h"
 #include "live/premake.h"
 
-#define PREMAKE_MAX_MAPS 64
+#define PREMAKE_MAX_MAPS    64
 #define PREMAKE_MAX_THREADS 4
 
 struct job {

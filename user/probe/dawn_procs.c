@@ -31,8 +31,8 @@
  * build's headers describe.
  */
 #define CS_STR_(x) #x
-#define CS_STR(x) CS_STR_(x)
-#define CS_SONAME "libcapstone.so." CS_STR(CS_API_MAJOR)
+#define CS_STR(x)  CS_STR_(x)
+#define CS_SONAME  "libcapstone.so." CS_STR(CS_API_MAJOR)
 
 static struct {
 	cs_err (*open)(cs_arch arch, cs_mode mode, csh *handle);
