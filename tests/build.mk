@@ -73,11 +73,15 @@ STANDIN_LIBC10 := $(STANDIN_LIBDIR)/libc10.so
 STANDIN_LIBC10_CUDA := $(STANDIN_LIBDIR)/libc10_cuda.so
 NOSDT_LIBDIR := $(TESTS_OUTPUT)/lib-nosdt
 NOSDT_LIBC10_CUDA := $(NOSDT_LIBDIR)/libc10_cuda.so
+# lib-nobase/ has the one with probes, its notes rewritten to record no .stapsdt.base, as
+# PyTorch's own note macro writes them (tests/standin/sdt_nobase.py).
+NOBASE_LIBDIR := $(TESTS_OUTPUT)/lib-nobase
+NOBASE_LIBC10_CUDA := $(NOBASE_LIBDIR)/libc10_cuda.so
 # lib-nofp/ has one built without frame pointers, as PyTorch's wheels are (pytorch#51151).
 NOFP_LIBDIR := $(TESTS_OUTPUT)/lib-nofp
 NOFP_LIBC10_CUDA := $(NOFP_LIBDIR)/libc10_cuda.so
 TORCH_SCENARIOS := $(addprefix $(SCENARIO_BINDIR)/,torch_decode torch_decode_nosdt \
-	torch_decode_nofp torch_dlopen)
+	torch_decode_nofp torch_decode_nobase torch_dlopen)
 # The probe-placement runtime (reloc.S): a libcudart.so.13 of its own, in its own folder.
 RELOC_LIBDIR := $(TESTS_OUTPUT)/lib-reloc
 RELOC_LIBCUDART := $(RELOC_LIBDIR)/libcudart.so.13
@@ -167,7 +171,8 @@ standins-check: standins
 	$(STANDIN_SELFTEST)
 	GPULEAK_REAL_LIBCUDA=$(GPULEAK_REAL_LIBCUDA) tests/scenarios/smoke.sh $(SCENARIO_BINDIR)
 
-$(STANDIN_LIBDIR) $(SCENARIO_BINDIR) $(RELOC_LIBDIR) $(NOSDT_LIBDIR) $(NOFP_LIBDIR):
+$(STANDIN_LIBDIR) $(SCENARIO_BINDIR) $(RELOC_LIBDIR) $(NOSDT_LIBDIR) $(NOFP_LIBDIR) \
+		$(NOBASE_LIBDIR):
 	mkdir -p $@
 
 # The driver stand-in is unversioned like the real libcuda.so.1; the map only hides
@@ -214,6 +219,11 @@ $(NOSDT_LIBC10_CUDA): tests/standin/c10_cuda.c tests/standin/c10_cuda.h tests/st
 	$(TESTS_CC) $(STANDIN_CFLAGS) $(STANDIN_ENTRY_CFLAGS) $(STANDIN_LDFLAGS) -DSTANDIN_NO_SDT \
 		-fvisibility=hidden -o $@ $< $(C10_CUDA_LINK) -Wl,-rpath,'$$ORIGIN/../lib'
 
+$(NOBASE_LIBC10_CUDA): $(STANDIN_LIBC10_CUDA) tests/standin/sdt_nobase.py $(TESTS_BUILD_MK) \
+		| $(NOBASE_LIBDIR)
+	$(PYTHON) tests/standin/sdt_nobase.py $< $@ >/dev/null
+	chmod +x $@
+
 # With its probes, -O2 without frame pointers (the later flag wins) and with .eh_frame.
 $(NOFP_LIBC10_CUDA): tests/standin/c10_cuda.c tests/standin/c10_cuda.h tests/standin/c10.h \
 		$(STANDIN_LIBC10) $(STANDIN_LIBS) $(TESTS_BUILD_MK) | $(NOFP_LIBDIR)
@@ -221,8 +231,8 @@ $(NOFP_LIBC10_CUDA): tests/standin/c10_cuda.c tests/standin/c10_cuda.h tests/sta
 		-o $@ $< \
 		$(C10_CUDA_LINK) -Wl,-rpath,'$$ORIGIN/../lib'
 
-# One program, three times: over the allocator with its probes, over the one without, and
-# over the one without frame pointers.
+# One program, four times: over the allocator with its probes, over the one without, over the
+# one without frame pointers, and over the one whose notes record no .stapsdt.base.
 $(SCENARIO_BINDIR)/torch_decode: tests/scenarios/torch_decode.c tests/scenarios/scenario.h \
 		$(STANDIN_LIBC10_CUDA) $(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
 	$(TESTS_CC) $(SCENARIO_CFLAGS) -Itests/standin -o $@ $< $(STANDIN_LIBC10_CUDA) \
@@ -239,6 +249,12 @@ $(SCENARIO_BINDIR)/torch_decode_nosdt: tests/scenarios/torch_decode.c \
 	$(TESTS_CC) $(SCENARIO_CFLAGS) -Itests/standin -o $@ $< $(NOSDT_LIBC10_CUDA) \
 		$(STANDIN_LIBC10) $(STANDIN_LIBCUDART) -Wl,--disable-new-dtags \
 		-Wl,-rpath,'$$ORIGIN/../lib-nosdt:$$ORIGIN/../lib'
+
+$(SCENARIO_BINDIR)/torch_decode_nobase: tests/scenarios/torch_decode.c \
+		tests/scenarios/scenario.h $(NOBASE_LIBC10_CUDA) $(TESTS_BUILD_MK) | $(SCENARIO_BINDIR)
+	$(TESTS_CC) $(SCENARIO_CFLAGS) -Itests/standin -o $@ $< $(NOBASE_LIBC10_CUDA) \
+		$(STANDIN_LIBC10) $(STANDIN_LIBCUDART) -Wl,--disable-new-dtags \
+		-Wl,-rpath,'$$ORIGIN/../lib-nobase:$$ORIGIN/../lib'
 
 # No PyTorch at link time: it dlopen()s the stand-in, which must exist when it runs.
 $(SCENARIO_BINDIR)/torch_dlopen: tests/scenarios/torch_dlopen.c tests/scenarios/scenario.h \

@@ -186,6 +186,29 @@ def pytorch_presets_keep_weights_and_kv_cache_at_block_level():
 
 
 @test
+def pytorch_notes_without_a_base_are_traced_as_usdt():
+    """PyTorch's own note macro records no .stapsdt.base in the notes of an object that has
+    the section (the wheels' libc10_cuda.so): libbpf before 1.6 placed such probes wrongly
+    and the attach failed; the libbpf gpuleak links places them. The stand-in with its notes
+    so rewritten gives the verdict of the one with <sys/sdt.h>'s notes, and `probes` lists
+    the same probes at the same addresses, with no word of a misplacement."""
+    nobase = os.path.join(OUT, "tests", "lib-nobase", "libc10_cuda.so")
+    notes = run_plain(["readelf", "-n", nobase]).stdout
+    check(re.search(r"Base: 0x0+\b", notes) and ".stapsdt.base" in
+          run_plain(["readelf", "-S", nobase]).stdout, f"notes without a base:\n{notes}")
+    res, stats = decode("leak", exe="torch_decode_nobase")
+    check("cannot attach USDT" not in res.err, f"no probe refused: {res.err}")
+    check_leak_verdict(res.verdict(), stats)
+    rows = {}
+    for lib in (os.path.join(LIB, "libc10_cuda.so"), nobase):
+        p = run_plain([GPULEAK, "probes", "--lib", lib])
+        eq(p.returncode, 0, f"probes --lib {lib}: {p.stderr}")
+        check("misplaces" not in p.stdout, f"no misplacement said:\n{p.stdout}")
+        rows[lib] = [l.split()[:4] for l in p.stdout.splitlines() if l.startswith("pytorch:")]
+    eq(rows[nobase], rows[os.path.join(LIB, "libc10_cuda.so")], "the same probes, the same sites")
+
+
+@test
 def pytorch_profiler_hook_where_no_probes():
     """libc10_cuda.so without SDT notes: the hook reports every block with its rounded size,
     raw_alloc's too (so the workspace is a block, and its segment PyTorch's)."""
