@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <bpf/libbpf.h>
@@ -43,46 +42,4 @@ void links__destroy(struct bpf_link **links, size_t n)
 			detach_thread(&jobs[i]);
 	for (i = 0; i < started; i++)
 		pthread_join(tids[i], NULL);
-}
-
-struct attach_job {
-	struct bpf_program *prog;
-	struct bpf_link **link;
-	int *err;
-};
-
-static void *attach_thread(void *arg)
-{
-	struct attach_job *j = arg;
-
-	*j->link = bpf_program__attach(j->prog);
-	*j->err = *j->link ? 0 : -errno;
-	return NULL;
-}
-
-void links__attach(struct bpf_program **progs, size_t n, struct bpf_link **links, int *errs)
-{
-	struct attach_job jobs[DETACH_THREADS];
-	pthread_t tids[DETACH_THREADS];
-	bool started[DETACH_THREADS] = {0};
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		links[i] = NULL;
-		errs[i] = 0;
-	}
-	for (i = 0; i < n && i < DETACH_THREADS; i++) {
-		jobs[i] = (struct attach_job){progs[i], &links[i], &errs[i]};
-		/* The first here; one that cannot start is attached here too. */
-		if (progs[i] && i)
-			started[i] = !pthread_create(&tids[i], NULL, attach_thread, &jobs[i]);
-	}
-	for (i = 0; i < n; i++) {
-		if (started[i] || !progs[i])
-			continue;
-		attach_thread(&(struct attach_job){progs[i], &links[i], &errs[i]});
-	}
-	for (i = 0; i < n && i < DETACH_THREADS; i++)
-		if (started[i])
-			pthread_join(tids[i], NULL);
 }

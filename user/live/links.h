@@ -15,13 +15,4 @@ struct bpf_link;
 /* Destroys links[0..n) (NULLs skipped), from up to 16 threads; returns when all are gone. */
 void links__destroy(struct bpf_link **links, size_t n);
 
-struct bpf_program;
-
-/*
- * Attaches progs[0..n) (NULLs skipped) with bpf_program__attach, one thread each (at most
- * 16): attaching a tracepoint rewrites kernel text (its static key), milliseconds each on a
- * VM. links[i] is the link or NULL, errs[i] then the -errno. Returns when all are done.
- */
-void links__attach(struct bpf_program **progs, size_t n, struct bpf_link **links, int *errs);
-
 #endif
