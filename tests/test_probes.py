@@ -152,12 +152,22 @@ def attach_counts(env=None):
     return (int(m.group(1)), int(m.group(2))), probed, res
 
 
+def probes_placed(res):
+    """What attach -v and the verdict say of the probes: per object, how many and from what;
+    which were moved past their entry or left single-stepped, and how."""
+    v = res.verdict()
+    return (sorted(re.findall(r"attached (\d+ probes to \S+ \(addresses from [^)]*\))", res.err)),
+            v.get("moved_probe_sites"), v.get("slow_probe_sites"))
+
+
 @test
 def object_scans_kept_between_runs():
-    """What a scan found nothing to trace in is not scanned again by the next run (the store
-    in /run/gpuleak, per build): the same probes and the same verdict; a library changed
-    since (here only touched) is scanned afresh; a store that does not parse or that others
-    may write is ignored and replaced."""
+    """What a scan found is not scanned again by the next run (the store in /run/gpuleak, per
+    build): objects with nothing to trace, and the probe sites of those it traces, where each
+    probe went included; the same probes, placed alike, and the same verdict; a library
+    changed since (here only touched) is scanned afresh; kept sites that do not fit their
+    object are not used; a store that does not parse or that others may write is ignored and
+    replaced."""
     store_glob = f"/run/gpuleak/objects-{gnu_build_id(harness.GPULEAK)}-*"
     for f in glob.glob(store_glob):
         os.unlink(f)
@@ -178,21 +188,46 @@ def object_scans_kept_between_runs():
         with open(stores[0]) as f:
             lines = f.read().splitlines()
         eq(lines[0], "gpuleak-object-facts 1", "its first line")
-        st = os.stat(z)
-        zline = f"{st.st_dev:x} {st.st_ino:x} {st.st_size:x} {st.st_mtime_ns:x} {st.st_ctime_ns:x}"
+
+        def id_line(path):
+            st = os.stat(path)
+            return f"{st.st_dev:x} {st.st_ino:x} {st.st_size:x} {st.st_mtime_ns:x} {st.st_ctime_ns:x}"
+
+        zline = id_line(z)
         check(any(l.startswith(zline + " ") for l in lines), f"libz's facts kept: {lines}")
+        nsites = int(re.search(r"attached (\d+) probes to \S*libcudart",
+                               res.err).group(1))
+        cudart = next(p for p in probed if "libcudart" in p)
+        at = next(i for i, l in enumerate(lines) if l.startswith(id_line(cudart) + " "))
+        eq((int(lines[at].split()[5], 16) & 0x10, [l[:2] for l in lines[at + 1:at + 1 + nsites]]),
+           (0x10, ["s "] * nsites), f"libcudart's {nsites} sites kept after its line")
         want = (leak_sites(res.verdict()), res.verdict()["allocs"], res.verdict()["frees"])
+        placed = probes_placed(res)
 
         (s2, sp2), probed2, res2 = attach_counts(env)
-        eq((s2, sp2), (len(probed), scanned - len(probed)),
-           "the second run scans only the objects it probes")
+        eq((s2, sp2), (0, scanned), "the second run scans nothing, not even what it probes")
         eq(probed2, probed, "the same objects probed")
+        eq(probes_placed(res2), placed, "the same probes, placed alike")
         eq((leak_sites(res2.verdict()), res2.verdict()["allocs"], res2.verdict()["frees"]),
            want, "the same verdict")
 
         os.utime(z)  # a new mtime and ctime: another version of the file
         (s3, sp3), _, _ = attach_counts(env)
-        eq((s3, sp3), (len(probed) + 1, scanned - len(probed) - 1), "libz scanned afresh")
+        eq((s3, sp3), (1, scanned - 1), "libz scanned afresh")
+
+        # A kept site whose entry is not where its object has it: that object is scanned.
+        with open(stores[0]) as f:
+            cur = f.read().splitlines()
+        at = next(i for i, l in enumerate(cur) if l.startswith(id_line(cudart) + " "))
+        fld = cur[at + 1].split()
+        fld[2] = f"{int(fld[2], 16) + 16:x}"
+        fld[4] = f"{int(fld[4], 16) + 16:x}"
+        cur[at + 1] = " ".join(fld)
+        with open(stores[0], "w") as f:
+            f.write("".join(l + "\n" for l in cur))
+        (s6, sp6), probed6, res6 = attach_counts(env)
+        eq((s6, sp6), (1, scanned - 1), "libcudart scanned: its kept sites do not fit it")
+        eq((probed6, probes_placed(res6)), (probed, placed), "the same probes, placed alike")
 
         for bad, mode in (("gpuleak-object-facts 1\nfe00 zz\n", 0o600),
                           ("".join(l + "\n" for l in lines), 0o622)):
@@ -207,7 +242,7 @@ def object_scans_kept_between_runs():
                       in res4.err, f"said why, with the line: {res4.err}")
             eq(os.stat(stores[0]).st_mode & 0o777, 0o600, "replaced with its own mode")
             (s5, sp5), _, _ = attach_counts(env)
-            eq((s5, sp5), (len(probed), scanned - len(probed)), "replaced: spared again")
+            eq((s5, sp5), (0, scanned), "replaced: spared again")
     finally:
         shutil.rmtree(d, ignore_errors=True)
 

@@ -4,7 +4,8 @@
  * gpuleak leaves in /run/gpuleak for the next, on arbitrary bytes. Besides not crashing, it
  * checks what the store promises:
  *   - what parses is bounded (FACTS_MAX files) and holds only known facts, none empty;
- *   - written out and read back, it holds the same files with the same facts, in order;
+ *   - written out and read back, it holds the same files with the same facts, in order, and
+ *     the same probe sites for those that keep them (bounded per file and in all);
  *   - every file it holds answers a lookup with its facts, and a file differing from it in
  *     any one field (another version) answers none.
  */
@@ -13,6 +14,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include "probe/objfacts.h"
+
+static bool same_site(const struct objsite *a, const struct objsite *b)
+{
+	return a->api == b->api && a->local == b->local && a->source == b->source &&
+	       a->slow == b->slow && a->offset == b->offset && a->vaddr == b->vaddr &&
+	       a->entry_offset == b->entry_offset && a->place.place == b->place.place &&
+	       a->place.moved == b->place.moved &&
+	       !strncmp(a->place.first, b->place.first, sizeof(a->place.first)) &&
+	       !strncmp(a->place.why, b->place.why, sizeof(a->place.why)) &&
+	       a->offset - a->entry_offset == a->place.moved;
+}
 
 static void fail(const char *what, size_t i)
 {
@@ -25,8 +37,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct objfacts *f = NULL, *g = NULL;
 	struct file_id id, id2;
 	unsigned int bits, bits2;
+	size_t i, j, len, n, n2, all = 0;
 	char why[128];
-	size_t i, len;
 	char *text;
 
 	if (objfacts__parse((const char *)data, size, &f, why, sizeof(why)))
@@ -51,14 +63,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fail("not the same when read back", i);
 		if (objfacts__get(f, &id) != bits)
 			fail("a lookup does not find it", i);
+		const struct objsite *s = objfacts__sites(f, &id, &n), *s2;
+
+		if (!s != !(bits & OBJF_SITES) || (s && (!n || n > OBJFACTS_SITES_PER_FILE)))
+			fail("sites not as its facts say, or too many", i);
+		if (s) {
+			all += n;
+			s2 = objfacts__sites(g, &id, &n2);
+			if (!s2 || n2 != n)
+				fail("not the same sites when read back", i);
+			for (j = 0; j < n; j++)
+				if (!same_site(&s[j], &s2[j]) || !memchr(s[j].place.first, 0, 12) ||
+				    !memchr(s[j].place.why, 0, 48))
+					fail("a site differs when read back", i);
+		}
 		/* size, mtime, ctime: the same file (device, inode) in another version. */
 		for (k = 2; k < sizeof(field) / sizeof(field[0]); k++) {
 			id2 = id;
 			(*field[k])++;
-			if (objfacts__get(f, &id2))
+			if (objfacts__get(f, &id2) || objfacts__sites(f, &id2, &n))
 				fail("another version of a file answers", i);
 		}
 	}
+	if (all > OBJFACTS_SITES_MAX)
+		fail("more sites than the bound", all);
 	free(text);
 out:
 	objfacts__free(f);

@@ -55,9 +55,10 @@ int modules__use_facts(struct modules *ms)
 	char name[300];
 	const char *build = rundir__build_id();
 	/* What a scan's result depends on besides the file: the catalog (this build), options. */
-	uint64_t opts = hmap_hash2((uint64_t)ms->dawn_procs_only << 32 | ms->wgpu_abi.labels << 8 |
-				       ms->wgpu_abi.formats,
-				   ms->wgpu_abi.configured);
+	uint64_t opts =
+	    hmap_hash2((uint64_t)ms->fixed_probes << 33 | (uint64_t)ms->dawn_procs_only << 32 |
+			   ms->wgpu_abi.labels << 8 | ms->wgpu_abi.formats,
+		       ms->wgpu_abi.configured);
 
 	if (!build[0])
 		return 0; /* no build id: nothing tells this catalog's facts from another's */
@@ -487,9 +488,84 @@ static bool facts_apply(const struct module *m)
 	return m->has_id && !m->nvtx && !(m->libc && is_libc(m));
 }
 
+/*
+ * The sites an earlier run's scan found, when they still fit the object: each at a catalog
+ * entry a symbol can name, its entry inside the object's code at the address it says, the
+ * probe as far past it as its placement moved it. Anything else (a store from elsewhere, a
+ * debug file's symbols gone): false, and the object is scanned.
+ */
+static bool sites_from_facts(struct module *m, struct scan_ctx *sc)
+{
+	const struct objsite *v;
+	size_t i, n = 0;
+	uint64_t off;
+
+	v = objfacts__sites(m->ms->facts, &m->id, &n);
+	if (!v)
+		return false;
+	for (i = 0; i < n; i++)
+		if (v[i].api >= cat_nr_apis ||
+		    (cat_apis[v[i].api].flags & (CAT_DYNAMIC | CAT_USDT)) ||
+		    v[i].source != SITE_SYMBOL || elf_obj__vaddr_to_off(m->elf, v[i].vaddr, &off) ||
+		    off != v[i].entry_offset || v[i].offset - v[i].entry_offset != v[i].place.moved)
+			return false;
+	m->sites = calloc(n, sizeof(*m->sites));
+	if (!m->sites)
+		return false;
+	for (i = 0; i < n; i++)
+		m->sites[i] = (struct probe_site){.api = &cat_apis[v[i].api],
+						  .offset = v[i].offset,
+						  .vaddr = v[i].vaddr,
+						  .local = v[i].local,
+						  .source = v[i].source,
+						  .slow = v[i].slow,
+						  .entry_offset = v[i].entry_offset,
+						  .place = v[i].place};
+	m->nr_sites = sc->cap = n;
+	return true;
+}
+
+/*
+ * Keep what the scan found for the next run, where it depends on the object alone: not
+ * WebGPU (its entries depend on the generation judged from all its names), not Dawn's
+ * recovered table.
+ */
+static void learn_sites(struct module *m, const struct wgpu_marks *k)
+{
+	struct objsite *v;
+	size_t i;
+
+	if (!m->nr_sites || m->dawn || m->nr_wgpu_funcs || m->nr_wgpu_dropped || k->wgpu_funcs ||
+	    k->sv_labels || k->cstr_labels || k->after_sv || k->reference || k->addref ||
+	    k->tier1 || k->pre_tier1 || m->nr_sites > OBJFACTS_SITES_PER_FILE)
+		return;
+	v = calloc(m->nr_sites, sizeof(*v));
+	if (!v)
+		return;
+	for (i = 0; i < m->nr_sites; i++) {
+		const struct probe_site *p = &m->sites[i];
+
+		if (p->source != SITE_SYMBOL) {
+			free(v);
+			return;
+		}
+		v[i] = (struct objsite){.api = (uint32_t)(p->api - cat_apis),
+					.local = p->local,
+					.source = p->source,
+					.slow = p->slow,
+					.offset = p->offset,
+					.vaddr = p->vaddr,
+					.entry_offset = p->entry_offset,
+					.place = p->place};
+	}
+	objfacts__set_sites(m->ms->facts, &m->id, v, m->nr_sites);
+	free(v);
+}
+
 int module__scan(struct module *m)
 {
 	struct scan_ctx sc = {.m = m, .libc = m->libc && is_libc(m)};
+	bool kept = false;
 
 	if (m->scanned)
 		return 0;
@@ -501,12 +577,19 @@ int module__scan(struct module *m)
 		m->ms->spared++;
 		return 0;
 	}
-	m->ms->scanned++;
-	elf_obj__for_each_func(m->elf, scan_one, &sc);
-	if (!sc.err && !sc.marks.wgpu_funcs)
-		sc.err = scan_dawn_procs(&sc);
+	kept = facts_apply(m) && sites_from_facts(m, &sc);
+	if (kept) {
+		m->ms->spared++;
+	} else {
+		m->ms->scanned++;
+		elf_obj__for_each_func(m->elf, scan_one, &sc);
+		if (!sc.err && !sc.marks.wgpu_funcs)
+			sc.err = scan_dawn_procs(&sc);
+	}
 	if (!sc.err)
 		wgpu_filter(m, &sc.marks);
+	if (!sc.err && !kept && facts_apply(m))
+		learn_sites(m, &sc.marks);
 	if (!sc.err)
 		m->usdt_err = elf_obj__for_each_sdt(m->elf, scan_sdt, m);
 	if (m->usdt_err == -ENOMEM)

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -18,6 +19,8 @@
 struct fact {
 	struct file_id id;
 	unsigned int bits;
+	struct objsite *sites; /* with OBJF_SITES */
+	size_t nr_sites, cap_sites;
 };
 
 struct objfacts {
@@ -26,6 +29,7 @@ struct objfacts {
 	struct hmap idx; /* (dev, ino) -> index in v */
 	char path[4200]; /* "": never saved */
 	size_t hits;
+	size_t nr_sites; /* in all files */
 	bool dirty;
 };
 
@@ -65,14 +69,25 @@ static struct fact *find(const struct objfacts *f, const struct file_id *id)
 	return i ? &f->v[*i] : NULL;
 }
 
+static void drop_sites(struct objfacts *f, struct fact *e)
+{
+	f->nr_sites -= e->nr_sites;
+	free(e->sites);
+	e->sites = NULL;
+	e->nr_sites = e->cap_sites = 0;
+	e->bits &= ~(unsigned int)OBJF_SITES;
+}
+
 /* A newer version of a file replaces the old one's facts (same device and inode). */
 static int put(struct objfacts *f, const struct file_id *id, unsigned int bits)
 {
 	struct fact *e = find(f, id);
 
 	if (e) {
-		if (!same(&e->id, id))
+		if (!same(&e->id, id)) {
+			drop_sites(f, e);
 			*e = (struct fact){.id = *id};
+		}
 		e->bits |= bits;
 		return 0;
 	}
@@ -84,11 +99,83 @@ static int put(struct objfacts *f, const struct file_id *id, unsigned int bits)
 	return 0;
 }
 
+/* "-" or the string's bytes in hex: no spaces, any bytes but NUL. */
+static int unhex(const char *h, char *out, size_t size)
+{
+	size_t i, n = strlen(h);
+
+	memset(out, 0, size);
+	if (!strcmp(h, "-"))
+		return 0;
+	if (!n || n % 2 || n / 2 >= size)
+		return -EINVAL;
+	for (i = 0; i < n / 2; i++) {
+		unsigned int b;
+
+		if (sscanf(h + 2 * i, "%2x", &b) != 1 || !b || !isxdigit((unsigned char)h[2 * i]) ||
+		    !isxdigit((unsigned char)h[2 * i + 1]))
+			return -EINVAL;
+		out[i] = (char)b;
+	}
+	return 0;
+}
+
+static size_t hex(const char *str, size_t len, char *out, size_t size)
+{
+	size_t i, n = 0;
+
+	len = strnlen(str, len);
+	if (!len)
+		return (size_t)snprintf(out, size, "-");
+	for (i = 0; i < len && n + 3 <= size; i++)
+		n += (size_t)snprintf(out + n, size - n, "%02x", (unsigned char)str[i]);
+	return n;
+}
+
+/* One site line (after "s "): 0, or -EINVAL. */
+static int parse_site(const char *line, struct objsite *o)
+{
+	unsigned int api, local, source, slow, place, moved;
+	char first[64], why[160];
+	int used = -1;
+
+	if (sscanf(line, "%x %" SCNx64 " %" SCNx64 " %" SCNx64 " %x %x %x %x %x %63s %159s%n", &api,
+		   &o->offset, &o->vaddr, &o->entry_offset, &local, &source, &slow, &place, &moved,
+		   first, why, &used) != 11 ||
+	    used != (int)strlen(line) || local > 1 || source > 255 || slow > 1 || place > 255 ||
+	    moved > 255 || o->offset < o->entry_offset || o->offset - o->entry_offset != moved)
+		return -EINVAL;
+	o->api = api;
+	o->local = local;
+	o->source = (uint8_t)source;
+	o->slow = slow;
+	o->place.place = (uint8_t)place;
+	o->place.moved = (uint8_t)moved;
+	if (unhex(first, o->place.first, sizeof(o->place.first)) ||
+	    unhex(why, o->place.why, sizeof(o->place.why)))
+		return -EINVAL;
+	return 0;
+}
+
+/* The sites that follow a fact's line, into its fact (the last put). */
+static int add_site(struct objfacts *f, struct fact *e, const struct objsite *o)
+{
+	if (!(e->bits & OBJF_SITES) || e->nr_sites >= OBJFACTS_SITES_PER_FILE ||
+	    f->nr_sites >= OBJFACTS_SITES_MAX)
+		return -EINVAL;
+	if (vec_grow((void **)&e->sites, &e->cap_sites, e->nr_sites, sizeof(*e->sites)))
+		return -ENOMEM;
+	e->sites[e->nr_sites++] = *o;
+	f->nr_sites++;
+	return 0;
+}
+
 int objfacts__parse(const char *buf, size_t len, struct objfacts **out, char *why, size_t whylen)
 {
 	struct objfacts *f = calloc(1, sizeof(*f));
 	const char *p = buf, *end = buf + len;
 	unsigned int line = 1;
+	size_t cur = 0; /* the last file's line, + 1 */
 	int err = 0;
 
 	*out = NULL;
@@ -102,8 +189,9 @@ int objfacts__parse(const char *buf, size_t len, struct objfacts **out, char *wh
 	}
 	for (p += strlen(FACTS_MAGIC); p < end && !err; line++) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		char tmp[160];
+		char tmp[320];
 		struct file_id id;
+		struct objsite o;
 		unsigned int bits;
 		int used = -1;
 
@@ -115,18 +203,45 @@ int objfacts__parse(const char *buf, size_t len, struct objfacts **out, char *wh
 		}
 		memcpy(tmp, p, (size_t)(nl - p));
 		tmp[nl - p] = 0;
+		p = nl + 1;
+		/* A site of the file on the line before (which says OBJF_SITES). */
+		if (!strncmp(tmp, "s ", 2)) {
+			err = cur ? parse_site(tmp + 2, &o) : -EINVAL;
+			if (!err)
+				err = add_site(f, &f->v[cur - 1], &o);
+			if (err == -EINVAL)
+				snprintf(why, whylen,
+					 "line %u: not a probe site of the file before", line + 1);
+			continue;
+		}
+		if (cur && (f->v[cur - 1].bits & OBJF_SITES) && !f->v[cur - 1].nr_sites) {
+			snprintf(why, whylen, "line %u: no probe site after line %u", line + 1,
+				 line);
+			err = -EINVAL;
+			break;
+		}
 		if (sscanf(tmp, "%" SCNx64 " %" SCNx64 " %" SCNx64 " %" SCNx64 " %" SCNx64 " %x%n",
 			   &id.dev, &id.ino, &id.size, &id.mtime_ns, &id.ctime_ns, &bits,
 			   &used) != 6 ||
-		    used != (int)(nl - p) || !bits || (bits & ~(unsigned int)OBJF_ALL) ||
+		    used != (int)strlen(tmp) || !bits || (bits & ~(unsigned int)OBJF_ALL) ||
 		    f->n >= FACTS_MAX) {
 			snprintf(why, whylen, "line %u: not six hex fields of known facts",
 				 line + 1);
 			err = -EINVAL;
 			break;
 		}
-		err = put(f, &id, bits);
-		p = nl + 1;
+		err = put(f, &id, 0);
+		if (err)
+			break;
+		cur = (size_t)(find(f, &id) - f->v) + 1;
+		/* Its sites are the lines that follow: a file said twice keeps the last list. */
+		if (bits & OBJF_SITES)
+			drop_sites(f, &f->v[cur - 1]);
+		f->v[cur - 1].bits |= bits;
+	}
+	if (!err && cur && (f->v[cur - 1].bits & OBJF_SITES) && !f->v[cur - 1].nr_sites) {
+		snprintf(why, whylen, "line %u: no probe site after it", line);
+		err = -EINVAL;
 	}
 out:
 	if (err) {
@@ -150,7 +265,8 @@ int objfacts__open(const char *name, struct objfacts **out)
 		return *out ? 0 : -ENOMEM;
 	}
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	buf = rundir__read(path, (size_t)FACTS_MAX * 100 + 64, &len);
+	buf = rundir__read(path, (size_t)FACTS_MAX * 100 + (size_t)OBJFACTS_SITES_MAX * 256 + 64,
+			   &len);
 	err = objfacts__parse(buf ? buf : FACTS_MAGIC, buf ? len : strlen(FACTS_MAGIC), out, why,
 			      sizeof(why));
 	free(buf);
@@ -167,8 +283,12 @@ int objfacts__open(const char *name, struct objfacts **out)
 
 void objfacts__free(struct objfacts *f)
 {
+	size_t i;
+
 	if (!f)
 		return;
+	for (i = 0; i < f->n; i++)
+		free(f->v[i].sites);
 	hmap__free(&f->idx);
 	free(f->v);
 	free(f);
@@ -184,19 +304,14 @@ unsigned int objfacts__get(struct objfacts *f, const struct file_id *id)
 	return e->bits;
 }
 
-void objfacts__add(struct objfacts *f, const struct file_id *id, unsigned int bits)
+/* Full: the oldest half goes (files of an upgrade ago), rather than learning nothing. */
+static void make_room(struct objfacts *f, const struct file_id *id)
 {
-	const struct fact *e;
-
-	if (!f || !bits)
-		return;
-	e = find(f, id);
-	if (e && same(&e->id, id) && (e->bits | bits) == e->bits)
-		return;
-	/* Full: the oldest half goes (files of an upgrade ago), rather than learning nothing. */
-	if (!e && f->n >= FACTS_MAX) {
+	if (!find(f, id) && f->n >= FACTS_MAX) {
 		size_t i, keep = FACTS_MAX / 2;
 
+		for (i = 0; i < f->n - keep; i++)
+			drop_sites(f, &f->v[i]);
 		memmove(f->v, f->v + f->n - keep, keep * sizeof(*f->v));
 		f->n = keep;
 		hmap__free(&f->idx);
@@ -205,13 +320,65 @@ void objfacts__add(struct objfacts *f, const struct file_id *id, unsigned int bi
 			if (hmap__put(&f->idx, key0(&f->v[i].id), f->v[i].id.ino, i))
 				return;
 	}
+}
+
+void objfacts__add(struct objfacts *f, const struct file_id *id, unsigned int bits)
+{
+	const struct fact *e;
+
+	/* Sites come with their list (objfacts__set_sites), never as a bit alone. */
+	bits &= ~(unsigned int)OBJF_SITES;
+	if (!f || !bits)
+		return;
+	e = find(f, id);
+	if (e && same(&e->id, id) && (e->bits | bits) == e->bits)
+		return;
+	make_room(f, id);
 	if (!put(f, id, bits))
 		f->dirty = true;
 }
 
+const struct objsite *objfacts__sites(struct objfacts *f, const struct file_id *id, size_t *n)
+{
+	const struct fact *e = f ? find(f, id) : NULL;
+
+	if (!e || !same(&e->id, id) || !(e->bits & OBJF_SITES))
+		return NULL;
+	f->hits++;
+	*n = e->nr_sites;
+	return e->sites;
+}
+
+void objfacts__set_sites(struct objfacts *f, const struct file_id *id, const struct objsite *v,
+			 size_t n)
+{
+	struct objsite *copy;
+	struct fact *e;
+
+	if (!f || !n || n > OBJFACTS_SITES_PER_FILE || f->nr_sites + n > OBJFACTS_SITES_MAX)
+		return;
+	e = find(f, id);
+	if (e && same(&e->id, id) && (e->bits & OBJF_SITES))
+		return;
+	copy = malloc(n * sizeof(*copy));
+	if (!copy)
+		return;
+	memcpy(copy, v, n * sizeof(*copy));
+	make_room(f, id);
+	if (put(f, id, OBJF_SITES)) {
+		free(copy);
+		return;
+	}
+	e = find(f, id);
+	e->sites = copy;
+	e->nr_sites = e->cap_sites = n;
+	f->nr_sites += n;
+	f->dirty = true;
+}
+
 char *objfacts__format(const struct objfacts *f, size_t *len)
 {
-	size_t i, n, cap = strlen(FACTS_MAGIC) + f->n * 100 + 1;
+	size_t i, k, n, cap = strlen(FACTS_MAGIC) + f->n * 100 + f->nr_sites * 256 + 1;
 	char *buf = malloc(cap);
 
 	if (!buf)
@@ -224,6 +391,19 @@ char *objfacts__format(const struct objfacts *f, size_t *len)
 		    buf + n, cap - n,
 		    "%" PRIx64 " %" PRIx64 " %" PRIx64 " %" PRIx64 " %" PRIx64 " %x\n", e->id.dev,
 		    e->id.ino, e->id.size, e->id.mtime_ns, e->id.ctime_ns, e->bits);
+		for (k = 0; k < e->nr_sites; k++) {
+			const struct objsite *o = &e->sites[k];
+			char first[2 * sizeof(o->place.first) + 2],
+			    why[2 * sizeof(o->place.why) + 2];
+
+			hex(o->place.first, sizeof(o->place.first) - 1, first, sizeof(first));
+			hex(o->place.why, sizeof(o->place.why) - 1, why, sizeof(why));
+			n += (size_t)snprintf(
+			    buf + n, cap - n,
+			    "s %x %" PRIx64 " %" PRIx64 " %" PRIx64 " %x %x %x %x %x %s %s\n",
+			    o->api, o->offset, o->vaddr, o->entry_offset, o->local, o->source,
+			    o->slow, o->place.place, o->place.moved, first, why);
+		}
 	}
 	*len = n;
 	return buf;
