@@ -40,7 +40,7 @@ def kernel_features_match_the_machine():
     eq(k["release"], os.uname().release, "release")
     eq(k["probed"], True, "test loads ran (root)")
     feats = {f["name"]: f for f in k["features"]}
-    eq(len(feats), 16, "features listed")
+    eq(len(feats), 17, "features listed")
     eq([n for n, f in feats.items() if f["floor"]], FLOOR, "the floor's features, in order")
     eq(feats["BTF (/sys/kernel/btf/vmlinux)"]["present"],
        os.path.exists("/sys/kernel/btf/vmlinux"), "BTF")

@@ -4,6 +4,7 @@ overhead object, the text verdict, the metrics), and --max-overhead's steps.
 
 Counts only: a trap count is the exact number of probes the scenario's calls hit; no test
 says how fast anything is."""
+import json
 import os
 import re
 import subprocess
@@ -231,7 +232,8 @@ def start_up_makes_maps_ahead_and_loads_no_decoder():
     every map of the object but those needing its BTF (task storage), none left to libbpf, on
     one thread per CPU (at most 4). And the tracer has not loaded capstone (Dawn's decoder,
     opened only for a Dawn without symbols) nor, where the build does not need it for the
-    sanitizers, libstdc++ (the demangler, opened at the first C++ name)."""
+    sanitizers, libstdc++ (the demangler, opened at the first C++ name). Its hash tables are
+    not preallocated where the kernel allocates their elements as they fill (6.1+)."""
     maps = object_maps(os.path.join(harness.OUT, "gpuleak.bpf.o"))
     check(29 in maps.values(), f"the object has its task storage: {maps}")
     want = sum(1 for t in maps.values() if t in PREMADE_TYPES)
@@ -240,6 +242,17 @@ def start_up_makes_maps_ahead_and_loads_no_decoder():
         a.wait_attached()
         with open(f"/proc/{a.gl.pid}/maps") as f:
             mapped = f.read()
+        # Every BPF map the tracer holds, as the kernel made it: (type, flags).
+        held = []
+        for fd in os.listdir(f"/proc/{a.gl.pid}/fd"):
+            try:
+                if os.readlink(f"/proc/{a.gl.pid}/fd/{fd}") != "anon_inode:bpf-map":
+                    continue
+                with open(f"/proc/{a.gl.pid}/fdinfo/{fd}") as f:
+                    info = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
+            except OSError:
+                continue
+            held.append((int(info["map_type"]), int(info["map_flags"], 16)))
         a.target.send()
         res = a.finish()
     finally:
@@ -249,6 +262,13 @@ def start_up_makes_maps_ahead_and_loads_no_decoder():
     check(m, "-vv says how the maps were made")
     eq((int(m.group(1)), int(m.group(3))), (want, 0), "maps made ahead, maps left to libbpf")
     eq(int(m.group(2)), min(os.cpu_count(), 4), "threads")
+    feats = json.loads(harness.run_plain([harness.GPULEAK, "probes", "--kernel=json"]).stdout)
+    grow = {f["name"]: f["present"] for f in feats["features"]}[
+        "hash tables allocated as they fill (bpf_mem_alloc)"]
+    hashes = [flags for t, flags in held if t == 1]  # BPF_MAP_TYPE_HASH
+    check(len(hashes) >= 6, f"the object's hash tables held: {held}")
+    eq(sorted(set(flags & 1 for flags in hashes)), [1 if grow else 0],
+       "BPF_F_NO_PREALLOC on every hash table where the kernel allows it")
     check("libcapstone" not in mapped, "capstone not loaded by a session without Dawn")
     needs = subprocess.run(["ldd", harness.GPULEAK], capture_output=True, text=True).stdout
     if "libstdc++" not in needs:

@@ -60,6 +60,8 @@ static const struct kfeat_info kfeats[KF_MAX] = {
     [KF_MARK_VICTIM] = {"oom:mark_victim with the task", "5.19", "watch: no OOM-killer trigger"},
     [KF_BPF_STATS] = {"BPF run-time statistics", "5.8",
 		      "the overhead estimate leaves out the programs' own run time"},
+    [KF_HASH_ALLOC] = {"hash tables allocated as they fill (bpf_mem_alloc)", "6.1",
+		       "nothing: the hash tables are preallocated (a few ms more at start)"},
 };
 
 const char *kernel__name(enum kfeat f)
@@ -292,6 +294,10 @@ void kernel__probe(struct kernel_features *k)
 		/* (void *, struct task_struct *, bool group_dead) */
 		k->have[KF_EXIT_GROUP_DEAD] = tp_params(btf, "sched_process_exit", &p) >= 3;
 		k->have[KF_MARK_VICTIM] = tp_param_is(btf, "mark_victim", 1, "task_struct");
+		/* The allocator came with the verifier's leave to use it from tracing programs
+		 * (before it: a WARN, once, for every non-preallocated hash table). */
+		k->have[KF_HASH_ALLOC] =
+		    btf__find_by_name_kind(btf, "bpf_mem_alloc", BTF_KIND_STRUCT) > 0;
 		btf__free(btf);
 	}
 	libbpf_set_print(old);

@@ -30,6 +30,7 @@ enum kfeat {
 	KF_EXIT_GROUP_DEAD, /* sched_process_exit passes group_dead (6.16) */
 	KF_MARK_VICTIM,	    /* oom:mark_victim passes the task (5.19) */
 	KF_BPF_STATS,	    /* BPF_ENABLE_STATS: programs' run time (5.8) */
+	KF_HASH_ALLOC,	    /* hash tables filled at run time by tracing programs (6.1) */
 	KF_MAX,
 };
 

@@ -111,18 +111,27 @@ static int by_cost(const void *a, const void *b)
 	return x->cost < y->cost ? 1 : x->cost > y->cost ? -1 : 0;
 }
 
-void premake__maps(struct bpf_object *obj, struct premake_stats *st)
-{
+struct premake {
 	struct job jobs[PREMAKE_MAX_MAPS];
-	struct worker workers[PREMAKE_MAX_THREADS] = {0};
+	struct worker workers[PREMAKE_MAX_THREADS];
 	pthread_t tids[PREMAKE_MAX_THREADS];
-	bool started[PREMAKE_MAX_THREADS] = {0};
+	bool started[PREMAKE_MAX_THREADS];
+	size_t n, nw;
+	uint64_t t0;
+};
+
+struct premake *premake__start(struct bpf_object *obj)
+{
+	struct premake *pm = calloc(1, sizeof(*pm));
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	struct job *jobs;
 	size_t n = 0, nw, i, k;
-	uint64_t t0 = now_ns();
 	struct bpf_map *m;
 
-	memset(st, 0, sizeof(*st));
+	if (!pm)
+		return NULL; /* libbpf makes them all */
+	pm->t0 = now_ns();
+	jobs = pm->jobs;
 	if (cpus < 1)
 		cpus = 1;
 	bpf_object__for_each_map(m, obj)
@@ -131,36 +140,46 @@ void premake__maps(struct bpf_object *obj, struct premake_stats *st)
 			continue;
 		jobs[n++] = (struct job){.map = m, .cost = cost_of(m, cpus), .fd = -1};
 	}
-	if (!n)
-		return;
 	nw = (size_t)cpus < PREMAKE_MAX_THREADS ? (size_t)cpus : PREMAKE_MAX_THREADS;
 	if (nw > n)
 		nw = n;
+	pm->n = n;
+	pm->nw = nw;
 	/* The largest first, each to the least loaded worker. */
 	qsort(jobs, n, sizeof(jobs[0]), by_cost);
 	for (i = 0; i < n; i++) {
-		struct worker *least = &workers[0];
+		struct worker *least = &pm->workers[0];
 
 		for (k = 1; k < nw; k++)
-			if (workers[k].cost < least->cost)
-				least = &workers[k];
+			if (pm->workers[k].cost < least->cost)
+				least = &pm->workers[k];
 		least->jobs[least->n++] = &jobs[i];
 		least->cost += jobs[i].cost;
 	}
-	/* Worker 0 is this thread; one that cannot start has its share done here too. */
-	st->threads = 1;
-	for (k = 1; k < nw; k++) {
-		started[k] = !pthread_create(&tids[k], NULL, work, &workers[k]);
-		st->threads += started[k];
-	}
-	work(&workers[0]);
-	for (k = 1; k < nw; k++) {
-		if (started[k])
-			pthread_join(tids[k], NULL);
+	/* Every worker a thread: the caller has its own work meanwhile (bpf_setup.c). */
+	for (k = 0; k < nw; k++)
+		pm->started[k] = !pthread_create(&pm->tids[k], NULL, work, &pm->workers[k]);
+	return pm;
+}
+
+void premake__finish(struct premake *pm, struct premake_stats *st)
+{
+	struct job *jobs;
+	size_t i, k;
+
+	memset(st, 0, sizeof(*st));
+	if (!pm)
+		return;
+	jobs = pm->jobs;
+	/* One that could not start has its share done here. */
+	for (k = 0; k < pm->nw; k++) {
+		if (pm->started[k])
+			pthread_join(pm->tids[k], NULL);
 		else
-			work(&workers[k]);
+			work(&pm->workers[k]);
+		st->threads += pm->started[k];
 	}
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < pm->n; i++) {
 		if (jobs[i].fd < 0) {
 			st->failed++;
 			continue;
@@ -172,7 +191,8 @@ void premake__maps(struct bpf_object *obj, struct premake_stats *st)
 			st->made++;
 		close(jobs[i].fd);
 	}
-	st->wall_ns = now_ns() - t0;
+	st->wall_ns = now_ns() - pm->t0;
 	pr_debug("%zu BPF maps made ahead on %zu threads in %.1f ms (%zu left to libbpf)\n",
 		 st->made, st->threads, (double)st->wall_ns / 1e6, st->failed);
+	free(pm);
 }
