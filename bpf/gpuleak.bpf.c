@@ -16,6 +16,19 @@
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#if defined(__TARGET_ARCH_x86)
+/*
+ * The registers as x86-64 lays them out for every kernel (the ptrace ABI, a kprobe or uprobe
+ * program's context), read without CO-RE: vmlinux.h's struct pt_regs is relocated, and each
+ * type relocated costs libbpf a search through the kernel's 126 000 BTF types at every start
+ * (~2-3 ms here). bpf_tracing.h's PT_REGS_* macros, usdt.bpf.h's included, read through it.
+ */
+struct gl_pt_regs {
+	unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, orig_ax,
+	    ip, cs, flags, sp, ss;
+};
+#define __PT_REGS_CAST(x) ((const struct gl_pt_regs *)(x))
+#endif
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/usdt.bpf.h>
@@ -318,12 +331,16 @@ GL_GLOBAL int count_loss(__u32 pid, enum gl_stat s, __u64 n)
 /* bpf_get_current_pid_tgid() in gpuleak's pid namespace. */
 static __always_inline __u64 cur_pid_tgid(void)
 {
-	struct bpf_pidns_info ns;
+	/* uapi's struct bpf_pidns_info, unrelocated (see gl_pt_regs) */
+	struct {
+		__u32 pid, tgid;
+	} ns;
 
 	if (!pidns_ino)
 		return bpf_get_current_pid_tgid();
 	/* Fails only for a task gpuleak cannot see: never one of its targets. */
-	if (bpf_get_ns_current_pid_tgid(pidns_dev, pidns_ino, &ns, sizeof(ns)))
+	if (bpf_get_ns_current_pid_tgid(pidns_dev, pidns_ino, (struct bpf_pidns_info *)&ns,
+					sizeof(ns)))
 		return 0;
 	return (__u64)ns.tgid << 32 | ns.pid;
 }
