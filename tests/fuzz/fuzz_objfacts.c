@@ -56,8 +56,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint64_t *field[] = {&id2.dev, &id2.ino, &id2.size, &id2.mtime_ns, &id2.ctime_ns};
 		size_t k;
 
-		if (!bits || (bits & ~(unsigned int)OBJF_ALL))
-			fail("empty or unknown facts", i);
+		if (!bits || (bits & ~(unsigned int)OBJF_ALL) ||
+		    ((bits & OBJF_DEBUG_SYMS) && !(bits & (OBJF_SITES | OBJF_NO_SITES))) ||
+		    ((bits & OBJF_SITES) && (bits & OBJF_NO_SITES)))
+			fail("empty, unknown or inconsistent facts", i);
 		if (!objfacts__at(g, i, &id2, &bits2) || memcmp(&id, &id2, sizeof(id)) ||
 		    bits != bits2)
 			fail("not the same when read back", i);

@@ -558,8 +558,23 @@ static void learn_sites(struct module *m, const struct wgpu_marks *k)
 					.entry_offset = p->entry_offset,
 					.place = p->place};
 	}
-	objfacts__set_sites(m->ms->facts, &m->id, v, m->nr_sites);
+	objfacts__set_scan(m->ms->facts, &m->id, v, m->nr_sites,
+			   elf_obj__debug_obj(m->elf) != NULL);
 	free(v);
+}
+
+/*
+ * What an earlier run's scan found of this version of the file, when this scan would read
+ * the same symbols: a debug file the symbolizer has attached since (or not yet) may name more
+ * functions, or fewer (--debug-dir, a -dbgsym package installed in between).
+ */
+static unsigned int scan_facts(const struct module *m)
+{
+	unsigned int f = facts_apply(m) ? module__facts(m) : 0;
+
+	if (!(f & OBJF_DEBUG_SYMS) != !elf_obj__debug_obj(m->elf))
+		return 0;
+	return f & (OBJF_NO_SITES | OBJF_SITES);
 }
 
 int module__scan(struct module *m)
@@ -572,12 +587,12 @@ int module__scan(struct module *m)
 	m->scanned = true;
 	if (!m->elf)
 		return m->open_err;
-	if (facts_apply(m) && (module__facts(m) & OBJF_NO_SITES)) {
+	if (scan_facts(m) & OBJF_NO_SITES) {
 		m->from_facts = true;
 		m->ms->spared++;
 		return 0;
 	}
-	kept = facts_apply(m) && sites_from_facts(m, &sc);
+	kept = (scan_facts(m) & OBJF_SITES) && sites_from_facts(m, &sc);
 	if (kept) {
 		m->ms->spared++;
 	} else {
@@ -595,9 +610,10 @@ int module__scan(struct module *m)
 	if (m->usdt_err == -ENOMEM)
 		sc.err = -ENOMEM;
 	/* Nothing to trace: no site, no catalog probe among its notes, no WebGPU, no Dawn. */
-	if (!sc.err && facts_apply(m) && !m->nr_sites && !m->nr_usdt_traced && !m->usdt_err &&
-	    !m->nr_wgpu_funcs && !m->nr_wgpu_dropped && !m->dawn)
-		module__learn(m, OBJF_NO_SITES);
+	if (!sc.err && !kept && facts_apply(m) && !m->nr_sites && !m->nr_usdt_traced &&
+	    !m->usdt_err && !m->nr_wgpu_funcs && !m->nr_wgpu_dropped && !m->dawn)
+		objfacts__set_scan(m->ms->facts, &m->id, NULL, 0,
+				   elf_obj__debug_obj(m->elf) != NULL);
 	return sc.err;
 }
 

@@ -75,7 +75,7 @@ static void drop_sites(struct objfacts *f, struct fact *e)
 	free(e->sites);
 	e->sites = NULL;
 	e->nr_sites = e->cap_sites = 0;
-	e->bits &= ~(unsigned int)OBJF_SITES;
+	e->bits &= ~(unsigned int)(OBJF_SITES | OBJF_NO_SITES | OBJF_DEBUG_SYMS);
 }
 
 /* A newer version of a file replaces the old one's facts (same device and inode). */
@@ -224,7 +224,8 @@ int objfacts__parse(const char *buf, size_t len, struct objfacts **out, char *wh
 			   &id.dev, &id.ino, &id.size, &id.mtime_ns, &id.ctime_ns, &bits,
 			   &used) != 6 ||
 		    used != (int)strlen(tmp) || !bits || (bits & ~(unsigned int)OBJF_ALL) ||
-		    f->n >= FACTS_MAX) {
+		    ((bits & OBJF_DEBUG_SYMS) && !(bits & (OBJF_SITES | OBJF_NO_SITES))) ||
+		    ((bits & OBJF_SITES) && (bits & OBJF_NO_SITES)) || f->n >= FACTS_MAX) {
 			snprintf(why, whylen, "line %u: not six hex fields of known facts",
 				 line + 1);
 			err = -EINVAL;
@@ -234,8 +235,8 @@ int objfacts__parse(const char *buf, size_t len, struct objfacts **out, char *wh
 		if (err)
 			break;
 		cur = (size_t)(find(f, &id) - f->v) + 1;
-		/* Its sites are the lines that follow: a file said twice keeps the last list. */
-		if (bits & OBJF_SITES)
+		/* Its sites are the lines that follow: a file said twice keeps the last scan's. */
+		if (bits & (OBJF_SITES | OBJF_NO_SITES))
 			drop_sites(f, &f->v[cur - 1]);
 		f->v[cur - 1].bits |= bits;
 	}
@@ -326,8 +327,8 @@ void objfacts__add(struct objfacts *f, const struct file_id *id, unsigned int bi
 {
 	const struct fact *e;
 
-	/* Sites come with their list (objfacts__set_sites), never as a bit alone. */
-	bits &= ~(unsigned int)OBJF_SITES;
+	/* What a scan found comes whole (objfacts__set_scan), never as a bit alone. */
+	bits &= ~(unsigned int)(OBJF_SITES | OBJF_NO_SITES | OBJF_DEBUG_SYMS);
 	if (!f || !bits)
 		return;
 	e = find(f, id);
@@ -349,31 +350,42 @@ const struct objsite *objfacts__sites(struct objfacts *f, const struct file_id *
 	return e->sites;
 }
 
-void objfacts__set_sites(struct objfacts *f, const struct file_id *id, const struct objsite *v,
-			 size_t n)
+void objfacts__set_scan(struct objfacts *f, const struct file_id *id, const struct objsite *v,
+			size_t n, bool with_debug)
 {
-	struct objsite *copy;
+	unsigned int bits = (n ? OBJF_SITES : OBJF_NO_SITES) | (with_debug ? OBJF_DEBUG_SYMS : 0);
+	struct objsite *copy = NULL;
 	struct fact *e;
 
-	if (!f || !n || n > OBJFACTS_SITES_PER_FILE || f->nr_sites + n > OBJFACTS_SITES_MAX)
+	if (!f || n > OBJFACTS_SITES_PER_FILE)
 		return;
 	e = find(f, id);
-	if (e && same(&e->id, id) && (e->bits & OBJF_SITES))
-		return;
-	copy = malloc(n * sizeof(*copy));
-	if (!copy)
-		return;
-	memcpy(copy, v, n * sizeof(*copy));
+	if (e && same(&e->id, id) && (e->bits & (OBJF_SITES | OBJF_NO_SITES))) {
+		if (!n && (e->bits & (OBJF_SITES | OBJF_NO_SITES | OBJF_DEBUG_SYMS)) == bits)
+			return; /* known already */
+		drop_sites(f, e);
+		f->dirty = true;
+	}
+	if (n) {
+		if (f->nr_sites + n > OBJFACTS_SITES_MAX)
+			return;
+		copy = malloc(n * sizeof(*copy));
+		if (!copy)
+			return;
+		memcpy(copy, v, n * sizeof(*copy));
+	}
 	make_room(f, id);
-	if (put(f, id, OBJF_SITES)) {
+	if (put(f, id, bits)) {
 		free(copy);
 		return;
 	}
+	f->dirty = true;
+	if (!n)
+		return;
 	e = find(f, id);
 	e->sites = copy;
 	e->nr_sites = e->cap_sites = n;
 	f->nr_sites += n;
-	f->dirty = true;
 }
 
 char *objfacts__format(const struct objfacts *f, size_t *len)

@@ -31,12 +31,13 @@ struct file_id {
 int file_id__of(const char *path, struct file_id *id);
 
 enum objfact {
-	OBJF_NO_SITES = 1u << 0,   /* the catalog's scan found nothing to trace (modules.h) */
+	OBJF_NO_SITES = 1u << 0,   /* the catalog's scan found nothing to trace (modules.h), */
 	OBJF_NOT_PYTHON = 1u << 1, /* no interpreter's runtime in it (py_abi.h) */
 	OBJF_FP_JUDGED = 1u << 2,  /* whether its code is unwound by copies is known: */
 	OBJF_FPLESS = 1u << 3,	   /*   it is (code without frame pointers, with CFI) */
-	OBJF_SITES = 1u << 4,	   /* its probe sites are kept (objfacts__sites) */
-	OBJF_ALL = (1u << 5) - 1,
+	OBJF_SITES = 1u << 4,	   /* or it found these probe sites (objfacts__sites); */
+	OBJF_DEBUG_SYMS = 1u << 5, /*   either with a separate debug file's symbols too */
+	OBJF_ALL = (1u << 6) - 1,
 };
 
 /*
@@ -79,11 +80,13 @@ char *objfacts__format(const struct objfacts *f, size_t *len);
  */
 const struct objsite *objfacts__sites(struct objfacts *f, const struct file_id *id, size_t *n);
 /*
- * Keep a scan's sites (1..OBJFACTS_SITES_PER_FILE of them; copied), and OBJF_SITES with them.
- * Not kept when the store holds OBJFACTS_SITES_MAX already: the object is scanned next time.
+ * Keep what a scan found in place of what an earlier one did: no site (n == 0: OBJF_NO_SITES)
+ * or these (1..OBJFACTS_SITES_PER_FILE of them, copied: OBJF_SITES), and OBJF_DEBUG_SYMS when
+ * it read a debug file's symbols. Sites are not kept when the store holds OBJFACTS_SITES_MAX
+ * already: the object is scanned next time.
  */
-void objfacts__set_sites(struct objfacts *f, const struct file_id *id, const struct objsite *v,
-			 size_t n);
+void objfacts__set_scan(struct objfacts *f, const struct file_id *id, const struct objsite *v,
+			size_t n, bool with_debug);
 /* Written back when something was learnt: 0 or -errno. */
 int objfacts__save(struct objfacts *f);
 /* How many lookups found facts, and how many files the store knows. */
