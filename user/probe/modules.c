@@ -564,15 +564,16 @@ static void learn_sites(struct module *m, const struct wgpu_marks *k)
 }
 
 /*
- * What an earlier run's scan found of this version of the file, when this scan would read
- * the same symbols: a debug file the symbolizer has attached since (or not yet) may name more
- * functions, or fewer (--debug-dir, a -dbgsym package installed in between).
+ * What an earlier run's scan found of this version of the file, unless this scan reads more
+ * symbols than that one did: a debug file the symbolizer has attached since (--debug-dir, a
+ * -dbgsym package installed in between) may name functions the object alone does not. One
+ * found with a debug file's symbols holds with or without it (offsets are the object's).
  */
 static unsigned int scan_facts(const struct module *m)
 {
 	unsigned int f = facts_apply(m) ? module__facts(m) : 0;
 
-	if (!(f & OBJF_DEBUG_SYMS) != !elf_obj__debug_obj(m->elf))
+	if (!(f & OBJF_DEBUG_SYMS) && elf_obj__debug_obj(m->elf))
 		return 0;
 	return f & (OBJF_NO_SITES | OBJF_SITES);
 }
