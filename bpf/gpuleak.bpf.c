@@ -24,8 +24,8 @@
  * (~2-3 ms here). bpf_tracing.h's PT_REGS_* macros, usdt.bpf.h's included, read through it.
  */
 struct gl_pt_regs {
-	unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, orig_ax,
-	    ip, cs, flags, sp, ss;
+	unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, orig_ax, ip,
+	    cs, flags, sp, ss;
 };
 #define __PT_REGS_CAST(x) ((const struct gl_pt_regs *)(x))
 #endif
