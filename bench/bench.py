@@ -391,6 +391,7 @@ def bench_pairs(a, tmp, res):
             f"; gpuleak/bare {r_bare[-1]:.3f}, gpuleak/bpftrace {r_bt[-1]:.3f}; CPU " +
             ", ".join(f"{v} {cpu[v][-1]:.0f} ns" for v in ("bare", "gpuleak", "bpftrace")))
     res = {f"pair_ns_{v}": stats(ns[v]) for v in variants}
+    res.update(bench_pair_bpf_time(a, jp))
     res.update({f"pair_cpu_ns_{v}": stats(cpu[v]) for v in ("bare", "gpuleak", "bpftrace")})
     if r_above:
         res["above_floor_vs_bpftrace"] = stats(r_above)
@@ -401,6 +402,70 @@ def bench_pairs(a, tmp, res):
     res["mean_ratio_vs_bpftrace"] = stats(rm_bt)
     res["ratio_stacks_vs_bare"] = stats(rs_bare)
     res["ratio_stacks_vs_bpftrace_ustack"] = stats(rs_bt)
+    return res
+
+
+def all_progs():
+    """{id: (run_time_ns, run_cnt)} of every BPF program loaded."""
+    p = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
+    try:
+        progs = json.loads(p.stdout or "[]")
+    except json.JSONDecodeError:
+        return {}
+    return {q["id"]: (q.get("run_time_ns", 0), q.get("run_cnt", 0)) for q in progs}
+
+
+def pair_bpf_ns(variant, pairs, warmup, json_path):
+    """The BPF run time per pair of the programs variant's tracer loaded (statistics on),
+    counted from after the attach to the loop's end: what its programs do per call, without
+    the traps, which on a VM vary between runs by more than the tracers add to them."""
+    target = Proc([PAIRLOOP, "--sync", "-n", str(pairs), "-w", str(warmup)])
+    tracer = None
+    try:
+        target.line("out", lambda l: l.startswith("ready"))
+        before = all_progs()
+        tracer = start_tracer(variant, target.pid, json_path)
+        mid = all_progs()
+        target.send("go\n")
+        target.line("out", lambda l: l.startswith("{"), timeout=300)
+        after = all_progs()
+        if target.wait() != 0:
+            raise BenchError("pairloop failed")
+        stop_tracer(tracer)
+    finally:
+        target.kill()
+        if tracer:
+            tracer.kill()
+    ns = sum(t - mid.get(k, (t, 0))[0] for k, (t, _) in after.items() if k not in before)
+    return ns / (pairs + warmup)
+
+
+def bench_pair_bpf_time(a, jp):
+    """BPF run time per pair: the empty programs, gpuleak (call sites) and bpftrace's
+    script, in turns, with kernel.bpf_stats_enabled on for these runs only."""
+    variants = ("bare", "gpuleak", "bpftrace")
+    got = {v: [] for v in variants}
+    ratio = []
+    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+        was = f.read().strip()
+    with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+        f.write("1")
+    try:
+        for rep in range(a.reps):
+            k = rep % len(variants)
+            for v in variants[k:] + variants[:k]:
+                got[v].append(pair_bpf_ns(v, a.pairs, a.warmup, jp))
+            if got["bpftrace"][-1] > got["bare"][-1]:
+                ratio.append((got["gpuleak"][-1] - got["bare"][-1]) /
+                             (got["bpftrace"][-1] - got["bare"][-1]))
+            log(f"pair BPF time {rep + 1}/{a.reps}: " +
+                ", ".join(f"{v} {got[v][-1]:.0f} ns" for v in variants))
+    finally:
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write(was)
+    res = {f"pair_bpf_ns_{v}": stats(got[v]) for v in variants}
+    if ratio:
+        res["bpf_above_empty_vs_bpftrace"] = stats(ratio)
     return res
 
 
@@ -1363,6 +1428,11 @@ ROWS = [  # key, label, unit, scale, format
     ("pair_cpu_ns_gpuleak", "  gpuleak, call sites", "ns", 1, "{:.0f}"),
     ("pair_cpu_ns_bpftrace", "  bpftrace", "ns", 1, "{:.0f}"),
     ("above_floor_vs_bpftrace", "  gpuleak / bpftrace above the floor", "", 1, "{:.3f}"),
+    ("pair_bpf_ns_bare", "pair BPF run time: empty programs", "ns", 1, "{:.0f}"),
+    ("pair_bpf_ns_gpuleak", "  gpuleak, call sites", "ns", 1, "{:.0f}"),
+    ("pair_bpf_ns_bpftrace", "  bpftrace", "ns", 1, "{:.0f}"),
+    ("bpf_above_empty_vs_bpftrace", "  gpuleak / bpftrace above empty programs", "", 1,
+     "{:.3f}"),
     ("torch_ns_none", "block pair (PyTorch), untraced", "ns", 1, "{:.0f}"),
     ("torch_ns_usdt_floor", "block pair, empty USDT programs (floor)", "ns", 1, "{:.0f}"),
     ("torch_ns_gpuleak", "block pair, gpuleak, call sites", "ns", 1, "{:.0f}"),
