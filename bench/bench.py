@@ -405,14 +405,15 @@ def bench_pairs(a, tmp, res):
     return res
 
 
-def all_progs():
-    """{id: (run_time_ns, run_cnt)} of every BPF program loaded."""
+def all_progs(name=None):
+    """{id: (run_time_ns, run_cnt)} of every BPF program loaded (with name, those so named)."""
     p = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
     try:
         progs = json.loads(p.stdout or "[]")
     except json.JSONDecodeError:
         return {}
-    return {q["id"]: (q.get("run_time_ns", 0), q.get("run_cnt", 0)) for q in progs}
+    return {q["id"]: (q.get("run_time_ns", 0), q.get("run_cnt", 0))
+            for q in progs if name is None or q.get("name") == name}
 
 
 def pair_bpf_ns(variant, pairs, warmup, json_path):
@@ -619,13 +620,7 @@ PY_FRAMES = 40  # Python frames at each call: deeper than --python-depth 32, so 
 def enter_progs():
     """{id: (run_time_ns, run_cnt)} of every gpuleak entry program loaded (other sessions'
     too: the one a tracer loads is the id that was not there before it)."""
-    p = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True)
-    try:
-        progs = json.loads(p.stdout or "[]")
-    except json.JSONDecodeError:
-        return {}
-    return {q["id"]: (q.get("run_time_ns", 0), q.get("run_cnt", 0))
-            for q in progs if q.get("name") == "gl_enter"}
+    return all_progs("gl_enter")
 
 
 def py_run(python, variant, pairs, warmup, json_path):
