@@ -8,6 +8,7 @@ import re
 import shutil
 import signal
 import tempfile
+import time
 
 import harness
 from harness import (Attached, Proc, check, eq, gpuleak_env, leak_sites, read_ndjson,
@@ -525,6 +526,23 @@ def bpftrace_maps(text):
     return out
 
 
+def stop_bpftrace(bt, timeout=240):
+    """Stop bpftrace and read what it printed. Debian's bpftrace (0.17) notes an exit signal in
+    a flag and looks at it only when epoll_wait returns EINTR: a signal that lands between two
+    of its 100 ms waits is never acted on, and bpftrace then runs forever (seen once in CI).
+    So the signal is sent again until it exits; SIGTERM, because bpftrace puts SIGINT back to
+    its default (death, maps unprinted) once its loop is over, and keeps its SIGTERM handler.
+    It detaches classic uprobe links one grace period each (tens of ms here, more on a loaded
+    VM) before it exits: a count-free bound, generous."""
+    deadline = time.time() + timeout
+    while bt.p.poll() is None and time.time() < deadline:
+        bt.p.send_signal(signal.SIGTERM)
+        end = min(time.time() + 2, deadline)
+        while bt.p.poll() is None and time.time() < end:
+            bt._pump(0.2)
+    bt.finish(timeout=max(deadline - time.time(), 1))
+
+
 def node_decode_with_bpftrace(steps, keep, expect_rc):
     """gpuleak run --step sync on the JavaScript decode loop, with the bpftrace script on the
     same functions of the same dawn.node at the same time: gpuleak's verdict, and bpftrace's
@@ -535,18 +553,23 @@ def node_decode_with_bpftrace(steps, keep, expect_rc):
     tmp = tempfile.mkdtemp(prefix="gpuleak-test-")
     link = os.path.join(tmp, "dawn.node")
     os.symlink(DAWN_NODE, link)
-    bt = Proc(["bpftrace", BPFTRACE_SCRIPT, link], stdin=False)
+    # bpftrace says so once every probe is attached (0.17 on stderr, later ones on stdout):
+    # its "Attaching N probes" line comes before the attach, and a workload started on it
+    # could run ahead of the script.
+    notice = "__BPFTRACE_NOTIFY_PROBES_ATTACHED"
+    bt = Proc(["bpftrace", BPFTRACE_SCRIPT, link], stdin=False,
+              env=dict(os.environ, **{notice: "1"}))
     try:
-        bt.wait_line(r"^Attaching \d+ probes", timeout=60)
+        deadline = time.time() + 120
+        while not any(line.strip() == notice for lines in bt.lines.values() for line in lines):
+            if not bt._pump(0.2) and (bt.p.poll() is not None or time.time() > deadline):
+                raise harness.Fail(f"bpftrace did not attach: {bt.text('out')}{bt.text('err')}")
         env = gpuleak_env()
         env["WEBGPU_INDEX"] = os.path.join(WEBGPU_NODE, "index.js")
         res = run_gpuleak(["run", "--interval", "0", "--step", "sync", "--fail-on-leak", "--",
                            "node", NODE_DECODE, str(steps), str(keep)], env=env,
                           expect_rc=expect_rc)
-        bt.p.send_signal(signal.SIGINT)
-        # bpftrace detaches classic uprobe links one grace period each (tens of ms here, more
-        # on a loaded VM) before it exits: a count-free bound, generous.
-        bt.finish(timeout=240)
+        stop_bpftrace(bt)
     finally:
         bt.kill()
         shutil.rmtree(tmp)
