@@ -416,73 +416,104 @@ def all_progs(name=None):
             for q in progs if name is None or q.get("name") == name}
 
 
-def pair_bpf_ns(variant, pairs, warmup, json_path):
-    """The BPF run time per pair of the programs variant's tracer loaded (statistics on),
-    counted from after the attach to the loop's end: what its programs do per call, without
-    the traps, which on a VM vary between runs by more than the tracers add to them."""
-    target = Proc([PAIRLOOP, "--sync", "-n", str(pairs), "-w", str(warmup)])
+def loop_bpf_ns(argv, start, calls):
+    """The BPF run time per call of the programs start(pid)'s tracer loaded (statistics on),
+    counted from after the attach to the end of a loop target's calls (argv: ready, go, its
+    JSON line): what its programs do per call, without the traps, which on a VM vary between
+    runs by more than the tracers add to them."""
+    target = Proc(argv)
     tracer = None
     try:
         target.line("out", lambda l: l.startswith("ready"))
         before = all_progs()
-        tracer = start_tracer(variant, target.pid, json_path)
+        tracer = start(target.pid)
         mid = all_progs()
         target.send("go\n")
         target.line("out", lambda l: l.startswith("{"), timeout=300)
         after = all_progs()
         if target.wait() != 0:
-            raise BenchError("pairloop failed")
+            raise BenchError(f"{os.path.basename(argv[0])} failed")
         stop_tracer(tracer)
     finally:
         target.kill()
         if tracer:
             tracer.kill()
     ns = sum(t - mid.get(k, (t, 0))[0] for k, (t, _) in after.items() if k not in before)
-    return ns / (pairs + warmup)
+    return ns / calls
 
 
-def bench_pair_bpf_time(a, jp):
-    """BPF run time per pair: the empty programs, gpuleak (call sites) and bpftrace's
-    script, in turns, with kernel.bpf_stats_enabled on for these runs only."""
-    variants = ("bare", "gpuleak", "bpftrace")
+def bpf_time_turns(a, variants, run, name):
+    """run(variant) for each variant, in turns a.reps times, with kernel.bpf_stats_enabled on
+    for these runs only: {variant: [BPF ns per call]}, the repetitions in order."""
     got = {v: [] for v in variants}
-    ratio = []
-    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
-        was = f.read().strip()
-    with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-        f.write("1")
+    old = set_bpf_stats(True)
+    if old is None:
+        raise BenchError("kernel.bpf_stats_enabled cannot be set")
     try:
         for rep in range(a.reps):
             k = rep % len(variants)
             for v in variants[k:] + variants[:k]:
-                got[v].append(pair_bpf_ns(v, a.pairs, a.warmup, jp))
-            if got["bpftrace"][-1] > got["bare"][-1]:
-                ratio.append((got["gpuleak"][-1] - got["bare"][-1]) /
-                             (got["bpftrace"][-1] - got["bare"][-1]))
-            log(f"pair BPF time {rep + 1}/{a.reps}: " +
+                got[v].append(run(v))
+            log(f"{name} BPF time {rep + 1}/{a.reps}: " +
                 ", ".join(f"{v} {got[v][-1]:.0f} ns" for v in variants))
     finally:
-        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-            f.write(was)
-    res = {f"pair_bpf_ns_{v}": stats(got[v]) for v in variants}
+        set_bpf_stats(old == "1")
+    return got
+
+
+def bench_pair_bpf_time(a, jp):
+    """BPF run time per pair: the empty programs, gpuleak (call sites) and bpftrace's
+    script."""
+    argv = [PAIRLOOP, "--sync", "-n", str(a.pairs), "-w", str(a.warmup)]
+    got = bpf_time_turns(
+        a, ("bare", "gpuleak", "bpftrace"),
+        lambda v: loop_bpf_ns(argv, lambda pid: start_tracer(v, pid, jp), a.pairs + a.warmup),
+        "pair")
+    ratio = [(g - e) / (b - e) for e, g, b in zip(got["bare"], got["gpuleak"], got["bpftrace"])
+             if b > e]
+    res = {f"pair_bpf_ns_{v}": stats(got[v]) for v in got}
     if ratio:
         res["bpf_above_empty_vs_bpftrace"] = stats(ratio)
     return res
 
 
+# bpftrace's equivalent of gpuleak's call sites on PyTorch's two probes: a block's size kept
+# by its address while it lives (pytorch:malloc's arguments: ptr, device, size, stream).
+BPFTRACE_TORCH_SCRIPT = """
+BEGIN { printf("attached\\n"); }
+usdt:LIB:pytorch:malloc { @live[arg0] = arg2; }
+usdt:LIB:pytorch:free { delete(@live[arg0]); }
+END { clear(@live); }
+"""
+
+
+def torch_argv(pairs, warmup):
+    return [TORCHLOOP, "--sync", "--torch", TORCH_LIB, "-n", str(pairs), "-w", str(warmup),
+            "-s", "1000"]
+
+
+def torch_start(variant, json_path):
+    """start(pid) of a tracer on the block loop: gpuleak's variants, the empty USDT programs
+    (usdt_floor) or bpftrace's script (bpftrace_usdt)."""
+    def start(pid):
+        if variant == "usdt_floor":
+            tracer = Proc([GLBENCH, "usdt", "-p", str(pid), TORCH_LIB, "pytorch:malloc",
+                           "pytorch:free"], stdin=False)
+        elif variant == "bpftrace_usdt":
+            tracer = Proc(["bpftrace", "-p", str(pid), "-e",
+                           BPFTRACE_TORCH_SCRIPT.replace("LIB", TORCH_LIB)], stdin=False)
+        else:
+            return start_tracer(variant, pid, json_path)
+        # glbench says so once linked; bpftrace's BEGIN runs once every probe is attached
+        tracer.line("out", lambda l: l.startswith("attached"))
+        return tracer
+    return start
+
+
 def torch_run(variant, pairs, warmup, json_path, cpu=None):
     """One pairloop --torch run under variant: ns per block pair (median chunk, mean); with
     cpu a list, the CPU time per pair of the fastest tenth of the chunks appended to it."""
-    def start(pid):
-        if variant != "usdt_floor":
-            return start_tracer(variant, pid, json_path)
-        tracer = Proc([GLBENCH, "usdt", "-p", str(pid), TORCH_LIB, "pytorch:malloc",
-                       "pytorch:free"], stdin=False)
-        tracer.line("out", lambda l: l.startswith("attached"))
-        return tracer
-
-    res, pid = loop_run([TORCHLOOP, "--sync", "--torch", TORCH_LIB, "-n", str(pairs), "-w",
-                         str(warmup), "-s", "1000"], start)
+    res, pid = loop_run(torch_argv(pairs, warmup), torch_start(variant, json_path))
     if variant.startswith("gpuleak"):
         v = read_verdict(json_path, pid)
         t, want = v["pytorch"] or {}, pairs + warmup
@@ -530,6 +561,15 @@ def bench_torch(a, tmp, res):
     out["torch_pair_floor_ns"] = stats(ns["pair_bare"])
     out.update({f"torch_cpu_ns_{v}": stats(cpu[v]) for v in ("usdt_floor", "gpuleak")})
     out["torch_cpu_vs_usdt_floor"] = stats(r_cpu)
+    # The programs' own run time per block pair, without the traps that vary between runs.
+    got = bpf_time_turns(
+        a, ("usdt_floor", "gpuleak", "bpftrace_usdt"),
+        lambda v: loop_bpf_ns(torch_argv(a.pairs, a.warmup), torch_start(v, jp),
+                              a.pairs + a.warmup), "torch")
+    out.update({f"torch_bpf_ns_{v}": stats(got[v]) for v in got})
+    out["torch_bpf_above_empty_vs_bpftrace"] = stats(
+        [(g - e) / (b - e) for e, g, b in
+         zip(got["usdt_floor"], got["gpuleak"], got["bpftrace_usdt"]) if b > e])
     return out
 
 
@@ -1440,6 +1480,11 @@ ROWS = [  # key, label, unit, scale, format
     ("torch_cpu_ns_usdt_floor", "block pair CPU, fastest tenth: floor", "ns", 1, "{:.0f}"),
     ("torch_cpu_ns_gpuleak", "  gpuleak, call sites", "ns", 1, "{:.0f}"),
     ("torch_cpu_vs_usdt_floor", "  gpuleak / USDT floor (CPU)", "", 1, "{:.3f}"),
+    ("torch_bpf_ns_usdt_floor", "block pair BPF run time: empty programs", "ns", 1, "{:.0f}"),
+    ("torch_bpf_ns_gpuleak", "  gpuleak, call sites", "ns", 1, "{:.0f}"),
+    ("torch_bpf_ns_bpftrace_usdt", "  bpftrace", "ns", 1, "{:.0f}"),
+    ("torch_bpf_above_empty_vs_bpftrace", "  gpuleak / bpftrace above empty programs", "",
+     1, "{:.3f}"),
 ] + [(f"cost_ns_{n}", f"  {label}", "ns", 1, "{:.0f}") for n, _, label, _ in COST_STEPS] + [
     ("cost_ns_stats", "  + BPF statistics on", "ns", 1, "{:.0f}"),
     ("producer_records_per_s", "producer: one traced thread", "M/s", 1e-6, "{:.2f}"),
