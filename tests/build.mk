@@ -88,7 +88,7 @@ RELOC_LIBCUDART := $(RELOC_LIBDIR)/libcudart.so.13
 
 # Linked against the stand-in runtime.
 SCENARIOS_CUDART := basic leak3 apis fail prealloc threads loop timeline hostleak asyncfree \
-	runtime_over_driver flood ranks soak crash reset session shutdown oomloop reexec
+	runtime_over_driver flood ranks soak crash reset session shutdown oomloop reexec usdt_forms
 # Linked against the stand-in driver alone.
 SCENARIOS_DRIVER := driver_alloc vmm
 # Linked against both: a runtime form and a driver form of the same calls (docs/cuda.md).

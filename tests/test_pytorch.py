@@ -579,3 +579,62 @@ def pytorch_blocks_through_an_allocator_without_frame_pointers():
     res, stats = decode("leak", exe="torch_decode_nofp", extra=("--unwind", "fp"))
     eq(leak_sites(res.verdict()), {("pytorch:malloc", "c10_cuda_alloc"): (40 * MiB, 20)},
        "the walk alone: the leak sited in the allocator")
+
+
+def sdt_args(path, name):
+    """The argument lists of path's SDT notes of pytorch:NAME, as readelf prints them."""
+    out = run_plain(["readelf", "-n", path]).stdout
+    return [m.group(1).split() for m in
+            re.finditer(r"Provider: pytorch\s+Name: " + name + r"\s.*?Arguments: ([^\n]*)", out,
+                        re.S)]
+
+
+def usdt_arg_form(arg):
+    """('mem', base register, offset), ('reg', register) or ('const', value) of an argument."""
+    loc = arg.split("@", 1)[1]
+    m = re.fullmatch(r"(-?\d*)\((%\w+)\)", loc)
+    if m:
+        return ("mem", m.group(2), int(m.group(1) or 0))
+    return ("const", loc[1:]) if loc.startswith("$") else ("reg", loc)
+
+
+@test
+def usdt_arguments_in_every_form_read_exactly():
+    """PyTorch's block probes fired from six sites whose notes place the arguments in each way
+    a compiler may (tests/scenarios/usdt_forms.c): all four in memory within 64 bytes off one
+    register (read at once), in one frame but 320 bytes apart, all in registers, a register
+    and memory, a constant device, and memory off two registers; every byte around them
+    0xff. Each site's blocks on a device of its own, of a size of its own: the device (a
+    signed byte read in a wider word), size and pointer (each free matched) come out exact."""
+    exe = scenario("usdt_forms")
+    forms = [[usdt_arg_form(a) for a in args] for args in sdt_args(exe, "malloc")]
+    eq(len(forms), 6, f"six pytorch:malloc sites: {forms}")
+
+    def mem(f):
+        return [a for a in f if a[0] == "mem"]
+
+    def one_base(f):
+        return len({a[1] for a in mem(f)}) == 1
+
+    def span(f):
+        return max(a[2] for a in mem(f)) + 8 - min(a[2] for a in mem(f))
+
+    kinds = sorted(
+        "near" if len(mem(f)) == 4 and one_base(f) and span(f) <= 64 else
+        "far" if len(mem(f)) == 4 and one_base(f) else
+        "bases" if len(mem(f)) == 4 else
+        "regs" if all(a[0] == "reg" for a in f) else
+        "const" if f[1][0] == "const" and len(mem(f)) == 3 else
+        "mixed" if f[0][0] == "reg" and len(mem(f)) == 3 else repr(f) for f in forms)
+    eq(kinds, sorted(["near", "far", "regs", "mixed", "const", "bases"]),
+       "the notes place the arguments as the scenario says")
+    n = 5
+    res = run_gpuleak(["run", "--interval", "0", "--", exe, str(n)])
+    v = res.verdict()
+    t = v["pytorch"]
+    eq([(d["device"], d["allocated_bytes"], d["allocated_count"]) for d in t["devices"]],
+       [(d, d * MiB, 1) for d in range(1, 7)], "a block of its own size live on each device")
+    eq((t["blocks_allocated"], t["blocks_allocated_bytes"], t["blocks_freed"],
+        t["unknown_frees"]), (6 * n, n * 21 * MiB, 6 * (n - 1), 0),
+       "every block and every free")
+    eq((v["losses"]["read_fail"], v["dropped_events"]), (0, 0), "no read failed")
