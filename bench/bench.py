@@ -528,11 +528,11 @@ def torch_run(variant, pairs, warmup, json_path, cpu=None):
 
 
 def bench_torch(a, tmp, res):
-    variants = ["none", "usdt_floor", "gpuleak", "gpuleak_stacks"]
+    variants = ["none", "usdt_floor", "gpuleak", "gpuleak_stacks", "bpftrace_usdt"]
     ns = {v: [] for v in variants + ["pair_none", "pair_bare"]}
     r_floor, rs_floor, r_pair = [], [], []
     cpu = {v: [] for v in variants}
-    r_cpu = []
+    r_cpu, r_cpu_bt = [], []
     jp = os.path.join(tmp, "torch.ndjson")
     for rep in range(a.reps):
         k = rep % len(variants)
@@ -540,6 +540,9 @@ def bench_torch(a, tmp, res):
         for v in variants[k:] + variants[:k]:
             got[v], _ = torch_run(v, a.pairs, a.warmup, jp, cpu=cpu[v])
         r_cpu.append(cpu["gpuleak"][-1] / cpu["usdt_floor"][-1])
+        if cpu["bpftrace_usdt"][-1] > cpu["usdt_floor"][-1]:
+            r_cpu_bt.append((cpu["gpuleak"][-1] - cpu["usdt_floor"][-1]) /
+                            (cpu["bpftrace_usdt"][-1] - cpu["usdt_floor"][-1]))
         # The uprobe pair's floor in the same repetition: a block pair's cost beside it.
         got["pair_none"], _ = pair_run("none", a.pairs, a.warmup, jp)
         got["pair_bare"], _ = pair_run("bare", a.pairs, a.warmup, jp)
@@ -559,8 +562,11 @@ def bench_torch(a, tmp, res):
     out["torch_ratio_stacks_vs_usdt_floor"] = stats(rs_floor)
     out["torch_cost_vs_pair_floor_cost"] = stats(r_pair)
     out["torch_pair_floor_ns"] = stats(ns["pair_bare"])
-    out.update({f"torch_cpu_ns_{v}": stats(cpu[v]) for v in ("usdt_floor", "gpuleak")})
+    out.update({f"torch_cpu_ns_{v}": stats(cpu[v])
+                for v in ("usdt_floor", "gpuleak", "bpftrace_usdt")})
     out["torch_cpu_vs_usdt_floor"] = stats(r_cpu)
+    if r_cpu_bt:
+        out["torch_cpu_above_floor_vs_bpftrace"] = stats(r_cpu_bt)
     # The programs' own run time per block pair, without the traps that vary between runs.
     got = bpf_time_turns(
         a, ("usdt_floor", "gpuleak", "bpftrace_usdt"),
@@ -1472,6 +1478,7 @@ ROWS = [  # key, label, unit, scale, format
     ("torch_ns_usdt_floor", "block pair, empty USDT programs (floor)", "ns", 1, "{:.0f}"),
     ("torch_ns_gpuleak", "block pair, gpuleak, call sites", "ns", 1, "{:.0f}"),
     ("torch_ns_gpuleak_stacks", "block pair, gpuleak, stacks (default)", "ns", 1, "{:.0f}"),
+    ("torch_ns_bpftrace_usdt", "block pair, bpftrace", "ns", 1, "{:.0f}"),
     ("torch_ratio_vs_usdt_floor", "  gpuleak / USDT floor", "", 1, "{:.3f}"),
     ("torch_ratio_stacks_vs_usdt_floor", "  gpuleak stacks / USDT floor", "", 1, "{:.3f}"),
     ("torch_pair_floor_ns", "  uprobe pair floor, same reps", "ns", 1, "{:.0f}"),
@@ -1480,6 +1487,9 @@ ROWS = [  # key, label, unit, scale, format
     ("torch_cpu_ns_usdt_floor", "block pair CPU, fastest tenth: floor", "ns", 1, "{:.0f}"),
     ("torch_cpu_ns_gpuleak", "  gpuleak, call sites", "ns", 1, "{:.0f}"),
     ("torch_cpu_vs_usdt_floor", "  gpuleak / USDT floor (CPU)", "", 1, "{:.3f}"),
+    ("torch_cpu_ns_bpftrace_usdt", "  bpftrace", "ns", 1, "{:.0f}"),
+    ("torch_cpu_above_floor_vs_bpftrace", "  gpuleak / bpftrace above the floor", "", 1,
+     "{:.3f}"),
     ("torch_bpf_ns_usdt_floor", "block pair BPF run time: empty programs", "ns", 1, "{:.0f}"),
     ("torch_bpf_ns_gpuleak", "  gpuleak, call sites", "ns", 1, "{:.0f}"),
     ("torch_bpf_ns_bpftrace_usdt", "  bpftrace", "ns", 1, "{:.0f}"),
