@@ -1132,11 +1132,7 @@ static __always_inline struct __bpf_usdt_arg_spec *usdt_arg_spec(struct __bpf_us
 }
 
 /*
- * The arguments of the USDT that fired at the positions packed in want (a byte each, 1-based;
- * 0: unused), into out; 0 for a position the probe does not have (a step marker's spec reads
- * four): no failure, as bpf_usdt_arg's -ENOENT. Any other error is a read failure, counted.
- *
- * libbpf decodes the note's argument specs (user/probe) and bpf_usdt_arg reads one argument
+ * A USDT's arguments (usdt_args_of). libbpf decodes the note's argument specs (user/probe) and bpf_usdt_arg reads one argument
  * a call: the spec looked up, the base register read and, for an argument in memory, one
  * read of user memory, each time. A probe's arguments in memory are most often a few bytes
  * apart off one register (locals off %rbp, spills off %rsp), and in a uprobe each read of
@@ -1144,37 +1140,39 @@ static __always_inline struct __bpf_usdt_arg_spec *usdt_arg_spec(struct __bpf_us
  * (five arguments, all in memory) cost 2.2x bpftrace's script (three) above empty programs.
  * So the arguments in memory off the first such argument's register are read at once, when
  * they lie within GL_USDT_SPAN bytes: the spec looked up once, the register read once, one
- * read of user memory (a block pair: 1.42 -> 1.15 us of BPF run time, bpftrace's 0.75; empty
- * programs' 0.15). Any other (a register, a constant, an indexed address, a second base, a
- * span too wide) is read by bpf_usdt_arg. A global subprogram: the decoding is checked once,
- * not on every path of gl_usdt.
+ * read of user memory (a block pair's BPF run time 1.24-1.42 -> 0.95-1.15 us; bpftrace's
+ * 0.66-0.75, empty programs' 0.14). Any other (a register, a constant, an indexed address, a
+ * second base, a span too wide) is read by bpf_usdt_arg. Global subprograms, each checked
+ * once: unrolled in gl_usdt, the four arguments' paths took the verifier 5x the work.
  */
-GL_GLOBAL int usdt_args_of(struct bpf_user_pt_regs_t *uctx, __u32 want, struct gl_args *out,
-			   __u32 pid)
+struct gl_usdt_span {
+	/* A word past the span: an argument in its last 8 bytes is read as two words. */
+	__u64 w[GL_USDT_SPAN / 8 + 1];
+	__s64 lo;  /* the span's offset from its register */
+	__s32 reg; /* offset of that register in struct pt_regs; -1: no span read */
+};
+
+/*
+ * The span of want's arguments in memory off the register of the first of them, read into
+ * sp when it is at most GL_USDT_SPAN bytes (each argument is read as 8 bytes and narrowed,
+ * as bpf_usdt_arg reads it); sp->reg -1 otherwise.
+ */
+GL_GLOBAL int usdt_span_read(struct bpf_user_pt_regs_t *uctx, struct __bpf_usdt_spec *spec,
+			     __u32 want, struct gl_usdt_span *sp)
 {
-	struct pt_regs *ctx = (struct pt_regs *)uctx;
-	/*
-	 * Zeroed: the verifier reads a stack slot at a variable offset only if written; a word
-	 * past the span, for an argument in its last 8 bytes read as two words.
-	 */
-	__u64 span[GL_USDT_SPAN / 8 + 1] = {};
 	struct __bpf_usdt_arg_spec *a;
-	struct __bpf_usdt_spec *spec;
 	__s64 lo = 0, hi = 0;
-	int spec_id, reg = -1, i;
-	bool have_span = false;
+	int reg = -1, i;
 	unsigned long base;
 	__u64 len;
 
-	if (!out)
+	if (!sp)
 		return 0;
-	spec_id = __bpf_usdt_spec_id(ctx);
-	spec = spec_id < 0 ? NULL : bpf_map_lookup_elem(&__bpf_usdt_specs, &spec_id);
+	sp->reg = -1;
 	for (i = 0; i < 4; i++) {
 		a = usdt_arg_spec(spec, (want >> (8 * i)) & 0xff);
 		if (!a || a->arg_type != BPF_USDT_ARG_REG_DEREF || (reg >= 0 && a->reg_off != reg))
 			continue;
-		/* each argument is read as 8 bytes and narrowed, as bpf_usdt_arg reads it */
 		if (reg < 0 || (__s64)a->val_off < lo)
 			lo = a->val_off;
 		if (reg < 0 || (__s64)a->val_off + 8 > hi)
@@ -1182,45 +1180,70 @@ GL_GLOBAL int usdt_args_of(struct bpf_user_pt_regs_t *uctx, __u32 want, struct g
 		reg = a->reg_off;
 	}
 	len = hi - lo;
-	if (reg >= 0 && len <= GL_USDT_SPAN &&
-	    !bpf_probe_read_kernel(&base, sizeof(base), (void *)ctx + reg))
-		have_span = !bpf_probe_read_user(span, len, (void *)(base + lo));
-	for (i = 0; i < 4; i++) {
-		__u32 n = (want >> (8 * i)) & 0xff;
-		__u64 off;
-		long v = 0;
-		int err;
+	if (reg < 0 || len > GL_USDT_SPAN ||
+	    bpf_probe_read_kernel(&base, sizeof(base), (void *)uctx + reg) ||
+	    bpf_probe_read_user(sp->w, len, (void *)(base + lo)))
+		return 0;
+	sp->lo = lo;
+	sp->reg = reg;
+	return 0;
+}
 
-		out->v[i] = 0;
-		if (!n)
-			continue;
-		a = usdt_arg_spec(spec, n);
-		if (have_span && a && a->arg_type == BPF_USDT_ARG_REG_DEREF && a->reg_off == reg) {
-			off = a->val_off - lo;
-			if (off <= GL_USDT_SPAN - 8) {
-				/*
-				 * From the two aligned words under it: the verifier refuses
-				 * a misaligned read of the stack.
-				 */
-				v = span[off / 8] >> (off % 8 * 8);
-				if (off % 8)
-					v |= span[off / 8 + 1] << (64 - off % 8 * 8);
-				/* narrowed from 1, 2 or 4 bytes, sign-extended if signed */
-				v <<= a->arg_bitshift;
-				v = a->arg_signed ? v >> a->arg_bitshift
-						  : (long)((__u64)v >> a->arg_bitshift);
-				out->v[i] = v;
-				continue;
-			}
-		}
-		err = bpf_usdt_arg(ctx, n - 1, &v);
-		if (err) {
-			if (err != -ENOENT)
-				count_loss(pid, GL_STAT_READ_FAIL, 1);
-			continue;
-		}
-		out->v[i] = v;
+/*
+ * Argument n (1-based; 0: unused, read as 0) of the USDT that fired: from sp when it lies in
+ * the span read there, through bpf_usdt_arg otherwise. A position the probe does not have
+ * is no failure (bpf_usdt_arg's -ENOENT); any other error is a read failure, counted.
+ */
+GL_GLOBAL __u64 usdt_arg_read(struct bpf_user_pt_regs_t *uctx, struct __bpf_usdt_spec *spec,
+			      __u32 n, struct gl_usdt_span *sp, __u32 pid)
+{
+	struct __bpf_usdt_arg_spec *a = usdt_arg_spec(spec, n);
+	__u64 off, v, sign;
+	long got = 0;
+	int err;
+
+	if (!n || !sp)
+		return 0;
+	off = a ? a->val_off - sp->lo : ~0ULL;
+	if (a && sp->reg >= 0 && a->arg_type == BPF_USDT_ARG_REG_DEREF && a->reg_off == sp->reg &&
+	    off <= GL_USDT_SPAN - 8) {
+		/*
+		 * From the two aligned words under it (the verifier refuses a misaligned read of
+		 * the stack); the second shifted in two steps, so that a shift of 64 is none.
+		 */
+		v = sp->w[off / 8] >> (off % 8 * 8);
+		v |= (sp->w[off / 8 + 1] << 1) << (63 - off % 8 * 8);
+		/* narrowed from 1, 2 or 4 bytes, sign-extended if signed */
+		v <<= a->arg_bitshift;
+		sign = a->arg_signed ? (__u64)((__s64)v >> 63) : 0;
+		return v >> a->arg_bitshift | (~(~0ULL >> a->arg_bitshift) & sign);
 	}
+	err = bpf_usdt_arg((struct pt_regs *)uctx, n - 1, &got);
+	if (err && err != -ENOENT)
+		count_loss(pid, GL_STAT_READ_FAIL, 1);
+	return err ? 0 : got;
+}
+
+/*
+ * The arguments of the USDT that fired at the positions packed in want (a byte each, 1-based;
+ * 0: unused), into out; 0 for a position the probe does not have (a step marker's spec reads
+ * four): no failure, as bpf_usdt_arg's -ENOENT. Any other error is a read failure, counted.
+ */
+GL_GLOBAL int usdt_args_of(struct bpf_user_pt_regs_t *uctx, __u32 want, struct gl_args *out,
+			   __u32 pid)
+{
+	/* zeroed: the verifier reads a stack slot at a variable offset only if written */
+	struct gl_usdt_span sp = {};
+	struct __bpf_usdt_spec *spec;
+	int spec_id, i;
+
+	if (!out)
+		return 0;
+	spec_id = __bpf_usdt_spec_id((struct pt_regs *)uctx);
+	spec = spec_id < 0 ? NULL : bpf_map_lookup_elem(&__bpf_usdt_specs, &spec_id);
+	usdt_span_read(uctx, spec, want, &sp);
+	for (i = 0; i < 4; i++)
+		out->v[i] = usdt_arg_read(uctx, spec, (want >> (8 * i)) & 0xff, &sp, pid);
 	return 0;
 }
 

@@ -8,8 +8,8 @@
  * some at once (arguments in memory near each other off one register) and the others one by
  * one (tests/test_pytorch.py). Each site is a device of its own and a block size of its own:
  *   form  device  block    arguments
- *   near  1       1 MiB    all four in one frame, within 32 bytes (8@-416(%rbp) -1@-408(%rbp)
- *                          8@-400(%rbp) -8@-392(%rbp): the registers and offsets are clang's)
+ *   near  1       1 MiB    all four in one frame, within 30 bytes (8@-416(%rbp) -1@-408(%rbp)
+ *                          8@-402(%rbp) -8@-394(%rbp): the registers and offsets are clang's)
  *   far   2       2 MiB    in one frame, the size 320 bytes above the pointer
  *   regs  3       3 MiB    all four in registers (8@%r14 -1@%al 8@%rbx -8@%rcx)
  *   mixed 4       4 MiB    the pointer in a register, the others in memory
@@ -28,14 +28,18 @@
 
 #define MiB (1ULL << 20)
 
-/* A frame's arguments, laid out here rather than by the compiler. */
+/*
+ * A frame's arguments, laid out here rather than by the compiler: the size 14 bytes above
+ * the pointer, its bytes from the third on in the next aligned word (a block's size in MiB
+ * starts there), as a packed frame or a byte-aligned spill may leave it.
+ */
 struct near_args {
 	uint64_t ptr;
 	int8_t dev;
-	uint8_t fill[7];
+	uint8_t fill[5];
 	uint64_t size;
 	int64_t stream;
-};
+} __attribute__((packed));
 
 struct far_args {
 	uint64_t ptr;
