@@ -665,8 +665,8 @@ const struct cat_api cat_apis[] = {
      * allocate, with the requested size, and pytorch:free before a block's free, each behind
      * its semaphore (torch_sdt_semaphore_pytorch_malloc/_free). raw_alloc fires neither.
      */
-    /* stream_id is not read: a block's stream changes nothing the tracker decides, and each
-     * argument is one more spec lookup in BPF (libbpf's bpf_usdt_arg) */
+    /* stream_id is not read: a block's stream changes nothing the tracker decides (the
+     * arguments in memory are read at once in BPF, usdt_args_of; others one by one) */
     API("pytorch:malloc", GL_API_TORCH_MALLOC, SPEC(GL_SHAPE_ALLOC_DONE, 1, 3, 2, 0, 0, 0),
 	OP_BLOCK, MEM_DEVICE, CAT_USDT | CAT_SITE_OUTSIDE,
 	TORCH_USDT("pytorch", "malloc", "ptr, device, size, stream_id")),
