@@ -1132,18 +1132,19 @@ static __always_inline struct __bpf_usdt_arg_spec *usdt_arg_spec(struct __bpf_us
 }
 
 /*
- * A USDT's arguments (usdt_args_of). libbpf decodes the note's argument specs (user/probe) and bpf_usdt_arg reads one argument
- * a call: the spec looked up, the base register read and, for an argument in memory, one
- * read of user memory, each time. A probe's arguments in memory are most often a few bytes
- * apart off one register (locals off %rbp, spills off %rsp), and in a uprobe each read of
- * user memory is the dearest step: ~150 ns on this project's VM, where PyTorch's block pair
- * (five arguments, all in memory) cost 2.2x bpftrace's script (three) above empty programs.
- * So the arguments in memory off the first such argument's register are read at once, when
- * they lie within GL_USDT_SPAN bytes: the spec looked up once, the register read once, one
- * read of user memory (a block pair's BPF run time 1.24-1.42 -> 0.95-1.15 us; bpftrace's
- * 0.66-0.75, empty programs' 0.14). Any other (a register, a constant, an indexed address, a
- * second base, a span too wide) is read by bpf_usdt_arg. Global subprograms, each checked
- * once: unrolled in gl_usdt, the four arguments' paths took the verifier 5x the work.
+ * A USDT's arguments (usdt_args_of). libbpf decodes the note's argument specs (user/probe),
+ * and its bpf_usdt_arg reads one argument a call: the spec looked up, the base register read
+ * and, for an argument in memory, one read of user memory, each time. A probe's arguments in
+ * memory are most often a few bytes apart off one register (locals off %rbp, spills off
+ * %rsp), and in a uprobe each read of user memory is the dearest step: ~150 ns on this
+ * project's VM, where PyTorch's block pair (five arguments, all in memory) cost 2.2x
+ * bpftrace's script (three) above empty programs. So the arguments in memory off the first
+ * such argument's register are read at once, when they lie within GL_USDT_SPAN bytes: the
+ * spec looked up once, the register read once, one read of user memory (a block pair's BPF
+ * run time 1.24-1.42 -> 0.95-1.15 us; bpftrace's 0.66-0.75, empty programs' 0.14). Any other
+ * (a register, a constant, an indexed address, a second base, a span too wide) is read by
+ * bpf_usdt_arg. Global subprograms, each checked once: unrolled in gl_usdt, the four
+ * arguments' paths took the verifier 5x the work.
  */
 struct gl_usdt_span {
 	/* A word past the span: an argument in its last 8 bytes is read as two words. */
