@@ -26,6 +26,7 @@ struct jit_map {
 	int err;		 /* of the last read: -ENOENT while there is no file */
 	bool tried;		 /* read at least once */
 	uint64_t idle_at;	 /* batch + 1 when a read found nothing new */
+	uint64_t read_at;	 /* batch + 1 once read at the batch's first lookup */
 	uint8_t checks;		 /* unnamed frames looked up in /proc/PID/maps for the hint */
 	bool hinted, said;	 /* the hint given; -v said the file names frames */
 	bool warned;		 /* a file not trusted, or full */
@@ -221,6 +222,18 @@ int jitnames__resolve(struct jitnames *jn, pid_t pid, uint64_t addr, uint64_t ba
 	j = jit_get(jn, pid);
 	if (!j)
 		return -ENOMEM;
+	/*
+	 * Read on at a batch's first lookup, whether or not what was read covers addr: a JIT
+	 * reuses the memory of code it freed, and an entry read before may name the code that
+	 * was there, when the code the stack ran (compiled since, its entry written before it
+	 * ran) is in the part not read yet. Stale names of that kind (node's internal modules
+	 * in place of the tfjs frames above a buffer) split one site's stacks in CI.
+	 */
+	if (j->read_at != batch + 1) {
+		j->read_at = batch + 1;
+		if (j->idle_at != batch + 1)
+			jit_refresh(jn, j, batch);
+	}
 	name = perfmap__find(j->pm, addr, &start);
 	/* Past what was read: read on, once per batch of frames when there is nothing new. */
 	if (!name && j->idle_at != batch + 1 && jit_refresh(jn, j, batch) > 0)
