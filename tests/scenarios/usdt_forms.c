@@ -61,32 +61,30 @@ static void fire_free(void *p)
 	__asm__ __volatile__(STAP_PROBE_ASM(pytorch, free, 8@%[ptr]) : : [ptr] "m"(ptr));
 }
 
+/* A frame struct's four fields, 0xff around them, as pytorch:malloc's arguments in memory. */
+#define FIRE_FROM_FRAME(type, p, dev, size)                                                    \
+	do {                                                                                   \
+		type a;                                                                        \
+                                                                                               \
+		memset(&a, 0xff, sizeof(a));                                                   \
+		a.ptr = (uint64_t)(p);                                                         \
+		a.dev = (dev);                                                                 \
+		a.size = (size);                                                               \
+		a.stream = 7;                                                                  \
+		__asm__ __volatile__(STAP_PROBE_ASM(pytorch, malloc,                            \
+						    8@%[p] -1@%[d] 8@%[s] -8@%[st])           \
+				     : : [p] "m"(a.ptr), [d] "m"(a.dev), [s] "m"(a.size),      \
+				       [st] "m"(a.stream));                                    \
+	} while (0)
+
 static void fire_near(void *p, int8_t dev, uint64_t size)
 {
-	struct near_args a;
-
-	memset(&a, 0xff, sizeof(a));
-	a.ptr = (uint64_t)p;
-	a.dev = dev;
-	a.size = size;
-	a.stream = 7;
-	__asm__ __volatile__(STAP_PROBE_ASM(pytorch, malloc, 8@%[p] -1@%[d] 8@%[s] -8@%[st])
-			     : : [p] "m"(a.ptr), [d] "m"(a.dev), [s] "m"(a.size),
-			       [st] "m"(a.stream));
+	FIRE_FROM_FRAME(struct near_args, p, dev, size);
 }
 
 static void fire_far(void *p, int8_t dev, uint64_t size)
 {
-	struct far_args a;
-
-	memset(&a, 0xff, sizeof(a));
-	a.ptr = (uint64_t)p;
-	a.dev = dev;
-	a.size = size;
-	a.stream = 7;
-	__asm__ __volatile__(STAP_PROBE_ASM(pytorch, malloc, 8@%[p] -1@%[d] 8@%[s] -8@%[st])
-			     : : [p] "m"(a.ptr), [d] "m"(a.dev), [s] "m"(a.size),
-			       [st] "m"(a.stream));
+	FIRE_FROM_FRAME(struct far_args, p, dev, size);
 }
 
 static void fire_regs(void *p, int8_t dev, uint64_t size)
