@@ -42,6 +42,15 @@ static __always_inline __u64 gl_byval_addr(struct pt_regs *ctx, int n)
 	(void)n;
 	return PT_REGS_SP(ctx) + 8;
 }
+
+/* struct pt_regs's words: r15 ... ss, 21 of them */
+// clang-format off
+#define GL_CTX_CASES \
+	GL_CTX_CASE(0) GL_CTX_CASE(1) GL_CTX_CASE(2) GL_CTX_CASE(3) GL_CTX_CASE(4) GL_CTX_CASE(5) \
+	GL_CTX_CASE(6) GL_CTX_CASE(7) GL_CTX_CASE(8) GL_CTX_CASE(9) GL_CTX_CASE(10) GL_CTX_CASE(11) \
+	GL_CTX_CASE(12) GL_CTX_CASE(13) GL_CTX_CASE(14) GL_CTX_CASE(15) GL_CTX_CASE(16) GL_CTX_CASE(17) \
+	GL_CTX_CASE(18) GL_CTX_CASE(19) GL_CTX_CASE(20)
+// clang-format on
 #elif defined(__TARGET_ARCH_arm64)
 /* AAPCS64: the return address is in x30 and sp does not move across `ret`. */
 #define GL_RET_SP_TO_ENTRY_SP(sp) (sp)
@@ -68,6 +77,17 @@ static __always_inline __u64 gl_byval_addr(struct pt_regs *ctx, int n)
 {
 	return gl_arg(ctx, n);
 }
+
+/* struct pt_regs's words: regs[31], sp, pc, pstate */
+// clang-format off
+#define GL_CTX_CASES \
+	GL_CTX_CASE(0) GL_CTX_CASE(1) GL_CTX_CASE(2) GL_CTX_CASE(3) GL_CTX_CASE(4) GL_CTX_CASE(5) \
+	GL_CTX_CASE(6) GL_CTX_CASE(7) GL_CTX_CASE(8) GL_CTX_CASE(9) GL_CTX_CASE(10) GL_CTX_CASE(11) \
+	GL_CTX_CASE(12) GL_CTX_CASE(13) GL_CTX_CASE(14) GL_CTX_CASE(15) GL_CTX_CASE(16) GL_CTX_CASE(17) \
+	GL_CTX_CASE(18) GL_CTX_CASE(19) GL_CTX_CASE(20) GL_CTX_CASE(21) GL_CTX_CASE(22) GL_CTX_CASE(23) \
+	GL_CTX_CASE(24) GL_CTX_CASE(25) GL_CTX_CASE(26) GL_CTX_CASE(27) GL_CTX_CASE(28) GL_CTX_CASE(29) \
+	GL_CTX_CASE(30) GL_CTX_CASE(31) GL_CTX_CASE(32) GL_CTX_CASE(33)
+// clang-format on
 #else
 #error "gpuleak: unsupported BPF target architecture"
 #endif
@@ -120,6 +140,31 @@ static __always_inline __u64 gl_spec_arg(struct pt_regs *ctx, const struct gl_ap
 		n--;
 #endif
 	return gl_arg(ctx, n);
+}
+
+/*
+ * The word at byte off of the trap's registers (struct pt_regs; a USDT argument's reg_off)
+ * into *v: 0, or -1 past them. One load at a constant offset a case: the verifier refuses a
+ * load at a variable offset into the context, and bpf_probe_read_kernel, libbpf's way, is a
+ * helper call (~30 ns on this project's VM). Each load is asm because the compiler would
+ * otherwise merge the cases into one load at a computed offset, which the verifier refuses.
+ */
+#define GL_CTX_CASE(i) \
+	case (i)*8:                                                                                \
+		asm volatile("%0 = *(u64 *)(%1 + %2)" : "=r"(w) : "r"(ctx), "i"((i)*8));           \
+		break;
+
+static __always_inline int gl_ctx_word(void *ctx, int off, unsigned long *v)
+{
+	unsigned long w;
+
+	switch (off) {
+		GL_CTX_CASES
+	default:
+		return -1;
+	}
+	*v = w;
+	return 0;
 }
 
 #endif /* GPULEAK_BPF_H */
