@@ -590,25 +590,31 @@ def sdt_args(path, name):
 
 
 def usdt_arg_form(arg):
-    """('mem', base register, offset), ('reg', register) or ('const', value) of an argument."""
+    """('mem', base register, offset), ('index', base, index register, offset), ('reg',
+    register) or ('const', value) of an argument."""
     loc = arg.split("@", 1)[1]
     m = re.fullmatch(r"(-?\d*)\((%\w+)\)", loc)
     if m:
         return ("mem", m.group(2), int(m.group(1) or 0))
+    m = re.fullmatch(r"(-?\d*)\((%\w+),(%\w+)(?:,\d+)?\)", loc)
+    if m:
+        return ("index", m.group(2), m.group(3), int(m.group(1) or 0))
     return ("const", loc[1:]) if loc.startswith("$") else ("reg", loc)
 
 
 @test
 def usdt_arguments_in_every_form_read_exactly():
-    """PyTorch's block probes fired from six sites whose notes place the arguments in each way
-    a compiler may (tests/scenarios/usdt_forms.c): all four in memory within 64 bytes off one
-    register (read at once), in one frame but 320 bytes apart, all in registers, a register
-    and memory, a constant device, and memory off two registers; every byte around them
-    0xff. Each site's blocks on a device of its own, of a size of its own: the device (a
-    signed byte read in a wider word), size and pointer (each free matched) come out exact."""
+    """PyTorch's block probes fired from seven sites whose notes place the arguments in each
+    way a compiler may (tests/scenarios/usdt_forms.c): all four in memory within 64 bytes off
+    one register (read at once), in one frame but 320 bytes apart, all in registers, a
+    register and memory, a constant device, memory off two registers, and base + index
+    (libbpf's reader); every byte around them 0xff. Each site's blocks on a device of its
+    own, of a size of its own: the device (a signed byte read in a wider word), the size (at
+    two sites 4 bytes of a wider register or word: narrowed by the register path and by the
+    span's) and the pointer (each free matched) come out exact."""
     exe = scenario("usdt_forms")
     forms = [[usdt_arg_form(a) for a in args] for args in sdt_args(exe, "malloc")]
-    eq(len(forms), 6, f"six pytorch:malloc sites: {forms}")
+    eq(len(forms), 7, f"seven pytorch:malloc sites: {forms}")
 
     def mem(f):
         return [a for a in f if a[0] == "mem"]
@@ -620,21 +626,22 @@ def usdt_arguments_in_every_form_read_exactly():
         return max(a[2] for a in mem(f)) + 8 - min(a[2] for a in mem(f))
 
     kinds = sorted(
+        "index" if all(a[0] == "index" for a in f) else
         "near" if len(mem(f)) == 4 and one_base(f) and span(f) <= 64 else
         "far" if len(mem(f)) == 4 and one_base(f) else
         "bases" if len(mem(f)) == 4 else
         "regs" if all(a[0] == "reg" for a in f) else
         "const" if f[1][0] == "const" and len(mem(f)) == 3 else
         "mixed" if f[0][0] == "reg" and len(mem(f)) == 3 else repr(f) for f in forms)
-    eq(kinds, sorted(["near", "far", "regs", "mixed", "const", "bases"]),
+    eq(kinds, sorted(["near", "far", "regs", "mixed", "const", "bases", "index"]),
        "the notes place the arguments as the scenario says")
     n = 5
     res = run_gpuleak(["run", "--interval", "0", "--", exe, str(n)])
     v = res.verdict()
     t = v["pytorch"]
     eq([(d["device"], d["allocated_bytes"], d["allocated_count"]) for d in t["devices"]],
-       [(d, d * MiB, 1) for d in range(1, 7)], "a block of its own size live on each device")
+       [(d, d * MiB, 1) for d in range(1, 8)], "a block of its own size live on each device")
     eq((t["blocks_allocated"], t["blocks_allocated_bytes"], t["blocks_freed"],
-        t["unknown_frees"]), (6 * n, n * 21 * MiB, 6 * (n - 1), 0),
+        t["unknown_frees"]), (7 * n, n * 28 * MiB, 7 * (n - 1), 0),
        "every block and every free")
     eq((v["losses"]["read_fail"], v["dropped_events"]), (0, 0), "no read failed")

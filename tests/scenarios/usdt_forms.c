@@ -3,7 +3,7 @@
  * usdt_forms N
  *
  * PyTorch's two allocator probes, pytorch:malloc(ptr, device, size, stream) and
- * pytorch:free(ptr), fired from six sites whose notes place the arguments in each way a
+ * pytorch:free(ptr), fired from seven sites whose notes place the arguments in each way a
  * compiler may: the forms libbpf's argument specs decode and gpuleak's USDT program reads,
  * some at once (arguments in memory near each other off one register) and the others one by
  * one (tests/test_pytorch.py). Each site is a device of its own and a block size of its own:
@@ -11,11 +11,15 @@
  *   near  1       1 MiB    all four in one frame, within 30 bytes (8@-416(%rbp) -1@-408(%rbp)
  *                          8@-402(%rbp) -8@-394(%rbp): the registers and offsets are clang's)
  *   far   2       2 MiB    in one frame, the size 320 bytes above the pointer
- *   regs  3       3 MiB    all four in registers (8@%r14 -1@%al 8@%rbx -8@%rcx)
- *   mixed 4       4 MiB    the pointer in a register, the others in memory
+ *   regs  3       3 MiB    all four in registers (8@%r14 -1@%al 4@%ebx -8@%rcx), the size
+ *                          a 4-byte argument in a register whose upper half is 0xff..
+ *   mixed 4       4 MiB    the pointer in a register, the others in memory, the size a
+ *                          4-byte argument with 0xff.. in the 4 bytes above it
  *   const 5       5 MiB    the device a constant (-1@$5), the others in memory
  *   bases 6       6 MiB    the pointer and device off the stack, the size and stream off
  *                          another register (a heap record's fields)
+ *   index 7       7 MiB    all four at base + index * 8 + offset (8@(%rax,%rdx,8) ...:
+ *                          an array element, scale-index-base)
  * The bytes around every argument in memory are 0xff: an argument narrowed from a wider read
  * shows them if it is not narrowed right. Each site allocates N blocks and frees all but the
  * last: at "done" one block live per device, N allocations and N - 1 frees per site.
@@ -89,11 +93,12 @@ static void fire_far(void *p, int8_t dev, uint64_t size)
 
 static void fire_regs(void *p, int8_t dev, uint64_t size)
 {
-	/* the device's register holds 0xff.. above its low byte */
+	/* the device's and the size's registers hold 0xff.. above their low byte and half */
 	uint64_t d = 0xffffffffffffff00ULL | (uint8_t)dev;
+	uint64_t s = 0xffffffff00000000ULL | size;
 
-	__asm__ __volatile__(STAP_PROBE_ASM(pytorch, malloc, 8@%[p] -1@%b[d] 8@%[s] -8@%[st])
-			     : : [p] "r"(p), [d] "q"(d), [s] "r"(size), [st] "r"((int64_t)7));
+	__asm__ __volatile__(STAP_PROBE_ASM(pytorch, malloc, 8@%[p] -1@%b[d] 4@%k[s] -8@%[st])
+			     : : [p] "r"(p), [d] "q"(d), [s] "r"(s), [st] "r"((int64_t)7));
 }
 
 static void fire_mixed(void *p, int8_t dev, uint64_t size)
@@ -102,9 +107,9 @@ static void fire_mixed(void *p, int8_t dev, uint64_t size)
 
 	memset(&a, 0xff, sizeof(a));
 	a.dev = dev;
-	a.size = size;
+	a.size = 0xffffffff00000000ULL | size;
 	a.stream = 7;
-	__asm__ __volatile__(STAP_PROBE_ASM(pytorch, malloc, 8@%[p] -1@%[d] 8@%[s] -8@%[st])
+	__asm__ __volatile__(STAP_PROBE_ASM(pytorch, malloc, 8@%[p] -1@%[d] 4@%[s] -8@%[st])
 			     : : [p] "r"(p), [d] "m"(a.dev), [s] "m"(a.size), [st] "m"(a.stream));
 }
 
@@ -134,6 +139,23 @@ static void fire_bases(void *p, int8_t dev, uint64_t size, struct near_args *hea
 			       [st] "m"(heap->stream));
 }
 
+static void fire_indexed(void *p, int8_t dev, uint64_t size)
+{
+	/* element 2 of an array of words, 0xff around the arguments */
+	uint64_t w[8];
+	long i = 2;
+
+	memset(w, 0xff, sizeof(w));
+	w[2] = (uint64_t)p;
+	memcpy(&w[3], &dev, 1);
+	w[4] = size;
+	w[5] = 7;
+	__asm__ __volatile__(STAP_PROBE_ASM(pytorch, malloc,
+					    8@(%[b],%[i],8) -1@8(%[b],%[i],8)
+					    8@16(%[b],%[i],8) -8@24(%[b],%[i],8))
+			     : : [b] "r"(w), [i] "r"(i), "m"(w));
+}
+
 // clang-format on
 
 int main(int argc, char **argv)
@@ -149,7 +171,7 @@ int main(int argc, char **argv)
 		return 2;
 	memset(heap, 0xff, sizeof(*heap));
 	scenario_ready();
-	for (form = 1; form <= 6; form++) {
+	for (form = 1; form <= 7; form++) {
 		uint64_t size = form * MiB;
 
 		for (i = 0; i < n; i++) {
@@ -173,8 +195,11 @@ int main(int argc, char **argv)
 			case 5:
 				fire_const(p, size);
 				break;
-			default:
+			case 6:
 				fire_bases(p, 6, size, heap);
+				break;
+			default:
+				fire_indexed(p, 7, size);
 			}
 			if (i + 1 < n) {
 				fire_free(p);
