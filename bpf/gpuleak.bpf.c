@@ -1261,8 +1261,11 @@ GL_GLOBAL int usdt_args_of(struct bpf_user_pt_regs_t *uctx, struct __bpf_usdt_sp
 	if (!out)
 		return 0;
 	usdt_span_read(uctx, spec, want, &sp);
+	/* a position unused (a free's three) costs no call */
 	for (i = 0; i < 4; i++)
-		out->v[i] = usdt_arg_read(uctx, spec, (want >> (8 * i)) & 0xff, &sp, pid);
+		out->v[i] = (want >> (8 * i)) & 0xff
+				? usdt_arg_read(uctx, spec, (want >> (8 * i)) & 0xff, &sp, pid)
+				: 0;
 	return 0;
 }
 
