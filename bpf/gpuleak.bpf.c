@@ -11,8 +11,8 @@
  * USDT probes (SystemTap SDT notes: PyTorch's allocator, an interpreter's markers) run a third
  * program, gl_usdt, attached by libbpf's USDT support (one link per process, object and probe
  * name; the probe's semaphore raised through the uprobe's reference counter). Its API id is the
- * USDT cookie, its arguments come from the note's specs (bpf_usdt_arg); the records it makes
- * are the entry-only ones the function probes make.
+ * USDT cookie, its arguments come from the note's specs, which libbpf decodes (usdt_args_of
+ * reads them); the records it makes are the entry-only ones the function probes make.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -1134,17 +1134,18 @@ static __always_inline struct __bpf_usdt_arg_spec *usdt_arg_spec(struct __bpf_us
 /*
  * A USDT's arguments (usdt_args_of). libbpf decodes the note's argument specs (user/probe),
  * and its bpf_usdt_arg reads one argument a call: the spec looked up, the base register read
- * and, for an argument in memory, one read of user memory, each time. A probe's arguments in
- * memory are most often a few bytes apart off one register (locals off %rbp, spills off
- * %rsp), and in a uprobe each read of user memory is the dearest step: ~150 ns on this
- * project's VM, where PyTorch's block pair (five arguments, all in memory) cost 2.2x
- * bpftrace's script (three) above empty programs. So the arguments in memory off the first
- * such argument's register are read at once, when they lie within GL_USDT_SPAN bytes: the
- * spec looked up once, the register read once, one read of user memory (a block pair's BPF
- * run time 1.24-1.42 -> 0.95-1.15 us; bpftrace's 0.66-0.75, empty programs' 0.14). Any other
- * (a register, a constant, an indexed address, a second base, a span too wide) is read by
- * bpf_usdt_arg. Global subprograms, each checked once: unrolled in gl_usdt, the four
- * arguments' paths took the verifier 5x the work.
+ * through a helper and, for an argument in memory, one read of user memory, each time. In a
+ * uprobe a read of user memory is the dearest step (~70-150 ns on this project's VM), and a
+ * probe's arguments in memory are most often a few bytes apart off one register (locals off
+ * %rbp, spills off %rsp). So gl_usdt looks the spec up once per hit, registers are read by
+ * loads (gl_ctx_word), and the arguments in memory off the first such argument's register
+ * are read at once when they lie within GL_USDT_SPAN bytes; another argument in memory is a
+ * read of its own, and an indexed address (SIB) goes to bpf_usdt_arg. PyTorch's block pair
+ * (four arguments, all in memory) took 1.24-1.42 us of BPF run time through bpf_usdt_arg;
+ * the span read alone took it to 0.95-1.15 (bpftrace's script 0.66-0.75, empty programs
+ * 0.14), the one lookup and the loads a further 13-25 % (three same-run A/Bs, 2026-12-03).
+ * Global subprograms, each checked once: unrolled in gl_usdt, the four arguments' paths took
+ * the verifier 5x the work.
  */
 struct gl_usdt_span {
 	/* A word past the span: an argument in its last 8 bytes is read as two words. */
