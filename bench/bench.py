@@ -1742,7 +1742,7 @@ def main():
     a.drop_reps = 1 if q else 3
     a.drop_seconds = 2 if q else 5
     a.ref_reps = 3      # runs of a reference (producer, consumer) its section did not make
-    a.attach_reps = 3 if q else 7
+    a.attach_reps = 5 if q else 15
     a.links_reps = 1 if q else 3
     a.placement_reps = 2 if q else 5
     a.placement_calls = 20000 if q else 100000
