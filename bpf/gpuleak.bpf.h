@@ -149,7 +149,7 @@ static __always_inline __u64 gl_spec_arg(struct pt_regs *ctx, const struct gl_ap
  * helper call (~30 ns on this project's VM). Each load is asm because the compiler would
  * otherwise merge the cases into one load at a computed offset, which the verifier refuses.
  */
-#define GL_CTX_CASE(i) \
+#define GL_CTX_CASE(i)                                                                             \
 	case (i)*8:                                                                                \
 		asm volatile("%0 = *(u64 *)(%1 + %2)" : "=r"(w) : "r"(ctx), "i"((i)*8));           \
 		break;
