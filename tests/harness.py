@@ -242,15 +242,18 @@ class Proc:
             self.lines[name] += [line + "\n" for line in done]
         return got
 
-    def wait_line(self, pattern, stream="out", timeout=20):
+    def wait_line(self, pattern, stream="out", timeout=20, nth=1):
+        """The nth line of stream (counted from its start) that matches pattern."""
         rx = re.compile(pattern)
         deadline = time.time() + timeout
-        seen = 0
+        seen = found = 0
         while True:
             for line in self.lines[stream][seen:]:
                 m = rx.search(line)
                 if m:
-                    return m
+                    found += 1
+                    if found == nth:
+                        return m
             seen = len(self.lines[stream])
             left = deadline - time.time()
             if left <= 0:

@@ -190,6 +190,72 @@ def budget_gives_up_stacks_and_loses_no_allocation():
           f"the text verdict's levels: {g.text('out')}")
 
 
+@test
+def budget_takes_stacks_back_when_the_rate_falls_and_gives_them_up_again():
+    """--max-overhead 10 on soak with a calm spell between two surges of calls. The first
+    surge costs far above 10 % of the target's CPU: native stacks are given up. In the calm
+    spell each step first computes for 20 ms of CPU time, and what its calls would cost with
+    stacks, at their cost per trap in the surge, is far under 10 %: the stacks are taken back.
+    The second surge gives them up again. Said once each time, every call traced all along,
+    and the verdict has the three steps and the time at each level. The spell lasts until
+    gpuleak has said so (CPU time, not wall time, sets its rate: a loaded machine changes
+    nothing here)."""
+    hot, calm_us = 10000, 20000
+    json_path = tmpfile(".ndjson")
+    given_up = (r"pid (\d+): tracing costs [\d.]+ % of its CPU, above --max-overhead 10\.0 %: "
+                r"native stacks given up at ([\d.]+) s \(level sites_only\)")
+    g = Proc([harness.GPULEAK, "run", "--interval", "0", "--max-overhead", "10", "--json",
+              json_path, "--", scenario("soak"), str(2 * hot), str(hot), str(calm_us)],
+             env=gpuleak_env())
+    try:
+        g.wait_line(r"^at %d$" % hot, timeout=300)
+        m1 = g.wait_line(given_up, stream="err", timeout=60)
+        g.send()
+        back = g.wait_line(r"pid (\d+): tracing costs [\d.]+ % of its CPU, back under "
+                           r"--max-overhead 10\.0 %: native stacks taken back at ([\d.]+) s "
+                           r"\(level full\)", stream="err", timeout=300)
+        g.send()
+        calm = int(g.wait_line(r"^calm (\d+)$", timeout=60).group(1))
+        g.wait_line(r"^at %d$" % (2 * hot), timeout=300)
+        m2 = g.wait_line(given_up, stream="err", timeout=60, nth=2)
+        g.send()
+        eq(g.finish(), 0, f"exit code ({g.text('err')})")
+    finally:
+        g.kill()
+    err = g.text("err")
+    check_sanitizers(err)
+    eq(len(re.findall(r"given up at", err)), 2, f"given up twice: {err}")
+    eq(len(re.findall(r"taken back at", err)), 1, f"taken back once: {err}")
+    t1, tb, t2 = float(m1.group(2)), float(back.group(2)), float(m2.group(2))
+    check(t1 < tb < t2, f"given up, taken back, given up, in that order: {t1} {tb} {t2}")
+    eq(len({m1.group(1), back.group(1), m2.group(1)}), 1, "one process")
+    check(calm >= 1, f"calm steps: {calm}")
+    steps = 2 * hot + calm
+    vs = [r for r in harness.read_ndjson(json_path) if r.get("type") == "verdict"]
+    eq(len(vs), 1, "one verdict")
+    v = vs[0]
+    eq(v["pid"], int(m1.group(1)), "pid")
+    eq(v["calls"], 4 + 18 * steps, "every call traced, calm steps included")
+    eq((v["allocs"], v["frees"]), (1 + 4 * steps, 4 * steps), "allocations and frees")
+    eq((v["live_bytes"], v["live_count"]), (64 * MiB, 1), "the live set: the KV cache")
+    eq(v["dropped_events"], 0, "nothing lost")
+    o = overhead_of(v)
+    check_consistent(o)
+    b = o["budget"]
+    eq((b["max_cpu_fraction"], b["level"], b["steps"]), (0.1, "sites_only", 3), "budget")
+    eq([(l["level"], l["gives_up"]) for l in b["levels"]],
+       [("full", ""), ("sites_only", "native stacks")], "the levels it ran at")
+    full, sites = b["levels"]
+    eq(full["first_s"], 0.0, "full from the attach")
+    check(abs(sites["first_s"] - t1) <= 0.051, f"first given up when it said: {b}, {t1}")
+    # full ran until t1 and from tb to t2; sites_only in between and from t2 to the end
+    check(full["s"] >= t1 + (t2 - tb) - 0.1, f"the time at full adds both spells: {b}")
+    check(sites["s"] >= tb - t1 - 0.1, f"the time at sites_only: {b}")
+    check(abs(full["s"] + sites["s"] - o["traced_s"]) <= 0.01,
+          f"the levels' times add up to the traced time: {b}, {o['traced_s']}")
+    check(sites["cpu_fraction"] > b["max_cpu_fraction"],
+          f"the surges at sites_only cost more than the budget: {b}")
+
 # The map types live/premake.c makes ahead of the load (linux/bpf.h's numbers): hash 1,
 # array 2, prog array 3, percpu array 6, stack trace 7, LRU hash 9, ring buffer 27.
 PREMADE_TYPES = {1, 2, 3, 6, 7, 9, 27}
