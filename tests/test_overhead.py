@@ -255,6 +255,12 @@ def budget_takes_stacks_back_when_the_rate_falls_and_gives_them_up_again():
           f"the levels' times add up to the traced time: {b}, {o['traced_s']}")
     check(sites["cpu_fraction"] > b["max_cpu_fraction"],
           f"the surges at sites_only cost more than the budget: {b}")
+    # No figure says tracing took more CPU than the process had: a program's run is the CPU
+    # time of the process that trapped (the levels' slack: a tick of /proc's CPU time).
+    said = [float(x) for x in re.findall(r"tracing costs ([\d.]+) % of its CPU", err)]
+    check(said and max(said) <= 100.0, f"the notes' fractions: {said}")
+    check(all(l["cpu_fraction"] <= 1.05 for l in b["levels"]), f"the levels' fractions: {b}")
+    check(o["bpf_ns"] + o["trap_ns"] <= o["cpu_ns"] * 1.05, f"cost within the CPU time: {o}")
 
 # The map types live/premake.c makes ahead of the load (linux/bpf.h's numbers): hash 1,
 # array 2, prog array 3, percpu array 6, stack trace 7, LRU hash 9, ring buffer 27.

@@ -518,7 +518,9 @@ static void budget(struct overhead *o, struct ovh_proc *p, uint64_t cost_ns, uin
 
 	if (wcpu < MIN_WINDOW_CPU_NS)
 		return;
-	frac = (double)wcost / (double)wcpu;
+	/* At most all of it, as the verdict says: traps priced at their calibrated cost can
+	 * come to more than a short window's CPU time. */
+	frac = wcost < wcpu ? (double)wcost / (double)wcpu : 1.0;
 	if (wtraps)
 		p->cost_per_trap[p->level] = (double)wcost / (double)wtraps;
 	p->win_cost_ns = cost_ns;
@@ -591,6 +593,31 @@ static void emit(struct overhead *o, struct live *l, const struct ovh_proc *p, u
 	feed__record(l, &r.hdr);
 }
 
+/*
+ * What of est ns of BPF run time (an interval's traps at the window's average run) to charge
+ * p: no more than its CPU time leaves after its traps' cost, over the interval and since it
+ * was first traced. A program runs in the process that trapped, so its run is that process's
+ * CPU time; a larger average is not: the kernel's clock around a run also counts time the
+ * hypervisor stole from the CPU, which a process's CPU time leaves out, and a window of few
+ * runs in a calm spell (cold caches, one steal among fifty runs) would price the surge of
+ * calls after it many times over. The interval's CPU time gets one tick of slack: /proc gives
+ * a process with threads its CPU time in ticks.
+ */
+static uint64_t bpf_charge(const struct ovh_proc *p, double est, uint64_t trap_cost)
+{
+	long hz = sysconf(_SC_CLK_TCK);
+	uint64_t tick = hz > 0 ? 1000000000ULL / (uint64_t)hz : 10000000ULL;
+	uint64_t used = trap_cost + p->bpf_ns, room, win_used, win_room;
+
+	room = p->cpu_ns > used ? p->cpu_ns - used : 0;
+	win_used = used > p->last_cost_ns ? used - p->last_cost_ns : 0;
+	win_room = p->cpu_ns - p->last_cpu_ns + tick;
+	win_room = win_room > win_used ? win_room - win_used : 0;
+	if (room > win_room)
+		room = win_room;
+	return est <= 0 ? 0 : est < (double)room ? (uint64_t)est : room;
+}
+
 static void refresh_cpu(struct ovh_proc *p)
 {
 	uint64_t cpu = cpu_ns(p->pid);
@@ -633,11 +660,12 @@ void overhead__sample(struct overhead *o, struct live *l, uint64_t now, pid_t on
 		if (!tp)
 			continue;
 		n = traps_of(tp, &trap_cost, o->trap_ns);
+		refresh_cpu(p);
 		/* The interval's traps, each a program run at the window's average. */
 		if (n > p->traps)
-			p->bpf_ns += (uint64_t)(o->ns_per_run * (double)(n - p->traps));
+			p->bpf_ns +=
+			    bpf_charge(p, o->ns_per_run * (double)(n - p->traps), trap_cost);
 		p->traps = n;
-		refresh_cpu(p);
 		/* What this sample's interval cost, at the level it ran at. */
 		if (trap_cost + p->bpf_ns > p->last_cost_ns)
 			p->level_cost_ns[p->level] += trap_cost + p->bpf_ns - p->last_cost_ns;
