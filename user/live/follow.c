@@ -157,7 +157,7 @@ void follow__exited(struct live *l, struct target *t, int status, uint64_t ts_ns
 		return;
 	/* Its CPU time while /proc still has it (our own child is reaped below). */
 	if (target__in_analysis(t))
-		overhead__sample(l->ovh, l, live_now_ns(), t->pid, true);
+		overhead__sample(l->ovh, l, live_now_ns(), t->pid, OVH_FINAL);
 	overhead__forget(l->ovh, t->pid);
 	/* Our own child: reap it; its wait status is the authority. */
 	if (t->launch && waitpid(t->pid, &ws, WNOHANG) == t->pid)
@@ -187,7 +187,7 @@ void follow__ended(struct live *l, struct target *t)
 {
 	/* (an ending target is in the analysis: its end marker call announced it) */
 	probe_sites__keep(l->sites, l->att, t->pid);
-	overhead__sample(l->ovh, l, live_now_ns(), t->pid, true);
+	overhead__sample(l->ovh, l, live_now_ns(), t->pid, OVH_FINAL);
 	overhead__forget(l->ovh, t->pid);
 	t->state = TARGET_ENDED;
 	bpf_setup__forget(l->bpf, t->pid);

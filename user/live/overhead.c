@@ -626,7 +626,8 @@ static void refresh_cpu(struct ovh_proc *p)
 		p->cpu_ns = cpu - p->cpu0_ns;
 }
 
-void overhead__sample(struct overhead *o, struct live *l, uint64_t now, pid_t only, bool force)
+void overhead__sample(struct overhead *o, struct live *l, uint64_t now, pid_t only,
+		      enum ovh_when when)
 {
 	uint64_t run_ns, run_cnt;
 	size_t i;
@@ -636,7 +637,8 @@ void overhead__sample(struct overhead *o, struct live *l, uint64_t now, pid_t on
 	settle(o);
 	/* Between samples, its CPU time: a process that exits and is reaped by its parent
 	 * before gpuleak sees it go keeps the last read, at most a poll (50 ms) old. */
-	if (!force && now - o->last_sample_ns < (o->o.budget > 0 ? BUDGET_SAMPLE_NS : SAMPLE_NS)) {
+	if (when == OVH_DUE &&
+	    now - o->last_sample_ns < (o->o.budget > 0 ? BUDGET_SAMPLE_NS : SAMPLE_NS)) {
 		stats_pause(o, now);
 		for (i = 0; i < o->nr_procs; i++)
 			refresh_cpu(&o->procs[i]);
@@ -672,7 +674,8 @@ void overhead__sample(struct overhead *o, struct live *l, uint64_t now, pid_t on
 		p->level_cpu_ns[p->level] += p->cpu_ns - p->last_cpu_ns;
 		p->last_cost_ns = trap_cost + p->bpf_ns;
 		p->last_cpu_ns = p->cpu_ns;
-		if (o->o.budget > 0) {
+		/* A step at a process's last sample would only be said, and never run. */
+		if (o->o.budget > 0 && !(when == OVH_FINAL && (!only || only == p->pid))) {
 			const struct target *t = targets__find(l->tgts, p->pid);
 
 			p->python = t && t->py_runtime;

@@ -34,9 +34,16 @@ void overhead__unlink(struct overhead *o);
 const uint32_t *overhead__trap_ns(struct overhead *o);
 /* pid entered the analysis at ts_ns: its CPU time counts from now. */
 void overhead__track(struct overhead *o, pid_t pid, uint64_t ts_ns);
-/* Every ~second (force: now), a GL_REC_COST into the analysis for each tracked process (only:
- * that one, about to leave; 0: all), and the budget's steps. */
-void overhead__sample(struct overhead *o, struct live *l, uint64_t now, pid_t only, bool force);
+enum ovh_when {
+	OVH_DUE,   /* when a sample is due: about once a second, 4 times with a budget */
+	OVH_NOW,   /* now (an --interval table) */
+	OVH_FINAL, /* now, the last for only (or all): no budget step for what is leaving */
+};
+
+/* A GL_REC_COST into the analysis for each tracked process (only: that one, about to leave;
+ * 0: all), and the budget's steps. */
+void overhead__sample(struct overhead *o, struct live *l, uint64_t now, pid_t only,
+		      enum ovh_when when);
 void overhead__forget(struct overhead *o, pid_t pid);
 
 #endif

@@ -219,7 +219,7 @@ static void interval_due(struct session *s, uint64_t now, uint64_t *next_interva
 		return;
 	for (i = 0; i < targets__count(s->l.tgts); i++)
 		feed__loss(&s->l, targets__at(s->l.tgts, i));
-	overhead__sample(s->l.ovh, &s->l, now, 0, true);
+	overhead__sample(s->l.ovh, &s->l, now, 0, OVH_NOW);
 	if (!o->a.steps_given)
 		report__interval(&s->rep, now);
 	*next_interval += o->interval_ns;
@@ -270,7 +270,7 @@ static int loop(struct session *s)
 		callbacks__attach(s->l.cbs, s->l.att, s->l.tgts);
 		rescan_targets(s, now);
 		feed__tick(&s->l);
-		overhead__sample(s->l.ovh, &s->l, now, 0, false);
+		overhead__sample(s->l.ovh, &s->l, now, 0, OVH_DUE);
 		if (s->l.watch)
 			watch__poll(s->l.watch, &s->l, signals__usr1(s->sig), now);
 		recorder__names(s->l.rec, s->l.sym, s->l.an->t, false);
@@ -363,7 +363,7 @@ static void finish(struct session *s)
 			us.missing, (double)us.unwind_ns / 1e6);
 	}
 	/* Its calls are all in: what tracing cost each process still here, as of now. */
-	overhead__sample(l->ovh, l, live_now_ns(), 0, true);
+	overhead__sample(l->ovh, l, live_now_ns(), 0, OVH_FINAL);
 	for (i = 0; i < targets__count(l->tgts); i++) {
 		struct target *t = targets__at(l->tgts, i);
 
