@@ -525,12 +525,16 @@ static __always_inline bool under_alloc(const struct tstate *st, __u32 d, __u16 
 
 #include "gpuleak_python.frag.h" /* the Python frame walk: a fragment, included once */
 
-/* py_later: a Python process's allocation to the program with the walk (the fragment). */
+/*
+ * py_later: a Python process's allocation to the program with the walk (the fragment). Until
+ * user space configures a first Python process (py_generation 0) no process has an entry in
+ * pyprocs (a child inherits its parent's): the lookup, ~45 ns an allocation, is skipped.
+ */
 static __always_inline void py_handoff(void *ctx, struct gl_api_spec s, void *prog)
 {
 	__u32 pid;
 
-	if (!py_later || (s.shape != GL_SHAPE_ALLOC_DONE && !is_alloc(s)))
+	if (!py_later || !py_generation || (s.shape != GL_SHAPE_ALLOC_DONE && !is_alloc(s)))
 		return;
 	pid = cur_pid_tgid() >> 32;
 	if (bpf_map_lookup_elem(&pyprocs, &pid))
