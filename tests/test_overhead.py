@@ -140,6 +140,28 @@ def metrics_expose_the_cost():
     check_consistent(overhead_of(vs[0]))
 
 
+def budgeted_soak_verdict(json_path, pid, steps, budget, nsteps):
+    """The one verdict of soak (steps decode steps, the calm ones included) under a budget
+    that ended at sites_only after nsteps steps: every call traced, nothing lost, the two
+    levels it ran at. Its overhead object and its budget."""
+    vs = [r for r in harness.read_ndjson(json_path) if r.get("type") == "verdict"]
+    eq(len(vs), 1, "one verdict")
+    v = vs[0]
+    eq(v["pid"], pid, "pid")
+    eq(v["calls"], 4 + 18 * steps, "every call traced")
+    eq((v["allocs"], v["frees"]), (1 + 4 * steps, 4 * steps), "allocations and frees")
+    eq((v["live_bytes"], v["live_count"]), (64 * MiB, 1), "the live set: the KV cache")
+    eq(v["dropped_events"], 0, "nothing lost")
+    o = overhead_of(v)
+    check_consistent(o)
+    b = o["budget"]
+    eq((b["max_cpu_fraction"], b["level"], b["steps"]), (budget, "sites_only", nsteps), "budget")
+    eq([(l["level"], l["gives_up"]) for l in b["levels"]],
+       [("full", ""), ("sites_only", "native stacks")], "the levels it ran at")
+    eq(b["levels"][0]["first_s"], 0.0, "full from the attach")
+    return o, b
+
+
 @test
 def budget_gives_up_stacks_and_loses_no_allocation():
     """--max-overhead 0.1 on soak, a loop of nothing but traced calls (its traps alone cost
@@ -169,21 +191,7 @@ def budget_gives_up_stacks_and_loses_no_allocation():
     eq(len(re.findall(r"given up at", err)), 1, f"given up once: {err}")
     check(len(re.findall(r"with nothing left to give up", err)) <= 1, f"the floor said once: {err}")
     eq(len(re.findall(r"taken back", err)), 0, f"never taken back at this rate: {err}")
-    vs = [r for r in harness.read_ndjson(json_path) if r.get("type") == "verdict"]
-    eq(len(vs), 1, "one verdict")
-    v = vs[0]
-    eq(v["pid"], int(m.group(1)), "pid")
-    eq(v["calls"], 4 + 18 * steps, "every call traced")
-    eq((v["allocs"], v["frees"]), (1 + 4 * steps, 4 * steps), "allocations and frees")
-    eq((v["live_bytes"], v["live_count"]), (64 * MiB, 1), "the live set: the KV cache")
-    eq(v["dropped_events"], 0, "nothing lost")
-    o = overhead_of(v)
-    check_consistent(o)
-    b = o["budget"]
-    eq((b["max_cpu_fraction"], b["level"], b["steps"]), (0.001, "sites_only", 1), "budget")
-    eq([(l["level"], l["gives_up"]) for l in b["levels"]],
-       [("full", ""), ("sites_only", "native stacks")], "the levels it ran at")
-    eq(b["levels"][0]["first_s"], 0.0, "full from the attach")
+    o, b = budgeted_soak_verdict(json_path, int(m.group(1)), steps, 0.001, 1)
     check(abs(b["levels"][1]["first_s"] - float(m.group(2))) <= 0.051,
           f"stacks given up when it said: {b}, {m.group(0)}")
     check(re.search(r"^  --max-overhead 0\.1 %: full from 0\.0 s", g.text("out"), re.M),
@@ -231,22 +239,8 @@ def budget_takes_stacks_back_when_the_rate_falls_and_gives_them_up_again():
     eq(len({m1.group(1), back.group(1), m2.group(1)}), 1, "one process")
     check(calm >= 1, f"calm steps: {calm}")
     steps = 2 * hot + calm
-    vs = [r for r in harness.read_ndjson(json_path) if r.get("type") == "verdict"]
-    eq(len(vs), 1, "one verdict")
-    v = vs[0]
-    eq(v["pid"], int(m1.group(1)), "pid")
-    eq(v["calls"], 4 + 18 * steps, "every call traced, calm steps included")
-    eq((v["allocs"], v["frees"]), (1 + 4 * steps, 4 * steps), "allocations and frees")
-    eq((v["live_bytes"], v["live_count"]), (64 * MiB, 1), "the live set: the KV cache")
-    eq(v["dropped_events"], 0, "nothing lost")
-    o = overhead_of(v)
-    check_consistent(o)
-    b = o["budget"]
-    eq((b["max_cpu_fraction"], b["level"], b["steps"]), (0.1, "sites_only", 3), "budget")
-    eq([(l["level"], l["gives_up"]) for l in b["levels"]],
-       [("full", ""), ("sites_only", "native stacks")], "the levels it ran at")
+    o, b = budgeted_soak_verdict(json_path, int(m1.group(1)), steps, 0.1, 3)
     full, sites = b["levels"]
-    eq(full["first_s"], 0.0, "full from the attach")
     check(abs(sites["first_s"] - t1) <= 0.051, f"first given up when it said: {b}, {t1}")
     # full ran until t1 and from tb to t2; sites_only in between and from t2 to the end
     check(full["s"] >= t1 + (t2 - tb) - 0.1, f"the time at full adds both spells: {b}")
