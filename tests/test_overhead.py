@@ -140,6 +140,16 @@ def metrics_expose_the_cost():
     check_consistent(overhead_of(vs[0]))
 
 
+def budget_notes(g, given_up, taken_back):
+    """gpuleak's stderr once it has exited: no sanitizer report, and the budget's steps said
+    given_up and taken_back times. The text."""
+    err = g.text("err")
+    check_sanitizers(err)
+    eq(len(re.findall(r"given up at", err)), given_up, f"parts given up: {err}")
+    eq(len(re.findall(r"taken back at", err)), taken_back, f"parts taken back: {err}")
+    return err
+
+
 def budgeted_soak_verdict(json_path, pid, steps, budget, nsteps):
     """The one verdict of soak (steps decode steps, the calm ones included) under a budget
     that ended at sites_only after nsteps steps: every call traced, nothing lost, the two
@@ -186,11 +196,8 @@ def budget_gives_up_stacks_and_loses_no_allocation():
         eq(g.finish(), 0, f"exit code ({g.text('err')})")
     finally:
         g.kill()
-    err = g.text("err")
-    check_sanitizers(err)
-    eq(len(re.findall(r"given up at", err)), 1, f"given up once: {err}")
+    err = budget_notes(g, 1, 0)
     check(len(re.findall(r"with nothing left to give up", err)) <= 1, f"the floor said once: {err}")
-    eq(len(re.findall(r"taken back", err)), 0, f"never taken back at this rate: {err}")
     o, b = budgeted_soak_verdict(json_path, int(m.group(1)), steps, 0.001, 1)
     check(abs(b["levels"][1]["first_s"] - float(m.group(2))) <= 0.051,
           f"stacks given up when it said: {b}, {m.group(0)}")
@@ -230,10 +237,7 @@ def budget_takes_stacks_back_when_the_rate_falls_and_gives_them_up_again():
         eq(g.finish(), 0, f"exit code ({g.text('err')})")
     finally:
         g.kill()
-    err = g.text("err")
-    check_sanitizers(err)
-    eq(len(re.findall(r"given up at", err)), 2, f"given up twice: {err}")
-    eq(len(re.findall(r"taken back at", err)), 1, f"taken back once: {err}")
+    err = budget_notes(g, 2, 1)
     t1, tb, t2 = float(m1.group(2)), float(back.group(2)), float(m2.group(2))
     check(t1 < tb < t2, f"given up, taken back, given up, in that order: {t1} {tb} {t2}")
     eq(len({m1.group(1), back.group(1), m2.group(1)}), 1, "one process")
